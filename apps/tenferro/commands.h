@@ -1,0 +1,11 @@
+#pragma once
+// Subcommands of the tenferro CLI. Each returns the process exit status.
+
+namespace tenferro::cli {
+
+inline constexpr const char* kVersion = "0.1.0";
+
+/// `tenferro demo`: builds tensors, takes views, shows typed errors.
+int run_demo(int argc, char** argv);
+
+}  // namespace tenferro::cli

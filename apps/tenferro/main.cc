@@ -1,0 +1,42 @@
+// The tenferro command-line program. Subcommands grow with the library.
+
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include "commands.h"
+
+namespace {
+
+void print_usage(std::FILE* out) {
+  std::fputs(
+      "usage: tenferro <command> [args]\n"
+      "\n"
+      "commands:\n"
+      "  demo       show what the library does so far (tensors, views, errors)\n"
+      "  version    print the version\n"
+      "  help       print this text\n",
+      out);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    print_usage(stderr);
+    return 2;
+  }
+  const std::string_view cmd = argv[1];
+  if (cmd == "demo") return tenferro::cli::run_demo(argc - 2, argv + 2);
+  if (cmd == "version" || cmd == "--version") {
+    std::printf("tenferro %s\n", tenferro::cli::kVersion);
+    return 0;
+  }
+  if (cmd == "help" || cmd == "--help" || cmd == "-h") {
+    print_usage(stdout);
+    return 0;
+  }
+  std::fprintf(stderr, "tenferro: unknown command '%s'\n\n", argv[1]);
+  print_usage(stderr);
+  return 2;
+}

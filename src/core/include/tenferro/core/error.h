@@ -1,0 +1,95 @@
+#pragma once
+/// \file
+/// Typed, staged errors with a cause chain (ARCHITECTURE §3.2).
+
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace tenferro {
+
+/// The stage of work at which an error was detected.
+enum class ErrorStage : uint8_t {
+  kUsage,          ///< invalid arguments to a library call (shapes, indices, layouts, ...)
+  kConfiguration,  ///< invalid runtime/engine configuration
+  kCompile,        ///< graph tracing and compilation
+  kPrepare,        ///< preparation of a compiled graph for an engine
+  kEnqueue,        ///< submission of prepared work
+  kCompletion,     ///< failure reported when work completes
+};
+
+/// What went wrong, independent of the stage.
+enum class ErrorCode : uint16_t {
+  kInvalidArgument,     ///< an argument is malformed (generic)
+  kInvalidShape,        ///< negative extent, wrong rank, data length vs shape, ...
+  kOverflow,            ///< an element, byte or offset count does not fit in int64_t
+  kOutOfRange,          ///< an index, axis or slice bound is outside its range
+  kInvalidPermutation,  ///< not a permutation of 0..rank-1
+  kInvalidLayout,       ///< strides/offset reach outside the storage
+  kIncompatibleLayout,  ///< the request needs a copy (e.g. reshape of a non-mergeable view)
+  kDTypeMismatch,       ///< wrong element type for the operation
+  kShapeMismatch,       ///< shapes of two operands disagree
+  kNotExclusive,        ///< mutable access to storage that is shared
+  kReadOnly,            ///< write to storage that was wrapped read-only
+  kUnsupported,         ///< a capability is not available
+  kAllocationFailed,    ///< memory could not be obtained
+  kReentered,           ///< an entered execution context was entered again
+  kParse,               ///< malformed text input
+  kIo,                  ///< file-system failure
+  kInternal,            ///< a broken invariant inside the library (a bug)
+};
+
+/// Stable lowercase name ("usage", "compile", ...).
+std::string_view error_stage_name(ErrorStage stage) noexcept;
+/// Stable lowercase name ("out_of_range", "not_exclusive", ...).
+std::string_view error_code_name(ErrorCode code) noexcept;
+
+/// An immutable error value: stage, code, the operation that failed, a message that
+/// names the offending values, and an optional cause.
+///
+/// Error is a cheap-to-copy handle (one shared pointer); copies share the same
+/// immutable payload and may be used from any thread. Constructing one allocates, which
+/// is fine because errors are off the hot path.
+class Error {
+ public:
+  /// Builds an error. `op` names the failing operation ("permute", "from_col_major"),
+  /// `message` says what was wrong with which values.
+  Error(ErrorStage stage, ErrorCode code, std::string op, std::string message);
+
+  ErrorStage stage() const noexcept;
+  ErrorCode code() const noexcept;
+  const std::string& op() const noexcept;
+  const std::string& message() const noexcept;
+  /// The error that caused this one, or nullptr.
+  const Error* cause() const noexcept;
+
+  /// Returns a copy of this error whose cause is `cause` (replacing any previous cause).
+  Error with_cause(Error cause) const;
+
+  /// "usage/out_of_range in slice: ..." followed by "\n  caused by: ..." per cause.
+  std::string to_string() const;
+
+ private:
+  struct Payload;
+  std::shared_ptr<const Payload> payload_;
+};
+
+/// Shorthand constructors for the common stage.
+Error usage_error(ErrorCode code, std::string op, std::string message);
+
+/// Exception thrown by the eager convenience layer and by Result::value() on an error.
+/// Library internals never throw it across a worker thread boundary.
+class Exception : public std::exception {
+ public:
+  explicit Exception(Error error);
+  const Error& error() const noexcept { return error_; }
+  const char* what() const noexcept override { return what_.c_str(); }
+
+ private:
+  Error error_;
+  std::string what_;
+};
+
+}  // namespace tenferro
