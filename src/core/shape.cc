@@ -5,7 +5,7 @@
 
 namespace tenferro {
 
-std::string format_dims(std::span<const int64_t> dims) {
+std::string format_dims(Dims dims) {
   std::string out = "[";
   for (size_t i = 0; i < dims.size(); ++i) {
     if (i > 0) out += ", ";
@@ -15,7 +15,7 @@ std::string format_dims(std::span<const int64_t> dims) {
   return out;
 }
 
-Result<void> validate_shape(std::span<const int64_t> shape, const char* op) {
+Result<void> validate_shape(Dims shape, const char* op) {
   int64_t n = 1;
   bool overflow = false;
   for (size_t k = 0; k < shape.size(); ++k) {
@@ -36,12 +36,12 @@ Result<void> validate_shape(std::span<const int64_t> shape, const char* op) {
   return ok();
 }
 
-Result<int64_t> checked_element_count(std::span<const int64_t> shape, const char* op) {
+Result<int64_t> checked_element_count(Dims shape, const char* op) {
   TENFERRO_TRY_VOID(validate_shape(shape, op));
   return element_count(shape);
 }
 
-Result<int64_t> checked_byte_count(std::span<const int64_t> shape, DType dtype, const char* op) {
+Result<int64_t> checked_byte_count(Dims shape, DType dtype, const char* op) {
   TENFERRO_TRY(int64_t n, checked_element_count(shape, op));
   int64_t bytes = 0;
   if (!checked_mul(n, dtype_size(dtype), &bytes)) {
@@ -52,7 +52,7 @@ Result<int64_t> checked_byte_count(std::span<const int64_t> shape, DType dtype, 
   return bytes;
 }
 
-Strides col_major_strides(std::span<const int64_t> shape) {
+Strides col_major_strides(Dims shape) {
   Strides s(shape.size());
   int64_t acc = 1;
   for (size_t k = 0; k < shape.size(); ++k) {
@@ -62,7 +62,7 @@ Strides col_major_strides(std::span<const int64_t> shape) {
   return s;
 }
 
-Strides row_major_strides(std::span<const int64_t> shape) {
+Strides row_major_strides(Dims shape) {
   Strides s(shape.size());
   int64_t acc = 1;
   for (size_t k = shape.size(); k-- > 0;) {
@@ -72,8 +72,8 @@ Strides row_major_strides(std::span<const int64_t> shape) {
   return s;
 }
 
-Layout Layout::col_major(std::span<const int64_t> shape) {
-  return Layout{Shape(shape), col_major_strides(shape), 0};
+Layout Layout::col_major(Dims shape) {
+  return Layout{Shape(shape.span()), col_major_strides(shape), 0};
 }
 
 Result<ReachableRange> reachable_range(const Layout& layout, const char* op) {
@@ -169,7 +169,7 @@ bool is_injective(const Layout& layout) noexcept {
   return true;
 }
 
-Result<int64_t> checked_offset(const Layout& layout, std::span<const int64_t> index, const char* op) {
+Result<int64_t> checked_offset(const Layout& layout, Dims index, const char* op) {
   if (index.size() != layout.shape.size()) {
     return usage_error(ErrorCode::kInvalidShape, op,
                        "index " + format_dims(index) + " has rank " + std::to_string(index.size()) +

@@ -52,30 +52,30 @@ class Dims {
 }
 
 /// Formats a list of integers as "[2, 3, 4]" (for error messages and printing).
-std::string format_dims(std::span<const int64_t> dims);
+std::string format_dims(Dims dims);
 
 /// Validates that every extent is >= 0 and the element count fits in int64_t.
 /// Errors: kInvalidShape (negative extent), kOverflow. `op` names the caller.
-Result<void> validate_shape(std::span<const int64_t> shape, const char* op);
+Result<void> validate_shape(Dims shape, const char* op);
 
 /// Product of extents (1 for rank 0), overflow-checked. Errors as validate_shape.
-Result<int64_t> checked_element_count(std::span<const int64_t> shape, const char* op = "element_count");
+Result<int64_t> checked_element_count(Dims shape, const char* op = "element_count");
 
 /// Element count times dtype size, overflow-checked.
-Result<int64_t> checked_byte_count(std::span<const int64_t> shape, DType dtype, const char* op = "byte_count");
+Result<int64_t> checked_byte_count(Dims shape, DType dtype, const char* op = "byte_count");
 
 /// Product of extents without checks: for shapes already validated (e.g. held by a
 /// Tensor, whose invariants guarantee no overflow).
-inline int64_t element_count(std::span<const int64_t> shape) noexcept {
+inline int64_t element_count(Dims shape) noexcept {
   int64_t n = 1;
   for (int64_t e : shape) n *= e;
   return n;
 }
 
 /// Compact column-major strides (axis 0 fastest) for a validated shape.
-Strides col_major_strides(std::span<const int64_t> shape);
+Strides col_major_strides(Dims shape);
 /// Compact row-major strides (last axis fastest) for a validated shape.
-Strides row_major_strides(std::span<const int64_t> shape);
+Strides row_major_strides(Dims shape);
 
 /// A strided view onto a linear element buffer: element `idx` lives at
 /// `offset + sum(idx[k] * strides[k])`. Units are elements, not bytes.
@@ -87,7 +87,7 @@ struct Layout {
   int64_t rank() const noexcept { return shape.ssize(); }
   int64_t element_count() const noexcept { return tenferro::element_count(shape); }
   /// Compact column-major layout of `shape` at offset 0 (shape must be valid).
-  static Layout col_major(std::span<const int64_t> shape);
+  static Layout col_major(Dims shape);
 
   friend bool operator==(const Layout&, const Layout&) = default;
 };
@@ -122,6 +122,6 @@ bool is_injective(const Layout& layout) noexcept;
 
 /// Offset of a multi-index in the layout, with bounds checking of each index.
 /// Errors: kInvalidShape (rank mismatch), kOutOfRange.
-Result<int64_t> checked_offset(const Layout& layout, std::span<const int64_t> index, const char* op = "at");
+Result<int64_t> checked_offset(const Layout& layout, Dims index, const char* op = "at");
 
 }  // namespace tenferro
