@@ -54,20 +54,20 @@ Result<int64_t> checked_byte_count(Dims shape, DType dtype, const char* op) {
 
 Strides col_major_strides(Dims shape) {
   Strides s(shape.size());
-  int64_t acc = 1;
+  uint64_t acc = 1;  // wrapping: see element_count
   for (size_t k = 0; k < shape.size(); ++k) {
-    s[k] = acc;
-    acc *= std::max<int64_t>(shape[k], 1);
+    s[k] = static_cast<int64_t>(acc);
+    acc *= static_cast<uint64_t>(std::max<int64_t>(shape[k], 1));
   }
   return s;
 }
 
 Strides row_major_strides(Dims shape) {
   Strides s(shape.size());
-  int64_t acc = 1;
+  uint64_t acc = 1;  // wrapping: see element_count
   for (size_t k = shape.size(); k-- > 0;) {
-    s[k] = acc;
-    acc *= std::max<int64_t>(shape[k], 1);
+    s[k] = static_cast<int64_t>(acc);
+    acc *= static_cast<uint64_t>(std::max<int64_t>(shape[k], 1));
   }
   return s;
 }
@@ -127,6 +127,7 @@ Result<void> validate_layout(const Layout& layout, int64_t capacity, const char*
 namespace {
 template <bool kColMajor>
 bool is_compact(const Layout& layout) noexcept {
+  if (layout.element_count() == 0) return true;  // nothing reachable; avoids overflow below
   int64_t expected = 1;
   const size_t rank = layout.shape.size();
   for (size_t i = 0; i < rank; ++i) {

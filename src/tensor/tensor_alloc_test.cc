@@ -13,6 +13,9 @@ namespace {
 std::atomic<int64_t> g_allocations{0};
 }  // namespace
 
+// The replacement pairs malloc with free by construction; GCC cannot see that.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
 void* operator new(std::size_t size) {
   g_allocations.fetch_add(1, std::memory_order_relaxed);
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;

@@ -243,3 +243,27 @@ TEST(Print, ShowsHeaderRowsAndTruncates) {
 
 }  // namespace
 }  // namespace tenferro
+
+namespace tenferro {
+namespace {
+
+TEST(Construct, EmptyTensorsWithHugeExtentsAreValid) {
+  const int64_t big = int64_t{1} << 40;
+  Tensor e = Tensor::zeros(DType::kF64, {big, big, 0}).value();
+  EXPECT_EQ(e.numel(), 0);
+  EXPECT_EQ(e.to_string().find("[]") != std::string::npos, true);
+  EXPECT_EQ(e.permute({2, 1, 0}).value().numel(), 0);
+  EXPECT_EQ(e.contiguous().value().numel(), 0);
+  EXPECT_EQ(e.reshape({0, 5}).value().shape(), (Shape{0, 5}));
+  for (int64_t axis = 0; axis < 2; ++axis) {
+    Tensor s = e.select(axis, big - 1).value();
+    EXPECT_EQ(s.offset(), 0) << "empty views keep their offset";
+    EXPECT_EQ(e.flip(axis).value().offset(), 0);
+    EXPECT_EQ(e.slice(axis, big - 1, -1, -3).value().offset(), 0);
+  }
+  EXPECT_EQ(e.diagonal({0, 1}).value().numel(), 0);
+  EXPECT_EQ(export_host(Tensor(e)).value().byte_size, 0);
+}
+
+}  // namespace
+}  // namespace tenferro

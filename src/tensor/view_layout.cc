@@ -4,6 +4,13 @@
 
 namespace tenferro {
 
+// Note [Empty views keep their offset]: a layout with a zero extent reaches no element,
+// and its other extents and strides may be huge (a valid [2^40, 2^40, 0] tensor). Offset
+// arithmetic on such a layout could overflow, so transforms of an empty layout keep the
+// source offset unchanged (which validate_layout already accepted) and combine strides
+// with wrapping arithmetic. For non-empty layouts every offset is bounded by the
+// validated reachable range, so the arithmetic is exact.
+
 // Note [View metadata without allocation]: every transform builds its result directly
 // in a Layout whose Shape/Strides are SmallVectors with inline capacity 8, and reports
 // problems only on the error path (which may allocate its message). A successful view
@@ -12,6 +19,13 @@ namespace tenferro {
 namespace {
 
 std::string s(int64_t v) { return std::to_string(v); }
+
+int64_t wrapping_add(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+int64_t wrapping_mul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
 
 Result<void> check_axis(const Layout& src, int64_t axis, const char* op) {
   if (axis < 0 || axis >= src.rank()) {
@@ -89,7 +103,7 @@ Result<Layout> slice_layout(const Layout& src, int64_t axis, int64_t start, int6
   }
   Layout out = src;
   out.shape[ax] = count;
-  if (count > 0) {
+  if (count > 0 && src.element_count() > 0) {  // Note [Empty views keep their offset]
     out.offset = src.offset + start * src.strides[ax];
     out.strides[ax] = src.strides[ax] * step;
   }
@@ -107,7 +121,7 @@ Result<Layout> select_layout(const Layout& src, int64_t axis, int64_t index) {
                            s(src.shape[ax]));
   }
   Layout out = src;
-  out.offset = src.offset + index * src.strides[ax];
+  if (src.element_count() > 0) out.offset = src.offset + index * src.strides[ax];
   out.shape.erase(ax);
   out.strides.erase(ax);
   return out;
@@ -135,7 +149,7 @@ Result<Layout> diagonal_layout(const Layout& src, Dims axes) {
                          "axes " + format_dims(axes) + " have different extents in shape " +
                              format_dims(src.shape));
     }
-    stride += src.strides[static_cast<size_t>(a)];
+    stride = wrapping_add(stride, src.strides[static_cast<size_t>(a)]);  // exact unless empty
   }
   Layout out;
   out.offset = src.offset;
@@ -184,7 +198,7 @@ Result<Layout> flip_layout(const Layout& src, int64_t axis) {
   TENFERRO_TRY_VOID(check_axis(src, axis, "flip"));
   const auto ax = static_cast<size_t>(axis);
   Layout out = src;
-  if (src.shape[ax] > 0) {
+  if (src.element_count() > 0) {  // Note [Empty views keep their offset]
     out.offset = src.offset + (src.shape[ax] - 1) * src.strides[ax];
     out.strides[ax] = -src.strides[ax];
   }
@@ -274,7 +288,7 @@ Result<Layout> reshape_layout(const Layout& src, Dims requested) {
     int64_t stride = src.strides[i0];
     for (size_t k = j0; k < j; ++k) {
       out.strides[k] = stride;
-      stride *= shape[k];
+      stride = wrapping_mul(stride, shape[k]);  // the last product is unused and may exceed the range
     }
   }
   return out;

@@ -67,9 +67,12 @@ Result<int64_t> checked_byte_count(Dims shape, DType dtype, const char* op = "by
 /// Product of extents without checks: for shapes already validated (e.g. held by a
 /// Tensor, whose invariants guarantee no overflow).
 inline int64_t element_count(Dims shape) noexcept {
-  int64_t n = 1;
-  for (int64_t e : shape) n *= e;
-  return n;
+  // Unsigned (wrapping) products: a valid shape with a zero extent may have a prefix
+  // product beyond int64 (e.g. [2^40, 2^40, 0]); the wrapped product is still exactly 0
+  // then, and equals the true count otherwise.
+  uint64_t n = 1;
+  for (int64_t e : shape) n *= static_cast<uint64_t>(e);
+  return static_cast<int64_t>(n);
 }
 
 /// Compact column-major strides (axis 0 fastest) for a validated shape.
