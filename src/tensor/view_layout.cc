@@ -65,8 +65,8 @@ Result<Layout> permute_layout(const Layout& src, Dims perm) {
     }
   }
   Layout out;
-  out.shape.resize(perm.size());
-  out.strides.resize(perm.size());
+  out.shape.resize_for_overwrite(perm.size());
+  out.strides.resize_for_overwrite(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) {
     out.shape[i] = src.shape[static_cast<size_t>(perm[i])];
     out.strides[i] = src.strides[static_cast<size_t>(perm[i])];

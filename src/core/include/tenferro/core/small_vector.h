@@ -33,10 +33,21 @@ class SmallVector {
   explicit SmallVector(size_t n, T value = T{}) { assign_fill(n, value); }
   SmallVector(std::initializer_list<T> init) { assign(init.begin(), init.size()); }
   explicit SmallVector(std::span<const T> src) { assign(src.data(), src.size()); }
-  SmallVector(const SmallVector& other) { assign(other.data(), other.size()); }
+  SmallVector(const SmallVector& other) {
+    if (other.heap_ == nullptr) {
+      copy_inline(other);
+    } else {
+      assign(other.data(), other.size());
+    }
+  }
   SmallVector(SmallVector&& other) noexcept { steal(other); }
   SmallVector& operator=(const SmallVector& other) {
-    if (this != &other) assign(other.data(), other.size());
+    if (this == &other) return *this;
+    if (other.heap_ == nullptr && heap_ == nullptr) {
+      copy_inline(other);
+    } else {
+      assign(other.data(), other.size());
+    }
     return *this;
   }
   SmallVector& operator=(SmallVector&& other) noexcept {
@@ -81,7 +92,14 @@ class SmallVector {
   /// Resizes; new elements are set to `value`.
   void resize(size_t n, T value = T{}) {
     reserve(n);
-    for (size_t i = size_; i < n; ++i) data()[i] = value;
+    T* d = data();
+    for (size_t i = size_; i < n; ++i) d[i] = value;
+    size_ = n;
+  }
+  /// Resizes without assigning new elements: the caller overwrites [old size, n).
+  /// (New inline elements hold stale but initialized values.)
+  void resize_for_overwrite(size_t n) {
+    reserve(n);
     size_ = n;
   }
   /// Inserts `value` before position `pos` (0 <= pos <= size()).
@@ -136,11 +154,19 @@ class SmallVector {
       heap_capacity_ = other.heap_capacity_;
       other.heap_ = nullptr;
       other.heap_capacity_ = 0;
-    } else if (other.size_ > 0) {
-      std::memcpy(static_cast<void*>(inline_), other.inline_, other.size_ * sizeof(T));
+    } else {
+      std::memcpy(static_cast<void*>(inline_), other.inline_, sizeof(inline_));
     }
     size_ = other.size_;
     other.size_ = 0;
+  }
+  // Note [Fixed-size inline copies]: copying the whole inline buffer (a constant size the
+  // compiler turns into a few vector moves) is faster than a variable-length memmove
+  // call for the tiny sizes metadata has. The buffer is always initialized (zeroed at
+  // construction), so no indeterminate bytes are read.
+  void copy_inline(const SmallVector& other) noexcept {
+    std::memcpy(static_cast<void*>(inline_), other.inline_, sizeof(inline_));
+    size_ = other.size_;
   }
 
   T inline_[N] = {};
