@@ -183,21 +183,12 @@ Result<Tensor> Tensor::reshape_copy(Dims shape) const {
   return compact.reshape(shape);
 }
 
-Result<Tensor> Tensor::real() const {
+Result<Tensor> Tensor::complex_component_(bool imag) const {
+  const char* op = imag ? "imag" : "real";
   if (!is_complex(dtype_)) {
-    return usage_error(ErrorCode::kDTypeMismatch, "real",
-                       "needs a complex dtype, got " + std::string(dtype_name(dtype_)));
+    return usage_error(ErrorCode::kDTypeMismatch, op, "needs a complex dtype, got " + std::string(dtype_name(dtype_)));
   }
-  TENFERRO_TRY(Layout layout, complex_component_layout(layout_, false));
-  return Tensor(storage_, std::move(layout), placement_, real_dtype(dtype_));
-}
-
-Result<Tensor> Tensor::imag() const {
-  if (!is_complex(dtype_)) {
-    return usage_error(ErrorCode::kDTypeMismatch, "imag",
-                       "needs a complex dtype, got " + std::string(dtype_name(dtype_)));
-  }
-  TENFERRO_TRY(Layout layout, complex_component_layout(layout_, true));
+  TENFERRO_TRY(Layout layout, complex_component_layout(layout_, imag));
   return Tensor(storage_, std::move(layout), placement_, real_dtype(dtype_));
 }
 

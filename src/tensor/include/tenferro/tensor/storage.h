@@ -164,8 +164,9 @@ class ExternalStorage final : public Storage {
   ~ExternalStorage() override;
 
  private:
-  ExternalStorage(void* data, int64_t byte_size, StorageKind kind, bool writable) noexcept
-      : Storage(data, byte_size, kind, writable) {}
+  ExternalStorage(void* data, int64_t byte_size, StorageKind kind, bool writable,
+                  std::function<void(void*)> deleter, std::shared_ptr<const void> keep_alive) noexcept
+      : Storage(data, byte_size, kind, writable), deleter_(std::move(deleter)), keep_alive_(std::move(keep_alive)) {}
   std::function<void(void*)> deleter_;
   std::shared_ptr<const void> keep_alive_;
 };

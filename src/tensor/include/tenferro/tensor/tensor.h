@@ -120,8 +120,8 @@ class Tensor : public TensorBase<Tensor> {
   /// reshape, copying first when a view is impossible.
   Result<Tensor> reshape_copy(Dims shape) const;
   /// Real / imaginary parts of a complex tensor as a view. Errors: kDTypeMismatch.
-  Result<Tensor> real() const;
-  Result<Tensor> imag() const;
+  Result<Tensor> real() const { return complex_component_(false); }
+  Result<Tensor> imag() const { return complex_component_(true); }
 
   /// Readable text: a header with shape, dtype and layout, then nested rows (axis 0
   /// outermost, like numpy's display of the same logical array), abbreviated per options.
@@ -133,6 +133,7 @@ class Tensor : public TensorBase<Tensor> {
       : TensorBase<Tensor>(std::move(storage), std::move(layout), placement), dtype_(dtype) {}
   Result<Tensor> with_layout_(Layout layout) const { return Tensor(storage_, std::move(layout), placement_, dtype_); }
   Result<void> check_dtype_(DType want, const char* op) const;
+  Result<Tensor> complex_component_(bool imag) const;
   template <PresetScalar T>
   static Tensor erase_(TypedTensor<T>&& t) {
     return Tensor(t);

@@ -304,8 +304,11 @@ class TypedTensor : public TensorBase<TypedTensor<T>> {
   static constexpr int64_t element_size() noexcept { return static_cast<int64_t>(sizeof(T)); }
   /// Storage start (element 0 of the storage, not of the view).
   const T* storage_data() const noexcept { return this->storage_ ? static_cast<const T*>(this->storage_->data()) : nullptr; }
-  /// Pointer to logical element (0, ..., 0); meaningful only for a non-empty tensor.
-  const T* data() const noexcept { return storage_data() + this->layout_.offset; }
+  /// Pointer to logical element (0, ..., 0); meaningful only for a non-empty tensor
+  /// (nullptr for a null handle).
+  const T* data() const noexcept {
+    return this->storage_ ? storage_data() + this->layout_.offset : nullptr;
+  }
   /// Checked pointer to one element. Errors: kInvalidShape (rank), kOutOfRange.
   Result<const T*> ptr(Dims index) const {
     TENFERRO_TRY(int64_t pos, checked_offset(this->layout_, index, "at"));
