@@ -1,0 +1,163 @@
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "tenferro/cpu/kernels.h"
+
+namespace tenferro::cpu {
+namespace {
+
+using Index = std::vector<int64_t>;
+
+void for_each_index(const Shape& shape, const std::function<void(const Index&)>& f) {
+  const int64_t n = element_count(shape);
+  Index idx(shape.size(), 0);
+  for (int64_t lin = 0; lin < n; ++lin) {
+    int64_t rem = lin;
+    for (size_t k = 0; k < shape.size(); ++k) {
+      idx[k] = rem % shape[k];
+      rem /= shape[k];
+    }
+    f(idx);
+  }
+}
+
+// A random source view: random shape (rank 0-8), then permute / flip / step-slice /
+// broadcast some axes.
+Tensor random_source(std::mt19937_64& rng, DType dtype) {
+  const size_t rank = rng() % 9;
+  Shape shape;
+  int64_t total = 1;
+  for (size_t k = 0; k < rank; ++k) {
+    int64_t e = 1 + static_cast<int64_t>(rng() % (rank > 5 ? 3 : 9));
+    if (rng() % 25 == 0) e = 0;
+    if (total * std::max<int64_t>(e, 1) > 50000) e = 1;
+    total *= std::max<int64_t>(e, 1);
+    shape.push_back(e);
+  }
+  Tensor t = Tensor::random_uniform(dtype, shape, rng(), -5, 5).value();
+  for (size_t k = 0; k < rank; ++k) {
+    const auto axis = static_cast<int64_t>(k);
+    switch (rng() % 5) {
+      case 0: t = t.flip(axis).value(); break;
+      case 1:
+        if (t.dim(axis) > 2) t = t.slice(axis, t.dim(axis) - 1, -1, -2).value();
+        break;
+      case 2:
+        if (t.dim(axis) > 1) t = t.slice(axis, 1, t.dim(axis), 1).value();
+        break;
+      default: break;
+    }
+  }
+  if (rank > 1) {
+    Index perm(rank);
+    for (size_t i = 0; i < rank; ++i) perm[i] = static_cast<int64_t>(i);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    t = t.permute(perm).value();
+  }
+  if (rng() % 4 == 0 && rank < 8) {
+    Shape b = t.shape();
+    b.insert(0, 3);
+    t = t.broadcast_to(b).value();
+  }
+  return t;
+}
+
+// A fresh exclusive destination of `shape` with a random strided layout.
+Tensor random_destination(std::mt19937_64& rng, DType dtype, const Shape& shape) {
+  const size_t rank = shape.size();
+  Index perm(rank);
+  for (size_t i = 0; i < rank; ++i) perm[i] = static_cast<int64_t>(i);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  Shape permuted(rank);
+  for (size_t i = 0; i < rank; ++i) permuted[static_cast<size_t>(perm[i])] = shape[i];
+  Tensor base = Tensor::full(dtype, permuted, c128(-7, 0)).value();
+  Tensor view = base.permute(perm).value();  // view[idx] = base[idx permuted]
+  if (rank > 0 && rng() % 2 == 0) view = view.flip(static_cast<int64_t>(rng() % rank)).value();
+  return view;  // `base` dies here: the view is the only handle
+}
+
+class CopyKernel : public ::testing::TestWithParam<DType> {};
+
+TEST_P(CopyKernel, MatchesNaiveOnRandomLayouts) {
+  const DType dtype = GetParam();
+  std::mt19937_64 rng(static_cast<uint64_t>(dtype) * 101 + 7);
+  auto executor = make_tbb_executor(2).value();
+  for (int trial = 0; trial < 150; ++trial) {
+    Tensor src = random_source(rng, dtype);
+    Tensor dst = random_destination(rng, dtype, src.shape());
+    const ParallelMode mode = trial % 2 == 0 ? ParallelMode::kSequential : ParallelMode::kInner;
+    Result<void> r;
+    executor->install([&] {
+      CpuExecutionContext ctx(executor.get(), mode, 2);
+      r = copy_into(ctx, src, dst);
+    });
+    ASSERT_TRUE(r.has_value()) << r.error().to_string();
+    int bad = 0;
+    for_each_index(src.shape(), [&](const Index& idx) {
+      if (bad < 3 && dst.get_as_c128(idx).value() != src.get_as_c128(idx).value()) {
+        ++bad;
+        ADD_FAILURE() << "mismatch at " << format_dims(idx) << " shape " << format_dims(src.shape()) << " src strides "
+                      << format_dims(src.strides()) << " dst strides " << format_dims(dst.strides());
+      }
+    });
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDTypes, CopyKernel, ::testing::ValuesIn(kAllDTypes),
+                         [](const auto& param_info) { return std::string(dtype_name(param_info.param)); });
+
+TEST(CopyKernel, PermuteCopyOfLargeTensorsAllRank4Permutations) {
+  auto executor = make_tbb_executor(2).value();
+  Tensor src = Tensor::random_normal(DType::kF64, {12, 10, 9, 11}, 3).value();
+  Index perm{0, 1, 2, 3};
+  do {
+    Tensor out;
+    executor->install([&] {
+      CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, 2);
+      out = permute_copy(ctx, src, perm).value();
+    });
+    ASSERT_TRUE(out.is_contiguous());
+    Tensor view = src.permute(perm).value();
+    for_each_index(out.shape(), [&](const Index& idx) {
+      ASSERT_EQ(out.get<double>(idx).value(), view.get<double>(idx).value());
+    });
+  } while (std::next_permutation(perm.begin(), perm.end()));
+}
+
+TEST(CopyKernel, HighRankSizeTwo) {
+  auto ctx = CpuExecutionContext::sequential();
+  Shape shape(20, 2);
+  Tensor src = Tensor::arange(DType::kF32, int64_t{1} << 20).value().reshape(shape).value();
+  std::mt19937_64 rng(1);
+  Index perm(20);
+  for (size_t i = 0; i < 20; ++i) perm[i] = static_cast<int64_t>(i);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  Tensor out = permute_copy(ctx, src, perm).value();
+  Tensor view = src.permute(perm).value();
+  std::mt19937_64 pick(2);
+  for (int s = 0; s < 20000; ++s) {
+    Index idx(20);
+    for (auto& v : idx) v = static_cast<int64_t>(pick() % 2);
+    ASSERT_EQ(out.get<float>(idx).value(), view.get<float>(idx).value());
+  }
+}
+
+TEST(CopyKernel, ErrorsBeforeWriting) {
+  auto ctx = CpuExecutionContext::sequential();
+  Tensor src = Tensor::ones(DType::kF64, {2, 3}).value();
+  Tensor dst = Tensor::zeros(DType::kF64, {3, 2}).value();
+  EXPECT_EQ(copy_into(ctx, src, dst).error().code(), ErrorCode::kShapeMismatch);
+  Tensor dst32 = Tensor::zeros(DType::kF32, {2, 3}).value();
+  EXPECT_EQ(copy_into(ctx, src, dst32).error().code(), ErrorCode::kDTypeMismatch);
+  Tensor shared = Tensor::zeros(DType::kF64, {2, 3}).value();
+  Tensor other = shared;
+  EXPECT_EQ(copy_into(ctx, src, shared).error().code(), ErrorCode::kNotExclusive);
+  EXPECT_EQ(other.get<double>({1, 2}).value(), 0.0);
+  Tensor bcast = Tensor::zeros(DType::kF64, {3}).value().broadcast_to({2, 3}).value();
+  EXPECT_EQ(copy_into(ctx, src, bcast).error().code(), ErrorCode::kIncompatibleLayout);
+}
+
+}  // namespace
+}  // namespace tenferro::cpu

@@ -1,0 +1,84 @@
+#include <sched.h>
+
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/task_arena.h>
+#include <oneapi/tbb/task_scheduler_observer.h>
+
+#include <memory>
+#include <vector>
+
+#include "tenferro/cpu/context.h"
+
+namespace tenferro::cpu {
+
+std::string_view parallel_mode_name(ParallelMode mode) noexcept {
+  switch (mode) {
+    case ParallelMode::kSequential: return "sequential";
+    case ParallelMode::kInner: return "inner";
+    case ParallelMode::kOuter: return "outer";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// Pins every thread that enters the arena to the domain's CPU set.
+class PinningObserver : public tbb::task_scheduler_observer {
+ public:
+  PinningObserver(tbb::task_arena& arena, std::vector<int> cpus)
+      : tbb::task_scheduler_observer(arena), cpus_(std::move(cpus)) {
+    observe(true);
+  }
+  ~PinningObserver() override { observe(false); }
+  void on_scheduler_entry(bool /*is_worker*/) override {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c : cpus_) CPU_SET(c, &set);
+    (void)sched_setaffinity(0, sizeof(set), &set);
+  }
+
+ private:
+  std::vector<int> cpus_;
+};
+
+class TbbExecutor final : public CpuDomainExecutor {
+ public:
+  TbbExecutor(int threads, std::vector<int> cpus) : threads_(threads), arena_(threads) {
+    arena_.initialize();
+    if (!cpus.empty()) observer_ = std::make_unique<PinningObserver>(arena_, std::move(cpus));
+  }
+  ~TbbExecutor() override {
+    observer_.reset();
+    arena_.terminate();
+  }
+  ExecutorCapabilities capabilities() const override {
+    return ExecutorCapabilities{threads_, false, observer_ != nullptr, ShutdownOwner::kEngine};
+  }
+  void install(FunctionRef<void()> f) override {
+    arena_.execute([&] { f(); });
+  }
+  void submit(std::function<void()> f) override { arena_.enqueue(std::move(f)); }
+  void parallel_for(int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> body) override {
+    // Called from inside install(): runs on this arena's workers.
+    tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, static_cast<size_t>(grain > 0 ? grain : 1)),
+                      [&](const tbb::blocked_range<int64_t>& r) { body(r.begin(), r.end()); });
+  }
+
+ private:
+  int threads_;
+  tbb::task_arena arena_;
+  std::unique_ptr<PinningObserver> observer_;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<CpuDomainExecutor>> make_tbb_executor(int threads, std::vector<int> cpus) {
+  if (threads < 1) {
+    return Error(ErrorStage::kConfiguration, ErrorCode::kInvalidArgument, "make_tbb_executor",
+                 "thread budget " + std::to_string(threads) + " must be at least 1");
+  }
+  return std::shared_ptr<CpuDomainExecutor>(std::make_shared<TbbExecutor>(threads, std::move(cpus)));
+}
+
+}  // namespace tenferro::cpu

@@ -1,0 +1,109 @@
+#pragma once
+/// \file
+/// CPU execution: parallel modes, domain executors and the entered execution context
+/// (spec 000 "CPU Resource Model", ARCHITECTURE §3.7 "one fan-out level").
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "tenferro/core/result.h"
+
+namespace tenferro::cpu {
+
+/// How one operation uses the workers of its domain. Chosen once by the engine before a
+/// provider runs; providers never start their own pool or re-enter the executor.
+enum class ParallelMode : uint8_t {
+  kSequential,  ///< the calling worker only
+  kInner,       ///< the operation fans out over the domain's workers (parallel_for)
+  kOuter,       ///< independent operations run concurrently, each sequential inside
+};
+std::string_view parallel_mode_name(ParallelMode mode) noexcept;
+
+/// A non-owning reference to a callable (no allocation; the callable must outlive the call).
+template <class Signature>
+class FunctionRef;
+template <class R, class... Args>
+class FunctionRef<R(Args...)> {
+ public:
+  template <class F>
+  FunctionRef(F&& f) noexcept  // NOLINT(google-explicit-constructor)
+      : obj_(const_cast<void*>(static_cast<const void*>(&f))),
+        call_([](void* obj, Args... args) -> R { return (*static_cast<std::remove_reference_t<F>*>(obj))(args...); }) {}
+  R operator()(Args... args) const { return call_(obj_, args...); }
+
+ private:
+  void* obj_;
+  R (*call_)(void*, Args...);
+};
+
+/// Who created an executor's workers and who shuts them down.
+enum class ShutdownOwner : uint8_t { kEngine, kCaller };
+
+/// What an executor offers (reported once; used to choose modes).
+struct ExecutorCapabilities {
+  int workers = 1;              ///< concurrency (thread budget)
+  bool reentrant = false;       ///< whether install() may be nested (never relied on)
+  bool pinned = false;          ///< workers are bound to the domain's CPU set
+  ShutdownOwner shutdown_owner = ShutdownOwner::kEngine;
+};
+
+/// The workers of one CPU resource domain.
+///
+/// `install(f)` runs `f` synchronously inside the executor (on its workers' arena) and
+/// returns when it and everything it forked are done; `parallel_for` may only be called
+/// from inside an installed function. `submit(f)` runs `f` later (outer submission) and
+/// returns at once. Implementations are thread-safe.
+class CpuDomainExecutor {
+ public:
+  virtual ~CpuDomainExecutor() = default;
+  virtual ExecutorCapabilities capabilities() const = 0;
+  virtual void install(FunctionRef<void()> f) = 0;
+  virtual void submit(std::function<void()> f) = 0;
+  /// Splits [0, n) into chunks of at least `grain` and runs `body(begin, end)` on the
+  /// executor's workers; returns when all chunks are done.
+  virtual void parallel_for(int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> body) = 0;
+};
+
+/// A oneTBB task_arena with `threads` workers (Managed mode). When `cpus` is non-empty,
+/// every worker entering the arena is pinned to that CPU set.
+Result<std::shared_ptr<CpuDomainExecutor>> make_tbb_executor(int threads, std::vector<int> cpus = {});
+
+/// An entered execution context: one executor entry, one parallel mode, one thread budget.
+///
+/// Kernels receive it by reference and call `parallel_for`; with kSequential (or a
+/// budget of one) that runs inline. Not copyable; valid only during the call that
+/// created it.
+class CpuExecutionContext {
+ public:
+  CpuExecutionContext(CpuDomainExecutor* executor, ParallelMode mode, int threads) noexcept
+      : executor_(executor), mode_(mode), threads_(threads) {}
+  CpuExecutionContext(const CpuExecutionContext&) = delete;
+  CpuExecutionContext& operator=(const CpuExecutionContext&) = delete;
+
+  /// A sequential context that needs no executor (tests, tiny work).
+  static CpuExecutionContext sequential() noexcept { return CpuExecutionContext(nullptr, ParallelMode::kSequential, 1); }
+
+  ParallelMode mode() const noexcept { return mode_; }
+  /// Threads this operation may use (1 unless mode is kInner).
+  int threads() const noexcept { return mode_ == ParallelMode::kInner ? threads_ : 1; }
+
+  /// Runs body over [0, n) in chunks of at least `grain`, in parallel when the mode is
+  /// kInner and n is large enough; otherwise inline as one chunk.
+  void parallel_for(int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> body) const {
+    if (n <= 0) return;
+    if (threads() <= 1 || executor_ == nullptr || n <= grain) {
+      body(0, n);
+      return;
+    }
+    executor_->parallel_for(n, grain, body);
+  }
+
+ private:
+  CpuDomainExecutor* executor_;
+  ParallelMode mode_;
+  int threads_;
+};
+
+}  // namespace tenferro::cpu
