@@ -1,0 +1,506 @@
+#include "tenferro/cpu/elementwise.h"
+
+#include <cmath>
+#include <complex>
+#include <limits>
+#include <tuple>
+#include <type_traits>
+
+#include "map_kernel.h"
+
+namespace tenferro::cpu {
+
+// Note [Integer edge cases]: integer ops never trap. Division by zero yields -1 and
+// remainder by zero yields the dividend (XLA's CPU semantics); MIN / -1 yields MIN and
+// MIN % -1 yields 0 (two's complement wrap, computed without overflow). neg and abs of
+// MIN wrap to MIN. Float-to-integer conversion truncates and saturates; NaN gives 0.
+
+namespace {
+
+template <class T>
+inline constexpr bool kIsComplex = tenferro::detail::ComplexScalar<T>;
+template <class T>
+inline constexpr bool kIsBool = std::is_same_v<T, bool>;
+template <class T>
+inline constexpr bool kIsInt = std::is_integral_v<T> && !kIsBool<T>;
+template <class T>
+inline constexpr bool kIsFloat = std::is_floating_point_v<T>;
+
+std::string dn(DType d) { return std::string(dtype_name(d)); }
+
+Error dtype_error(const char* op, std::string_view what, DType d) {
+  return usage_error(ErrorCode::kDTypeMismatch, op, std::string(what) + " is not defined for dtype " + dn(d));
+}
+
+template <class T>
+T wrap_neg(T v) {
+  if constexpr (kIsInt<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(U{0} - static_cast<U>(v));
+  } else {
+    return -v;
+  }
+}
+
+template <class T>
+T int_div(T a, T b) {
+  if (b == 0) return T(-1);
+  if (b == T(-1)) return wrap_neg(a);
+  return static_cast<T>(a / b);
+}
+template <class T>
+T int_rem(T a, T b) {
+  if (b == 0) return a;
+  if (b == T(-1)) return T(0);
+  return static_cast<T>(a % b);
+}
+template <class T>
+T int_pow(T base, T exp) {
+  if (exp < 0) return base == 1 ? T(1) : base == T(-1) ? ((exp & 1) ? T(-1) : T(1)) : T(0);
+  using U = std::make_unsigned_t<T>;
+  U result = 1, b = static_cast<U>(base);
+  auto e = static_cast<U>(exp);
+  while (e) {
+    if (e & 1u) result = static_cast<U>(result * b);
+    b = static_cast<U>(b * b);
+    e >>= 1;
+  }
+  return static_cast<T>(result);
+}
+
+// ---- Output allocation and destination checks -------------------------------------------
+
+Result<void> check_out(const Tensor& out, DType dtype, const Shape& shape, const char* op) {
+  if (!out.defined()) return usage_error(ErrorCode::kInvalidArgument, op, "destination handle is null");
+  if (out.dtype() != dtype) {
+    return usage_error(ErrorCode::kDTypeMismatch, op,
+                       "destination dtype " + dn(out.dtype()) + " differs from result dtype " + dn(dtype));
+  }
+  if (!(out.shape() == shape)) {
+    return usage_error(ErrorCode::kShapeMismatch, op,
+                       "destination shape " + format_dims(out.shape()) + " differs from result shape " +
+                           format_dims(shape));
+  }
+  return tenferro::detail::check_mutable(out.storage(), out.layout(), op);
+}
+
+Result<void> check_defined(const Tensor& t, const char* op) {
+  if (!t.defined()) return usage_error(ErrorCode::kInvalidArgument, op, "tensor handle is null");
+  return ok();
+}
+
+// ---- Unary ----------------------------------------------------------------------------------
+
+template <class T, class R>
+void run_unary(const CpuExecutionContext& ctx, UnaryOp op, const Tensor& x, Tensor& out) {
+  const std::array<const void*, 1> in{x.storage()->data()};
+  const std::array<const Layout*, 1> lay{&x.layout()};
+  void* o = out.storage()->data();
+  auto go = [&](auto f) { detail::map_kernel<R, T>(ctx, o, out.layout(), in, lay, f); };
+  if constexpr (!std::is_same_v<T, R>) {
+    // Complex input, component output.
+    switch (op) {
+      case UnaryOp::kAbs: go([](T v) -> R { return std::abs(v); }); return;
+      case UnaryOp::kReal: go([](T v) -> R { return v.real(); }); return;
+      case UnaryOp::kImag: go([](T v) -> R { return v.imag(); }); return;
+      default: return;
+    }
+  } else {
+  switch (op) {
+    case UnaryOp::kNeg:
+      if constexpr (!kIsBool<T>) go([](T v) -> R { return wrap_neg(v); });
+      return;
+    case UnaryOp::kAbs:
+      if constexpr (kIsInt<T>) {
+        go([](T v) -> R { return v < 0 ? wrap_neg(v) : v; });
+      } else if constexpr (kIsFloat<T>) {
+        go([](T v) -> R { return std::fabs(v); });
+      }
+      return;
+    case UnaryOp::kSign:
+      if constexpr (kIsComplex<T>) {
+        go([](T v) -> R {
+          const auto a = std::abs(v);
+          return a == 0 ? T(0) : v / a;
+        });
+      } else if constexpr (kIsFloat<T>) {
+        go([](T v) -> R { return std::isnan(v) ? v : static_cast<R>((v > 0) - (v < 0)); });
+      } else if constexpr (kIsInt<T>) {
+        go([](T v) -> R { return static_cast<R>((v > 0) - (v < 0)); });
+      }
+      return;
+    case UnaryOp::kConj:
+      if constexpr (kIsComplex<T>) {
+        go([](T v) -> R { return std::conj(v); });
+      } else {
+        go([](T v) -> R { return v; });
+      }
+      return;
+    case UnaryOp::kReal:
+      if constexpr (!kIsComplex<T>) go([](T v) -> R { return v; });
+      return;
+    case UnaryOp::kImag:
+      if constexpr (!kIsComplex<T>) go([](T) -> R { return R{}; });
+      return;
+    default: break;
+  }
+  if constexpr (kIsFloat<T> || kIsComplex<T>) {
+    switch (op) {
+      case UnaryOp::kExp: go([](T v) -> R { return std::exp(v); }); return;
+      case UnaryOp::kLog: go([](T v) -> R { return std::log(v); }); return;
+      case UnaryOp::kExpm1:
+        if constexpr (kIsComplex<T>) {
+          go([](T v) -> R { return std::exp(v) - T(1); });
+        } else {
+          go([](T v) -> R { return std::expm1(v); });
+        }
+        return;
+      case UnaryOp::kLog1p:
+        if constexpr (kIsComplex<T>) {
+          go([](T v) -> R { return std::log(T(1) + v); });
+        } else {
+          go([](T v) -> R { return std::log1p(v); });
+        }
+        return;
+      case UnaryOp::kSin: go([](T v) -> R { return std::sin(v); }); return;
+      case UnaryOp::kCos: go([](T v) -> R { return std::cos(v); }); return;
+      case UnaryOp::kTanh: go([](T v) -> R { return std::tanh(v); }); return;
+      case UnaryOp::kSqrt: go([](T v) -> R { return std::sqrt(v); }); return;
+      case UnaryOp::kRsqrt: go([](T v) -> R { return T(1) / std::sqrt(v); }); return;
+      default: return;
+    }
+  }
+  }
+}
+
+}  // namespace
+
+std::string_view unary_op_name(UnaryOp op) noexcept {
+  static constexpr std::string_view kNames[] = {"neg", "abs",  "sign", "exp",  "log",   "expm1", "log1p", "sin",
+                                                "cos", "tanh", "sqrt", "rsqrt", "conj", "real",  "imag"};
+  return kNames[static_cast<size_t>(op)];
+}
+std::string_view binary_op_name(BinaryOp op) noexcept {
+  static constexpr std::string_view kNames[] = {"add", "sub", "mul", "div", "rem", "pow", "max", "min"};
+  return kNames[static_cast<size_t>(op)];
+}
+std::string_view compare_op_name(CompareOp op) noexcept {
+  static constexpr std::string_view kNames[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+  return kNames[static_cast<size_t>(op)];
+}
+
+Result<Shape> broadcast_shapes(Dims a, Dims b, const char* op) {
+  const size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (size_t k = 0; k < rank; ++k) {
+    const int64_t ea = k + a.size() >= rank ? a[k + a.size() - rank] : 1;
+    const int64_t eb = k + b.size() >= rank ? b[k + b.size() - rank] : 1;
+    if (ea != eb && ea != 1 && eb != 1) {
+      return usage_error(ErrorCode::kShapeMismatch, op,
+                         "shapes " + format_dims(a) + " and " + format_dims(b) + " do not broadcast (axis " +
+                             std::to_string(k) + " of the result: " + std::to_string(ea) + " vs " + std::to_string(eb) +
+                             ")");
+    }
+    out[k] = ea == 1 ? eb : ea;
+  }
+  return out;
+}
+
+Result<DType> unary_result_dtype(UnaryOp op, DType d) {
+  const std::string name(unary_op_name(op));
+  switch (op) {
+    case UnaryOp::kConj: return d;
+    case UnaryOp::kReal:
+    case UnaryOp::kImag:
+    case UnaryOp::kAbs:
+      if (d == DType::kBool && op == UnaryOp::kAbs) return dtype_error(name.c_str(), name, d);
+      return real_dtype(d);
+    case UnaryOp::kNeg:
+    case UnaryOp::kSign:
+      if (d == DType::kBool) return dtype_error(name.c_str(), name, d);
+      return d;
+    default:
+      if (!is_inexact(d)) return dtype_error(name.c_str(), name, d);
+      return d;
+  }
+}
+
+Result<void> unary_into(const CpuExecutionContext& ctx, UnaryOp op, const Tensor& x, Tensor& out) {
+  const std::string name(unary_op_name(op));
+  TENFERRO_TRY_VOID(check_defined(x, name.c_str()));
+  TENFERRO_TRY(DType rd, unary_result_dtype(op, x.dtype()));
+  TENFERRO_TRY_VOID(check_out(out, rd, x.shape(), name.c_str()));
+  visit_dtype(x.dtype(), [&]<class T>() {
+    if (rd == x.dtype()) {
+      run_unary<T, T>(ctx, op, x, out);
+    } else if constexpr (kIsComplex<T>) {
+      run_unary<T, typename T::value_type>(ctx, op, x, out);
+    }
+  });
+  return ok();
+}
+
+Result<Tensor> unary(const CpuExecutionContext& ctx, UnaryOp op, const Tensor& x,
+                     const std::shared_ptr<HostBufferPool>& pool) {
+  const std::string name(unary_op_name(op));
+  TENFERRO_TRY_VOID(check_defined(x, name.c_str()));
+  TENFERRO_TRY(DType rd, unary_result_dtype(op, x.dtype()));
+  TENFERRO_TRY(Tensor out, Tensor::zeros(rd, x.shape(), pool));
+  TENFERRO_TRY_VOID(unary_into(ctx, op, x, out));
+  return out;
+}
+
+// ---- Binary ---------------------------------------------------------------------------------
+
+namespace {
+
+Result<void> check_binary_dtype(BinaryOp op, DType d) {
+  const std::string name(binary_op_name(op));
+  bool okay = d != DType::kBool;
+  if (op == BinaryOp::kRem || op == BinaryOp::kMax || op == BinaryOp::kMin) okay = okay && !is_complex(d);
+  if (op == BinaryOp::kPow) okay = okay && d != DType::kBool;
+  if (!okay) return dtype_error(name.c_str(), name, d);
+  return ok();
+}
+
+template <class T>
+void run_binary(const CpuExecutionContext& ctx, BinaryOp op, const Tensor& x, const Tensor& y, Tensor& out) {
+  const std::array<const void*, 2> in{x.storage()->data(), y.storage()->data()};
+  const std::array<const Layout*, 2> lay{&x.layout(), &y.layout()};
+  void* o = out.storage()->data();
+  auto go = [&](auto f) { detail::map_kernel<T, T, T>(ctx, o, out.layout(), in, lay, f); };
+  if constexpr (!kIsBool<T>) {
+    switch (op) {
+      case BinaryOp::kAdd:
+        if constexpr (kIsInt<T>) {
+          go([](T a, T b) -> T { return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) + static_cast<std::make_unsigned_t<T>>(b)); });
+        } else {
+          go([](T a, T b) -> T { return a + b; });
+        }
+        return;
+      case BinaryOp::kSub:
+        if constexpr (kIsInt<T>) {
+          go([](T a, T b) -> T { return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) - static_cast<std::make_unsigned_t<T>>(b)); });
+        } else {
+          go([](T a, T b) -> T { return a - b; });
+        }
+        return;
+      case BinaryOp::kMul:
+        if constexpr (kIsInt<T>) {
+          go([](T a, T b) -> T { return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) * static_cast<std::make_unsigned_t<T>>(b)); });
+        } else {
+          go([](T a, T b) -> T { return a * b; });
+        }
+        return;
+      case BinaryOp::kDiv:
+        if constexpr (kIsInt<T>) {
+          go([](T a, T b) -> T { return int_div(a, b); });
+        } else {
+          go([](T a, T b) -> T { return a / b; });
+        }
+        return;
+      case BinaryOp::kPow:
+        if constexpr (kIsInt<T>) {
+          go([](T a, T b) -> T { return int_pow(a, b); });
+        } else {
+          go([](T a, T b) -> T { return std::pow(a, b); });
+        }
+        return;
+      default: break;
+    }
+    if constexpr (!kIsComplex<T>) {
+      switch (op) {
+        case BinaryOp::kRem:
+          if constexpr (kIsInt<T>) {
+            go([](T a, T b) -> T { return int_rem(a, b); });
+          } else {
+            go([](T a, T b) -> T { return std::fmod(a, b); });
+          }
+          return;
+        case BinaryOp::kMax:
+          if constexpr (kIsFloat<T>) {
+            go([](T a, T b) -> T { return (a != a || a > b) ? a : (b != b ? b : (a == b ? (std::signbit(a) ? b : a) : b)); });
+          } else {
+            go([](T a, T b) -> T { return a > b ? a : b; });
+          }
+          return;
+        case BinaryOp::kMin:
+          if constexpr (kIsFloat<T>) {
+            go([](T a, T b) -> T { return (a != a || a < b) ? a : (b != b ? b : (a == b ? (std::signbit(a) ? a : b) : b)); });
+          } else {
+            go([](T a, T b) -> T { return a < b ? a : b; });
+          }
+          return;
+        default: return;
+      }
+    }
+  }
+}
+
+// Broadcast views of the operands to the result shape.
+Result<std::pair<Tensor, Tensor>> broadcast_pair(const Tensor& x, const Tensor& y, const Shape& shape) {
+  TENFERRO_TRY(Tensor bx, x.broadcast_to(shape));
+  TENFERRO_TRY(Tensor by, y.broadcast_to(shape));
+  return std::make_pair(std::move(bx), std::move(by));
+}
+
+Result<void> check_same_dtype(const Tensor& x, const Tensor& y, const char* op) {
+  if (x.dtype() != y.dtype()) {
+    return usage_error(ErrorCode::kDTypeMismatch, op,
+                       "operand dtypes " + dn(x.dtype()) + " and " + dn(y.dtype()) +
+                           " differ (convert explicitly; there is no implicit promotion)");
+  }
+  return ok();
+}
+
+}  // namespace
+
+Result<void> binary_into(const CpuExecutionContext& ctx, BinaryOp op, const Tensor& x, const Tensor& y, Tensor& out) {
+  const std::string name(binary_op_name(op));
+  TENFERRO_TRY_VOID(check_defined(x, name.c_str()));
+  TENFERRO_TRY_VOID(check_defined(y, name.c_str()));
+  TENFERRO_TRY_VOID(check_same_dtype(x, y, name.c_str()));
+  TENFERRO_TRY_VOID(check_binary_dtype(op, x.dtype()));
+  TENFERRO_TRY(Shape shape, broadcast_shapes(x.shape(), y.shape(), name.c_str()));
+  TENFERRO_TRY_VOID(check_out(out, x.dtype(), shape, name.c_str()));
+  TENFERRO_TRY(auto views, broadcast_pair(x, y, shape));
+  visit_dtype(x.dtype(), [&]<class T>() { run_binary<T>(ctx, op, views.first, views.second, out); });
+  return ok();
+}
+
+Result<Tensor> binary(const CpuExecutionContext& ctx, BinaryOp op, const Tensor& x, const Tensor& y,
+                      const std::shared_ptr<HostBufferPool>& pool) {
+  const std::string name(binary_op_name(op));
+  TENFERRO_TRY_VOID(check_defined(x, name.c_str()));
+  TENFERRO_TRY_VOID(check_defined(y, name.c_str()));
+  TENFERRO_TRY_VOID(check_same_dtype(x, y, name.c_str()));
+  TENFERRO_TRY_VOID(check_binary_dtype(op, x.dtype()));
+  TENFERRO_TRY(Shape shape, broadcast_shapes(x.shape(), y.shape(), name.c_str()));
+  TENFERRO_TRY(Tensor out, Tensor::zeros(x.dtype(), shape, pool));
+  TENFERRO_TRY_VOID(binary_into(ctx, op, x, y, out));
+  return out;
+}
+
+Result<Tensor> compare(const CpuExecutionContext& ctx, CompareOp op, const Tensor& x, const Tensor& y,
+                       const std::shared_ptr<HostBufferPool>& pool) {
+  const std::string name(compare_op_name(op));
+  TENFERRO_TRY_VOID(check_defined(x, name.c_str()));
+  TENFERRO_TRY_VOID(check_defined(y, name.c_str()));
+  TENFERRO_TRY_VOID(check_same_dtype(x, y, name.c_str()));
+  if (is_complex(x.dtype()) && op != CompareOp::kEq && op != CompareOp::kNe) {
+    return dtype_error(name.c_str(), "ordering comparison", x.dtype());
+  }
+  TENFERRO_TRY(Shape shape, broadcast_shapes(x.shape(), y.shape(), name.c_str()));
+  TENFERRO_TRY(auto v, broadcast_pair(x, y, shape));
+  TENFERRO_TRY(Tensor out, Tensor::zeros(DType::kBool, shape, pool));
+  const std::array<const void*, 2> in{v.first.storage()->data(), v.second.storage()->data()};
+  const std::array<const Layout*, 2> lay{&v.first.layout(), &v.second.layout()};
+  visit_dtype(x.dtype(), [&]<class T>() {
+    auto go = [&](auto f) { detail::map_kernel<bool, T, T>(ctx, out.storage()->data(), out.layout(), in, lay, f); };
+    switch (op) {
+      case CompareOp::kEq: go([](T a, T b) { return a == b; }); return;
+      case CompareOp::kNe: go([](T a, T b) { return a != b; }); return;
+      default: break;
+    }
+    if constexpr (!kIsComplex<T>) {
+      switch (op) {
+        case CompareOp::kLt: go([](T a, T b) { return a < b; }); return;
+        case CompareOp::kLe: go([](T a, T b) { return a <= b; }); return;
+        case CompareOp::kGt: go([](T a, T b) { return a > b; }); return;
+        case CompareOp::kGe: go([](T a, T b) { return a >= b; }); return;
+        default: return;
+      }
+    }
+  });
+  return out;
+}
+
+Result<Tensor> select(const CpuExecutionContext& ctx, const Tensor& pred, const Tensor& on_true, const Tensor& on_false,
+                      const std::shared_ptr<HostBufferPool>& pool) {
+  TENFERRO_TRY_VOID(check_defined(pred, "select"));
+  TENFERRO_TRY_VOID(check_defined(on_true, "select"));
+  TENFERRO_TRY_VOID(check_defined(on_false, "select"));
+  if (pred.dtype() != DType::kBool) {
+    return usage_error(ErrorCode::kDTypeMismatch, "select", "predicate dtype is " + dn(pred.dtype()) + ", needs bool");
+  }
+  TENFERRO_TRY_VOID(check_same_dtype(on_true, on_false, "select"));
+  TENFERRO_TRY(Shape s1, broadcast_shapes(on_true.shape(), on_false.shape(), "select"));
+  TENFERRO_TRY(Shape shape, broadcast_shapes(pred.shape(), s1, "select"));
+  TENFERRO_TRY(Tensor p, pred.broadcast_to(shape));
+  TENFERRO_TRY(Tensor a, on_true.broadcast_to(shape));
+  TENFERRO_TRY(Tensor b, on_false.broadcast_to(shape));
+  TENFERRO_TRY(Tensor out, Tensor::zeros(on_true.dtype(), shape, pool));
+  const std::array<const void*, 3> in{p.storage()->data(), a.storage()->data(), b.storage()->data()};
+  const std::array<const Layout*, 3> lay{&p.layout(), &a.layout(), &b.layout()};
+  visit_dtype(on_true.dtype(), [&]<class T>() {
+    detail::map_kernel<T, bool, T, T>(ctx, out.storage()->data(), out.layout(), in, lay,
+                                      [](bool c, T t, T f) { return c ? t : f; });
+  });
+  return out;
+}
+
+Result<Tensor> clamp(const CpuExecutionContext& ctx, const Tensor& x, const Tensor& lo, const Tensor& hi,
+                     const std::shared_ptr<HostBufferPool>& pool) {
+  TENFERRO_TRY_VOID(check_defined(x, "clamp"));
+  TENFERRO_TRY_VOID(check_defined(lo, "clamp"));
+  TENFERRO_TRY_VOID(check_defined(hi, "clamp"));
+  TENFERRO_TRY_VOID(check_same_dtype(x, lo, "clamp"));
+  TENFERRO_TRY_VOID(check_same_dtype(x, hi, "clamp"));
+  if (is_complex(x.dtype()) || x.dtype() == DType::kBool) return dtype_error("clamp", "clamp", x.dtype());
+  TENFERRO_TRY(Shape s1, broadcast_shapes(x.shape(), lo.shape(), "clamp"));
+  TENFERRO_TRY(Shape shape, broadcast_shapes(s1, hi.shape(), "clamp"));
+  TENFERRO_TRY(Tensor bx, x.broadcast_to(shape));
+  TENFERRO_TRY(Tensor bl, lo.broadcast_to(shape));
+  TENFERRO_TRY(Tensor bh, hi.broadcast_to(shape));
+  TENFERRO_TRY(Tensor out, Tensor::zeros(x.dtype(), shape, pool));
+  const std::array<const void*, 3> in{bx.storage()->data(), bl.storage()->data(), bh.storage()->data()};
+  const std::array<const Layout*, 3> lay{&bx.layout(), &bl.layout(), &bh.layout()};
+  visit_dtype(x.dtype(), [&]<class T>() {
+    if constexpr (!kIsComplex<T> && !kIsBool<T>) {
+      detail::map_kernel<T, T, T, T>(ctx, out.storage()->data(), out.layout(), in, lay,
+                                     [](T v, T l, T h) { return v < l ? l : (v > h ? h : v); });
+    }
+  });
+  return out;
+}
+
+namespace {
+template <class To, class From>
+To convert_one(From v) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return v != From{};
+  } else if constexpr (kIsComplex<To>) {
+    if constexpr (kIsComplex<From>) {
+      return To(static_cast<typename To::value_type>(v.real()), static_cast<typename To::value_type>(v.imag()));
+    } else {
+      return To(static_cast<typename To::value_type>(v), 0);
+    }
+  } else if constexpr (kIsComplex<From>) {
+    return convert_one<To>(v.real());
+  } else if constexpr (kIsInt<To> && kIsFloat<From>) {
+    if (v != v) return To(0);
+    if (v <= static_cast<From>(std::numeric_limits<To>::min())) return std::numeric_limits<To>::min();
+    if (v >= static_cast<From>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+    return static_cast<To>(v);
+  } else {
+    return static_cast<To>(v);
+  }
+}
+}  // namespace
+
+Result<Tensor> convert(const CpuExecutionContext& ctx, const Tensor& x, DType dtype,
+                       const std::shared_ptr<HostBufferPool>& pool) {
+  TENFERRO_TRY_VOID(check_defined(x, "convert"));
+  TENFERRO_TRY(Tensor out, Tensor::zeros(dtype, x.shape(), pool));
+  const std::array<const void*, 1> in{x.storage()->data()};
+  const std::array<const Layout*, 1> lay{&x.layout()};
+  visit_dtype(x.dtype(), [&]<class From>() {
+    visit_dtype(dtype, [&]<class To>() {
+      detail::map_kernel<To, From>(ctx, out.storage()->data(), out.layout(), in, lay,
+                                   [](From v) { return convert_one<To>(v); });
+    });
+  });
+  return out;
+}
+
+}  // namespace tenferro::cpu
