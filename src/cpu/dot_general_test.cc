@@ -1,0 +1,278 @@
+// dot_general against a naive index-space reference on random configurations: batch,
+// contracting and free dims in random positions, strided/flipped/sliced operands,
+// conj flags, alpha/beta, `_into` destinations with random layouts, every provider.
+
+#include "tenferro/cpu/dot_general.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "gemm.h"
+
+namespace tenferro::cpu {
+namespace {
+
+using Index = std::vector<int64_t>;
+
+void for_each_index(const Shape& shape, const std::function<void(const Index&)>& f) {
+  const int64_t n = element_count(shape);
+  Index idx(shape.size(), 0);
+  for (int64_t lin = 0; lin < n; ++lin) {
+    int64_t rem = lin;
+    for (size_t k = 0; k < shape.size(); ++k) {
+      idx[k] = rem % shape[k];
+      rem /= shape[k];
+    }
+    f(idx);
+  }
+}
+
+// A strided tensor of logical `shape`: stored with a random axis order, maybe flipped
+// on one axis, maybe a step-2 slice of a larger buffer.
+Tensor strided_operand(std::mt19937_64& rng, DType d, const Shape& shape) {
+  const size_t rank = shape.size();
+  Index perm(rank);
+  for (size_t i = 0; i < rank; ++i) perm[i] = static_cast<int64_t>(i);
+  if (rng() % 2) std::shuffle(perm.begin(), perm.end(), rng);
+  Shape stored(rank);
+  for (size_t i = 0; i < rank; ++i) stored[static_cast<size_t>(perm[i])] = shape[i];
+  const bool step = rank > 0 && rng() % 4 == 0;
+  const size_t step_axis = rank > 0 ? rng() % rank : 0;
+  if (step) stored[step_axis] = stored[step_axis] * 2;
+  Tensor t = Tensor::random_uniform(d, stored, rng(), -2, 2).value();
+  if (step) t = t.slice(static_cast<int64_t>(step_axis), 0, stored[step_axis], 2).value();
+  t = t.permute(perm).value();
+  if (rank > 0 && rng() % 4 == 0) t = t.flip(static_cast<int64_t>(rng() % rank)).value();
+  return t;
+}
+
+struct Config {
+  Shape lhs_shape, rhs_shape;
+  DotDims dims;
+};
+
+// Random dims: nb batch, nk contracting, lf / rf free, extents 1..5 (sometimes larger
+// to reach the BLAS paths), placed at random axis positions.
+Config random_config(std::mt19937_64& rng) {
+  const int nb = static_cast<int>(rng() % 3), nk = static_cast<int>(rng() % 3);
+  const int lf = static_cast<int>(rng() % 3), rf = static_cast<int>(rng() % 3);
+  const bool big = rng() % 3 == 0;
+  auto extent = [&] { return static_cast<int64_t>(1 + rng() % (big ? 24 : 5)); };
+  std::vector<int64_t> be, ke;
+  for (int i = 0; i < nb; ++i) be.push_back(big ? 1 + static_cast<int64_t>(rng() % 3) : extent());
+  for (int i = 0; i < nk; ++i) ke.push_back(extent());
+  Config c;
+  // Roles per lhs axis: 0 batch, 1 contracting, 2 free; positions shuffled.
+  struct Slot {
+    int role;
+    int index;
+    int64_t extent;
+  };
+  std::vector<Slot> ls, rs;
+  for (int i = 0; i < nb; ++i) ls.push_back({0, i, be[static_cast<size_t>(i)]}), rs.push_back({0, i, be[static_cast<size_t>(i)]});
+  for (int i = 0; i < nk; ++i) ls.push_back({1, i, ke[static_cast<size_t>(i)]}), rs.push_back({1, i, ke[static_cast<size_t>(i)]});
+  for (int i = 0; i < lf; ++i) ls.push_back({2, i, extent()});
+  for (int i = 0; i < rf; ++i) rs.push_back({2, i, extent()});
+  std::shuffle(ls.begin(), ls.end(), rng);
+  std::shuffle(rs.begin(), rs.end(), rng);
+  c.dims.lhs_batch.resize(static_cast<size_t>(nb));
+  c.dims.rhs_batch.resize(static_cast<size_t>(nb));
+  c.dims.lhs_contracting.resize(static_cast<size_t>(nk));
+  c.dims.rhs_contracting.resize(static_cast<size_t>(nk));
+  for (size_t a = 0; a < ls.size(); ++a) {
+    c.lhs_shape.push_back(ls[a].extent);
+    if (ls[a].role == 0) c.dims.lhs_batch[static_cast<size_t>(ls[a].index)] = static_cast<int64_t>(a);
+    if (ls[a].role == 1) c.dims.lhs_contracting[static_cast<size_t>(ls[a].index)] = static_cast<int64_t>(a);
+  }
+  for (size_t a = 0; a < rs.size(); ++a) {
+    c.rhs_shape.push_back(rs[a].extent);
+    if (rs[a].role == 0) c.dims.rhs_batch[static_cast<size_t>(rs[a].index)] = static_cast<int64_t>(a);
+    if (rs[a].role == 1) c.dims.rhs_contracting[static_cast<size_t>(rs[a].index)] = static_cast<int64_t>(a);
+  }
+  return c;
+}
+
+// Naive reference over the full index space, in complex<long double>.
+std::vector<std::complex<long double>> reference(const Tensor& lhs, const Tensor& rhs, const Config& c, bool cl,
+                                                 bool cr, const Shape& out_shape, std::vector<long double>* mag) {
+  const int64_t n_out = element_count(out_shape);
+  std::vector<std::complex<long double>> out(static_cast<size_t>(n_out));
+  mag->assign(static_cast<size_t>(n_out), 0);
+  std::vector<int> lrole(lhs.shape().size(), 2), rrole(rhs.shape().size(), 2);
+  for (int64_t a : c.dims.lhs_batch) lrole[static_cast<size_t>(a)] = 0;
+  for (int64_t a : c.dims.lhs_contracting) lrole[static_cast<size_t>(a)] = 1;
+  for (int64_t a : c.dims.rhs_batch) rrole[static_cast<size_t>(a)] = 0;
+  for (int64_t a : c.dims.rhs_contracting) rrole[static_cast<size_t>(a)] = 1;
+  Shape kshape;
+  for (int64_t a : c.dims.lhs_contracting) kshape.push_back(lhs.shape()[static_cast<size_t>(a)]);
+  const size_t nb = c.dims.lhs_batch.size();
+  for_each_index(out_shape, [&](const Index& oi) {
+    std::complex<long double> acc = 0;
+    long double m = 0;
+    for_each_index(kshape, [&](const Index& ki) {
+      Index li(lhs.shape().size()), ri(rhs.shape().size());
+      for (size_t i = 0; i < nb; ++i) {
+        li[static_cast<size_t>(c.dims.lhs_batch[i])] = oi[i];
+        ri[static_cast<size_t>(c.dims.rhs_batch[i])] = oi[i];
+      }
+      for (size_t i = 0; i < kshape.size(); ++i) {
+        li[static_cast<size_t>(c.dims.lhs_contracting[i])] = ki[i];
+        ri[static_cast<size_t>(c.dims.rhs_contracting[i])] = ki[i];
+      }
+      size_t o = nb;
+      for (size_t a = 0; a < lrole.size(); ++a)
+        if (lrole[a] == 2) li[a] = oi[o++];
+      for (size_t a = 0; a < rrole.size(); ++a)
+        if (rrole[a] == 2) ri[a] = oi[o++];
+      c128 x = lhs.get_as_c128(li).value(), y = rhs.get_as_c128(ri).value();
+      if (cl) x = std::conj(x);
+      if (cr) y = std::conj(y);
+      const std::complex<long double> p = std::complex<long double>(x.real(), x.imag()) *
+                                          std::complex<long double>(y.real(), y.imag());
+      acc += p;
+      m += std::abs(p);
+    });
+    int64_t lin = 0, mul = 1;
+    for (size_t k = 0; k < oi.size(); ++k) {
+      lin += oi[k] * mul;
+      mul *= out_shape[k];
+    }
+    out[static_cast<size_t>(lin)] = acc;
+    (*mag)[static_cast<size_t>(lin)] = m;
+  });
+  return out;
+}
+
+TEST(DotGeneral, MatchesNaiveOnRandomConfigurations) {
+  std::mt19937_64 rng(20261129);
+  auto executor = make_tbb_executor(2).value();
+  const DType dtypes[] = {DType::kF64, DType::kF32, DType::kC128, DType::kC64, DType::kI64, DType::kI32};
+  const GemmProvider providers[] = {GemmProvider::kAuto, GemmProvider::kOpenBlas, GemmProvider::kBlis,
+                                    GemmProvider::kNaive};
+  int checked = 0;
+  for (int trial = 0; trial < 600; ++trial) {
+    const DType d = dtypes[trial % 6];
+    Config c = random_config(rng);
+    Tensor lhs = strided_operand(rng, d, c.lhs_shape);
+    Tensor rhs = strided_operand(rng, d, c.rhs_shape);
+    DotOptions opt;
+    opt.provider = providers[rng() % 4];
+    opt.batch_policy = static_cast<BatchPolicy>(rng() % 3);
+    opt.conj_lhs = is_complex(d) && rng() % 2;
+    opt.conj_rhs = is_complex(d) && rng() % 2;
+    const bool into = rng() % 2;
+    if (is_integral(d)) {
+      opt.alpha = static_cast<double>(static_cast<int>(rng() % 3) - 1);
+      opt.beta = into ? static_cast<double>(static_cast<int>(rng() % 3) - 1) : 0.0;
+    } else {
+      opt.alpha = is_complex(d) ? c128(0.5, -1.25) : c128(1.5, 0);
+      opt.beta = into && rng() % 2 ? (is_complex(d) ? c128(-0.5, 0.75) : c128(0.25, 0)) : c128(0, 0);
+    }
+    const Shape out_shape = dot_general_shape(c.lhs_shape, c.rhs_shape, c.dims).value();
+    Tensor out;
+    Tensor before;
+    Result<void> status;
+    const ParallelMode mode = rng() % 2 ? ParallelMode::kInner : ParallelMode::kSequential;
+    if (into) {
+      out = strided_operand(rng, d, out_shape);
+      out = out.contiguous().value().permute([&] {
+        Index p(out_shape.size());
+        for (size_t i = 0; i < p.size(); ++i) p[i] = static_cast<int64_t>(i);
+        return p;
+      }()).value();
+      if (out.rank() > 1 && rng() % 2) {
+        // A transposed destination view of a fresh buffer.
+        Shape t = out_shape;
+        std::reverse(t.begin(), t.end());
+        Index rev(out_shape.size());
+        for (size_t i = 0; i < rev.size(); ++i) rev[i] = static_cast<int64_t>(rev.size() - 1 - i);
+        out = Tensor::random_uniform(d, t, rng(), -1, 1).value().permute(rev).value();
+      }
+      before = out.clone().value();
+      executor->install([&] {
+        CpuExecutionContext ctx(executor.get(), mode, 2);
+        status = dot_general_into(ctx, lhs, rhs, c.dims, opt, out);
+      });
+    } else {
+      executor->install([&] {
+        CpuExecutionContext ctx(executor.get(), mode, 2);
+        auto r = dot_general(ctx, lhs, rhs, c.dims, opt);
+        if (r) out = *r; else status = r.error();
+      });
+    }
+    ASSERT_TRUE(status.has_value()) << status.error().to_string();
+    ASSERT_EQ(out.shape(), out_shape);
+    std::vector<long double> mag;
+    auto ref = reference(lhs, rhs, c, opt.conj_lhs, opt.conj_rhs, out_shape, &mag);
+    const double eps = (d == DType::kF32 || d == DType::kC64) ? 1e-5 : is_integral(d) ? 0 : 1e-12;
+    int64_t lin = 0;
+    for_each_index(out_shape, [&](const Index& oi) {
+      (void)oi;
+      ++lin;
+    });
+    lin = 0;
+    for_each_index(out_shape, [&](const Index& oi) {
+      std::complex<long double> want = std::complex<long double>(opt.alpha.real(), opt.alpha.imag()) * ref[static_cast<size_t>(lin)];
+      long double m = std::abs(std::complex<long double>(opt.alpha.real(), opt.alpha.imag())) * mag[static_cast<size_t>(lin)];
+      if (into && opt.beta != c128(0)) {
+        const c128 b = before.get_as_c128(oi).value();
+        want += std::complex<long double>(opt.beta.real(), opt.beta.imag()) * std::complex<long double>(b.real(), b.imag());
+        m += std::abs(b) * std::abs(opt.beta);
+      }
+      const c128 got = out.get_as_c128(oi).value();
+      const long double err = std::abs(std::complex<long double>(got.real(), got.imag()) - want);
+      ASSERT_LE(static_cast<double>(err), eps * static_cast<double>(m + 1))
+          << "trial " << trial << " dtype " << dtype_name(d) << " provider " << gemm_provider_name(opt.provider)
+          << " lhs " << format_dims(c.lhs_shape) << " rhs " << format_dims(c.rhs_shape) << " at " << format_dims(oi);
+      ++lin;
+      ++checked;
+    });
+  }
+  EXPECT_GT(checked, 5000);
+}
+
+TEST(DotGeneral, ProvidersCallTheirOwnLibraries) {
+  EXPECT_NE(detail::library_of(detail::openblas_symbol()).find("openblas"), std::string::npos)
+      << detail::library_of(detail::openblas_symbol());
+  EXPECT_NE(detail::library_of(detail::blis_symbol()).find("blis"), std::string::npos)
+      << detail::library_of(detail::blis_symbol());
+}
+
+TEST(DotGeneral, TypedErrorsBeforeWriting) {
+  auto ctx = CpuExecutionContext::sequential();
+  Tensor a = Tensor::ones(DType::kF64, {2, 3}).value();
+  Tensor b = Tensor::ones(DType::kF64, {4, 5}).value();
+  DotDims d;
+  d.lhs_contracting = {1};
+  d.rhs_contracting = {0};
+  EXPECT_EQ(dot_general(ctx, a, b, d).error().code(), ErrorCode::kShapeMismatch);
+  d.rhs_contracting = {2};
+  EXPECT_EQ(dot_general(ctx, a, b, d).error().code(), ErrorCode::kOutOfRange);
+  DotDims rep;
+  rep.lhs_contracting = {1, 1};
+  rep.rhs_contracting = {0, 1};
+  EXPECT_EQ(dot_general(ctx, a, a, rep).error().code(), ErrorCode::kInvalidArgument);
+  DotDims len;
+  len.lhs_batch = {0};
+  EXPECT_EQ(dot_general(ctx, a, a, len).error().code(), ErrorCode::kInvalidArgument);
+  Tensor f = Tensor::ones(DType::kF32, {3, 2}).value();
+  DotDims mm;
+  mm.lhs_contracting = {1};
+  mm.rhs_contracting = {0};
+  EXPECT_EQ(dot_general(ctx, a, f, mm).error().code(), ErrorCode::kDTypeMismatch);
+  Tensor c = Tensor::ones(DType::kF64, {3, 2}).value();
+  Tensor out = Tensor::full(DType::kF64, {2, 3}, c128(7, 0)).value();
+  EXPECT_EQ(dot_general_into(ctx, a, c, mm, {}, out).error().code(), ErrorCode::kShapeMismatch);
+  EXPECT_EQ(out.get<double>({1, 2}).value(), 7.0);
+  DotOptions bad;
+  bad.alpha = c128(1, 1);
+  Tensor good = Tensor::zeros(DType::kF64, {2, 2}).value();
+  EXPECT_EQ(dot_general_into(ctx, a, c, mm, bad, good).error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(dot_general(ctx, Tensor::ones(DType::kBool, {2}).value(), Tensor::ones(DType::kBool, {2}).value(), {})
+                .error().code(),
+            ErrorCode::kDTypeMismatch);
+}
+
+}  // namespace
+}  // namespace tenferro::cpu

@@ -1,0 +1,189 @@
+#include "gemm.h"
+
+#include <dlfcn.h>
+
+#include <complex>
+#include <mutex>
+
+// OpenBLAS's cblas and BLIS's typed API are both included; BLIS is used only through
+// bli_* symbols, OpenBLAS only through cblas_* (BLIS also exports cblas_* and BLAS
+// symbols; linking OpenBLAS first makes those resolve to OpenBLAS, checked by test).
+#include <cblas.h>
+
+#include <blis.h>
+
+namespace tenferro::cpu::detail {
+
+// Note [OpenBLAS threads]: OpenBLAS controls its thread count only globally
+// (openblas_set_num_threads). The provider sets it before a call when it differs from
+// the requested budget; concurrent callers with different budgets would race on that
+// global, so the engine runs OpenBLAS only in kInner mode or sequentially, never from
+// several outer workers at once (capability "global thread control").
+
+namespace {
+
+std::mutex& openblas_mutex() {
+  static std::mutex m;  // immutable identity; serializes the global thread setting
+  return m;
+}
+
+void set_openblas_threads(int threads) {
+  if (openblas_get_num_threads() != threads) {
+    std::lock_guard lock(openblas_mutex());
+    openblas_set_num_threads(threads);
+  }
+}
+
+// Maps (rs, cs) of an r x c operand to a cblas (transpose, leading dimension) pair for a
+// column-major call; false when neither stride is unit.
+bool as_cblas(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool conj, CBLAS_TRANSPOSE* trans, int64_t* ld) {
+  if (rs == 1 && (cs >= std::max<int64_t>(1, rows) || cols == 1)) {
+    *trans = conj ? CblasConjNoTrans : CblasNoTrans;
+    *ld = std::max<int64_t>({cs, rows, 1});
+    return true;
+  }
+  if (cs == 1 && (rs >= std::max<int64_t>(1, cols) || rows == 1)) {
+    *trans = conj ? CblasConjTrans : CblasTrans;
+    *ld = std::max<int64_t>({rs, cols, 1});
+    return true;
+  }
+  if (rows == 1 && cols == 1) {
+    *trans = conj ? CblasConjNoTrans : CblasNoTrans;
+    *ld = 1;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+template <class T>
+bool gemm_openblas(const GemmArgs<T>& g, int threads) {
+  GemmArgs<T> x = g;
+  // C must be column-major (rs == 1); a row-major C is handled as C^T = B^T A^T.
+  bool c_col = x.rsc == 1 && (x.csc >= std::max<int64_t>(1, x.m) || x.n == 1);
+  if (!c_col) {
+    const bool c_row = x.csc == 1 && (x.rsc >= std::max<int64_t>(1, x.n) || x.m == 1);
+    if (!c_row) return false;
+    std::swap(x.m, x.n);
+    std::swap(x.a, x.b);
+    std::swap(x.conj_a, x.conj_b);
+    const int64_t rsa = x.rsa, csa = x.csa;
+    x.rsa = x.csb;  // (B^T) rows are B's columns
+    x.csa = x.rsb;
+    x.rsb = csa;
+    x.csb = rsa;
+    std::swap(x.rsc, x.csc);
+  }
+  CBLAS_TRANSPOSE ta, tb;
+  int64_t lda = 0, ldb = 0;
+  if (!as_cblas(x.m, x.k, x.rsa, x.csa, x.conj_a, &ta, &lda)) return false;
+  if (!as_cblas(x.k, x.n, x.rsb, x.csb, x.conj_b, &tb, &ldb)) return false;
+  if (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if (x.conj_a || x.conj_b) {
+      // Real types: conjugation is the identity.
+      ta = ta == CblasConjNoTrans ? CblasNoTrans : ta == CblasConjTrans ? CblasTrans : ta;
+      tb = tb == CblasConjNoTrans ? CblasNoTrans : tb == CblasConjTrans ? CblasTrans : tb;
+    }
+  }
+  const int64_t ldc = std::max<int64_t>({x.csc, x.m, 1});
+  set_openblas_threads(threads);
+  const auto m = static_cast<blasint>(x.m), n = static_cast<blasint>(x.n), k = static_cast<blasint>(x.k);
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasColMajor, ta, tb, m, n, k, x.alpha, x.a, static_cast<blasint>(lda), x.b,
+                static_cast<blasint>(ldb), x.beta, x.c, static_cast<blasint>(ldc));
+  } else if constexpr (std::is_same_v<T, double>) {
+    cblas_dgemm(CblasColMajor, ta, tb, m, n, k, x.alpha, x.a, static_cast<blasint>(lda), x.b,
+                static_cast<blasint>(ldb), x.beta, x.c, static_cast<blasint>(ldc));
+  } else if constexpr (std::is_same_v<T, c64>) {
+    cblas_cgemm(CblasColMajor, ta, tb, m, n, k, &x.alpha, x.a, static_cast<blasint>(lda), x.b,
+                static_cast<blasint>(ldb), &x.beta, x.c, static_cast<blasint>(ldc));
+  } else if constexpr (std::is_same_v<T, c128>) {
+    cblas_zgemm(CblasColMajor, ta, tb, m, n, k, &x.alpha, x.a, static_cast<blasint>(lda), x.b,
+                static_cast<blasint>(ldb), &x.beta, x.c, static_cast<blasint>(ldc));
+  } else {
+    return false;
+  }
+  return true;
+}
+
+template <class T>
+bool gemm_blis(const GemmArgs<T>& g) {
+  // Extent-1 dimensions take any positive stride; BLIS rejects zero and some negative
+  // strides, so the caller packs those.
+  auto fix = [](int64_t extent, int64_t stride, int64_t other) { return extent <= 1 ? std::max<int64_t>(other, 1) : stride; };
+  const int64_t rsa = fix(g.m, g.rsa, g.csa * g.k), csa = fix(g.k, g.csa, g.rsa * g.m);
+  const int64_t rsb = fix(g.k, g.rsb, g.csb * g.n), csb = fix(g.n, g.csb, g.rsb * g.k);
+  const int64_t rsc = fix(g.m, g.rsc, g.csc * g.n), csc = fix(g.n, g.csc, g.rsc * g.m);
+  for (int64_t s : {rsa, csa, rsb, csb, rsc, csc}) {
+    if (s <= 0) return false;
+  }
+  rntm_t rntm;
+  bli_rntm_init(&rntm);
+  bli_rntm_set_num_threads(1, &rntm);
+  const trans_t ta = g.conj_a ? BLIS_CONJ_NO_TRANSPOSE : BLIS_NO_TRANSPOSE;
+  const trans_t tb = g.conj_b ? BLIS_CONJ_NO_TRANSPOSE : BLIS_NO_TRANSPOSE;
+  T alpha = g.alpha, beta = g.beta;
+  auto* a = const_cast<T*>(g.a);
+  auto* b = const_cast<T*>(g.b);
+  if constexpr (std::is_same_v<T, float>) {
+    bli_sgemm_ex(ta, tb, g.m, g.n, g.k, &alpha, a, rsa, csa, b, rsb, csb, &beta, g.c, rsc, csc, nullptr, &rntm);
+  } else if constexpr (std::is_same_v<T, double>) {
+    bli_dgemm_ex(ta, tb, g.m, g.n, g.k, &alpha, a, rsa, csa, b, rsb, csb, &beta, g.c, rsc, csc, nullptr, &rntm);
+  } else if constexpr (std::is_same_v<T, c64>) {
+    bli_cgemm_ex(ta, tb, g.m, g.n, g.k, reinterpret_cast<scomplex*>(&alpha), reinterpret_cast<scomplex*>(a), rsa, csa,
+                 reinterpret_cast<scomplex*>(b), rsb, csb, reinterpret_cast<scomplex*>(&beta),
+                 reinterpret_cast<scomplex*>(g.c), rsc, csc, nullptr, &rntm);
+  } else if constexpr (std::is_same_v<T, c128>) {
+    bli_zgemm_ex(ta, tb, g.m, g.n, g.k, reinterpret_cast<dcomplex*>(&alpha), reinterpret_cast<dcomplex*>(a), rsa, csa,
+                 reinterpret_cast<dcomplex*>(b), rsb, csb, reinterpret_cast<dcomplex*>(&beta),
+                 reinterpret_cast<dcomplex*>(g.c), rsc, csc, nullptr, &rntm);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+template <class T>
+void gemm_naive(const GemmArgs<T>& g) {
+  auto cj = [](T v, bool c) {
+    if constexpr (tenferro::detail::ComplexScalar<T>) {
+      return c ? std::conj(v) : v;
+    } else {
+      (void)c;
+      return v;
+    }
+  };
+  for (int64_t j = 0; j < g.n; ++j) {
+    for (int64_t i = 0; i < g.m; ++i) {
+      T acc{};
+      for (int64_t p = 0; p < g.k; ++p) {
+        acc += cj(g.a[i * g.rsa + p * g.csa], g.conj_a) * cj(g.b[p * g.rsb + j * g.csb], g.conj_b);
+      }
+      T& c = g.c[i * g.rsc + j * g.csc];
+      c = g.beta == T{} ? g.alpha * acc : g.alpha * acc + g.beta * c;
+    }
+  }
+}
+
+#define TENFERRO_GEMM_INSTANTIATE(T)                                  \
+  template bool gemm_openblas<T>(const GemmArgs<T>&, int);            \
+  template bool gemm_blis<T>(const GemmArgs<T>&);                     \
+  template void gemm_naive<T>(const GemmArgs<T>&);
+TENFERRO_GEMM_INSTANTIATE(float)
+TENFERRO_GEMM_INSTANTIATE(double)
+TENFERRO_GEMM_INSTANTIATE(c64)
+TENFERRO_GEMM_INSTANTIATE(c128)
+TENFERRO_GEMM_INSTANTIATE(int32_t)
+TENFERRO_GEMM_INSTANTIATE(int64_t)
+#undef TENFERRO_GEMM_INSTANTIATE
+
+std::string library_of(const void* symbol_address) {
+  Dl_info info{};
+  if (dladdr(symbol_address, &info) == 0 || info.dli_fname == nullptr) return "";
+  return info.dli_fname;
+}
+const void* openblas_symbol() { return reinterpret_cast<const void*>(&cblas_dgemm); }
+const void* blis_symbol() { return reinterpret_cast<const void*>(&bli_dgemm_ex); }
+
+}  // namespace tenferro::cpu::detail

@@ -1,0 +1,70 @@
+#pragma once
+/// \file
+/// dot_general: batched tensor contraction with StableHLO dimension semantics, computed
+/// by GEMM providers on strided operands (engine-owned composite).
+
+#include <cstdint>
+#include <string_view>
+
+#include "tenferro/core/result.h"
+#include "tenferro/core/small_vector.h"
+#include "tenferro/cpu/context.h"
+#include "tenferro/tensor/tensor.h"
+
+namespace tenferro::cpu {
+
+/// Which dimensions pair up. lhs_batch[i] pairs with rhs_batch[i] and
+/// lhs_contracting[i] with rhs_contracting[i]; every other dimension is free.
+struct DotDims {
+  SmallVector<int64_t, 8> lhs_batch, rhs_batch, lhs_contracting, rhs_contracting;
+};
+
+/// GEMM implementation for the matrix products.
+enum class GemmProvider : uint8_t {
+  kAuto,      ///< the measured default per dtype (Note [Default GEMM provider])
+  kOpenBlas,  ///< cblas (external workers, global thread control)
+  kBlis,      ///< BLIS typed API, general strides, sequential on engine workers
+  kNaive,     ///< plain loops (every dtype; integers always use it)
+};
+std::string_view gemm_provider_name(GemmProvider p) noexcept;
+
+/// How a batch of matrix products is spread over the workers.
+enum class BatchPolicy : uint8_t {
+  kAuto,           ///< outer-parallel for small products, sequential batches otherwise
+  kSequential,     ///< one product after another, each may use the provider's threads
+  kOuterParallel,  ///< batches split over the workers, each product single-threaded
+};
+
+/// Tuning with documented defaults (Note [Batch policy thresholds]).
+struct DotOptions {
+  bool conj_lhs = false;
+  bool conj_rhs = false;
+  c128 alpha = 1.0;  ///< converted to the dtype (imaginary part must be 0 for real dtypes)
+  c128 beta = 0.0;   ///< only with dot_general_into; 0 means the destination is not read
+  GemmProvider provider = GemmProvider::kAuto;
+  BatchPolicy batch_policy = BatchPolicy::kAuto;
+  /// Below this many multiply-adds per product, kAuto uses plain loops.
+  int64_t tiny_flops = 512;
+  /// Below this many multiply-adds per product, kAuto batches go outer-parallel.
+  int64_t outer_parallel_flops = int64_t{1} << 21;
+};
+
+/// Result shape: batch dims (lhs order), then lhs free dims, then rhs free dims.
+/// Errors: kOutOfRange (axis), kInvalidArgument (repeated axis, mismatched list
+/// lengths), kShapeMismatch (paired extents differ).
+Result<Shape> dot_general_shape(const Shape& lhs, const Shape& rhs, const DotDims& dims);
+
+/// out = alpha * dot(lhs, rhs). The result is a new tensor with the logical shape above;
+/// its memory is compact with the batch dimensions outermost, so every batch is one
+/// column-major matrix (a permuted compact layout, not column-major over the logical
+/// dims). Supported dtypes: all but bool. Errors: those of dot_general_shape, and
+/// kDTypeMismatch.
+Result<Tensor> dot_general(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs, const DotDims& dims,
+                           const DotOptions& options = {}, const std::shared_ptr<HostBufferPool>& pool = nullptr);
+
+/// out = alpha * dot(lhs, rhs) + beta * out, into a caller destination of the result
+/// shape (any layout, exclusive storage). Invalid input fails before any write.
+Result<void> dot_general_into(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs,
+                              const DotDims& dims, const DotOptions& options, Tensor& out);
+
+}  // namespace tenferro::cpu
