@@ -8,4 +8,7 @@ inline constexpr const char* kVersion = "0.1.0";
 /// `tenferro demo`: builds tensors, takes views, shows typed errors.
 int run_demo(int argc, char** argv);
 
+/// `tenferro bench kernels [--threads N] [--json]`: CPU kernels vs same-run references.
+int run_bench_kernels(int argc, char** argv);
+
 }  // namespace tenferro::cli

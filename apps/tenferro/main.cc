@@ -14,6 +14,8 @@ void print_usage(std::FILE* out) {
       "\n"
       "commands:\n"
       "  demo       show what the library does so far (tensors, views, errors)\n"
+      "  bench kernels [--threads N] [--json] [--only S] [--max-n N]\n"
+      "             CPU kernels next to a same-run reference (BLAS, memcpy)\n"
       "  version    print the version\n"
       "  help       print this text\n",
       out);
@@ -28,6 +30,9 @@ int main(int argc, char** argv) {
   }
   const std::string_view cmd = argv[1];
   if (cmd == "demo") return tenferro::cli::run_demo(argc - 2, argv + 2);
+  if (cmd == "bench" && argc >= 3 && std::string_view(argv[2]) == "kernels") {
+    return tenferro::cli::run_bench_kernels(argc - 3, argv + 3);
+  }
   if (cmd == "version" || cmd == "--version") {
     std::printf("tenferro %s\n", tenferro::cli::kVersion);
     return 0;

@@ -1,5 +1,9 @@
 #include <cstring>
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 #include "strided_loop.h"
 #include "tenferro/cpu/kernels.h"
 
@@ -8,11 +12,22 @@ namespace tenferro::cpu {
 // Note [Copy kernel]: the copy runs on the merged axes of Note [Strided loop plan]
 // (operand 0 = destination, 1 = source). If the source's fastest axis is also the
 // destination's fastest, the inner loop walks both together (memcpy when both are unit
-// stride). Otherwise the two fastest axes (one per side) form a 2-D transpose done in
-// square tiles that fit in L1, so both sides touch whole cache lines; the remaining
-// axes are an odometer split across threads.
+// stride). Otherwise it is a transpose: a destination group G0 (the destination-fastest
+// axes, contiguous in the destination, up to kGroup elements) and a source group G1 (the
+// source-fastest axes not in G0, contiguous in the source) form a P0 x P1 matrix whose
+// rows/columns have the other operand's offsets in small tables (or a plain stride for a
+// single axis). That matrix is copied in 64 x 64 blocks of 4 x 4 register transposes
+// (AVX2 for 4-, 8- and 16-byte elements, scalar otherwise), so both sides move whole
+// vectors; many tiny axes (rank-24 with extent 2) become one such matrix. Large outputs
+// use streaming stores (no read-for-ownership of the destination). Remaining axes form
+// the odometer split across threads.
 
 namespace {
+
+struct LoopAxisView {
+  int64_t extent;
+  int64_t stride;
+};
 
 template <int S>
 struct Bytes {
@@ -24,6 +39,143 @@ using Word = std::conditional_t<S == 1, uint8_t,
                                                    std::conditional_t<S == 4, uint32_t,
                                                                       std::conditional_t<S == 8, uint64_t, Bytes<S>>>>>;
 
+constexpr int64_t kGroup = 4096;  // max elements of a table-described group (2 x 32 KiB tables)
+constexpr int64_t kStreamBytes = 8 << 20;  // outputs at least this large use streaming stores
+
+// Offsets (bytes) of a group's elements in one operand: a table or a stride.
+struct Offsets {
+  const int64_t* table = nullptr;
+  int64_t stride = 0;
+  int64_t at(int64_t i) const { return table ? table[i] : i * stride; }
+};
+
+// Copies a P0 x P1 block: dst[di(i) + dj(j)] = src[si(i) + sj(j)], where di is
+// contiguous (stride d0) and sj contiguous (stride s1).
+template <class W>
+struct Transposer {
+  int64_t p0, p1;
+  int64_t d0;      // dst byte stride along i (G0, contiguous in dst)
+  Offsets si;      // src offsets along i
+  int64_t s1;      // src byte stride along j (G1, contiguous in src)
+  Offsets dj;      // dst offsets along j
+  bool stream;
+
+  static constexpr int64_t kE = sizeof(W);
+
+  void scalar(char* d, const char* s, int64_t i0, int64_t i1, int64_t j0, int64_t j1) const {
+    for (int64_t i = i0; i < i1; ++i) {
+      const char* srow = s + si.at(i);
+      char* dcol = d + i * d0;
+      for (int64_t j = j0; j < j1; ++j) {
+        *reinterpret_cast<W*>(dcol + dj.at(j)) = *reinterpret_cast<const W*>(srow + j * s1);
+      }
+    }
+  }
+
+  // Note [Transpose blocking]: i advances one destination cache line at a time (64
+  // bytes of contiguous destination), j runs over the whole group. So every store
+  // completes a destination line at once (good for streaming stores, whose
+  // write-combining buffers are few), and only a line's worth of source rows is live,
+  // which stays within L1 associativity even when rows are a power-of-two apart.
+  void run(char* d, const char* s) const {
+    constexpr int64_t kIBlock = kE >= 64 ? 1 : 64 / kE;
+    for (int64_t i0 = 0; i0 < p0; i0 += kIBlock) {
+      block(d, s, i0, std::min(p0, i0 + kIBlock), 0, p1);
+    }
+  }
+
+  void block(char* d, const char* s, int64_t i0, int64_t i1, int64_t j0, int64_t j1) const {
+#if defined(__AVX2__)
+    constexpr int64_t kV = kE == 4 ? 4 : kE == 8 ? 4 : kE == 16 ? 2 : 0;
+    if constexpr (kV > 0) {
+      if (d0 == kE && s1 == kE) {
+        const int64_t iv = i0 + (i1 - i0) / kV * kV;
+        const int64_t jv = j0 + (j1 - j0) / kV * kV;
+        for (int64_t j = j0; j < jv; j += kV) {
+          for (int64_t i = i0; i < iv; i += kV) micro(d, s, i, j);
+        }
+        if (iv < i1) scalar(d, s, iv, i1, j0, j1);
+        if (jv < j1) scalar(d, s, i0, iv, jv, j1);
+        return;
+      }
+    }
+#endif
+    scalar(d, s, i0, i1, j0, j1);
+  }
+
+#if defined(__AVX2__)
+  template <class V, class F>
+  static void store(char* p, V v, bool stream, F storeu) {
+    (void)stream;
+    storeu(p, v);
+  }
+
+  void micro(char* d, const char* s, int64_t i, int64_t j) const {
+    if constexpr (kE == 8) {
+      const __m256d r0 = _mm256_loadu_pd(reinterpret_cast<const double*>(s + si.at(i + 0) + j * kE));
+      const __m256d r1 = _mm256_loadu_pd(reinterpret_cast<const double*>(s + si.at(i + 1) + j * kE));
+      const __m256d r2 = _mm256_loadu_pd(reinterpret_cast<const double*>(s + si.at(i + 2) + j * kE));
+      const __m256d r3 = _mm256_loadu_pd(reinterpret_cast<const double*>(s + si.at(i + 3) + j * kE));
+      const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+      const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+      const __m256d c[4] = {_mm256_permute2f128_pd(t0, t2, 0x20), _mm256_permute2f128_pd(t1, t3, 0x20),
+                            _mm256_permute2f128_pd(t0, t2, 0x31), _mm256_permute2f128_pd(t1, t3, 0x31)};
+      for (int k = 0; k < 4; ++k) {
+        double* out = reinterpret_cast<double*>(d + dj.at(j + k) + i * kE);
+        if (stream && (reinterpret_cast<uintptr_t>(out) & 31) == 0) {
+          _mm256_stream_pd(out, c[k]);
+        } else {
+          _mm256_storeu_pd(out, c[k]);
+        }
+      }
+    } else if constexpr (kE == 4) {
+      __m128 r0 = _mm_loadu_ps(reinterpret_cast<const float*>(s + si.at(i + 0) + j * kE));
+      __m128 r1 = _mm_loadu_ps(reinterpret_cast<const float*>(s + si.at(i + 1) + j * kE));
+      __m128 r2 = _mm_loadu_ps(reinterpret_cast<const float*>(s + si.at(i + 2) + j * kE));
+      __m128 r3 = _mm_loadu_ps(reinterpret_cast<const float*>(s + si.at(i + 3) + j * kE));
+      _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+      const __m128 c[4] = {r0, r1, r2, r3};
+      for (int k = 0; k < 4; ++k) {
+        float* out = reinterpret_cast<float*>(d + dj.at(j + k) + i * kE);
+        if (stream && (reinterpret_cast<uintptr_t>(out) & 15) == 0) {
+          _mm_stream_ps(out, c[k]);
+        } else {
+          _mm_storeu_ps(out, c[k]);
+        }
+      }
+    } else if constexpr (kE == 16) {
+      const __m256d r0 = _mm256_loadu_pd(reinterpret_cast<const double*>(s + si.at(i + 0) + j * kE));
+      const __m256d r1 = _mm256_loadu_pd(reinterpret_cast<const double*>(s + si.at(i + 1) + j * kE));
+      const __m256d c[2] = {_mm256_permute2f128_pd(r0, r1, 0x20), _mm256_permute2f128_pd(r0, r1, 0x31)};
+      for (int k = 0; k < 2; ++k) {
+        double* out = reinterpret_cast<double*>(d + dj.at(j + k) + i * kE);
+        if (stream && (reinterpret_cast<uintptr_t>(out) & 31) == 0) {
+          _mm256_stream_pd(out, c[k]);
+        } else {
+          _mm256_storeu_pd(out, c[k]);
+        }
+      }
+    }
+  }
+#endif
+};
+
+// Fills `table` with the byte offsets, in operand `op`, of the elements of the axes
+// [first, last) of `loop` enumerated column-major; returns the element count.
+int64_t group_table(const detail::StridedLoop<2>& loop, size_t first, size_t last, int op, int64_t* table) {
+  int64_t n = 1;
+  table[0] = 0;
+  for (size_t k = first; k < last; ++k) {
+    const int64_t e = loop.axis(k).extent;
+    const int64_t st = loop.axis(k).stride[op];
+    for (int64_t r = 1; r < e; ++r) {
+      for (int64_t q = 0; q < n; ++q) table[r * n + q] = table[q] + r * st;
+    }
+    n *= e;
+  }
+  return n;
+}
+
 template <class W>
 void copy_typed(const CpuExecutionContext& ctx, const char* src_base, const Layout& src, char* dst_base,
                 const Layout& dst) {
@@ -32,7 +184,7 @@ void copy_typed(const CpuExecutionContext& ctx, const char* src_base, const Layo
   if (loop.empty()) return;
   std::array<char*, 2> bases{dst_base, const_cast<char*>(src_base)};
   const size_t src_fast = loop.fastest_axis(1);
-  if (src_fast == 0 || loop.rank() == 1 || std::llabs(loop.axis(src_fast).stride[1]) >= std::llabs(loop.axis(0).stride[1])) {
+  if (src_fast == 0 || loop.rank() == 1) {
     const int64_t n = loop.axis(0).extent;
     const int64_t ds = loop.axis(0).stride[0];
     const int64_t ss = loop.axis(0).stride[1];
@@ -49,29 +201,68 @@ void copy_typed(const CpuExecutionContext& ctx, const char* src_base, const Layo
     });
     return;
   }
-  // 2-D tiled transpose over (axis 0 = destination-fastest, axis 1 = source-fastest).
+  // Transpose: G1 = the source-fastest axis, moved to position 1, then G0 = axis 0 plus
+  // following destination-contiguous axes; then extend G1 with source-contiguous axes.
   loop.move_axis(src_fast, 1);
-  const int64_t n0 = loop.axis(0).extent;
-  const int64_t n1 = loop.axis(1).extent;
-  const int64_t d0 = loop.axis(0).stride[0], s0 = loop.axis(0).stride[1];
-  const int64_t d1 = loop.axis(1).stride[0], s1 = loop.axis(1).stride[1];
-  constexpr int64_t kTile = kElem >= 16 ? 8 : kElem >= 8 ? 16 : 32;
-  loop.run(ctx, bases, 2, n0 * n1, [&](const std::array<char*, 2>& p) {
-    char* dbase = p[0];
-    const char* sbase = p[1];
-    for (int64_t j0 = 0; j0 < n1; j0 += kTile) {
-      const int64_t j1 = std::min(n1, j0 + kTile);
-      for (int64_t i0 = 0; i0 < n0; i0 += kTile) {
-        const int64_t i1 = std::min(n0, i0 + kTile);
-        for (int64_t j = j0; j < j1; ++j) {
-          char* d = dbase + j * d1;
-          const char* s = sbase + j * s1;
-          for (int64_t i = i0; i < i1; ++i) {
-            *reinterpret_cast<W*>(d + i * d0) = *reinterpret_cast<const W*>(s + i * s0);
-          }
-        }
+  size_t g0_end = 1;  // G0 = [0, g0_end) after rearrangement
+  int64_t p0 = loop.axis(0).extent;
+  // Axes currently at positions >= 2 are candidates; bring destination-contiguous ones
+  // (relative to the last G0 axis) to the front, before the G1 axis.
+  for (bool grew = true; grew && p0 < kGroup;) {
+    grew = false;
+    const LoopAxisView last{loop.axis(g0_end - 1).extent, loop.axis(g0_end - 1).stride[0]};
+    for (size_t k = g0_end + 1; k < loop.rank(); ++k) {
+      if (loop.axis(k).stride[0] == last.stride * last.extent && p0 * loop.axis(k).extent <= kGroup) {
+        p0 *= loop.axis(k).extent;
+        loop.move_axis(k, g0_end);
+        ++g0_end;
+        grew = true;
+        break;
       }
     }
+  }
+  size_t g1_end = g0_end + 1;  // G1 = [g0_end, g1_end)
+  int64_t p1 = loop.axis(g0_end).extent;
+  for (bool grew = true; grew && p1 < kGroup;) {
+    grew = false;
+    const LoopAxisView last{loop.axis(g1_end - 1).extent, loop.axis(g1_end - 1).stride[1]};
+    for (size_t k = g1_end; k < loop.rank(); ++k) {
+      if (loop.axis(k).stride[1] == last.stride * last.extent && p1 * loop.axis(k).extent <= kGroup) {
+        p1 *= loop.axis(k).extent;
+        loop.move_axis(k, g1_end);
+        ++g1_end;
+        grew = true;
+        break;
+      }
+    }
+  }
+  // Offset tables (only for multi-axis groups).
+  int64_t src_i_table[kGroup];
+  int64_t dst_j_table[kGroup];
+  Transposer<W> tr{};
+  tr.p0 = p0;
+  tr.p1 = p1;
+  tr.d0 = loop.axis(0).stride[0];
+  tr.s1 = loop.axis(g0_end).stride[1];
+  if (g0_end == 1) {
+    tr.si.stride = loop.axis(0).stride[1];
+  } else {
+    group_table(loop, 0, g0_end, 1, src_i_table);
+    tr.si.table = src_i_table;
+  }
+  if (g1_end == g0_end + 1) {
+    tr.dj.stride = loop.axis(g0_end).stride[0];
+  } else {
+    group_table(loop, g0_end, g1_end, 0, dst_j_table);
+    tr.dj.table = dst_j_table;
+  }
+  tr.stream = dst.element_count() * kElem >= kStreamBytes;
+  loop.run(ctx, bases, g1_end, p0 * p1, [&](const std::array<char*, 2>& p) {
+    tr.run(p[0], p[1]);
+#if defined(__AVX2__)
+    // Streaming stores are weakly ordered: fence on the thread that issued them.
+    if (tr.stream) _mm_sfence();
+#endif
   });
 }
 

@@ -1,0 +1,224 @@
+// `tenferro bench kernels`: CPU kernel figures next to a reference measured in the same
+// process run (raw cblas GEMM, memcpy, a plain read loop), with their ratio.
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "tenferro/cpu/dot_general.h"
+#include "tenferro/cpu/elementwise.h"
+#include "tenferro/cpu/kernels.h"
+#include "tenferro/cpu/reduce.h"
+
+namespace tenferro::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median_ms(int reps, const std::function<void()>& f) {
+  f();  // warm-up (first touch, caches, thread start)
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = Clock::now();
+    f();
+    t.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+struct Row {
+  std::string name;
+  double tenferro_ms;
+  std::string reference;
+  double reference_ms;
+  double gflops;  // tenferro rate, 0 when not a flop-bound case
+};
+
+void print(const std::vector<Row>& rows, bool json, int threads) {
+  if (json) {
+    std::printf("[");
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const Row& r = rows[i];
+      std::printf("%s{\"case\":\"%s\",\"threads\":%d,\"tenferro_ms\":%.4f,\"reference\":\"%s\",\"reference_ms\":%.4f,"
+                  "\"ratio\":%.3f,\"gflops\":%.2f}",
+                  i ? "," : "", r.name.c_str(), threads, r.tenferro_ms, r.reference.c_str(), r.reference_ms,
+                  r.reference_ms / r.tenferro_ms, r.gflops);
+    }
+    std::printf("]\n");
+    return;
+  }
+  std::printf("%-34s %12s %14s %12s %8s %9s\n", "case", "tenferro ms", "reference", "ref ms", "ratio", "GFLOP/s");
+  for (const Row& r : rows) {
+    std::printf("%-34s %12.3f %14s %12.3f %8.3f %9.2f\n", r.name.c_str(), r.tenferro_ms, r.reference.c_str(),
+                r.reference_ms, r.reference_ms / r.tenferro_ms, r.gflops);
+  }
+  std::printf("ratio = reference time / tenferro time (>= 1: tenferro at least as fast)\n");
+}
+
+}  // namespace
+
+int run_bench_kernels(int argc, char** argv) {
+  int threads = 1;
+  bool json = false;
+  std::string only;
+  int max_n = 2048;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--threads" && i + 1 < argc) {
+      threads = std::atoi(argv[++i]);
+    } else if (a == "--json") {
+      json = true;
+    } else if (a == "--only" && i + 1 < argc) {
+      only = argv[++i];
+    } else if (a == "--max-n" && i + 1 < argc) {
+      max_n = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: tenferro bench kernels [--threads N] [--json] [--only SUBSTRING] [--max-n N]\n");
+      return 2;
+    }
+  }
+  if (threads < 1) {
+    std::fprintf(stderr, "tenferro bench kernels: --threads must be >= 1\n");
+    return 2;
+  }
+  auto executor = cpu::make_tbb_executor(threads);
+  if (!executor) {
+    std::fprintf(stderr, "%s\n", executor.error().to_string().c_str());
+    return 1;
+  }
+  openblas_set_num_threads(threads);
+  std::vector<Row> rows;
+  int failures = 0;
+  auto want = [&](const std::string& name) { return only.empty() || name.find(only) != std::string::npos; };
+  auto check = [&](const auto& r) {
+    if (!r.has_value()) {
+      std::fprintf(stderr, "error: %s\n", r.error().to_string().c_str());
+      ++failures;
+    }
+  };
+  (*executor)->install([&] {
+    cpu::CpuExecutionContext ctx(executor->get(), cpu::ParallelMode::kInner, threads);
+    // ---- dot_general vs raw GEMM.
+    for (int n = 64; n <= max_n; n *= 2) {
+      for (DType d : {DType::kF64, DType::kC128}) {
+        const std::string name = std::string("dot_general ") + std::string(dtype_name(d)) + " n=" + std::to_string(n);
+        if (!want(name)) continue;
+        Tensor a = Tensor::random_normal(d, {n, n}, 1).value();
+        Tensor b = Tensor::random_normal(d, {n, n}, 2).value();
+        Tensor c = Tensor::zeros(d, {n, n}).value();
+        cpu::DotDims dims;
+        dims.lhs_contracting = {1};
+        dims.rhs_contracting = {0};
+        const int reps = n >= 1024 ? 3 : n >= 256 ? 7 : 31;
+        const double tf = median_ms(reps, [&] { check(cpu::dot_general_into(ctx, a, b, dims, {}, c)); });
+        const double ref = median_ms(reps, [&] {
+          if (d == DType::kF64) {
+            cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0,
+                        static_cast<const double*>(a.storage()->data()), n,
+                        static_cast<const double*>(b.storage()->data()), n, 0.0,
+                        static_cast<double*>(c.storage()->data()), n);
+          } else {
+            const c128 one(1, 0), zero(0, 0);
+            cblas_zgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, n, n, n, &one, a.storage()->data(), n,
+                        b.storage()->data(), n, &zero, c.storage()->data(), n);
+          }
+        });
+        const double flops = (d == DType::kF64 ? 2.0 : 8.0) * n * double(n) * n;
+        rows.push_back({name, tf, d == DType::kF64 ? "cblas_dgemm" : "cblas_zgemm", ref, flops / tf / 1e6});
+      }
+    }
+    // ---- batched 32 x 64^3.
+    if (want("batched")) {
+      Tensor a = Tensor::random_normal(DType::kF64, {32, 64, 64}, 3).value();
+      Tensor b = Tensor::random_normal(DType::kF64, {32, 64, 64}, 4).value();
+      Tensor c = Tensor::zeros(DType::kF64, {32, 64, 64}).value();
+      cpu::DotDims dims;
+      dims.lhs_batch = {0};
+      dims.rhs_batch = {0};
+      dims.lhs_contracting = {2};
+      dims.rhs_contracting = {1};
+      const double tf = median_ms(51, [&] { check(cpu::dot_general_into(ctx, a, b, dims, {}, c)); });
+      // Reference: one cblas_dgemm per batch on the batch-outermost layout (64x64 blocks).
+      std::vector<double> ra(32 * 64 * 64), rb(32 * 64 * 64), rc(32 * 64 * 64);
+      std::iota(ra.begin(), ra.end(), 0.0);
+      std::iota(rb.begin(), rb.end(), 1.0);
+      const double ref = median_ms(51, [&] {
+        for (int i = 0; i < 32; ++i) {
+          cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, 64, 64, 64, 1.0, ra.data() + i * 4096, 64,
+                      rb.data() + i * 4096, 64, 0.0, rc.data() + i * 4096, 64);
+        }
+      });
+      rows.push_back({"batched dot_general f64 32x64^3", tf, "dgemm loop", ref, 2.0 * 32 * 64 * 64 * 64 / tf / 1e6});
+    }
+    // ---- permutations of 2^24 f64 elements vs memcpy.
+    const int64_t n24 = int64_t{1} << 24;
+    std::vector<double> raw_src(static_cast<size_t>(n24), 1.0), raw_dst(static_cast<size_t>(n24), 0.0);
+    const double memcpy_ms = median_ms(9, [&] { std::memcpy(raw_dst.data(), raw_src.data(), n24 * 8); });
+    if (want("permute")) {
+      Tensor src = Tensor::random_normal(DType::kF64, {64, 64, 64, 64}, 5).value();
+      std::vector<int64_t> perm{0, 1, 2, 3};
+      do {
+        const std::string name = "permute 64^4 [" + std::to_string(perm[0]) + std::to_string(perm[1]) +
+                                 std::to_string(perm[2]) + std::to_string(perm[3]) + "]";
+        Tensor view = src.permute(perm).value();
+        Tensor dst = Tensor::zeros(DType::kF64, view.shape()).value();
+        const double tf = median_ms(5, [&] { check(cpu::copy_into(ctx, view, dst)); });
+        rows.push_back({name, tf, "memcpy", memcpy_ms, 0});
+      } while (std::next_permutation(perm.begin(), perm.end()));
+      Shape s24(24, 2);
+      Tensor src24 = src.reshape(s24).value();
+      std::mt19937_64 rng(24);
+      for (int t = 0; t < 4; ++t) {
+        std::vector<int64_t> p(24);
+        std::iota(p.begin(), p.end(), 0);
+        if (t == 1) std::reverse(p.begin(), p.end());
+        if (t >= 2) std::shuffle(p.begin(), p.end(), rng);
+        Tensor view = src24.permute(p).value();
+        Tensor dst = Tensor::zeros(DType::kF64, view.shape()).value();
+        const double tf = median_ms(5, [&] { check(cpu::copy_into(ctx, view, dst)); });
+        const char* kind = t == 0 ? "identity" : t == 1 ? "reversed" : "random";
+        rows.push_back({std::string("permute rank-24 size-2 ") + kind + (t >= 2 ? std::to_string(t - 1) : ""), tf,
+                        "memcpy", memcpy_ms, 0});
+      }
+    }
+    // ---- elementwise add and sum.
+    if (want("add") || want("sum")) {
+      Tensor x = Tensor::random_normal(DType::kF64, {n24}, 6).value();
+      Tensor y = Tensor::random_normal(DType::kF64, {n24}, 7).value();
+      Tensor z = Tensor::zeros(DType::kF64, {n24}).value();
+      if (want("add")) {
+        const double tf = median_ms(9, [&] { check(cpu::binary_into(ctx, cpu::BinaryOp::kAdd, x, y, z)); });
+        // add moves 3 x 8 bytes per element, memcpy 2 x 8: scale the reference to the same traffic.
+        rows.push_back({"add f64 2^24", tf, "memcpy x1.5", memcpy_ms * 1.5, 0});
+      }
+      if (want("sum")) {
+        const double* p = static_cast<const double*>(x.storage()->data());
+        volatile double sink = 0;
+        const double ref = median_ms(9, [&] {
+          double acc[8] = {};
+          for (int64_t i = 0; i < n24; i += 8)
+            for (int j = 0; j < 8; ++j) acc[j] += p[i + j];
+          sink = acc[0] + acc[1] + acc[2] + acc[3] + acc[4] + acc[5] + acc[6] + acc[7];
+        });
+        const double tf = median_ms(9, [&] { check(cpu::reduce(ctx, cpu::ReduceOp::kSum, x, {0})); });
+        rows.push_back({"sum f64 2^24", tf, "read loop", ref, 0});
+        (void)sink;
+      }
+    }
+  });
+  print(rows, json, threads);
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace tenferro::cli
