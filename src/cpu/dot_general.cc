@@ -169,13 +169,21 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   GemmProvider provider = opt.provider;
   const bool integral = std::is_integral_v<T>;
   if (integral) provider = GemmProvider::kNaive;
-  BatchPolicy policy = opt.batch_policy;
+  const BatchSettings bs = effective_batch_settings(ctx, opt);
+  BatchPolicy policy = bs.policy;
   if (policy == BatchPolicy::kAuto) {
-    policy = (B > 1 && ctx.threads() > 1 && flops < opt.outer_parallel_flops) ? BatchPolicy::kOuterParallel
-                                                                              : BatchPolicy::kSequential;
+    // A forced OpenBLAS provider brings its own workers: never outer-parallel under it.
+    policy = (B > 1 && ctx.threads() > 1 && flops < bs.outer_parallel_flops && provider != GemmProvider::kOpenBlas)
+                 ? BatchPolicy::kOuterParallel
+                 : BatchPolicy::kSequential;
+  }
+  if (provider == GemmProvider::kOpenBlas && policy == BatchPolicy::kOuterParallel && B > 1 && ctx.threads() > 1) {
+    return usage_error(ErrorCode::kUnsupported, "dot_general",
+                       "provider openblas (its own worker threads, global thread control) cannot run under an "
+                       "outer-parallel batch of " + s(B) + " products: that would be two fan-out levels");
   }
   if (provider == GemmProvider::kAuto) {
-    if (flops < opt.tiny_flops) {
+    if (flops < bs.tiny_flops) {
       provider = GemmProvider::kNaive;
     } else if (policy == BatchPolicy::kOuterParallel) {
       provider = GemmProvider::kBlis;
@@ -301,6 +309,14 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
 }
 
 }  // namespace
+
+BatchSettings effective_batch_settings(const CpuExecutionContext& ctx, const DotOptions& options) {
+  BatchSettings b = ctx.batch();
+  if (options.batch_policy) b.policy = *options.batch_policy;
+  if (options.tiny_flops) b.tiny_flops = *options.tiny_flops;
+  if (options.outer_parallel_flops) b.outer_parallel_flops = *options.outer_parallel_flops;
+  return b;
+}
 
 std::string_view gemm_provider_name(GemmProvider p) noexcept {
   switch (p) {

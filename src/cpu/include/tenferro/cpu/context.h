@@ -70,6 +70,35 @@ class CpuDomainExecutor {
 /// every worker entering the arena is pinned to that CPU set.
 Result<std::shared_ptr<CpuDomainExecutor>> make_tbb_executor(int threads, std::vector<int> cpus = {});
 
+/// How a batch of matrix products is spread over the workers.
+enum class BatchPolicy : uint8_t {
+  kAuto,           ///< outer-parallel for small products, sequential batches otherwise
+  kSequential,     ///< one product after another, each may use the provider's threads
+  kOuterParallel,  ///< batches split over the workers, each product single-threaded
+};
+
+/// Batch policy and thresholds. Precedence: engine default < scoped override
+/// (ScopedBatchOverride) < per-operation options (Note [Batch policy thresholds]).
+struct BatchSettings {
+  BatchPolicy policy = BatchPolicy::kAuto;
+  /// Below this many multiply-adds per product, plain loops replace GEMM calls.
+  int64_t tiny_flops = 512;
+  /// Below this many multiply-adds per product, kAuto batches go outer-parallel.
+  int64_t outer_parallel_flops = int64_t{1} << 21;
+};
+
+namespace detail {
+/// Depth of entered contexts on this thread (Note [Re-entry detection] in engine.cc).
+extern thread_local int tls_entered_depth;
+/// Marks the current thread as inside an entered context for its lifetime.
+struct EnteredMark {
+  EnteredMark() noexcept { ++tls_entered_depth; }
+  ~EnteredMark() { --tls_entered_depth; }
+  EnteredMark(const EnteredMark&) = delete;
+  EnteredMark& operator=(const EnteredMark&) = delete;
+};
+}  // namespace detail
+
 /// An entered execution context: one executor entry, one parallel mode, one thread budget.
 ///
 /// Kernels receive it by reference and call `parallel_for`; with kSequential (or a
@@ -77,8 +106,9 @@ Result<std::shared_ptr<CpuDomainExecutor>> make_tbb_executor(int threads, std::v
 /// created it.
 class CpuExecutionContext {
  public:
-  CpuExecutionContext(CpuDomainExecutor* executor, ParallelMode mode, int threads) noexcept
-      : executor_(executor), mode_(mode), threads_(threads) {}
+  CpuExecutionContext(CpuDomainExecutor* executor, ParallelMode mode, int threads,
+                      BatchSettings batch = {}) noexcept
+      : executor_(executor), mode_(mode), threads_(threads), batch_(batch) {}
   CpuExecutionContext(const CpuExecutionContext&) = delete;
   CpuExecutionContext& operator=(const CpuExecutionContext&) = delete;
 
@@ -97,13 +127,37 @@ class CpuExecutionContext {
       body(0, n);
       return;
     }
-    executor_->parallel_for(n, grain, body);
+    executor_->parallel_for(n, grain, [&](int64_t b, int64_t e) {
+      detail::EnteredMark mark;  // workers running chunks are inside the context too
+      body(b, e);
+    });
   }
 
+  /// Current batch settings (engine default or a scoped override).
+  const BatchSettings& batch() const noexcept { return batch_; }
+
  private:
+  friend class ScopedBatchOverride;
   CpuDomainExecutor* executor_;
   ParallelMode mode_;
   int threads_;
+  BatchSettings batch_;
+};
+
+/// Overrides a context's batch settings for a scope; restores them on destruction,
+/// including during unwinding or after an error return.
+class ScopedBatchOverride {
+ public:
+  ScopedBatchOverride(CpuExecutionContext& ctx, BatchSettings settings) noexcept : ctx_(ctx), saved_(ctx.batch_) {
+    ctx_.batch_ = settings;
+  }
+  ~ScopedBatchOverride() { ctx_.batch_ = saved_; }
+  ScopedBatchOverride(const ScopedBatchOverride&) = delete;
+  ScopedBatchOverride& operator=(const ScopedBatchOverride&) = delete;
+
+ private:
+  CpuExecutionContext& ctx_;
+  BatchSettings saved_;
 };
 
 }  // namespace tenferro::cpu

@@ -4,6 +4,7 @@
 /// by GEMM providers on strided operands (engine-owned composite).
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "tenferro/core/result.h"
@@ -28,26 +29,21 @@ enum class GemmProvider : uint8_t {
 };
 std::string_view gemm_provider_name(GemmProvider p) noexcept;
 
-/// How a batch of matrix products is spread over the workers.
-enum class BatchPolicy : uint8_t {
-  kAuto,           ///< outer-parallel for small products, sequential batches otherwise
-  kSequential,     ///< one product after another, each may use the provider's threads
-  kOuterParallel,  ///< batches split over the workers, each product single-threaded
-};
-
-/// Tuning with documented defaults (Note [Batch policy thresholds]).
+/// Per-operation options. Unset batch fields inherit the context's BatchSettings
+/// (engine default or scoped override).
 struct DotOptions {
   bool conj_lhs = false;
   bool conj_rhs = false;
   c128 alpha = 1.0;  ///< converted to the dtype (imaginary part must be 0 for real dtypes)
   c128 beta = 0.0;   ///< only with dot_general_into; 0 means the destination is not read
   GemmProvider provider = GemmProvider::kAuto;
-  BatchPolicy batch_policy = BatchPolicy::kAuto;
-  /// Below this many multiply-adds per product, kAuto uses plain loops.
-  int64_t tiny_flops = 512;
-  /// Below this many multiply-adds per product, kAuto batches go outer-parallel.
-  int64_t outer_parallel_flops = int64_t{1} << 21;
+  std::optional<BatchPolicy> batch_policy;
+  std::optional<int64_t> tiny_flops;
+  std::optional<int64_t> outer_parallel_flops;
 };
+
+/// The batch settings an operation uses: per-operation values over the context's.
+BatchSettings effective_batch_settings(const CpuExecutionContext& ctx, const DotOptions& options);
 
 /// Result shape: batch dims (lhs order), then lhs free dims, then rhs free dims.
 /// Errors: kOutOfRange (axis), kInvalidArgument (repeated axis, mismatched list

@@ -1,0 +1,230 @@
+#include "tenferro/cpu/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <stdexcept>
+#include <thread>
+
+#include "tenferro/cpu/dot_general.h"
+#include "tenferro/cpu/elementwise.h"
+
+namespace tenferro::cpu {
+namespace {
+
+CpuTopology fake_topology() {
+  CpuTopology t;
+  t.allowed_cpus = {0, 1, 2, 3};
+  t.numa_nodes = {{0, 1}, {2, 3}};
+  return t;
+}
+
+TEST(Topology, DiscoversAllowedCpus) {
+  CpuTopology t = CpuTopology::discover().value();
+  ASSERT_FALSE(t.allowed_cpus.empty());
+  ASSERT_FALSE(t.numa_nodes.empty());
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  EXPECT_EQ(static_cast<int>(t.allowed_cpus.size()), CPU_COUNT(&set));
+  size_t in_nodes = 0;
+  for (const auto& n : t.numa_nodes) in_nodes += n.size();
+  EXPECT_EQ(in_nodes, t.allowed_cpus.size());
+}
+
+TEST(Engine, DefaultDomainsFollowNumaNodes) {
+  CpuTopology t = fake_topology();
+  CpuEngineConfig cfg;
+  cfg.pin_workers = false;  // the fake CPUs may not exist here
+  auto e = CpuEngine::create(cfg, &t).value();
+  ASSERT_EQ(e->domains().size(), 2u);
+  EXPECT_EQ(e->domains()[1].cpus, (std::vector<int>{2, 3}));
+  EXPECT_EQ(e->domains()[0].threads, 2);
+  ASSERT_TRUE(e->providers().dot_general.has_value());
+  EXPECT_EQ(e->providers().dot_general->threads, ThreadControl::kGlobal);
+  EXPECT_EQ(e->providers().layout->placement, WorkerPlacement::kEngineWorkers);
+}
+
+TEST(Engine, ConfigurationErrorsAreTyped) {
+  CpuTopology t = fake_topology();
+  auto expect_config_error = [&](CpuEngineConfig cfg, ErrorCode code, const char* needle) {
+    cfg.pin_workers = false;
+    auto r = CpuEngine::create(cfg, &t);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().stage(), ErrorStage::kConfiguration);
+    EXPECT_EQ(r.error().code(), code);
+    EXPECT_NE(r.error().message().find(needle), std::string::npos) << r.error().message();
+  };
+  CpuEngineConfig empty;
+  empty.domains = {CpuDomainConfig{0, {}, 0, nullptr}};
+  expect_config_error(empty, ErrorCode::kInvalidArgument, "empty CPU set");
+  CpuEngineConfig dup;
+  dup.domains = {CpuDomainConfig{1, {0}, 0, nullptr}, CpuDomainConfig{1, {1}, 0, nullptr}};
+  expect_config_error(dup, ErrorCode::kInvalidArgument, "declared twice");
+  CpuEngineConfig overlap;
+  overlap.domains = {CpuDomainConfig{0, {0, 1}, 0, nullptr}, CpuDomainConfig{1, {1, 2}, 0, nullptr}};
+  expect_config_error(overlap, ErrorCode::kInvalidArgument, "overlaps");
+  CpuEngineConfig outside;
+  outside.domains = {CpuDomainConfig{0, {7}, 0, nullptr}};
+  expect_config_error(outside, ErrorCode::kInvalidArgument, "outside the allowed set");
+  CpuEngineConfig provider;
+  provider.gemm_provider = "mkl";
+  expect_config_error(provider, ErrorCode::kInvalidArgument, "unknown gemm provider");
+  CpuEngineConfig strict;
+  strict.strict_placement = true;
+  expect_config_error(strict, ErrorCode::kUnsupported, "strict placement");
+  strict.gemm_provider = "blis";
+  strict.pin_workers = false;
+  EXPECT_TRUE(CpuEngine::create(strict, &t).has_value()) << "BLIS runs on engine workers";
+}
+
+TEST(Engine, OneEntryPerOperationOrSession) {
+  CpuTopology t = CpuTopology::discover().value();
+  CpuEngineConfig cfg;
+  cfg.domains = {CpuDomainConfig{5, t.allowed_cpus, 0, nullptr}};
+  auto e = CpuEngine::create(cfg, &t).value();
+  Tensor a = Tensor::ones(DType::kF64, {100}).value();
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(e->run(5, ParallelMode::kInner, [&](CpuExecutionContext& ctx) -> Result<void> {
+      return binary(ctx, BinaryOp::kAdd, a, a).transform([](const Tensor&) {});
+    }));
+  }
+  EXPECT_EQ(e->entry_count(5), 3);
+  // A session: many operations, one entry.
+  ASSERT_TRUE(e->run(5, ParallelMode::kInner, [&](CpuExecutionContext& ctx) -> Result<void> {
+    for (int i = 0; i < 10; ++i) {
+      TENFERRO_TRY(Tensor r, binary(ctx, BinaryOp::kMul, a, a));
+      (void)r;
+    }
+    return ok();
+  }));
+  EXPECT_EQ(e->entry_count(5), 4);
+  EXPECT_EQ(e->run(9, ParallelMode::kInner, [](CpuExecutionContext&) { return ok(); }).error().code(),
+            ErrorCode::kOutOfRange);
+}
+
+TEST(Engine, ReentryIsATypedErrorNotADeadlock) {
+  CpuTopology t = CpuTopology::discover().value();
+  CpuEngineConfig cfg;
+  cfg.domains = {CpuDomainConfig{0, t.allowed_cpus, 2, nullptr}};
+  cfg.pin_workers = false;
+  auto e = CpuEngine::create(cfg, &t).value();
+  Result<void> inner;
+  ASSERT_TRUE(e->run(0, ParallelMode::kInner, [&](CpuExecutionContext&) -> Result<void> {
+    inner = e->run(0, ParallelMode::kSequential, [](CpuExecutionContext&) { return ok(); });
+    return ok();
+  }));
+  ASSERT_FALSE(inner);
+  EXPECT_EQ(inner.error().code(), ErrorCode::kReentered);
+  // From a worker inside parallel_for too.
+  std::atomic<int> reentered{0};
+  ASSERT_TRUE(e->run(0, ParallelMode::kInner, [&](CpuExecutionContext& ctx) -> Result<void> {
+    ctx.parallel_for(64, 1, [&](int64_t, int64_t) {
+      auto r = e->run(0, ParallelMode::kSequential, [](CpuExecutionContext&) { return ok(); });
+      if (!r && r.error().code() == ErrorCode::kReentered) reentered++;
+    });
+    return ok();
+  }));
+  EXPECT_GT(reentered.load(), 0);
+  EXPECT_EQ(e->entry_count(0), 2);
+  // After leaving, entering works again.
+  EXPECT_TRUE(e->run(0, ParallelMode::kSequential, [](CpuExecutionContext&) { return ok(); }));
+}
+
+// A caller-owned executor that counts how it is used.
+class CountingExecutor final : public CpuDomainExecutor {
+ public:
+  std::atomic<int> installs{0};
+  ExecutorCapabilities capabilities() const override { return {1, false, false, ShutdownOwner::kCaller}; }
+  void install(FunctionRef<void()> f) override {
+    installs++;
+    f();
+  }
+  void submit(std::function<void()> f) override { f(); }
+  void parallel_for(int64_t n, int64_t, FunctionRef<void(int64_t, int64_t)> body) override { body(0, n); }
+};
+
+TEST(Engine, ExternalManagedExecutorIsUsedAsIsAndKeptAlive) {
+  CpuTopology t = fake_topology();
+  auto ext = std::make_shared<CountingExecutor>();
+  std::weak_ptr<CountingExecutor> weak = ext;
+  CpuEngineConfig cfg;
+  cfg.domains = {CpuDomainConfig{3, {}, 0, ext}};
+  auto e = CpuEngine::create(cfg, &t).value();
+  CountingExecutor* raw = ext.get();
+  ext.reset();
+  cfg.domains.clear();
+  EXPECT_FALSE(weak.expired()) << "the engine keeps the external executor alive";
+  EXPECT_TRUE(e->domains()[0].external);
+  EXPECT_EQ(e->domains()[0].capabilities.shutdown_owner, ShutdownOwner::kCaller);
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(e->run(3, ParallelMode::kSequential, [](CpuExecutionContext&) { return ok(); }));
+  }
+  EXPECT_EQ(raw->installs.load(), 4) << "the same executor, never rebuilt";
+  e.reset();
+  EXPECT_TRUE(weak.expired());
+}
+
+TEST(BatchPolicy, PrecedenceAndRestoreOnErrorAndUnwind) {
+  CpuTopology t = fake_topology();
+  CpuEngineConfig cfg;
+  cfg.pin_workers = false;
+  cfg.batch.policy = BatchPolicy::kSequential;
+  cfg.batch.tiny_flops = 7;
+  auto e = CpuEngine::create(cfg, &t).value();
+  ASSERT_TRUE(e->run(0, ParallelMode::kInner, [&](CpuExecutionContext& ctx) -> Result<void> {
+    EXPECT_EQ(ctx.batch().policy, BatchPolicy::kSequential);  // engine default
+    DotOptions none;
+    EXPECT_EQ(effective_batch_settings(ctx, none).tiny_flops, 7);
+    {
+      ScopedBatchOverride scope(ctx, BatchSettings{BatchPolicy::kOuterParallel, 9, 100});
+      EXPECT_EQ(effective_batch_settings(ctx, none).policy, BatchPolicy::kOuterParallel);  // scoped
+      DotOptions per_op;
+      per_op.batch_policy = BatchPolicy::kSequential;
+      EXPECT_EQ(effective_batch_settings(ctx, per_op).policy, BatchPolicy::kSequential);  // per-operation
+      EXPECT_EQ(effective_batch_settings(ctx, per_op).tiny_flops, 9);
+      // An operation failing inside the scope leaves the override in place until the
+      // scope ends, and the scope restores it.
+      auto bad = dot_general(ctx, Tensor::ones(DType::kF64, {2}).value(), Tensor::ones(DType::kF32, {2}).value(), {});
+      EXPECT_FALSE(bad);
+    }
+    EXPECT_EQ(ctx.batch().policy, BatchPolicy::kSequential);
+    EXPECT_EQ(ctx.batch().tiny_flops, 7);
+    try {
+      ScopedBatchOverride scope(ctx, BatchSettings{BatchPolicy::kOuterParallel, 1, 1});
+      throw std::runtime_error("unwind");
+    } catch (const std::runtime_error&) {
+    }
+    EXPECT_EQ(ctx.batch().policy, BatchPolicy::kSequential);
+    return ok();
+  }));
+}
+
+TEST(BatchPolicy, TwoFanOutLevelsAreRejectedBeforeDispatch) {
+  CpuTopology t = CpuTopology::discover().value();
+  CpuEngineConfig cfg;
+  cfg.domains = {CpuDomainConfig{0, t.allowed_cpus, 2, nullptr}};
+  cfg.pin_workers = false;
+  auto e = CpuEngine::create(cfg, &t).value();
+  Tensor a = Tensor::ones(DType::kF64, {4, 8, 8}).value();
+  DotDims d;
+  d.lhs_batch = {0};
+  d.rhs_batch = {0};
+  d.lhs_contracting = {2};
+  d.rhs_contracting = {1};
+  Tensor out = Tensor::full(DType::kF64, {4, 8, 8}, c128(3, 0)).value();
+  Result<void> r;
+  ASSERT_TRUE(e->run(0, ParallelMode::kInner, [&](CpuExecutionContext& ctx) -> Result<void> {
+    DotOptions o;
+    o.provider = GemmProvider::kOpenBlas;
+    o.batch_policy = BatchPolicy::kOuterParallel;
+    r = dot_general_into(ctx, a, a, d, o, out);
+    return ok();
+  }));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ErrorCode::kUnsupported);
+  EXPECT_EQ(out.get<double>({3, 7, 7}).value(), 3.0) << "nothing written";
+}
+
+}  // namespace
+}  // namespace tenferro::cpu
