@@ -136,18 +136,25 @@ int run_bench_kernels(int argc, char** argv) {
         });
         const double flops = (d == DType::kF64 ? 2.0 : 8.0) * n * double(n) * n;
         rows.push_back({name, tf, d == DType::kF64 ? "cblas_dgemm" : "cblas_zgemm", ref, flops / tf / 1e6});
+        // The BLIS provider on the same product (engine workers, one BLIS thread each).
+        cpu::DotOptions blis;
+        blis.provider = cpu::GemmProvider::kBlis;
+        const double tb = median_ms(reps, [&] { check(cpu::dot_general_into(ctx, a, b, dims, blis, c)); });
+        rows.push_back({name + " [blis]", tb, d == DType::kF64 ? "cblas_dgemm" : "cblas_zgemm", ref, flops / tb / 1e6});
       }
     }
     // ---- batched 32 x 64^3.
     if (want("batched")) {
-      Tensor a = Tensor::random_normal(DType::kF64, {32, 64, 64}, 3).value();
-      Tensor b = Tensor::random_normal(DType::kF64, {32, 64, 64}, 4).value();
-      Tensor c = Tensor::zeros(DType::kF64, {32, 64, 64}).value();
+      // Column-major tensors with the batch axis last: each batch is one contiguous
+      // 64x64 matrix, the layout torch's row-major [32, 64, 64] has.
+      Tensor a = Tensor::random_normal(DType::kF64, {64, 64, 32}, 3).value();
+      Tensor b = Tensor::random_normal(DType::kF64, {64, 64, 32}, 4).value();
+      Tensor c = Tensor::zeros(DType::kF64, {64, 64, 32}).value().permute({2, 0, 1}).value();
       cpu::DotDims dims;
-      dims.lhs_batch = {0};
-      dims.rhs_batch = {0};
-      dims.lhs_contracting = {2};
-      dims.rhs_contracting = {1};
+      dims.lhs_batch = {2};
+      dims.rhs_batch = {2};
+      dims.lhs_contracting = {1};
+      dims.rhs_contracting = {0};
       const double tf = median_ms(51, [&] { check(cpu::dot_general_into(ctx, a, b, dims, {}, c)); });
       // Reference: one cblas_dgemm per batch on the batch-outermost layout (64x64 blocks).
       std::vector<double> ra(32 * 64 * 64), rb(32 * 64 * 64), rc(32 * 64 * 64);

@@ -11,7 +11,7 @@ namespace tenferro::cpu {
 // Note [Reduction order]: the output is viewed with the input's shape and stride 0 on
 // reduced axes, and both go through Note [Strided loop plan]. The inner loop runs over
 // the input's fastest axis: if that axis is reduced, each run is folded into one output
-// element (pairwise for floating sums: halves down to blocks of 128 summed with 8
+// element (pairwise for floating sums: halves down to blocks of at most 1024 summed with 8
 // independent accumulators); otherwise the run is accumulated element-wise into a row
 // of the output. Threads split only the kept (output) axes, so no two threads write one
 // output element. A full reduction instead splits the input into fixed-size chunks
@@ -99,7 +99,7 @@ template <class T, ReduceOp kOp>
 T fold_run(const char* p, int64_t n, int64_t s, T init) {
   constexpr bool kPairwise = kOp == ReduceOp::kSum && !std::is_integral_v<T>;
   if constexpr (kPairwise) {
-    if (n > 128) {
+    if (n > 1024) {
       const int64_t half = n / 2;
       return add(init, add(fold_run<T, kOp>(p, half, s, T(0)), fold_run<T, kOp>(p + half * s, n - half, s, T(0))));
     }

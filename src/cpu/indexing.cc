@@ -1,0 +1,321 @@
+#include "tenferro/cpu/indexing.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "map_kernel.h"
+#include "tenferro/cpu/kernels.h"
+
+namespace tenferro::cpu {
+
+namespace {
+
+std::string s(int64_t v) { return std::to_string(v); }
+
+Result<void> check_defined(const Tensor& t, const char* op) {
+  if (!t.defined()) return usage_error(ErrorCode::kInvalidArgument, op, "tensor handle is null");
+  return ok();
+}
+
+Result<void> check_len(Dims d, int64_t rank, const char* what, const char* op) {
+  if (static_cast<int64_t>(d.size()) != rank) {
+    return usage_error(ErrorCode::kInvalidShape, op,
+                       std::string(what) + " " + format_dims(d) + " has " + s(static_cast<int64_t>(d.size())) +
+                           " entries for a rank-" + s(rank) + " tensor");
+  }
+  return ok();
+}
+
+// Copies `src` (any layout) into the region `dst_view` of the exclusively owned `dst`.
+void copy_region(const CpuExecutionContext& ctx, const Tensor& src, const Tensor& dst_view) {
+  detail::copy_strided(ctx, src.storage()->data(), src.layout(), dst_view.storage()->data(), dst_view.layout(),
+                       src.element_size());
+}
+
+Result<std::vector<int64_t>> read_indices(const Tensor& indices, int64_t extent, const char* op) {
+  if (indices.dtype() != DType::kI32 && indices.dtype() != DType::kI64) {
+    return usage_error(ErrorCode::kDTypeMismatch, op,
+                       "indices have dtype " + std::string(dtype_name(indices.dtype())) + ", need i32 or i64");
+  }
+  std::vector<int64_t> out;
+  out.reserve(static_cast<size_t>(indices.numel()));
+  Tensor c = indices.contiguous().value();
+  for (int64_t i = 0; i < c.numel(); ++i) {
+    const int64_t v = c.dtype() == DType::kI32 ? static_cast<const int32_t*>(c.storage()->data())[c.offset() + i]
+                                               : static_cast<const int64_t*>(c.storage()->data())[c.offset() + i];
+    if (v < 0 || v >= extent) {
+      return usage_error(ErrorCode::kOutOfRange, op,
+                         "index " + s(v) + " at flat position " + s(i) + " is out of range for extent " + s(extent));
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<Tensor> slice(const CpuExecutionContext& ctx, const Tensor& x, Dims start, Dims limit, Dims strides) {
+  TENFERRO_TRY_VOID(check_defined(x, "slice"));
+  TENFERRO_TRY_VOID(check_len(start, x.rank(), "start", "slice"));
+  TENFERRO_TRY_VOID(check_len(limit, x.rank(), "limit", "slice"));
+  TENFERRO_TRY_VOID(check_len(strides, x.rank(), "strides", "slice"));
+  Tensor v = x;
+  for (int64_t k = 0; k < x.rank(); ++k) {
+    const auto kk = static_cast<size_t>(k);
+    if (strides[kk] < 1) {
+      return usage_error(ErrorCode::kInvalidArgument, "slice", "stride " + s(strides[kk]) + " of axis " + s(k) + " must be >= 1");
+    }
+    TENFERRO_TRY(v, v.slice(k, start[kk], limit[kk], strides[kk]));
+  }
+  return materialize(ctx, v);
+}
+
+Result<Tensor> dynamic_slice(const CpuExecutionContext& ctx, const Tensor& x, Dims start, Dims sizes) {
+  TENFERRO_TRY_VOID(check_defined(x, "dynamic_slice"));
+  TENFERRO_TRY_VOID(check_len(start, x.rank(), "start", "dynamic_slice"));
+  TENFERRO_TRY_VOID(check_len(sizes, x.rank(), "sizes", "dynamic_slice"));
+  Tensor v = x;
+  for (int64_t k = 0; k < x.rank(); ++k) {
+    const auto kk = static_cast<size_t>(k);
+    if (sizes[kk] < 0 || sizes[kk] > x.dim(k)) {
+      return usage_error(ErrorCode::kOutOfRange, "dynamic_slice",
+                         "size " + s(sizes[kk]) + " of axis " + s(k) + " exceeds extent " + s(x.dim(k)));
+    }
+    const int64_t st = std::clamp<int64_t>(start[kk], 0, x.dim(k) - sizes[kk]);
+    TENFERRO_TRY(v, v.slice(k, st, st + sizes[kk], 1));
+  }
+  return materialize(ctx, v);
+}
+
+Result<Tensor> dynamic_update_slice(const CpuExecutionContext& ctx, const Tensor& x, const Tensor& update, Dims start) {
+  TENFERRO_TRY_VOID(check_defined(x, "dynamic_update_slice"));
+  TENFERRO_TRY_VOID(check_defined(update, "dynamic_update_slice"));
+  if (x.dtype() != update.dtype()) {
+    return usage_error(ErrorCode::kDTypeMismatch, "dynamic_update_slice", "update dtype differs from operand dtype");
+  }
+  TENFERRO_TRY_VOID(check_len(start, x.rank(), "start", "dynamic_update_slice"));
+  if (update.rank() != x.rank()) {
+    return usage_error(ErrorCode::kInvalidShape, "dynamic_update_slice",
+                       "update rank " + s(update.rank()) + " differs from operand rank " + s(x.rank()));
+  }
+  for (int64_t k = 0; k < x.rank(); ++k) {
+    if (update.dim(k) > x.dim(k)) {
+      return usage_error(ErrorCode::kOutOfRange, "dynamic_update_slice",
+                         "update extent " + s(update.dim(k)) + " exceeds operand extent " + s(x.dim(k)) + " on axis " + s(k));
+    }
+  }
+  TENFERRO_TRY(Tensor out, materialize(ctx, x));
+  Tensor region = out;
+  for (int64_t k = 0; k < x.rank(); ++k) {
+    const int64_t st = std::clamp<int64_t>(start[static_cast<size_t>(k)], 0, x.dim(k) - update.dim(k));
+    TENFERRO_TRY(region, region.slice(k, st, st + update.dim(k), 1));
+  }
+  copy_region(ctx, update, region);
+  return out;
+}
+
+Result<Tensor> gather(const CpuExecutionContext& ctx, const Tensor& x, const Tensor& indices, int64_t axis) {
+  TENFERRO_TRY_VOID(check_defined(x, "gather"));
+  TENFERRO_TRY_VOID(check_defined(indices, "gather"));
+  if (axis < 0 || axis >= x.rank()) {
+    return usage_error(ErrorCode::kOutOfRange, "gather", "axis " + s(axis) + " is out of range for rank " + s(x.rank()));
+  }
+  TENFERRO_TRY(std::vector<int64_t> idx, read_indices(indices, x.dim(axis), "gather"));
+  Shape shape;
+  for (int64_t k = 0; k < axis; ++k) shape.push_back(x.dim(k));
+  for (int64_t e : indices.shape()) shape.push_back(e);
+  for (int64_t k = axis + 1; k < x.rank(); ++k) shape.push_back(x.dim(k));
+  TENFERRO_TRY(Tensor out, Tensor::zeros(x.dtype(), shape));
+  // Result viewed as [pre, n_idx, post]; copy one hyperplane per index.
+  const int64_t pre_rank = axis;
+  const int64_t n_idx = static_cast<int64_t>(idx.size());
+  Shape flat;
+  for (int64_t k = 0; k < pre_rank; ++k) flat.push_back(x.dim(k));
+  flat.push_back(n_idx);
+  for (int64_t k = axis + 1; k < x.rank(); ++k) flat.push_back(x.dim(k));
+  TENFERRO_TRY(Tensor out_flat, out.reshape(flat));
+  for (int64_t j = 0; j < n_idx; ++j) {
+    TENFERRO_TRY(Tensor src, x.select(axis, idx[static_cast<size_t>(j)]));
+    TENFERRO_TRY(Tensor dst, out_flat.select(pre_rank, j));
+    copy_region(ctx, src, dst);
+  }
+  return out;
+}
+
+Result<Tensor> scatter_add(const CpuExecutionContext& ctx, const Tensor& x, const Tensor& indices, const Tensor& updates,
+                           int64_t axis) {
+  TENFERRO_TRY_VOID(check_defined(x, "scatter_add"));
+  TENFERRO_TRY_VOID(check_defined(indices, "scatter_add"));
+  TENFERRO_TRY_VOID(check_defined(updates, "scatter_add"));
+  if (axis < 0 || axis >= x.rank()) {
+    return usage_error(ErrorCode::kOutOfRange, "scatter_add", "axis " + s(axis) + " is out of range for rank " + s(x.rank()));
+  }
+  if (updates.dtype() != x.dtype() || x.dtype() == DType::kBool) {
+    return usage_error(ErrorCode::kDTypeMismatch, "scatter_add",
+                       "updates dtype " + std::string(dtype_name(updates.dtype())) + " must equal operand dtype " +
+                           std::string(dtype_name(x.dtype())) + " (not bool)");
+  }
+  TENFERRO_TRY(std::vector<int64_t> idx, read_indices(indices, x.dim(axis), "scatter_add"));
+  Shape want;
+  for (int64_t k = 0; k < axis; ++k) want.push_back(x.dim(k));
+  for (int64_t e : indices.shape()) want.push_back(e);
+  for (int64_t k = axis + 1; k < x.rank(); ++k) want.push_back(x.dim(k));
+  if (!(updates.shape() == want)) {
+    return usage_error(ErrorCode::kShapeMismatch, "scatter_add",
+                       "updates shape " + format_dims(updates.shape()) + " differs from " + format_dims(want));
+  }
+  TENFERRO_TRY(Tensor out, materialize(ctx, x));
+  Shape flat;
+  for (int64_t k = 0; k < axis; ++k) flat.push_back(x.dim(k));
+  flat.push_back(static_cast<int64_t>(idx.size()));
+  for (int64_t k = axis + 1; k < x.rank(); ++k) flat.push_back(x.dim(k));
+  TENFERRO_TRY(Tensor upd, updates.reshape_copy(flat));
+  // Sequential over indices so repeated indices accumulate deterministically.
+  for (size_t j = 0; j < idx.size(); ++j) {
+    TENFERRO_TRY(Tensor dst, out.select(axis, idx[j]));
+    TENFERRO_TRY(Tensor src, upd.select(axis, static_cast<int64_t>(j)));
+    const std::array<const void*, 2> in{dst.storage()->data(), src.storage()->data()};
+    const std::array<const Layout*, 2> lay{&dst.layout(), &src.layout()};
+    visit_dtype(x.dtype(), [&]<class T>() {
+      if constexpr (!std::is_same_v<T, bool>) {
+        detail::map_kernel<T, T, T>(ctx, dst.storage()->data(), dst.layout(), in, lay, [](T a, T b) { return T(a + b); });
+      }
+    });
+  }
+  return out;
+}
+
+Result<Tensor> concatenate(const CpuExecutionContext& ctx, const std::vector<Tensor>& parts, int64_t axis) {
+  if (parts.empty()) return usage_error(ErrorCode::kInvalidArgument, "concatenate", "needs at least one tensor");
+  for (const Tensor& p : parts) TENFERRO_TRY_VOID(check_defined(p, "concatenate"));
+  const Tensor& first = parts[0];
+  if (axis < 0 || axis >= first.rank()) {
+    return usage_error(ErrorCode::kOutOfRange, "concatenate", "axis " + s(axis) + " is out of range for rank " + s(first.rank()));
+  }
+  int64_t total = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const Tensor& p = parts[i];
+    if (p.dtype() != first.dtype()) {
+      return usage_error(ErrorCode::kDTypeMismatch, "concatenate", "tensor " + s(static_cast<int64_t>(i)) + " has another dtype");
+    }
+    bool same = p.rank() == first.rank();
+    for (int64_t k = 0; same && k < first.rank(); ++k) same = k == axis || p.dim(k) == first.dim(k);
+    if (!same) {
+      return usage_error(ErrorCode::kShapeMismatch, "concatenate",
+                         "tensor " + s(static_cast<int64_t>(i)) + " has shape " + format_dims(p.shape()) +
+                             ", incompatible with " + format_dims(first.shape()) + " along axis " + s(axis));
+    }
+    total += p.dim(axis);
+  }
+  Shape shape = first.shape();
+  shape[static_cast<size_t>(axis)] = total;
+  TENFERRO_TRY(Tensor out, Tensor::zeros(first.dtype(), shape));
+  int64_t at = 0;
+  for (const Tensor& p : parts) {
+    TENFERRO_TRY(Tensor region, out.slice(axis, at, at + p.dim(axis), 1));
+    copy_region(ctx, p, region);
+    at += p.dim(axis);
+  }
+  return out;
+}
+
+Result<Tensor> pad(const CpuExecutionContext& ctx, const Tensor& x, const Tensor& value, Dims low, Dims high,
+                   Dims interior) {
+  TENFERRO_TRY_VOID(check_defined(x, "pad"));
+  TENFERRO_TRY_VOID(check_defined(value, "pad"));
+  TENFERRO_TRY_VOID(check_len(low, x.rank(), "low", "pad"));
+  TENFERRO_TRY_VOID(check_len(high, x.rank(), "high", "pad"));
+  TENFERRO_TRY_VOID(check_len(interior, x.rank(), "interior", "pad"));
+  if (value.dtype() != x.dtype() || value.rank() != 0) {
+    return usage_error(ErrorCode::kDTypeMismatch, "pad", "padding value must be a rank-0 tensor of the operand dtype");
+  }
+  Shape shape;
+  for (int64_t k = 0; k < x.rank(); ++k) {
+    const auto kk = static_cast<size_t>(k);
+    if (low[kk] < 0 || high[kk] < 0 || interior[kk] < 0) {
+      return usage_error(ErrorCode::kInvalidArgument, "pad", "negative padding on axis " + s(k));
+    }
+    const int64_t n = x.dim(k);
+    shape.push_back(low[kk] + high[kk] + n + (n > 0 ? (n - 1) * interior[kk] : 0));
+  }
+  TENFERRO_TRY(Tensor fill, value.broadcast_to(shape));
+  TENFERRO_TRY(Tensor out, materialize(ctx, fill));
+  Tensor region = out;
+  for (int64_t k = 0; k < x.rank(); ++k) {
+    const auto kk = static_cast<size_t>(k);
+    const int64_t n = x.dim(k);
+    const int64_t stop = n > 0 ? low[kk] + (n - 1) * (interior[kk] + 1) + 1 : low[kk];
+    TENFERRO_TRY(region, region.slice(k, low[kk], stop, interior[kk] + 1));
+  }
+  copy_region(ctx, x, region);
+  return out;
+}
+
+Result<Tensor> reverse(const CpuExecutionContext& ctx, const Tensor& x, Dims axes) {
+  TENFERRO_TRY_VOID(check_defined(x, "reverse"));
+  Tensor v = x;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (axes[i] == axes[j]) {
+        return usage_error(ErrorCode::kInvalidArgument, "reverse", "axis " + s(axes[i]) + " is repeated in " + format_dims(axes));
+      }
+    }
+    TENFERRO_TRY(v, v.flip(axes[i]));
+  }
+  return materialize(ctx, v);
+}
+
+namespace {
+Result<Tensor> triangle(const CpuExecutionContext& ctx, const Tensor& x, int64_t k, bool lower, const char* op) {
+  TENFERRO_TRY_VOID(check_defined(x, op));
+  if (x.rank() < 2) {
+    return usage_error(ErrorCode::kInvalidShape, op, "needs rank >= 2, got shape " + format_dims(x.shape()));
+  }
+  TENFERRO_TRY(Tensor out, materialize(ctx, x));
+  // Zero the complementary triangle column by column (out is compact column-major).
+  const int64_t m = x.dim(0), n = x.dim(1);
+  const int64_t batch = m * n == 0 ? 0 : out.numel() / (m * n);
+  const int64_t es = out.element_size();
+  char* base = static_cast<char*>(out.storage()->data()) + out.offset() * es;
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t j = 0; j < n; ++j) {
+      // Keep i with j - i <= k (lower) i.e. i >= j - k; or j - i >= k (upper) i.e. i <= j - k.
+      int64_t z0 = 0, z1 = 0;  // zero rows [z0, z1)
+      if (lower) {
+        z0 = 0;
+        z1 = std::clamp<int64_t>(j - k, 0, m);
+      } else {
+        z0 = std::clamp<int64_t>(j - k + 1, 0, m);
+        z1 = m;
+      }
+      if (z1 > z0) std::memset(base + ((b * n + j) * m + z0) * es, 0, static_cast<size_t>((z1 - z0) * es));
+    }
+  }
+  return out;
+}
+}  // namespace
+
+Result<Tensor> tril(const CpuExecutionContext& ctx, const Tensor& x, int64_t k) { return triangle(ctx, x, k, true, "tril"); }
+Result<Tensor> triu(const CpuExecutionContext& ctx, const Tensor& x, int64_t k) { return triangle(ctx, x, k, false, "triu"); }
+
+Result<Tensor> extract_diag(const CpuExecutionContext& ctx, const Tensor& x, Dims axes) {
+  TENFERRO_TRY_VOID(check_defined(x, "extract_diag"));
+  TENFERRO_TRY(Tensor d, x.diagonal(axes));
+  return materialize(ctx, d);
+}
+
+Result<Tensor> embed_diag(const CpuExecutionContext& ctx, const Tensor& v, int64_t axis) {
+  TENFERRO_TRY_VOID(check_defined(v, "embed_diag"));
+  if (axis < 0 || axis >= v.rank()) {
+    return usage_error(ErrorCode::kOutOfRange, "embed_diag", "axis " + s(axis) + " is out of range for rank " + s(v.rank()));
+  }
+  Shape shape = v.shape();
+  shape.insert(static_cast<size_t>(axis) + 1, v.dim(axis));
+  TENFERRO_TRY(Tensor out, Tensor::zeros(v.dtype(), shape));
+  TENFERRO_TRY(Tensor d, out.diagonal({axis, axis + 1}));
+  copy_region(ctx, v, d);
+  return out;
+}
+
+}  // namespace tenferro::cpu

@@ -1,0 +1,165 @@
+// Indexing kernels against naive index arithmetic on strided inputs, every dtype.
+
+#include "tenferro/cpu/indexing.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace tenferro::cpu {
+namespace {
+
+using Index = std::vector<int64_t>;
+
+void for_each_index(const Shape& shape, const std::function<void(const Index&)>& f) {
+  const int64_t n = element_count(shape);
+  Index idx(shape.size(), 0);
+  for (int64_t lin = 0; lin < n; ++lin) {
+    int64_t rem = lin;
+    for (size_t k = 0; k < shape.size(); ++k) {
+      idx[k] = rem % shape[k];
+      rem /= shape[k];
+    }
+    f(idx);
+  }
+}
+
+// A strided (flipped, permuted) tensor of `shape` with random values.
+Tensor strided(std::mt19937_64& rng, DType d, const Shape& shape) {
+  const size_t r = shape.size();
+  Shape rev;
+  for (size_t k = r; k-- > 0;) rev.push_back(shape[k]);
+  Tensor t = Tensor::random_uniform(d, rev, rng(), -5, 5).value().transpose().value();
+  if (r > 0) t = t.flip(static_cast<int64_t>(rng() % r)).value();
+  return t;
+}
+
+class Indexing : public ::testing::TestWithParam<DType> {
+ protected:
+  std::mt19937_64 rng{static_cast<uint64_t>(GetParam()) + 99};
+  CpuExecutionContext ctx = CpuExecutionContext(nullptr, ParallelMode::kSequential, 1);
+};
+
+TEST_P(Indexing, SliceAndDynamicSlices) {
+  const DType d = GetParam();
+  Tensor x = strided(rng, d, {7, 5, 3});
+  Tensor s = slice(ctx, x, {1, 0, 2}, {7, 5, 3}, {2, 3, 1}).value();
+  ASSERT_EQ(s.shape(), (Shape{3, 2, 1}));
+  for_each_index(s.shape(), [&](const Index& i) {
+    EXPECT_EQ(s.get_as_c128(i).value(), x.get_as_c128({1 + 2 * i[0], 3 * i[1], 2}).value());
+  });
+  // Clamped start: 6 -> 7 - 3 = 4.
+  Tensor ds = dynamic_slice(ctx, x, {6, -2, 1}, {3, 2, 2}).value();
+  for_each_index(ds.shape(), [&](const Index& i) {
+    EXPECT_EQ(ds.get_as_c128(i).value(), x.get_as_c128({4 + i[0], i[1], 1 + i[2]}).value());
+  });
+  Tensor u = strided(rng, d, {2, 5, 1});
+  Tensor up = dynamic_update_slice(ctx, x, u, {3, 9, 2}).value();
+  for_each_index(x.shape(), [&](const Index& i) {
+    const bool inside = i[0] >= 3 && i[0] < 5 && i[2] == 2;
+    const c128 want = inside ? u.get_as_c128({i[0] - 3, i[1], 0}).value() : x.get_as_c128(i).value();
+    EXPECT_EQ(up.get_as_c128(i).value(), want);
+  });
+  EXPECT_EQ(slice(ctx, x, {0, 0}, {1, 1}, {1, 1}).error().code(), ErrorCode::kInvalidShape);
+  EXPECT_EQ(slice(ctx, x, {0, 0, 0}, {8, 1, 1}, {1, 1, 1}).error().code(), ErrorCode::kOutOfRange);
+  EXPECT_EQ(dynamic_slice(ctx, x, {0, 0, 0}, {8, 1, 1}).error().code(), ErrorCode::kOutOfRange);
+}
+
+TEST_P(Indexing, GatherAndScatterAdd) {
+  const DType d = GetParam();
+  Tensor x = strided(rng, d, {4, 6, 3});
+  Tensor idx = Tensor::from_col_major<int64_t>({2, 2}, {5, 0, 5, 2}).value();
+  Tensor g = gather(ctx, x, idx, 1).value();
+  ASSERT_EQ(g.shape(), (Shape{4, 2, 2, 3}));
+  for_each_index(g.shape(), [&](const Index& i) {
+    const int64_t j = idx.get<int64_t>({i[1], i[2]}).value();
+    EXPECT_EQ(g.get_as_c128(i).value(), x.get_as_c128({i[0], j, i[3]}).value());
+  });
+  Tensor bad = Tensor::from_col_major<int32_t>({2}, {1, 6}).value();
+  auto e = gather(ctx, x, bad, 1);
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().code(), ErrorCode::kOutOfRange);
+  EXPECT_NE(e.error().message().find("index 6"), std::string::npos);
+  if (d == DType::kBool) {
+    EXPECT_EQ(scatter_add(ctx, x, idx, g, 1).error().code(), ErrorCode::kDTypeMismatch);
+    return;
+  }
+  Tensor sa = scatter_add(ctx, x, idx, g, 1).value();
+  // Naive: out = x; out[:, idx[p], :] += g[:, p, :] for every flat p (5 appears twice).
+  for_each_index(x.shape(), [&](const Index& i) {
+    c128 want = x.get_as_c128(i).value();
+    for_each_index(idx.shape(), [&](const Index& p) {
+      if (idx.get<int64_t>(p).value() == i[1]) want += g.get_as_c128({i[0], p[0], p[1], i[2]}).value();
+    });
+    const c128 got = sa.get_as_c128(i).value();
+    if (is_inexact(d)) {
+      EXPECT_NEAR(std::abs(got - want), 0.0, 1e-5 * (1 + std::abs(want)));
+    } else {
+      EXPECT_EQ(got, want);
+    }
+  });
+}
+
+TEST_P(Indexing, ConcatenatePadReverse) {
+  const DType d = GetParam();
+  Tensor a = strided(rng, d, {2, 3});
+  Tensor b = strided(rng, d, {2, 1});
+  Tensor c = strided(rng, d, {2, 4});
+  Tensor cat = concatenate(ctx, {a, b, c}, 1).value();
+  ASSERT_EQ(cat.shape(), (Shape{2, 8}));
+  for_each_index(cat.shape(), [&](const Index& i) {
+    const c128 want = i[1] < 3   ? a.get_as_c128({i[0], i[1]}).value()
+                      : i[1] < 4 ? b.get_as_c128({i[0], 0}).value()
+                                 : c.get_as_c128({i[0], i[1] - 4}).value();
+    EXPECT_EQ(cat.get_as_c128(i).value(), want);
+  });
+  EXPECT_EQ(concatenate(ctx, {a, c}, 0).error().code(), ErrorCode::kShapeMismatch);
+  EXPECT_EQ(concatenate(ctx, {}, 0).error().code(), ErrorCode::kInvalidArgument);
+  Tensor v = Tensor::full(d, {}, c128(1, 0)).value();
+  Tensor p = pad(ctx, a, v, {1, 0}, {0, 2}, {1, 2}).value();
+  ASSERT_EQ(p.shape(), (Shape{4, 9}));  // 1 + 2 + 1, 0 + 3 + 2*2 + 2
+  for_each_index(p.shape(), [&](const Index& i) {
+    const bool on_row = i[0] >= 1 && (i[0] - 1) % 2 == 0;
+    const bool on_col = i[1] % 3 == 0 && i[1] / 3 < 3;
+    const c128 want = on_row && on_col ? a.get_as_c128({(i[0] - 1) / 2, i[1] / 3}).value() : c128(1, 0);
+    EXPECT_EQ(p.get_as_c128(i).value(), want);
+  });
+  Tensor r = reverse(ctx, a, {0, 1}).value();
+  for_each_index(r.shape(), [&](const Index& i) {
+    EXPECT_EQ(r.get_as_c128(i).value(), a.get_as_c128({1 - i[0], 2 - i[1]}).value());
+  });
+  EXPECT_EQ(reverse(ctx, a, {1, 1}).error().code(), ErrorCode::kInvalidArgument);
+}
+
+TEST_P(Indexing, TrianglesAndDiagonals) {
+  const DType d = GetParam();
+  Tensor x = strided(rng, d, {4, 5, 2});
+  for (int64_t k = -2; k <= 2; ++k) {
+    Tensor lo = tril(ctx, x, k).value();
+    Tensor up = triu(ctx, x, k).value();
+    for_each_index(x.shape(), [&](const Index& i) {
+      const c128 v = x.get_as_c128(i).value();
+      EXPECT_EQ(lo.get_as_c128(i).value(), i[1] - i[0] <= k ? v : c128(0));
+      EXPECT_EQ(up.get_as_c128(i).value(), i[1] - i[0] >= k ? v : c128(0));
+    });
+  }
+  Tensor sq = strided(rng, d, {3, 2, 3});
+  Tensor dg = extract_diag(ctx, sq, {0, 2}).value();
+  ASSERT_EQ(dg.shape(), (Shape{3, 2}));
+  for_each_index(dg.shape(), [&](const Index& i) {
+    EXPECT_EQ(dg.get_as_c128(i).value(), sq.get_as_c128({i[0], i[1], i[0]}).value());
+  });
+  Tensor vec = strided(rng, d, {2, 3});
+  Tensor em = embed_diag(ctx, vec, 1).value();
+  ASSERT_EQ(em.shape(), (Shape{2, 3, 3}));
+  for_each_index(em.shape(), [&](const Index& i) {
+    EXPECT_EQ(em.get_as_c128(i).value(), i[1] == i[2] ? vec.get_as_c128({i[0], i[1]}).value() : c128(0));
+  });
+  EXPECT_EQ(tril(ctx, vec.select(0, 0).value(), 0).error().code(), ErrorCode::kInvalidShape);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDTypes, Indexing, ::testing::ValuesIn(kAllDTypes),
+                         [](const auto& param_info) { return std::string(dtype_name(param_info.param)); });
+
+}  // namespace
+}  // namespace tenferro::cpu
