@@ -11,7 +11,7 @@ namespace tenferro::cpu {
 // Note [Reduction order]: the output is viewed with the input's shape and stride 0 on
 // reduced axes, and both go through Note [Strided loop plan]. The inner loop runs over
 // the input's fastest axis: if that axis is reduced, each run is folded into one output
-// element (pairwise for floating sums: halves down to blocks of at most 1024 summed with 8
+// element (pairwise for floating sums: halves down to blocks of at most 4096 summed with 8
 // independent accumulators); otherwise the run is accumulated element-wise into a row
 // of the output. Threads split only the kept (output) axes, so no two threads write one
 // output element. A full reduction instead splits the input into fixed-size chunks
@@ -99,7 +99,7 @@ template <class T, ReduceOp kOp>
 T fold_run(const char* p, int64_t n, int64_t s, T init) {
   constexpr bool kPairwise = kOp == ReduceOp::kSum && !std::is_integral_v<T>;
   if constexpr (kPairwise) {
-    if (n > 1024) {
+    if (n > 4096) {
       const int64_t half = n / 2;
       return add(init, add(fold_run<T, kOp>(p, half, s, T(0)), fold_run<T, kOp>(p + half * s, n - half, s, T(0))));
     }
@@ -165,8 +165,39 @@ void reduce_typed(const CpuExecutionContext& ctx, const Tensor& x, const Layout&
     });
     return;
   }
-  // Full reduction to one element: fixed chunks of the outer range, partials combined
-  // in order.
+  // Full reduction to one element.
+  if (loop.rank() == 1 && so == 0) {
+    // One (merged) axis: split it into fixed chunks (independent of the thread count),
+    // fold each, combine the partials in order.
+    constexpr int64_t kChunk = int64_t{1} << 16;
+    const int64_t nchunks = (n + kChunk - 1) / kChunk;
+    if (nchunks > 1) {
+      std::vector<T> part(static_cast<size_t>(nchunks), Combine<T>{kOp}.identity());
+      const char* xb = bases[1] + x.offset() * static_cast<int64_t>(sizeof(T));
+      ctx.parallel_for(nchunks, 1, [&](int64_t b, int64_t e) {
+        for (int64_t c = b; c < e; ++c) {
+          const int64_t len = std::min(kChunk, n - c * kChunk);
+          part[static_cast<size_t>(c)] = fold_run<T, kOp>(xb + c * kChunk * sx, len, sx, Combine<T>{kOp}.identity());
+        }
+      });
+      T* o = reinterpret_cast<T*>(static_cast<char*>(out.storage()->data()) + out.offset() * sizeof(T));
+      T r = *o;
+      if constexpr (kOp == ReduceOp::kSum && !std::is_integral_v<T>) {
+        while (part.size() > 1) {
+          std::vector<T> next((part.size() + 1) / 2);
+          for (size_t i = 0; i < next.size(); ++i) {
+            next[i] = 2 * i + 1 < part.size() ? add(part[2 * i], part[2 * i + 1]) : part[2 * i];
+          }
+          part.swap(next);
+        }
+        r = add(r, part[0]);
+      } else {
+        for (const T& v : part) r = combine<T, kOp>(r, v);
+      }
+      *o = r;
+      return;
+    }
+  }
   const int64_t total_outer = reduced_outer;
   const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(n, 1));
   const int64_t chunks = (total_outer + chunk - 1) / chunk;
