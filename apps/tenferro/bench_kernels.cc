@@ -181,7 +181,6 @@ int run_bench_kernels(int argc, char** argv) {
         }
       });
     };
-    const double memcpy_ms = median_ms(9, par_memcpy);
     if (want("permute")) {
       Tensor src = Tensor::random_normal(DType::kF64, {64, 64, 64, 64}, 5).value();
       std::vector<int64_t> perm{0, 1, 2, 3};
@@ -191,7 +190,8 @@ int run_bench_kernels(int argc, char** argv) {
         Tensor view = src.permute(perm).value();
         Tensor dst = Tensor::zeros(DType::kF64, view.shape()).value();
         const double tf = median_ms(5, [&] { check(cpu::copy_into(ctx, view, dst)); });
-        rows.push_back({name, tf, "memcpy", memcpy_ms, 0});
+        // Re-measure the reference next to each case: the machine's bandwidth drifts.
+        rows.push_back({name, tf, "memcpy", median_ms(5, par_memcpy), 0});
       } while (std::next_permutation(perm.begin(), perm.end()));
       Shape s24(24, 2);
       Tensor src24 = src.reshape(s24).value();
@@ -204,9 +204,10 @@ int run_bench_kernels(int argc, char** argv) {
         Tensor view = src24.permute(p).value();
         Tensor dst = Tensor::zeros(DType::kF64, view.shape()).value();
         const double tf = median_ms(5, [&] { check(cpu::copy_into(ctx, view, dst)); });
+        const double memcpy_here = median_ms(5, par_memcpy);
         const char* kind = t == 0 ? "identity" : t == 1 ? "reversed" : "random";
         rows.push_back({std::string("permute rank-24 size-2 ") + kind + (t >= 2 ? std::to_string(t - 1) : ""), tf,
-                        "memcpy", memcpy_ms, 0});
+                        "memcpy", memcpy_here, 0});
       }
     }
     // ---- elementwise add and sum.
@@ -217,7 +218,7 @@ int run_bench_kernels(int argc, char** argv) {
       if (want("add")) {
         const double tf = median_ms(9, [&] { check(cpu::binary_into(ctx, cpu::BinaryOp::kAdd, x, y, z)); });
         // add moves 3 x 8 bytes per element, memcpy 2 x 8: scale the reference to the same traffic.
-        rows.push_back({"add f64 2^24", tf, "memcpy_x1.5", memcpy_ms * 1.5, 0});
+        rows.push_back({"add f64 2^24", tf, "memcpy_x1.5", median_ms(9, par_memcpy) * 1.5, 0});
       }
       if (want("sum")) {
         const double* p = static_cast<const double*>(x.storage()->data());
