@@ -1,5 +1,6 @@
 #include "tenferro/cpu/engine.h"
 
+#include <cblas.h>
 #include <hwloc.h>
 #include <sched.h>
 
@@ -108,7 +109,12 @@ Result<std::shared_ptr<CpuEngine>> CpuEngine::create(CpuEngineConfig config, con
   bundle.indexing = ProviderInfo{"tenferro-indexing", ThreadControl::kPerCall, WorkerPlacement::kEngineWorkers};
   bundle.layout = ProviderInfo{"tenferro-layout", ThreadControl::kPerCall, WorkerPlacement::kEngineWorkers};
   if (config.gemm_provider == "openblas") {
-    bundle.dot_general = ProviderInfo{"openblas", ThreadControl::kGlobal, WorkerPlacement::kExternalWorkers};
+    // Probe: a sequential OpenBLAS build runs on the calling thread; a threaded one on
+    // its own workers with a process-global thread count.
+    const bool sequential_build = openblas_get_parallel() == 0;
+    bundle.dot_general =
+        sequential_build ? ProviderInfo{"openblas", ThreadControl::kSequential, WorkerPlacement::kCallingThread}
+                         : ProviderInfo{"openblas", ThreadControl::kGlobal, WorkerPlacement::kExternalWorkers};
   } else if (config.gemm_provider == "blis") {
     bundle.dot_general = ProviderInfo{"blis", ThreadControl::kPerCall, WorkerPlacement::kEngineWorkers};
   } else {

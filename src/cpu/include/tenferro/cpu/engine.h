@@ -39,7 +39,8 @@ struct ProviderInfo {
   WorkerPlacement placement = WorkerPlacement::kEngineWorkers;
 };
 
-/// Typed provider slots (direct fields, no maps). Filled once at engine construction.
+/// Typed provider slots (direct fields, no maps). Filled once at engine construction;
+/// OpenBLAS's threading model is probed then (openblas_get_parallel).
 struct ProviderBundle {
   std::optional<ProviderInfo> elementwise, reduction, indexing, dot_general, layout;
 };
