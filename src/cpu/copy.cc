@@ -77,10 +77,11 @@ struct Transposer {
   // completes a destination line at once (good for streaming stores, whose
   // write-combining buffers are few), and only a line's worth of source rows is live,
   // which stays within L1 associativity even when rows are a power-of-two apart.
-  void run(char* d, const char* s) const {
+  void run(char* d, const char* s) const { run_rows(d, s, 0, p0); }
+  void run_rows(char* d, const char* s, int64_t i_begin, int64_t i_end) const {
     constexpr int64_t kIBlock = kE >= 64 ? 1 : 64 / kE;
-    for (int64_t i0 = 0; i0 < p0; i0 += kIBlock) {
-      block(d, s, i0, std::min(p0, i0 + kIBlock), 0, p1);
+    for (int64_t i0 = i_begin; i0 < i_end; i0 += kIBlock) {
+      block(d, s, i0, std::min(i_end, i0 + kIBlock), 0, p1);
     }
   }
 
@@ -185,10 +186,9 @@ void copy_typed(const CpuExecutionContext& ctx, const char* src_base, const Layo
   std::array<char*, 2> bases{dst_base, const_cast<char*>(src_base)};
   const size_t src_fast = loop.fastest_axis(1);
   if (src_fast == 0 || loop.rank() == 1) {
-    const int64_t n = loop.axis(0).extent;
     const int64_t ds = loop.axis(0).stride[0];
     const int64_t ss = loop.axis(0).stride[1];
-    loop.run(ctx, bases, 1, n, [&](const std::array<char*, 2>& p) {
+    loop.run_chunked(ctx, bases, [&](const std::array<char*, 2>& p, int64_t n) {
       if (ds == kElem && ss == kElem) {
         std::memcpy(p[0], p[1], static_cast<size_t>(n * kElem));
         return;
@@ -257,6 +257,23 @@ void copy_typed(const CpuExecutionContext& ctx, const char* src_base, const Layo
     tr.dj.table = dst_j_table;
   }
   tr.stream = dst.element_count() * kElem >= kStreamBytes;
+  const int64_t outer = loop.outer_count(g1_end);
+  if (ctx.threads() > 1 && outer < 4 * ctx.threads() && p0 * p1 >= (int64_t{1} << 15)) {
+    // Few outer iterations: split each transpose over its rows (i) instead.
+    constexpr int64_t kIChunk = 64;
+    const int64_t pieces = (p0 + kIChunk - 1) / kIChunk;
+    for (int64_t o = 0; o < outer; ++o) {
+      loop.run_range(bases, g1_end, o, o + 1, [&](const std::array<char*, 2>& p) {
+        ctx.parallel_for(pieces, 1, [&](int64_t b, int64_t e) {
+          tr.run_rows(p[0], p[1], b * kIChunk, std::min(p0, e * kIChunk));
+#if defined(__AVX2__)
+          if (tr.stream) _mm_sfence();
+#endif
+        });
+      });
+    }
+    return;
+  }
   loop.run(ctx, bases, g1_end, p0 * p1, [&](const std::array<char*, 2>& p) {
     tr.run(p[0], p[1]);
 #if defined(__AVX2__)

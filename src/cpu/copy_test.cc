@@ -161,3 +161,45 @@ TEST(CopyKernel, ErrorsBeforeWriting) {
 
 }  // namespace
 }  // namespace tenferro::cpu
+
+namespace tenferro::cpu {
+namespace {
+
+// Large enough to take the split paths (one long axis chunked over threads; a single
+// big transpose split over its rows) and the streaming-store path (>= 8 MiB output).
+TEST(CopyKernel, LargeCopiesSplitAcrossThreads) {
+  auto executor = make_tbb_executor(2).value();
+  struct Case {
+    Shape shape;
+    std::vector<int64_t> perm;
+    DType dtype;
+  };
+  const Case cases[] = {{{1 << 17}, {0}, DType::kF64},
+                        {{700, 530}, {1, 0}, DType::kF64},
+                        {{700, 530}, {1, 0}, DType::kC128},
+                        {{300, 301}, {1, 0}, DType::kF32},
+                        {{1024, 1100}, {1, 0}, DType::kF64},
+                        {{64, 64, 64, 8}, {1, 2, 3, 0}, DType::kF64}};
+  for (const Case& c : cases) {
+    Tensor src = Tensor::random_uniform(c.dtype, c.shape, 11, -1, 1).value();
+    Tensor out;
+    executor->install([&] {
+      CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, 2);
+      out = permute_copy(ctx, src, c.perm).value();
+    });
+    Tensor view = src.permute(c.perm).value();
+    std::mt19937_64 pick(3);
+    for (int s = 0; s < 20000; ++s) {
+      Index idx(view.shape().size());
+      for (size_t k = 0; k < idx.size(); ++k) idx[k] = static_cast<int64_t>(pick() % static_cast<uint64_t>(view.shape()[k]));
+      ASSERT_EQ(out.get_as_c128(idx).value(), view.get_as_c128(idx).value()) << format_dims(c.shape);
+    }
+    // The last element too (remainder tiles).
+    Index last(view.shape().size());
+    for (size_t k = 0; k < last.size(); ++k) last[k] = view.shape()[k] - 1;
+    ASSERT_EQ(out.get_as_c128(last).value(), view.get_as_c128(last).value());
+  }
+}
+
+}  // namespace
+}  // namespace tenferro::cpu

@@ -347,5 +347,21 @@ TEST(Elementwise, ErrorsAndIntoDestination) {
   EXPECT_EQ(broadcast_shapes({2, 1, 3}, {4, 1}).value(), (Shape{2, 4, 3}));
 }
 
+
+TEST(Elementwise, LongContiguousAxisSplitsAcrossThreads) {
+  auto executor = make_tbb_executor(2).value();
+  Tensor a = Tensor::random_uniform(DType::kF64, {100003}, 1, -1, 1).value();
+  Tensor b = Tensor::random_uniform(DType::kF64, {100003}, 2, -1, 1).value();
+  Tensor z;
+  executor->install([&] {
+    CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, 2);
+    z = binary(ctx, BinaryOp::kSub, a, b).value();
+  });
+  for (int64_t i = 0; i < 100003; i += 7) {
+    ASSERT_EQ(z.get<double>({i}).value(), a.get<double>({i}).value() - b.get<double>({i}).value());
+  }
+  ASSERT_EQ(z.get<double>({100002}).value(), a.get<double>({100002}).value() - b.get<double>({100002}).value());
+}
+
 }  // namespace
 }  // namespace tenferro::cpu

@@ -29,11 +29,10 @@ void map_kernel(const CpuExecutionContext& ctx, void* out_base, const Layout& ou
   constexpr std::array<int64_t, kN> kElem{static_cast<int64_t>(sizeof(Out)), static_cast<int64_t>(sizeof(Ins))...};
   StridedLoop<kN> loop(layouts, kElem);
   if (loop.empty()) return;
-  const int64_t n = loop.axis(0).extent;
   const std::array<int64_t, kN> s = loop.axis(0).stride;
   bool unit = true;
   for (int i = 0; i < kN; ++i) unit = unit && s[i] == kElem[i];
-  loop.run(ctx, bases, 1, n, [&](const std::array<char*, kN>& p) {
+  loop.run_chunked(ctx, bases, [&](const std::array<char*, kN>& p, int64_t n) {
     [&]<size_t... I>(std::index_sequence<I...>) {
       if (unit) {
         Out* o = reinterpret_cast<Out*>(p[0]);

@@ -123,6 +123,37 @@ class StridedLoop {
     }
   }
 
+  /// Like run with one inner axis, but the callback receives `(ptrs, count)` for a run
+  /// of `count` consecutive elements of axis 0; when there are fewer outer iterations
+  /// than threads can use, axis 0 itself is split into chunks, so a single long axis
+  /// (a contiguous tensor) still spreads over the workers.
+  template <class F>
+  void run_chunked(const CpuExecutionContext& ctx, const std::array<char*, N>& bases, F&& inner) const {
+    if (empty_) return;
+    const int64_t n = axes_[0].extent;
+    const int64_t outer = outer_count(1);
+    constexpr int64_t kMinChunk = int64_t{1} << 14;
+    if (ctx.threads() <= 1 || outer >= 4 * ctx.threads() || n < 2 * kMinChunk) {
+      run(ctx, bases, 1, n, [&](const std::array<char*, N>& p) { inner(p, n); });
+      return;
+    }
+    const int64_t pieces = std::min<int64_t>((n + kMinChunk - 1) / kMinChunk, 8 * ctx.threads());
+    const int64_t piece = (n + pieces - 1) / pieces;
+    for (int64_t o = 0; o < outer; ++o) {
+      run_range(bases, 1, o, o + 1, [&](const std::array<char*, N>& p) {
+        ctx.parallel_for(pieces, 1, [&](int64_t b, int64_t e) {
+          for (int64_t c = b; c < e; ++c) {
+            const int64_t lo = c * piece, len = std::min(n, lo + piece) - lo;
+            if (len <= 0) continue;
+            std::array<char*, N> q;
+            for (int i = 0; i < N; ++i) q[i] = p[i] + lo * axes_[0].stride[i];
+            inner(q, len);
+          }
+        });
+      });
+    }
+  }
+
   /// run_range over all outer iterations, split across the context's threads when the
   /// total work (outer count x `inner_work`) is large.
   template <class F>
