@@ -1,6 +1,8 @@
 // The README's usage example, compiled and checked so the documentation stays true.
 #include <gtest/gtest.h>
 
+#include "tenferro/cpu/dot_general.h"
+#include "tenferro/cpu/engine.h"
 #include "tenferro/tensor/tensor.h"
 
 namespace readme {
@@ -22,6 +24,31 @@ Result<void> write_example() {
   return w.set({0, 1}, 2.5);
 }
 // --- end README example ---
+
+Result<Tensor> engine_example(const Tensor& a, const Tensor& b) {
+  Tensor result;
+  // --- begin README engine example (kept close to README.md) ---
+  auto engine = cpu::CpuEngine::create().value();  // one domain per NUMA node
+  Result<void> r = engine->run(0, cpu::ParallelMode::kInner, [&](cpu::CpuExecutionContext& ctx) -> Result<void> {
+    cpu::DotDims mm;  // C[i, k] = sum_j A[i, j] B[j, k]
+    mm.lhs_contracting = {1};
+    mm.rhs_contracting = {0};
+    TENFERRO_TRY(Tensor c, cpu::dot_general(ctx, a, b, mm));
+    result = c;
+    return ok();
+  });
+  // --- end README engine example ---
+  if (!r) return std::move(r).error();
+  return result;
+}
+
+TEST(Readme, EngineExampleMultipliesMatrices) {
+  Tensor a = Tensor::from_row_major<double>({2, 3}, std::vector<double>{1, 2, 3, 4, 5, 6}).value();
+  Tensor b = Tensor::from_row_major<double>({3, 2}, std::vector<double>{1, 0, 0, 1, 1, 1}).value();
+  Tensor c = engine_example(a, b).value();
+  EXPECT_EQ(c.get<double>({0, 0}).value(), 4.0);   // 1 + 3
+  EXPECT_EQ(c.get<double>({1, 1}).value(), 11.0);  // 5 + 6
+}
 
 TEST(Readme, ExampleComputesWhatItSays) {
   EXPECT_EQ(example().value(), 6.0);

@@ -4,6 +4,10 @@
 #include <iostream>
 
 #include "commands.h"
+#include "tenferro/cpu/dot_general.h"
+#include "tenferro/cpu/engine.h"
+#include "tenferro/cpu/kernels.h"
+#include "tenferro/cpu/reduce.h"
 #include "tenferro/tensor/tensor.h"
 
 namespace tenferro::cli {
@@ -90,6 +94,41 @@ int run_demo(int /*argc*/, char** /*argv*/) {
   std::printf("3 tensors of 256x256 f32 from one pool: %lld allocation(s), %lld reuse(s), %lld retained bytes\n",
               static_cast<long long>(st.misses), static_cast<long long>(st.hits),
               static_cast<long long>(st.retained_bytes));
+
+  section("CPU engine: domains, dot_general, permute, reduce");
+  auto engine = cpu::CpuEngine::create();
+  if (!engine) {
+    std::printf("unexpected error: %s\n", engine.error().to_string().c_str());
+    ++failures;
+  } else {
+    for (const auto& d : (*engine)->domains()) {
+      std::printf("domain %d: %d worker(s) on CPUs", d.id, d.threads);
+      for (int c : d.cpus) std::printf(" %d", c);
+      std::printf(" (gemm provider: %s)\n", (*engine)->providers().dot_general->name.c_str());
+    }
+    Result<void> r = (*engine)->run((*engine)->domains()[0].id, cpu::ParallelMode::kInner,
+                                    [&](cpu::CpuExecutionContext& ctx) -> Result<void> {
+      TENFERRO_TRY(Tensor x, Tensor::random_normal(DType::kF64, {3, 4, 5}, 1));
+      TENFERRO_TRY(Tensor y, Tensor::random_normal(DType::kF64, {5, 4, 2}, 2));
+      cpu::DotDims dims;  // C[i, k] = sum_{j, l} A[i, j, l] B[l, j, k]
+      dims.lhs_contracting = {1, 2};
+      dims.rhs_contracting = {1, 0};
+      TENFERRO_TRY(Tensor c, cpu::dot_general(ctx, x, y, dims));
+      std::cout << "dot_general contracting (j, l) of A[3,4,5] and B[5,4,2]:\n" << c << "\n";
+      TENFERRO_TRY(Tensor p, cpu::permute_copy(ctx, x, {2, 0, 1}));
+      std::printf("permute_copy([2, 0, 1]) -> shape %s, compact: %s\n", format_dims(p.shape()).c_str(),
+                  p.is_contiguous() ? "yes" : "no");
+      TENFERRO_TRY(Tensor s, cpu::reduce(ctx, cpu::ReduceOp::kSum, x, {0, 2}));
+      std::cout << "sum over axes [0, 2]:\n" << s << "\n";
+      return ok();
+    });
+    if (!r) {
+      std::printf("unexpected error: %s\n", r.error().to_string().c_str());
+      ++failures;
+    }
+    std::printf("executor entries into domain %d: %lld (one per run)\n", (*engine)->domains()[0].id,
+                static_cast<long long>((*engine)->entry_count((*engine)->domains()[0].id)));
+  }
 
   if (failures > 0) {
     std::printf("\ndemo failed: %d unexpected error(s)\n", failures);
