@@ -59,6 +59,7 @@ struct Transposer {
   int64_t s1;      // src byte stride along j (G1, contiguous in src)
   Offsets dj;      // dst offsets along j
   bool stream;
+  bool stream_aligned = false;  // stream, and every destination row offset is 32-byte aligned
 
   static constexpr int64_t kE = sizeof(W);
 
@@ -72,17 +73,23 @@ struct Transposer {
     }
   }
 
-  // Note [Transpose blocking]: i advances one destination cache line at a time (64
-  // bytes of contiguous destination), j runs over the whole group. So every store
-  // completes a destination line at once (good for streaming stores, whose
-  // write-combining buffers are few), and only a line's worth of source rows is live,
-  // which stays within L1 associativity even when rows are a power-of-two apart.
+  // Note [Transpose blocking]: i advances a block of destination bytes at a time, j
+  // runs over the whole group, so every store completes destination lines (good for
+  // streaming stores, whose write-combining buffers are few).
   void run(char* d, const char* s) const { run_rows(d, s, 0, p0); }
   void run_rows(char* d, const char* s, int64_t i_begin, int64_t i_end) const {
-    constexpr int64_t kIBlock = kE >= 64 ? 1 : 64 / kE;
-    for (int64_t i0 = i_begin; i0 < i_end; i0 += kIBlock) {
-      block(d, s, i0, std::min(i_end, i0 + kIBlock), 0, p1);
+    for (int64_t i0 = i_begin; i0 < i_end; i0 += i_block) {
+      block(d, s, i0, std::min(i_end, i0 + i_block), 0, p1);
     }
+  }
+  // Note [Transpose blocking] (measured, docs/benchmarks.md): rows advance in blocks of
+  // 512 destination bytes, or of one 64-byte line when consecutive source rows are a
+  // multiple of 4 KiB apart (they would share L1 sets; only a line's worth stays live).
+  int64_t i_block = 1;
+  void choose_block() {
+    const int64_t row_step = p0 > 1 ? si.at(1) - si.at(0) : 0;
+    const bool conflict = row_step % 4096 == 0;
+    i_block = std::max<int64_t>(1, (conflict ? 64 : 512) / kE);
   }
 
   void block(char* d, const char* s, int64_t i0, int64_t i1, int64_t j0, int64_t j1) const {
@@ -92,8 +99,10 @@ struct Transposer {
       if (d0 == kE && s1 == kE) {
         const int64_t iv = i0 + (i1 - i0) / kV * kV;
         const int64_t jv = j0 + (j1 - j0) / kV * kV;
-        for (int64_t j = j0; j < jv; j += kV) {
-          for (int64_t i = i0; i < iv; i += kV) micro(d, s, i, j);
+        if (stream_aligned && (reinterpret_cast<uintptr_t>(d) % 32) == 0 && ((i0 * kE) % 32) == 0) {
+          vec_block<kV, true>(d, s, i0, iv, j0, jv);
+        } else {
+          vec_block<kV, false>(d, s, i0, iv, j0, jv);
         }
         if (iv < i1) scalar(d, s, iv, i1, j0, j1);
         if (jv < j1) scalar(d, s, i0, iv, jv, j1);
@@ -105,56 +114,72 @@ struct Transposer {
   }
 
 #if defined(__AVX2__)
-  template <class V, class F>
-  static void store(char* p, V v, bool stream, F storeu) {
-    (void)stream;
-    storeu(p, v);
+  // Note [Transpose micro-kernel]: row pointers are formed once per quad of rows and
+  // columns, and the streaming/unaligned choice is made once per block (a template
+  // parameter), so the inner loop is loads, shuffles and stores only.
+  template <int64_t kV, bool kStream>
+  void vec_block(char* d, const char* s, int64_t i0, int64_t iv, int64_t j0, int64_t jv) const {
+    for (int64_t j = j0; j < jv; j += kV) {
+      char* drow[kV];
+      for (int64_t k = 0; k < kV; ++k) drow[k] = d + dj.at(j + k);
+      const char* scol = s + j * kE;
+      for (int64_t i = i0; i < iv; i += kV) {
+        const char* srow[kV];
+        for (int64_t k = 0; k < kV; ++k) srow[k] = scol + si.at(i + k);
+        micro<kStream>(drow, srow, i * kE);
+      }
+    }
   }
 
-  void micro(char* d, const char* s, int64_t i, int64_t j) const {
+  template <bool kStream>
+  static void micro(char* const* drow, const char* const* srow, int64_t doff) {
     if constexpr (kE == 8) {
-      const __m256d r0 = _mm256_loadu_pd(reinterpret_cast<const double*>(s + si.at(i + 0) + j * kE));
-      const __m256d r1 = _mm256_loadu_pd(reinterpret_cast<const double*>(s + si.at(i + 1) + j * kE));
-      const __m256d r2 = _mm256_loadu_pd(reinterpret_cast<const double*>(s + si.at(i + 2) + j * kE));
-      const __m256d r3 = _mm256_loadu_pd(reinterpret_cast<const double*>(s + si.at(i + 3) + j * kE));
+      const __m256d r0 = _mm256_loadu_pd(reinterpret_cast<const double*>(srow[0]));
+      const __m256d r1 = _mm256_loadu_pd(reinterpret_cast<const double*>(srow[1]));
+      const __m256d r2 = _mm256_loadu_pd(reinterpret_cast<const double*>(srow[2]));
+      const __m256d r3 = _mm256_loadu_pd(reinterpret_cast<const double*>(srow[3]));
       const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
       const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
-      const __m256d c[4] = {_mm256_permute2f128_pd(t0, t2, 0x20), _mm256_permute2f128_pd(t1, t3, 0x20),
-                            _mm256_permute2f128_pd(t0, t2, 0x31), _mm256_permute2f128_pd(t1, t3, 0x31)};
-      for (int k = 0; k < 4; ++k) {
-        double* out = reinterpret_cast<double*>(d + dj.at(j + k) + i * kE);
-        if (stream && (reinterpret_cast<uintptr_t>(out) & 31) == 0) {
-          _mm256_stream_pd(out, c[k]);
-        } else {
-          _mm256_storeu_pd(out, c[k]);
-        }
+      const __m256d c0 = _mm256_permute2f128_pd(t0, t2, 0x20), c1 = _mm256_permute2f128_pd(t1, t3, 0x20);
+      const __m256d c2 = _mm256_permute2f128_pd(t0, t2, 0x31), c3 = _mm256_permute2f128_pd(t1, t3, 0x31);
+      if constexpr (kStream) {
+        _mm256_stream_pd(reinterpret_cast<double*>(drow[0] + doff), c0);
+        _mm256_stream_pd(reinterpret_cast<double*>(drow[1] + doff), c1);
+        _mm256_stream_pd(reinterpret_cast<double*>(drow[2] + doff), c2);
+        _mm256_stream_pd(reinterpret_cast<double*>(drow[3] + doff), c3);
+      } else {
+        _mm256_storeu_pd(reinterpret_cast<double*>(drow[0] + doff), c0);
+        _mm256_storeu_pd(reinterpret_cast<double*>(drow[1] + doff), c1);
+        _mm256_storeu_pd(reinterpret_cast<double*>(drow[2] + doff), c2);
+        _mm256_storeu_pd(reinterpret_cast<double*>(drow[3] + doff), c3);
       }
     } else if constexpr (kE == 4) {
-      __m128 r0 = _mm_loadu_ps(reinterpret_cast<const float*>(s + si.at(i + 0) + j * kE));
-      __m128 r1 = _mm_loadu_ps(reinterpret_cast<const float*>(s + si.at(i + 1) + j * kE));
-      __m128 r2 = _mm_loadu_ps(reinterpret_cast<const float*>(s + si.at(i + 2) + j * kE));
-      __m128 r3 = _mm_loadu_ps(reinterpret_cast<const float*>(s + si.at(i + 3) + j * kE));
+      __m128 r0 = _mm_loadu_ps(reinterpret_cast<const float*>(srow[0]));
+      __m128 r1 = _mm_loadu_ps(reinterpret_cast<const float*>(srow[1]));
+      __m128 r2 = _mm_loadu_ps(reinterpret_cast<const float*>(srow[2]));
+      __m128 r3 = _mm_loadu_ps(reinterpret_cast<const float*>(srow[3]));
       _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-      const __m128 c[4] = {r0, r1, r2, r3};
-      for (int k = 0; k < 4; ++k) {
-        float* out = reinterpret_cast<float*>(d + dj.at(j + k) + i * kE);
-        if (stream && (reinterpret_cast<uintptr_t>(out) & 15) == 0) {
-          _mm_stream_ps(out, c[k]);
-        } else {
-          _mm_storeu_ps(out, c[k]);
-        }
+      if constexpr (kStream) {
+        _mm_stream_ps(reinterpret_cast<float*>(drow[0] + doff), r0);
+        _mm_stream_ps(reinterpret_cast<float*>(drow[1] + doff), r1);
+        _mm_stream_ps(reinterpret_cast<float*>(drow[2] + doff), r2);
+        _mm_stream_ps(reinterpret_cast<float*>(drow[3] + doff), r3);
+      } else {
+        _mm_storeu_ps(reinterpret_cast<float*>(drow[0] + doff), r0);
+        _mm_storeu_ps(reinterpret_cast<float*>(drow[1] + doff), r1);
+        _mm_storeu_ps(reinterpret_cast<float*>(drow[2] + doff), r2);
+        _mm_storeu_ps(reinterpret_cast<float*>(drow[3] + doff), r3);
       }
     } else if constexpr (kE == 16) {
-      const __m256d r0 = _mm256_loadu_pd(reinterpret_cast<const double*>(s + si.at(i + 0) + j * kE));
-      const __m256d r1 = _mm256_loadu_pd(reinterpret_cast<const double*>(s + si.at(i + 1) + j * kE));
-      const __m256d c[2] = {_mm256_permute2f128_pd(r0, r1, 0x20), _mm256_permute2f128_pd(r0, r1, 0x31)};
-      for (int k = 0; k < 2; ++k) {
-        double* out = reinterpret_cast<double*>(d + dj.at(j + k) + i * kE);
-        if (stream && (reinterpret_cast<uintptr_t>(out) & 31) == 0) {
-          _mm256_stream_pd(out, c[k]);
-        } else {
-          _mm256_storeu_pd(out, c[k]);
-        }
+      const __m256d r0 = _mm256_loadu_pd(reinterpret_cast<const double*>(srow[0]));
+      const __m256d r1 = _mm256_loadu_pd(reinterpret_cast<const double*>(srow[1]));
+      const __m256d c0 = _mm256_permute2f128_pd(r0, r1, 0x20), c1 = _mm256_permute2f128_pd(r0, r1, 0x31);
+      if constexpr (kStream) {
+        _mm256_stream_pd(reinterpret_cast<double*>(drow[0] + doff), c0);
+        _mm256_stream_pd(reinterpret_cast<double*>(drow[1] + doff), c1);
+      } else {
+        _mm256_storeu_pd(reinterpret_cast<double*>(drow[0] + doff), c0);
+        _mm256_storeu_pd(reinterpret_cast<double*>(drow[1] + doff), c1);
       }
     }
   }
@@ -257,6 +282,9 @@ void copy_typed(const CpuExecutionContext& ctx, const char* src_base, const Layo
     tr.dj.table = dst_j_table;
   }
   tr.stream = dst.element_count() * kElem >= kStreamBytes;
+  tr.stream_aligned = tr.stream;
+  tr.choose_block();
+  for (int64_t j = 0; tr.stream_aligned && j < p1; ++j) tr.stream_aligned = tr.dj.at(j) % 32 == 0;
   const int64_t outer = loop.outer_count(g1_end);
   if (ctx.threads() > 1 && outer < 4 * ctx.threads() && p0 * p1 >= (int64_t{1} << 15)) {
     // Few outer iterations: split each transpose over its rows (i) instead.
