@@ -41,6 +41,7 @@ using Word = std::conditional_t<S == 1, uint8_t,
 
 constexpr int64_t kGroup = 4096;  // max elements of a table-described group (2 x 32 KiB tables)
 constexpr int64_t kStreamBytes = 8 << 20;  // outputs at least this large use streaming stores
+constexpr int64_t kMinGroup = 16;          // groups grow past gaps until this many elements
 
 // Offsets (bytes) of a group's elements in one operand: a table or a stride.
 struct Offsets {
@@ -54,21 +55,22 @@ struct Offsets {
 template <class W>
 struct Transposer {
   int64_t p0, p1;
-  int64_t d0;      // dst byte stride along i (G0, contiguous in dst)
+  Offsets di;      // dst offsets along i (G0)
   Offsets si;      // src offsets along i
-  int64_t s1;      // src byte stride along j (G1, contiguous in src)
-  Offsets dj;      // dst offsets along j
+  Offsets dj;      // dst offsets along j (G1)
+  Offsets sj;      // src offsets along j
   bool stream;
-  bool stream_aligned = false;  // stream, and every destination row offset is 32-byte aligned
+  bool stream_aligned = false;  // stream, and every vector store address is 32-byte aligned
+  bool vec_ok = false;          // quads of i are contiguous in dst and quads of j in src
 
   static constexpr int64_t kE = sizeof(W);
 
   void scalar(char* d, const char* s, int64_t i0, int64_t i1, int64_t j0, int64_t j1) const {
     for (int64_t i = i0; i < i1; ++i) {
       const char* srow = s + si.at(i);
-      char* dcol = d + i * d0;
+      char* dcol = d + di.at(i);
       for (int64_t j = j0; j < j1; ++j) {
-        *reinterpret_cast<W*>(dcol + dj.at(j)) = *reinterpret_cast<const W*>(srow + j * s1);
+        *reinterpret_cast<W*>(dcol + dj.at(j)) = *reinterpret_cast<const W*>(srow + sj.at(j));
       }
     }
   }
@@ -96,10 +98,10 @@ struct Transposer {
 #if defined(__AVX2__)
     constexpr int64_t kV = kE == 4 ? 4 : kE == 8 ? 4 : kE == 16 ? 2 : 0;
     if constexpr (kV > 0) {
-      if (d0 == kE && s1 == kE) {
+      if (vec_ok && i0 % kV == 0 && j0 % kV == 0) {
         const int64_t iv = i0 + (i1 - i0) / kV * kV;
         const int64_t jv = j0 + (j1 - j0) / kV * kV;
-        if (stream_aligned && (reinterpret_cast<uintptr_t>(d) % 32) == 0 && ((i0 * kE) % 32) == 0) {
+        if (stream_aligned && (reinterpret_cast<uintptr_t>(d) % 32) == 0) {
           vec_block<kV, true>(d, s, i0, iv, j0, jv);
         } else {
           vec_block<kV, false>(d, s, i0, iv, j0, jv);
@@ -122,11 +124,11 @@ struct Transposer {
     for (int64_t j = j0; j < jv; j += kV) {
       char* drow[kV];
       for (int64_t k = 0; k < kV; ++k) drow[k] = d + dj.at(j + k);
-      const char* scol = s + j * kE;
+      const char* scol = s + sj.at(j);
       for (int64_t i = i0; i < iv; i += kV) {
         const char* srow[kV];
         for (int64_t k = 0; k < kV; ++k) srow[k] = scol + si.at(i + k);
-        micro<kStream>(drow, srow, i * kE);
+        micro<kStream>(drow, srow, di.at(i));
       }
     }
   }
@@ -226,65 +228,71 @@ void copy_typed(const CpuExecutionContext& ctx, const char* src_base, const Layo
     });
     return;
   }
-  // Transpose: G1 = the source-fastest axis, moved to position 1, then G0 = axis 0 plus
-  // following destination-contiguous axes; then extend G1 with source-contiguous axes.
+  // Transpose: G1 starts with the source-fastest axis (moved to position 1); G0 = axis 0
+  // (the destination-fastest) plus the next destination-fastest axes, skipping G1's;
+  // then G1 grows with the next source-fastest axes not in G0. Each group keeps offset
+  // tables for both operands, so axes need not be contiguous (Note [Copy kernel]).
   loop.move_axis(src_fast, 1);
-  size_t g0_end = 1;  // G0 = [0, g0_end) after rearrangement
-  int64_t p0 = loop.axis(0).extent;
-  // Axes currently at positions >= 2 are candidates; bring destination-contiguous ones
-  // (relative to the last G0 axis) to the front, before the G1 axis.
-  for (bool grew = true; grew && p0 < kGroup;) {
-    grew = false;
-    const LoopAxisView last{loop.axis(g0_end - 1).extent, loop.axis(g0_end - 1).stride[0]};
-    for (size_t k = g0_end + 1; k < loop.rank(); ++k) {
-      if (loop.axis(k).stride[0] == last.stride * last.extent && p0 * loop.axis(k).extent <= kGroup) {
-        p0 *= loop.axis(k).extent;
-        loop.move_axis(k, g0_end);
-        ++g0_end;
-        grew = true;
-        break;
+  auto grow = [&](size_t begin, int64_t product, int op, size_t* end) {
+    while (product < kGroup) {
+      size_t best = loop.rank();
+      for (size_t k = *end; k < loop.rank(); ++k) {
+        if (best == loop.rank() || std::llabs(loop.axis(k).stride[op]) < std::llabs(loop.axis(best).stride[op])) best = k;
       }
+      if (best == loop.rank() || product * loop.axis(best).extent > kGroup) break;
+      // Past a minimum size, only grow with an axis that continues the group
+      // contiguously in this operand (a gap would scatter the group's accesses).
+      if (product >= kMinGroup && std::llabs(loop.axis(best).stride[op]) != product * kElem) break;
+      product *= loop.axis(best).extent;
+      loop.move_axis(best, *end);
+      ++*end;
     }
-  }
-  size_t g1_end = g0_end + 1;  // G1 = [g0_end, g1_end)
-  int64_t p1 = loop.axis(g0_end).extent;
-  for (bool grew = true; grew && p1 < kGroup;) {
-    grew = false;
-    const LoopAxisView last{loop.axis(g1_end - 1).extent, loop.axis(g1_end - 1).stride[1]};
-    for (size_t k = g1_end; k < loop.rank(); ++k) {
-      if (loop.axis(k).stride[1] == last.stride * last.extent && p1 * loop.axis(k).extent <= kGroup) {
-        p1 *= loop.axis(k).extent;
-        loop.move_axis(k, g1_end);
-        ++g1_end;
-        grew = true;
-        break;
-      }
-    }
-  }
-  // Offset tables (only for multi-axis groups).
-  int64_t src_i_table[kGroup];
-  int64_t dst_j_table[kGroup];
+    (void)begin;
+    return product;
+  };
+  // G0 may not take the G1 axis: grow it past position 1 first, then slot G1 after it.
+  size_t g0_end = 2;
+  int64_t p0 = grow(0, loop.axis(0).extent, 0, &g0_end);  // G0 = {0} + [2, g0_end)
+  loop.move_axis(1, g0_end - 1);                           // G1's first axis after G0
+  --g0_end;                                                // G0 = [0, g0_end)
+  size_t g1_end = g0_end + 1;
+  int64_t p1 = grow(g0_end, loop.axis(g0_end).extent, 1, &g1_end);  // G1 = [g0_end, g1_end)
+  // Offset tables.
+  int64_t g0_dst[kGroup], g0_src[kGroup], g1_dst[kGroup], g1_src[kGroup];
   Transposer<W> tr{};
   tr.p0 = p0;
   tr.p1 = p1;
-  tr.d0 = loop.axis(0).stride[0];
-  tr.s1 = loop.axis(g0_end).stride[1];
-  if (g0_end == 1) {
-    tr.si.stride = loop.axis(0).stride[1];
-  } else {
-    group_table(loop, 0, g0_end, 1, src_i_table);
-    tr.si.table = src_i_table;
-  }
-  if (g1_end == g0_end + 1) {
-    tr.dj.stride = loop.axis(g0_end).stride[0];
-  } else {
-    group_table(loop, g0_end, g1_end, 0, dst_j_table);
-    tr.dj.table = dst_j_table;
+  auto describe = [&](size_t first, size_t last, int op, int64_t* table) {
+    Offsets o;
+    if (last == first + 1) {
+      o.stride = loop.axis(first).stride[op];
+    } else {
+      group_table(loop, first, last, op, table);
+      o.table = table;
+    }
+    return o;
+  };
+  tr.di = describe(0, g0_end, 0, g0_dst);
+  tr.si = describe(0, g0_end, 1, g0_src);
+  tr.dj = describe(g0_end, g1_end, 0, g1_dst);
+  tr.sj = describe(g0_end, g1_end, 1, g1_src);
+  {
+    // Vector path: every aligned quad of i is contiguous in dst, every quad of j in src.
+    constexpr int64_t kQ = kElem == 16 ? 2 : 4;
+    bool okv = p0 >= kQ && p1 >= kQ;
+    for (int64_t i = 0; okv && i + kQ <= p0; i += kQ)
+      for (int64_t k = 1; k < kQ; ++k) okv = okv && tr.di.at(i + k) == tr.di.at(i) + k * kElem;
+    for (int64_t j = 0; okv && j + kQ <= p1; j += kQ)
+      for (int64_t k = 1; k < kQ; ++k) okv = okv && tr.sj.at(j + k) == tr.sj.at(j) + k * kElem;
+    tr.vec_ok = okv;
   }
   tr.stream = dst.element_count() * kElem >= kStreamBytes;
   tr.stream_aligned = tr.stream;
   tr.choose_block();
   for (int64_t j = 0; tr.stream_aligned && j < p1; ++j) tr.stream_aligned = tr.dj.at(j) % 32 == 0;
+  for (int64_t i = 0; tr.stream_aligned && i < p0; i += (kElem == 16 ? 2 : 4)) {
+    tr.stream_aligned = tr.di.at(i) % (kElem == 4 ? 16 : 32) == 0;
+  }
   const int64_t outer = loop.outer_count(g1_end);
   if (ctx.threads() > 1 && outer < 4 * ctx.threads() && p0 * p1 >= (int64_t{1} << 15)) {
     // Few outer iterations: split each transpose over its rows (i) instead.

@@ -70,10 +70,11 @@ class StridedLoop {
   bool empty() const noexcept { return empty_; }
   size_t rank() const noexcept { return axes_.size(); }
   const LoopAxis<N>& axis(size_t k) const noexcept { return axes_[k]; }
-  /// Moves axis `from` to position `to` (to <= from), shifting the axes between.
+  /// Moves axis `from` to position `to`, shifting the axes between (either direction).
   void move_axis(size_t from, size_t to) noexcept {
     LoopAxis<N> a = axes_[from];
     for (size_t j = from; j > to; --j) axes_[j] = axes_[j - 1];
+    for (size_t j = from; j < to; ++j) axes_[j] = axes_[j + 1];
     axes_[to] = a;
   }
   /// Index of the axis with the smallest |stride| of operand `op` (first on ties).
