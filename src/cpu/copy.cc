@@ -62,6 +62,7 @@ struct Transposer {
   bool stream;
   bool stream_aligned = false;  // stream, and every vector store address is 32-byte aligned
   bool vec_ok = false;          // quads of i are contiguous in dst and quads of j in src
+  bool pair_ok = false;         // (8-byte elements) pairs of i contiguous in dst, of j in src
 
   static constexpr int64_t kE = sizeof(W);
 
@@ -111,9 +112,49 @@ struct Transposer {
         return;
       }
     }
+    if constexpr (kE == 8) {
+      if (pair_ok && i0 % 2 == 0 && j0 % 2 == 0) {
+        const int64_t iv = i0 + (i1 - i0) / 2 * 2;
+        const int64_t jv = j0 + (j1 - j0) / 2 * 2;
+        if (stream_aligned && (reinterpret_cast<uintptr_t>(d) % 16) == 0) {
+          pair_block<true>(d, s, i0, iv, j0, jv);
+        } else {
+          pair_block<false>(d, s, i0, iv, j0, jv);
+        }
+        if (iv < i1) scalar(d, s, iv, i1, j0, j1);
+        if (jv < j1) scalar(d, s, i0, iv, jv, j1);
+        return;
+      }
+    }
 #endif
     scalar(d, s, i0, i1, j0, j1);
   }
+
+#if defined(__AVX2__)
+  // 2 x 2 transposes of 8-byte elements (SSE2), for groups whose contiguous runs are
+  // only two long (many axes of extent 2).
+  template <bool kStream>
+  void pair_block(char* d, const char* s, int64_t i0, int64_t iv, int64_t j0, int64_t jv) const {
+    for (int64_t j = j0; j < jv; j += 2) {
+      char* d0r = d + dj.at(j);
+      char* d1r = d + dj.at(j + 1);
+      const char* scol = s + sj.at(j);
+      for (int64_t i = i0; i < iv; i += 2) {
+        const __m128d r0 = _mm_loadu_pd(reinterpret_cast<const double*>(scol + si.at(i)));
+        const __m128d r1 = _mm_loadu_pd(reinterpret_cast<const double*>(scol + si.at(i + 1)));
+        const __m128d c0 = _mm_unpacklo_pd(r0, r1), c1 = _mm_unpackhi_pd(r0, r1);
+        const int64_t off = di.at(i);
+        if constexpr (kStream) {
+          _mm_stream_pd(reinterpret_cast<double*>(d0r + off), c0);
+          _mm_stream_pd(reinterpret_cast<double*>(d1r + off), c1);
+        } else {
+          _mm_storeu_pd(reinterpret_cast<double*>(d0r + off), c0);
+          _mm_storeu_pd(reinterpret_cast<double*>(d1r + off), c1);
+        }
+      }
+    }
+  }
+#endif
 
 #if defined(__AVX2__)
   // Note [Transpose micro-kernel]: row pointers are formed once per quad of rows and
@@ -285,13 +326,22 @@ void copy_typed(const CpuExecutionContext& ctx, const char* src_base, const Layo
     for (int64_t j = 0; okv && j + kQ <= p1; j += kQ)
       for (int64_t k = 1; k < kQ; ++k) okv = okv && tr.sj.at(j + k) == tr.sj.at(j) + k * kElem;
     tr.vec_ok = okv;
+    bool okp = kElem == 8 && p0 >= 2 && p1 >= 2;
+    for (int64_t i = 0; okp && i + 2 <= p0; i += 2) okp = tr.di.at(i + 1) == tr.di.at(i) + kElem;
+    for (int64_t j = 0; okp && j + 2 <= p1; j += 2) okp = tr.sj.at(j + 1) == tr.sj.at(j) + kElem;
+    tr.pair_ok = okp;
   }
   tr.stream = dst.element_count() * kElem >= kStreamBytes;
   tr.stream_aligned = tr.stream;
   tr.choose_block();
-  for (int64_t j = 0; tr.stream_aligned && j < p1; ++j) tr.stream_aligned = tr.dj.at(j) % 32 == 0;
-  for (int64_t i = 0; tr.stream_aligned && i < p0; i += (kElem == 16 ? 2 : 4)) {
-    tr.stream_aligned = tr.di.at(i) % (kElem == 4 ? 16 : 32) == 0;
+  {
+    // Alignment of every vector store: 32 bytes for the quad path (16 for floats and
+    // for the pair path); row offsets dj and column offsets di at vector starts.
+    const bool quads = tr.vec_ok;
+    const int64_t step = quads ? (kElem == 16 ? 2 : 4) : 2;
+    const int64_t align = (kElem == 4 || !quads) ? 16 : 32;
+    for (int64_t j = 0; tr.stream_aligned && j < p1; ++j) tr.stream_aligned = tr.dj.at(j) % align == 0;
+    for (int64_t i = 0; tr.stream_aligned && i < p0; i += step) tr.stream_aligned = tr.di.at(i) % align == 0;
   }
   const int64_t outer = loop.outer_count(g1_end);
   if (ctx.threads() > 1 && outer < 4 * ctx.threads() && p0 * p1 >= (int64_t{1} << 15)) {

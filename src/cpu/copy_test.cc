@@ -126,21 +126,27 @@ TEST(CopyKernel, PermuteCopyOfLargeTensorsAllRank4Permutations) {
   } while (std::next_permutation(perm.begin(), perm.end()));
 }
 
+// Many size-2 axes under random permutations: small groups, the 2 x 2 pair path for
+// 8-byte elements, streaming stores (the f64/c128 outputs are >= 8 MiB).
 TEST(CopyKernel, HighRankSizeTwo) {
   auto ctx = CpuExecutionContext::sequential();
   Shape shape(20, 2);
-  Tensor src = Tensor::arange(DType::kF32, int64_t{1} << 20).value().reshape(shape).value();
-  std::mt19937_64 rng(1);
-  Index perm(20);
-  for (size_t i = 0; i < 20; ++i) perm[i] = static_cast<int64_t>(i);
-  std::shuffle(perm.begin(), perm.end(), rng);
-  Tensor out = permute_copy(ctx, src, perm).value();
-  Tensor view = src.permute(perm).value();
-  std::mt19937_64 pick(2);
-  for (int s = 0; s < 20000; ++s) {
-    Index idx(20);
-    for (auto& v : idx) v = static_cast<int64_t>(pick() % 2);
-    ASSERT_EQ(out.get<float>(idx).value(), view.get<float>(idx).value());
+  for (DType d : {DType::kF32, DType::kF64, DType::kC128}) {
+    for (uint64_t seed = 1; seed <= 3; ++seed) {
+      Tensor src = Tensor::arange(d, int64_t{1} << 20).value().reshape(shape).value();
+      std::mt19937_64 rng(seed);
+      Index perm(20);
+      for (size_t i = 0; i < 20; ++i) perm[i] = static_cast<int64_t>(i);
+      std::shuffle(perm.begin(), perm.end(), rng);
+      Tensor out = permute_copy(ctx, src, perm).value();
+      Tensor view = src.permute(perm).value();
+      std::mt19937_64 pick(seed + 10);
+      for (int s = 0; s < 5000; ++s) {
+        Index idx(20);
+        for (auto& v : idx) v = static_cast<int64_t>(pick() % 2);
+        ASSERT_EQ(out.get_as_c128(idx).value(), view.get_as_c128(idx).value()) << dtype_name(d) << " seed " << seed;
+      }
+    }
   }
 }
 
