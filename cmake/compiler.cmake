@@ -57,10 +57,15 @@ function(tenferro_add_module name)
   install(DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 endfunction()
 
+# Header-only helpers shared by the test suites (never installed).
+add_library(tenferro_test_support INTERFACE)
+target_include_directories(tenferro_test_support INTERFACE ${PROJECT_SOURCE_DIR}/tests/support/include)
+
 # tenferro_add_test(NAME SOURCES ... DEPS ...): a GoogleTest executable registered with CTest.
 function(tenferro_add_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
-  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main tenferro_build_flags)
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main tenferro_build_flags
+                                        tenferro_test_support)
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60)
 endfunction()

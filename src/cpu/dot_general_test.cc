@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tenferro/test_support/index.h"
+
 #include <random>
 
 #include "gemm.h"
@@ -13,20 +15,9 @@
 namespace tenferro::cpu {
 namespace {
 
-using Index = std::vector<int64_t>;
+using test_support::for_each_index;
+using test_support::Index;
 
-void for_each_index(const Shape& shape, const std::function<void(const Index&)>& f) {
-  const int64_t n = element_count(shape);
-  Index idx(shape.size(), 0);
-  for (int64_t lin = 0; lin < n; ++lin) {
-    int64_t rem = lin;
-    for (size_t k = 0; k < shape.size(); ++k) {
-      idx[k] = rem % shape[k];
-      rem /= shape[k];
-    }
-    f(idx);
-  }
-}
 
 // A strided tensor of logical `shape`: stored with a random axis order, maybe flipped
 // on one axis, maybe a step-2 slice of a larger buffer.

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tenferro/test_support/index.h"
+
 #include <cmath>
 #include <limits>
 #include <random>
@@ -9,20 +11,9 @@
 namespace tenferro::cpu {
 namespace {
 
-using Index = std::vector<int64_t>;
+using test_support::for_each_index;
+using test_support::Index;
 
-void for_each_index(const Shape& shape, const std::function<void(const Index&)>& f) {
-  const int64_t n = element_count(shape);
-  Index idx(shape.size(), 0);
-  for (int64_t lin = 0; lin < n; ++lin) {
-    int64_t rem = lin;
-    for (size_t k = 0; k < shape.size(); ++k) {
-      idx[k] = rem % shape[k];
-      rem /= shape[k];
-    }
-    f(idx);
-  }
-}
 
 class Reduce : public ::testing::TestWithParam<std::tuple<DType, ReduceOp>> {};
 

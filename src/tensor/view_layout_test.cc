@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tenferro/test_support/index.h"
+
 #include <functional>
 #include <random>
 #include <vector>
@@ -14,21 +16,9 @@
 namespace tenferro {
 namespace {
 
-using Index = std::vector<int64_t>;
+using test_support::for_each_index;
+using test_support::Index;
 
-// Calls f(index) for every multi-index of `shape`.
-void for_each_index(const Shape& shape, const std::function<void(const Index&)>& f) {
-  const int64_t n = element_count(shape.span());
-  Index idx(shape.size(), 0);
-  for (int64_t lin = 0; lin < n; ++lin) {
-    int64_t rem = lin;
-    for (size_t k = 0; k < shape.size(); ++k) {
-      idx[k] = rem % shape[k];
-      rem /= shape[k];
-    }
-    f(idx);
-  }
-}
 
 // Asserts view[idx] == base[map(idx)] for every index of `view`.
 void expect_maps(const Tensor& base, const Tensor& view, const std::function<Index(const Index&)>& map,
