@@ -140,6 +140,17 @@ Result<T> scalar_to(c128 v, const char* what) {
   }
 }
 
+// The axes of the three groups, in order: the permutation that makes them a compact
+// column-major [rows, cols, batch] array.
+SmallVector<int64_t, 16> group_order(std::span<const int64_t> rows, std::span<const int64_t> cols,
+                                     std::span<const int64_t> batch) {
+  SmallVector<int64_t, 16> perm;
+  for (auto group : {rows, cols, batch}) {
+    for (int64_t a : group) perm.push_back(a);
+  }
+  return perm;
+}
+
 struct MatOperand {
   const char* base = nullptr;  // storage start + offset, in bytes
   int64_t rs = 0, cs = 0, bs = 0;
@@ -217,20 +228,14 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
                       provider_accepts(provider, M, N, om.stride, on.stride);
   if (!lhs_ok) {
     // Pack lhs as [free..., contracting..., batch...] column-major: M x K matrices.
-    SmallVector<int64_t, 16> perm;
-    for (int64_t a : plan.lhs_free) perm.push_back(a);
-    for (int64_t a : dims.lhs_contracting) perm.push_back(a);
-    for (int64_t a : dims.lhs_batch) perm.push_back(a);
+    const auto perm = group_order(plan.lhs_free.span(), dims.lhs_contracting.span(), dims.lhs_batch.span());
     TENFERRO_TRY(lhs_use, permute_copy(ctx, lhs, Dims(perm.span())));
     lm = Group{M, 1, true};
     lk = Group{K, M, true};
     lb = Group{B, M * K, true};
   }
   if (!rhs_ok) {
-    SmallVector<int64_t, 16> perm;
-    for (int64_t a : dims.rhs_contracting) perm.push_back(a);
-    for (int64_t a : plan.rhs_free) perm.push_back(a);
-    for (int64_t a : dims.rhs_batch) perm.push_back(a);
+    const auto perm = group_order(dims.rhs_contracting.span(), plan.rhs_free.span(), dims.rhs_batch.span());
     TENFERRO_TRY(rhs_use, permute_copy(ctx, rhs, Dims(perm.span())));
     rk = Group{K, 1, true};
     rn = Group{N, K, true};
@@ -240,10 +245,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   if (!out_ok) {
     // Compute into a compact [M, N, batch] scratch; copy the destination in first when
     // beta != 0 (it is read), and back afterwards.
-    SmallVector<int64_t, 16> perm;
-    for (int64_t a : out_m) perm.push_back(a);
-    for (int64_t a : out_n) perm.push_back(a);
-    for (int64_t a : out_batch) perm.push_back(a);
+    const auto perm = group_order(out_m.span(), out_n.span(), out_batch.span());
     TENFERRO_TRY(Tensor out_view, out.permute(Dims(perm.span())));
     TENFERRO_TRY(scratch, materialize(ctx, out_view));
     om = Group{M, 1, true};
@@ -296,10 +298,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   }
   if (!out_ok) {
     SmallVector<int64_t, 16> inv(static_cast<size_t>(out.rank()), 0);
-    SmallVector<int64_t, 16> perm;
-    for (int64_t a : out_m) perm.push_back(a);
-    for (int64_t a : out_n) perm.push_back(a);
-    for (int64_t a : out_batch) perm.push_back(a);
+    const auto perm = group_order(out_m.span(), out_n.span(), out_batch.span());
     for (size_t i = 0; i < perm.size(); ++i) inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
     TENFERRO_TRY(Tensor back, scratch.permute(Dims(inv.span())));
     detail::copy_strided(ctx, back.storage()->data(), back.layout(), out.storage()->data(), out.layout(),
