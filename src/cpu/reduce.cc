@@ -120,6 +120,27 @@ T fold_run(const char* p, int64_t n, int64_t s, T init) {
   return r;
 }
 
+// Combines per-chunk partials, in chunk order (pairwise for floating sums), into the
+// single output element of a full reduction.
+template <class T, ReduceOp kOp>
+void fold_partials_into(std::vector<T>& partial, Tensor& out) {
+  T* o = reinterpret_cast<T*>(static_cast<char*>(out.storage()->data()) + out.offset() * sizeof(T));
+  T r = *o;
+  if constexpr (kOp == ReduceOp::kSum && !std::is_integral_v<T>) {
+    while (partial.size() > 1) {
+      std::vector<T> next((partial.size() + 1) / 2);
+      for (size_t i = 0; i < next.size(); ++i) {
+        next[i] = 2 * i + 1 < partial.size() ? add(partial[2 * i], partial[2 * i + 1]) : partial[2 * i];
+      }
+      partial.swap(next);
+    }
+    r = add(r, partial[0]);
+  } else {
+    for (const T& v : partial) r = combine<T, kOp>(r, v);
+  }
+  *o = r;
+}
+
 template <class T, ReduceOp kOp>
 void reduce_typed(const CpuExecutionContext& ctx, const Tensor& x, const Layout& out_view, Tensor& out) {
   detail::StridedLoop<2> loop({&out_view, &x.layout()}, {static_cast<int64_t>(sizeof(T)), static_cast<int64_t>(sizeof(T))});
@@ -180,21 +201,7 @@ void reduce_typed(const CpuExecutionContext& ctx, const Tensor& x, const Layout&
           part[static_cast<size_t>(c)] = fold_run<T, kOp>(xb + c * kChunk * sx, len, sx, Combine<T>{kOp}.identity());
         }
       });
-      T* o = reinterpret_cast<T*>(static_cast<char*>(out.storage()->data()) + out.offset() * sizeof(T));
-      T r = *o;
-      if constexpr (kOp == ReduceOp::kSum && !std::is_integral_v<T>) {
-        while (part.size() > 1) {
-          std::vector<T> next((part.size() + 1) / 2);
-          for (size_t i = 0; i < next.size(); ++i) {
-            next[i] = 2 * i + 1 < part.size() ? add(part[2 * i], part[2 * i + 1]) : part[2 * i];
-          }
-          part.swap(next);
-        }
-        r = add(r, part[0]);
-      } else {
-        for (const T& v : part) r = combine<T, kOp>(r, v);
-      }
-      *o = r;
+      fold_partials_into<T, kOp>(part, out);
       return;
     }
   }
@@ -215,21 +222,7 @@ void reduce_typed(const CpuExecutionContext& ctx, const Tensor& x, const Layout&
       partial[static_cast<size_t>(c)] = acc;
     }
   });
-  T r = *reinterpret_cast<T*>(static_cast<char*>(out.storage()->data()) + out.offset() * sizeof(T));
-  if constexpr (kOp == ReduceOp::kSum && !std::is_integral_v<T>) {
-    // Pairwise over the partials too.
-    while (partial.size() > 1) {
-      std::vector<T> next((partial.size() + 1) / 2);
-      for (size_t i = 0; i < next.size(); ++i) {
-        next[i] = 2 * i + 1 < partial.size() ? add(partial[2 * i], partial[2 * i + 1]) : partial[2 * i];
-      }
-      partial.swap(next);
-    }
-    r = add(r, partial[0]);
-  } else {
-    for (const T& v : partial) r = combine<T, kOp>(r, v);
-  }
-  *reinterpret_cast<T*>(static_cast<char*>(out.storage()->data()) + out.offset() * sizeof(T)) = r;
+  fold_partials_into<T, kOp>(partial, out);
 }
 
 }  // namespace
