@@ -415,6 +415,34 @@ Result<Tensor> compare(const CpuExecutionContext& ctx, CompareOp op, const Tenso
   return out;
 }
 
+namespace {
+
+// Three operands broadcast to their common shape, plus a fresh output of `dtype`.
+// (bases/layouts point into `views`: call them on the final object, never store them.)
+struct Ternary {
+  Tensor out;
+  std::array<Tensor, 3> views;
+  std::array<const void*, 3> bases() const {
+    return {views[0].storage()->data(), views[1].storage()->data(), views[2].storage()->data()};
+  }
+  std::array<const Layout*, 3> layouts() const { return {&views[0].layout(), &views[1].layout(), &views[2].layout()}; }
+};
+
+Result<Ternary> broadcast_ternary(const Tensor& a, const Tensor& b, const Tensor& c, DType dtype, const char* op,
+                                  const std::shared_ptr<HostBufferPool>& pool) {
+  TENFERRO_TRY(Shape s1, broadcast_shapes(a.shape(), b.shape(), op));
+  TENFERRO_TRY(Shape shape, broadcast_shapes(s1, c.shape(), op));
+  Ternary t;
+  const Tensor* src[3] = {&a, &b, &c};
+  for (size_t i = 0; i < 3; ++i) {
+    TENFERRO_TRY(t.views[i], src[i]->broadcast_to(shape));
+  }
+  TENFERRO_TRY(t.out, Tensor::zeros(dtype, shape, pool));
+  return t;
+}
+
+}  // namespace
+
 Result<Tensor> select(const CpuExecutionContext& ctx, const Tensor& pred, const Tensor& on_true, const Tensor& on_false,
                       const std::shared_ptr<HostBufferPool>& pool) {
   TENFERRO_TRY_VOID(check_defined(pred, "select"));
@@ -424,19 +452,12 @@ Result<Tensor> select(const CpuExecutionContext& ctx, const Tensor& pred, const 
     return usage_error(ErrorCode::kDTypeMismatch, "select", "predicate dtype is " + dn(pred.dtype()) + ", needs bool");
   }
   TENFERRO_TRY_VOID(check_same_dtype(on_true, on_false, "select"));
-  TENFERRO_TRY(Shape s1, broadcast_shapes(on_true.shape(), on_false.shape(), "select"));
-  TENFERRO_TRY(Shape shape, broadcast_shapes(pred.shape(), s1, "select"));
-  TENFERRO_TRY(Tensor p, pred.broadcast_to(shape));
-  TENFERRO_TRY(Tensor a, on_true.broadcast_to(shape));
-  TENFERRO_TRY(Tensor b, on_false.broadcast_to(shape));
-  TENFERRO_TRY(Tensor out, Tensor::zeros(on_true.dtype(), shape, pool));
-  const std::array<const void*, 3> in{p.storage()->data(), a.storage()->data(), b.storage()->data()};
-  const std::array<const Layout*, 3> lay{&p.layout(), &a.layout(), &b.layout()};
+  TENFERRO_TRY(Ternary t, broadcast_ternary(pred, on_true, on_false, on_true.dtype(), "select", pool));
   visit_dtype(on_true.dtype(), [&]<class T>() {
-    detail::map_kernel<T, bool, T, T>(ctx, out.storage()->data(), out.layout(), in, lay,
-                                      [](bool c, T t, T f) { return c ? t : f; });
+    detail::map_kernel<T, bool, T, T>(ctx, t.out.storage()->data(), t.out.layout(), t.bases(), t.layouts(),
+                                      [](bool c, T a, T b) { return c ? a : b; });
   });
-  return out;
+  return t.out;
 }
 
 Result<Tensor> clamp(const CpuExecutionContext& ctx, const Tensor& x, const Tensor& lo, const Tensor& hi,
@@ -447,21 +468,14 @@ Result<Tensor> clamp(const CpuExecutionContext& ctx, const Tensor& x, const Tens
   TENFERRO_TRY_VOID(check_same_dtype(x, lo, "clamp"));
   TENFERRO_TRY_VOID(check_same_dtype(x, hi, "clamp"));
   if (is_complex(x.dtype()) || x.dtype() == DType::kBool) return dtype_error("clamp", "clamp", x.dtype());
-  TENFERRO_TRY(Shape s1, broadcast_shapes(x.shape(), lo.shape(), "clamp"));
-  TENFERRO_TRY(Shape shape, broadcast_shapes(s1, hi.shape(), "clamp"));
-  TENFERRO_TRY(Tensor bx, x.broadcast_to(shape));
-  TENFERRO_TRY(Tensor bl, lo.broadcast_to(shape));
-  TENFERRO_TRY(Tensor bh, hi.broadcast_to(shape));
-  TENFERRO_TRY(Tensor out, Tensor::zeros(x.dtype(), shape, pool));
-  const std::array<const void*, 3> in{bx.storage()->data(), bl.storage()->data(), bh.storage()->data()};
-  const std::array<const Layout*, 3> lay{&bx.layout(), &bl.layout(), &bh.layout()};
+  TENFERRO_TRY(Ternary t, broadcast_ternary(x, lo, hi, x.dtype(), "clamp", pool));
   visit_dtype(x.dtype(), [&]<class T>() {
     if constexpr (!kIsComplex<T> && !kIsBool<T>) {
-      detail::map_kernel<T, T, T, T>(ctx, out.storage()->data(), out.layout(), in, lay,
+      detail::map_kernel<T, T, T, T>(ctx, t.out.storage()->data(), t.out.layout(), t.bases(), t.layouts(),
                                      [](T v, T l, T h) { return v < l ? l : (v > h ? h : v); });
     }
   });
-  return out;
+  return t.out;
 }
 
 namespace {
