@@ -143,6 +143,31 @@ int run_bench_kernels(int argc, char** argv) {
         rows.push_back({name + " [blis]", tb, d == DType::kF64 ? "cblas_dgemm" : "cblas_zgemm", ref, flops / tb / 1e6});
       }
     }
+    // ---- tiny products: plain loops vs the GEMM providers (Note [Tiny products]).
+    // A batch of 512 n x n x n products, one thread per product, so the per-call cost
+    // of each provider shows; the reference is the plain-loop route.
+    if (want("tiny")) {
+      for (int64_t n : {2, 4, 6, 8, 12, 16, 24}) {
+        Tensor a = Tensor::random_normal(DType::kF64, {n, n, 512}, 5).value();
+        Tensor b = Tensor::random_normal(DType::kF64, {n, n, 512}, 6).value();
+        Tensor c = Tensor::zeros(DType::kF64, {n, n, 512}).value().permute({2, 0, 1}).value();
+        cpu::DotDims dims;
+        dims.lhs_batch = {2};
+        dims.rhs_batch = {2};
+        dims.lhs_contracting = {1};
+        dims.rhs_contracting = {0};
+        auto forced = [&](cpu::GemmProvider p) {
+          cpu::DotOptions o;
+          o.provider = p;
+          o.batch_policy = cpu::BatchPolicy::kSequential;
+          return median_ms(31, [&] { check(cpu::dot_general_into(ctx, a, b, dims, o, c)); });
+        };
+        const double naive = forced(cpu::GemmProvider::kNaive);
+        const std::string name = "tiny 512x n=" + std::to_string(n) + " (" + std::to_string(n * n * n) + " madds)";
+        rows.push_back({name + " [blis]", forced(cpu::GemmProvider::kBlis), "plain loops", naive, 0});
+        rows.push_back({name + " [openblas]", forced(cpu::GemmProvider::kOpenBlas), "plain loops", naive, 0});
+      }
+    }
     // ---- batched 32 x 64^3.
     if (want("batched")) {
       // Column-major tensors with the batch axis last: each batch is one contiguous
@@ -167,6 +192,17 @@ int run_bench_kernels(int argc, char** argv) {
         }
       });
       rows.push_back({"batched dot_general f64 32x64^3", tf, "dgemm_loop", ref, 2.0 * 32 * 64 * 64 * 64 / tf / 1e6});
+      // Every forced batch policy on the same batch, against the same reference.
+      const cpu::BatchPolicy policies[] = {cpu::BatchPolicy::kSequential, cpu::BatchPolicy::kOuterParallel,
+                                           cpu::BatchPolicy::kProviderItems, cpu::BatchPolicy::kWholeBatchVendor};
+      for (cpu::BatchPolicy p : policies) {
+        cpu::DotOptions o;
+        o.batch_policy = p;
+        if (p == cpu::BatchPolicy::kSequential || p == cpu::BatchPolicy::kOuterParallel) o.provider = cpu::GemmProvider::kBlis;
+        const double tp = median_ms(51, [&] { check(cpu::dot_general_into(ctx, a, b, dims, o, c)); });
+        rows.push_back({"batched 32x64^3 [" + std::string(cpu::batch_policy_name(p)) + "]", tp, "dgemm_loop", ref,
+                        2.0 * 32 * 64 * 64 * 64 / tp / 1e6});
+      }
     }
     // ---- permutations of 2^24 f64 elements vs memcpy.
     const int64_t n24 = int64_t{1} << 24;

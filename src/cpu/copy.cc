@@ -411,9 +411,8 @@ Result<void> copy_into(const CpuExecutionContext& ctx, const Tensor& src, Tensor
 Result<Tensor> materialize(const CpuExecutionContext& ctx, const Tensor& src,
                            const std::shared_ptr<HostBufferPool>& pool) {
   if (!src.defined()) return usage_error(ErrorCode::kInvalidArgument, "materialize", "tensor handle is null");
-  // Note: zeros() touches the memory once; an uninitialized pooled lease would avoid
-  // that (kept for the buffer-lease work of the engine).
-  TENFERRO_TRY(Tensor out, Tensor::zeros(src.dtype(), src.shape(), pool));
+  // The copy is the first write (Note [First touch] in engine.h).
+  TENFERRO_TRY(Tensor out, Tensor::uninitialized(src.dtype(), src.shape(), pool));
   detail::copy_strided(ctx, src.storage()->data(), src.layout(), out.storage()->data(), out.layout(),
                        src.element_size());
   return out;

@@ -15,10 +15,10 @@ namespace tenferro::cpu {
 // compact canonical copy; the others are passed as they are (no copy). A destination
 // that cannot be addressed is computed in a compact scratch and copied back once.
 //
-// Note [Default GEMM provider]: kAuto uses plain loops below DotOptions::tiny_flops
-// multiply-adds and for integer dtypes; OpenBLAS for single products and sequential
-// batches; BLIS (one thread per call) when batches run outer-parallel or when a product
-// is split over the engine's workers. Figures: docs/benchmarks.md ("GEMM providers").
+// Note [Default GEMM provider]: kAuto uses plain loops for tiny products (Note [Tiny
+// products]) and integer dtypes; OpenBLAS for single products and provider-item
+// batches; BLIS (one thread per call) for sequential, outer-parallel and whole-batch
+// vendor batches. Figures: docs/benchmarks.md ("GEMM providers").
 //
 // Note [Batch policy thresholds]: kAuto runs batches outer-parallel when the context
 // has more than one thread and each product is below DotOptions::outer_parallel_flops
@@ -151,20 +151,168 @@ SmallVector<int64_t, 16> group_order(std::span<const int64_t> rows, std::span<co
   return perm;
 }
 
-struct MatOperand {
-  const char* base = nullptr;  // storage start + offset, in bytes
-  int64_t rs = 0, cs = 0, bs = 0;
+// Note [Batch items]: batch dimensions never need to merge. Each operand keeps one
+// stride per batch dimension; extent-1 dimensions are dropped and neighbours that are
+// contiguous in all three operands are merged, and a BatchCursor walks the items in
+// order, updating the three offsets incrementally (no division per item, no metadata
+// allocation). Only the row and column groups of an operand must merge into one stride
+// each; an operand whose groups do not merge is packed.
+struct BatchAxes {
+  SmallVector<int64_t, 8> extent, ls, rs, os;
 };
 
-bool provider_accepts(GemmProvider p, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
-  if (p == GemmProvider::kNaive) return true;
-  if (rows <= 1 && cols <= 1) return true;
-  if (p == GemmProvider::kOpenBlas) {
-    return (rs == 1 && (cs >= rows || cols == 1)) || (cs == 1 && (rs >= cols || rows == 1)) ||
-           (rows == 1 && cs > 0) || (cols == 1 && rs > 0);
+BatchAxes batch_axes(std::span<const int64_t> extent, std::span<const int64_t> ls, std::span<const int64_t> rs,
+                     std::span<const int64_t> os) {
+  BatchAxes ax;
+  for (size_t i = 0; i < extent.size(); ++i) {
+    if (extent[i] == 1) continue;
+    if (!ax.extent.empty()) {
+      const size_t j = ax.extent.size() - 1;
+      const int64_t e = ax.extent[j];
+      if (ls[i] == ax.ls[j] * e && rs[i] == ax.rs[j] * e && os[i] == ax.os[j] * e) {
+        ax.extent[j] *= extent[i];
+        continue;
+      }
+    }
+    ax.extent.push_back(extent[i]);
+    ax.ls.push_back(ls[i]);
+    ax.rs.push_back(rs[i]);
+    ax.os.push_back(os[i]);
   }
-  // BLIS: positive strides on non-trivial dimensions.
-  return (rows <= 1 || rs > 0) && (cols <= 1 || cs > 0);
+  return ax;
+}
+
+struct BatchCursor {
+  BatchCursor(const BatchAxes& axes, int64_t start) : ax(axes), idx(axes.extent.size(), 0) {
+    for (size_t i = 0; i < ax.extent.size(); ++i) {
+      idx[i] = start % ax.extent[i];
+      start /= ax.extent[i];
+      lo += idx[i] * ax.ls[i];
+      ro += idx[i] * ax.rs[i];
+      oo += idx[i] * ax.os[i];
+    }
+  }
+  void advance() {
+    for (size_t i = 0; i < ax.extent.size(); ++i) {
+      lo += ax.ls[i];
+      ro += ax.rs[i];
+      oo += ax.os[i];
+      if (++idx[i] < ax.extent[i]) return;
+      lo -= ax.ls[i] * ax.extent[i];
+      ro -= ax.rs[i] * ax.extent[i];
+      oo -= ax.os[i] * ax.extent[i];
+      idx[i] = 0;
+    }
+  }
+  const BatchAxes& ax;
+  SmallVector<int64_t, 8> idx;
+  int64_t lo = 0, ro = 0, oo = 0;
+};
+
+// Strides of the batch dimensions of a compact array whose batch block starts at
+// element stride `base` (packed operands and scratch destinations).
+SmallVector<int64_t, 8> compact_batch_strides(std::span<const int64_t> extent, int64_t base) {
+  SmallVector<int64_t, 8> st;
+  for (int64_t e : extent) {
+    st.push_back(base);
+    base *= e;
+  }
+  return st;
+}
+
+SmallVector<int64_t, 8> layout_strides(const Layout& layout, std::span<const int64_t> axes) {
+  SmallVector<int64_t, 8> st;
+  for (int64_t a : axes) st.push_back(layout.strides[static_cast<size_t>(a)]);
+  return st;
+}
+
+// Note [Batch policies]: the effective policy and provider are resolved before any
+// write. kAuto: outer-parallel (BLIS, one thread per product) when the context has
+// several threads, the batch several products and each product fewer than
+// outer_parallel_flops multiply-adds; otherwise provider items (OpenBLAS with the
+// context's threads). kSequential and kOuterParallel run every product on one thread
+// (BLIS by default; OpenBLAS is set to one thread through its global control).
+// kWholeBatchVendor makes one BLIS ?gemm_batch_ call (floating dtypes only). Typed
+// errors: OpenBLAS under an outer-parallel batch (two fan-out levels); the vendor batch
+// with OpenBLAS (0.3.21 has no batch entry point), plain loops or integer dtypes.
+// Products below tiny_flops (OpenBLAS) or tiny_flops_blis (BLIS) use plain loops
+// unless a provider is forced (Note [Tiny products]).
+//
+// Note [Tiny products]: `tenferro bench kernels --only tiny` times 512 products of
+// n x n x n, one thread each, through each provider against the plain-loop route.
+// 2026-11-29, 1 thread: OpenBLAS is slower than plain loops at 64 multiply-adds
+// (ratio 0.77) and faster from 216 (1.29); BLIS's per-call cost is about 2 us (vs
+// 0.2 us for OpenBLAS), so it loses up to 1728 (0.89) and wins from 4096 (1.72).
+// Defaults: tiny_flops 128, tiny_flops_blis 2048 (docs/benchmarks.md). A contraction whose every dimension is a batch dimension (M = N = K = 1)
+// is an elementwise product under every policy: there is no matrix product to batch.
+struct Route {
+  BatchPolicy policy;
+  GemmProvider provider;
+};
+
+Result<Route> resolve_route(const CpuExecutionContext& ctx, const DotOptions& opt, bool integral, int64_t batch,
+                            int64_t flops) {
+  const BatchSettings bs = effective_batch_settings(ctx, opt);
+  Route r{bs.policy, opt.provider};
+  if (r.policy == BatchPolicy::kAuto) {
+    r.policy = (batch > 1 && ctx.threads() > 1 && flops < bs.outer_parallel_flops && r.provider != GemmProvider::kOpenBlas)
+                   ? BatchPolicy::kOuterParallel
+                   : BatchPolicy::kProviderItems;
+  }
+  if (r.policy == BatchPolicy::kWholeBatchVendor) {
+    if (integral || (r.provider != GemmProvider::kAuto && r.provider != GemmProvider::kBlis)) {
+      return usage_error(ErrorCode::kUnsupported, "dot_general",
+                         "batch policy whole-batch-vendor needs a vendor batch entry point (BLIS ?gemm_batch_, "
+                         "floating dtypes); provider " + std::string(gemm_provider_name(r.provider)) +
+                             (integral ? " with an integer dtype" : "") + " has none");
+    }
+    r.provider = GemmProvider::kBlis;
+    return r;
+  }
+  // Integer dtypes have no BLAS: plain loops whatever the provider.
+  if (integral) r.provider = GemmProvider::kNaive;
+  if (r.provider == GemmProvider::kOpenBlas && r.policy == BatchPolicy::kOuterParallel && batch > 1 &&
+      ctx.threads() > 1) {
+    return usage_error(ErrorCode::kUnsupported, "dot_general",
+                       "provider openblas (its own worker threads, global thread control) cannot run under an "
+                       "outer-parallel batch of " + s(batch) + " products: that would be two fan-out levels");
+  }
+  if (r.provider == GemmProvider::kAuto) {
+    r.provider = r.policy == BatchPolicy::kProviderItems ? GemmProvider::kOpenBlas : GemmProvider::kBlis;
+    if (flops < (r.provider == GemmProvider::kOpenBlas ? bs.tiny_flops : bs.tiny_flops_blis)) {
+      r.provider = GemmProvider::kNaive;
+    }
+  }
+  return r;
+}
+
+// Whether the route's provider can address an r x c operand with strides (rs, cs).
+bool operand_ok(const Route& r, bool output, bool conj_complex, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  int64_t ld = 0;
+  if (r.policy == BatchPolicy::kWholeBatchVendor) {
+    if (output) return detail::blas_form(rows, cols, rs, cs, false, &ld);
+    return (!conj_complex && detail::blas_form(rows, cols, rs, cs, false, &ld)) ||
+           detail::blas_form(rows, cols, rs, cs, true, &ld);
+  }
+  switch (r.provider) {
+    case GemmProvider::kOpenBlas:
+      return detail::blas_form(rows, cols, rs, cs, false, &ld) || detail::blas_form(rows, cols, rs, cs, true, &ld);
+    case GemmProvider::kBlis:
+      // Positive strides on non-trivial dimensions.
+      return (rows <= 1 || rs > 0) && (cols <= 1 || cs > 0);
+    default:
+      return true;
+  }
+}
+
+template <class T>
+T conj_if(T v, bool c) {
+  if constexpr (tenferro::detail::ComplexScalar<T>) {
+    return c ? std::conj(v) : v;
+  } else {
+    (void)c;
+    return v;
+  }
 }
 
 template <class T>
@@ -175,92 +323,100 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   const int64_t B = plan.batch, M = plan.m, N = plan.n, K = plan.k;
   if (B * M * N == 0) return ok();
   const int64_t flops = M * N * std::max<int64_t>(K, 1);
+  constexpr bool kComplex = tenferro::detail::ComplexScalar<T>;
+  TENFERRO_TRY(const Route route, resolve_route(ctx, opt, std::is_integral_v<T>, B, flops));
 
-  // Provider and batch policy.
-  GemmProvider provider = opt.provider;
-  const bool integral = std::is_integral_v<T>;
-  if (integral) provider = GemmProvider::kNaive;
-  const BatchSettings bs = effective_batch_settings(ctx, opt);
-  BatchPolicy policy = bs.policy;
-  if (policy == BatchPolicy::kAuto) {
-    // A forced OpenBLAS provider brings its own workers: never outer-parallel under it.
-    policy = (B > 1 && ctx.threads() > 1 && flops < bs.outer_parallel_flops && provider != GemmProvider::kOpenBlas)
-                 ? BatchPolicy::kOuterParallel
-                 : BatchPolicy::kSequential;
-  }
-  if (provider == GemmProvider::kOpenBlas && policy == BatchPolicy::kOuterParallel && B > 1 && ctx.threads() > 1) {
-    return usage_error(ErrorCode::kUnsupported, "dot_general",
-                       "provider openblas (its own worker threads, global thread control) cannot run under an "
-                       "outer-parallel batch of " + s(B) + " products: that would be two fan-out levels");
-  }
-  if (provider == GemmProvider::kAuto) {
-    if (flops < bs.tiny_flops) {
-      provider = GemmProvider::kNaive;
-    } else if (policy == BatchPolicy::kOuterParallel) {
-      provider = GemmProvider::kBlis;
-    } else {
-      provider = GemmProvider::kOpenBlas;
-    }
-  }
-
-  // Operand views (Note [dot_general routes]).
-  SmallVector<int64_t, 8> out_batch, out_m, out_n;
   const int64_t nb = static_cast<int64_t>(dims.lhs_batch.size());
-  for (int64_t i = 0; i < nb; ++i) out_batch.push_back(i);
+  SmallVector<int64_t, 8> out_batch, out_m, out_n, bext;
+  for (int64_t i = 0; i < nb; ++i) {
+    out_batch.push_back(i);
+    bext.push_back(lhs.shape()[static_cast<size_t>(dims.lhs_batch[static_cast<size_t>(i)])]);
+  }
   for (size_t i = 0; i < plan.lhs_free.size(); ++i) out_m.push_back(nb + static_cast<int64_t>(i));
   for (size_t i = 0; i < plan.rhs_free.size(); ++i)
     out_n.push_back(nb + static_cast<int64_t>(plan.lhs_free.size() + i));
 
+  // Every dimension a batch dimension: an elementwise product (Note [Batch policies]).
+  if (M == 1 && N == 1 && K == 1) {
+    const BatchAxes ax = batch_axes(bext.span(), layout_strides(lhs.layout(), dims.lhs_batch.span()).span(),
+                                    layout_strides(rhs.layout(), dims.rhs_batch.span()).span(),
+                                    layout_strides(out.layout(), out_batch.span()).span());
+    const auto* lb = static_cast<const T*>(lhs.storage()->data()) + lhs.offset();
+    const auto* rb = static_cast<const T*>(rhs.storage()->data()) + rhs.offset();
+    auto* ob = static_cast<T*>(out.storage()->data()) + out.offset();
+    ctx.parallel_for(B, int64_t{1} << 14, [&](int64_t b0, int64_t b1) {
+      BatchCursor cur(ax, b0);
+      for (int64_t b = b0; b < b1; ++b, cur.advance()) {
+        const T p = alpha * (conj_if(lb[cur.lo], opt.conj_lhs) * conj_if(rb[cur.ro], opt.conj_rhs));
+        T& c = ob[cur.oo];
+        c = beta == T{} ? p : p + beta * c;
+      }
+    });
+    return ok();
+  }
+
+  // Row/column groups (Note [dot_general routes]); batch strides per dimension.
+  const bool cl = kComplex && opt.conj_lhs, cr = kComplex && opt.conj_rhs;
+  const bool vendor = route.policy == BatchPolicy::kWholeBatchVendor;
+  Group lm = merge_group(lhs.layout(), plan.lhs_free.span()), lk = merge_group(lhs.layout(), dims.lhs_contracting.span());
+  Group rk = merge_group(rhs.layout(), dims.rhs_contracting.span()), rn = merge_group(rhs.layout(), plan.rhs_free.span());
+  Group om = merge_group(out.layout(), out_m.span()), on = merge_group(out.layout(), out_n.span());
+  auto lbs = layout_strides(lhs.layout(), dims.lhs_batch.span());
+  auto rbs = layout_strides(rhs.layout(), dims.rhs_batch.span());
+  auto obs = layout_strides(out.layout(), out_batch.span());
+  const bool lhs_ok = lm.mergeable && lk.mergeable && operand_ok(route, false, cl, M, K, lm.stride, lk.stride);
+  const bool rhs_ok = rk.mergeable && rn.mergeable && operand_ok(route, false, cr, K, N, rk.stride, rn.stride);
+  const bool out_ok = om.mergeable && on.mergeable && operand_ok(route, true, false, M, N, om.stride, on.stride);
+
   Tensor lhs_use = lhs, rhs_use = rhs;
-  auto view_of = [](const Tensor& t, std::span<const int64_t> b, std::span<const int64_t> r, std::span<const int64_t> c,
-                    Group* gb, Group* gr, Group* gc) {
-    *gb = merge_group(t.layout(), b);
-    *gr = merge_group(t.layout(), r);
-    *gc = merge_group(t.layout(), c);
-    return gb->mergeable && gr->mergeable && gc->mergeable;
-  };
-  Group lb, lm, lk, rb, rk, rn, ob, om, on;
-  const bool lhs_ok = view_of(lhs, dims.lhs_batch.span(), plan.lhs_free.span(), dims.lhs_contracting.span(), &lb, &lm, &lk) &&
-                      provider_accepts(provider, M, K, lm.stride, lk.stride);
-  const bool rhs_ok = view_of(rhs, dims.rhs_batch.span(), dims.rhs_contracting.span(), plan.rhs_free.span(), &rb, &rk, &rn) &&
-                      provider_accepts(provider, K, N, rk.stride, rn.stride);
-  const bool out_ok = view_of(out, out_batch.span(), out_m.span(), out_n.span(), &ob, &om, &on) &&
-                      provider_accepts(provider, M, N, om.stride, on.stride);
   if (!lhs_ok) {
-    // Pack lhs as [free..., contracting..., batch...] column-major: M x K matrices.
-    const auto perm = group_order(plan.lhs_free.span(), dims.lhs_contracting.span(), dims.lhs_batch.span());
+    // Compact [free, contracting, batch] (M x K, unit row stride), or [contracting,
+    // free, batch] (unit column stride) when a Fortran call must conjugate it.
+    const bool t = vendor && cl;
+    const auto perm = t ? group_order(dims.lhs_contracting.span(), plan.lhs_free.span(), dims.lhs_batch.span())
+                        : group_order(plan.lhs_free.span(), dims.lhs_contracting.span(), dims.lhs_batch.span());
     TENFERRO_TRY(lhs_use, permute_copy(ctx, lhs, Dims(perm.span())));
-    lm = Group{M, 1, true};
-    lk = Group{K, M, true};
-    lb = Group{B, M * K, true};
+    lm = Group{M, t ? K : 1, true};
+    lk = Group{K, t ? 1 : M, true};
+    lbs = compact_batch_strides(bext.span(), M * K);
   }
   if (!rhs_ok) {
-    const auto perm = group_order(dims.rhs_contracting.span(), plan.rhs_free.span(), dims.rhs_batch.span());
+    const bool t = vendor && cr;
+    const auto perm = t ? group_order(plan.rhs_free.span(), dims.rhs_contracting.span(), dims.rhs_batch.span())
+                        : group_order(dims.rhs_contracting.span(), plan.rhs_free.span(), dims.rhs_batch.span());
     TENFERRO_TRY(rhs_use, permute_copy(ctx, rhs, Dims(perm.span())));
-    rk = Group{K, 1, true};
-    rn = Group{N, K, true};
-    rb = Group{B, K * N, true};
+    rk = Group{K, t ? N : 1, true};
+    rn = Group{N, t ? 1 : K, true};
+    rbs = compact_batch_strides(bext.span(), K * N);
   }
   Tensor scratch;
   if (!out_ok) {
-    // Compute into a compact [M, N, batch] scratch; copy the destination in first when
-    // beta != 0 (it is read), and back afterwards.
+    // Compute into a compact [M, N, batch] scratch; the destination is copied in first
+    // only when beta != 0 (it is read), and back afterwards.
     const auto perm = group_order(out_m.span(), out_n.span(), out_batch.span());
     TENFERRO_TRY(Tensor out_view, out.permute(Dims(perm.span())));
-    TENFERRO_TRY(scratch, materialize(ctx, out_view));
+    if (beta != T{}) {
+      TENFERRO_TRY(scratch, materialize(ctx, out_view));
+    } else {
+      TENFERRO_TRY(scratch, Tensor::uninitialized(out.dtype(), out_view.shape()));
+    }
     om = Group{M, 1, true};
     on = Group{N, M, true};
-    ob = Group{B, M * N, true};
+    obs = compact_batch_strides(bext.span(), M * N);
   }
   Tensor& target = out_ok ? out : scratch;
+  const BatchAxes ax = batch_axes(bext.span(), lbs.span(), rbs.span(), obs.span());
   const auto* lbase = static_cast<const T*>(lhs_use.storage()->data()) + lhs_use.offset();
   const auto* rbase = static_cast<const T*>(rhs_use.storage()->data()) + rhs_use.offset();
   auto* obase = static_cast<T*>(target.storage()->data()) + target.offset();
+  const detail::GemmArgs<T> shape{M, N, K, alpha, lbase, lm.stride, lk.stride, opt.conj_lhs,
+                                  rbase, rk.stride, rn.stride, opt.conj_rhs, beta, obase, om.stride, on.stride};
 
-  auto one = [&](int64_t b, int threads) {
-    detail::GemmArgs<T> g{M,     N,       K,       alpha, lbase + b * lb.stride, lm.stride, lk.stride, opt.conj_lhs,
-                          rbase + b * rb.stride, rk.stride, rn.stride, opt.conj_rhs, beta, obase + b * ob.stride,
-                          om.stride, on.stride};
+  auto one = [&](const BatchCursor& cur, int threads) {
+    detail::GemmArgs<T> g = shape;
+    g.a += cur.lo;
+    g.b += cur.ro;
+    g.c += cur.oo;
     if (K == 0) {
       // Empty contraction: out = beta * out.
       for (int64_t j = 0; j < N; ++j)
@@ -270,31 +426,48 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
         }
       return;
     }
-    bool done = false;
-    if (provider == GemmProvider::kOpenBlas) done = detail::gemm_openblas<T>(g, threads);
-    if (provider == GemmProvider::kBlis) {
-      if (threads > 1 && N >= 2 * threads) {
-        // Split the columns over the engine's workers; each BLIS call is sequential.
-        ctx.parallel_for(N, std::max<int64_t>(1, N / (4 * threads)), [&](int64_t j0, int64_t j1) {
-          detail::GemmArgs<T> part = g;
-          part.n = j1 - j0;
-          part.b = g.b + j0 * g.csb;
-          part.c = g.c + j0 * g.csc;
-          if (!detail::gemm_blis<T>(part)) detail::gemm_naive<T>(part);
-        });
-        done = true;
-      } else {
-        done = detail::gemm_blis<T>(g);
-      }
+    switch (route.provider) {
+      case GemmProvider::kOpenBlas:
+        detail::gemm_openblas<T>(g, threads);
+        return;
+      case GemmProvider::kBlis:
+        if (threads > 1 && N >= 2 * threads) {
+          // Split the columns over the engine's workers; each BLIS call is sequential.
+          ctx.parallel_for(N, std::max<int64_t>(1, N / (4 * threads)), [&](int64_t j0, int64_t j1) {
+            detail::GemmArgs<T> part = g;
+            part.n = j1 - j0;
+            part.b = g.b + j0 * g.csb;
+            part.c = g.c + j0 * g.csc;
+            detail::gemm_blis<T>(part);
+          });
+        } else {
+          detail::gemm_blis<T>(g);
+        }
+        return;
+      default:
+        detail::gemm_naive<T>(g);
     }
-    if (!done) detail::gemm_naive<T>(g);
   };
-  if (policy == BatchPolicy::kOuterParallel && B > 1) {
+  if (vendor && K > 0) {
+    // Item pointers are data of the call, not metadata: B entries each.
+    std::vector<const T*> pa(static_cast<size_t>(B)), pb(static_cast<size_t>(B));
+    std::vector<T*> pc(static_cast<size_t>(B));
+    BatchCursor cur(ax, 0);
+    for (size_t b = 0; b < pa.size(); ++b, cur.advance()) {
+      pa[b] = lbase + cur.lo;
+      pb[b] = rbase + cur.ro;
+      pc[b] = obase + cur.oo;
+    }
+    detail::gemm_batch_fortran<T>(shape, B, pa.data(), pb.data(), pc.data());
+  } else if (route.policy == BatchPolicy::kOuterParallel && B > 1) {
     ctx.parallel_for(B, 1, [&](int64_t b0, int64_t b1) {
-      for (int64_t b = b0; b < b1; ++b) one(b, 1);
+      BatchCursor cur(ax, b0);
+      for (int64_t b = b0; b < b1; ++b, cur.advance()) one(cur, 1);
     });
   } else {
-    for (int64_t b = 0; b < B; ++b) one(b, ctx.threads());
+    const int threads = route.policy == BatchPolicy::kProviderItems ? ctx.threads() : 1;
+    BatchCursor cur(ax, 0);
+    for (int64_t b = 0; b < B; ++b, cur.advance()) one(cur, threads);
   }
   if (!out_ok) {
     SmallVector<int64_t, 16> inv(static_cast<size_t>(out.rank()), 0);
@@ -314,6 +487,7 @@ BatchSettings effective_batch_settings(const CpuExecutionContext& ctx, const Dot
   if (options.batch_policy) b.policy = *options.batch_policy;
   if (options.tiny_flops) b.tiny_flops = *options.tiny_flops;
   if (options.outer_parallel_flops) b.outer_parallel_flops = *options.outer_parallel_flops;
+  if (options.tiny_flops_blis) b.tiny_flops_blis = *options.tiny_flops_blis;
   return b;
 }
 
@@ -388,7 +562,7 @@ Result<Tensor> dot_general(const CpuExecutionContext& ctx, const Tensor& lhs, co
   Shape mem;
   for (size_t i = nb; i < shape.size(); ++i) mem.push_back(shape[i]);
   for (size_t i = 0; i < nb; ++i) mem.push_back(shape[i]);
-  TENFERRO_TRY(Tensor buffer, Tensor::zeros(lhs.dtype(), mem, pool));
+  TENFERRO_TRY(Tensor buffer, Tensor::uninitialized(lhs.dtype(), mem, pool));
   SmallVector<int64_t, 16> perm;
   for (size_t i = 0; i < nb; ++i) perm.push_back(static_cast<int64_t>(shape.size() - nb + i));
   for (size_t i = nb; i < shape.size(); ++i) perm.push_back(static_cast<int64_t>(i - nb));

@@ -149,8 +149,12 @@ TEST(DotGeneral, MatchesNaiveOnRandomConfigurations) {
     Tensor rhs = strided_operand(rng, d, c.rhs_shape);
     DotOptions opt;
     opt.provider = providers[rng() % 4];
-    opt.batch_policy = static_cast<BatchPolicy>(rng() % 3);
+    opt.batch_policy = static_cast<BatchPolicy>(rng() % 5);
     if (opt.provider == GemmProvider::kOpenBlas && opt.batch_policy == BatchPolicy::kOuterParallel) opt.batch_policy = BatchPolicy::kSequential;
+    if (opt.batch_policy == BatchPolicy::kWholeBatchVendor && (is_integral(d) || opt.provider == GemmProvider::kOpenBlas ||
+                                                                opt.provider == GemmProvider::kNaive)) {
+      opt.batch_policy = BatchPolicy::kProviderItems;
+    }
     opt.conj_lhs = is_complex(d) && rng() % 2;
     opt.conj_rhs = is_complex(d) && rng() % 2;
     const bool into = rng() % 2;
@@ -229,6 +233,108 @@ TEST(DotGeneral, ProvidersCallTheirOwnLibraries) {
       << detail::library_of(detail::openblas_symbol());
   EXPECT_NE(detail::library_of(detail::blis_symbol()).find("blis"), std::string::npos)
       << detail::library_of(detail::blis_symbol());
+  // OpenBLAS 0.3.21 has no ?gemm_batch_: the whole-batch vendor call must be BLIS's.
+  EXPECT_NE(detail::library_of(detail::blis_batch_symbol()).find("blis"), std::string::npos)
+      << detail::library_of(detail::blis_batch_symbol());
+}
+
+// Every batch policy gives the naive result on a batch whose dimensions do not merge
+// (a sliced middle batch axis) with conjugated complex operands in both layouts.
+TEST(DotGeneral, EveryBatchPolicyOnNonMergeableBatches) {
+  auto executor = make_tbb_executor(2).value();
+  std::mt19937_64 rng(7);
+  for (DType d : {DType::kF64, DType::kC128, DType::kF32, DType::kC64}) {
+    // lhs [b0, m, b1, k] with b0 x b1 batch; rhs [k, n, b1, b0] (permuted storage).
+    Tensor lhs = Tensor::random_uniform(d, {3, 5, 8, 7}, rng(), -1, 1).value().slice(2, 0, 8, 2).value();
+    Tensor rhs = Tensor::random_uniform(d, {7, 4, 6, 3}, rng(), -1, 1).value().permute({0, 2, 1, 3}).value();
+    DotDims dims;
+    dims.lhs_batch = {0, 2};
+    dims.rhs_batch = {3, 2};
+    dims.lhs_contracting = {3};
+    dims.rhs_contracting = {0};
+    for (int p = 0; p < 5; ++p) {
+      for (bool conj : {false, true}) {
+        DotOptions opt;
+        opt.batch_policy = static_cast<BatchPolicy>(p);
+        opt.conj_lhs = conj;
+        opt.conj_rhs = !conj;
+        opt.alpha = is_complex(d) ? c128(0.5, 2) : c128(-1.5, 0);
+        std::optional<Result<Tensor>> got;
+        executor->install([&] {
+          CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, 2);
+          got = dot_general(ctx, lhs, rhs, dims, opt);
+        });
+        ASSERT_TRUE(got->has_value()) << got->error().to_string();
+        const Tensor res = got->value();
+        // out[b0, b1, m, n] = alpha * sum_k cj(lhs[b0, m, b1, k]) cj(rhs[k, n, b1, b0])
+        for_each_index(res.shape(), [&](const Index& i) {
+          std::complex<long double> acc = 0;
+          for (int64_t k = 0; k < 7; ++k) {
+            c128 x = lhs.get_as_c128({i[0], i[2], i[1], k}).value();
+            c128 y = rhs.get_as_c128({k, i[3], i[1], i[0]}).value();
+            if (opt.conj_lhs) x = std::conj(x);
+            if (opt.conj_rhs) y = std::conj(y);
+            acc += std::complex<long double>(x.real(), x.imag()) * std::complex<long double>(y.real(), y.imag());
+          }
+          acc *= std::complex<long double>(opt.alpha.real(), opt.alpha.imag());
+          const c128 g = res.get_as_c128(i).value();
+          const double tol = (d == DType::kF32 || d == DType::kC64) ? 1e-5 : 1e-13;
+          ASSERT_NEAR(g.real(), static_cast<double>(acc.real()), tol * 10) << batch_policy_name(*opt.batch_policy);
+          ASSERT_NEAR(g.imag(), static_cast<double>(acc.imag()), tol * 10) << batch_policy_name(*opt.batch_policy);
+        });
+      }
+    }
+  }
+}
+
+// A contraction with only batch dimensions is an elementwise product (with conj,
+// alpha and beta) under every policy, including into a strided destination.
+TEST(DotGeneral, AllBatchContractionIsElementwise) {
+  auto ctx = CpuExecutionContext::sequential();
+  Tensor x = Tensor::random_uniform(DType::kC128, {4, 3}, 1, -1, 1).value();
+  Tensor y = Tensor::random_uniform(DType::kC128, {3, 4}, 2, -1, 1).value();
+  DotDims dims;
+  dims.lhs_batch = {1, 0};
+  dims.rhs_batch = {0, 1};
+  for (int p = 0; p < 5; ++p) {
+    Tensor out = Tensor::random_uniform(DType::kC128, {4, 3}, 3, -1, 1).value().transpose().value();
+    Tensor before = out.clone().value();
+    DotOptions opt;
+    opt.batch_policy = static_cast<BatchPolicy>(p);
+    opt.conj_lhs = true;
+    opt.alpha = c128(2, -1);
+    opt.beta = c128(0.5, 0.25);
+    ASSERT_TRUE(dot_general_into(ctx, x, y, dims, opt, out).has_value());
+    for_each_index(out.shape(), [&](const Index& i) {
+      const c128 want = opt.alpha * std::conj(x.get<c128>({i[1], i[0]}).value()) * y.get<c128>({i[0], i[1]}).value() +
+                        opt.beta * before.get<c128>(i).value();
+      const c128 got = out.get<c128>(i).value();
+      EXPECT_NEAR(got.real(), want.real(), 1e-14);
+      EXPECT_NEAR(got.imag(), want.imag(), 1e-14);
+    });
+  }
+}
+
+TEST(DotGeneral, WholeBatchVendorRejectsRoutesWithoutABatchEntryPoint) {
+  auto ctx = CpuExecutionContext::sequential();
+  DotDims mm;
+  mm.lhs_contracting = {1};
+  mm.rhs_contracting = {0};
+  Tensor out = Tensor::full(DType::kI64, {2, 2}, c128(7, 0)).value();
+  Tensor a = Tensor::ones(DType::kI64, {2, 3}).value();
+  Tensor b = Tensor::ones(DType::kI64, {3, 2}).value();
+  DotOptions opt;
+  opt.batch_policy = BatchPolicy::kWholeBatchVendor;
+  auto r = dot_general_into(ctx, a, b, mm, opt, out);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code(), ErrorCode::kUnsupported);
+  EXPECT_EQ(out.get<int64_t>({1, 1}).value(), 7);  // nothing written
+  opt.provider = GemmProvider::kOpenBlas;
+  EXPECT_EQ(dot_general(ctx, Tensor::ones(DType::kF64, {2, 3}).value(), Tensor::ones(DType::kF64, {3, 2}).value(),
+                        mm, opt)
+                .error()
+                .code(),
+            ErrorCode::kUnsupported);
 }
 
 TEST(DotGeneral, TypedErrorsBeforeWriting) {

@@ -245,7 +245,7 @@ Result<Tensor> unary(const CpuExecutionContext& ctx, UnaryOp op, const Tensor& x
   const std::string name(unary_op_name(op));
   TENFERRO_TRY_VOID(check_defined(x, name.c_str()));
   TENFERRO_TRY(DType rd, unary_result_dtype(op, x.dtype()));
-  TENFERRO_TRY(Tensor out, Tensor::zeros(rd, x.shape(), pool));
+  TENFERRO_TRY(Tensor out, Tensor::uninitialized(rd, x.shape(), pool));
   TENFERRO_TRY_VOID(unary_into(ctx, op, x, out));
   return out;
 }
@@ -376,7 +376,7 @@ Result<Tensor> binary(const CpuExecutionContext& ctx, BinaryOp op, const Tensor&
   TENFERRO_TRY_VOID(check_same_dtype(x, y, name.c_str()));
   TENFERRO_TRY_VOID(check_binary_dtype(op, x.dtype()));
   TENFERRO_TRY(Shape shape, broadcast_shapes(x.shape(), y.shape(), name.c_str()));
-  TENFERRO_TRY(Tensor out, Tensor::zeros(x.dtype(), shape, pool));
+  TENFERRO_TRY(Tensor out, Tensor::uninitialized(x.dtype(), shape, pool));
   TENFERRO_TRY_VOID(binary_into(ctx, op, x, y, out));
   return out;
 }
@@ -392,7 +392,7 @@ Result<Tensor> compare(const CpuExecutionContext& ctx, CompareOp op, const Tenso
   }
   TENFERRO_TRY(Shape shape, broadcast_shapes(x.shape(), y.shape(), name.c_str()));
   TENFERRO_TRY(auto v, broadcast_pair(x, y, shape));
-  TENFERRO_TRY(Tensor out, Tensor::zeros(DType::kBool, shape, pool));
+  TENFERRO_TRY(Tensor out, Tensor::uninitialized(DType::kBool, shape, pool));
   const std::array<const void*, 2> in{v.first.storage()->data(), v.second.storage()->data()};
   const std::array<const Layout*, 2> lay{&v.first.layout(), &v.second.layout()};
   visit_dtype(x.dtype(), [&]<class T>() {
@@ -437,7 +437,7 @@ Result<Ternary> broadcast_ternary(const Tensor& a, const Tensor& b, const Tensor
   for (size_t i = 0; i < 3; ++i) {
     TENFERRO_TRY(t.views[i], src[i]->broadcast_to(shape));
   }
-  TENFERRO_TRY(t.out, Tensor::zeros(dtype, shape, pool));
+  TENFERRO_TRY(t.out, Tensor::uninitialized(dtype, shape, pool));
   return t;
 }
 
@@ -505,7 +505,7 @@ To convert_one(From v) {
 Result<Tensor> convert(const CpuExecutionContext& ctx, const Tensor& x, DType dtype,
                        const std::shared_ptr<HostBufferPool>& pool) {
   TENFERRO_TRY_VOID(check_defined(x, "convert"));
-  TENFERRO_TRY(Tensor out, Tensor::zeros(dtype, x.shape(), pool));
+  TENFERRO_TRY(Tensor out, Tensor::uninitialized(dtype, x.shape(), pool));
   const std::array<const void*, 1> in{x.storage()->data()};
   const std::array<const Layout*, 1> lay{&x.layout()};
   visit_dtype(x.dtype(), [&]<class From>() {

@@ -5,6 +5,8 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
 #include <set>
 
 namespace tenferro::cpu {
@@ -92,9 +94,45 @@ struct CpuEngine::Domain {
   std::shared_ptr<CpuDomainExecutor> executor;
   std::shared_ptr<HostBufferPool> pool;
   std::atomic<int64_t> entries{0};
+  // Submissions not yet finished; the engine's destructor waits for zero.
+  std::mutex mu;
+  std::condition_variable idle;
+  int64_t outstanding = 0;
 };
 
-CpuEngine::~CpuEngine() = default;
+struct CpuCompletion::State {
+  std::mutex mu;
+  std::condition_variable done_cv;
+  bool done = false;
+  Result<void> result;
+  const CpuEngine* engine = nullptr;
+  int32_t domain = 0;
+};
+
+Result<void> CpuCompletion::wait() const {
+  if (!state_) return usage_error(ErrorCode::kInvalidArgument, "CpuCompletion::wait", "empty completion handle");
+  std::unique_lock lock(state_->mu);
+  if (!state_->done && detail::tls_entered_depth > 0) {
+    return usage_error(ErrorCode::kReentered, "CpuCompletion::wait",
+                       "waiting for a submission of domain " + std::to_string(state_->domain) +
+                           " from inside an entered context could wait for its own worker");
+  }
+  state_->done_cv.wait(lock, [&] { return state_->done; });
+  return state_->result;
+}
+
+bool CpuCompletion::ready() const {
+  if (!state_) return false;
+  std::lock_guard lock(state_->mu);
+  return state_->done;
+}
+
+CpuEngine::~CpuEngine() {
+  for (auto& d : slots_) {
+    std::unique_lock lock(d->mu);
+    d->idle.wait(lock, [&] { return d->outstanding == 0; });
+  }
+}
 
 Result<std::shared_ptr<CpuEngine>> CpuEngine::create(CpuEngineConfig config, const CpuTopology* topology) {
   CpuTopology discovered;
@@ -214,6 +252,50 @@ Result<void> CpuEngine::run(int32_t domain_id, ParallelMode mode, FunctionRef<Re
     result = f(ctx);
   });
   return result;
+}
+
+Result<CpuCompletion> CpuEngine::submit(int32_t domain_id, std::function<Result<void>(CpuExecutionContext&)> f) {
+  Domain* d = find(domain_id);
+  if (d == nullptr) {
+    return usage_error(ErrorCode::kOutOfRange, "CpuEngine::submit", "no domain with id " + std::to_string(domain_id));
+  }
+  if (detail::tls_entered_depth > 0) {
+    return usage_error(ErrorCode::kReentered, "CpuEngine::submit",
+                       "called from inside an entered execution context (domain " + std::to_string(domain_id) +
+                           "): that would be a second fan-out level");
+  }
+  CpuCompletion c;
+  c.state_ = std::make_shared<CpuCompletion::State>();
+  c.state_->domain = domain_id;
+  {
+    std::lock_guard lock(d->mu);
+    d->outstanding++;
+  }
+  d->entries.fetch_add(1, std::memory_order_relaxed);
+  d->executor->submit([d, state = c.state_, fn = std::move(f), batch = config_.batch]() {
+    Result<void> r;
+    {
+      detail::EnteredMark mark;
+      CpuExecutionContext ctx(d->executor.get(), ParallelMode::kOuter, 1, batch);
+      try {
+        r = fn(ctx);
+      } catch (const std::exception& e) {
+        r = Error(ErrorStage::kCompletion, ErrorCode::kInternal, "CpuEngine::submit",
+                  std::string("submitted function threw: ") + e.what());
+      }
+    }
+    {
+      std::lock_guard lock(state->mu);
+      state->result = std::move(r);
+      state->done = true;
+    }
+    state->done_cv.notify_all();
+    // Last touch of the domain: the engine's destructor may proceed once this unlocks.
+    std::lock_guard lock(d->mu);
+    d->outstanding--;
+    d->idle.notify_all();
+  });
+  return c;
 }
 
 int64_t CpuEngine::entry_count(int32_t domain_id) const {

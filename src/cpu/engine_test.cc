@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
 #include <thread>
 
@@ -224,6 +225,99 @@ TEST(BatchPolicy, TwoFanOutLevelsAreRejectedBeforeDispatch) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code(), ErrorCode::kUnsupported);
   EXPECT_EQ(out.get<double>({3, 7, 7}).value(), 3.0) << "nothing written";
+}
+
+}  // namespace
+}  // namespace tenferro::cpu
+
+namespace tenferro::cpu {
+namespace {
+
+TEST(Engine, OuterSubmissionsRunConcurrentlyAndReportTheirResults) {
+  CpuTopology t = CpuTopology::discover().value();
+  CpuEngineConfig cfg;
+  cfg.domains = {CpuDomainConfig{0, t.allowed_cpus, 2, nullptr}};
+  cfg.pin_workers = false;
+  auto e = CpuEngine::create(cfg, &t).value();
+  std::vector<int64_t> sums(8, 0);
+  std::vector<CpuCompletion> done;
+  for (int i = 0; i < 8; ++i) {
+    auto c = e->submit(0, [&sums, i](CpuExecutionContext& ctx) -> Result<void> {
+      if (ctx.mode() != ParallelMode::kOuter || ctx.threads() != 1) {
+        return usage_error(ErrorCode::kInternal, "test", "outer context expected");
+      }
+      int64_t s = 0;
+      for (int64_t k = 0; k <= 1000 * (i + 1); ++k) s += k;
+      sums[static_cast<size_t>(i)] = s;
+      if (i == 5) return usage_error(ErrorCode::kInvalidArgument, "job", "job 5 fails");
+      return ok();
+    });
+    ASSERT_TRUE(c.has_value());
+    done.push_back(*c);
+  }
+  for (int i = 0; i < 8; ++i) {
+    Result<void> r = done[static_cast<size_t>(i)].wait();
+    EXPECT_TRUE(done[static_cast<size_t>(i)].ready());
+    if (i == 5) {
+      ASSERT_FALSE(r.has_value());
+      EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
+    } else {
+      EXPECT_TRUE(r.has_value());
+    }
+    const int64_t n = 1000 * (i + 1);
+    EXPECT_EQ(sums[static_cast<size_t>(i)], n * (n + 1) / 2);
+  }
+  EXPECT_EQ(e->entry_count(0), 8) << "one executor entry per submission";
+  EXPECT_EQ(e->submit(4, [](CpuExecutionContext&) { return ok(); }).error().code(), ErrorCode::kOutOfRange);
+}
+
+TEST(Engine, SubmitAndWaitFromInsideAnEnteredContextAreRejected) {
+  CpuTopology t = CpuTopology::discover().value();
+  CpuEngineConfig cfg;
+  cfg.domains = {CpuDomainConfig{0, t.allowed_cpus, 2, nullptr}};
+  cfg.pin_workers = false;
+  auto e = CpuEngine::create(cfg, &t).value();
+  CpuCompletion outside = e->submit(0, [](CpuExecutionContext&) { return ok(); }).value();
+  ASSERT_TRUE(outside.wait().has_value());
+  std::optional<Result<CpuCompletion>> nested;
+  ASSERT_TRUE(e->run(0, ParallelMode::kInner, [&](CpuExecutionContext&) -> Result<void> {
+    nested = e->submit(0, [](CpuExecutionContext&) { return ok(); });
+    return ok();
+  }));
+  ASSERT_FALSE(nested->has_value());
+  EXPECT_EQ(nested->error().code(), ErrorCode::kReentered);
+  // A pending submission waited on from inside a context is rejected, not deadlocked.
+  std::atomic<bool> release{false};
+  CpuCompletion pending = e->submit(0, [&](CpuExecutionContext&) -> Result<void> {
+    while (!release.load()) std::this_thread::yield();
+    return ok();
+  }).value();
+  Result<void> waited;
+  ASSERT_TRUE(e->run(0, ParallelMode::kSequential, [&](CpuExecutionContext&) -> Result<void> {
+    waited = pending.wait();
+    return ok();
+  }));
+  release = true;
+  EXPECT_TRUE(!waited.has_value() ? waited.error().code() == ErrorCode::kReentered : pending.ready());
+  EXPECT_TRUE(pending.wait().has_value());
+}
+
+TEST(Engine, DestructorWaitsForRunningSubmissions) {
+  CpuTopology t = CpuTopology::discover().value();
+  CpuEngineConfig cfg;
+  cfg.domains = {CpuDomainConfig{0, t.allowed_cpus, 1, nullptr}};
+  cfg.pin_workers = false;
+  auto e = CpuEngine::create(cfg, &t).value();
+  std::atomic<int> finished{0};
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(e->submit(0, [&](CpuExecutionContext&) -> Result<void> {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      finished++;
+      return ok();
+    }));
+  }
+  e.reset();
+  EXPECT_EQ(finished.load(), 4);
 }
 
 }  // namespace

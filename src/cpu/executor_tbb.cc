@@ -22,6 +22,17 @@ std::string_view parallel_mode_name(ParallelMode mode) noexcept {
   return "unknown";
 }
 
+std::string_view batch_policy_name(BatchPolicy policy) noexcept {
+  switch (policy) {
+    case BatchPolicy::kAuto: return "auto";
+    case BatchPolicy::kSequential: return "sequential";
+    case BatchPolicy::kOuterParallel: return "outer-parallel";
+    case BatchPolicy::kProviderItems: return "provider-items";
+    case BatchPolicy::kWholeBatchVendor: return "whole-batch-vendor";
+  }
+  return "unknown";
+}
+
 namespace {
 
 // Pins every thread that enters the arena to the domain's CPU set.

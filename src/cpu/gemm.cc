@@ -34,22 +34,44 @@ void set_openblas_threads(int threads) {
   }
 }
 
-// Maps (rs, cs) of an r x c operand to a cblas (transpose, leading dimension) pair for a
-// column-major call; false when neither stride is unit.
+}  // namespace
+
+bool blas_form(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool transposed, int64_t* ld) {
+  if (!transposed) {
+    // element (i, p) at i + p * ld
+    if ((rows > 1 && rs != 1) || (cols > 1 && cs < std::max<int64_t>(1, rows))) return false;
+    *ld = cols > 1 ? cs : std::max<int64_t>(1, rows);
+  } else {
+    // element (i, p) at i * ld + p
+    if ((cols > 1 && cs != 1) || (rows > 1 && rs < std::max<int64_t>(1, cols))) return false;
+    *ld = rows > 1 ? rs : std::max<int64_t>(1, cols);
+  }
+  return true;
+}
+
+namespace {
+
+// cblas form: OpenBLAS's extension CblasConjNoTrans covers conjugation without transpose.
 bool as_cblas(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool conj, CBLAS_TRANSPOSE* trans, int64_t* ld) {
-  if (rs == 1 && (cs >= std::max<int64_t>(1, rows) || cols == 1)) {
+  if (blas_form(rows, cols, rs, cs, false, ld)) {
     *trans = conj ? CblasConjNoTrans : CblasNoTrans;
-    *ld = std::max<int64_t>({cs, rows, 1});
     return true;
   }
-  if (cs == 1 && (rs >= std::max<int64_t>(1, cols) || rows == 1)) {
+  if (blas_form(rows, cols, rs, cs, true, ld)) {
     *trans = conj ? CblasConjTrans : CblasTrans;
-    *ld = std::max<int64_t>({rs, cols, 1});
     return true;
   }
-  if (rows == 1 && cols == 1) {
-    *trans = conj ? CblasConjNoTrans : CblasNoTrans;
-    *ld = 1;
+  return false;
+}
+
+// Fortran BLAS form 'N', 'T' or 'C': conjugation exists only with the transpose.
+bool as_fortran(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool conj, char* trans, int64_t* ld) {
+  if (!conj && blas_form(rows, cols, rs, cs, false, ld)) {
+    *trans = 'N';
+    return true;
+  }
+  if (blas_form(rows, cols, rs, cs, true, ld)) {
+    *trans = conj ? 'C' : 'T';
     return true;
   }
   return false;
@@ -58,13 +80,65 @@ bool as_cblas(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool conj, CBL
 }  // namespace
 
 template <class T>
+bool openblas_accepts(const GemmArgs<T>& g) {
+  int64_t ld = 0;
+  const bool c_ok = blas_form(g.m, g.n, g.rsc, g.csc, false, &ld) || blas_form(g.m, g.n, g.rsc, g.csc, true, &ld);
+  const bool a_ok = blas_form(g.m, g.k, g.rsa, g.csa, false, &ld) || blas_form(g.m, g.k, g.rsa, g.csa, true, &ld);
+  const bool b_ok = blas_form(g.k, g.n, g.rsb, g.csb, false, &ld) || blas_form(g.k, g.n, g.rsb, g.csb, true, &ld);
+  return c_ok && a_ok && b_ok;
+}
+
+template <class T>
+bool fortran_batch_accepts(const GemmArgs<T>& g) {
+  constexpr bool kComplex = tenferro::detail::ComplexScalar<T>;
+  char t = 0;
+  int64_t ld = 0;
+  return blas_form(g.m, g.n, g.rsc, g.csc, false, &ld) &&
+         as_fortran(g.m, g.k, g.rsa, g.csa, kComplex && g.conj_a, &t, &ld) &&
+         as_fortran(g.k, g.n, g.rsb, g.csb, kComplex && g.conj_b, &t, &ld);
+}
+
+template <class T>
+bool gemm_batch_fortran(const GemmArgs<T>& g, int64_t count, const T* const* a, const T* const* b, T* const* c) {
+  constexpr bool kComplex = tenferro::detail::ComplexScalar<T>;
+  if (!fortran_batch_accepts(g)) return false;
+  char ta = 0, tb = 0;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  as_fortran(g.m, g.k, g.rsa, g.csa, kComplex && g.conj_a, &ta, &lda);
+  as_fortran(g.k, g.n, g.rsb, g.csb, kComplex && g.conj_b, &tb, &ldb);
+  blas_form(g.m, g.n, g.rsc, g.csc, false, &ldc);
+  const auto m = static_cast<f77_int>(g.m), n = static_cast<f77_int>(g.n), k = static_cast<f77_int>(g.k);
+  const auto la = static_cast<f77_int>(lda), lb = static_cast<f77_int>(ldb), lc = static_cast<f77_int>(ldc);
+  const auto groups = static_cast<f77_int>(1), size = static_cast<f77_int>(count);
+  T alpha = g.alpha, beta = g.beta;
+  // BLIS declares the pointer arrays without the inner const; it only reads a and b.
+  auto in = [](const T* const* p) { return const_cast<const T**>(p); };
+  auto* pc = const_cast<T**>(c);
+  if constexpr (std::is_same_v<T, float>) {
+    sgemm_batch_(&ta, &tb, &m, &n, &k, &alpha, in(a), &la, in(b), &lb, &beta, pc, &lc, &groups, &size);
+  } else if constexpr (std::is_same_v<T, double>) {
+    dgemm_batch_(&ta, &tb, &m, &n, &k, &alpha, in(a), &la, in(b), &lb, &beta, pc, &lc, &groups, &size);
+  } else if constexpr (std::is_same_v<T, c64>) {
+    cgemm_batch_(&ta, &tb, &m, &n, &k, reinterpret_cast<const scomplex*>(&alpha),
+                 reinterpret_cast<const scomplex**>(in(a)), &la, reinterpret_cast<const scomplex**>(in(b)), &lb,
+                 reinterpret_cast<const scomplex*>(&beta), reinterpret_cast<scomplex**>(pc), &lc, &groups, &size);
+  } else if constexpr (std::is_same_v<T, c128>) {
+    zgemm_batch_(&ta, &tb, &m, &n, &k, reinterpret_cast<const dcomplex*>(&alpha),
+                 reinterpret_cast<const dcomplex**>(in(a)), &la, reinterpret_cast<const dcomplex**>(in(b)), &lb,
+                 reinterpret_cast<const dcomplex*>(&beta), reinterpret_cast<dcomplex**>(pc), &lc, &groups, &size);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+template <class T>
 bool gemm_openblas(const GemmArgs<T>& g, int threads) {
   GemmArgs<T> x = g;
   // C must be column-major (rs == 1); a row-major C is handled as C^T = B^T A^T.
-  bool c_col = x.rsc == 1 && (x.csc >= std::max<int64_t>(1, x.m) || x.n == 1);
-  if (!c_col) {
-    const bool c_row = x.csc == 1 && (x.rsc >= std::max<int64_t>(1, x.n) || x.m == 1);
-    if (!c_row) return false;
+  int64_t ldc = 0;
+  if (!blas_form(x.m, x.n, x.rsc, x.csc, false, &ldc)) {
+    if (!blas_form(x.m, x.n, x.rsc, x.csc, true, &ldc)) return false;
     std::swap(x.m, x.n);
     std::swap(x.a, x.b);
     std::swap(x.conj_a, x.conj_b);
@@ -86,7 +160,6 @@ bool gemm_openblas(const GemmArgs<T>& g, int threads) {
       tb = tb == CblasConjNoTrans ? CblasNoTrans : tb == CblasConjTrans ? CblasTrans : tb;
     }
   }
-  const int64_t ldc = std::max<int64_t>({x.csc, x.m, 1});
   set_openblas_threads(threads);
   const auto m = static_cast<blasint>(x.m), n = static_cast<blasint>(x.n), k = static_cast<blasint>(x.k);
   if constexpr (std::is_same_v<T, float>) {
@@ -169,7 +242,10 @@ void gemm_naive(const GemmArgs<T>& g) {
 #define TENFERRO_GEMM_INSTANTIATE(T)                                  \
   template bool gemm_openblas<T>(const GemmArgs<T>&, int);            \
   template bool gemm_blis<T>(const GemmArgs<T>&);                     \
-  template void gemm_naive<T>(const GemmArgs<T>&);
+  template void gemm_naive<T>(const GemmArgs<T>&);                   \
+  template bool openblas_accepts<T>(const GemmArgs<T>&);             \
+  template bool fortran_batch_accepts<T>(const GemmArgs<T>&);        \
+  template bool gemm_batch_fortran<T>(const GemmArgs<T>&, int64_t, const T* const*, const T* const*, T* const*);
 TENFERRO_GEMM_INSTANTIATE(float)
 TENFERRO_GEMM_INSTANTIATE(double)
 TENFERRO_GEMM_INSTANTIATE(c64)
@@ -185,5 +261,6 @@ std::string library_of(const void* symbol_address) {
 }
 const void* openblas_symbol() { return reinterpret_cast<const void*>(&cblas_dgemm); }
 const void* blis_symbol() { return reinterpret_cast<const void*>(&bli_dgemm_ex); }
+const void* blis_batch_symbol() { return reinterpret_cast<const void*>(&dgemm_batch_); }
 
 }  // namespace tenferro::cpu::detail

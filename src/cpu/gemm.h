@@ -7,6 +7,7 @@
 // caller packs instead; none of them allocates.
 
 #include <cstdint>
+#include <string>
 
 #include "tenferro/cpu/dot_general.h"
 
@@ -37,6 +38,29 @@ bool gemm_openblas(const GemmArgs<T>& g, int threads);
 template <class T>
 bool gemm_blis(const GemmArgs<T>& g);
 
+/// Whether an r x c operand with element strides (rs, cs) has the column-major BLAS form
+/// 'N' (`transposed` false: element (i, p) at i + p * ld) or 'T' (element at i * ld + p);
+/// sets the leading dimension. Extent-1 dimensions accept any stride.
+bool blas_form(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool transposed, int64_t* ld);
+
+/// Whether gemm_openblas takes these strides (every operand in some BLAS form; a
+/// transposed C is computed as C^T = B^T A^T).
+template <class T>
+bool openblas_accepts(const GemmArgs<T>& g);
+
+/// Whether gemm_batch_fortran takes these strides: C in 'N' form, and a conjugated
+/// complex operand in 'T' form (Fortran BLAS has no conjugate-without-transpose).
+template <class T>
+bool fortran_batch_accepts(const GemmArgs<T>& g);
+
+/// One whole-batch vendor call (BLIS's BLAS-compatible ?gemm_batch_, one group of `count`
+/// products sharing the sizes, strides, flags and scalars of `g`; the pointers of item i
+/// are a[i], b[i], c[i]). Threads: the vendor's global setting (BLIS_NUM_THREADS; one by
+/// default); no tenferro fan-out encloses it. False when !fortran_batch_accepts(g) or
+/// for integer dtypes.
+template <class T>
+bool gemm_batch_fortran(const GemmArgs<T>& g, int64_t count, const T* const* a, const T* const* b, T* const* c);
+
 /// Plain loops for every dtype (integers, tiny products, and the test oracle's peer).
 template <class T>
 void gemm_naive(const GemmArgs<T>& g);
@@ -46,5 +70,6 @@ void gemm_naive(const GemmArgs<T>& g);
 std::string library_of(const void* symbol_address);
 const void* openblas_symbol();
 const void* blis_symbol();
+const void* blis_batch_symbol();
 
 }  // namespace tenferro::cpu::detail

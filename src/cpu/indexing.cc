@@ -126,7 +126,7 @@ Result<Tensor> gather(const CpuExecutionContext& ctx, const Tensor& x, const Ten
   for (int64_t k = 0; k < axis; ++k) shape.push_back(x.dim(k));
   for (int64_t e : indices.shape()) shape.push_back(e);
   for (int64_t k = axis + 1; k < x.rank(); ++k) shape.push_back(x.dim(k));
-  TENFERRO_TRY(Tensor out, Tensor::zeros(x.dtype(), shape));
+  TENFERRO_TRY(Tensor out, Tensor::uninitialized(x.dtype(), shape));
   // Result viewed as [pre, n_idx, post]; copy one hyperplane per index.
   const int64_t pre_rank = axis;
   const int64_t n_idx = static_cast<int64_t>(idx.size());
@@ -210,7 +210,7 @@ Result<Tensor> concatenate(const CpuExecutionContext& ctx, const std::vector<Ten
   }
   Shape shape = first.shape();
   shape[static_cast<size_t>(axis)] = total;
-  TENFERRO_TRY(Tensor out, Tensor::zeros(first.dtype(), shape));
+  TENFERRO_TRY(Tensor out, Tensor::uninitialized(first.dtype(), shape));
   int64_t at = 0;
   for (const Tensor& p : parts) {
     TENFERRO_TRY(Tensor region, out.slice(axis, at, at + p.dim(axis), 1));

@@ -260,7 +260,7 @@ Result<Tensor> reduce(const CpuExecutionContext& ctx, ReduceOp op, const Tensor&
       out_shape.push_back(1);
     }
   }
-  TENFERRO_TRY(Tensor out, Tensor::zeros(d, out_shape, pool));
+  TENFERRO_TRY(Tensor out, Tensor::uninitialized(d, out_shape, pool));
   // Output viewed with the input's shape: stride 0 on reduced axes.
   Layout out_view;
   out_view.offset = out.offset();

@@ -54,6 +54,12 @@ Result<Tensor> Tensor::zeros(DType dtype, Dims shape, const std::shared_ptr<Host
   });
 }
 
+Result<Tensor> Tensor::uninitialized(DType dtype, Dims shape, const std::shared_ptr<HostBufferPool>& pool) {
+  return visit_dtype(dtype, [&]<class T>() -> Result<Tensor> {
+    return TypedTensor<T>::uninitialized(shape, pool).transform(erase_<T>);
+  });
+}
+
 Result<Tensor> Tensor::ones(DType dtype, Dims shape, const std::shared_ptr<HostBufferPool>& pool) {
   return visit_dtype(dtype, [&]<class T>() -> Result<Tensor> {
     return TypedTensor<T>::ones(shape, pool).transform(erase_<T>);

@@ -70,21 +70,30 @@ class CpuDomainExecutor {
 /// every worker entering the arena is pinned to that CPU set.
 Result<std::shared_ptr<CpuDomainExecutor>> make_tbb_executor(int threads, std::vector<int> cpus = {});
 
-/// How a batch of matrix products is spread over the workers.
+/// How a batch of matrix products is spread over the workers (spec 001 D9). A forced
+/// policy overrides the heuristic, never a safety rule: a combination the provider cannot
+/// honour is a typed error before any write (Note [Batch policies] in dot_general.cc).
 enum class BatchPolicy : uint8_t {
-  kAuto,           ///< outer-parallel for small products, sequential batches otherwise
-  kSequential,     ///< one product after another, each may use the provider's threads
-  kOuterParallel,  ///< batches split over the workers, each product single-threaded
+  kAuto,              ///< outer-parallel for small products, provider items otherwise
+  kSequential,        ///< one product after another, each on one thread
+  kOuterParallel,     ///< products split over the context's workers, each on one thread
+  kProviderItems,     ///< one product after another, each using the provider's threads
+  kWholeBatchVendor,  ///< one vendor batch call for the whole batch (BLIS ?gemm_batch_)
 };
+std::string_view batch_policy_name(BatchPolicy policy) noexcept;
 
 /// Batch policy and thresholds. Precedence: engine default < scoped override
 /// (ScopedBatchOverride) < per-operation options (Note [Batch policy thresholds]).
 struct BatchSettings {
   BatchPolicy policy = BatchPolicy::kAuto;
-  /// Below this many multiply-adds per product, plain loops replace GEMM calls.
-  int64_t tiny_flops = 512;
+  /// Below this many multiply-adds per product, plain loops replace OpenBLAS calls
+  /// (measured: Note [Tiny products] in dot_general.cc).
+  int64_t tiny_flops = 128;
   /// Below this many multiply-adds per product, kAuto batches go outer-parallel.
   int64_t outer_parallel_flops = int64_t{1} << 21;
+  /// Below this many multiply-adds per product, plain loops replace BLIS calls (a BLIS
+  /// call has a larger fixed cost than an OpenBLAS call).
+  int64_t tiny_flops_blis = 2048;
 };
 
 namespace detail {

@@ -40,6 +40,7 @@ struct DotOptions {
   std::optional<BatchPolicy> batch_policy;
   std::optional<int64_t> tiny_flops;
   std::optional<int64_t> outer_parallel_flops;
+  std::optional<int64_t> tiny_flops_blis;
 };
 
 /// The batch settings an operation uses: per-operation values over the context's.

@@ -82,6 +82,23 @@ struct CpuDomainInfo {
   ExecutorCapabilities capabilities;
 };
 
+/// Completion of one submitted operation (CpuEngine::submit). Copyable handle to shared
+/// state; thread-safe.
+class CpuCompletion {
+ public:
+  /// Blocks until the operation finished; returns its result (every call returns the
+  /// same result). Must not be called from inside an entered context of the same
+  /// domain (the worker it waits for may be the caller): that is kReentered.
+  Result<void> wait() const;
+  /// Whether the operation has finished (never blocks).
+  bool ready() const;
+
+ private:
+  friend class CpuEngine;
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
 /// A CPU engine. Owned by the user (no global instance); thread-safe.
 ///
 /// `run(domain, mode, f)` enters the domain's executor once and calls `f` with an
@@ -106,11 +123,25 @@ class CpuEngine {
   /// (unknown domain), kReentered; otherwise whatever `f` returns.
   Result<void> run(int32_t domain_id, ParallelMode mode, FunctionRef<Result<void>(CpuExecutionContext&)> f);
 
+  /// Outer submission (ParallelMode::kOuter): queues `f` on the domain's executor and
+  /// returns at once. `f` later runs on one worker with its own entered one-thread
+  /// context (one executor entry per submission); independent submissions run
+  /// concurrently. The engine's destructor waits for submissions still running.
+  /// Errors: kOutOfRange (unknown domain), kReentered (called from inside an entered
+  /// context: that would be a second fan-out level); `f`'s error comes back from wait().
+  Result<CpuCompletion> submit(int32_t domain_id, std::function<Result<void>(CpuExecutionContext&)> f);
+
   /// Number of executor entries made into the domain so far.
   int64_t entry_count(int32_t domain_id) const;
 
-  /// The domain's buffer pool (first touch happens on the domain's workers when
-  /// tensors are allocated inside run()).
+  /// The domain's buffer pool (Note [First touch]).
+  //
+  // Note [First touch]: kernel outputs are allocated uninitialized
+  // (Tensor::uninitialized), so their pages are first written by the kernel itself,
+  // which runs on the domain's workers (in parallel for large outputs). Under Linux's
+  // first-touch policy the pages land on the NUMA node of the domain that computes
+  // them, not on the thread that asked for the tensor. Pool buffers keep their placement
+  // when reused by the same domain.
   const std::shared_ptr<HostBufferPool>& pool(int32_t domain_id) const;
 
  private:

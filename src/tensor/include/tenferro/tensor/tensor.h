@@ -62,6 +62,9 @@ class Tensor : public TensorBase<Tensor> {
     return TypedTensor<T>::from_row_major(shape, std::span<const T>(data.data(), data.size())).transform(erase_<T>);
   }
   static Result<Tensor> zeros(DType dtype, Dims shape, const std::shared_ptr<HostBufferPool>& pool = nullptr);
+  /// New compact storage the caller overwrites before reading (see
+  /// TypedTensor::uninitialized; bool elements are false).
+  static Result<Tensor> uninitialized(DType dtype, Dims shape, const std::shared_ptr<HostBufferPool>& pool = nullptr);
   static Result<Tensor> ones(DType dtype, Dims shape, const std::shared_ptr<HostBufferPool>& pool = nullptr);
   /// Every element equal to `value` converted to `dtype` (real part for real dtypes,
   /// value != 0 for bool). Errors: kInvalidArgument when `value` has an imaginary part and

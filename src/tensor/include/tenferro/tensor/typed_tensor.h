@@ -185,6 +185,18 @@ class TypedTensor : public TensorBase<TypedTensor<T>> {
   {
     return generate_(shape, pool, "zeros", [](T* slot, int64_t) { ::new (slot) T{}; });
   }
+  /// Storage whose elements the caller overwrites before reading them: the bytes are not
+  /// written here (bool elements are set to false, since other bytes are not a bool), so
+  /// the pages are first touched by whoever writes them first (Note [First touch]).
+  static Result<TypedTensor> uninitialized(Dims shape, const std::shared_ptr<HostBufferPool>& pool = nullptr)
+    requires PresetScalar<T>
+  {
+    return generate_(shape, pool, "uninitialized", [](T* slot, int64_t) {
+      // Preset scalars are trivially copyable and destructible: the bytes are used as
+      // they are, like numpy.empty.
+      if constexpr (std::is_same_v<T, bool>) *slot = false;
+    });
+  }
   /// Elements equal to one.
   static Result<TypedTensor> ones(Dims shape, const std::shared_ptr<HostBufferPool>& pool = nullptr)
     requires PresetScalar<T>
