@@ -1,0 +1,416 @@
+#include "tenferro/einsum_cpu/einsum.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include "tenferro/cpu/kernels.h"
+#include "tenferro/cpu/reduce.h"
+#include "tenferro/tensor/view_layout.h"
+
+namespace tenferro::einsum {
+
+// Note [Einsum plan]: preparation resolves the notation, searches the path, and turns
+// the tree into steps. Each operand is first reduced on its own: repeated labels become
+// a diagonal view, a size-1 axis against a larger extent elsewhere a broadcast view, and
+// labels no other operand or the output has are summed (one reduce). Each binary step
+// is one dot_general: labels of both operands that survive are batch dimensions, labels
+// of both that do not are contracted, the rest are free. The operands are viewed
+// (permute, no copy) as [batch, free, contracting] and [batch, contracting, free] with
+// each group in the operand's own memory order, so dot_general finds matrix-compatible
+// strides whenever the memory allows and packs only an operand that needs it. An
+// intermediate's memory order is dot_general's ([lhs free, rhs free, batch]), which the
+// planner tracks to order the next step's groups. The last step writes into the
+// destination (dot_general_into through a permuted view); a repeated output label is a
+// diagonal view of a zero-filled destination.
+
+struct EinsumPlan::Leaf {
+  std::vector<SmallVector<int64_t, 8>> diagonals;
+  bool broadcast = false;
+  Shape broadcast_shape;
+  SmallVector<int64_t, 8> sum_axes;
+};
+
+struct EinsumPlan::Step {
+  int32_t a = 0, b = 0;
+  SmallVector<int64_t, 8> perm_a, perm_b;
+  cpu::DotDims dims;
+};
+
+namespace {
+
+std::string s(int64_t v) { return std::to_string(v); }
+
+// Applies diagonals for repeated labels: returns the axes lists (each applied to the
+// result of the previous one) and leaves `labels` with each label once, at its first
+// position.
+std::vector<SmallVector<int64_t, 8>> plan_diagonals(std::vector<Label>* labels) {
+  std::vector<SmallVector<int64_t, 8>> out;
+  for (size_t i = 0; i < labels->size(); ++i) {
+    SmallVector<int64_t, 8> pos;
+    for (size_t j = i; j < labels->size(); ++j) {
+      if ((*labels)[j] == (*labels)[i]) pos.push_back(static_cast<int64_t>(j));
+    }
+    if (pos.size() < 2) continue;
+    out.push_back(pos);
+    for (size_t k = pos.size(); k-- > 1;) labels->erase(labels->begin() + pos[k]);
+  }
+  return out;
+}
+
+int64_t index_of(const std::vector<Label>& v, Label l) {
+  return static_cast<int64_t>(std::find(v.begin(), v.end(), l) - v.begin());
+}
+
+bool contains(const std::vector<Label>& v, Label l) { return std::find(v.begin(), v.end(), l) != v.end(); }
+
+}  // namespace
+
+Result<std::shared_ptr<const EinsumPlan>> EinsumPlan::prepare(std::string_view subscripts,
+                                                               std::span<const Shape> shapes, DType dtype,
+                                                               const PathPolicy& policy) {
+  TENFERRO_TRY(Subscripts parsed, parse_subscripts(subscripts));
+  TENFERRO_TRY(EinsumSpec spec, resolve(parsed, shapes));
+  return prepare(spec, shapes, dtype, policy);
+}
+
+Result<std::shared_ptr<const EinsumPlan>> EinsumPlan::prepare(const EinsumSpec& spec, std::span<const Shape> shapes,
+                                                               DType dtype, const PathPolicy& policy) {
+  if (dtype == DType::kBool) {
+    return usage_error(ErrorCode::kDTypeMismatch, "einsum", "einsum is not defined for dtype bool");
+  }
+  if (spec.inputs.empty()) return usage_error(ErrorCode::kInvalidArgument, "einsum", "einsum needs an operand");
+  if (spec.inputs.size() != shapes.size()) {
+    return usage_error(ErrorCode::kInvalidArgument, "einsum",
+                       s(static_cast<int64_t>(spec.inputs.size())) + " terms but " +
+                           s(static_cast<int64_t>(shapes.size())) + " shapes");
+  }
+  auto plan = std::shared_ptr<EinsumPlan>(new EinsumPlan());
+  plan->spec_ = spec;
+  plan->dtype_ = dtype;
+  plan->in_shapes_.assign(shapes.begin(), shapes.end());
+  const auto n = static_cast<int32_t>(spec.inputs.size());
+
+  // Operands holding each label, and the output's labels.
+  std::map<Label, int32_t> ops_with;
+  for (const auto& in : spec.inputs) {
+    std::vector<Label> u = in;
+    std::sort(u.begin(), u.end());
+    u.erase(std::unique(u.begin(), u.end()), u.end());
+    for (Label l : u) ops_with[l]++;
+  }
+  auto in_output = [&](Label l) { return contains(spec.output, l); };
+
+  // Leaves.
+  std::vector<std::vector<Label>> labels(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) {
+    auto leaf = std::make_shared<Leaf>();
+    std::vector<Label> ls = spec.inputs[static_cast<size_t>(i)];
+    leaf->diagonals = plan_diagonals(&ls);
+    // Extents after the diagonals: the first position of each label.
+    Shape here;
+    for (Label l : ls) {
+      const int64_t first = index_of(spec.inputs[static_cast<size_t>(i)], l);
+      here.push_back(shapes[static_cast<size_t>(i)][static_cast<size_t>(first)]);
+    }
+    for (size_t a = 0; a < ls.size(); ++a) {
+      const int64_t want = spec.extent(ls[a]);
+      leaf->broadcast_shape.push_back(want);
+      if (here[a] != want) leaf->broadcast = true;
+    }
+    std::vector<Label> kept;
+    for (size_t a = 0; a < ls.size(); ++a) {
+      if (ops_with[ls[a]] == 1 && !in_output(ls[a])) {
+        leaf->sum_axes.push_back(static_cast<int64_t>(a));
+      } else {
+        kept.push_back(ls[a]);
+      }
+    }
+    labels[static_cast<size_t>(i)] = std::move(kept);
+    plan->leaves_.push_back(std::move(leaf));
+  }
+
+  // Path.
+  std::vector<Label> dense_to_label;
+  const Network net = make_network(spec, &dense_to_label);
+  const auto t0 = std::chrono::steady_clock::now();
+  TENFERRO_TRY(plan->tree_, search_path(net, policy));
+  plan->search_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  TENFERRO_TRY(plan->cost_, evaluate(net, plan->tree_));
+
+  // Steps. `mem` tracks each node's labels from fastest to slowest in memory (leaves
+  // are assumed column-major; intermediates are exactly dot_general's order).
+  std::vector<std::vector<Label>> mem = labels;
+  std::map<Label, int32_t> live;  // live nodes holding each label
+  for (const auto& ls : labels)
+    for (Label l : ls) live[l]++;
+  for (const auto& [a, b] : plan->tree_.steps) {
+    const auto& la = labels[static_cast<size_t>(a)];
+    const auto& lb = labels[static_cast<size_t>(b)];
+    auto kept = [&](Label l) {
+      const int occ = (contains(la, l) ? 1 : 0) + (contains(lb, l) ? 1 : 0);
+      return in_output(l) || live[l] > occ;
+    };
+    std::vector<Label> batch, contract, fa, fb;
+    for (Label l : mem[static_cast<size_t>(a)]) {
+      if (contains(lb, l)) {
+        (kept(l) ? batch : contract).push_back(l);
+      } else {
+        fa.push_back(l);
+      }
+    }
+    for (Label l : mem[static_cast<size_t>(b)]) {
+      if (!contains(la, l)) fb.push_back(l);
+    }
+    auto step = std::make_shared<Step>();
+    step->a = a;
+    step->b = b;
+    const auto nb = static_cast<int64_t>(batch.size()), nfa = static_cast<int64_t>(fa.size());
+    for (Label l : batch) step->perm_a.push_back(index_of(la, l));
+    for (Label l : fa) step->perm_a.push_back(index_of(la, l));
+    for (Label l : contract) step->perm_a.push_back(index_of(la, l));
+    for (Label l : batch) step->perm_b.push_back(index_of(lb, l));
+    for (Label l : contract) step->perm_b.push_back(index_of(lb, l));
+    for (Label l : fb) step->perm_b.push_back(index_of(lb, l));
+    for (int64_t i = 0; i < nb; ++i) {
+      step->dims.lhs_batch.push_back(i);
+      step->dims.rhs_batch.push_back(i);
+    }
+    for (int64_t i = 0; i < static_cast<int64_t>(contract.size()); ++i) {
+      step->dims.lhs_contracting.push_back(nb + nfa + i);
+      step->dims.rhs_contracting.push_back(nb + i);
+    }
+    std::vector<Label> out_labels = batch, out_mem = fa;
+    out_labels.insert(out_labels.end(), fa.begin(), fa.end());
+    out_labels.insert(out_labels.end(), fb.begin(), fb.end());
+    out_mem.insert(out_mem.end(), fb.begin(), fb.end());
+    out_mem.insert(out_mem.end(), batch.begin(), batch.end());
+    for (Label l : la) live[l]--;
+    for (Label l : lb) live[l]--;
+    for (Label l : out_labels) live[l]++;
+    labels.push_back(std::move(out_labels));
+    mem.push_back(std::move(out_mem));
+    plan->steps_.push_back(std::move(step));
+  }
+  plan->root_labels_ = labels.back();
+
+  // Output: diagonals for repeated labels, then the permutation to the root's order.
+  std::vector<Label> unique = spec.output;
+  plan->out_diags_ = plan_diagonals(&unique);
+  plan->repeated_output_ = !plan->out_diags_.empty();
+  for (Label l : spec.output) plan->out_shape_.push_back(spec.extent(l));
+  if (unique.size() != plan->root_labels_.size()) {
+    return usage_error(ErrorCode::kInternal, "einsum", "planned result labels do not match the output");
+  }
+  for (Label l : plan->root_labels_) plan->root_to_out_.push_back(index_of(unique, l));
+  return std::shared_ptr<const EinsumPlan>(std::move(plan));
+}
+
+int64_t EinsumPlan::footprint_bytes() const noexcept {
+  int64_t b = static_cast<int64_t>(sizeof(EinsumPlan));
+  b += static_cast<int64_t>(steps_.size() * (sizeof(Step) + 64) + leaves_.size() * (sizeof(Leaf) + 64));
+  for (const auto& in : spec_.inputs) b += static_cast<int64_t>(in.size() * sizeof(Label));
+  b += static_cast<int64_t>(tree_.steps.size() * sizeof(tree_.steps[0]));
+  return b;
+}
+
+Result<void> EinsumPlan::check_operands(std::span<const Tensor> operands) const {
+  if (operands.size() != in_shapes_.size()) {
+    return usage_error(ErrorCode::kInvalidArgument, "einsum",
+                       "the plan takes " + s(static_cast<int64_t>(in_shapes_.size())) + " operands, got " +
+                           s(static_cast<int64_t>(operands.size())));
+  }
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const Tensor& t = operands[i];
+    if (!t.defined()) {
+      return usage_error(ErrorCode::kInvalidArgument, "einsum", "operand " + s(static_cast<int64_t>(i)) + " is null");
+    }
+    if (t.dtype() != dtype_) {
+      return usage_error(ErrorCode::kDTypeMismatch, "einsum",
+                         "operand " + s(static_cast<int64_t>(i)) + " has dtype " + std::string(dtype_name(t.dtype())) +
+                             ", the plan " + std::string(dtype_name(dtype_)));
+    }
+    if (!(t.shape() == in_shapes_[i])) {
+      return usage_error(ErrorCode::kShapeMismatch, "einsum",
+                         "operand " + s(static_cast<int64_t>(i)) + " has shape " + format_dims(t.shape()) +
+                             ", the plan " + format_dims(in_shapes_[i]));
+    }
+  }
+  return ok();
+}
+
+Result<Tensor> EinsumPlan::execute(const cpu::CpuExecutionContext& ctx, std::span<const Tensor> operands,
+                                   const std::shared_ptr<HostBufferPool>& pool) const {
+  TENFERRO_TRY_VOID(check_operands(operands));
+  if (repeated_output_) {
+    TENFERRO_TRY(Tensor out, Tensor::zeros(dtype_, out_shape_, pool));
+    TENFERRO_TRY_VOID(run(ctx, operands, &out, pool));
+    return out;
+  }
+  return run(ctx, operands, nullptr, pool);
+}
+
+Result<void> EinsumPlan::execute_into(const cpu::CpuExecutionContext& ctx, std::span<const Tensor> operands,
+                                      Tensor& out, const std::shared_ptr<HostBufferPool>& pool) const {
+  TENFERRO_TRY_VOID(check_operands(operands));
+  if (!out.defined()) return usage_error(ErrorCode::kInvalidArgument, "einsum", "destination is null");
+  if (out.dtype() != dtype_ || !(out.shape() == out_shape_)) {
+    return usage_error(ErrorCode::kShapeMismatch, "einsum",
+                       "destination " + std::string(dtype_name(out.dtype())) + " " + format_dims(out.shape()) +
+                           " differs from the result " + std::string(dtype_name(dtype_)) + " " +
+                           format_dims(out_shape_));
+  }
+  TENFERRO_TRY_VOID(tenferro::detail::check_mutable(out.storage(), out.layout(), "einsum"));
+  if (repeated_output_) {
+    // Off-diagonal elements are zero.
+    TENFERRO_TRY(Tensor zero, Tensor::zeros(dtype_, {}));
+    TENFERRO_TRY(Tensor zeros, zero.broadcast_to(out_shape_));
+    TENFERRO_TRY_VOID(cpu::copy_into(ctx, zeros, out));
+  }
+  TENFERRO_TRY(Tensor unused, run(ctx, operands, &out, pool));
+  (void)unused;
+  return ok();
+}
+
+Result<Tensor> EinsumPlan::run(const cpu::CpuExecutionContext& ctx, std::span<const Tensor> operands, Tensor* out,
+                               const std::shared_ptr<HostBufferPool>& pool) const {
+  const size_t n = operands.size();
+  std::vector<Tensor> slots(n + steps_.size());
+  for (size_t i = 0; i < n; ++i) {
+    const Leaf& leaf = *leaves_[i];
+    Tensor t = operands[i];
+    for (const auto& axes : leaf.diagonals) {
+      TENFERRO_TRY(t, t.diagonal(Dims(axes.span())));
+    }
+    if (leaf.broadcast) {
+      TENFERRO_TRY(t, t.broadcast_to(leaf.broadcast_shape));
+    }
+    if (!leaf.sum_axes.empty()) {
+      TENFERRO_TRY(t, cpu::reduce(ctx, cpu::ReduceOp::kSum, t, Dims(leaf.sum_axes.span()), false, pool));
+    }
+    slots[i] = std::move(t);
+  }
+
+  // The destination view in root order (Note [Einsum plan]): built from the storage
+  // alone so that the write sees exclusive storage; `out` is restored afterwards.
+  Tensor target;
+  Layout out_layout;
+  if (out != nullptr) {
+    out_layout = out->layout();
+    Layout v = out_layout;
+    for (const auto& axes : out_diags_) {
+      TENFERRO_TRY(v, diagonal_layout(v, Dims(axes.span())));
+    }
+    TENFERRO_TRY(v, permute_layout(v, Dims(root_to_out_.span())));
+    std::shared_ptr<Storage> storage = out->storage();
+    *out = Tensor();
+    auto made = Tensor::from_storage(dtype_, std::move(storage), v);
+    if (!made) return made.error();
+    target = std::move(*made);
+  }
+  auto body = [&]() -> Result<Tensor> {
+    for (size_t k = 0; k < steps_.size(); ++k) {
+      const Step& st = *steps_[k];
+      TENFERRO_TRY(Tensor va, slots[static_cast<size_t>(st.a)].permute(Dims(st.perm_a.span())));
+      TENFERRO_TRY(Tensor vb, slots[static_cast<size_t>(st.b)].permute(Dims(st.perm_b.span())));
+      slots[static_cast<size_t>(st.a)] = Tensor();  // last use: the buffer returns to the pool after this step
+      slots[static_cast<size_t>(st.b)] = Tensor();
+      if (k + 1 == steps_.size() && target.defined()) {
+        TENFERRO_TRY_VOID(cpu::dot_general_into(ctx, va, vb, st.dims, {}, target));
+        return Tensor();
+      }
+      TENFERRO_TRY(slots[n + k], cpu::dot_general(ctx, va, vb, st.dims, {}, pool));
+    }
+    const Tensor& root = slots.back();
+    if (target.defined()) {
+      TENFERRO_TRY_VOID(cpu::copy_into(ctx, root, target));
+      return Tensor();
+    }
+    // Allocating result: the root in output order (a view when a step made it; a copy
+    // when the single operand would otherwise be returned as a view of the input).
+    SmallVector<int64_t, 8> inv(root_to_out_.size(), 0);
+    for (size_t i = 0; i < root_to_out_.size(); ++i) inv[static_cast<size_t>(root_to_out_[i])] = static_cast<int64_t>(i);
+    if (steps_.empty()) return cpu::permute_copy(ctx, root, Dims(inv.span()), pool);
+    return root.permute(Dims(inv.span()));
+  };
+  Result<Tensor> result = body();
+  if (out != nullptr) {
+    std::shared_ptr<Storage> storage = target.storage();
+    target = Tensor();
+    auto restored = Tensor::from_storage(dtype_, std::move(storage), out_layout);
+    if (restored) *out = std::move(*restored);
+  }
+  return result;
+}
+
+// ---- Plan cache -------------------------------------------------------------------------------
+
+Result<std::shared_ptr<const EinsumPlan>> PlanCache::get(std::string_view subscripts, std::span<const Shape> shapes,
+                                                          DType dtype, const PathPolicy& policy) {
+  std::string key(subscripts);
+  key.append("|").append(dtype_name(dtype));
+  for (const Shape& sh : shapes) key.append("|").append(format_dims(sh));
+  key.append("|").append(policy.key());
+  {
+    std::lock_guard lock(mu_);
+    auto it = index_.find(key);
+    if (it != index_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second);
+      stats_.hits++;
+      return it->second->second;
+    }
+    stats_.misses++;
+  }
+  // Plan outside the lock (a concurrent miss on the same key plans twice; both agree).
+  TENFERRO_TRY(auto plan, EinsumPlan::prepare(subscripts, shapes, dtype, policy));
+  std::lock_guard lock(mu_);
+  if (index_.count(key)) return plan;
+  lru_.emplace_front(key, plan);
+  index_[key] = lru_.begin();
+  stats_.entries = static_cast<int64_t>(lru_.size());
+  stats_.retained_bytes += plan->footprint_bytes();
+  while (lru_.size() > capacity_) {
+    stats_.retained_bytes -= lru_.back().second->footprint_bytes();
+    index_.erase(lru_.back().first);
+    lru_.pop_back();
+    stats_.evictions++;
+  }
+  stats_.entries = static_cast<int64_t>(lru_.size());
+  return plan;
+}
+
+PlanCache::Stats PlanCache::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+void PlanCache::clear() {
+  std::lock_guard lock(mu_);
+  lru_.clear();
+  index_.clear();
+  stats_.entries = 0;
+  stats_.retained_bytes = 0;
+}
+
+Result<Tensor> einsum(const cpu::CpuExecutionContext& ctx, std::string_view subscripts,
+                      std::span<const Tensor> operands, const PathPolicy& policy, PlanCache* cache,
+                      const std::shared_ptr<HostBufferPool>& pool) {
+  std::vector<Shape> shapes;
+  DType dtype = DType::kF64;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    if (!operands[i].defined()) {
+      return usage_error(ErrorCode::kInvalidArgument, "einsum", "operand " + s(static_cast<int64_t>(i)) + " is null");
+    }
+    shapes.push_back(operands[i].shape());
+    if (i == 0) dtype = operands[i].dtype();
+  }
+  std::shared_ptr<const EinsumPlan> plan;
+  if (cache != nullptr) {
+    TENFERRO_TRY(plan, cache->get(subscripts, shapes, dtype, policy));
+  } else {
+    TENFERRO_TRY(plan, EinsumPlan::prepare(subscripts, shapes, dtype, policy));
+  }
+  return plan->execute(ctx, operands, pool);
+}
+
+}  // namespace tenferro::einsum

@@ -1,0 +1,329 @@
+// The CPU einsum engine against a naive evaluator on >= 2000 random einsums covering
+// explicit/implicit output, ellipsis broadcasting, repeated labels (diagonal, trace),
+// repeated output labels, scalars, UTF-8 labels, strided operands, every dtype and
+// every path algorithm; plus the plan cache and typed errors.
+
+#include "tenferro/einsum_cpu/einsum.h"
+
+#include <gtest/gtest.h>
+
+#include <complex>
+#include <map>
+#include <random>
+
+#include "tenferro/cpu/engine.h"
+#include "tenferro/test_support/index.h"
+
+namespace tenferro::einsum {
+namespace {
+
+using test_support::for_each_index;
+using test_support::Index;
+using Cl = std::complex<long double>;
+
+struct Case {
+  std::string text;
+  std::vector<std::vector<Label>> labels;  // per operand axis (ellipsis dims negative)
+  std::vector<Label> output;
+  std::vector<Shape> shapes;
+};
+
+void append_label(std::string& s, Label l) {
+  // The generator's label alphabet: a..h and a few non-ASCII letters.
+  static const char* const kNames[] = {"a", "b", "c", "d", "e", "f", "g", "h", "α", "β", "Ж", "ŋ"};
+  s.append(kNames[l]);
+}
+Label code_point(Label l) {
+  static const Label kCodes[] = {'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 0x3B1, 0x3B2, 0x416, 0x14B};
+  return l < 0 ? l : kCodes[l];
+}
+
+Case random_case(std::mt19937_64& rng) {
+  Case c;
+  const int n = 1 + static_cast<int>(rng() % 4);
+  const int pool = 2 + static_cast<int>(rng() % 10);
+  std::vector<int64_t> extent(12);
+  const uint64_t span = rng() % 4 == 0 ? 9 : 4;  // sometimes large enough for the BLAS routes
+  for (auto& e : extent) e = 1 + static_cast<int64_t>(rng() % span);
+  const bool ellipsis = rng() % 5 == 0;
+  const int max_ell = ellipsis ? 1 + static_cast<int>(rng() % 2) : 0;
+  std::vector<int64_t> ell_extent = {1 + static_cast<int64_t>(rng() % 3), 1 + static_cast<int64_t>(rng() % 3)};
+  std::map<Label, int> count;
+  for (int i = 0; i < n; ++i) {
+    const int rank = static_cast<int>(rng() % 4);
+    std::vector<Label> named;
+    for (int a = 0; a < rank; ++a) {
+      Label l = static_cast<Label>(rng() % static_cast<uint64_t>(pool));
+      if (!named.empty() && rng() % 6 == 0) l = named[rng() % named.size()];  // repeated label
+      named.push_back(l);
+    }
+    std::vector<Label> axes;
+    Shape shape;
+    std::string term;
+    int ell_at = -1, n_ell = 0;
+    if (ellipsis && rng() % 4 != 0) {
+      ell_at = static_cast<int>(rng() % (named.size() + 1));
+      n_ell = static_cast<int>(rng() % (max_ell + 1));
+    }
+    for (int a = 0; a <= static_cast<int>(named.size()); ++a) {
+      if (a == ell_at) {
+        term.append("...");
+        for (int k = n_ell; k >= 1; --k) {
+          axes.push_back(-k);
+          // Right-aligned broadcasting: this operand may have extent 1 there.
+          shape.push_back(rng() % 4 == 0 ? 1 : ell_extent[static_cast<size_t>(k - 1)]);
+        }
+      }
+      if (a < static_cast<int>(named.size())) {
+        append_label(term, named[static_cast<size_t>(a)]);
+        axes.push_back(named[static_cast<size_t>(a)]);
+        shape.push_back(extent[static_cast<size_t>(named[static_cast<size_t>(a)])]);
+        count[named[static_cast<size_t>(a)]]++;
+      }
+    }
+    if (i > 0) c.text.push_back(',');
+    c.text.append(term);
+    c.labels.push_back(axes);
+    c.shapes.push_back(shape);
+  }
+  // Ellipsis dims that no operand has do not exist.
+  int ell_used = 0;
+  for (const auto& ax : c.labels)
+    for (Label l : ax) ell_used = std::max(ell_used, static_cast<int>(-std::min<Label>(l, 0)));
+  if (rng() % 3 == 0) {
+    // Implicit output (numpy rule).
+    for (int k = ell_used; k >= 1; --k) c.output.push_back(-k);
+    for (const auto& [l, cnt] : count) {
+      if (cnt == 1) c.output.push_back(l);
+    }
+    // Sorted by code point, as numpy sorts the characters.
+    std::stable_sort(c.output.begin() + ell_used, c.output.end(),
+                     [](Label x, Label y) { return code_point(x) < code_point(y); });
+  } else {
+    c.text.append("->");
+    std::vector<Label> present;
+    for (const auto& [l, cnt] : count) present.push_back(l);
+    std::shuffle(present.begin(), present.end(), rng);
+    const size_t keep = present.empty() ? 0 : rng() % (present.size() + 1);
+    std::vector<Label> out(present.begin(), present.begin() + static_cast<int64_t>(keep));
+    if (!out.empty() && rng() % 8 == 0) out.push_back(out[0]);  // repeated output label
+    const bool ell_out = ell_used > 0 && rng() % 3 != 0;
+    const size_t at = out.empty() ? 0 : rng() % (out.size() + 1);
+    for (size_t a = 0; a <= out.size(); ++a) {
+      if (ell_out && a == at) {
+        c.text.append("...");
+        for (int k = ell_used; k >= 1; --k) c.output.push_back(-k);
+      }
+      if (a < out.size()) {
+        append_label(c.text, out[a]);
+        c.output.push_back(out[a]);
+      }
+    }
+  }
+  return c;
+}
+
+// Strided operand: random storage order, maybe flipped or sliced.
+Tensor strided(std::mt19937_64& rng, DType d, const Shape& shape) {
+  const size_t rank = shape.size();
+  Index perm(rank);
+  for (size_t i = 0; i < rank; ++i) perm[i] = static_cast<int64_t>(i);
+  if (rng() % 2) std::shuffle(perm.begin(), perm.end(), rng);
+  Shape stored(rank);
+  for (size_t i = 0; i < rank; ++i) stored[static_cast<size_t>(perm[i])] = shape[i];
+  Tensor t = is_integral(d) ? Tensor::random_uniform(DType::kF64, stored, rng(), -3, 3).value()
+                            : Tensor::random_uniform(d, stored, rng(), -1, 1).value();
+  if (is_integral(d)) {
+    // Small integers (exact arithmetic in the reference).
+    std::vector<int64_t> v(static_cast<size_t>(t.numel()));
+    for (auto& x : v) x = static_cast<int64_t>(rng() % 7) - 3;
+    t = d == DType::kI64 ? Tensor(TypedTensor<int64_t>::from_col_major(stored, v).value())
+                         : Tensor(TypedTensor<int32_t>::from_col_major(stored, [&] {
+                             std::vector<int32_t> w(v.begin(), v.end());
+                             return w;
+                           }()).value());
+  }
+  t = t.permute(perm).value();
+  if (rank > 0 && rng() % 4 == 0) t = t.flip(static_cast<int64_t>(rng() % rank)).value();
+  return t;
+}
+
+// Naive evaluator over every assignment of the labels.
+std::vector<Cl> naive(const Case& c, const std::vector<Tensor>& ops, const Shape& out_shape,
+                      std::map<Label, int64_t>* extent_out) {
+  std::map<Label, int64_t> extent;
+  for (size_t i = 0; i < c.labels.size(); ++i)
+    for (size_t a = 0; a < c.labels[i].size(); ++a) {
+      int64_t& e = extent[c.labels[i][a]];
+      e = std::max(e, c.shapes[i][a]);
+    }
+  *extent_out = extent;
+  std::vector<Label> all;
+  Shape ext;
+  for (const auto& [l, e] : extent) {
+    all.push_back(l);
+    ext.push_back(e);
+  }
+  std::vector<Cl> out(static_cast<size_t>(element_count(out_shape)), Cl(0));
+  for_each_index(ext, [&](const Index& v) {
+    auto val = [&](Label l) { return v[static_cast<size_t>(std::find(all.begin(), all.end(), l) - all.begin())]; };
+    // Output index: every occurrence of a repeated output label must agree (diagonal).
+    Cl p(1);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      Index idx;
+      for (size_t a = 0; a < c.labels[i].size(); ++a) {
+        idx.push_back(c.shapes[i][a] == 1 ? 0 : val(c.labels[i][a]));
+      }
+      const c128 x = ops[i].get_as_c128(idx).value();
+      p *= Cl(x.real(), x.imag());
+    }
+    int64_t lin = 0, mul = 1;
+    for (size_t k = 0; k < c.output.size(); ++k) {
+      lin += val(c.output[k]) * mul;
+      mul *= out_shape[k];
+    }
+    out[static_cast<size_t>(lin)] += p;
+  });
+  return out;
+}
+
+TEST(Einsum, MatchesNaiveOnRandomEinsums) {
+  std::mt19937_64 rng(20261129);
+  auto executor = cpu::make_tbb_executor(2).value();
+  const DType dtypes[] = {DType::kF64, DType::kF32, DType::kC128, DType::kC64, DType::kI64, DType::kI32};
+  const PathAlgorithm algos[] = {PathAlgorithm::kGreedy, PathAlgorithm::kOptimal, PathAlgorithm::kTreeSA,
+                                 PathAlgorithm::kLeftToRight};
+  PlanCache cache(64);
+  auto pool = HostBufferPool::create();
+  int checked = 0;
+  for (int trial = 0; trial < 2400; ++trial) {
+    const Case c = random_case(rng);
+    const DType d = dtypes[trial % 6];
+    std::vector<Tensor> ops;
+    for (const Shape& s : c.shapes) ops.push_back(strided(rng, d, s));
+    PathPolicy policy;
+    policy.algorithm = algos[rng() % 4];
+    policy.treesa.trials = 1;
+    policy.treesa.beta_step = 1.0;
+    policy.treesa.sweeps_per_beta = 1;
+    policy.treesa.seed = static_cast<uint64_t>(trial);
+    std::map<Label, int64_t> extent;
+    Shape out_shape;
+    // Expected output shape from the generator's own bookkeeping.
+    std::vector<Cl> ref;
+    {
+      std::map<Label, int64_t> e;
+      for (size_t i = 0; i < c.labels.size(); ++i)
+        for (size_t a = 0; a < c.labels[i].size(); ++a) e[c.labels[i][a]] = std::max(e[c.labels[i][a]], c.shapes[i][a]);
+      for (Label l : c.output) out_shape.push_back(e[l]);
+      ref = naive(c, ops, out_shape, &extent);
+    }
+    Tensor got;
+    std::optional<Result<void>> status;
+    const bool into = rng() % 2;
+    executor->install([&] {
+      cpu::CpuExecutionContext ctx(executor.get(), rng() % 2 ? cpu::ParallelMode::kInner : cpu::ParallelMode::kSequential, 2);
+      auto plan = cache.get(c.text, c.shapes, d, policy);
+      if (!plan) {
+        status = plan.error();
+        return;
+      }
+      if (into) {
+        got = Tensor::full(d, out_shape, c128(7, 0)).value();
+        if (got.rank() > 1) {
+          // A transposed destination.
+          Index rev(static_cast<size_t>(got.rank()));
+          Shape t = out_shape;
+          std::reverse(t.begin(), t.end());
+          for (size_t i = 0; i < rev.size(); ++i) rev[i] = static_cast<int64_t>(rev.size() - 1 - i);
+          got = Tensor::full(d, t, c128(7, 0)).value().permute(rev).value();
+        }
+        status = (*plan)->execute_into(ctx, ops, got, pool);
+      } else {
+        auto r = (*plan)->execute(ctx, ops, rng() % 2 ? pool : nullptr);
+        if (r) {
+          got = *r;
+          status = ok();
+        } else {
+          status = r.error();
+        }
+      }
+    });
+    ASSERT_TRUE(status->has_value()) << "trial " << trial << " " << c.text << ": " << status->error().to_string();
+    ASSERT_EQ(got.shape(), out_shape) << c.text;
+    const double eps = (d == DType::kF32 || d == DType::kC64) ? 1e-4 : is_integral(d) ? 0 : 1e-11;
+    int64_t lin = 0;
+    for_each_index(out_shape, [&](const Index& i) {
+      const c128 g = got.get_as_c128(i).value();
+      Cl want = ref[static_cast<size_t>(lin++)];
+      if (!is_complex(d)) want = Cl(want.real(), 0);
+      const long double err = std::abs(Cl(g.real(), g.imag()) - want);
+      ASSERT_LE(static_cast<double>(err), eps * (1 + static_cast<double>(std::abs(want))) * 10)
+          << "trial " << trial << " " << c.text << " dtype " << dtype_name(d) << " at " << format_dims(i);
+      ++checked;
+    });
+  }
+  EXPECT_GT(checked, 5000);
+  EXPECT_GT(cache.stats().hits + cache.stats().misses, 2000);
+}
+
+TEST(Einsum, NamedLabelsBroadcastFromExtentOne) {
+  auto ctx = cpu::CpuExecutionContext::sequential();
+  Tensor a = Tensor::from_col_major(Shape{1, 3}, std::vector<double>{1, 2, 3}).value();
+  Tensor b = Tensor::from_col_major(Shape{2, 3}, std::vector<double>{1, 10, 2, 20, 3, 30}).value();
+  std::vector<Tensor> ops{a, b};
+  Tensor r = einsum(ctx, "ij,ij->ij", ops).value();
+  EXPECT_EQ(r.shape(), (Shape{2, 3}));
+  EXPECT_EQ(r.get<double>({1, 2}).value(), 90.0);
+}
+
+TEST(Einsum, PlanCacheHitsEvictsAndClears) {
+  PlanCache cache(2);
+  std::vector<Shape> s1{Shape{2, 3}, Shape{3, 4}}, s2{Shape{2, 3}, Shape{3, 5}}, s3{Shape{4, 3}, Shape{3, 4}};
+  auto p1 = cache.get("ij,jk->ik", s1, DType::kF64).value();
+  auto again = cache.get("ij,jk->ik", s1, DType::kF64).value();
+  EXPECT_EQ(p1.get(), again.get());
+  cache.get("ij,jk->ik", s2, DType::kF64).value();
+  cache.get("ij,jk->ik", s3, DType::kF64).value();  // evicts s1 (least recent)
+  auto st = cache.stats();
+  EXPECT_EQ(st.hits, 1);
+  EXPECT_EQ(st.misses, 3);
+  EXPECT_EQ(st.evictions, 1);
+  EXPECT_EQ(st.entries, 2);
+  EXPECT_GT(st.retained_bytes, 0);
+  PathPolicy other;
+  other.algorithm = PathAlgorithm::kOptimal;
+  cache.get("ij,jk->ik", s3, DType::kF64, other).value();  // the policy is part of the key
+  EXPECT_EQ(cache.stats().misses, 4);
+  cache.clear();
+  EXPECT_EQ(cache.stats().entries, 0);
+  EXPECT_EQ(cache.stats().retained_bytes, 0);
+}
+
+TEST(Einsum, TypedErrorsBeforeWriting) {
+  auto ctx = cpu::CpuExecutionContext::sequential();
+  Tensor a = Tensor::ones(DType::kF64, {2, 3}).value();
+  Tensor b = Tensor::ones(DType::kF64, {3, 4}).value();
+  std::vector<Tensor> ops{a, b};
+  EXPECT_EQ(einsum(ctx, "ij,jk->ik,", ops).error().code(), ErrorCode::kParse);
+  EXPECT_EQ(einsum(ctx, "ij,il->jl", ops).error().code(), ErrorCode::kShapeMismatch);  // i: 2 vs 3
+  auto plan = EinsumPlan::prepare("ij,jk->ik", std::vector<Shape>{a.shape(), b.shape()}, DType::kF64).value();
+  Tensor out = Tensor::full(DType::kF64, {2, 4}, c128(5, 0)).value();
+  std::vector<Tensor> wrong{a, Tensor::ones(DType::kF32, {3, 4}).value()};
+  EXPECT_EQ(plan->execute_into(ctx, wrong, out).error().code(), ErrorCode::kDTypeMismatch);
+  std::vector<Tensor> wrong_shape{a, Tensor::ones(DType::kF64, {3, 5}).value()};
+  EXPECT_EQ(plan->execute_into(ctx, wrong_shape, out).error().code(), ErrorCode::kShapeMismatch);
+  Tensor small = Tensor::zeros(DType::kF64, {2, 3}).value();
+  EXPECT_EQ(plan->execute_into(ctx, ops, small).error().code(), ErrorCode::kShapeMismatch);
+  Tensor shared = out;  // a second handle: not exclusive
+  EXPECT_EQ(plan->execute_into(ctx, ops, out).error().code(), ErrorCode::kNotExclusive);
+  shared = Tensor();
+  EXPECT_EQ(out.get<double>({1, 3}).value(), 5.0);  // nothing written
+  ASSERT_TRUE(plan->execute_into(ctx, ops, out).has_value());
+  EXPECT_EQ(out.get<double>({1, 3}).value(), 3.0);
+  EXPECT_EQ(EinsumPlan::prepare("i", std::vector<Shape>{Shape{2}}, DType::kBool).error().code(),
+            ErrorCode::kDTypeMismatch);
+}
+
+}  // namespace
+}  // namespace tenferro::einsum

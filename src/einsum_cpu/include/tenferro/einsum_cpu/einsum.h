@@ -1,0 +1,114 @@
+#pragma once
+/// \file
+/// The CPU native einsum engine: a whole N-ary einsum as one prepared operation
+/// (spec 000 "Einsum execution identity"), and a bounded plan cache.
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "tenferro/core/result.h"
+#include "tenferro/cpu/context.h"
+#include "tenferro/cpu/dot_general.h"
+#include "tenferro/einsum/path.h"
+#include "tenferro/einsum/subscripts.h"
+#include "tenferro/tensor/tensor.h"
+
+namespace tenferro::einsum {
+
+/// A prepared einsum for fixed subscripts, operand shapes, dtype and path policy:
+/// the contraction tree, the single-operand preprocessing, and per binary step the
+/// operand axis orders and dot_general dimensions. Immutable and thread-safe; execute it
+/// any number of times (Note [Einsum plan] in einsum.cc).
+class EinsumPlan {
+ public:
+  /// Parses, resolves and plans. Errors: those of parse_subscripts, resolve and
+  /// search_path; kDTypeMismatch for bool.
+  static Result<std::shared_ptr<const EinsumPlan>> prepare(std::string_view subscripts, std::span<const Shape> shapes,
+                                                            DType dtype, const PathPolicy& policy = {});
+  /// Plans a resolved spec (integer-label API).
+  static Result<std::shared_ptr<const EinsumPlan>> prepare(const EinsumSpec& spec, std::span<const Shape> shapes,
+                                                            DType dtype, const PathPolicy& policy = {});
+
+  const EinsumSpec& spec() const noexcept { return spec_; }
+  DType dtype() const noexcept { return dtype_; }
+  const Shape& output_shape() const noexcept { return out_shape_; }
+  const ContractionTree& tree() const noexcept { return tree_; }
+  /// Cost of the tree under the path cost model (opt_einsum flop convention).
+  const PathCost& cost() const noexcept { return cost_; }
+  /// Seconds spent in path search while preparing.
+  double search_seconds() const noexcept { return search_seconds_; }
+  /// Bytes of plan metadata (for the cache's retained-byte statistics).
+  int64_t footprint_bytes() const noexcept;
+
+  /// Runs the einsum on `operands` (shapes and dtype as prepared; any layouts) inside an
+  /// entered context. Intermediates come from `pool` when given and return to it as soon
+  /// as their last consumer ran. The result is a new tensor in dot_general's memory order
+  /// (a permuted compact layout) unless the output repeats a label. Errors:
+  /// kInvalidArgument (operand count, null handle), kShapeMismatch, kDTypeMismatch.
+  Result<Tensor> execute(const cpu::CpuExecutionContext& ctx, std::span<const Tensor> operands,
+                         const std::shared_ptr<HostBufferPool>& pool = nullptr) const;
+  /// Writes the einsum into `out` (output shape and dtype, any injective layout,
+  /// exclusive storage); the last contraction writes into it directly. Invalid input
+  /// fails before any write.
+  Result<void> execute_into(const cpu::CpuExecutionContext& ctx, std::span<const Tensor> operands, Tensor& out,
+                            const std::shared_ptr<HostBufferPool>& pool = nullptr) const;
+
+  struct Leaf;
+  struct Step;
+
+ private:
+  EinsumPlan() = default;
+  Result<void> check_operands(std::span<const Tensor> operands) const;
+  Result<Tensor> run(const cpu::CpuExecutionContext& ctx, std::span<const Tensor> operands, Tensor* out,
+                     const std::shared_ptr<HostBufferPool>& pool) const;
+
+  EinsumSpec spec_;
+  DType dtype_ = DType::kF64;
+  std::vector<Shape> in_shapes_;
+  Shape out_shape_;
+  ContractionTree tree_;
+  PathCost cost_;
+  double search_seconds_ = 0;
+  std::vector<std::shared_ptr<const Leaf>> leaves_;
+  std::vector<std::shared_ptr<const Step>> steps_;
+  std::vector<Label> root_labels_;                  // logical order of the last node
+  std::vector<SmallVector<int64_t, 8>> out_diags_;  // diagonals taken of the output (repeated labels)
+  SmallVector<int64_t, 8> root_to_out_;             // permutation of the (diagonal) output view to root order
+  bool repeated_output_ = false;
+};
+
+/// A bounded LRU cache of prepared plans keyed by (subscripts, shapes, dtype, path
+/// policy). Thread-safe. Planning happens on a miss, before any executor entry.
+class PlanCache {
+ public:
+  explicit PlanCache(size_t capacity = 256) : capacity_(capacity) {}
+  struct Stats {
+    int64_t hits = 0, misses = 0, evictions = 0, entries = 0, retained_bytes = 0;
+  };
+  Result<std::shared_ptr<const EinsumPlan>> get(std::string_view subscripts, std::span<const Shape> shapes, DType dtype,
+                                                const PathPolicy& policy = {});
+  Stats stats() const;
+  void clear();
+
+ private:
+  using Entry = std::pair<std::string, std::shared_ptr<const EinsumPlan>>;
+  mutable std::mutex mu_;
+  size_t capacity_;
+  std::list<Entry> lru_;  // most recent first
+  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+  Stats stats_;
+};
+
+/// One-call einsum: plans (through `cache` when given) and executes.
+Result<Tensor> einsum(const cpu::CpuExecutionContext& ctx, std::string_view subscripts,
+                      std::span<const Tensor> operands, const PathPolicy& policy = {}, PlanCache* cache = nullptr,
+                      const std::shared_ptr<HostBufferPool>& pool = nullptr);
+
+}  // namespace tenferro::einsum
