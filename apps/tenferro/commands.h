@@ -11,4 +11,12 @@ int run_demo(int argc, char** argv);
 /// `tenferro bench kernels [--threads N] [--json]`: CPU kernels vs same-run references.
 int run_bench_kernels(int argc, char** argv);
 
+/// `tenferro einsum SUBSCRIPTS A.npy ... [-o OUT.npy] [--optimize ...] [--threads N]
+/// [--repeat K] [--json]`.
+int run_einsum(int argc, char** argv);
+
+/// `tenferro bench einsum FILE_OR_DIR... [--path instance|greedy|treesa] [--strategy
+/// opt_flops|opt_size] [--threads N] [--json]`: einsum-benchmark instances.
+int run_bench_einsum(int argc, char** argv);
+
 }  // namespace tenferro::cli

@@ -16,6 +16,12 @@ void print_usage(std::FILE* out) {
       "  demo       show what the library does so far (tensors, views, errors)\n"
       "  bench kernels [--threads N] [--json] [--only S] [--max-n N]\n"
       "             CPU kernels next to a same-run reference (BLAS, memcpy)\n"
+      "  einsum SUBSCRIPTS A.npy [B.npy ...] [-o OUT.npy] [--optimize greedy|optimal|treesa|\n"
+      "         left-to-right|path=((0,1),2)|path=[(0,1),(0,1)]] [--threads N] [--repeat K] [--json]\n"
+      "             run one einsum on .npy operands\n"
+      "  bench einsum FILE_OR_DIR... [--path instance|greedy|treesa] [--strategy opt_flops|opt_size]\n"
+      "         [--threads N] [--json]\n"
+      "             time einsum-benchmark instances (median, IQR, GFLOP/s, path cost)\n"
       "  version    print the version\n"
       "  help       print this text\n",
       out);
@@ -32,6 +38,10 @@ int main(int argc, char** argv) {
   if (cmd == "demo") return tenferro::cli::run_demo(argc - 2, argv + 2);
   if (cmd == "bench" && argc >= 3 && std::string_view(argv[2]) == "kernels") {
     return tenferro::cli::run_bench_kernels(argc - 3, argv + 3);
+  }
+  if (cmd == "einsum") return tenferro::cli::run_einsum(argc - 2, argv + 2);
+  if (cmd == "bench" && argc >= 3 && std::string_view(argv[2]) == "einsum") {
+    return tenferro::cli::run_bench_einsum(argc - 3, argv + 3);
   }
   if (cmd == "version" || cmd == "--version") {
     std::printf("tenferro %s\n", tenferro::cli::kVersion);

@@ -1,0 +1,365 @@
+// `tenferro einsum` (run one einsum on .npy files) and `tenferro bench einsum` (the
+// einsum-benchmark instances).
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "tenferro/cpu/engine.h"
+#include "tenferro/einsum_cpu/einsum.h"
+#include "tenferro/tensor/npy.h"
+
+namespace tenferro::cli {
+
+namespace {
+
+using einsum::PathAlgorithm;
+using einsum::PathPolicy;
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// "--optimize" values: greedy | optimal | treesa | left-to-right | path=((0,1),2) |
+// path=[(0,1),(0,1)] (opt_einsum pairs).
+Result<PathPolicy> parse_optimize(const std::string& v, int32_t operands) {
+  PathPolicy p;
+  if (v == "greedy") {
+    p.algorithm = PathAlgorithm::kGreedy;
+  } else if (v == "optimal") {
+    p.algorithm = PathAlgorithm::kOptimal;
+  } else if (v == "treesa") {
+    p.algorithm = PathAlgorithm::kTreeSA;
+  } else if (v == "left-to-right") {
+    p.algorithm = PathAlgorithm::kLeftToRight;
+  } else if (v.rfind("path=", 0) == 0) {
+    const std::string text = v.substr(5);
+    p.algorithm = PathAlgorithm::kExplicit;
+    if (!text.empty() && text[0] == '[') {
+      std::vector<std::vector<int32_t>> pairs;
+      std::vector<int32_t> cur;
+      int64_t num = -1;
+      for (char c : text) {
+        if (c >= '0' && c <= '9') {
+          num = (num < 0 ? 0 : num * 10) + (c - '0');
+        } else {
+          if (num >= 0) cur.push_back(static_cast<int32_t>(num));
+          num = -1;
+          if (c == ')') {
+            pairs.push_back(cur);
+            cur.clear();
+          }
+        }
+      }
+      TENFERRO_TRY(p.explicit_tree, einsum::tree_from_pairs(operands, pairs));
+    } else {
+      TENFERRO_TRY(p.explicit_tree, einsum::tree_from_nested(operands, text));
+    }
+  } else {
+    return usage_error(ErrorCode::kInvalidArgument, "tenferro einsum",
+                       "--optimize '" + v + "' is not greedy, optimal, treesa, left-to-right or path=...");
+  }
+  return p;
+}
+
+Result<std::shared_ptr<cpu::CpuEngine>> make_engine(int threads) {
+  TENFERRO_TRY(cpu::CpuTopology topo, cpu::CpuTopology::discover());
+  cpu::CpuEngineConfig cfg;
+  std::vector<int> cpus = topo.allowed_cpus;
+  if (static_cast<int>(cpus.size()) > threads) cpus.resize(static_cast<size_t>(threads));
+  cfg.domains = {cpu::CpuDomainConfig{0, cpus, threads, nullptr}};
+  cfg.pin_workers = static_cast<int>(topo.allowed_cpus.size()) >= threads;
+  return cpu::CpuEngine::create(cfg, &topo);
+}
+
+struct Timing {
+  double median_ms = 0, iqr_ms = 0, min_ms = 0;
+  int runs = 0;
+};
+
+Timing summarize(std::vector<double> t) {
+  std::sort(t.begin(), t.end());
+  Timing r;
+  r.runs = static_cast<int>(t.size());
+  if (t.empty()) return r;
+  r.median_ms = t[t.size() / 2] * 1e3;
+  r.min_ms = t.front() * 1e3;
+  r.iqr_ms = (t[3 * t.size() / 4] - t[t.size() / 4]) * 1e3;
+  return r;
+}
+
+int fail(const Error& e) {
+  std::fprintf(stderr, "tenferro: %s\n", e.to_string().c_str());
+  return 1;
+}
+
+}  // namespace
+
+int run_einsum(int argc, char** argv) {
+  std::string subscripts, out_path, optimize = "greedy";
+  std::vector<std::string> inputs;
+  int threads = 1, repeat = 1;
+  bool json = false;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "-o" && i + 1 < argc) {
+      out_path = argv[++i];
+    } else if (a == "--optimize" && i + 1 < argc) {
+      optimize = argv[++i];
+    } else if (a == "--threads" && i + 1 < argc) {
+      threads = std::atoi(argv[++i]);
+    } else if (a == "--repeat" && i + 1 < argc) {
+      repeat = std::atoi(argv[++i]);
+    } else if (a == "--json") {
+      json = true;
+    } else if (!a.empty() && a[0] == '-' && a != "-") {
+      std::fprintf(stderr, "tenferro einsum: unknown option '%s'\n", a.c_str());
+      return 2;
+    } else if (subscripts.empty()) {
+      subscripts = a;
+    } else {
+      inputs.push_back(a);
+    }
+  }
+  if (subscripts.empty() || inputs.empty() || threads < 1 || repeat < 1) {
+    std::fprintf(stderr,
+                 "usage: tenferro einsum SUBSCRIPTS A.npy [B.npy ...] [-o OUT.npy] [--optimize "
+                 "greedy|optimal|treesa|left-to-right|path=...] [--threads N] [--repeat K] [--json]\n");
+    return 2;
+  }
+  std::vector<Tensor> ops;
+  std::vector<Shape> shapes;
+  for (const std::string& p : inputs) {
+    auto t = read_npy(p);
+    if (!t) return fail(t.error());
+    shapes.push_back(t->shape());
+    ops.push_back(std::move(*t));
+  }
+  for (size_t i = 1; i < ops.size(); ++i) {
+    if (ops[i].dtype() != ops[0].dtype()) {
+      return fail(usage_error(ErrorCode::kDTypeMismatch, "tenferro einsum",
+                              "operand " + std::to_string(i) + " is " + std::string(dtype_name(ops[i].dtype())) +
+                                  ", operand 0 is " + std::string(dtype_name(ops[0].dtype()))));
+    }
+  }
+  auto policy = parse_optimize(optimize, static_cast<int32_t>(ops.size()));
+  if (!policy) return fail(policy.error());
+  auto plan = einsum::EinsumPlan::prepare(subscripts, shapes, ops[0].dtype(), *policy);
+  if (!plan) return fail(plan.error());
+  auto engine = make_engine(threads);
+  if (!engine) return fail(engine.error());
+  Tensor result;
+  std::vector<double> times;
+  for (int k = 0; k < repeat; ++k) {
+    const double t0 = now_s();
+    auto st = (*engine)->run(0, cpu::ParallelMode::kInner, [&](cpu::CpuExecutionContext& ctx) -> Result<void> {
+      TENFERRO_TRY(result, (*plan)->execute(ctx, ops, (*engine)->pool(0)));
+      return ok();
+    });
+    times.push_back(now_s() - t0);
+    if (!st) return fail(st.error());
+  }
+  if (!out_path.empty()) {
+    auto w = write_npy(out_path, result);
+    if (!w) return fail(w.error());
+  }
+  const Timing tm = summarize(times);
+  const einsum::PathCost& c = (*plan)->cost();
+  if (json) {
+    nlohmann::json j;
+    j["subscripts"] = subscripts;
+    j["dtype"] = std::string(dtype_name(ops[0].dtype()));
+    j["output_shape"] = std::vector<int64_t>(result.shape().begin(), result.shape().end());
+    j["optimize"] = optimize;
+    j["log10_flops"] = c.log10_flops();
+    j["largest_intermediate"] = c.largest;
+    j["search_ms"] = (*plan)->search_seconds() * 1e3;
+    j["threads"] = threads;
+    j["runs"] = tm.runs;
+    j["median_ms"] = tm.median_ms;
+    j["min_ms"] = tm.min_ms;
+    auto pairs = einsum::pairs_from_tree((*plan)->tree());
+    j["path"] = pairs;
+    if (!out_path.empty()) j["output"] = out_path;
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("einsum %s: %s %s, path %s (log10 flops %.3f, largest intermediate %.0f elements, search %.2f ms)\n",
+                subscripts.c_str(), std::string(dtype_name(ops[0].dtype())).c_str(),
+                format_dims(result.shape()).c_str(), optimize.c_str(), c.log10_flops(), c.largest,
+                (*plan)->search_seconds() * 1e3);
+    std::printf("time: median %.3f ms over %d run(s) at %d thread(s)\n", tm.median_ms, tm.runs, threads);
+    if (!out_path.empty()) {
+      std::printf("wrote %s\n", out_path.c_str());
+    } else {
+      std::printf("%s\n", result.to_string().c_str());
+    }
+  }
+  return 0;
+}
+
+int run_bench_einsum(int argc, char** argv) {
+  std::vector<std::string> targets;
+  std::string path_mode = "instance", strategy = "opt_flops";
+  int threads = 1;
+  bool json = false;
+  double min_time_s = 1.0;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--path" && i + 1 < argc) {
+      path_mode = argv[++i];
+    } else if (a == "--strategy" && i + 1 < argc) {
+      strategy = argv[++i];
+    } else if (a == "--threads" && i + 1 < argc) {
+      threads = std::atoi(argv[++i]);
+    } else if (a == "--json") {
+      json = true;
+    } else if (a == "--min-time" && i + 1 < argc) {
+      min_time_s = std::atof(argv[++i]);
+    } else if (!a.empty() && a[0] == '-') {
+      std::fprintf(stderr, "tenferro bench einsum: unknown option '%s'\n", a.c_str());
+      return 2;
+    } else {
+      targets.push_back(a);
+    }
+  }
+  if (targets.empty() || threads < 1 || (path_mode != "instance" && path_mode != "greedy" && path_mode != "treesa") ||
+      (strategy != "opt_flops" && strategy != "opt_size")) {
+    std::fprintf(stderr,
+                 "usage: tenferro bench einsum FILE_OR_DIR... [--path instance|greedy|treesa] [--strategy "
+                 "opt_flops|opt_size] [--threads N] [--json] [--min-time S]\n");
+    return 2;
+  }
+  std::vector<std::string> files;
+  for (const std::string& t : targets) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(t, ec)) {
+      for (const auto& e : std::filesystem::directory_iterator(t)) {
+        if (e.path().extension() == ".json") files.push_back(e.path().string());
+      }
+    } else {
+      files.push_back(t);
+    }
+  }
+  std::sort(files.begin(), files.end());
+  auto engine = make_engine(threads);
+  if (!engine) return fail(engine.error());
+  if (!json) {
+    std::printf("%-48s %8s %10s %9s %9s %8s %11s %10s\n", "instance", "threads", "median ms", "iqr ms", "GFLOP/s",
+                "log10 F", "largest", "search ms");
+  }
+  int failures = 0;
+  for (size_t fi = 0; fi < files.size(); ++fi) {
+    std::ifstream in(files[fi]);
+    nlohmann::json inst;
+    try {
+      in >> inst;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tenferro bench einsum: %s: %s\n", files[fi].c_str(), e.what());
+      ++failures;
+      continue;
+    }
+    const std::string name = inst.value("name", std::filesystem::path(files[fi]).stem().string());
+    std::fprintf(stderr, "[%zu/%zu] %s: planning (%s path)...\n", fi + 1, files.size(), name.c_str(), path_mode.c_str());
+    // Column-major data: the instance's column-major subscripts and shapes describe the
+    // same contraction as the row-major ones on numpy's data.
+    const std::string fmt = inst.contains("format_string_colmajor") ? inst["format_string_colmajor"].get<std::string>()
+                                                                     : inst["format_string"].get<std::string>();
+    const auto& jshapes = inst.contains("shapes_colmajor") ? inst["shapes_colmajor"] : inst["shapes"];
+    std::vector<Shape> shapes;
+    for (const auto& s : jshapes) {
+      Shape sh;
+      for (const auto& e : s) sh.push_back(e.get<int64_t>());
+      shapes.push_back(sh);
+    }
+    const std::string dt = inst.value("dtype", "float64");
+    const DType dtype = dt.find("complex") != std::string::npos ? DType::kC128 : DType::kF64;
+    PathPolicy policy;
+    if (path_mode == "instance") {
+      std::vector<std::vector<int32_t>> pairs;
+      for (const auto& p : inst["paths"][strategy]["path"]) pairs.push_back(p.get<std::vector<int32_t>>());
+      auto tree = einsum::tree_from_pairs(static_cast<int32_t>(shapes.size()), pairs);
+      if (!tree) {
+        std::fprintf(stderr, "%s: %s\n", name.c_str(), tree.error().to_string().c_str());
+        ++failures;
+        continue;
+      }
+      policy.algorithm = PathAlgorithm::kExplicit;
+      policy.explicit_tree = *tree;
+    } else if (path_mode == "greedy") {
+      policy.algorithm = PathAlgorithm::kGreedy;
+    } else {
+      policy.algorithm = PathAlgorithm::kTreeSA;
+    }
+    auto plan = einsum::EinsumPlan::prepare(fmt, shapes, dtype, policy);
+    if (!plan) {
+      std::fprintf(stderr, "%s: %s\n", name.c_str(), plan.error().to_string().c_str());
+      ++failures;
+      continue;
+    }
+    const einsum::PathCost& c = (*plan)->cost();
+    std::vector<Tensor> ops;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      ops.push_back(Tensor::random_normal(dtype, shapes[i], 1234 + i).value());
+    }
+    std::fprintf(stderr, "[%zu/%zu] %s: running...\n", fi + 1, files.size(), name.c_str());
+    std::vector<double> times;
+    std::optional<Error> err;
+    bool failed = false;
+    auto once = [&] {
+      const double t0 = now_s();
+      auto st = (*engine)->run(0, cpu::ParallelMode::kInner, [&](cpu::CpuExecutionContext& ctx) -> Result<void> {
+        TENFERRO_TRY(Tensor r, (*plan)->execute(ctx, ops, (*engine)->pool(0)));
+        (void)r;
+        return ok();
+      });
+      if (!st) {
+        err = st.error();
+        failed = true;
+      }
+      return now_s() - t0;
+    };
+    const double first = once();
+    if (!failed && first < 5) once();
+    const double start = now_s();
+    while (!failed && (times.size() < 5 || (times.size() < 15 && now_s() - start < min_time_s))) times.push_back(once());
+    if (failed) {
+      std::fprintf(stderr, "%s: %s\n", name.c_str(), err->to_string().c_str());
+      ++failures;
+      continue;
+    }
+    const Timing tm = summarize(times);
+    const double gflops = c.flops / (tm.median_ms * 1e-3) / 1e9;
+    if (json) {
+      nlohmann::json j;
+      j["instance"] = name;
+      j["threads"] = threads;
+      j["path"] = path_mode;
+      j["strategy"] = strategy;
+      j["median_ms"] = tm.median_ms;
+      j["iqr_ms"] = tm.iqr_ms;
+      j["min_ms"] = tm.min_ms;
+      j["runs"] = tm.runs;
+      j["gflops"] = gflops;
+      j["log10_flops"] = c.log10_flops();
+      j["largest_intermediate"] = c.largest;
+      j["search_ms"] = (*plan)->search_seconds() * 1e3;
+      std::printf("%s\n", j.dump().c_str());
+    } else {
+      std::printf("%-48s %8d %10.3f %9.3f %9.2f %8.3f %11.0f %10.2f\n", name.c_str(), threads, tm.median_ms, tm.iqr_ms,
+                  gflops, c.log10_flops(), c.largest, (*plan)->search_seconds() * 1e3);
+    }
+    std::fflush(stdout);
+  }
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace tenferro::cli

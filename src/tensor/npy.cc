@@ -1,0 +1,257 @@
+#include "tenferro/tensor/npy.h"
+
+#include <bit>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace tenferro {
+
+namespace {
+
+std::string s(int64_t v) { return std::to_string(v); }
+Error perr(std::string message) { return usage_error(ErrorCode::kParse, "npy", std::move(message)); }
+
+constexpr char kMagic[] = "\x93NUMPY";
+
+struct Header {
+  DType dtype = DType::kF64;
+  bool swap = false;
+  bool fortran = false;
+  Shape shape;
+};
+
+// Parses the header dictionary: {'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }
+Result<Header> parse_header(std::string_view h) {
+  Header out;
+  size_t pos = 0;
+  auto skip = [&] {
+    while (pos < h.size() && (h[pos] == ' ' || h[pos] == '\n' || h[pos] == '\t' || h[pos] == '\r')) ++pos;
+  };
+  auto expect = [&](char c) -> Result<void> {
+    skip();
+    if (pos >= h.size() || h[pos] != c) return perr(std::string("header: expected '") + c + "' at offset " + s(static_cast<int64_t>(pos)));
+    ++pos;
+    return ok();
+  };
+  auto string_lit = [&]() -> Result<std::string> {
+    skip();
+    if (pos >= h.size() || (h[pos] != '\'' && h[pos] != '"')) return perr("header: expected a string at offset " + s(static_cast<int64_t>(pos)));
+    const char q = h[pos++];
+    const size_t end = h.find(q, pos);
+    if (end == std::string_view::npos) return perr("header: unterminated string");
+    std::string v(h.substr(pos, end - pos));
+    pos = end + 1;
+    return v;
+  };
+  TENFERRO_TRY_VOID(expect('{'));
+  bool have_descr = false, have_order = false, have_shape = false;
+  for (;;) {
+    skip();
+    if (pos < h.size() && h[pos] == '}') {
+      ++pos;
+      break;
+    }
+    TENFERRO_TRY(std::string key, string_lit());
+    TENFERRO_TRY_VOID(expect(':'));
+    skip();
+    if (key == "descr") {
+      TENFERRO_TRY(std::string d, string_lit());
+      if (d.size() < 3) return usage_error(ErrorCode::kUnsupported, "npy", "descr '" + d + "' is not supported");
+      const char order = d[0];
+      const std::string t = d.substr(1);
+      if (t == "b1") out.dtype = DType::kBool;
+      else if (t == "i4") out.dtype = DType::kI32;
+      else if (t == "i8") out.dtype = DType::kI64;
+      else if (t == "f4") out.dtype = DType::kF32;
+      else if (t == "f8") out.dtype = DType::kF64;
+      else if (t == "c8") out.dtype = DType::kC64;
+      else if (t == "c16") out.dtype = DType::kC128;
+      else return usage_error(ErrorCode::kUnsupported, "npy", "descr '" + d + "' is not supported (bool, i4, i8, f4, f8, c8, c16)");
+      if (order != '<' && order != '>' && order != '|' && order != '=') return perr("descr '" + d + "' has an unknown byte order");
+      out.swap = order == '>' && out.dtype != DType::kBool;
+      have_descr = true;
+    } else if (key == "fortran_order") {
+      if (h.substr(pos, 4) == "True") {
+        out.fortran = true;
+        pos += 4;
+      } else if (h.substr(pos, 5) == "False") {
+        out.fortran = false;
+        pos += 5;
+      } else {
+        return perr("header: fortran_order is not True or False");
+      }
+      have_order = true;
+    } else if (key == "shape") {
+      TENFERRO_TRY_VOID(expect('('));
+      for (;;) {
+        skip();
+        if (pos < h.size() && h[pos] == ')') {
+          ++pos;
+          break;
+        }
+        if (pos >= h.size() || h[pos] < '0' || h[pos] > '9') return perr("header: bad shape entry at offset " + s(static_cast<int64_t>(pos)));
+        int64_t v = 0;
+        while (pos < h.size() && h[pos] >= '0' && h[pos] <= '9') {
+          if (v > (int64_t{1} << 58)) return usage_error(ErrorCode::kInvalidShape, "npy", "shape extent overflows");
+          v = v * 10 + (h[pos++] - '0');
+        }
+        out.shape.push_back(v);
+        skip();
+        if (pos < h.size() && h[pos] == ',') ++pos;
+      }
+      have_shape = true;
+    } else {
+      return perr("header: unknown key '" + key + "'");
+    }
+    skip();
+    if (pos < h.size() && h[pos] == ',') ++pos;
+  }
+  if (!have_descr || !have_order || !have_shape) return perr("header lacks descr, fortran_order or shape");
+  return out;
+}
+
+uint32_t read_le(std::string_view b, size_t at, size_t n) {
+  uint32_t v = 0;
+  for (size_t i = 0; i < n; ++i) v |= static_cast<uint32_t>(static_cast<unsigned char>(b[at + i])) << (8 * i);
+  return v;
+}
+
+}  // namespace
+
+Result<Tensor> npy_decode(std::string_view bytes) {
+  if (bytes.size() < 10 || bytes.substr(0, 6) != std::string_view(kMagic, 6)) return perr("not a .npy file (bad magic)");
+  const int major = static_cast<unsigned char>(bytes[6]);
+  size_t header_len = 0, header_at = 0;
+  if (major == 1) {
+    header_len = read_le(bytes, 8, 2);
+    header_at = 10;
+  } else if (major == 2 || major == 3) {
+    if (bytes.size() < 12) return perr("truncated header length");
+    header_len = read_le(bytes, 8, 4);
+    header_at = 12;
+  } else {
+    return perr("unsupported format version " + s(major));
+  }
+  if (bytes.size() < header_at + header_len) return perr("truncated header");
+  TENFERRO_TRY(Header h, parse_header(bytes.substr(header_at, header_len)));
+  TENFERRO_TRY_VOID(validate_shape(h.shape, "npy"));
+  TENFERRO_TRY(int64_t nbytes, checked_byte_count(h.shape, h.dtype, "npy"));
+  const size_t data_at = header_at + header_len;
+  if (bytes.size() - data_at < static_cast<size_t>(nbytes)) {
+    return perr("truncated data: " + s(static_cast<int64_t>(bytes.size() - data_at)) + " bytes for " + s(nbytes));
+  }
+  if (bytes.size() - data_at > static_cast<size_t>(nbytes)) return perr("extra bytes after the data");
+  // Fortran order: the shape as given, column-major. C order: the reversed shape
+  // column-major, then the axes reversed (a row-major view).
+  Shape stored = h.shape;
+  if (!h.fortran) std::reverse(stored.begin(), stored.end());
+  TENFERRO_TRY(Tensor t, Tensor::uninitialized(h.dtype, stored));
+  auto* dst = static_cast<char*>(t.storage()->data());
+  if (nbytes > 0) std::memcpy(dst, bytes.data() + data_at, static_cast<size_t>(nbytes));
+  if (h.swap) {
+    const int64_t width = is_complex(h.dtype) ? dtype_size(h.dtype) / 2 : dtype_size(h.dtype);
+    for (int64_t i = 0; i < nbytes; i += width) std::reverse(dst + i, dst + i + width);
+  }
+  if (h.dtype == DType::kBool) {
+    for (int64_t i = 0; i < nbytes; ++i) {
+      if (static_cast<unsigned char>(dst[i]) > 1) return perr("bool element " + s(i) + " is not 0 or 1");
+    }
+  }
+  if (h.fortran || h.shape.size() < 2) return t;
+  SmallVector<int64_t, 8> rev;
+  for (size_t i = h.shape.size(); i-- > 0;) rev.push_back(static_cast<int64_t>(i));
+  return t.permute(Dims(rev.span()));
+}
+
+Result<std::string> npy_encode(const Tensor& tensor) {
+  if (!tensor.defined()) return usage_error(ErrorCode::kInvalidArgument, "npy", "tensor handle is null");
+  const char* descr = nullptr;
+  switch (tensor.dtype()) {
+    case DType::kBool: descr = "|b1"; break;
+    case DType::kI32: descr = "<i4"; break;
+    case DType::kI64: descr = "<i8"; break;
+    case DType::kF32: descr = "<f4"; break;
+    case DType::kF64: descr = "<f8"; break;
+    case DType::kC64: descr = "<c8"; break;
+    case DType::kC128: descr = "<c16"; break;
+  }
+  if constexpr (std::endian::native != std::endian::little) {
+    return usage_error(ErrorCode::kUnsupported, "npy", "writing needs a little-endian host");
+  }
+  Tensor src = tensor;
+  bool fortran = true;
+  if (is_col_major_contiguous(src.layout())) {
+    fortran = true;
+  } else if (is_row_major_contiguous(src.layout())) {
+    fortran = false;
+  } else {
+    TENFERRO_TRY(src, tensor.to_col_major());
+  }
+  std::string dict = std::string("{'descr': '") + descr + "', 'fortran_order': " + (fortran ? "True" : "False") +
+                     ", 'shape': (";
+  for (size_t i = 0; i < src.shape().size(); ++i) {
+    dict.append(s(src.shape()[i]));
+    if (src.shape().size() == 1 || i + 1 < src.shape().size()) dict.append(",");
+    if (i + 1 < src.shape().size()) dict.append(" ");
+  }
+  dict.append("), }");
+  // Pad so that the data starts at a multiple of 64 bytes; the header ends with '\n'.
+  size_t prefix = 10;
+  size_t total = prefix + dict.size() + 1;
+  int major = 1;
+  if (total + 64 > 65535 + 10) {
+    major = 2;
+    prefix = 12;
+    total = prefix + dict.size() + 1;
+  }
+  const size_t padded = (total + 63) / 64 * 64;
+  dict.append(padded - total, ' ');
+  dict.push_back('\n');
+  std::string out(kMagic, 6);
+  out.push_back(static_cast<char>(major));
+  out.push_back('\0');
+  const size_t hl = dict.size();
+  for (size_t i = 0; i < (major == 1 ? 2u : 4u); ++i) out.push_back(static_cast<char>((hl >> (8 * i)) & 0xFF));
+  out.append(dict);
+  const int64_t nbytes = src.numel() * src.element_size();
+  const char* base = static_cast<const char*>(src.storage()->data()) + src.offset() * src.element_size();
+  if (nbytes > 0) out.append(base, static_cast<size_t>(nbytes));
+  return out;
+}
+
+Result<Tensor> read_npy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return usage_error(ErrorCode::kIo, "npy", "cannot open '" + path + "': " + std::strerror(errno));
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  if (in.bad()) return usage_error(ErrorCode::kIo, "npy", "cannot read '" + path + "'");
+  auto r = npy_decode(buf.str());
+  if (!r) return Error(r.error().stage(), r.error().code(), "npy", "'" + path + "': " + r.error().message());
+  return r;
+}
+
+Result<void> write_npy(const std::string& path, const Tensor& tensor) {
+  TENFERRO_TRY(std::string bytes, npy_encode(tensor));
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return usage_error(ErrorCode::kIo, "npy", "cannot create '" + tmp + "': " + std::strerror(errno));
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      return usage_error(ErrorCode::kIo, "npy", "cannot write '" + tmp + "'");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    return usage_error(ErrorCode::kIo, "npy", "cannot rename '" + tmp + "' to '" + path + "': " + why);
+  }
+  return ok();
+}
+
+}  // namespace tenferro
