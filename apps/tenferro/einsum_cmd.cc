@@ -71,13 +71,14 @@ Result<PathPolicy> parse_optimize(const std::string& v, int32_t operands) {
   return p;
 }
 
-Result<std::shared_ptr<cpu::CpuEngine>> make_engine(int threads) {
+Result<std::shared_ptr<cpu::CpuEngine>> make_engine(int threads, int64_t pool_bytes = int64_t{1} << 30) {
   TENFERRO_TRY(cpu::CpuTopology topo, cpu::CpuTopology::discover());
   cpu::CpuEngineConfig cfg;
   std::vector<int> cpus = topo.allowed_cpus;
   if (static_cast<int>(cpus.size()) > threads) cpus.resize(static_cast<size_t>(threads));
   cfg.domains = {cpu::CpuDomainConfig{0, cpus, threads, nullptr}};
   cfg.pin_workers = static_cast<int>(topo.allowed_cpus.size()) >= threads;
+  cfg.pool.max_retained_bytes = pool_bytes;
   return cpu::CpuEngine::create(cfg, &topo);
 }
 
@@ -212,6 +213,7 @@ int run_bench_einsum(int argc, char** argv) {
   int threads = 1;
   bool json = false;
   double min_time_s = 1.0;
+  int64_t pool_mib = 4096;
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--path" && i + 1 < argc) {
@@ -224,6 +226,8 @@ int run_bench_einsum(int argc, char** argv) {
       json = true;
     } else if (a == "--min-time" && i + 1 < argc) {
       min_time_s = std::atof(argv[++i]);
+    } else if (a == "--pool-mib" && i + 1 < argc) {
+      pool_mib = std::atoll(argv[++i]);
     } else if (!a.empty() && a[0] == '-') {
       std::fprintf(stderr, "tenferro bench einsum: unknown option '%s'\n", a.c_str());
       return 2;
@@ -235,7 +239,7 @@ int run_bench_einsum(int argc, char** argv) {
       (strategy != "opt_flops" && strategy != "opt_size")) {
     std::fprintf(stderr,
                  "usage: tenferro bench einsum FILE_OR_DIR... [--path instance|greedy|treesa] [--strategy "
-                 "opt_flops|opt_size] [--threads N] [--json] [--min-time S]\n");
+                 "opt_flops|opt_size] [--threads N] [--json] [--min-time S] [--pool-mib M]\n");
     return 2;
   }
   std::vector<std::string> files;
@@ -250,7 +254,9 @@ int run_bench_einsum(int argc, char** argv) {
     }
   }
   std::sort(files.begin(), files.end());
-  auto engine = make_engine(threads);
+  // Intermediates are drawn from the domain's buffer pool; it may retain up to
+  // --pool-mib (default 4096) so that repeated runs reuse their buffers.
+  auto engine = make_engine(threads, pool_mib << 20);
   if (!engine) return fail(engine.error());
   if (!json) {
     std::printf("%-48s %8s %10s %9s %9s %8s %11s %10s\n", "instance", "threads", "median ms", "iqr ms", "GFLOP/s",
@@ -268,6 +274,7 @@ int run_bench_einsum(int argc, char** argv) {
       continue;
     }
     const std::string name = inst.value("name", std::filesystem::path(files[fi]).stem().string());
+    (*engine)->pool(0)->clear();  // each instance starts with an empty pool
     std::fprintf(stderr, "[%zu/%zu] %s: planning (%s path)...\n", fi + 1, files.size(), name.c_str(), path_mode.c_str());
     // Column-major data: the instance's column-major subscripts and shapes describe the
     // same contraction as the row-major ones on numpy's data.
@@ -337,6 +344,13 @@ int run_bench_einsum(int argc, char** argv) {
       continue;
     }
     const Timing tm = summarize(times);
+    {
+      const HostBufferPoolStats ps = (*engine)->pool(0)->stats();
+      std::fprintf(stderr, "[%zu/%zu] %s: buffer pool hits %lld, misses %lld, evictions %lld, retained %.1f MiB\n",
+                   fi + 1, files.size(), name.c_str(), static_cast<long long>(ps.hits),
+                   static_cast<long long>(ps.misses), static_cast<long long>(ps.evictions),
+                   static_cast<double>(ps.retained_bytes) / (1 << 20));
+    }
     const double gflops = c.flops / (tm.median_ms * 1e-3) / 1e9;
     if (json) {
       nlohmann::json j;

@@ -1,9 +1,14 @@
 #include "tenferro/cpu/dot_general.h"
 
 #include <algorithm>
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 #include <string>
 
 #include "gemm.h"
+#include "map_kernel.h"
 #include "tenferro/cpu/kernels.h"
 
 namespace tenferro::cpu {
@@ -315,9 +320,75 @@ T conj_if(T v, bool c) {
   }
 }
 
+// Note [Outer products]: a product with K = 1 (nothing contracted) is an outer product
+// c[i, j] = alpha a[i] b[j] (+ beta c[i, j]): all stores and no reuse, which GEMM
+// libraries run far below bandwidth. With the default provider it is written here one
+// contiguous column at a time (vectorized), with streaming stores when the output is
+// large and not read (beta = 0), split over the context's workers by columns.
+template <class T>
+void outer_product(const CpuExecutionContext& ctx, detail::GemmArgs<T> g, int threads) {
+  if (g.rsc != 1 && g.csc == 1) {
+    // Row-major output: c^T[j, i] = b[j] a[i], the same product with roles swapped.
+    std::swap(g.m, g.n);
+    std::swap(g.a, g.b);
+    std::swap(g.conj_a, g.conj_b);
+    const int64_t ra = g.rsa;
+    g.rsa = g.csb;
+    g.csb = ra;
+    std::swap(g.rsc, g.csc);
+  }
+  const bool zero_beta = g.beta == T{};
+  const bool stream = zero_beta && g.rsc == 1 && g.m * g.n * static_cast<int64_t>(sizeof(T)) >= (int64_t{8} << 20);
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(g.m, 1));
+  auto columns = [&](int64_t j0, int64_t j1) {
+    for (int64_t j = j0; j < j1; ++j) {
+      const T bj = g.alpha * conj_if(g.b[j * g.csb], g.conj_b);
+      T* c = g.c + j * g.csc;
+      const T* a = g.a;
+      if (g.rsc == 1 && g.rsa == 1 && !(tenferro::detail::ComplexScalar<T> && g.conj_a)) {
+        int64_t i = 0;
+#if defined(__AVX2__)
+        if constexpr (std::is_same_v<T, double>) {
+          if (stream) {
+            for (; i < g.m && (reinterpret_cast<uintptr_t>(c + i) % 32) != 0; ++i) c[i] = a[i] * bj;
+            const __m256d vb = _mm256_set1_pd(bj);
+            for (; i + 4 <= g.m; i += 4) _mm256_stream_pd(c + i, _mm256_mul_pd(_mm256_loadu_pd(a + i), vb));
+          }
+        } else if constexpr (std::is_same_v<T, float>) {
+          if (stream) {
+            for (; i < g.m && (reinterpret_cast<uintptr_t>(c + i) % 32) != 0; ++i) c[i] = a[i] * bj;
+            const __m256 vb = _mm256_set1_ps(bj);
+            for (; i + 8 <= g.m; i += 8) _mm256_stream_ps(c + i, _mm256_mul_ps(_mm256_loadu_ps(a + i), vb));
+          }
+        }
+#endif
+        if (zero_beta) {
+          for (; i < g.m; ++i) c[i] = a[i] * bj;
+        } else {
+          for (; i < g.m; ++i) c[i] = a[i] * bj + g.beta * c[i];
+        }
+      } else {
+        for (int64_t i = 0; i < g.m; ++i) {
+          T& ci = c[i * g.rsc];
+          const T v = conj_if(a[i * g.rsa], g.conj_a) * bj;
+          ci = zero_beta ? v : v + g.beta * ci;
+        }
+      }
+    }
+#if defined(__AVX2__)
+    if (stream) _mm_sfence();  // streaming stores are weakly ordered
+#endif
+  };
+  if (threads > 1) {
+    ctx.parallel_for(g.n, grain, columns);
+  } else {
+    columns(0, g.n);  // already inside an outer-parallel batch: one fan-out level
+  }
+}
+
 template <class T>
 Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs, const DotDims& dims,
-                     const DotOptions& opt, const Plan& plan, Tensor& out) {
+                     const DotOptions& opt, const Plan& plan, Tensor& out, const std::shared_ptr<HostBufferPool>& pool) {
   TENFERRO_TRY(T alpha, scalar_to<T>(opt.alpha, "alpha"));
   TENFERRO_TRY(T beta, scalar_to<T>(opt.beta, "beta"));
   const int64_t B = plan.batch, M = plan.m, N = plan.n, K = plan.k;
@@ -336,22 +407,35 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   for (size_t i = 0; i < plan.rhs_free.size(); ++i)
     out_n.push_back(nb + static_cast<int64_t>(plan.lhs_free.size() + i));
 
-  // Every dimension a batch dimension: an elementwise product (Note [Batch policies]).
+  // Every dimension a batch dimension: an elementwise product (Note [Batch policies]),
+  // through the vectorized map kernel with both operands viewed in the output's axes.
   if (M == 1 && N == 1 && K == 1) {
-    const BatchAxes ax = batch_axes(bext.span(), layout_strides(lhs.layout(), dims.lhs_batch.span()).span(),
-                                    layout_strides(rhs.layout(), dims.rhs_batch.span()).span(),
-                                    layout_strides(out.layout(), out_batch.span()).span());
-    const auto* lb = static_cast<const T*>(lhs.storage()->data()) + lhs.offset();
-    const auto* rb = static_cast<const T*>(rhs.storage()->data()) + rhs.offset();
-    auto* ob = static_cast<T*>(out.storage()->data()) + out.offset();
-    ctx.parallel_for(B, int64_t{1} << 14, [&](int64_t b0, int64_t b1) {
-      BatchCursor cur(ax, b0);
-      for (int64_t b = b0; b < b1; ++b, cur.advance()) {
-        const T p = alpha * (conj_if(lb[cur.lo], opt.conj_lhs) * conj_if(rb[cur.ro], opt.conj_rhs));
-        T& c = ob[cur.oo];
-        c = beta == T{} ? p : p + beta * c;
+    Layout lv{out.shape(), Strides(static_cast<size_t>(out.rank()), 0), lhs.offset()};
+    Layout rv{out.shape(), Strides(static_cast<size_t>(out.rank()), 0), rhs.offset()};
+    for (int64_t i = 0; i < nb; ++i) {
+      lv.strides[static_cast<size_t>(i)] = lhs.strides()[static_cast<size_t>(dims.lhs_batch[static_cast<size_t>(i)])];
+      rv.strides[static_cast<size_t>(i)] = rhs.strides()[static_cast<size_t>(dims.rhs_batch[static_cast<size_t>(i)])];
+    }
+    const bool plain = alpha == T{1} && !opt.conj_lhs && !opt.conj_rhs;
+    const std::array<const Layout*, 2> lay{&lv, &rv};
+    const std::array<const void*, 2> in{lhs.storage()->data(), rhs.storage()->data()};
+    void* obase = out.storage()->data();
+    if (beta == T{}) {
+      if (plain) {
+        detail::map_kernel<T, T, T>(ctx, obase, out.layout(), in, lay, [](T x, T y) { return x * y; });
+      } else {
+        detail::map_kernel<T, T, T>(ctx, obase, out.layout(), in, lay, [&](T x, T y) {
+          return alpha * (conj_if(x, opt.conj_lhs) * conj_if(y, opt.conj_rhs));
+        });
       }
-    });
+    } else {
+      // The destination is also read: each element depends on itself only.
+      const std::array<const Layout*, 3> lay3{&lv, &rv, &out.layout()};
+      const std::array<const void*, 3> in3{lhs.storage()->data(), rhs.storage()->data(), obase};
+      detail::map_kernel<T, T, T, T>(ctx, obase, out.layout(), in3, lay3, [&](T x, T y, T c) {
+        return alpha * (conj_if(x, opt.conj_lhs) * conj_if(y, opt.conj_rhs)) + beta * c;
+      });
+    }
     return ok();
   }
 
@@ -375,7 +459,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
     const bool t = vendor && cl;
     const auto perm = t ? group_order(dims.lhs_contracting.span(), plan.lhs_free.span(), dims.lhs_batch.span())
                         : group_order(plan.lhs_free.span(), dims.lhs_contracting.span(), dims.lhs_batch.span());
-    TENFERRO_TRY(lhs_use, permute_copy(ctx, lhs, Dims(perm.span())));
+    TENFERRO_TRY(lhs_use, permute_copy(ctx, lhs, Dims(perm.span()), pool));
     lm = Group{M, t ? K : 1, true};
     lk = Group{K, t ? 1 : M, true};
     lbs = compact_batch_strides(bext.span(), M * K);
@@ -384,7 +468,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
     const bool t = vendor && cr;
     const auto perm = t ? group_order(plan.rhs_free.span(), dims.rhs_contracting.span(), dims.rhs_batch.span())
                         : group_order(dims.rhs_contracting.span(), plan.rhs_free.span(), dims.rhs_batch.span());
-    TENFERRO_TRY(rhs_use, permute_copy(ctx, rhs, Dims(perm.span())));
+    TENFERRO_TRY(rhs_use, permute_copy(ctx, rhs, Dims(perm.span()), pool));
     rk = Group{K, t ? N : 1, true};
     rn = Group{N, t ? 1 : K, true};
     rbs = compact_batch_strides(bext.span(), K * N);
@@ -396,9 +480,9 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
     const auto perm = group_order(out_m.span(), out_n.span(), out_batch.span());
     TENFERRO_TRY(Tensor out_view, out.permute(Dims(perm.span())));
     if (beta != T{}) {
-      TENFERRO_TRY(scratch, materialize(ctx, out_view));
+      TENFERRO_TRY(scratch, materialize(ctx, out_view, pool));
     } else {
-      TENFERRO_TRY(scratch, Tensor::uninitialized(out.dtype(), out_view.shape()));
+      TENFERRO_TRY(scratch, Tensor::uninitialized(out.dtype(), out_view.shape(), pool));
     }
     om = Group{M, 1, true};
     on = Group{N, M, true};
@@ -424,6 +508,10 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
           T& c = g.c[i * g.rsc + j * g.csc];
           c = beta == T{} ? T{} : beta * c;
         }
+      return;
+    }
+    if (K == 1 && opt.provider == GemmProvider::kAuto) {
+      outer_product<T>(ctx, g, threads);  // Note [Outer products]
       return;
     }
     switch (route.provider) {
@@ -528,7 +616,7 @@ Result<Plan> validate(const Tensor& lhs, const Tensor& rhs, const DotDims& dims)
 }  // namespace
 
 Result<void> dot_general_into(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs, const DotDims& dims,
-                              const DotOptions& options, Tensor& out) {
+                              const DotOptions& options, Tensor& out, const std::shared_ptr<HostBufferPool>& pool) {
   TENFERRO_TRY(Plan plan, validate(lhs, rhs, dims));
   TENFERRO_TRY(Shape shape, dot_general_shape(lhs.shape(), rhs.shape(), dims));
   if (!out.defined()) return usage_error(ErrorCode::kInvalidArgument, "dot_general", "destination handle is null");
@@ -547,7 +635,7 @@ Result<void> dot_general_into(const CpuExecutionContext& ctx, const Tensor& lhs,
     if constexpr (std::is_same_v<T, bool>) {
       return ok();
     } else {
-      return run_dot<T>(ctx, lhs, rhs, dims, options, plan, out);
+      return run_dot<T>(ctx, lhs, rhs, dims, options, plan, out, pool);
     }
   });
 }
@@ -570,7 +658,7 @@ Result<Tensor> dot_general(const CpuExecutionContext& ctx, const Tensor& lhs, co
   buffer = Tensor();
   DotOptions o = options;
   o.beta = 0.0;
-  TENFERRO_TRY_VOID(dot_general_into(ctx, lhs, rhs, dims, o, out));
+  TENFERRO_TRY_VOID(dot_general_into(ctx, lhs, rhs, dims, o, out, pool));
   return out;
 }
 

@@ -218,7 +218,7 @@ Result<std::shared_ptr<CpuEngine>> CpuEngine::create(CpuEngineConfig config, con
     }
     slot->info.capabilities = slot->executor->capabilities();
     slot->info.threads = slot->info.capabilities.workers;
-    slot->pool = HostBufferPool::create();
+    slot->pool = HostBufferPool::create(config.pool);
     engine->domains_.push_back(slot->info);
     engine->slots_.push_back(std::move(slot));
   }

@@ -316,7 +316,7 @@ Result<Tensor> EinsumPlan::run(const cpu::CpuExecutionContext& ctx, std::span<co
       slots[static_cast<size_t>(st.a)] = Tensor();  // last use: the buffer returns to the pool after this step
       slots[static_cast<size_t>(st.b)] = Tensor();
       if (k + 1 == steps_.size() && target.defined()) {
-        TENFERRO_TRY_VOID(cpu::dot_general_into(ctx, va, vb, st.dims, {}, target));
+        TENFERRO_TRY_VOID(cpu::dot_general_into(ctx, va, vb, st.dims, {}, target, pool));
         return Tensor();
       }
       TENFERRO_TRY(slots[n + k], cpu::dot_general(ctx, va, vb, st.dims, {}, pool));

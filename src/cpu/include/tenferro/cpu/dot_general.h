@@ -54,14 +54,16 @@ Result<Shape> dot_general_shape(const Shape& lhs, const Shape& rhs, const DotDim
 /// out = alpha * dot(lhs, rhs). The result is a new tensor with the logical shape above;
 /// its memory is compact with the batch dimensions outermost, so every batch is one
 /// column-major matrix (a permuted compact layout, not column-major over the logical
-/// dims). Supported dtypes: all but bool. Errors: those of dot_general_shape, and
-/// kDTypeMismatch.
+/// dims). Supported dtypes: all but bool. The result and any packed operand come from
+/// `pool` when given. Errors: those of dot_general_shape, and kDTypeMismatch.
 Result<Tensor> dot_general(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs, const DotDims& dims,
                            const DotOptions& options = {}, const std::shared_ptr<HostBufferPool>& pool = nullptr);
 
 /// out = alpha * dot(lhs, rhs) + beta * out, into a caller destination of the result
-/// shape (any layout, exclusive storage). Invalid input fails before any write.
+/// shape (any layout, exclusive storage). Invalid input fails before any write. Packed
+/// operands and a scratch destination are drawn from `pool` when given.
 Result<void> dot_general_into(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs,
-                              const DotDims& dims, const DotOptions& options, Tensor& out);
+                              const DotDims& dims, const DotOptions& options, Tensor& out,
+                              const std::shared_ptr<HostBufferPool>& pool = nullptr);
 
 }  // namespace tenferro::cpu

@@ -71,6 +71,8 @@ struct CpuEngineConfig {
   bool strict_placement = false;
   /// Default batch policy and thresholds of every context this engine creates.
   BatchSettings batch;
+  /// Limits of each domain's buffer pool (retained bytes and buffers).
+  HostBufferPoolConfig pool;
 };
 
 /// Facts about one created domain.
