@@ -214,6 +214,8 @@ int run_bench_einsum(int argc, char** argv) {
   bool json = false;
   double min_time_s = 1.0;
   int64_t pool_mib = 4096;
+  std::string provider = "auto";
+  bool profile_steps = false;
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--path" && i + 1 < argc) {
@@ -226,6 +228,10 @@ int run_bench_einsum(int argc, char** argv) {
       json = true;
     } else if (a == "--min-time" && i + 1 < argc) {
       min_time_s = std::atof(argv[++i]);
+    } else if (a == "--provider" && i + 1 < argc) {
+      provider = argv[++i];
+    } else if (a == "--profile") {
+      profile_steps = true;
     } else if (a == "--pool-mib" && i + 1 < argc) {
       pool_mib = std::atoll(argv[++i]);
     } else if (!a.empty() && a[0] == '-') {
@@ -256,6 +262,13 @@ int run_bench_einsum(int argc, char** argv) {
   std::sort(files.begin(), files.end());
   // Intermediates are drawn from the domain's buffer pool; it may retain up to
   // --pool-mib (default 4096) so that repeated runs reuse their buffers.
+  cpu::DotOptions dot;
+  if (provider == "openblas") dot.provider = cpu::GemmProvider::kOpenBlas;
+  else if (provider == "blis") dot.provider = cpu::GemmProvider::kBlis;
+  else if (provider != "auto") {
+    std::fprintf(stderr, "tenferro bench einsum: --provider must be auto, openblas or blis\n");
+    return 2;
+  }
   auto engine = make_engine(threads, pool_mib << 20);
   if (!engine) return fail(engine.error());
   if (!json) {
@@ -319,12 +332,13 @@ int run_bench_einsum(int argc, char** argv) {
     }
     std::fprintf(stderr, "[%zu/%zu] %s: running...\n", fi + 1, files.size(), name.c_str());
     std::vector<double> times;
+    std::vector<einsum::StepProfile> steps;
     std::optional<Error> err;
     bool failed = false;
     auto once = [&] {
       const double t0 = now_s();
       auto st = (*engine)->run(0, cpu::ParallelMode::kInner, [&](cpu::CpuExecutionContext& ctx) -> Result<void> {
-        TENFERRO_TRY(Tensor r, (*plan)->execute(ctx, ops, (*engine)->pool(0)));
+        TENFERRO_TRY(Tensor r, (*plan)->execute(ctx, ops, (*engine)->pool(0), dot, profile_steps ? &steps : nullptr));
         (void)r;
         return ok();
       });
@@ -344,6 +358,18 @@ int run_bench_einsum(int argc, char** argv) {
       continue;
     }
     const Timing tm = summarize(times);
+    if (profile_steps && !steps.empty()) {
+      // The last run's steps, slowest first.
+      const size_t per_run = (*plan)->tree().steps.size();
+      std::vector<einsum::StepProfile> last(steps.end() - static_cast<int64_t>(std::min(per_run, steps.size())), steps.end());
+      std::sort(last.begin(), last.end(), [](const auto& x, const auto& y) { return x.seconds > y.seconds; });
+      for (size_t i = 0; i < std::min<size_t>(last.size(), 15); ++i) {
+        const auto& p = last[i];
+        std::fprintf(stderr, "  step %8.3f ms  batch %lld  m %lld  n %lld  k %lld  %.2f GFLOP/s\n", p.seconds * 1e3,
+                     static_cast<long long>(p.batch), static_cast<long long>(p.m), static_cast<long long>(p.n),
+                     static_cast<long long>(p.k), 2.0 * static_cast<double>(p.batch * p.m * p.n * p.k) / p.seconds / 1e9);
+      }
+    }
     {
       const HostBufferPoolStats ps = (*engine)->pool(0)->stats();
       std::fprintf(stderr, "[%zu/%zu] %s: buffer pool hits %lld, misses %lld, evictions %lld, retained %.1f MiB\n",

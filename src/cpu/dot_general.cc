@@ -256,7 +256,7 @@ struct Route {
 };
 
 Result<Route> resolve_route(const CpuExecutionContext& ctx, const DotOptions& opt, bool integral, int64_t batch,
-                            int64_t flops) {
+                            int64_t m, int64_t n, int64_t flops) {
   const BatchSettings bs = effective_batch_settings(ctx, opt);
   Route r{bs.policy, opt.provider};
   if (r.policy == BatchPolicy::kAuto) {
@@ -284,9 +284,10 @@ Result<Route> resolve_route(const CpuExecutionContext& ctx, const DotOptions& op
   }
   if (r.provider == GemmProvider::kAuto) {
     r.provider = r.policy == BatchPolicy::kProviderItems ? GemmProvider::kOpenBlas : GemmProvider::kBlis;
-    if (flops < (r.provider == GemmProvider::kOpenBlas ? bs.tiny_flops : bs.tiny_flops_blis)) {
-      r.provider = GemmProvider::kNaive;
-    }
+    // Matrix-vector shaped products (a side of 1) pay a GEMM call's setup for little
+    // work: plain loops up to 16x the threshold (Note [Tiny products]).
+    const int64_t tiny = r.provider == GemmProvider::kOpenBlas ? bs.tiny_flops : bs.tiny_flops_blis;
+    if (flops < tiny || (std::min(m, n) == 1 && flops < 16 * tiny)) r.provider = GemmProvider::kNaive;
   }
   return r;
 }
@@ -395,7 +396,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   if (B * M * N == 0) return ok();
   const int64_t flops = M * N * std::max<int64_t>(K, 1);
   constexpr bool kComplex = tenferro::detail::ComplexScalar<T>;
-  TENFERRO_TRY(const Route route, resolve_route(ctx, opt, std::is_integral_v<T>, B, flops));
+  TENFERRO_TRY(const Route route, resolve_route(ctx, opt, std::is_integral_v<T>, B, M, N, flops));
 
   const int64_t nb = static_cast<int64_t>(dims.lhs_batch.size());
   SmallVector<int64_t, 8> out_batch, out_m, out_n, bext;

@@ -217,6 +217,11 @@ bool gemm_blis(const GemmArgs<T>& g) {
   return true;
 }
 
+// Note [Plain-loop GEMM]: the loop order follows the strides so that the innermost loop
+// is unit-stride and vectorizes: with column-major A and C (unit row strides) each
+// column of C accumulates scaled columns of A (axpy form); with A's rows and B's
+// columns contiguous each element is a dot product; otherwise plain triple loops.
+// It has no packing and no per-call setup, which is what small products need.
 template <class T>
 void gemm_naive(const GemmArgs<T>& g) {
   auto cj = [](T v, bool c) {
@@ -227,6 +232,43 @@ void gemm_naive(const GemmArgs<T>& g) {
       return v;
     }
   };
+  const bool zero_beta = g.beta == T{};
+  if ((g.m == 1 || (g.rsa == 1 && g.rsc == 1)) && !(tenferro::detail::ComplexScalar<T> && g.conj_a)) {
+    for (int64_t j = 0; j < g.n; ++j) {
+      T* c = g.c + j * g.csc;
+      if (g.m == 1) {
+        // A row times B: one dot product per column.
+        T acc{};
+        for (int64_t p = 0; p < g.k; ++p) acc += g.a[p * g.csa] * cj(g.b[p * g.rsb + j * g.csb], g.conj_b);
+        *c = zero_beta ? g.alpha * acc : g.alpha * acc + g.beta * *c;
+        continue;
+      }
+      if (zero_beta) {
+        for (int64_t i = 0; i < g.m; ++i) c[i] = T{};
+      } else if (g.beta != T{1}) {
+        for (int64_t i = 0; i < g.m; ++i) c[i] *= g.beta;
+      }
+      for (int64_t p = 0; p < g.k; ++p) {
+        const T bp = g.alpha * cj(g.b[p * g.rsb + j * g.csb], g.conj_b);
+        const T* a = g.a + p * g.csa;
+        for (int64_t i = 0; i < g.m; ++i) c[i] += a[i] * bp;
+      }
+    }
+    return;
+  }
+  if (g.csa == 1 && g.rsb == 1 && !(tenferro::detail::ComplexScalar<T> && (g.conj_a || g.conj_b))) {
+    for (int64_t j = 0; j < g.n; ++j) {
+      const T* b = g.b + j * g.csb;
+      for (int64_t i = 0; i < g.m; ++i) {
+        const T* a = g.a + i * g.rsa;
+        T acc{};
+        for (int64_t p = 0; p < g.k; ++p) acc += a[p] * b[p];
+        T& c = g.c[i * g.rsc + j * g.csc];
+        c = zero_beta ? g.alpha * acc : g.alpha * acc + g.beta * c;
+      }
+    }
+    return;
+  }
   for (int64_t j = 0; j < g.n; ++j) {
     for (int64_t i = 0; i < g.m; ++i) {
       T acc{};
@@ -234,7 +276,7 @@ void gemm_naive(const GemmArgs<T>& g) {
         acc += cj(g.a[i * g.rsa + p * g.csa], g.conj_a) * cj(g.b[p * g.rsb + j * g.csb], g.conj_b);
       }
       T& c = g.c[i * g.rsc + j * g.csc];
-      c = g.beta == T{} ? g.alpha * acc : g.alpha * acc + g.beta * c;
+      c = zero_beta ? g.alpha * acc : g.alpha * acc + g.beta * c;
     }
   }
 }

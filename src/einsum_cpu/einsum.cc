@@ -151,13 +151,21 @@ Result<std::shared_ptr<const EinsumPlan>> EinsumPlan::prepare(const EinsumSpec& 
       const int occ = (contains(la, l) ? 1 : 0) + (contains(lb, l) ? 1 : 0);
       return in_output(l) || live[l] > occ;
     };
+    // Shared labels (batch and contracted) follow the memory order of the larger
+    // operand, so that only the smaller one may need packing; free labels follow their
+    // own operand's memory order.
+    auto elements = [&](const std::vector<Label>& ls) {
+      double e = 1;
+      for (Label l : ls) e *= static_cast<double>(spec.extent(l));
+      return e;
+    };
+    const bool a_larger = elements(la) >= elements(lb);
     std::vector<Label> batch, contract, fa, fb;
+    for (Label l : mem[static_cast<size_t>(a_larger ? a : b)]) {
+      if (contains(a_larger ? lb : la, l)) (kept(l) ? batch : contract).push_back(l);
+    }
     for (Label l : mem[static_cast<size_t>(a)]) {
-      if (contains(lb, l)) {
-        (kept(l) ? batch : contract).push_back(l);
-      } else {
-        fa.push_back(l);
-      }
+      if (!contains(lb, l)) fa.push_back(l);
     }
     for (Label l : mem[static_cast<size_t>(b)]) {
       if (!contains(la, l)) fb.push_back(l);
@@ -240,18 +248,20 @@ Result<void> EinsumPlan::check_operands(std::span<const Tensor> operands) const 
 }
 
 Result<Tensor> EinsumPlan::execute(const cpu::CpuExecutionContext& ctx, std::span<const Tensor> operands,
-                                   const std::shared_ptr<HostBufferPool>& pool) const {
+                                   const std::shared_ptr<HostBufferPool>& pool, const cpu::DotOptions& dot,
+                                   std::vector<StepProfile>* profile) const {
   TENFERRO_TRY_VOID(check_operands(operands));
   if (repeated_output_) {
     TENFERRO_TRY(Tensor out, Tensor::zeros(dtype_, out_shape_, pool));
-    TENFERRO_TRY_VOID(run(ctx, operands, &out, pool));
+    TENFERRO_TRY_VOID(run(ctx, operands, &out, pool, dot, profile));
     return out;
   }
-  return run(ctx, operands, nullptr, pool);
+  return run(ctx, operands, nullptr, pool, dot, profile);
 }
 
 Result<void> EinsumPlan::execute_into(const cpu::CpuExecutionContext& ctx, std::span<const Tensor> operands,
-                                      Tensor& out, const std::shared_ptr<HostBufferPool>& pool) const {
+                                      Tensor& out, const std::shared_ptr<HostBufferPool>& pool,
+                                      const cpu::DotOptions& dot, std::vector<StepProfile>* profile) const {
   TENFERRO_TRY_VOID(check_operands(operands));
   if (!out.defined()) return usage_error(ErrorCode::kInvalidArgument, "einsum", "destination is null");
   if (out.dtype() != dtype_ || !(out.shape() == out_shape_)) {
@@ -267,13 +277,18 @@ Result<void> EinsumPlan::execute_into(const cpu::CpuExecutionContext& ctx, std::
     TENFERRO_TRY(Tensor zeros, zero.broadcast_to(out_shape_));
     TENFERRO_TRY_VOID(cpu::copy_into(ctx, zeros, out));
   }
-  TENFERRO_TRY(Tensor unused, run(ctx, operands, &out, pool));
+  TENFERRO_TRY(Tensor unused, run(ctx, operands, &out, pool, dot, profile));
   (void)unused;
   return ok();
 }
 
 Result<Tensor> EinsumPlan::run(const cpu::CpuExecutionContext& ctx, std::span<const Tensor> operands, Tensor* out,
-                               const std::shared_ptr<HostBufferPool>& pool) const {
+                               const std::shared_ptr<HostBufferPool>& pool, const cpu::DotOptions& dot_in,
+                               std::vector<StepProfile>* profile) const {
+  cpu::DotOptions dot = dot_in;
+  dot.alpha = 1.0;
+  dot.beta = 0.0;
+  dot.conj_lhs = dot.conj_rhs = false;
   const size_t n = operands.size();
   std::vector<Tensor> slots(n + steps_.size());
   for (size_t i = 0; i < n; ++i) {
@@ -315,11 +330,24 @@ Result<Tensor> EinsumPlan::run(const cpu::CpuExecutionContext& ctx, std::span<co
       TENFERRO_TRY(Tensor vb, slots[static_cast<size_t>(st.b)].permute(Dims(st.perm_b.span())));
       slots[static_cast<size_t>(st.a)] = Tensor();  // last use: the buffer returns to the pool after this step
       slots[static_cast<size_t>(st.b)] = Tensor();
+      const auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+      auto record = [&] {
+        if (!profile) return;
+        StepProfile p;
+        for (size_t i = 0; i < st.dims.lhs_batch.size(); ++i) p.batch *= va.dim(st.dims.lhs_batch[i]);
+        for (size_t i = 0; i < st.dims.lhs_contracting.size(); ++i) p.k *= va.dim(st.dims.lhs_contracting[i]);
+        p.m = va.numel() / std::max<int64_t>(1, p.batch * p.k);
+        p.n = vb.numel() / std::max<int64_t>(1, p.batch * p.k);
+        p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        profile->push_back(p);
+      };
       if (k + 1 == steps_.size() && target.defined()) {
-        TENFERRO_TRY_VOID(cpu::dot_general_into(ctx, va, vb, st.dims, {}, target, pool));
+        TENFERRO_TRY_VOID(cpu::dot_general_into(ctx, va, vb, st.dims, dot, target, pool));
+        record();
         return Tensor();
       }
-      TENFERRO_TRY(slots[n + k], cpu::dot_general(ctx, va, vb, st.dims, {}, pool));
+      TENFERRO_TRY(slots[n + k], cpu::dot_general(ctx, va, vb, st.dims, dot, pool));
+      record();
     }
     const Tensor& root = slots.back();
     if (target.defined()) {

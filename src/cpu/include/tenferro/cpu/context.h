@@ -93,7 +93,7 @@ struct BatchSettings {
   int64_t outer_parallel_flops = int64_t{1} << 21;
   /// Below this many multiply-adds per product, plain loops replace BLIS calls (a BLIS
   /// call has a larger fixed cost than an OpenBLAS call).
-  int64_t tiny_flops_blis = 2048;
+  int64_t tiny_flops_blis = 8192;
 };
 
 namespace detail {

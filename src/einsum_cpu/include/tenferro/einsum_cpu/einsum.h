@@ -22,6 +22,13 @@
 
 namespace tenferro::einsum {
 
+/// Timing of one binary step (EinsumPlan::execute with a profile): the dot_general
+/// sizes (batch, rows, columns, contraction) and the wall time of the step.
+struct StepProfile {
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+  double seconds = 0;
+};
+
 /// A prepared einsum for fixed subscripts, operand shapes, dtype and path policy:
 /// the contraction tree, the single-operand preprocessing, and per binary step the
 /// operand axis orders and dot_general dimensions. Immutable and thread-safe; execute it
@@ -52,13 +59,17 @@ class EinsumPlan {
   /// as their last consumer ran. The result is a new tensor in dot_general's memory order
   /// (a permuted compact layout) unless the output repeats a label. Errors:
   /// kInvalidArgument (operand count, null handle), kShapeMismatch, kDTypeMismatch.
+  /// `dot` sets the provider and batch policy of every step (its alpha, beta and conj
+  /// fields are ignored). `profile`, when given, receives one entry per binary step.
   Result<Tensor> execute(const cpu::CpuExecutionContext& ctx, std::span<const Tensor> operands,
-                         const std::shared_ptr<HostBufferPool>& pool = nullptr) const;
+                         const std::shared_ptr<HostBufferPool>& pool = nullptr, const cpu::DotOptions& dot = {},
+                         std::vector<StepProfile>* profile = nullptr) const;
   /// Writes the einsum into `out` (output shape and dtype, any injective layout,
   /// exclusive storage); the last contraction writes into it directly. Invalid input
   /// fails before any write.
   Result<void> execute_into(const cpu::CpuExecutionContext& ctx, std::span<const Tensor> operands, Tensor& out,
-                            const std::shared_ptr<HostBufferPool>& pool = nullptr) const;
+                            const std::shared_ptr<HostBufferPool>& pool = nullptr, const cpu::DotOptions& dot = {},
+                            std::vector<StepProfile>* profile = nullptr) const;
 
   struct Leaf;
   struct Step;
@@ -67,7 +78,8 @@ class EinsumPlan {
   EinsumPlan() = default;
   Result<void> check_operands(std::span<const Tensor> operands) const;
   Result<Tensor> run(const cpu::CpuExecutionContext& ctx, std::span<const Tensor> operands, Tensor* out,
-                     const std::shared_ptr<HostBufferPool>& pool) const;
+                     const std::shared_ptr<HostBufferPool>& pool, const cpu::DotOptions& dot,
+                     std::vector<StepProfile>* profile) const;
 
   EinsumSpec spec_;
   DType dtype_ = DType::kF64;
