@@ -3,6 +3,7 @@
 
 #include "tenferro/cpu/dot_general.h"
 #include "tenferro/cpu/engine.h"
+#include "tenferro/einsum_cpu/einsum.h"
 #include "tenferro/tensor/tensor.h"
 
 namespace readme {
@@ -40,6 +41,30 @@ Result<Tensor> engine_example(const Tensor& a, const Tensor& b) {
   // --- end README engine example ---
   if (!r) return std::move(r).error();
   return result;
+}
+
+Result<Tensor> einsum_example(cpu::CpuEngine& engine, const Tensor& a, const Tensor& b, const Tensor& v) {
+  Tensor result;
+  // --- begin README einsum example (kept close to README.md) ---
+  einsum::PlanCache cache;                                  // prepared plans, reused by shape
+  Result<void> r = engine.run(0, cpu::ParallelMode::kInner, [&](cpu::CpuExecutionContext& ctx) -> Result<void> {
+    std::vector<Tensor> ops{a, b, v};
+    TENFERRO_TRY(result, einsum::einsum(ctx, "ij,jk,k->i", ops, {}, &cache, engine.pool(0)));
+    return ok();
+  });
+  // --- end README einsum example ---
+  if (!r) return std::move(r).error();
+  return result;
+}
+
+TEST(Readme, EinsumExampleContractsAChain) {
+  Tensor a = Tensor::from_row_major<double>({2, 3}, std::vector<double>{1, 2, 3, 4, 5, 6}).value();
+  Tensor b = Tensor::from_row_major<double>({3, 2}, std::vector<double>{1, 0, 0, 1, 1, 1}).value();
+  Tensor v = Tensor::from_row_major<double>({2}, std::vector<double>{1, 2}).value();
+  auto engine = cpu::CpuEngine::create().value();
+  Tensor r = einsum_example(*engine, a, b, v).value();
+  EXPECT_EQ(r.get<double>({0}).value(), 4.0 + 2 * 5.0);    // (AB)v, AB = [[4, 5], [10, 11]]
+  EXPECT_EQ(r.get<double>({1}).value(), 10.0 + 2 * 11.0);
 }
 
 TEST(Readme, EngineExampleMultipliesMatrices) {
