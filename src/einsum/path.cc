@@ -564,6 +564,18 @@ class Annealer {
 
   double score() const { return score_of(time_, rw_, pen_); }
 
+  // Recomputes the totals from the per-node values: the incremental updates lose
+  // precision when the annealing visits trees whose cost is many orders of magnitude
+  // above the current one (a difference of huge numbers).
+  void refresh_totals() {
+    time_ = rw_ = pen_ = 0;
+    for (int32_t v = 0; v < 2 * n_ - 1; ++v) pen_ += penalty(size_[static_cast<size_t>(v)]);
+    for (int32_t v = n_; v < 2 * n_ - 1; ++v) {
+      time_ += flops_[static_cast<size_t>(v)];
+      rw_ += node_rw(v);
+    }
+  }
+
   // One sweep of rotation proposals over the internal nodes at inverse temperature beta.
   void sweep(double beta, std::mt19937_64& rng) {
     std::uniform_real_distribution<double> unit(0.0, 1.0);
@@ -591,9 +603,12 @@ class Annealer {
       const double d_time = fu + fv - old_u - old_v;
       const double d_rw = (sc + sb + su) + (su + sa) - (sa + sb + so) - (so + sc);
       const double d_pen = penalty(su) - penalty(so);
-      const double now = score_of(time_, rw_, pen_);
-      const double next = score_of(time_ + d_time, rw_ + d_rw, pen_ + d_pen);
-      const double delta = next - now;
+      // Acceptance uses the change of the two rewired nodes' own cost (log2 ratio), as
+      // TreeSA does: a global log ratio would be tiny for a local change and the
+      // annealing would never freeze.
+      const double old_local = o_.time_weight * (old_u + old_v) + o_.rw_weight * ((sa + sb + so) + (so + sc));
+      const double new_local = o_.time_weight * (fu + fv) + o_.rw_weight * ((sc + sb + su) + (su + sa));
+      const double delta = std::log2(std::max(new_local, 1.0) / std::max(old_local, 1.0)) + o_.space_weight * d_pen;
       if (delta > 0 && unit(rng) >= std::exp(-beta * delta)) continue;
       // Apply.
       left_[static_cast<size_t>(u)] = c;
@@ -697,6 +712,7 @@ ContractionTree treesa_path(const Network& network, const TreeSAOptions& options
     for (double beta = options.beta_start; beta <= options.beta_end + 1e-12 && !stop; beta += options.beta_step) {
       for (int32_t k = 0; k < options.sweeps_per_beta; ++k) {
         sa.sweep(beta, rng);
+        sa.refresh_totals();
         if (sa.score() < best_score - 1e-12) {
           best_score = sa.score();
           best = sa.tree();
@@ -705,6 +721,10 @@ ContractionTree treesa_path(const Network& network, const TreeSAOptions& options
       stop = over_budget();
     }
   }
+  // The annealer's totals are sums of doubles; confirm with an exact evaluation.
+  auto cb = evaluate(network, best);
+  auto cs = evaluate(network, start);
+  if (!cb || (cs && cs->flops < cb->flops && options.space_weight == 0 && options.rw_weight == 0)) return start;
   return best;
 }
 
