@@ -396,7 +396,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   if (B * M * N == 0) return ok();
   const int64_t flops = M * N * std::max<int64_t>(K, 1);
   constexpr bool kComplex = tenferro::detail::ComplexScalar<T>;
-  TENFERRO_TRY(const Route route, resolve_route(ctx, opt, std::is_integral_v<T>, B, M, N, flops));
+  TENFERRO_TRY(Route route, resolve_route(ctx, opt, std::is_integral_v<T>, B, M, N, flops));
 
   const int64_t nb = static_cast<int64_t>(dims.lhs_batch.size());
   SmallVector<int64_t, 8> out_batch, out_m, out_n, bext;
@@ -449,6 +449,16 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   auto lbs = layout_strides(lhs.layout(), dims.lhs_batch.span());
   auto rbs = layout_strides(rhs.layout(), dims.rhs_batch.span());
   auto obs = layout_strides(out.layout(), out_batch.span());
+  // Note [Short-side products]: with a short side (M or N <= 32), a long contraction and
+  // both operands contiguous along k, GEMM libraries spend their time packing; the
+  // plain-loop dot-product form (register-blocked for f64) reads each operand once.
+  if constexpr (std::is_same_v<T, double>) {
+    if (opt.provider == GemmProvider::kAuto && route.policy != BatchPolicy::kWholeBatchVendor &&
+        std::min(M, N) <= 32 && K >= 64 && lm.mergeable && lk.mergeable && rk.mergeable && rn.mergeable &&
+        (K <= 1 || (lk.stride == 1 && rk.stride == 1))) {
+      route.provider = GemmProvider::kNaive;
+    }
+  }
   const bool lhs_ok = lm.mergeable && lk.mergeable && operand_ok(route, false, cl, M, K, lm.stride, lk.stride);
   const bool rhs_ok = rk.mergeable && rn.mergeable && operand_ok(route, false, cr, K, N, rk.stride, rn.stride);
   const bool out_ok = om.mergeable && on.mergeable && operand_ok(route, true, false, M, N, om.stride, on.stride);

@@ -2,6 +2,10 @@
 
 #include <dlfcn.h>
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 #include <complex>
 #include <mutex>
 
@@ -222,6 +226,81 @@ bool gemm_blis(const GemmArgs<T>& g) {
 // column of C accumulates scaled columns of A (axpy form); with A's rows and B's
 // columns contiguous each element is a dot product; otherwise plain triple loops.
 // It has no packing and no per-call setup, which is what small products need.
+#if defined(__AVX2__) && defined(__FMA__)
+namespace {
+// Dot-product form for f64 with A's rows and B's columns contiguous along k: 2 x 2
+// blocks of C, four vector accumulators sharing each load (Note [Plain-loop GEMM]).
+double hsum(__m256d v) {
+  const __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
+void dot_form_f64(const GemmArgs<double>& g) {
+  const int64_t k4 = g.k / 4 * 4;
+  auto store = [&](int64_t i, int64_t j, double acc) {
+    double& c = g.c[i * g.rsc + j * g.csc];
+    c = g.beta == 0.0 ? g.alpha * acc : g.alpha * acc + g.beta * c;
+  };
+  int64_t j = 0;
+  for (; j + 2 <= g.n; j += 2) {
+    const double* b0 = g.b + j * g.csb;
+    const double* b1 = b0 + g.csb;
+    int64_t i = 0;
+    for (; i + 2 <= g.m; i += 2) {
+      const double* a0 = g.a + i * g.rsa;
+      const double* a1 = a0 + g.rsa;
+      __m256d s00 = _mm256_setzero_pd(), s01 = s00, s10 = s00, s11 = s00;
+      for (int64_t p = 0; p < k4; p += 4) {
+        const __m256d x0 = _mm256_loadu_pd(a0 + p), x1 = _mm256_loadu_pd(a1 + p);
+        const __m256d y0 = _mm256_loadu_pd(b0 + p), y1 = _mm256_loadu_pd(b1 + p);
+        s00 = _mm256_fmadd_pd(x0, y0, s00);
+        s01 = _mm256_fmadd_pd(x0, y1, s01);
+        s10 = _mm256_fmadd_pd(x1, y0, s10);
+        s11 = _mm256_fmadd_pd(x1, y1, s11);
+      }
+      double r00 = hsum(s00), r01 = hsum(s01), r10 = hsum(s10), r11 = hsum(s11);
+      for (int64_t p = k4; p < g.k; ++p) {
+        r00 += a0[p] * b0[p];
+        r01 += a0[p] * b1[p];
+        r10 += a1[p] * b0[p];
+        r11 += a1[p] * b1[p];
+      }
+      store(i, j, r00);
+      store(i, j + 1, r01);
+      store(i + 1, j, r10);
+      store(i + 1, j + 1, r11);
+    }
+    for (; i < g.m; ++i) {
+      const double* a0 = g.a + i * g.rsa;
+      __m256d s0 = _mm256_setzero_pd(), s1 = s0;
+      for (int64_t p = 0; p < k4; p += 4) {
+        const __m256d x0 = _mm256_loadu_pd(a0 + p);
+        s0 = _mm256_fmadd_pd(x0, _mm256_loadu_pd(b0 + p), s0);
+        s1 = _mm256_fmadd_pd(x0, _mm256_loadu_pd(b1 + p), s1);
+      }
+      double r0 = hsum(s0), r1 = hsum(s1);
+      for (int64_t p = k4; p < g.k; ++p) {
+        r0 += a0[p] * b0[p];
+        r1 += a0[p] * b1[p];
+      }
+      store(i, j, r0);
+      store(i, j + 1, r1);
+    }
+  }
+  for (; j < g.n; ++j) {
+    const double* b0 = g.b + j * g.csb;
+    for (int64_t i = 0; i < g.m; ++i) {
+      const double* a0 = g.a + i * g.rsa;
+      __m256d s0 = _mm256_setzero_pd();
+      for (int64_t p = 0; p < k4; p += 4) s0 = _mm256_fmadd_pd(_mm256_loadu_pd(a0 + p), _mm256_loadu_pd(b0 + p), s0);
+      double r0 = hsum(s0);
+      for (int64_t p = k4; p < g.k; ++p) r0 += a0[p] * b0[p];
+      store(i, j, r0);
+    }
+  }
+}
+}  // namespace
+#endif
+
 template <class T>
 void gemm_naive(const GemmArgs<T>& g) {
   auto cj = [](T v, bool c) {
@@ -257,6 +336,12 @@ void gemm_naive(const GemmArgs<T>& g) {
     return;
   }
   if (g.csa == 1 && g.rsb == 1 && !(tenferro::detail::ComplexScalar<T> && (g.conj_a || g.conj_b))) {
+#if defined(__AVX2__) && defined(__FMA__)
+    if constexpr (std::is_same_v<T, double>) {
+      dot_form_f64(g);
+      return;
+    }
+#endif
     for (int64_t j = 0; j < g.n; ++j) {
       const T* b = g.b + j * g.csb;
       for (int64_t i = 0; i < g.m; ++i) {

@@ -23,6 +23,13 @@ namespace tenferro::einsum {
 // planner tracks to order the next step's groups. The last step writes into the
 // destination (dot_general_into through a permuted view); a repeated output label is a
 // diagonal view of a zero-filled destination.
+//
+// Note [Einsum label orders]: dot_general packs an operand whose row or column labels
+// are not contiguous in memory. The planner simulates that: the contracted labels take
+// the memory order of whichever operand lets more elements go unpacked, and an operand
+// that will be packed anyway gets its free labels ordered for the step that consumes
+// the result (labels that step contracts are placed next to each other at the boundary
+// of the two free blocks), so the consumer finds them contiguous.
 
 struct EinsumPlan::Leaf {
   std::vector<SmallVector<int64_t, 8>> diagonals;
@@ -140,35 +147,123 @@ Result<std::shared_ptr<const EinsumPlan>> EinsumPlan::prepare(const EinsumSpec& 
 
   // Steps. `mem` tracks each node's labels from fastest to slowest in memory (leaves
   // are assumed column-major; intermediates are exactly dot_general's order).
+  // Pass 1: the labels each step contracts, and which step consumes each node
+  // (Note [Einsum label orders]).
+  const size_t total_nodes = static_cast<size_t>(n) + plan->tree_.steps.size();
+  std::vector<std::vector<Label>> contracted(plan->tree_.steps.size());
+  std::vector<int64_t> consumer(total_nodes, -1);
+  {
+    std::vector<std::vector<Label>> sets = labels;
+    std::map<Label, int32_t> cnt;
+    for (const auto& ls : sets)
+      for (Label l : ls) cnt[l]++;
+    for (size_t k = 0; k < plan->tree_.steps.size(); ++k) {
+      const auto [a, b] = plan->tree_.steps[k];
+      consumer[static_cast<size_t>(a)] = static_cast<int64_t>(k);
+      consumer[static_cast<size_t>(b)] = static_cast<int64_t>(k);
+      const auto la = sets[static_cast<size_t>(a)], lb = sets[static_cast<size_t>(b)];
+      std::vector<Label> out;
+      for (const auto* side : {&la, &lb}) {
+        for (Label l : *side) {
+          if (contains(out, l)) continue;
+          const int occ = (contains(la, l) ? 1 : 0) + (contains(lb, l) ? 1 : 0);
+          if (in_output(l) || cnt[l] > occ) {
+            out.push_back(l);
+          } else if (!contains(contracted[k], l)) {
+            contracted[k].push_back(l);
+          }
+        }
+      }
+      for (Label l : la) cnt[l]--;
+      for (Label l : lb) cnt[l]--;
+      for (Label l : out) cnt[l]++;
+      sets.push_back(std::move(out));
+    }
+  }
+  // Whether an operand with memory order `memv` is a BLAS matrix for groups g1, g2:
+  // each group contiguous in the given order and one of them first (extent-1 labels
+  // ignored; batch labels may sit anywhere after).
+  auto matrix_ok = [&](const std::vector<Label>& memv, const std::vector<Label>& g1, const std::vector<Label>& g2) {
+    std::vector<Label> m;
+    for (Label l : memv)
+      if (spec.extent(l) > 1) m.push_back(l);
+    auto start = [&](const std::vector<Label>& g) -> int64_t {
+      std::vector<Label> f;
+      for (Label l : g)
+        if (spec.extent(l) > 1) f.push_back(l);
+      if (f.empty()) return -2;
+      const int64_t at = index_of(m, f[0]);
+      for (size_t t = 0; t < f.size(); ++t) {
+        if (at + static_cast<int64_t>(t) >= static_cast<int64_t>(m.size()) || m[static_cast<size_t>(at) + t] != f[t]) return -1;
+      }
+      return at;
+    };
+    const int64_t s1 = start(g1), s2 = start(g2);
+    if (s1 == -1 || s2 == -1) return false;
+    return s1 <= 0 || s2 <= 0;
+  };
+  auto elements = [&](const std::vector<Label>& ls) {
+    double e = 1;
+    for (Label l : ls) e *= static_cast<double>(spec.extent(l));
+    return e;
+  };
+  // Pass 2: orders.
   std::vector<std::vector<Label>> mem = labels;
   std::map<Label, int32_t> live;  // live nodes holding each label
   for (const auto& ls : labels)
     for (Label l : ls) live[l]++;
-  for (const auto& [a, b] : plan->tree_.steps) {
+  for (size_t k = 0; k < plan->tree_.steps.size(); ++k) {
+    const auto [a, b] = plan->tree_.steps[k];
     const auto& la = labels[static_cast<size_t>(a)];
     const auto& lb = labels[static_cast<size_t>(b)];
-    auto kept = [&](Label l) {
-      const int occ = (contains(la, l) ? 1 : 0) + (contains(lb, l) ? 1 : 0);
-      return in_output(l) || live[l] > occ;
-    };
-    // Shared labels (batch and contracted) follow the memory order of the larger
-    // operand, so that only the smaller one may need packing; free labels follow their
-    // own operand's memory order.
-    auto elements = [&](const std::vector<Label>& ls) {
-      double e = 1;
-      for (Label l : ls) e *= static_cast<double>(spec.extent(l));
-      return e;
-    };
-    const bool a_larger = elements(la) >= elements(lb);
-    std::vector<Label> batch, contract, fa, fb;
-    for (Label l : mem[static_cast<size_t>(a_larger ? a : b)]) {
-      if (contains(a_larger ? lb : la, l)) (kept(l) ? batch : contract).push_back(l);
-    }
+    // Shared labels follow one operand's memory order (the choice that leaves the larger
+    // volume unpacked); free labels follow their own operand's memory order.
+    std::vector<Label> batch, fa, fb;
     for (Label l : mem[static_cast<size_t>(a)]) {
       if (!contains(lb, l)) fa.push_back(l);
     }
     for (Label l : mem[static_cast<size_t>(b)]) {
       if (!contains(la, l)) fb.push_back(l);
+    }
+    auto shared_in = [&](int32_t node, bool want_contracted) {
+      std::vector<Label> out;
+      for (Label l : mem[static_cast<size_t>(node)]) {
+        if (contains(la, l) && contains(lb, l) && contains(contracted[k], l) == want_contracted) out.push_back(l);
+      }
+      return out;
+    };
+    std::vector<Label> contract;
+    {
+      double best = -1;
+      for (int32_t from : {a, b}) {
+        const std::vector<Label> c = shared_in(from, true);
+        const double saved = (matrix_ok(mem[static_cast<size_t>(a)], fa, c) ? elements(la) : 0) +
+                             (matrix_ok(mem[static_cast<size_t>(b)], c, fb) ? elements(lb) : 0);
+        if (saved > best) {
+          best = saved;
+          contract = c;
+        }
+      }
+    }
+    batch = shared_in(elements(la) >= elements(lb) ? a : b, false);
+    // An operand that is packed anyway can take any free-label order: choose the one
+    // its consumer wants (its contracted labels together at the fa/fb boundary).
+    const int64_t parent = consumer[total_nodes > 0 ? static_cast<size_t>(n) + k : 0];
+    if (parent >= 0) {
+      const auto [pa, pb] = plan->tree_.steps[static_cast<size_t>(parent)];
+      (void)pa;
+      (void)pb;
+      const auto& pk = contracted[static_cast<size_t>(parent)];
+      auto rank = [&](Label l, bool contracted_first) {
+        const bool c = contains(pk, l);
+        return contracted_first ? (c ? 0 : 1) : (c ? 1 : 0);
+      };
+      if (!matrix_ok(mem[static_cast<size_t>(a)], fa, contract)) {
+        std::stable_sort(fa.begin(), fa.end(), [&](Label x, Label y) { return rank(x, false) < rank(y, false); });
+      }
+      if (!matrix_ok(mem[static_cast<size_t>(b)], contract, fb)) {
+        std::stable_sort(fb.begin(), fb.end(), [&](Label x, Label y) { return rank(x, true) < rank(y, true); });
+      }
     }
     auto step = std::make_shared<Step>();
     step->a = a;
@@ -201,6 +296,7 @@ Result<std::shared_ptr<const EinsumPlan>> EinsumPlan::prepare(const EinsumSpec& 
     plan->steps_.push_back(std::move(step));
   }
   plan->root_labels_ = labels.back();
+  (void)live;
 
   // Output: diagonals for repeated labels, then the permutation to the root's order.
   std::vector<Label> unique = spec.output;
