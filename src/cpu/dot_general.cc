@@ -397,6 +397,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   const int64_t flops = M * N * std::max<int64_t>(K, 1);
   constexpr bool kComplex = tenferro::detail::ComplexScalar<T>;
   TENFERRO_TRY(Route route, resolve_route(ctx, opt, std::is_integral_v<T>, B, M, N, flops));
+  const int64_t bs_min_parallel = effective_batch_settings(ctx, opt).parallel_min_flops;
 
   const int64_t nb = static_cast<int64_t>(dims.lhs_batch.size());
   SmallVector<int64_t, 8> out_batch, out_m, out_n, bext;
@@ -564,7 +565,9 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
       for (int64_t b = b0; b < b1; ++b, cur.advance()) one(cur, 1);
     });
   } else {
-    const int threads = route.policy == BatchPolicy::kProviderItems ? ctx.threads() : 1;
+    // A product below parallel_min_flops runs on one thread even with provider items:
+    // waking and joining the other threads costs more than it saves (Note [Tiny products]).
+    const int threads = route.policy == BatchPolicy::kProviderItems && flops >= bs_min_parallel ? ctx.threads() : 1;
     BatchCursor cur(ax, 0);
     for (int64_t b = 0; b < B; ++b, cur.advance()) one(cur, threads);
   }
@@ -587,6 +590,7 @@ BatchSettings effective_batch_settings(const CpuExecutionContext& ctx, const Dot
   if (options.tiny_flops) b.tiny_flops = *options.tiny_flops;
   if (options.outer_parallel_flops) b.outer_parallel_flops = *options.outer_parallel_flops;
   if (options.tiny_flops_blis) b.tiny_flops_blis = *options.tiny_flops_blis;
+  if (options.parallel_min_flops) b.parallel_min_flops = *options.parallel_min_flops;
   return b;
 }
 

@@ -94,6 +94,9 @@ struct BatchSettings {
   /// Below this many multiply-adds per product, plain loops replace BLIS calls (a BLIS
   /// call has a larger fixed cost than an OpenBLAS call).
   int64_t tiny_flops_blis = 8192;
+  /// Below this many multiply-adds, a product uses one thread even when the context has
+  /// more (provider items and single products).
+  int64_t parallel_min_flops = int64_t{1} << 19;
 };
 
 namespace detail {

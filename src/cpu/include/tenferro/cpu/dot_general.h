@@ -41,6 +41,7 @@ struct DotOptions {
   std::optional<int64_t> tiny_flops;
   std::optional<int64_t> outer_parallel_flops;
   std::optional<int64_t> tiny_flops_blis;
+  std::optional<int64_t> parallel_min_flops;
 };
 
 /// The batch settings an operation uses: per-operation values over the context's.
