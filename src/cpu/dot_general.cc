@@ -244,12 +244,12 @@ SmallVector<int64_t, 8> layout_strides(const Layout& layout, std::span<const int
 // unless a provider is forced (Note [Tiny products]).
 //
 // Note [Tiny products]: `tenferro bench kernels --only tiny` times 512 products of
-// n x n x n, one thread each, through each provider against the plain-loop route.
-// 2026-11-29, 1 thread: OpenBLAS is slower than plain loops at 64 multiply-adds
-// (ratio 0.77) and faster from 216 (1.29); BLIS's per-call cost is about 2 us (vs
-// 0.2 us for OpenBLAS), so it loses up to 1728 (0.89) and wins from 4096 (1.72).
-// Defaults: tiny_flops 128, tiny_flops_blis 2048 (docs/benchmarks.md). A contraction whose every dimension is a batch dimension (M = N = K = 1)
-// is an elementwise product under every policy: there is no matrix product to batch.
+// n x n x n, one thread each, through each provider against the plain-loop route
+// (Note [Plain-loop GEMM]). 2026-11-29, 1 thread: OpenBLAS is slower than plain loops up
+// to 216 multiply-adds (ratio 0.93) and faster from 512 (1.10); a BLIS call costs about
+// 2 us (0.2 us for OpenBLAS), so BLIS loses up to 13824 (0.95). Defaults: tiny_flops 256,
+// tiny_flops_blis 16384 (docs/benchmarks.md). Matrix-vector shaped products (a side of
+// 1) use plain loops up to 16x the threshold.
 struct Route {
   BatchPolicy policy;
   GemmProvider provider;

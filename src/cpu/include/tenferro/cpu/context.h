@@ -88,12 +88,12 @@ struct BatchSettings {
   BatchPolicy policy = BatchPolicy::kAuto;
   /// Below this many multiply-adds per product, plain loops replace OpenBLAS calls
   /// (measured: Note [Tiny products] in dot_general.cc).
-  int64_t tiny_flops = 128;
+  int64_t tiny_flops = 256;
   /// Below this many multiply-adds per product, kAuto batches go outer-parallel.
   int64_t outer_parallel_flops = int64_t{1} << 21;
   /// Below this many multiply-adds per product, plain loops replace BLIS calls (a BLIS
   /// call has a larger fixed cost than an OpenBLAS call).
-  int64_t tiny_flops_blis = 8192;
+  int64_t tiny_flops_blis = 16384;
   /// Below this many multiply-adds, a product uses one thread even when the context has
   /// more (provider items and single products).
   int64_t parallel_min_flops = int64_t{1} << 19;
