@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "tenferro/test_support/index.h"
+#include "tenferro/test_support/strided.h"
 
 #include <random>
 
@@ -19,23 +20,8 @@ using test_support::for_each_index;
 using test_support::Index;
 
 
-// A strided tensor of logical `shape`: stored with a random axis order, maybe flipped
-// on one axis, maybe a step-2 slice of a larger buffer.
 Tensor strided_operand(std::mt19937_64& rng, DType d, const Shape& shape) {
-  const size_t rank = shape.size();
-  Index perm(rank);
-  for (size_t i = 0; i < rank; ++i) perm[i] = static_cast<int64_t>(i);
-  if (rng() % 2) std::shuffle(perm.begin(), perm.end(), rng);
-  Shape stored(rank);
-  for (size_t i = 0; i < rank; ++i) stored[static_cast<size_t>(perm[i])] = shape[i];
-  const bool step = rank > 0 && rng() % 4 == 0;
-  const size_t step_axis = rank > 0 ? rng() % rank : 0;
-  if (step) stored[step_axis] = stored[step_axis] * 2;
-  Tensor t = Tensor::random_uniform(d, stored, rng(), -2, 2).value();
-  if (step) t = t.slice(static_cast<int64_t>(step_axis), 0, stored[step_axis], 2).value();
-  t = t.permute(perm).value();
-  if (rank > 0 && rng() % 4 == 0) t = t.flip(static_cast<int64_t>(rng() % rank)).value();
-  return t;
+  return test_support::strided_random(rng, d, shape, -2, 2);
 }
 
 struct Config {

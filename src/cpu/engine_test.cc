@@ -13,6 +13,15 @@
 namespace tenferro::cpu {
 namespace {
 
+// An engine with one unpinned domain (id 0) of `threads` workers on the allowed CPUs.
+std::shared_ptr<CpuEngine> unpinned_engine(int threads) {
+  CpuTopology t = CpuTopology::discover().value();
+  CpuEngineConfig cfg;
+  cfg.domains = {CpuDomainConfig{0, t.allowed_cpus, threads, nullptr}};
+  cfg.pin_workers = false;
+  return CpuEngine::create(cfg, &t).value();
+}
+
 CpuTopology fake_topology() {
   CpuTopology t;
   t.allowed_cpus = {0, 1, 2, 3};
@@ -105,11 +114,7 @@ TEST(Engine, OneEntryPerOperationOrSession) {
 }
 
 TEST(Engine, ReentryIsATypedErrorNotADeadlock) {
-  CpuTopology t = CpuTopology::discover().value();
-  CpuEngineConfig cfg;
-  cfg.domains = {CpuDomainConfig{0, t.allowed_cpus, 2, nullptr}};
-  cfg.pin_workers = false;
-  auto e = CpuEngine::create(cfg, &t).value();
+  auto e = unpinned_engine(2);
   Result<void> inner;
   ASSERT_TRUE(e->run(0, ParallelMode::kInner, [&](CpuExecutionContext&) -> Result<void> {
     inner = e->run(0, ParallelMode::kSequential, [](CpuExecutionContext&) { return ok(); });
@@ -202,11 +207,7 @@ TEST(BatchPolicy, PrecedenceAndRestoreOnErrorAndUnwind) {
 }
 
 TEST(BatchPolicy, TwoFanOutLevelsAreRejectedBeforeDispatch) {
-  CpuTopology t = CpuTopology::discover().value();
-  CpuEngineConfig cfg;
-  cfg.domains = {CpuDomainConfig{0, t.allowed_cpus, 2, nullptr}};
-  cfg.pin_workers = false;
-  auto e = CpuEngine::create(cfg, &t).value();
+  auto e = unpinned_engine(2);
   Tensor a = Tensor::ones(DType::kF64, {4, 8, 8}).value();
   DotDims d;
   d.lhs_batch = {0};
@@ -234,11 +235,7 @@ namespace tenferro::cpu {
 namespace {
 
 TEST(Engine, OuterSubmissionsRunConcurrentlyAndReportTheirResults) {
-  CpuTopology t = CpuTopology::discover().value();
-  CpuEngineConfig cfg;
-  cfg.domains = {CpuDomainConfig{0, t.allowed_cpus, 2, nullptr}};
-  cfg.pin_workers = false;
-  auto e = CpuEngine::create(cfg, &t).value();
+  auto e = unpinned_engine(2);
   std::vector<int64_t> sums(8, 0);
   std::vector<CpuCompletion> done;
   for (int i = 0; i < 8; ++i) {
@@ -272,11 +269,7 @@ TEST(Engine, OuterSubmissionsRunConcurrentlyAndReportTheirResults) {
 }
 
 TEST(Engine, SubmitAndWaitFromInsideAnEnteredContextAreRejected) {
-  CpuTopology t = CpuTopology::discover().value();
-  CpuEngineConfig cfg;
-  cfg.domains = {CpuDomainConfig{0, t.allowed_cpus, 2, nullptr}};
-  cfg.pin_workers = false;
-  auto e = CpuEngine::create(cfg, &t).value();
+  auto e = unpinned_engine(2);
   CpuCompletion outside = e->submit(0, [](CpuExecutionContext&) { return ok(); }).value();
   ASSERT_TRUE(outside.wait().has_value());
   std::optional<Result<CpuCompletion>> nested;
@@ -303,11 +296,7 @@ TEST(Engine, SubmitAndWaitFromInsideAnEnteredContextAreRejected) {
 }
 
 TEST(Engine, DestructorWaitsForRunningSubmissions) {
-  CpuTopology t = CpuTopology::discover().value();
-  CpuEngineConfig cfg;
-  cfg.domains = {CpuDomainConfig{0, t.allowed_cpus, 1, nullptr}};
-  cfg.pin_workers = false;
-  auto e = CpuEngine::create(cfg, &t).value();
+  auto e = unpinned_engine(1);
   std::atomic<int> finished{0};
   for (int i = 0; i < 4; ++i) {
     ASSERT_TRUE(e->submit(0, [&](CpuExecutionContext&) -> Result<void> {

@@ -13,6 +13,7 @@
 
 #include "tenferro/cpu/engine.h"
 #include "tenferro/test_support/index.h"
+#include "tenferro/test_support/strided.h"
 
 namespace tenferro::einsum {
 namespace {
@@ -123,29 +124,10 @@ Case random_case(std::mt19937_64& rng) {
   return c;
 }
 
-// Strided operand: random storage order, maybe flipped or sliced.
+// Strided operand (random storage order, maybe sliced or flipped); small values so
+// integer results are exact.
 Tensor strided(std::mt19937_64& rng, DType d, const Shape& shape) {
-  const size_t rank = shape.size();
-  Index perm(rank);
-  for (size_t i = 0; i < rank; ++i) perm[i] = static_cast<int64_t>(i);
-  if (rng() % 2) std::shuffle(perm.begin(), perm.end(), rng);
-  Shape stored(rank);
-  for (size_t i = 0; i < rank; ++i) stored[static_cast<size_t>(perm[i])] = shape[i];
-  Tensor t = is_integral(d) ? Tensor::random_uniform(DType::kF64, stored, rng(), -3, 3).value()
-                            : Tensor::random_uniform(d, stored, rng(), -1, 1).value();
-  if (is_integral(d)) {
-    // Small integers (exact arithmetic in the reference).
-    std::vector<int64_t> v(static_cast<size_t>(t.numel()));
-    for (auto& x : v) x = static_cast<int64_t>(rng() % 7) - 3;
-    t = d == DType::kI64 ? Tensor(TypedTensor<int64_t>::from_col_major(stored, v).value())
-                         : Tensor(TypedTensor<int32_t>::from_col_major(stored, [&] {
-                             std::vector<int32_t> w(v.begin(), v.end());
-                             return w;
-                           }()).value());
-  }
-  t = t.permute(perm).value();
-  if (rank > 0 && rng() % 4 == 0) t = t.flip(static_cast<int64_t>(rng() % rank)).value();
-  return t;
+  return test_support::strided_random(rng, d, shape, is_integral(d) ? -3 : -1, is_integral(d) ? 4 : 1);
 }
 
 // Naive evaluator over every assignment of the labels.
