@@ -298,6 +298,61 @@ void dot_form_f64(const GemmArgs<double>& g) {
     }
   }
 }
+// Small f64 products with A and C column-major (unit row strides), B any strides:
+// 8 x JW register blocks of C accumulate over p (Note [Plain-loop GEMM]). Meant for
+// short contractions (k <= 64), where A's block stays in L1 across the JW columns.
+template <int JW>
+void small_block_f64(const GemmArgs<double>& g, int64_t i0, int64_t j0) {
+  const int64_t rows = std::min<int64_t>(8, g.m - i0);
+  const __m256i lane = _mm256_set_epi64x(3, 2, 1, 0);
+  const __m256i m0 = _mm256_cmpgt_epi64(_mm256_set1_epi64x(rows), lane);
+  const __m256i m1 = _mm256_cmpgt_epi64(_mm256_set1_epi64x(rows - 4), lane);
+  const double* __restrict a = g.a + i0;
+  const double* __restrict b = g.b + j0 * g.csb;
+  const int64_t k = g.k, sa = g.csa, rb = g.rsb, cb = g.csb;
+  __m256d acc0[4], acc1[4];
+  for (int t = 0; t < 4; ++t) acc0[t] = acc1[t] = _mm256_setzero_pd();
+  for (int64_t p = 0; p < k; ++p) {
+    const __m256d x0 = _mm256_maskload_pd(a + p * sa, m0);
+    const __m256d x1 = _mm256_maskload_pd(a + p * sa + 4, m1);
+    const double* bp = b + p * rb;
+#pragma GCC unroll 4
+    for (int t = 0; t < JW; ++t) {
+      const __m256d y = _mm256_set1_pd(g.alpha * bp[t * cb]);
+      acc0[t] = _mm256_fmadd_pd(x0, y, acc0[t]);
+      acc1[t] = _mm256_fmadd_pd(x1, y, acc1[t]);
+    }
+  }
+  for (int t = 0; t < JW; ++t) {
+    double* c = g.c + i0 + (j0 + t) * g.csc;
+    if (g.beta != 0.0) {
+      const __m256d bv = _mm256_set1_pd(g.beta);
+      acc0[t] = _mm256_fmadd_pd(bv, _mm256_maskload_pd(c, m0), acc0[t]);
+      acc1[t] = _mm256_fmadd_pd(bv, _mm256_maskload_pd(c + 4, m1), acc1[t]);
+    }
+    if (rows == 8) {
+      _mm256_storeu_pd(c, acc0[t]);  // masked stores are slow on some cores
+      _mm256_storeu_pd(c + 4, acc1[t]);
+    } else {
+      _mm256_maskstore_pd(c, m0, acc0[t]);
+      _mm256_maskstore_pd(c + 4, m1, acc1[t]);
+    }
+  }
+}
+
+void small_f64(const GemmArgs<double>& g) {
+  for (int64_t j0 = 0; j0 < g.n; j0 += 4) {
+    const int64_t w = std::min<int64_t>(4, g.n - j0);
+    for (int64_t i0 = 0; i0 < g.m; i0 += 8) {
+      switch (w) {
+        case 4: small_block_f64<4>(g, i0, j0); break;
+        case 3: small_block_f64<3>(g, i0, j0); break;
+        case 2: small_block_f64<2>(g, i0, j0); break;
+        default: small_block_f64<1>(g, i0, j0); break;
+      }
+    }
+  }
+}
 }  // namespace
 #endif
 
@@ -312,6 +367,14 @@ void gemm_naive(const GemmArgs<T>& g) {
     }
   };
   const bool zero_beta = g.beta == T{};
+#if defined(__AVX2__) && defined(__FMA__)
+  if constexpr (std::is_same_v<T, double>) {
+    if (g.rsa == 1 && g.rsc == 1 && g.m >= 4 && g.k <= 64) {
+      small_f64(g);
+      return;
+    }
+  }
+#endif
   if ((g.m == 1 || (g.rsa == 1 && g.rsc == 1)) && !(tenferro::detail::ComplexScalar<T> && g.conj_a)) {
     for (int64_t j = 0; j < g.n; ++j) {
       T* c = g.c + j * g.csc;
