@@ -209,9 +209,6 @@ Result<std::shared_ptr<const EinsumPlan>> EinsumPlan::prepare(const EinsumSpec& 
   };
   // Pass 2: orders.
   std::vector<std::vector<Label>> mem = labels;
-  std::map<Label, int32_t> live;  // live nodes holding each label
-  for (const auto& ls : labels)
-    for (Label l : ls) live[l]++;
   for (size_t k = 0; k < plan->tree_.steps.size(); ++k) {
     const auto [a, b] = plan->tree_.steps[k];
     const auto& la = labels[static_cast<size_t>(a)];
@@ -248,11 +245,8 @@ Result<std::shared_ptr<const EinsumPlan>> EinsumPlan::prepare(const EinsumSpec& 
     batch = shared_in(elements(la) >= elements(lb) ? a : b, false);
     // An operand that is packed anyway can take any free-label order: choose the one
     // its consumer wants (its contracted labels together at the fa/fb boundary).
-    const int64_t parent = consumer[total_nodes > 0 ? static_cast<size_t>(n) + k : 0];
+    const int64_t parent = consumer[static_cast<size_t>(n) + k];
     if (parent >= 0) {
-      const auto [pa, pb] = plan->tree_.steps[static_cast<size_t>(parent)];
-      (void)pa;
-      (void)pb;
       const auto& pk = contracted[static_cast<size_t>(parent)];
       auto rank = [&](Label l, bool contracted_first) {
         const bool c = contains(pk, l);
@@ -288,15 +282,11 @@ Result<std::shared_ptr<const EinsumPlan>> EinsumPlan::prepare(const EinsumSpec& 
     out_labels.insert(out_labels.end(), fb.begin(), fb.end());
     out_mem.insert(out_mem.end(), fb.begin(), fb.end());
     out_mem.insert(out_mem.end(), batch.begin(), batch.end());
-    for (Label l : la) live[l]--;
-    for (Label l : lb) live[l]--;
-    for (Label l : out_labels) live[l]++;
     labels.push_back(std::move(out_labels));
     mem.push_back(std::move(out_mem));
     plan->steps_.push_back(std::move(step));
   }
   plan->root_labels_ = labels.back();
-  (void)live;
 
   // Output: diagonals for repeated labels, then the permutation to the root's order.
   std::vector<Label> unique = spec.output;
