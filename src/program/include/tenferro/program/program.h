@@ -1,0 +1,236 @@
+#pragma once
+/// \file
+/// The backend-neutral semantic IR: ProgramBuilder (opaque value tokens), the frozen
+/// SemanticProgram (immutable, read-only views, structural fingerprint), program
+/// bindings and CompiledGraph.
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tenferro/core/result.h"
+#include "tenferro/core/shape.h"
+#include "tenferro/program/extension.h"
+#include "tenferro/program/ops.h"
+#include "tenferro/tensor/tensor.h"
+
+namespace tenferro::program {
+
+/// A value token issued by one ProgramBuilder. Opaque: it exposes no raw id; using it
+/// with another builder is a typed error (kInvalidArgument, "foreign value").
+class Value {
+ public:
+  Value() = default;
+  bool valid() const noexcept { return index_ >= 0; }
+  friend bool operator==(const Value&, const Value&) = default;
+
+ private:
+  friend class ProgramBuilder;
+  Value(uint64_t builder, int32_t index) : builder_(builder), index_(index) {}
+  uint64_t builder_ = 0;
+  int32_t index_ = -1;
+};
+
+/// A value of a frozen program (read-only reference; comparable and hashable).
+class ValueRef {
+ public:
+  ValueRef() = default;
+  friend bool operator==(const ValueRef&, const ValueRef&) = default;
+  friend auto operator<=>(const ValueRef&, const ValueRef&) = default;
+  size_t hash() const noexcept { return std::hash<int32_t>()(index_); }
+
+ private:
+  friend class SemanticProgram;
+  friend class ProgramBuilder;
+  friend struct ProgramAccess;
+  explicit ValueRef(int32_t index) : index_(index) {}
+  int32_t index_ = -1;
+};
+
+/// One operation of a frozen program (read-only view).
+class Operation {
+ public:
+  OpCode code() const noexcept { return code_; }
+  const Attrs& attrs() const noexcept { return attrs_; }
+  /// The extension (code() == kExtension), else nullptr.
+  const ExtensionOp* extension() const noexcept { return extension_.get(); }
+  const std::shared_ptr<const ExtensionOp>& extension_ptr() const noexcept { return extension_; }
+  std::span<const ValueRef> operands() const noexcept { return operands_; }
+  std::span<const ValueRef> results() const noexcept { return results_; }
+  /// Free-form origin (frontend location, pass that created it); not semantic.
+  const std::string& provenance() const noexcept { return provenance_; }
+
+ private:
+  friend class ProgramBuilder;
+  friend class SemanticProgram;
+  friend struct ProgramAccess;
+  OpCode code_ = OpCode::kConstant;
+  Attrs attrs_;
+  std::shared_ptr<const ExtensionOp> extension_;
+  std::vector<ValueRef> operands_;
+  std::vector<ValueRef> results_;
+  std::string provenance_;
+};
+
+/// A shape guard: `lhs == rhs` (equality) or `lhs <= rhs`, checked before execution.
+struct ShapeGuard {
+  Extent lhs, rhs;
+  bool equality = true;
+  std::string constraint;  ///< the constraint id that created it, e.g. "add_c2"
+};
+
+/// A program input: an argument supplied per run, or a binding (a captured tensor or
+/// default held in ProgramBindings, never in the program).
+struct InputInfo {
+  ValueRef value;
+  std::string name;  ///< not semantic
+  bool binding = false;
+};
+
+/// 128-bit structural fingerprint (XXH3-128). Process-local: no stability across
+/// versions is promised.
+struct Fingerprint {
+  uint64_t high = 0, low = 0;
+  friend bool operator==(const Fingerprint&, const Fingerprint&) = default;
+  std::string to_string() const;  ///< 32 lowercase hex digits
+};
+
+/// A frozen semantic program: ops in SSA order over typed values, inputs, outputs,
+/// symbols, guards. Immutable after ProgramBuilder::finish; thread-safe to share.
+class SemanticProgram {
+ public:
+  std::span<const InputInfo> inputs() const noexcept { return inputs_; }
+  std::span<const ValueRef> outputs() const noexcept { return outputs_; }
+  std::span<const Operation> ops() const noexcept { return ops_; }
+  std::span<const SymbolInfo> symbols() const noexcept { return symbols_; }
+  std::span<const ShapeGuard> guards() const noexcept { return guards_; }
+  /// Type of a value of this program (precondition: `v` came from this program).
+  const ValueType& type(ValueRef v) const noexcept { return types_[static_cast<size_t>(v.index_)]; }
+  size_t value_count() const noexcept { return types_.size(); }
+  /// Computed once at freeze.
+  const Fingerprint& fingerprint() const noexcept { return fingerprint_; }
+  /// Exact structural equality: the same semantics (ops, attributes, extension payloads,
+  /// effects, aliases, types, symbol bounds, guards, input roles, output order), ignoring
+  /// provenance, input and symbol names. Used inside a fingerprint collision bucket.
+  bool structurally_equal(const SemanticProgram& other) const;
+
+  /// Binds the symbols from concrete input shapes (arguments and bindings in input
+  /// order) and evaluates every shape guard. Returns the symbol values. Errors
+  /// (kPrepare stage): kInvalidArgument (count), kShapeMismatch (an input or guard),
+  /// kOutOfRange (a bound).
+  Result<std::vector<int64_t>> bind_shapes(std::span<const Shape> input_shapes) const;
+  /// Concrete shape of a value under bound symbol values.
+  Result<Shape> concrete_shape(ValueRef v, std::span<const int64_t> symbol_values) const;
+
+ private:
+  friend class ProgramBuilder;
+  friend struct ProgramAccess;
+  SemanticProgram() = default;
+  std::vector<uint8_t> encode() const;
+
+  std::vector<SymbolInfo> symbols_;
+  std::vector<ValueType> types_;
+  std::vector<InputInfo> inputs_;
+  std::vector<Operation> ops_;
+  std::vector<ValueRef> outputs_;
+  std::vector<ShapeGuard> guards_;
+  Fingerprint fingerprint_;
+};
+
+/// Tensors of a program's binding inputs, in binding-input order. Process-local; never
+/// part of the program or its fingerprint.
+struct ProgramBindings {
+  std::vector<Tensor> tensors;
+};
+
+/// A frozen program plus its bindings (what GraphCompiler produces and runtimes consume).
+struct CompiledGraph {
+  std::shared_ptr<const SemanticProgram> program;
+  ProgramBindings bindings;
+};
+
+/// Builds a SemanticProgram. Each builder issues its own value tokens and symbols.
+/// Every method validates before it changes anything: a failed call leaves the builder
+/// as it was (import and finish included). After a successful finish the builder is
+/// spent (kInvalidArgument "finished" on further use). Not thread-safe.
+class ProgramBuilder {
+ public:
+  ProgramBuilder();
+  ~ProgramBuilder();
+  ProgramBuilder(const ProgramBuilder&) = delete;
+  ProgramBuilder& operator=(const ProgramBuilder&) = delete;
+
+  /// Declares a symbol (unknown extent, or bounded by `upper_bound`). Errors:
+  /// kInvalidArgument (empty or duplicate name, negative bound).
+  Result<Extent> symbol(std::string name, std::optional<int64_t> upper_bound = std::nullopt);
+  /// Declares an argument input. Each extent is exact (>= 0) or one symbol of this
+  /// builder (constraint input_c1).
+  Result<Value> input(ValueType type, std::string name = {});
+  /// Declares a binding input holding `tensor` (exact shape; host tensor).
+  Result<Value> capture(Tensor tensor, std::string name = {});
+  /// Emits a core op (validated by infer_core); returns its result.
+  Result<Value> op(OpCode code, std::span<const Value> operands, Attrs attrs = {});
+  Result<Value> op(OpCode code, std::initializer_list<Value> operands, Attrs attrs = {}) {
+    return op(code, std::span<const Value>(operands.begin(), operands.size()), std::move(attrs));
+  }
+  /// Emits a scalar or small constant.
+  Result<Value> constant(Literal literal);
+  /// Emits an extension op; validates its declarations (one alias per output, alias
+  /// inputs in range, effect names non-empty) and infers its outputs.
+  Result<std::vector<Value>> extension(std::shared_ptr<const ExtensionOp> op, std::span<const Value> operands);
+  /// Adds an explicit guard `lhs == rhs` or `lhs <= rhs` (refuted exact guards fail).
+  Result<void> guard(const Extent& lhs, const Extent& rhs, bool equality, std::string constraint = "user");
+  /// Type of a value of this builder.
+  Result<ValueType> type(Value v) const;
+  /// Symbols declared so far (for printing extents).
+  std::span<const SymbolInfo> symbols() const noexcept;
+  /// Provenance attached to ops emitted from now on.
+  void set_provenance(std::string provenance);
+  /// Inlines `graph` with its argument inputs fed by `arguments` (bindings come along);
+  /// returns its outputs. Atomic. Errors: argument count/type mismatch, foreign values.
+  Result<std::vector<Value>> import(const CompiledGraph& graph, std::span<const Value> arguments);
+  /// Freezes: validates outputs (non-empty list of this builder's values, duplicates
+  /// allowed), checks every symbol is bound by an input (program_c1), computes the
+  /// fingerprint. Atomic: on error the builder is unchanged and usable.
+  Result<CompiledGraph> finish(std::span<const Value> outputs);
+  Result<CompiledGraph> finish(std::initializer_list<Value> outputs) {
+    return finish(std::span<const Value>(outputs.begin(), outputs.size()));
+  }
+
+  /// Lowering mode (ExtensionOp::lower_to_core): extension() is rejected.
+  void set_core_only(bool core_only) noexcept;
+
+ private:
+  friend struct ProgramBuilderTestHook;
+  struct State;
+  Result<void> check_usable(const char* op) const;
+  Result<int32_t> resolve(Value v, const char* op) const;
+  Result<void> step(const char* where);  // failure injection point (tests)
+  Value token(int32_t index) const { return Value(id_, index); }
+
+  uint64_t id_;
+  std::unique_ptr<State> state_;
+  int inject_failure_at_ = -1;  // tests: fail the n-th step of the next import/finish
+  int steps_ = 0;
+};
+
+/// Test-only access: make the `n`-th internal step of the next import or finish fail
+/// with kInternal, to prove atomicity.
+struct ProgramBuilderTestHook {
+  static void fail_at_step(ProgramBuilder& b, int n) {
+    b.inject_failure_at_ = n;
+    b.steps_ = 0;
+  }
+};
+
+}  // namespace tenferro::program
+
+template <>
+struct std::hash<tenferro::program::ValueRef> {
+  size_t operator()(const tenferro::program::ValueRef& v) const noexcept { return v.hash(); }
+};
