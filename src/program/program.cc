@@ -649,6 +649,8 @@ Result<CompiledGraph> ProgramBuilder::finish(std::span<const Value> outputs) {
   const std::vector<uint8_t> bytes = prog->encode();
   const XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());
   prog->fingerprint_ = Fingerprint{h.high64, h.low64};
+  prog->footprint_ = static_cast<int64_t>(sizeof(SemanticProgram) + bytes.size() +
+                                          prog->ops_.size() * sizeof(Operation) + prog->types_.size() * sizeof(ValueType));
   TENFERRO_TRY_VOID(step(name));
   CompiledGraph g;
   g.bindings.tensors = st.bindings;

@@ -28,6 +28,9 @@ class Value {
   Value() = default;
   bool valid() const noexcept { return index_ >= 0; }
   friend bool operator==(const Value&, const Value&) = default;
+  /// Ordering and hashing (for maps in frontends and passes); not an id.
+  friend auto operator<=>(const Value&, const Value&) = default;
+  size_t hash() const noexcept { return std::hash<int64_t>()((static_cast<int64_t>(builder_) << 32) ^ index_); }
 
  private:
   friend class ProgramBuilder;
@@ -114,6 +117,8 @@ class SemanticProgram {
   size_t value_count() const noexcept { return types_.size(); }
   /// Computed once at freeze.
   const Fingerprint& fingerprint() const noexcept { return fingerprint_; }
+  /// Approximate bytes held by this program (for cache statistics).
+  int64_t footprint_bytes() const noexcept { return footprint_; }
   /// Exact structural equality: the same semantics (ops, attributes, extension payloads,
   /// effects, aliases, types, symbol bounds, guards, input roles, output order), ignoring
   /// provenance, input and symbol names. Used inside a fingerprint collision bucket.
@@ -140,6 +145,7 @@ class SemanticProgram {
   std::vector<ValueRef> outputs_;
   std::vector<ShapeGuard> guards_;
   Fingerprint fingerprint_;
+  int64_t footprint_ = 0;
 };
 
 /// Tensors of a program's binding inputs, in binding-input order. Process-local; never
@@ -230,6 +236,10 @@ struct ProgramBuilderTestHook {
 
 }  // namespace tenferro::program
 
+template <>
+struct std::hash<tenferro::program::Value> {
+  size_t operator()(const tenferro::program::Value& v) const noexcept { return v.hash(); }
+};
 template <>
 struct std::hash<tenferro::program::ValueRef> {
   size_t operator()(const tenferro::program::ValueRef& v) const noexcept { return v.hash(); }

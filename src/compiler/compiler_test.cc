@@ -1,0 +1,467 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "tenferro/compiler/compiler.h"
+#include "tenferro/program/interpreter.h"
+#include "tenferro/program/text.h"
+#include "tenferro/test_support/test_extension.h"
+
+namespace tenferro::compiler {
+namespace {
+
+using program::Attrs;
+using program::Literal;
+using program::OpCode;
+using program::ProgramBuilder;
+using test_support::make_scale;
+
+ValueType vt(DType d, std::vector<int64_t> shape) {
+  ValueType t{d, {}};
+  for (int64_t e : shape) t.shape.push_back(Extent::exact(e));
+  return t;
+}
+
+Value splat(TraceContext& tc, double v, const std::vector<int64_t>& shape) {
+  Literal l = Literal::from_values<double>({}, std::span<const double>(&v, 1)).value();
+  Value c = tc.constant(Tensor::from_col_major<double>({}, std::vector<double>{v}).value()).value();
+  (void)l;
+  Attrs a;
+  for (size_t i = 0; i < shape.size(); ++i) a.shape.push_back(Extent::exact(shape[i]));
+  return tc.op(OpCode::kBroadcastInDim, {c}, a).value();
+}
+
+// ---- pass fixtures ---------------------------------------------------------------------------------
+
+struct Fixture {
+  std::string pass, before, after;
+};
+
+Fixture read_fixture(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  Fixture f;
+  const auto p = text.find("# pass: ");
+  const auto b = text.find("# before\n");
+  const auto a = text.find("# after\n");
+  EXPECT_TRUE(p != std::string::npos && b != std::string::npos && a != std::string::npos) << path;
+  f.pass = text.substr(p + 8, text.find('\n', p) - p - 8);
+  f.before = text.substr(b + 9, a - b - 9);
+  f.after = text.substr(a + 8);
+  return f;
+}
+
+TEST(PassFixtures, EachPassMatchesItsBeforeAfterText) {
+  const auto reg = test_support::test_registry();
+  std::set<std::string> passes_seen;
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(TENFERRO_COMPILER_TESTDATA)) {
+    if (entry.path().extension() != ".txt") continue;
+    ++files;
+    const Fixture f = read_fixture(entry.path());
+    std::optional<PassId> pass;
+    for (int i = 0; i < kPassCount; ++i) {
+      if (pass_name(static_cast<PassId>(i)) == f.pass) pass = static_cast<PassId>(i);
+    }
+    ASSERT_TRUE(pass) << entry.path() << ": unknown pass " << f.pass;
+    passes_seen.insert(f.pass);
+    auto before = program::parse_program(f.before, &reg);
+    ASSERT_TRUE(before) << entry.path() << ": " << before.error().to_string();
+    auto r = run_pass(*pass, *before);
+    ASSERT_TRUE(r) << entry.path() << ": " << r.error().to_string();
+    const std::string got = program::print_program(*r->graph.program);
+    if (std::getenv("TENFERRO_UPDATE_FIXTURES")) {
+      std::ofstream out(entry.path());
+      out << "# pass: " << f.pass << "\n# before\n" << f.before << "# after\n" << got;
+      continue;
+    }
+    EXPECT_EQ(got, f.after) << entry.path();
+    // The after text is itself a valid program, and the pass results evaluate the same.
+    EXPECT_TRUE(program::parse_program(f.after, &reg)) << entry.path();
+  }
+  EXPECT_GE(files, kPassCount);
+  EXPECT_EQ(passes_seen.size(), static_cast<size_t>(kPassCount));
+}
+
+// ---- random programs: interpreter results before == after compilation ----------------------------
+
+// Bitwise equality of two tensors (NaN payloads included).
+bool same_bits(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
+  Tensor x = a.to_col_major().value(), y = b.to_col_major().value();
+  const auto n = static_cast<size_t>(x.numel() * x.element_size());
+  return n == 0 || std::memcmp(static_cast<const uint8_t*>(x.storage()->data()) + x.offset() * x.element_size(),
+                               static_cast<const uint8_t*>(y.storage()->data()) + y.offset() * y.element_size(), n) == 0;
+}
+
+struct RandomProgram {
+  TracedGraph graph;
+  std::vector<Tensor> inputs;
+};
+
+// Builds a random f64 program over a few shapes with many simplification opportunities:
+// identity and double transposes/reverses, reshape chains, x*1, x-0, double negation,
+// duplicate subexpressions, dead ops, and test extensions (some effectful, some with an
+// unused second output).
+RandomProgram random_program(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
+  TraceContext tc;
+  const std::vector<std::vector<int64_t>> shapes = {{2, 3}, {3, 2}, {6}, {2, 3}};
+  std::vector<Value> pool;
+  std::vector<Tensor> inputs;
+  const int n_inputs = 1 + static_cast<int>(pick(3));
+  for (int i = 0; i < n_inputs; ++i) {
+    const auto& sh = shapes[pick(shapes.size())];
+    pool.push_back(tc.input(vt(DType::kF64, sh), "in" + std::to_string(i)).value());
+    inputs.push_back(Tensor::random_normal(DType::kF64, Dims(sh), seed * 31 + static_cast<uint64_t>(i)).value());
+  }
+  auto type_of = [&](Value v) { return tc.type(v).value(); };
+  auto dims_of = [&](Value v) {
+    std::vector<int64_t> d;
+    for (const auto& e : type_of(v).shape) d.push_back(e.exact_value());
+    return d;
+  };
+  auto same_shape_partner = [&](Value v) -> Value {
+    std::vector<Value> c;
+    for (Value w : pool) {
+      if (type_of(w) == type_of(v)) c.push_back(w);
+    }
+    if (rng() % 4 == 0) return splat(tc, static_cast<double>(pick(3)) - 1.0, dims_of(v));
+    return c[pick(c.size())];
+  };
+  const int n_ops = 4 + static_cast<int>(pick(14));
+  for (int k = 0; k < n_ops; ++k) {
+    Value x = pool[pick(pool.size())];
+    const auto d = dims_of(x);
+    Value y;
+    switch (pick(16)) {
+      case 0: y = tc.op(OpCode::kNeg, {tc.op(OpCode::kNeg, {x}).value()}).value(); break;
+      case 1: {
+        const OpCode u[] = {OpCode::kExp, OpCode::kAbs, OpCode::kSin, OpCode::kTanh, OpCode::kConj, OpCode::kReal, OpCode::kSqrt};
+        y = tc.op(u[pick(7)], {x}).value();
+        break;
+      }
+      case 2:
+      case 3: {
+        const OpCode bops[] = {OpCode::kAdd, OpCode::kSub, OpCode::kMul, OpCode::kDiv, OpCode::kMax, OpCode::kMin};
+        y = tc.op(bops[pick(6)], {x, same_shape_partner(x)}).value();
+        break;
+      }
+      case 4: y = tc.op(OpCode::kMul, {x, splat(tc, 1.0, d)}).value(); break;
+      case 5: y = tc.op(OpCode::kSub, {x, splat(tc, 0.0, d)}).value(); break;
+      case 6:
+        if (d.size() == 2) {
+          Value t = tc.op(OpCode::kTranspose, {x}, Attrs{.dims = {1, 0}}).value();
+          y = rng() % 2 ? tc.op(OpCode::kTranspose, {t}, Attrs{.dims = {1, 0}}).value() : t;
+        } else {
+          y = tc.op(OpCode::kTranspose, {x}, Attrs{.dims = {0}}).value();
+        }
+        break;
+      case 7: {
+        int64_t n = 1;
+        for (int64_t e : d) n *= e;
+        Value r = tc.op(OpCode::kReshape, {x}, Attrs{.shape = {Extent::exact(n)}}).value();
+        std::vector<std::vector<int64_t>> fits = {{n}, d};
+        for (const auto& sh : shapes) {
+          if (sh.size() == 2 ? sh[0] * sh[1] == n : sh[0] == n) fits.push_back(sh);
+        }
+        const auto& back = fits[pick(fits.size())];
+        Attrs a;
+        for (int64_t e : back) a.shape.push_back(Extent::exact(e));
+        y = tc.op(OpCode::kReshape, {r}, a).value();
+        break;
+      }
+      case 8: {
+        Attrs a{.dims = {0}};
+        Value r = tc.op(OpCode::kReverse, {x}, a).value();
+        y = rng() % 2 ? tc.op(OpCode::kReverse, {r}, a).value() : r;
+        break;
+      }
+      case 9: {
+        Value p = tc.op(OpCode::kCompare, {x, same_shape_partner(x)}, Attrs{.direction = program::CompareDirection::kGt}).value();
+        Value other = same_shape_partner(x);
+        y = tc.op(OpCode::kSelect, {p, x, rng() % 3 == 0 ? x : other}).value();
+        break;
+      }
+      case 10: {
+        Attrs a;
+        for (int64_t e : d) {
+          a.start.push_back(0);
+          a.limit.push_back(e);
+          a.stride.push_back(1);
+        }
+        if (rng() % 2) a.limit[0] = 1;
+        y = tc.op(OpCode::kSlice, {x}, a).value();
+        break;
+      }
+      case 11:
+        if (d.size() == 2) {
+          // x (a, b) contracted with any (b, c) value or its transpose.
+          Value t = tc.op(OpCode::kTranspose, {x}, Attrs{.dims = {1, 0}}).value();
+          y = tc.op(OpCode::kDotGeneral, {x, t}, Attrs{.lhs_contract = {1}, .rhs_contract = {0}}).value();
+        } else {
+          // Sum to a scalar (or over no axes) and broadcast back: values keep rank >= 1.
+          const bool all = rng() % 2;
+          Value r = tc.op(OpCode::kReduce, {x}, Attrs{.dims = all ? std::vector<int64_t>{0} : std::vector<int64_t>{}}).value();
+          Attrs a;
+          if (!all) a.dims = {0};
+          for (int64_t e : d) a.shape.push_back(Extent::exact(e));
+          y = tc.op(OpCode::kBroadcastInDim, {r}, a).value();
+        }
+        break;
+      case 12: {  // a duplicate of an existing pure op
+        Value a1 = tc.op(OpCode::kCos, {x}).value();
+        Value a2 = tc.op(OpCode::kCos, {x}).value();
+        y = tc.op(OpCode::kAdd, {a1, a2}).value();
+        break;
+      }
+      case 13: {
+        auto outs = tc.extension(make_scale(0.5 + static_cast<double>(pick(3)), rng() % 2 ? 2 : 1, rng() % 3 == 0, rng() % 2 == 0),
+                                 std::vector<Value>{x})
+                        .value();
+        y = outs[0];
+        break;
+      }
+      case 14: (void)tc.op(OpCode::kLog, {x}).value(); y = x; break;  // dead op
+      default: y = tc.op(OpCode::kAdd, {same_shape_partner(x), x}).value(); break;
+    }
+    pool.push_back(y);
+  }
+  std::vector<Value> outs;
+  const size_t n_out = 1 + pick(3);
+  for (size_t i = 0; i < n_out; ++i) outs.push_back(pool[pool.size() - 1 - pick(std::min<size_t>(pool.size(), 4))]);
+  return RandomProgram{tc.finish(outs).value(), std::move(inputs)};
+}
+
+TEST(Compiler, ThousandRandomProgramsEvaluateIdenticallyAfterCompilation) {
+  GraphCompiler compiler;
+  int64_t ops_before = 0, ops_after = 0;
+  for (uint64_t seed = 1; seed <= 1000; ++seed) {
+    RandomProgram rp = random_program(seed);
+    auto compiled = compiler.compile(rp.graph);
+    ASSERT_TRUE(compiled) << "seed " << seed << ": " << compiled.error().to_string() << "\n"
+                          << program::print_program(rp.graph.program());
+    auto want = program::interpret(rp.graph.graph(), rp.inputs);
+    auto got = program::interpret(*compiled, rp.inputs);
+    ASSERT_TRUE(want) << want.error().to_string();
+    ASSERT_TRUE(got) << got.error().to_string();
+    ASSERT_EQ(want->size(), got->size());
+    for (size_t i = 0; i < want->size(); ++i) {
+      ASSERT_TRUE(same_bits((*want)[i], (*got)[i])) << "seed " << seed << " output " << i << "\nbefore:\n"
+                                                    << program::print_program(rp.graph.program()) << "after:\n"
+                                                    << program::print_program(*compiled->program);
+    }
+    ops_before += static_cast<int64_t>(rp.graph.program().ops().size());
+    ops_after += static_cast<int64_t>(compiled->program->ops().size());
+    // Deterministic: a second compilation without the cache gives the same program.
+    auto again = compiler.explain(rp.graph);
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->graph.program->fingerprint(), compiled->program->fingerprint());
+  }
+  EXPECT_LT(ops_after, ops_before * 3 / 4) << "the pipeline should remove a good share of these ops";
+  RecordProperty("ops_before", std::to_string(ops_before));
+  RecordProperty("ops_after", std::to_string(ops_after));
+}
+
+// ---- effects ---------------------------------------------------------------------------------------
+
+TEST(Compiler, EffectfulExtensionsAreNeverRemovedOrMerged) {
+  TraceContext tc;
+  Value x = tc.input(vt(DType::kF64, {2})).value();
+  (void)tc.extension(make_scale(2.0, 1, true), std::vector<Value>{x}).value();  // unused, effectful
+  (void)tc.extension(make_scale(2.0, 1, true), std::vector<Value>{x}).value();  // identical, effectful
+  (void)tc.extension(make_scale(3.0), std::vector<Value>{x}).value();           // unused, pure
+  Value p1 = tc.extension(make_scale(4.0), std::vector<Value>{x}).value()[0];
+  Value p2 = tc.extension(make_scale(4.0), std::vector<Value>{x}).value()[0];  // duplicate, pure
+  TracedGraph g = tc.finish({p1, p2}).value();
+  GraphCompiler c;
+  auto r = c.compile(g);
+  ASSERT_TRUE(r) << r.error().to_string();
+  int effectful = 0, pure = 0;
+  for (const auto& op : r->program->ops()) {
+    if (!op.extension()) continue;
+    (op.extension()->effects().empty() ? pure : effectful)++;
+  }
+  EXPECT_EQ(effectful, 2);
+  EXPECT_EQ(pure, 1);
+}
+
+struct InPlaceOp final : ExtensionOp {
+  std::string_view family_id() const override { return "test.inplace"; }
+  uint64_t payload_hash() const override { return 7; }
+  bool payload_equal(const ExtensionOp&) const override { return true; }
+  std::string payload_text() const override { return ""; }
+  std::vector<program::Effect> effects() const override { return {}; }
+  std::vector<program::Alias> aliases() const override { return {program::Alias{program::AliasKind::kMustAlias, 0, {}}}; }
+  Result<std::vector<ValueType>> infer(std::span<const ValueType> in, std::span<const program::SymbolInfo>,
+                                       std::vector<program::PendingGuard>&) const override {
+    return std::vector<ValueType>{in[0]};
+  }
+};
+
+TEST(Compiler, InPlaceUpdateOfAValueUsedLaterIsRejected) {
+  TraceContext tc;
+  Value x = tc.input(vt(DType::kF64, {2})).value();
+  Value y = tc.extension(std::make_shared<InPlaceOp>(), std::vector<Value>{x}).value()[0];
+  Value z = tc.op(OpCode::kAdd, {x, y}).value();  // reads x after its in-place update
+  GraphCompiler c;
+  auto r = c.compile(tc.finish({z}).value());
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("effects_c1"), std::string::npos) << r.error().to_string();
+  // Without a later use it compiles and the op is pinned even when its result is unused.
+  TraceContext ok;
+  Value a = ok.input(vt(DType::kF64, {2})).value();
+  (void)ok.extension(std::make_shared<InPlaceOp>(), std::vector<Value>{a}).value();
+  Value b = ok.input(vt(DType::kF64, {2})).value();
+  auto r2 = c.compile(ok.finish({b}).value());
+  ASSERT_TRUE(r2) << r2.error().to_string();
+  EXPECT_EQ(r2->program->ops().size(), 1u);
+}
+
+// ---- cache, options, transforms ------------------------------------------------------------------
+
+TracedGraph chain(int n_neg, double factor) {
+  TraceContext tc;
+  Value x = tc.input(vt(DType::kF64, {2}), "x").value();
+  for (int i = 0; i < n_neg; ++i) x = tc.op(OpCode::kNeg, {x}).value();
+  Value s = splat(tc, factor, {2});
+  return tc.finish({tc.op(OpCode::kMul, {x, s}).value()}).value();
+}
+
+TEST(CompileCache, HitsMissesEvictionsAndClear) {
+  GraphCompiler c(2);
+  auto a = chain(1, 2.0), a2 = chain(1, 2.0), b = chain(2, 2.0), d = chain(3, 2.0);
+  ASSERT_TRUE(c.compile(a));
+  ASSERT_TRUE(c.compile(a2));  // structurally equal: a hit
+  EXPECT_EQ(c.stats().hits, 1);
+  EXPECT_EQ(c.stats().misses, 1);
+  CompilerOptions no_cse;
+  no_cse.cse = false;
+  ASSERT_TRUE(c.compile(a, no_cse));  // options are part of the key
+  EXPECT_EQ(c.stats().misses, 2);
+  ASSERT_TRUE(c.compile(b));
+  ASSERT_TRUE(c.compile(d));
+  const auto st = c.stats();
+  EXPECT_EQ(st.entries, 2);
+  EXPECT_EQ(st.evictions, 2);
+  EXPECT_GT(st.retained_bytes, 0);
+  EXPECT_EQ(st.capacity, 2u);
+  c.clear();
+  EXPECT_EQ(c.stats().entries, 0);
+  EXPECT_EQ(c.stats().retained_bytes, 0);
+  ASSERT_TRUE(c.compile(a));
+  EXPECT_EQ(c.stats().misses, 5);
+}
+
+TEST(CompileCache, ForcedFingerprintCollisionResolvesByExactEquality) {
+  GraphCompiler c;
+  CompilerTestHook::force_fingerprint(c, program::Fingerprint{1, 2});
+  auto a = chain(1, 2.0), b = chain(1, 3.0);  // differ only in a constant
+  auto ra = c.compile(a);
+  auto rb = c.compile(b);
+  ASSERT_TRUE(ra && rb);
+  EXPECT_EQ(c.stats().misses, 2);  // same forced fingerprint, yet not confused
+  EXPECT_FALSE(ra->program->structurally_equal(*rb->program));
+  const Tensor x = Tensor::from_col_major<double>({2}, std::vector<double>{1, 2}).value();
+  auto ya = program::interpret(*rb, std::vector<Tensor>{x}).value();
+  const auto* p = static_cast<const double*>(ya[0].storage()->data());
+  EXPECT_EQ(p[0], -3.0);
+  EXPECT_EQ(p[1], -6.0);
+  ASSERT_TRUE(c.compile(chain(1, 3.0)));
+  EXPECT_EQ(c.stats().hits, 1);
+}
+
+struct DoubleOutputs final : SemanticTransform {
+  bool break_signature = false;
+  std::string_view id() const override { return "test.double_outputs"; }
+  uint64_t config_hash() const override { return break_signature ? 1 : 0; }
+  Result<CompiledGraph> apply(const CompiledGraph& in) const override {
+    // Rebuilds the program by import and multiplies every output by 2 (by x + x).
+    ProgramBuilder b;
+    std::vector<Value> args;
+    for (const auto& input : in.program->inputs()) {
+      if (input.binding) continue;
+      TENFERRO_TRY(Value v, b.input(in.program->type(input.value), input.name));
+      args.push_back(v);
+    }
+    TENFERRO_TRY(auto outs, b.import(in, args));
+    std::vector<Value> doubled;
+    for (Value v : outs) {
+      TENFERRO_TRY(Value d, b.op(OpCode::kAdd, {v, v}));
+      doubled.push_back(d);
+    }
+    if (break_signature) doubled.push_back(doubled[0]);
+    return b.finish(doubled);
+  }
+};
+
+TEST(Compiler, CustomTransformsRunAndAreValidatedAndKeyed) {
+  GraphCompiler c;
+  auto g = chain(1, 2.0);
+  CompilerOptions opts;
+  opts.transforms.push_back(std::make_shared<DoubleOutputs>());
+  auto r = c.compile(g, opts);
+  ASSERT_TRUE(r) << r.error().to_string();
+  const Tensor x = Tensor::from_col_major<double>({2}, std::vector<double>{1, 2}).value();
+  auto y = program::interpret(*r, std::vector<Tensor>{x}).value();
+  EXPECT_EQ(static_cast<const double*>(y[0].storage()->data())[1], -8.0);
+  ASSERT_TRUE(c.compile(g));
+  EXPECT_EQ(c.stats().misses, 2);  // with and without the transform are different keys
+  auto bad = std::make_shared<DoubleOutputs>();
+  bad->break_signature = true;
+  CompilerOptions bad_opts;
+  bad_opts.transforms.push_back(bad);
+  auto e = c.compile(g, bad_opts);
+  ASSERT_FALSE(e);
+  EXPECT_NE(e.error().message().find("changed the program signature"), std::string::npos);
+}
+
+TEST(Compiler, ExplainListsPassChangesAndProvenance) {
+  TraceContext tc;
+  tc.set_provenance("model.py:3");
+  Value x = tc.input(vt(DType::kF64, {2, 2}), "x").value();
+  Value t = tc.op(OpCode::kTranspose, {x}, Attrs{.dims = {1, 0}}).value();
+  Value tt = tc.op(OpCode::kTranspose, {t}, Attrs{.dims = {1, 0}}).value();
+  tc.set_provenance("model.py:4");
+  Value y = tc.op(OpCode::kExp, {tt}).value();
+  GraphCompiler c;
+  auto rep = c.explain(tc.finish({y}).value());
+  ASSERT_TRUE(rep) << rep.error().to_string();
+  EXPECT_NE(rep->text.find("pass canonicalize:"), std::string::npos) << rep->text;
+  EXPECT_NE(rep->text.find("transpose of a transpose cancels"), std::string::npos) << rep->text;
+  EXPECT_NE(rep->text.find("pass dce:"), std::string::npos);
+  EXPECT_NE(rep->text.find("loc(\"model.py:4\")"), std::string::npos);
+  EXPECT_EQ(rep->graph.program->ops().size(), 1u);
+}
+
+TEST(TraceContext, ConstantPolicyAndExtensionHook) {
+  TraceContext tc;
+  auto big = tc.constant(Tensor::zeros(DType::kF64, {300}).value());
+  ASSERT_FALSE(big);
+  EXPECT_NE(big.error().message().find("capture()"), std::string::npos);
+  Value x = tc.input(vt(DType::kF64, {2})).value();
+  int calls = 0;
+  tc.set_extension_hook([&](const ExtensionOp& op, std::span<const ValueType> in) -> Result<void> {
+    ++calls;
+    if (static_cast<const test_support::ScaleOp&>(op).factor < 0) {
+      return Error(ErrorStage::kCompile, ErrorCode::kInvalidArgument, "hook", "negative factor rejected");
+    }
+    EXPECT_EQ(in.size(), 1u);
+    return {};
+  });
+  EXPECT_TRUE(tc.extension(make_scale(1.0), std::vector<Value>{x}));
+  EXPECT_FALSE(tc.extension(make_scale(-1.0), std::vector<Value>{x}));
+  EXPECT_EQ(calls, 2);
+}
+
+}  // namespace
+}  // namespace tenferro::compiler
