@@ -19,4 +19,8 @@ int run_einsum(int argc, char** argv);
 /// opt_flops|opt_size] [--threads N] [--json]`: einsum-benchmark instances.
 int run_bench_einsum(int argc, char** argv);
 
+/// `tenferro ir check|compile|eval FILE ...`: semantic program text (check, compile with
+/// the graph compiler, evaluate with the reference interpreter).
+int run_ir(int argc, char** argv);
+
 }  // namespace tenferro::cli

@@ -200,8 +200,8 @@ namespace {
 
 class Parser {
  public:
-  Parser(std::string_view text, const ExtensionRegistry* registry, std::span<const Tensor> bindings)
-      : text_(text), registry_(registry), bindings_(bindings) {}
+  Parser(std::string_view text, const ExtensionRegistry* registry, std::span<const Tensor> bindings, bool placeholders)
+      : text_(text), registry_(registry), bindings_(bindings), placeholders_(placeholders) {}
 
   Result<CompiledGraph> run() {
     TENFERRO_TRY_VOID(expect_word("program"));
@@ -597,8 +597,19 @@ class Parser {
         TENFERRO_TRY(Value v, wrap(b_.input(t, name)));
         results.push_back(v);
       } else {
-        if (next_binding_ >= bindings_.size()) return err("binding input '" + name + "' has no tensor (pass bindings to parse_program)");
-        const Tensor& tensor = bindings_[next_binding_++];
+        Tensor tensor;
+        if (next_binding_ < bindings_.size()) {
+          tensor = bindings_[next_binding_++];
+        } else if (placeholders_) {
+          Shape sh;
+          for (const Extent& e : t.shape) {
+            if (!e.is_exact() || e.exact_value() < 0) return err("binding '" + name + "' needs an exact shape");
+            sh.push_back(e.exact_value());
+          }
+          TENFERRO_TRY(tensor, Tensor::zeros(t.dtype, Dims(sh)));
+        } else {
+          return err("binding input '" + name + "' has no tensor (give it with --binding on the command line or in the bindings argument of parse_program)");
+        }
         ValueType have{tensor.dtype(), {}};
         for (int64_t e : tensor.shape()) have.shape.push_back(Extent::exact(e));
         if (!(have == t)) return err("binding '" + name + "' is declared " + print_type(t, b_.symbols()) + " but its tensor is " + print_type(have, b_.symbols()));
@@ -777,6 +788,7 @@ class Parser {
   std::string_view text_;
   const ExtensionRegistry* registry_;
   std::span<const Tensor> bindings_;
+  bool placeholders_ = false;
   size_t next_binding_ = 0;
   size_t pos_ = 0;
   size_t line_start_ = 0;
@@ -788,8 +800,8 @@ class Parser {
 }  // namespace
 
 Result<CompiledGraph> parse_program(std::string_view text, const ExtensionRegistry* registry,
-                                    std::span<const Tensor> bindings) {
-  Parser p(text, registry, bindings);
+                                    std::span<const Tensor> bindings, bool placeholder_bindings) {
+  Parser p(text, registry, bindings, placeholder_bindings);
   return p.run();
 }
 

@@ -1,0 +1,111 @@
+// End-to-end: `tenferro ir check|compile|eval` on a program file, checked against a naive
+// computation; malformed programs and bad options give non-zero exits.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "tenferro/tensor/npy.h"
+
+namespace tenferro {
+namespace {
+
+std::string dir() {
+  static const std::string d = [] {
+    std::string p = ::testing::TempDir() + "tenferro_cli_ir_" + std::to_string(getpid()) + "/";
+    std::filesystem::create_directories(p);
+    return p;
+  }();
+  return d;
+}
+
+int run(const std::string& args) {
+  const std::string cmd = std::string(TENFERRO_CLI) + " " + args + " > " + dir() + "out.txt 2>&1";
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string output() {
+  std::ifstream in(dir() + "out.txt");
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void write(const std::string& name, const std::string& text) { std::ofstream(dir() + name) << text; }
+
+constexpr const char* kProgram = R"(# y = (x^T)^T . w  and a dead exp
+program {
+  symbol n <= 100
+  %0 = input "x" : f64[n, 3]
+  %1 = binding "w" : f64[3, 2]
+  %2 = transpose(%0) {dims=[1, 0]} : f64[3, n]
+  %3 = transpose(%2) {dims=[1, 0]} : f64[n, 3] loc("model.py:2")
+  %4 = dot_general(%3, %1) {lhs_batch=[], rhs_batch=[], lhs_contract=[1], rhs_contract=[0]} : f64[n, 2]
+  %5 = exp(%0) : f64[n, 3]
+  output %4, %5
+}
+)";
+
+TEST(CliIr, CheckCompileAndEvalEndToEnd) {
+  write("p.tf", kProgram);
+  ASSERT_EQ(run("ir check " + dir() + "p.tf"), 0) << output();
+  EXPECT_NE(output().find("ok: 2 inputs (1 bindings), 4 ops, 2 outputs"), std::string::npos) << output();
+  EXPECT_NE(output().find("fingerprint "), std::string::npos);
+
+  ASSERT_EQ(run("ir compile " + dir() + "p.tf"), 0) << output();
+  EXPECT_EQ(output().find("transpose"), std::string::npos) << output();  // folded away
+  EXPECT_NE(output().find("dot_general(%0, %1)"), std::string::npos) << output();
+  ASSERT_EQ(run("ir compile " + dir() + "p.tf --explain"), 0) << output();
+  EXPECT_NE(output().find("transpose of a transpose cancels"), std::string::npos) << output();
+
+  Tensor x = Tensor::random_normal(DType::kF64, {4, 3}, 3).value();
+  Tensor w = Tensor::random_normal(DType::kF64, {3, 2}, 4).value();
+  ASSERT_TRUE(write_npy(dir() + "x.npy", x));
+  ASSERT_TRUE(write_npy(dir() + "w.npy", w));
+  for (const char* mode : {"", " --compiled"}) {
+    ASSERT_EQ(run("ir eval " + dir() + "p.tf " + dir() + "x.npy --binding " + dir() + "w.npy -o " + dir() + "y.npy -o " +
+                  dir() + "e.npy" + mode),
+              0)
+        << output();
+    Tensor y = read_npy(dir() + "y.npy").value();
+    Tensor e = read_npy(dir() + "e.npy").value();
+    ASSERT_EQ(y.shape(), (Shape{4, 2}));
+    for (int64_t i = 0; i < 4; ++i) {
+      for (int64_t j = 0; j < 2; ++j) {
+        double want = 0;
+        for (int64_t k = 0; k < 3; ++k) want += x.get<double>({i, k}).value() * w.get<double>({k, j}).value();
+        EXPECT_NEAR(y.get<double>({i, j}).value(), want, 1e-12);
+      }
+      for (int64_t k = 0; k < 3; ++k) EXPECT_EQ(e.get<double>({i, k}).value(), std::exp(x.get<double>({i, k}).value()));
+    }
+  }
+}
+
+TEST(CliIr, ErrorsAreTypedAndExitNonZero) {
+  write("bad.tf", "program {\n  %0 = input \"x\" : f64[2]\n  %1 = input \"y\" : f64[3]\n  %2 = add(%0, %1) : f64[2]\n  output %2\n}\n");
+  EXPECT_EQ(run("ir check " + dir() + "bad.tf"), 1);
+  EXPECT_NE(output().find("add_c2"), std::string::npos) << output();
+  write("syntax.tf", "program {\n  %0 = inptu \"x\" : f64[2]\n}\n");
+  EXPECT_EQ(run("ir check " + dir() + "syntax.tf"), 1);
+  EXPECT_NE(output().find("line 2"), std::string::npos) << output();
+  EXPECT_EQ(run("ir check " + dir() + "missing.tf"), 1);
+  EXPECT_EQ(run("ir frobnicate " + dir() + "bad.tf"), 2);
+  EXPECT_EQ(run("ir compile " + dir() + "bad.tf --bogus"), 2);
+  // eval needs the binding data and the right operand shapes (guards and symbol bounds).
+  write("p.tf", kProgram);
+  Tensor x = Tensor::random_normal(DType::kF64, {101, 3}, 3).value();
+  ASSERT_TRUE(write_npy(dir() + "big.npy", x));
+  EXPECT_EQ(run("ir eval " + dir() + "p.tf " + dir() + "big.npy"), 1);
+  EXPECT_NE(output().find("--binding"), std::string::npos) << output();
+  Tensor w = Tensor::random_normal(DType::kF64, {3, 2}, 4).value();
+  ASSERT_TRUE(write_npy(dir() + "w.npy", w));
+  EXPECT_EQ(run("ir eval " + dir() + "p.tf " + dir() + "big.npy --binding " + dir() + "w.npy"), 1);
+  EXPECT_NE(output().find("exceeds its bound 100"), std::string::npos) << output();
+  EXPECT_EQ(run("ir eval " + dir() + "p.tf " + dir() + "big.npy --binding " + dir() + "w.npy -o " + dir() + "only_one.npy"), 2);
+}
+
+}  // namespace
+}  // namespace tenferro
