@@ -638,25 +638,38 @@ Result<CompiledGraph> ProgramBuilder::finish(std::span<const Value> outputs) {
   for (size_t i = 0; i < bound.size(); ++i) {
     if (!bound[i]) return builder_error(ErrorCode::kInvalidArgument, name, "program_c1: symbol " + st.symbols[i].name + " is not the extent of any input axis");
   }
+  // Note [Builder atomicity]: the state moves into the program (no copy); if a later
+  // step fails it moves back, so the builder is unchanged.
   auto prog = std::shared_ptr<SemanticProgram>(new SemanticProgram());
-  prog->symbols_ = st.symbols;
-  prog->types_ = st.types;
-  prog->inputs_ = st.inputs;
-  prog->ops_ = st.ops;
+  State& ms = *state_;
+  auto move_in = [&] {
+    prog->symbols_ = std::move(ms.symbols);
+    prog->types_ = std::move(ms.types);
+    prog->inputs_ = std::move(ms.inputs);
+    prog->ops_ = std::move(ms.ops);
+    prog->guards_ = std::move(ms.guards);
+  };
+  auto move_back = [&](Error e) -> Result<CompiledGraph> {
+    ms.symbols = std::move(prog->symbols_);
+    ms.types = std::move(prog->types_);
+    ms.inputs = std::move(prog->inputs_);
+    ms.ops = std::move(prog->ops_);
+    ms.guards = std::move(prog->guards_);
+    return e;
+  };
+  move_in();
   prog->outputs_ = std::move(outs);
-  prog->guards_ = st.guards;
-  TENFERRO_TRY_VOID(step(name));
+  if (auto r = step(name); !r) return move_back(r.error());
   const std::vector<uint8_t> bytes = prog->encode();
   const XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());
   prog->fingerprint_ = Fingerprint{h.high64, h.low64};
   prog->footprint_ = static_cast<int64_t>(sizeof(SemanticProgram) + bytes.size() +
                                           prog->ops_.size() * sizeof(Operation) + prog->types_.size() * sizeof(ValueType));
-  TENFERRO_TRY_VOID(step(name));
+  if (auto r = step(name); !r) return move_back(r.error());
   CompiledGraph g;
-  g.bindings.tensors = st.bindings;
+  g.bindings.tensors = std::move(ms.bindings);
   g.program = std::move(prog);
-  state_->finished = true;
-  state_->bindings.clear();
+  ms.finished = true;
   return g;
 }
 
