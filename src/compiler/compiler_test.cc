@@ -143,7 +143,7 @@ RandomProgram random_program(uint64_t seed) {
     Value x = pool[pick(pool.size())];
     const auto d = dims_of(x);
     Value y;
-    switch (pick(16)) {
+    switch (pick(22)) {
       case 0: y = tc.op(OpCode::kNeg, {tc.op(OpCode::kNeg, {x}).value()}).value(); break;
       case 1: {
         const OpCode u[] = {OpCode::kExp, OpCode::kAbs, OpCode::kSin, OpCode::kTanh, OpCode::kConj, OpCode::kReal, OpCode::kSqrt};
@@ -232,6 +232,83 @@ RandomProgram random_program(uint64_t seed) {
         break;
       }
       case 14: (void)tc.op(OpCode::kLog, {x}).value(); y = x; break;  // dead op
+      case 15: {  // pad (sometimes a no-op) then slice back to the same shape
+        Value z = splat(tc, 0.0, {});
+        Attrs a;
+        const bool noop = rng() % 2;
+        for (int64_t e : d) {
+          a.low.push_back(noop ? 0 : 1);
+          a.high.push_back(0);
+          a.interior.push_back(0);
+          (void)e;
+        }
+        Value pd = tc.op(OpCode::kPad, {x, z}, a).value();
+        Attrs sl;
+        for (int64_t e : d) {
+          sl.start.push_back(noop ? 0 : 1);
+          sl.limit.push_back(noop ? e : e + 1);
+          sl.stride.push_back(1);
+        }
+        y = tc.op(OpCode::kSlice, {pd}, sl).value();
+        break;
+      }
+      case 16: {  // gather along axis 0 with in-range and clamped indices, then scatter_add back
+        const int64_t n0 = d[0];
+        Tensor idx_t = Tensor::from_col_major<int64_t>({n0}, [&] {
+                         std::vector<int64_t> v;
+                         for (int64_t i = 0; i < n0; ++i) v.push_back(static_cast<int64_t>(pick(static_cast<size_t>(n0) + 2)) - 1);
+                         return v;
+                       }())
+                           .value();
+        Value idx = tc.constant(idx_t).value();
+        Value gth = tc.op(OpCode::kGather, {x, idx}, Attrs{.axis = 0}).value();
+        y = tc.op(OpCode::kScatterAdd, {x, idx, gth}, Attrs{.axis = 0}).value();
+        break;
+      }
+      case 17:
+        if (d.size() == 2 && d[0] == d[1]) {
+          y = tc.op(OpCode::kExtractDiag, {x}).value();
+        } else if (d.size() == 1) {
+          Value e = tc.op(OpCode::kEmbedDiag, {x}).value();
+          Value t = tc.op(rng() % 2 ? OpCode::kTril : OpCode::kTriu, {e}, Attrs{.k = static_cast<int64_t>(pick(3)) - 1}).value();
+          y = tc.op(OpCode::kExtractDiag, {t}).value();
+        } else {
+          y = tc.op(OpCode::kConcatenate, {x}, Attrs{.axis = 0}).value();
+        }
+        break;
+      case 18: {  // iota + convert round trip through i64
+        Attrs a{.axis = 0, .dtype = DType::kF64};
+        for (int64_t e : d) a.shape.push_back(Extent::exact(e));
+        Value io = tc.op(OpCode::kIota, {}, a).value();
+        Value ci = tc.op(OpCode::kConvert, {tc.op(OpCode::kConvert, {x}, Attrs{.dtype = DType::kI64}).value()}, Attrs{.dtype = DType::kF64}).value();
+        y = tc.op(OpCode::kAdd, {io, ci}).value();
+        break;
+      }
+      case 19: {  // concatenate with itself and slice the second half
+        Value cc = tc.op(OpCode::kConcatenate, {x, same_shape_partner(x)}, Attrs{.axis = 0}).value();
+        Attrs sl;
+        for (size_t i = 0; i < d.size(); ++i) {
+          sl.start.push_back(i == 0 ? d[0] : 0);
+          sl.limit.push_back(i == 0 ? 2 * d[0] : d[i]);
+          sl.stride.push_back(1);
+        }
+        y = tc.op(OpCode::kSlice, {cc}, sl).value();
+        break;
+      }
+      case 20: {  // dynamic_slice / dynamic_update_slice with clamped starts
+        Value st = tc.constant(Tensor::from_col_major<int64_t>({}, std::vector<int64_t>{static_cast<int64_t>(pick(3))}).value()).value();
+        std::vector<Value> ops{x};
+        Attrs a;
+        for (int64_t e : d) {
+          ops.push_back(st);
+          a.sizes.push_back(e > 1 ? e - 1 : e);
+        }
+        Value ds = tc.op(OpCode::kDynamicSlice, ops, a).value();
+        std::vector<Value> up{x, ds};
+        for (size_t i = 0; i < d.size(); ++i) up.push_back(st);
+        y = tc.op(OpCode::kDynamicUpdateSlice, up).value();
+        break;
+      }
       default: y = tc.op(OpCode::kAdd, {same_shape_partner(x), x}).value(); break;
     }
     pool.push_back(y);
