@@ -56,34 +56,27 @@ void put_shape(std::vector<uint8_t>& out, std::span<const Extent> sh) {
 void encode_attrs(OpCode code, const Attrs& a, std::vector<uint8_t>& out) {
   for (AttrKey k : op_schema(code).keys) {
     out.push_back(static_cast<uint8_t>(k));
-    switch (k) {
-      case AttrKey::kDims: put_list(out, a.dims); break;
-      case AttrKey::kShape: put_shape(out, a.shape); break;
-      case AttrKey::kStart: put_list(out, a.start); break;
-      case AttrKey::kLimit: put_list(out, a.limit); break;
-      case AttrKey::kStride: put_list(out, a.stride); break;
-      case AttrKey::kLow: put_list(out, a.low); break;
-      case AttrKey::kHigh: put_list(out, a.high); break;
-      case AttrKey::kInterior: put_list(out, a.interior); break;
-      case AttrKey::kSizes: put_list(out, a.sizes); break;
-      case AttrKey::kLhsBatch: put_list(out, a.lhs_batch); break;
-      case AttrKey::kRhsBatch: put_list(out, a.rhs_batch); break;
-      case AttrKey::kLhsContract: put_list(out, a.lhs_contract); break;
-      case AttrKey::kRhsContract: put_list(out, a.rhs_contract); break;
-      case AttrKey::kAxis: put(out, static_cast<uint64_t>(a.axis)); break;
-      case AttrKey::kK: put(out, static_cast<uint64_t>(a.k)); break;
-      case AttrKey::kDType: out.push_back(static_cast<uint8_t>(a.dtype)); break;
-      case AttrKey::kDirection: out.push_back(static_cast<uint8_t>(a.direction)); break;
-      case AttrKey::kReduce: out.push_back(static_cast<uint8_t>(a.reduce)); break;
-      case AttrKey::kValue:
-        if (a.literal) {
-          out.push_back(static_cast<uint8_t>(a.literal->dtype));
-          put_list(out, a.literal->shape);
-          put(out, a.literal->bytes.size());
-          out.insert(out.end(), a.literal->bytes.begin(), a.literal->bytes.end());
-        }
-        break;
-    }
+    std::visit(
+        [&](const auto* f) {
+          using F = std::remove_cvref_t<decltype(*f)>;
+          if constexpr (std::is_same_v<F, std::vector<int64_t>>) {
+            put_list(out, *f);
+          } else if constexpr (std::is_same_v<F, std::vector<Extent>>) {
+            put_shape(out, *f);
+          } else if constexpr (std::is_same_v<F, int64_t>) {
+            put(out, static_cast<uint64_t>(*f));
+          } else if constexpr (std::is_same_v<F, std::optional<Literal>>) {
+            if (*f) {
+              out.push_back(static_cast<uint8_t>((*f)->dtype));
+              put_list(out, (*f)->shape);
+              put(out, (*f)->bytes.size());
+              out.insert(out.end(), (*f)->bytes.begin(), (*f)->bytes.end());
+            }
+          } else {
+            out.push_back(static_cast<uint8_t>(*f));  // dtype, direction, reduce kind
+          }
+        },
+        attr_field(a, k));
   }
 }
 
@@ -92,27 +85,12 @@ void encode_attrs(OpCode code, const Attrs& a, std::vector<uint8_t>& out) {
 Attrs canonical_attrs(OpCode code, const Attrs& a) {
   Attrs c;
   for (AttrKey k : op_schema(code).keys) {
-    switch (k) {
-      case AttrKey::kDims: c.dims = a.dims; break;
-      case AttrKey::kShape: c.shape = a.shape; break;
-      case AttrKey::kStart: c.start = a.start; break;
-      case AttrKey::kLimit: c.limit = a.limit; break;
-      case AttrKey::kStride: c.stride = a.stride; break;
-      case AttrKey::kLow: c.low = a.low; break;
-      case AttrKey::kHigh: c.high = a.high; break;
-      case AttrKey::kInterior: c.interior = a.interior; break;
-      case AttrKey::kSizes: c.sizes = a.sizes; break;
-      case AttrKey::kLhsBatch: c.lhs_batch = a.lhs_batch; break;
-      case AttrKey::kRhsBatch: c.rhs_batch = a.rhs_batch; break;
-      case AttrKey::kLhsContract: c.lhs_contract = a.lhs_contract; break;
-      case AttrKey::kRhsContract: c.rhs_contract = a.rhs_contract; break;
-      case AttrKey::kAxis: c.axis = a.axis; break;
-      case AttrKey::kK: c.k = a.k; break;
-      case AttrKey::kDType: c.dtype = a.dtype; break;
-      case AttrKey::kDirection: c.direction = a.direction; break;
-      case AttrKey::kReduce: c.reduce = a.reduce; break;
-      case AttrKey::kValue: c.literal = a.literal; break;
-    }
+    std::visit(
+        [&](auto* dst) {
+          using F = std::remove_pointer_t<decltype(dst)>;
+          *dst = *std::get<const F*>(attr_field(a, k));
+        },
+        attr_field(c, k));
   }
   return c;
 }
@@ -342,6 +320,16 @@ Result<int32_t> ProgramBuilder::resolve(Value v, const char* op) const {
   return v.index_;
 }
 
+Result<void> ProgramBuilder::resolve_operands(std::span<const Value> operands, const char* op, std::vector<ValueRef>& refs,
+                                              std::vector<ValueType>& types) const {
+  for (Value v : operands) {
+    TENFERRO_TRY(int32_t i, resolve(v, op));
+    refs.push_back(ValueRef(i));
+    types.push_back(state_->types[static_cast<size_t>(i)]);
+  }
+  return {};
+}
+
 Result<void> ProgramBuilder::step(const char* where) {
   if (inject_failure_at_ >= 0 && steps_++ == inject_failure_at_) {
     inject_failure_at_ = -1;
@@ -416,11 +404,7 @@ Result<Value> ProgramBuilder::op(OpCode code, std::span<const Value> operands, A
   if (code == OpCode::kExtension) return builder_error(ErrorCode::kInvalidArgument, name, "use extension() for extension ops");
   std::vector<ValueRef> refs;
   std::vector<ValueType> types;
-  for (Value v : operands) {
-    TENFERRO_TRY(int32_t i, resolve(v, name));
-    refs.push_back(ValueRef(i));
-    types.push_back(state_->types[static_cast<size_t>(i)]);
-  }
+  TENFERRO_TRY_VOID(resolve_operands(operands, name, refs, types));
   for (const Extent& e : attrs.shape) TENFERRO_TRY_VOID(check_extent_owner(e, id_, state_->symbols.size(), name));
   Attrs canon = canonical_attrs(code, attrs);
   std::vector<PendingGuard> pending;
@@ -454,11 +438,7 @@ Result<std::vector<Value>> ProgramBuilder::extension(std::shared_ptr<const Exten
   if (fam.empty()) return builder_error(ErrorCode::kInvalidArgument, name, "extension_c1: empty family id");
   std::vector<ValueRef> refs;
   std::vector<ValueType> types;
-  for (Value v : operands) {
-    TENFERRO_TRY(int32_t i, resolve(v, name));
-    refs.push_back(ValueRef(i));
-    types.push_back(state_->types[static_cast<size_t>(i)]);
-  }
+  TENFERRO_TRY_VOID(resolve_operands(operands, name, refs, types));
   std::vector<PendingGuard> pending;
   TENFERRO_TRY(auto outs, ext->infer(types, state_->symbols, pending));
   const auto aliases = ext->aliases();

@@ -99,28 +99,26 @@ std::string format_literal(const Literal& l) {
 }
 
 std::string format_attr(AttrKey k, const Attrs& a, std::span<const SymbolInfo> syms) {
-  switch (k) {
-    case AttrKey::kDims: return int_list(a.dims);
-    case AttrKey::kShape: return extent_list(a.shape, syms);
-    case AttrKey::kStart: return int_list(a.start);
-    case AttrKey::kLimit: return int_list(a.limit);
-    case AttrKey::kStride: return int_list(a.stride);
-    case AttrKey::kLow: return int_list(a.low);
-    case AttrKey::kHigh: return int_list(a.high);
-    case AttrKey::kInterior: return int_list(a.interior);
-    case AttrKey::kSizes: return int_list(a.sizes);
-    case AttrKey::kLhsBatch: return int_list(a.lhs_batch);
-    case AttrKey::kRhsBatch: return int_list(a.rhs_batch);
-    case AttrKey::kLhsContract: return int_list(a.lhs_contract);
-    case AttrKey::kRhsContract: return int_list(a.rhs_contract);
-    case AttrKey::kAxis: return s(a.axis);
-    case AttrKey::kK: return s(a.k);
-    case AttrKey::kDType: return std::string(dtype_name(a.dtype));
-    case AttrKey::kDirection: return std::string(compare_direction_name(a.direction));
-    case AttrKey::kReduce: return std::string(reduce_kind_name(a.reduce));
-    case AttrKey::kValue: return a.literal ? format_literal(*a.literal) : "none";
-  }
-  return "?";
+  return std::visit(
+      [&](const auto* f) -> std::string {
+        using F = std::remove_cvref_t<decltype(*f)>;
+        if constexpr (std::is_same_v<F, std::vector<int64_t>>) {
+          return int_list(*f);
+        } else if constexpr (std::is_same_v<F, std::vector<Extent>>) {
+          return extent_list(*f, syms);
+        } else if constexpr (std::is_same_v<F, int64_t>) {
+          return s(*f);
+        } else if constexpr (std::is_same_v<F, DType>) {
+          return std::string(dtype_name(*f));
+        } else if constexpr (std::is_same_v<F, CompareDirection>) {
+          return std::string(compare_direction_name(*f));
+        } else if constexpr (std::is_same_v<F, ReduceKind>) {
+          return std::string(reduce_kind_name(*f));
+        } else {
+          return *f ? format_literal(**f) : "none";
+        }
+      },
+      attr_field(a, k));
 }
 
 }  // namespace
@@ -735,54 +733,40 @@ class Parser {
       pos_ = key_at;
       return err("op " + std::string(op_name(code)) + " has no attribute '" + key + "'");
     }
-    switch (*k) {
-      case AttrKey::kDims: { TENFERRO_TRY(a.dims, int_list()); break; }
-      case AttrKey::kShape: { TENFERRO_TRY(a.shape, extent_list()); break; }
-      case AttrKey::kStart: { TENFERRO_TRY(a.start, int_list()); break; }
-      case AttrKey::kLimit: { TENFERRO_TRY(a.limit, int_list()); break; }
-      case AttrKey::kStride: { TENFERRO_TRY(a.stride, int_list()); break; }
-      case AttrKey::kLow: { TENFERRO_TRY(a.low, int_list()); break; }
-      case AttrKey::kHigh: { TENFERRO_TRY(a.high, int_list()); break; }
-      case AttrKey::kInterior: { TENFERRO_TRY(a.interior, int_list()); break; }
-      case AttrKey::kSizes: { TENFERRO_TRY(a.sizes, int_list()); break; }
-      case AttrKey::kLhsBatch: { TENFERRO_TRY(a.lhs_batch, int_list()); break; }
-      case AttrKey::kRhsBatch: { TENFERRO_TRY(a.rhs_batch, int_list()); break; }
-      case AttrKey::kLhsContract: { TENFERRO_TRY(a.lhs_contract, int_list()); break; }
-      case AttrKey::kRhsContract: { TENFERRO_TRY(a.rhs_contract, int_list()); break; }
-      case AttrKey::kAxis: { TENFERRO_TRY(a.axis, integer()); break; }
-      case AttrKey::kK: { TENFERRO_TRY(a.k, integer()); break; }
-      case AttrKey::kDType: { TENFERRO_TRY(a.dtype, dtype()); break; }
-      case AttrKey::kDirection: {
-        TENFERRO_TRY(std::string w, identifier());
-        bool found = false;
-        for (int i = 0; i < 6; ++i) {
-          if (compare_direction_name(static_cast<CompareDirection>(i)) == w) {
-            a.direction = static_cast<CompareDirection>(i);
-            found = true;
+    return std::visit(
+        [&](auto* f) -> Result<void> {
+          using F = std::remove_pointer_t<decltype(f)>;
+          if constexpr (std::is_same_v<F, std::vector<int64_t>>) {
+            TENFERRO_TRY(*f, int_list());
+          } else if constexpr (std::is_same_v<F, std::vector<Extent>>) {
+            TENFERRO_TRY(*f, extent_list());
+          } else if constexpr (std::is_same_v<F, int64_t>) {
+            TENFERRO_TRY(*f, integer());
+          } else if constexpr (std::is_same_v<F, DType>) {
+            TENFERRO_TRY(*f, dtype());
+          } else if constexpr (std::is_same_v<F, CompareDirection>) {
+            TENFERRO_TRY(*f, named<CompareDirection>(6, compare_direction_name, "compare direction"));
+          } else if constexpr (std::is_same_v<F, ReduceKind>) {
+            TENFERRO_TRY(*f, named<ReduceKind>(4, reduce_kind_name, "reduce kind"));
+          } else {
+            TENFERRO_TRY(Literal l, literal());
+            *f = std::move(l);
           }
-        }
-        if (!found) return err("unknown compare direction '" + w + "'");
-        break;
-      }
-      case AttrKey::kReduce: {
-        TENFERRO_TRY(std::string w, identifier());
-        bool found = false;
-        for (int i = 0; i < 4; ++i) {
-          if (reduce_kind_name(static_cast<ReduceKind>(i)) == w) {
-            a.reduce = static_cast<ReduceKind>(i);
-            found = true;
-          }
-        }
-        if (!found) return err("unknown reduce kind '" + w + "'");
-        break;
-      }
-      case AttrKey::kValue: {
-        TENFERRO_TRY(Literal l, literal());
-        a.literal = std::move(l);
-        break;
-      }
+          return {};
+        },
+        attr_field(a, *k));
+  }
+
+  // An enum value by its text name (names(i) for i in [0, count)).
+  template <class E>
+  Result<E> named(int count, std::string_view (*names)(E) noexcept, const char* what) {
+    const size_t at = (skip(), pos_);
+    TENFERRO_TRY(std::string w, identifier());
+    for (int i = 0; i < count; ++i) {
+      if (names(static_cast<E>(i)) == w) return static_cast<E>(i);
     }
-    return {};
+    pos_ = at;
+    return err(std::string("unknown ") + what + " '" + w + "'");
   }
 
   std::string_view text_;

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "tenferro/core/dtype.h"
@@ -94,6 +95,37 @@ enum class AttrKey : uint8_t {
   kRhsContract, kAxis, kK, kDType, kDirection, kReduce, kValue,
 };
 std::string_view attr_key_name(AttrKey key) noexcept;
+
+/// The field of `a` that holds attribute `key`, as a pointer in a variant (const when `a`
+/// is const): one place that maps keys to fields, shared by encoding, canonicalization,
+/// printing and parsing.
+template <class A>
+auto attr_field(A& a, AttrKey key) noexcept {
+  using V = std::variant<decltype(&a.dims), decltype(&a.shape), decltype(&a.axis), decltype(&a.dtype),
+                         decltype(&a.direction), decltype(&a.reduce), decltype(&a.literal)>;
+  switch (key) {
+    case AttrKey::kDims: return V(&a.dims);
+    case AttrKey::kShape: return V(&a.shape);
+    case AttrKey::kStart: return V(&a.start);
+    case AttrKey::kLimit: return V(&a.limit);
+    case AttrKey::kStride: return V(&a.stride);
+    case AttrKey::kLow: return V(&a.low);
+    case AttrKey::kHigh: return V(&a.high);
+    case AttrKey::kInterior: return V(&a.interior);
+    case AttrKey::kSizes: return V(&a.sizes);
+    case AttrKey::kLhsBatch: return V(&a.lhs_batch);
+    case AttrKey::kRhsBatch: return V(&a.rhs_batch);
+    case AttrKey::kLhsContract: return V(&a.lhs_contract);
+    case AttrKey::kRhsContract: return V(&a.rhs_contract);
+    case AttrKey::kAxis: return V(&a.axis);
+    case AttrKey::kK: return V(&a.k);
+    case AttrKey::kDType: return V(&a.dtype);
+    case AttrKey::kDirection: return V(&a.direction);
+    case AttrKey::kReduce: return V(&a.reduce);
+    case AttrKey::kValue: return V(&a.literal);
+  }
+  return V(&a.dims);
+}
 
 /// Static description of a core op: operand count range and attribute keys.
 struct OpSchema {

@@ -216,6 +216,8 @@ class ProgramBuilder {
   struct State;
   Result<void> check_usable(const char* op) const;
   Result<int32_t> resolve(Value v, const char* op) const;
+  Result<void> resolve_operands(std::span<const Value> operands, const char* op, std::vector<ValueRef>& refs,
+                                std::vector<ValueType>& types) const;
   Result<void> step(const char* where);  // failure injection point (tests)
   Value token(int32_t index) const { return Value(id_, index); }
 
