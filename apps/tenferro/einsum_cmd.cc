@@ -216,6 +216,7 @@ int run_bench_einsum(int argc, char** argv) {
   int64_t pool_mib = 4096;
   std::string provider = "auto";
   bool profile_steps = false;
+  bool use_workspace = true;
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--path" && i + 1 < argc) {
@@ -232,6 +233,8 @@ int run_bench_einsum(int argc, char** argv) {
       provider = argv[++i];
     } else if (a == "--profile") {
       profile_steps = true;
+    } else if (a == "--no-workspace") {
+      use_workspace = false;
     } else if (a == "--pool-mib" && i + 1 < argc) {
       pool_mib = std::atoll(argv[++i]);
     } else if (!a.empty() && a[0] == '-') {
@@ -245,7 +248,8 @@ int run_bench_einsum(int argc, char** argv) {
       (strategy != "opt_flops" && strategy != "opt_size")) {
     std::fprintf(stderr,
                  "usage: tenferro bench einsum FILE_OR_DIR... [--path instance|greedy|treesa] [--strategy "
-                 "opt_flops|opt_size] [--threads N] [--json] [--min-time S] [--pool-mib M]\n");
+                 "opt_flops|opt_size] [--threads N] [--json] [--min-time S] [--pool-mib M] [--provider P] [--profile] "
+                 "[--no-workspace]\n");
     return 2;
   }
   std::vector<std::string> files;
@@ -335,10 +339,15 @@ int run_bench_einsum(int argc, char** argv) {
     std::vector<einsum::StepProfile> steps;
     std::optional<Error> err;
     bool failed = false;
+    // Repeated executions reuse one workspace (Note [Einsum workspace]) unless
+    // --no-workspace asks for the one-shot path.
+    einsum::EinsumWorkspace ws = (*plan)->make_workspace();
     auto once = [&] {
       const double t0 = now_s();
       auto st = (*engine)->run(0, cpu::ParallelMode::kInner, [&](cpu::CpuExecutionContext& ctx) -> Result<void> {
-        TENFERRO_TRY(Tensor r, (*plan)->execute(ctx, ops, (*engine)->pool(0), dot, profile_steps ? &steps : nullptr));
+        auto* prof = profile_steps ? &steps : nullptr;
+        TENFERRO_TRY(Tensor r, use_workspace ? (*plan)->execute(ctx, ops, ws, (*engine)->pool(0), dot, prof)
+                                             : (*plan)->execute(ctx, ops, (*engine)->pool(0), dot, prof));
         (void)r;
         return ok();
       });

@@ -389,9 +389,41 @@ void outer_product(const CpuExecutionContext& ctx, detail::GemmArgs<T> g, int th
   }
 }
 
+// Note [Dot scratch]: a packed operand or output scratch is a compact column-major tensor
+// in a buffer taken from the caller's DotScratch slot when that buffer is large enough
+// and held by nobody else (the slot is emptied while the tensor lives, so the tensor's
+// storage is exclusive and writable), else from the pool. After the products the
+// buffers go back into the slots, so a caller repeating the same shapes allocates
+// nothing once warm.
+Result<Tensor> take_scratch(DType dt, const Shape& shape, std::shared_ptr<Storage>* slot,
+                            const std::shared_ptr<HostBufferPool>& pool) {
+  const int64_t bytes = element_count(shape) * dtype_size(dt);
+  if (slot != nullptr && *slot && slot->use_count() == 1 && (*slot)->byte_size() >= bytes) {
+    return Tensor::from_storage(dt, std::move(*slot), Layout::col_major(shape));
+  }
+  return Tensor::uninitialized(dt, shape, pool);
+}
+
+// Hands the buffer of `t` back to `slot` (when given) and clears `t`.
+void give_back(Tensor& t, std::shared_ptr<Storage>* slot) {
+  if (slot != nullptr && t.defined()) *slot = t.storage();
+  t = Tensor();
+}
+
+// A compact copy of `src` viewed through `perm`, in a scratch buffer.
+Result<Tensor> packed_copy(const CpuExecutionContext& ctx, const Tensor& src, Dims perm, std::shared_ptr<Storage>* slot,
+                           const std::shared_ptr<HostBufferPool>& pool) {
+  TENFERRO_TRY(Tensor view, src.permute(perm));
+  TENFERRO_TRY(Tensor dst, take_scratch(src.dtype(), view.shape(), slot, pool));
+  detail::copy_strided(ctx, view.storage()->data(), view.layout(), dst.storage()->data(), dst.layout(),
+                       view.element_size());
+  return dst;
+}
+
 template <class T>
 Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs, const DotDims& dims,
-                     const DotOptions& opt, const Plan& plan, Tensor& out, const std::shared_ptr<HostBufferPool>& pool) {
+                     const DotOptions& opt, const Plan& plan, Tensor& out, const std::shared_ptr<HostBufferPool>& pool,
+                     DotScratch* dscratch) {
   TENFERRO_TRY(T alpha, scalar_to<T>(opt.alpha, "alpha"));
   TENFERRO_TRY(T beta, scalar_to<T>(opt.beta, "beta"));
   const int64_t B = plan.batch, M = plan.m, N = plan.n, K = plan.k;
@@ -480,7 +512,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
     const bool t = vendor && cl;
     const auto perm = t ? group_order(dims.lhs_contracting.span(), plan.lhs_free.span(), dims.lhs_batch.span())
                         : group_order(plan.lhs_free.span(), dims.lhs_contracting.span(), dims.lhs_batch.span());
-    TENFERRO_TRY(lhs_use, permute_copy(ctx, lhs, Dims(perm.span()), pool));
+    TENFERRO_TRY(lhs_use, packed_copy(ctx, lhs, Dims(perm.span()), dscratch ? &dscratch->lhs : nullptr, pool));
     lm = Group{M, t ? K : 1, true};
     lk = Group{K, t ? 1 : M, true};
     lbs = compact_batch_strides(bext.span(), M * K);
@@ -489,7 +521,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
     const bool t = vendor && cr;
     const auto perm = t ? group_order(plan.rhs_free.span(), dims.rhs_contracting.span(), dims.rhs_batch.span())
                         : group_order(dims.rhs_contracting.span(), plan.rhs_free.span(), dims.rhs_batch.span());
-    TENFERRO_TRY(rhs_use, permute_copy(ctx, rhs, Dims(perm.span()), pool));
+    TENFERRO_TRY(rhs_use, packed_copy(ctx, rhs, Dims(perm.span()), dscratch ? &dscratch->rhs : nullptr, pool));
     rk = Group{K, t ? N : 1, true};
     rn = Group{N, t ? 1 : K, true};
     rbs = compact_batch_strides(bext.span(), K * N);
@@ -500,10 +532,10 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
     // only when beta != 0 (it is read), and back afterwards.
     const auto perm = group_order(out_m.span(), out_n.span(), out_batch.span());
     TENFERRO_TRY(Tensor out_view, out.permute(Dims(perm.span())));
+    TENFERRO_TRY(scratch, take_scratch(out.dtype(), out_view.shape(), dscratch ? &dscratch->out : nullptr, pool));
     if (beta != T{}) {
-      TENFERRO_TRY(scratch, materialize(ctx, out_view, pool));
-    } else {
-      TENFERRO_TRY(scratch, Tensor::uninitialized(out.dtype(), out_view.shape(), pool));
+      detail::copy_strided(ctx, out_view.storage()->data(), out_view.layout(), scratch.storage()->data(),
+                           scratch.layout(), out.element_size());
     }
     om = Group{M, 1, true};
     on = Group{N, M, true};
@@ -588,6 +620,12 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
     detail::copy_strided(ctx, back.storage()->data(), back.layout(), out.storage()->data(), out.layout(),
                          out.element_size());
   }
+  if (dscratch != nullptr) {
+    // Packed operands live in lhs_use/rhs_use only when they were packed.
+    if (!lhs_ok) give_back(lhs_use, &dscratch->lhs);
+    if (!rhs_ok) give_back(rhs_use, &dscratch->rhs);
+    if (!out_ok) give_back(scratch, &dscratch->out);
+  }
   return ok();
 }
 
@@ -640,7 +678,8 @@ Result<Plan> validate(const Tensor& lhs, const Tensor& rhs, const DotDims& dims)
 }  // namespace
 
 Result<void> dot_general_into(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs, const DotDims& dims,
-                              const DotOptions& options, Tensor& out, const std::shared_ptr<HostBufferPool>& pool) {
+                              const DotOptions& options, Tensor& out, const std::shared_ptr<HostBufferPool>& pool,
+                              DotScratch* scratch) {
   TENFERRO_TRY(Plan plan, validate(lhs, rhs, dims));
   TENFERRO_TRY(Shape shape, dot_general_shape(lhs.shape(), rhs.shape(), dims));
   if (!out.defined()) return usage_error(ErrorCode::kInvalidArgument, "dot_general", "destination handle is null");
@@ -659,26 +698,38 @@ Result<void> dot_general_into(const CpuExecutionContext& ctx, const Tensor& lhs,
     if constexpr (std::is_same_v<T, bool>) {
       return ok();
     } else {
-      return run_dot<T>(ctx, lhs, rhs, dims, options, plan, out, pool);
+      return run_dot<T>(ctx, lhs, rhs, dims, options, plan, out, pool, scratch);
     }
   });
+}
+
+Layout dot_general_result_layout(const Shape& shape, size_t batch_dims) {
+  // Memory order [lhs free, rhs free, batch] (column-major), viewed in logical order
+  // [batch, lhs free, rhs free].
+  const size_t r = shape.size(), nb = batch_dims;
+  Layout out;
+  out.shape = shape;
+  out.strides = Strides(r, 0);
+  int64_t stride = 1;
+  for (size_t i = nb; i < r; ++i) {
+    out.strides[i] = stride;
+    stride *= shape[i];
+  }
+  for (size_t i = 0; i < nb; ++i) {
+    out.strides[i] = stride;
+    stride *= shape[i];
+  }
+  out.offset = 0;
+  return out;
 }
 
 Result<Tensor> dot_general(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs, const DotDims& dims,
                            const DotOptions& options, const std::shared_ptr<HostBufferPool>& pool) {
   TENFERRO_TRY(Plan plan, validate(lhs, rhs, dims));
   TENFERRO_TRY(Shape shape, dot_general_shape(lhs.shape(), rhs.shape(), dims));
-  // Memory order [lhs free, rhs free, batch] (column-major), viewed in logical order
-  // [batch, lhs free, rhs free].
-  const size_t nb = dims.lhs_batch.size();
-  Shape mem;
-  for (size_t i = nb; i < shape.size(); ++i) mem.push_back(shape[i]);
-  for (size_t i = 0; i < nb; ++i) mem.push_back(shape[i]);
-  TENFERRO_TRY(Tensor buffer, Tensor::uninitialized(lhs.dtype(), mem, pool));
-  SmallVector<int64_t, 16> perm;
-  for (size_t i = 0; i < nb; ++i) perm.push_back(static_cast<int64_t>(shape.size() - nb + i));
-  for (size_t i = nb; i < shape.size(); ++i) perm.push_back(static_cast<int64_t>(i - nb));
-  TENFERRO_TRY(Tensor out, buffer.permute(Dims(perm.span())));
+  const Layout layout = dot_general_result_layout(shape, dims.lhs_batch.size());
+  TENFERRO_TRY(Tensor buffer, Tensor::uninitialized(lhs.dtype(), {element_count(shape)}, pool));
+  TENFERRO_TRY(Tensor out, Tensor::from_storage(lhs.dtype(), buffer.storage(), layout));
   buffer = Tensor();
   DotOptions o = options;
   o.beta = 0.0;

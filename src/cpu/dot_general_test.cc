@@ -172,9 +172,18 @@ TEST(DotGeneral, MatchesNaiveOnRandomConfigurations) {
         out = Tensor::random_uniform(d, t, rng(), -1, 1).value().permute(rev).value();
       }
       before = out.clone().value();
+      const bool use_scratch = rng() % 2;
       executor->install([&] {
         CpuExecutionContext ctx(executor.get(), mode, 2);
-        status = dot_general_into(ctx, lhs, rhs, c.dims, opt, out);
+        if (use_scratch) {
+          // A first call warms the scratch buffers (Note [Dot scratch]); the second reuses them.
+          DotScratch scratch;
+          Tensor warm = before.clone().value();
+          status = dot_general_into(ctx, lhs, rhs, c.dims, opt, warm, nullptr, &scratch);
+          if (status) status = dot_general_into(ctx, lhs, rhs, c.dims, opt, out, nullptr, &scratch);
+        } else {
+          status = dot_general_into(ctx, lhs, rhs, c.dims, opt, out);
+        }
       });
     } else {
       executor->install([&] {

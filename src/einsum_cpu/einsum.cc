@@ -31,6 +31,19 @@ namespace tenferro::einsum {
 // the result (labels that step contracts are placed next to each other at the boundary
 // of the two free blocks), so the consumer finds them contiguous.
 
+// Note [Einsum workspace]: an execution keeps its operand and intermediate tensors in
+// the workspace's slot table (sized once by make_workspace). Each intermediate is
+// written by dot_general_into into a buffer taken from the workspace's free list (best
+// fit, only buffers nobody else holds), or a new pooled buffer on a cold run; when its
+// last consumer has run, the buffer returns to the free list, so buffers are shared by
+// intermediates whose lifetimes do not overlap. Each step also owns a cpu::DotScratch
+// for the operands dot_general must pack. A warm execute_into therefore allocates
+// nothing: no storage objects, no buffers, no tables. What still allocates: shapes and
+// strides of rank > 8 (inline capacity, ARCHITECTURE §4), the reduce of labels that only
+// one operand carries, the zero fill of a repeated output label, the result of the
+// allocating execute (a fresh buffer: it belongs to the caller), and profiling. The
+// execute overloads without a workspace make a temporary one.
+
 struct EinsumPlan::Leaf {
   std::vector<SmallVector<int64_t, 8>> diagonals;
   bool broadcast = false;
@@ -333,22 +346,63 @@ Result<void> EinsumPlan::check_operands(std::span<const Tensor> operands) const 
   return ok();
 }
 
+EinsumWorkspace EinsumPlan::make_workspace() const {
+  EinsumWorkspace ws;
+  ws.plan_ = this;
+  ws.slots_.resize(in_shapes_.size() + steps_.size());
+  ws.free_.reserve(steps_.size());
+  ws.dot_.resize(steps_.size());
+  return ws;
+}
+
+int64_t EinsumWorkspace::retained_bytes() const noexcept {
+  int64_t b = 0;
+  for (const auto& s : free_) b += s ? s->byte_size() : 0;
+  for (const auto& d : dot_) {
+    for (const auto* s : {&d.lhs, &d.rhs, &d.out}) b += *s ? (*s)->byte_size() : 0;
+  }
+  return b;
+}
+
+Result<void> EinsumPlan::check_workspace(const EinsumWorkspace& ws) const {
+  if (ws.plan_ != this) {
+    return usage_error(ErrorCode::kInvalidArgument, "einsum", "the workspace was made by another plan (use make_workspace())");
+  }
+  return ok();
+}
+
 Result<Tensor> EinsumPlan::execute(const cpu::CpuExecutionContext& ctx, std::span<const Tensor> operands,
                                    const std::shared_ptr<HostBufferPool>& pool, const cpu::DotOptions& dot,
                                    std::vector<StepProfile>* profile) const {
-  TENFERRO_TRY_VOID(check_operands(operands));
-  if (repeated_output_) {
-    TENFERRO_TRY(Tensor out, Tensor::zeros(dtype_, out_shape_, pool));
-    TENFERRO_TRY_VOID(run(ctx, operands, &out, pool, dot, profile));
-    return out;
-  }
-  return run(ctx, operands, nullptr, pool, dot, profile);
+  EinsumWorkspace ws = make_workspace();
+  return execute(ctx, operands, ws, pool, dot, profile);
 }
 
 Result<void> EinsumPlan::execute_into(const cpu::CpuExecutionContext& ctx, std::span<const Tensor> operands,
                                       Tensor& out, const std::shared_ptr<HostBufferPool>& pool,
                                       const cpu::DotOptions& dot, std::vector<StepProfile>* profile) const {
+  EinsumWorkspace ws = make_workspace();
+  return execute_into(ctx, operands, out, ws, pool, dot, profile);
+}
+
+Result<Tensor> EinsumPlan::execute(const cpu::CpuExecutionContext& ctx, std::span<const Tensor> operands,
+                                   EinsumWorkspace& ws, const std::shared_ptr<HostBufferPool>& pool,
+                                   const cpu::DotOptions& dot, std::vector<StepProfile>* profile) const {
   TENFERRO_TRY_VOID(check_operands(operands));
+  TENFERRO_TRY_VOID(check_workspace(ws));
+  if (repeated_output_) {
+    TENFERRO_TRY(Tensor out, Tensor::zeros(dtype_, out_shape_, pool));
+    TENFERRO_TRY_VOID(run(ctx, operands, &out, ws, pool, dot, profile));
+    return out;
+  }
+  return run(ctx, operands, nullptr, ws, pool, dot, profile);
+}
+
+Result<void> EinsumPlan::execute_into(const cpu::CpuExecutionContext& ctx, std::span<const Tensor> operands,
+                                      Tensor& out, EinsumWorkspace& ws, const std::shared_ptr<HostBufferPool>& pool,
+                                      const cpu::DotOptions& dot, std::vector<StepProfile>* profile) const {
+  TENFERRO_TRY_VOID(check_operands(operands));
+  TENFERRO_TRY_VOID(check_workspace(ws));
   if (!out.defined()) return usage_error(ErrorCode::kInvalidArgument, "einsum", "destination is null");
   if (out.dtype() != dtype_ || !(out.shape() == out_shape_)) {
     return usage_error(ErrorCode::kShapeMismatch, "einsum",
@@ -363,20 +417,27 @@ Result<void> EinsumPlan::execute_into(const cpu::CpuExecutionContext& ctx, std::
     TENFERRO_TRY(Tensor zeros, zero.broadcast_to(out_shape_));
     TENFERRO_TRY_VOID(cpu::copy_into(ctx, zeros, out));
   }
-  TENFERRO_TRY(Tensor unused, run(ctx, operands, &out, pool, dot, profile));
+  TENFERRO_TRY(Tensor unused, run(ctx, operands, &out, ws, pool, dot, profile));
   (void)unused;
   return ok();
 }
 
 Result<Tensor> EinsumPlan::run(const cpu::CpuExecutionContext& ctx, std::span<const Tensor> operands, Tensor* out,
-                               const std::shared_ptr<HostBufferPool>& pool, const cpu::DotOptions& dot_in,
-                               std::vector<StepProfile>* profile) const {
+                               EinsumWorkspace& ws, const std::shared_ptr<HostBufferPool>& pool,
+                               const cpu::DotOptions& dot_in, std::vector<StepProfile>* profile) const {
   cpu::DotOptions dot = dot_in;
   dot.alpha = 1.0;
   dot.beta = 0.0;
   dot.conj_lhs = dot.conj_rhs = false;
   const size_t n = operands.size();
-  std::vector<Tensor> slots(n + steps_.size());
+  std::vector<Tensor>& slots = ws.slots_;
+  // Whatever happens, the slots end empty: operands and results are not retained.
+  struct ClearSlots {
+    std::vector<Tensor>& s;
+    ~ClearSlots() {
+      for (Tensor& t : s) t = Tensor();
+    }
+  } clear_slots{slots};
   for (size_t i = 0; i < n; ++i) {
     const Leaf& leaf = *leaves_[i];
     Tensor t = operands[i];
@@ -414,8 +475,6 @@ Result<Tensor> EinsumPlan::run(const cpu::CpuExecutionContext& ctx, std::span<co
       const Step& st = *steps_[k];
       TENFERRO_TRY(Tensor va, slots[static_cast<size_t>(st.a)].permute(Dims(st.perm_a.span())));
       TENFERRO_TRY(Tensor vb, slots[static_cast<size_t>(st.b)].permute(Dims(st.perm_b.span())));
-      slots[static_cast<size_t>(st.a)] = Tensor();  // last use: the buffer returns to the pool after this step
-      slots[static_cast<size_t>(st.b)] = Tensor();
       const auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
       auto record = [&] {
         if (!profile) return;
@@ -427,13 +486,56 @@ Result<Tensor> EinsumPlan::run(const cpu::CpuExecutionContext& ctx, std::span<co
         p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         profile->push_back(p);
       };
-      if (k + 1 == steps_.size() && target.defined()) {
-        TENFERRO_TRY_VOID(cpu::dot_general_into(ctx, va, vb, st.dims, dot, target, pool));
+      // Last use of an intermediate: its storage returns to the workspace once the
+      // views of this step are gone (Note [Einsum workspace]).
+      auto release = [&](int32_t slot) {
+        Tensor& t = slots[static_cast<size_t>(slot)];
+        if (static_cast<size_t>(slot) >= n && t.defined()) ws.free_.push_back(t.storage());
+        t = Tensor();
+      };
+      if (k + 1 == steps_.size()) {
+        if (target.defined()) {
+          TENFERRO_TRY_VOID(cpu::dot_general_into(ctx, va, vb, st.dims, dot, target, pool, &ws.dot_[k]));
+        } else {
+          // The returned result is the caller's: a fresh buffer, never a workspace one.
+          TENFERRO_TRY(slots[n + k], cpu::dot_general(ctx, va, vb, st.dims, dot, pool));
+        }
         record();
-        return Tensor();
+        va = Tensor();
+        vb = Tensor();
+        release(st.a);
+        release(st.b);
+        if (target.defined()) return Tensor();
+        continue;
       }
-      TENFERRO_TRY(slots[n + k], cpu::dot_general(ctx, va, vb, st.dims, dot, pool));
+      TENFERRO_TRY(Shape shape, cpu::dot_general_shape(va.shape(), vb.shape(), st.dims));
+      const int64_t bytes = element_count(shape) * dtype_size(dtype_);
+      // Best fit among the released buffers, else a new pooled buffer.
+      size_t best = ws.free_.size();
+      for (size_t i = 0; i < ws.free_.size(); ++i) {
+        if (ws.free_[i]->byte_size() >= bytes && ws.free_[i].use_count() == 1 &&
+            (best == ws.free_.size() || ws.free_[i]->byte_size() < ws.free_[best]->byte_size())) {
+          best = i;
+        }
+      }
+      std::shared_ptr<Storage> storage;
+      if (best < ws.free_.size()) {
+        storage = std::move(ws.free_[best]);
+        ws.free_[best] = std::move(ws.free_.back());
+        ws.free_.pop_back();
+      } else {
+        TENFERRO_TRY(Tensor fresh, Tensor::uninitialized(dtype_, {element_count(shape)}, pool));
+        storage = fresh.storage();
+      }
+      TENFERRO_TRY(Tensor dst, Tensor::from_storage(dtype_, std::move(storage),
+                                                    cpu::dot_general_result_layout(shape, st.dims.lhs_batch.size())));
+      TENFERRO_TRY_VOID(cpu::dot_general_into(ctx, va, vb, st.dims, dot, dst, pool, &ws.dot_[k]));
+      slots[n + k] = std::move(dst);
       record();
+      va = Tensor();
+      vb = Tensor();
+      release(st.a);
+      release(st.b);
     }
     const Tensor& root = slots.back();
     if (target.defined()) {

@@ -220,7 +220,30 @@ TEST(Einsum, MatchesNaiveOnRandomEinsums) {
           for (size_t i = 0; i < rev.size(); ++i) rev[i] = static_cast<int64_t>(rev.size() - 1 - i);
           got = Tensor::full(d, t, c128(7, 0)).value().permute(rev).value();
         }
-        status = (*plan)->execute_into(ctx, ops, got, pool);
+        if (rng() % 2) {
+          // Through a warm workspace: a first run into a scratch destination, then the real one.
+          EinsumWorkspace ws = (*plan)->make_workspace();
+          Tensor scratch = Tensor::zeros(d, out_shape).value();
+          status = (*plan)->execute_into(ctx, ops, scratch, ws, pool);
+          if (status->has_value()) status = (*plan)->execute_into(ctx, ops, got, ws, pool);
+        } else {
+          status = (*plan)->execute_into(ctx, ops, got, pool);
+        }
+      } else if (rng() % 2) {
+        // Repeated executions with one workspace: earlier results must not change when the
+        // workspace buffers are reused.
+        EinsumWorkspace ws = (*plan)->make_workspace();
+        std::vector<Tensor> results;
+        for (int rep = 0; rep < 3 && (!status || status->has_value()); ++rep) {
+          auto r = (*plan)->execute(ctx, ops, ws, rep == 1 ? pool : nullptr);
+          if (r) {
+            results.push_back(*r);
+            status = ok();
+          } else {
+            status = r.error();
+          }
+        }
+        if (status->has_value()) got = results[0];
       } else {
         auto r = (*plan)->execute(ctx, ops, rng() % 2 ? pool : nullptr);
         if (r) {

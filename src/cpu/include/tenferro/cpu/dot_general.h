@@ -52,6 +52,25 @@ BatchSettings effective_batch_settings(const CpuExecutionContext& ctx, const Dot
 /// lengths), kShapeMismatch (paired extents differ).
 Result<Shape> dot_general_shape(const Shape& lhs, const Shape& rhs, const DotDims& dims);
 
+/// Buffers dot_general_into keeps between calls for the operands it packs and for its
+/// output scratch (Note [Dot scratch]): pass the same DotScratch to repeated calls of the
+/// same shapes and warm calls allocate nothing. Holds storage (memory stays retained
+/// until reset or destruction). Not thread-safe: one per concurrent caller.
+struct DotScratch {
+  std::shared_ptr<Storage> lhs, rhs, out;
+  void reset() noexcept {
+    lhs.reset();
+    rhs.reset();
+    out.reset();
+  }
+};
+
+/// The layout dot_general gives its result of logical shape `shape` (from
+/// dot_general_shape) with `batch_dims` leading batch dims: compact memory in the order
+/// [lhs free, rhs free, batch] (column-major), viewed in logical order. Callers that
+/// supply their own buffer (dot_general_into) use it to get the same memory order.
+Layout dot_general_result_layout(const Shape& shape, size_t batch_dims);
+
 /// out = alpha * dot(lhs, rhs). The result is a new tensor with the logical shape above;
 /// its memory is compact with the batch dimensions outermost, so every batch is one
 /// column-major matrix (a permuted compact layout, not column-major over the logical
@@ -63,8 +82,10 @@ Result<Tensor> dot_general(const CpuExecutionContext& ctx, const Tensor& lhs, co
 /// out = alpha * dot(lhs, rhs) + beta * out, into a caller destination of the result
 /// shape (any layout, exclusive storage). Invalid input fails before any write. Packed
 /// operands and a scratch destination are drawn from `pool` when given.
+/// With `scratch`, packed operands and the output scratch reuse its buffers (taken when
+/// large enough and not shared, else drawn from `pool`; handed back afterwards).
 Result<void> dot_general_into(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs,
                               const DotDims& dims, const DotOptions& options, Tensor& out,
-                              const std::shared_ptr<HostBufferPool>& pool = nullptr);
+                              const std::shared_ptr<HostBufferPool>& pool = nullptr, DotScratch* scratch = nullptr);
 
 }  // namespace tenferro::cpu

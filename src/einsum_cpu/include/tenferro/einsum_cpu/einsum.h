@@ -29,6 +29,35 @@ struct StepProfile {
   double seconds = 0;
 };
 
+class EinsumPlan;
+
+/// Reusable execution state of one plan: the operand/intermediate slots and the
+/// intermediate buffers (storage objects included) that earlier executions released
+/// (Note [Einsum workspace]). With a workspace, repeated executions allocate no metadata
+/// and no intermediate buffers once warm. Owns its buffers (memory stays retained until
+/// release() or destruction). Not thread-safe: use one workspace per concurrent
+/// execution. Move-only.
+class EinsumWorkspace {
+ public:
+  EinsumWorkspace() = default;
+  EinsumWorkspace(EinsumWorkspace&&) = default;
+  EinsumWorkspace& operator=(EinsumWorkspace&&) = default;
+  /// Drops the retained intermediate buffers.
+  void release() noexcept {
+    free_.clear();
+    for (auto& d : dot_) d.reset();
+  }
+  /// Bytes of intermediate buffers retained for the next execution.
+  int64_t retained_bytes() const noexcept;
+
+ private:
+  friend class EinsumPlan;
+  const EinsumPlan* plan_ = nullptr;
+  std::vector<Tensor> slots_;                    // operands then one per step
+  std::vector<std::shared_ptr<Storage>> free_;   // released intermediate storage, capacity reserved
+  std::vector<cpu::DotScratch> dot_;             // one per step: packed operands and output scratch
+};
+
 /// A prepared einsum for fixed subscripts, operand shapes, dtype and path policy:
 /// the contraction tree, the single-operand preprocessing, and per binary step the
 /// operand axis orders and dot_general dimensions. Immutable and thread-safe; execute it
@@ -71,6 +100,19 @@ class EinsumPlan {
                             const std::shared_ptr<HostBufferPool>& pool = nullptr, const cpu::DotOptions& dot = {},
                             std::vector<StepProfile>* profile = nullptr) const;
 
+  /// A workspace for this plan (allocates its slot and buffer tables once).
+  EinsumWorkspace make_workspace() const;
+  /// execute / execute_into with a workspace: intermediates reuse the workspace's
+  /// buffers, so a warm execute_into allocates nothing for intermediates of rank <= 8
+  /// (Note [Einsum workspace] lists what still allocates). Errors: as above, plus
+  /// kInvalidArgument when `workspace` was made by another plan.
+  Result<Tensor> execute(const cpu::CpuExecutionContext& ctx, std::span<const Tensor> operands,
+                         EinsumWorkspace& workspace, const std::shared_ptr<HostBufferPool>& pool = nullptr,
+                         const cpu::DotOptions& dot = {}, std::vector<StepProfile>* profile = nullptr) const;
+  Result<void> execute_into(const cpu::CpuExecutionContext& ctx, std::span<const Tensor> operands, Tensor& out,
+                            EinsumWorkspace& workspace, const std::shared_ptr<HostBufferPool>& pool = nullptr,
+                            const cpu::DotOptions& dot = {}, std::vector<StepProfile>* profile = nullptr) const;
+
   struct Leaf;
   struct Step;
 
@@ -78,8 +120,9 @@ class EinsumPlan {
   EinsumPlan() = default;
   Result<void> check_operands(std::span<const Tensor> operands) const;
   Result<Tensor> run(const cpu::CpuExecutionContext& ctx, std::span<const Tensor> operands, Tensor* out,
-                     const std::shared_ptr<HostBufferPool>& pool, const cpu::DotOptions& dot,
+                     EinsumWorkspace& ws, const std::shared_ptr<HostBufferPool>& pool, const cpu::DotOptions& dot,
                      std::vector<StepProfile>* profile) const;
+  Result<void> check_workspace(const EinsumWorkspace& ws) const;
 
   EinsumSpec spec_;
   DType dtype_ = DType::kF64;

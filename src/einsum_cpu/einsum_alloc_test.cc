@@ -1,0 +1,124 @@
+// A warm prepared einsum allocates no metadata per step (Note [Einsum workspace]).
+// This executable replaces the global operator new to count heap allocations.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include "tenferro/cpu/context.h"
+#include "tenferro/einsum_cpu/einsum.h"
+
+namespace {
+std::atomic<int64_t> g_allocations{0};
+// Debugging aid: with TENFERRO_ALLOC_TRAP set, an allocation inside a counted region
+// traps, so a debugger shows where it came from.
+std::atomic<bool> g_trap{false};
+}  // namespace
+
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
+void* operator new(std::size_t size) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (g_trap.load(std::memory_order_relaxed)) __builtin_trap();
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t size) { return operator new(size); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+
+namespace tenferro::einsum {
+namespace {
+
+int64_t allocations() { return g_allocations.load(std::memory_order_relaxed); }
+
+struct Net {
+  const char* text;
+  std::vector<Shape> shapes;
+};
+
+std::vector<Tensor> operands(const Net& net) {
+  std::vector<Tensor> ops;
+  uint64_t seed = 1;
+  for (const Shape& s : net.shapes) ops.push_back(Tensor::random_normal(DType::kF64, s, seed++).value());
+  return ops;
+}
+
+// Allocations of one warm execute_into (after two warm-up runs), averaged over 4 runs.
+int64_t warm_into_allocations(const Net& net, int64_t* steps) {
+  auto plan = EinsumPlan::prepare(net.text, net.shapes, DType::kF64).value();
+  *steps = static_cast<int64_t>(plan->tree().steps.size());
+  const std::vector<Tensor> ops = operands(net);
+  Tensor out = Tensor::zeros(DType::kF64, plan->output_shape()).value();
+  auto pool = HostBufferPool::create();
+  EinsumWorkspace ws = plan->make_workspace();
+  auto ctx = cpu::CpuExecutionContext::sequential();
+  for (int i = 0; i < 2; ++i) EXPECT_TRUE(plan->execute_into(ctx, ops, out, ws, pool));
+  const int64_t before = allocations();
+  g_trap = std::getenv("TENFERRO_ALLOC_TRAP") != nullptr;
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(plan->execute_into(ctx, ops, out, ws, pool));
+  g_trap = false;
+  const int64_t made = allocations() - before;
+  // The result is right after the reuse: compare with a fresh execution.
+  Tensor fresh = plan->execute(ctx, ops).value().to_col_major().value();
+  Tensor got = out.to_col_major().value();
+  const auto* f = static_cast<const double*>(fresh.storage()->data());
+  const auto* g = static_cast<const double*>(got.storage()->data());
+  for (int64_t i = 0; i < got.numel(); ++i) EXPECT_NEAR(g[i], f[i], 1e-12 * (1 + std::abs(f[i]))) << net.text;
+  return made / 4;
+}
+
+TEST(EinsumAllocations, WarmExecuteIntoAllocatesNothing) {
+  const Net nets[] = {
+      {"ij,jk,kl,lm->im", {{6, 7}, {7, 8}, {8, 9}, {9, 5}}},
+      {"bij,bjk,bkl->bil", {{3, 4, 5}, {3, 5, 6}, {3, 6, 2}}},
+      {"abc,cde,efa,bdf->", {{3, 4, 5}, {5, 2, 3}, {3, 4, 3}, {4, 2, 4}}},
+      {"ab,bc,cd,de,ef,fg,gh,hi->ai", {{4, 5}, {5, 6}, {6, 7}, {7, 8}, {8, 7}, {7, 6}, {6, 5}, {5, 4}}},
+  };
+  for (const Net& net : nets) {
+    int64_t steps = 0;
+    EXPECT_EQ(warm_into_allocations(net, &steps), 0) << net.text << " (" << steps << " steps)";
+    EXPECT_GE(steps, 2);
+  }
+}
+
+TEST(EinsumAllocations, AllocatingExecuteCostsDoNotGrowWithSteps) {
+  // A warm execute allocates its result and nothing per step: a 2-step and a 7-step
+  // chain make the same number of allocations.
+  auto count = [](const Net& net) {
+    auto plan = EinsumPlan::prepare(net.text, net.shapes, DType::kF64).value();
+    const std::vector<Tensor> ops = operands(net);
+    auto pool = HostBufferPool::create();
+    EinsumWorkspace ws = plan->make_workspace();
+    auto ctx = cpu::CpuExecutionContext::sequential();
+    for (int i = 0; i < 2; ++i) EXPECT_TRUE(plan->execute(ctx, ops, ws, pool));
+    const int64_t before = allocations();
+    for (int i = 0; i < 4; ++i) EXPECT_TRUE(plan->execute(ctx, ops, ws, pool));
+    return (allocations() - before) / 4;
+  };
+  const int64_t short_chain = count({"ij,jk,kl->il", {{4, 5}, {5, 6}, {6, 4}}});
+  const int64_t long_chain = count({"ab,bc,cd,de,ef,fg,gh,hi->ai", {{4, 5}, {5, 6}, {6, 7}, {7, 8}, {8, 7}, {7, 6}, {6, 5}, {5, 4}}});
+  EXPECT_EQ(short_chain, long_chain);
+  // The result only: its storage object, plus the pool's free-list node when the
+  // previous result's buffer returns to the pool.
+  EXPECT_LE(long_chain, 4);
+}
+
+TEST(EinsumAllocations, WorkspaceOfAnotherPlanIsRejected) {
+  auto a = EinsumPlan::prepare("ij,jk->ik", std::vector<Shape>{{2, 3}, {3, 4}}, DType::kF64).value();
+  auto b = EinsumPlan::prepare("ij,jk->ik", std::vector<Shape>{{2, 3}, {3, 4}}, DType::kF64).value();
+  EinsumWorkspace ws = a->make_workspace();
+  auto ctx = cpu::CpuExecutionContext::sequential();
+  const std::vector<Tensor> ops = operands({"", {{2, 3}, {3, 4}}});
+  auto r = b->execute(ctx, ops, ws);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(a->execute(ctx, ops, ws));
+}
+
+}  // namespace
+}  // namespace tenferro::einsum
