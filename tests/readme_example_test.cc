@@ -5,6 +5,8 @@
 #include "tenferro/cpu/engine.h"
 #include "tenferro/einsum_cpu/einsum.h"
 #include "tenferro/tensor/tensor.h"
+#include "tenferro/compiler/compiler.h"
+#include "tenferro/program/interpreter.h"
 
 namespace readme {
 using namespace tenferro;
@@ -55,6 +57,32 @@ Result<Tensor> einsum_example(cpu::CpuEngine& engine, const Tensor& a, const Ten
   // --- end README einsum example ---
   if (!r) return std::move(r).error();
   return result;
+}
+
+// --- begin README program example (kept identical to README.md) ---
+// y = exp(x) w for any number of rows n: traced once, compiled, evaluated.
+Result<std::vector<Tensor>> program_example(const Tensor& x, const Tensor& w) {
+  using namespace tenferro::program;
+  compiler::TraceContext tc;
+  TENFERRO_TRY(Extent n, tc.symbol("n"));                   // a symbolic extent
+  TENFERRO_TRY(Value xv, tc.input(ValueType{DType::kF64, {n, Extent::exact(3)}}, "x"));
+  TENFERRO_TRY(Value wv, tc.capture(w, "w"));               // data stays out of the program
+  TENFERRO_TRY(Value e, tc.op(OpCode::kExp, {xv}));
+  TENFERRO_TRY(Value y, tc.op(OpCode::kDotGeneral, {e, wv}, Attrs{.lhs_contract = {1}, .rhs_contract = {0}}));
+  TENFERRO_TRY(compiler::TracedGraph traced, tc.finish({y}));
+  compiler::GraphCompiler compiler;                         // bounded compile cache
+  TENFERRO_TRY(CompiledGraph graph, compiler.compile(traced));
+  return interpret(graph, std::vector<Tensor>{x});          // the reference interpreter
+}
+// --- end README program example ---
+
+TEST(Readme, ProgramExampleEvaluates) {
+  Tensor x = Tensor::from_row_major<double>({2, 3}, std::vector<double>{0, 1, 2, 3, 4, 5}).value();
+  Tensor w = Tensor::from_row_major<double>({3, 1}, std::vector<double>{1, 0, 1}).value();
+  const auto y = program_example(x, w).value();
+  ASSERT_EQ(y[0].shape(), (Shape{2, 1}));
+  EXPECT_DOUBLE_EQ(y[0].get<double>({0, 0}).value(), std::exp(0.0) + std::exp(2.0));
+  EXPECT_DOUBLE_EQ(y[0].get<double>({1, 0}).value(), std::exp(3.0) + std::exp(5.0));
 }
 
 TEST(Readme, EinsumExampleContractsAChain) {
