@@ -381,9 +381,11 @@ int run_bench_einsum(int argc, char** argv) {
       std::sort(last.begin(), last.end(), [](const auto& x, const auto& y) { return x.seconds > y.seconds; });
       for (size_t i = 0; i < std::min<size_t>(last.size(), 15); ++i) {
         const auto& p = last[i];
-        std::fprintf(stderr, "  step %8.3f ms  batch %lld  m %lld  n %lld  k %lld  %.2f GFLOP/s\n", p.seconds * 1e3,
+        std::fprintf(stderr, "  step %8.3f ms  batch %lld  m %lld  n %lld  k %lld  %.2f GFLOP/s%s%s%s\n", p.seconds * 1e3,
                      static_cast<long long>(p.batch), static_cast<long long>(p.m), static_cast<long long>(p.n),
-                     static_cast<long long>(p.k), 2.0 * static_cast<double>(p.batch * p.m * p.n * p.k) / p.seconds / 1e9);
+                     static_cast<long long>(p.k), 2.0 * static_cast<double>(p.batch * p.m * p.n * p.k) / p.seconds / 1e9,
+                     p.packed_lhs ? "  packed lhs" : "", p.packed_rhs ? "  packed rhs" : "",
+                     p.scratch_out ? "  scratch out" : "");
       }
     }
     {

@@ -484,6 +484,10 @@ Result<Tensor> EinsumPlan::run(const cpu::CpuExecutionContext& ctx, std::span<co
         p.m = va.numel() / std::max<int64_t>(1, p.batch * p.k);
         p.n = vb.numel() / std::max<int64_t>(1, p.batch * p.k);
         p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const cpu::DotScratch& d = ws.dot_[k];
+        p.packed_lhs = d.lhs != nullptr;
+        p.packed_rhs = d.rhs != nullptr;
+        p.scratch_out = d.out != nullptr;
         profile->push_back(p);
       };
       // Last use of an intermediate: its storage returns to the workspace once the

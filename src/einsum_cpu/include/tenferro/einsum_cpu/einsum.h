@@ -23,10 +23,13 @@
 namespace tenferro::einsum {
 
 /// Timing of one binary step (EinsumPlan::execute with a profile): the dot_general
-/// sizes (batch, rows, columns, contraction) and the wall time of the step.
+/// sizes (batch, rows, columns, contraction), the wall time of the step, and whether
+/// dot_general had to pack an operand or compute into a scratch output (known when the
+/// step used a DotScratch, i.e. with a workspace).
 struct StepProfile {
   int64_t batch = 1, m = 1, n = 1, k = 1;
   double seconds = 0;
+  bool packed_lhs = false, packed_rhs = false, scratch_out = false;
 };
 
 class EinsumPlan;
