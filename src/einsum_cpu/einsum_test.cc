@@ -332,3 +332,35 @@ TEST(Einsum, TypedErrorsBeforeWriting) {
 
 }  // namespace
 }  // namespace tenferro::einsum
+
+namespace tenferro::einsum {
+namespace {
+
+TEST(EinsumProfile, ReportsStepsAndPackedOperands) {
+  auto ctx = cpu::CpuExecutionContext::sequential();
+  auto run = [&](const char* text, std::vector<Shape> shapes) {
+    auto plan = EinsumPlan::prepare(text, shapes, DType::kF64).value();
+    std::vector<Tensor> ops;
+    for (size_t i = 0; i < shapes.size(); ++i) ops.push_back(Tensor::random_normal(DType::kF64, shapes[i], i + 1).value());
+    EinsumWorkspace ws = plan->make_workspace();
+    std::vector<StepProfile> prof;
+    EXPECT_TRUE(plan->execute(ctx, ops, ws, nullptr, {}, &prof));
+    EXPECT_EQ(prof.size(), plan->tree().steps.size());
+    return prof;
+  };
+  // A matrix chain never needs packing: every intermediate is column-major.
+  for (const StepProfile& p : run("ij,jk,kl->il", {{4, 5}, {5, 6}, {6, 7}})) {
+    EXPECT_FALSE(p.packed_lhs || p.packed_rhs || p.scratch_out);
+    EXPECT_GT(p.seconds, 0.0);
+  }
+  // Contracting a and b of abc with ... of bdf needs a strided operand packed: the
+  // labels contracted in one operand are not adjacent in memory in the other.
+  bool packed = false;
+  for (const StepProfile& p : run("abc,cde,efa,bdf->", {{3, 4, 5}, {5, 2, 3}, {3, 4, 3}, {4, 2, 4}})) {
+    packed = packed || p.packed_lhs || p.packed_rhs;
+  }
+  EXPECT_TRUE(packed);
+}
+
+}  // namespace
+}  // namespace tenferro::einsum
