@@ -10,40 +10,12 @@
 #include "tenferro/cpu/context.h"
 #include "tenferro/einsum_cpu/einsum.h"
 
-namespace {
-std::atomic<int64_t> g_allocations{0};
-// Debugging aid: with TENFERRO_ALLOC_TRAP set, an allocation inside a counted region
-// traps, so a debugger shows where it came from.
-std::atomic<bool> g_trap{false};
-}  // namespace
-
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-
-void* operator new(std::size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (g_trap.load(std::memory_order_relaxed)) __builtin_trap();
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t size) { return operator new(size); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-// The nothrow forms too (std::stable_sort's temporary buffer uses them), so every
-// allocation and release of the plain forms goes through malloc/free.
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  return std::malloc(size == 0 ? 1 : size);
-}
-void* operator new[](std::size_t size, const std::nothrow_t& t) noexcept { return operator new(size, t); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+#include "tenferro/test_support/alloc_counter.h"
 
 namespace tenferro::einsum {
 namespace {
 
-int64_t allocations() { return g_allocations.load(std::memory_order_relaxed); }
+using test_support::allocations;
 
 struct Net {
   const char* text;
@@ -68,9 +40,9 @@ int64_t warm_into_allocations(const Net& net, int64_t* steps) {
   auto ctx = cpu::CpuExecutionContext::sequential();
   for (int i = 0; i < 2; ++i) EXPECT_TRUE(plan->execute_into(ctx, ops, out, ws, pool));
   const int64_t before = allocations();
-  g_trap = std::getenv("TENFERRO_ALLOC_TRAP") != nullptr;
+  test_support::g_trap_allocations = std::getenv("TENFERRO_ALLOC_TRAP") != nullptr;
   for (int i = 0; i < 4; ++i) EXPECT_TRUE(plan->execute_into(ctx, ops, out, ws, pool));
-  g_trap = false;
+  test_support::g_trap_allocations = false;
   const int64_t made = allocations() - before;
   // The result is right after the reuse: compare with a fresh execution.
   Tensor fresh = plan->execute(ctx, ops).value().to_col_major().value();

@@ -9,37 +9,12 @@
 
 #include "tenferro/tensor/tensor.h"
 
-namespace {
-std::atomic<int64_t> g_allocations{0};
-}  // namespace
-
-// The replacement pairs malloc with free by construction; GCC cannot see that.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-
-void* operator new(std::size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t size) { return operator new(size); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-// The nothrow forms too (std::stable_sort's temporary buffer uses them), so every
-// allocation and release of the plain forms goes through malloc/free.
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  return std::malloc(size == 0 ? 1 : size);
-}
-void* operator new[](std::size_t size, const std::nothrow_t& t) noexcept { return operator new(size, t); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+#include "tenferro/test_support/alloc_counter.h"
 
 namespace tenferro {
 namespace {
 
-int64_t allocations() { return g_allocations.load(std::memory_order_relaxed); }
+using test_support::allocations;
 
 // Runs every view op on `t` (rank r >= 2) and returns the number of allocations made.
 int64_t count_view_allocations(const Tensor& t, int64_t& checksum) {
