@@ -197,6 +197,17 @@ bool commutative(const Operation& op) {
 }
 
 Result<PassResult> pass_normalize(const CompiledGraph& g) {
+  // The rebuilt values are numbered like `numbering` (inputs, then op results), so the
+  // source numbering tells whether any operands would swap (Note [Unchanged passes]).
+  {
+    const auto num = numbering(*g.program);
+    const auto ops = g.program->ops();
+    if (std::none_of(ops.begin(), ops.end(), [&](const Operation& op) {
+          return commutative(op) && num.at(op.operands()[1]) < num.at(op.operands()[0]);
+        })) {
+      return PassResult{g, {}};
+    }
+  }
   Rewriter rw(g);
   TENFERRO_TRY_VOID(rw.begin());
   PassResult res;
@@ -459,7 +470,34 @@ Result<PassResult> pass_canonicalize(const CompiledGraph& g) {
   return res;
 }
 
+// Whether two pure ops of one program compute the same thing given equal operands.
+bool same_op(const Operation& x, const Operation& y) {
+  if (x.code() != y.code()) return false;
+  if (x.code() != OpCode::kExtension) return x.attrs() == y.attrs();
+  const ExtensionOp* a = x.extension();
+  const ExtensionOp* b = y.extension();
+  return a->family_id() == b->family_id() && (a == b || (a->payload_hash() == b->payload_hash() && a->payload_equal(*b)));
+}
+
+// Note [Unchanged passes]: a pass that would change nothing returns its input as is
+// instead of rebuilding it; each such pass first runs a read-only check on the source
+// program (for CSE: a duplicate among the unrewritten operands exists iff the rewrite
+// would merge something, because nothing is remapped before the first merge).
+bool has_duplicate(const SemanticProgram& p) {
+  std::map<std::pair<int, std::vector<ValueRef>>, std::vector<const Operation*>> table;
+  for (const Operation& op : p.ops()) {
+    if (effectful(op)) continue;
+    auto& bucket = table[{static_cast<int>(op.code()), std::vector<ValueRef>(op.operands().begin(), op.operands().end())}];
+    for (const Operation* o : bucket) {
+      if (same_op(op, *o)) return true;
+    }
+    bucket.push_back(&op);
+  }
+  return false;
+}
+
 Result<PassResult> pass_cse(const CompiledGraph& g) {
+  if (!has_duplicate(*g.program)) return PassResult{g, {}};
   Rewriter rw(g);
   TENFERRO_TRY_VOID(rw.begin());
   PassResult res;
@@ -474,15 +512,10 @@ Result<PassResult> pass_cse(const CompiledGraph& g) {
       auto& bucket = table[{static_cast<int>(op.code()), ins}];
       const Seen* hit = nullptr;
       for (const Seen& sn : bucket) {
-        const Operation& o = *sn.op;
-        if (op.code() == OpCode::kExtension) {
-          const ExtensionOp* a = op.extension();
-          const ExtensionOp* b = o.extension();
-          if (a->family_id() == b->family_id() && (a == b || (a->payload_hash() == b->payload_hash() && a->payload_equal(*b)))) hit = &sn;
-        } else if (rw.translate(op.attrs()) == rw.translate(o.attrs())) {
+        if (same_op(op, *sn.op)) {
           hit = &sn;
+          break;
         }
-        if (hit) break;
       }
       if (hit) {
         for (size_t k = 0; k < op.results().size(); ++k) rw.set(op.results()[k], hit->results[k]);
@@ -514,15 +547,26 @@ std::unordered_set<ValueRef> live_values(const SemanticProgram& p) {
   return live;
 }
 
+// Whether an op must stay: effectful, or one of its results is live.
+bool needed_op(const Operation& op, const std::unordered_set<ValueRef>& live) {
+  if (effectful(op)) return true;
+  for (ValueRef r : op.results()) {
+    if (live.count(r)) return true;
+  }
+  return false;
+}
+
 Result<PassResult> pass_dce(const CompiledGraph& g) {
   const auto live = live_values(*g.program);
+  const auto ops = g.program->ops();
+  if (std::all_of(ops.begin(), ops.end(), [&](const Operation& op) { return needed_op(op, live); })) {
+    return PassResult{g, {}};  // Note [Unchanged passes]
+  }
   Rewriter rw(g);
   TENFERRO_TRY_VOID(rw.begin());
   PassResult res;
   for (const Operation& op : g.program->ops()) {
-    bool needed = effectful(op);
-    for (ValueRef r : op.results()) needed = needed || live.count(r);
-    if (!needed) {
+    if (!needed_op(op, live)) {
       res.changes.push_back(rw.label(op) + ": unused, removed");
       continue;
     }
@@ -532,10 +576,30 @@ Result<PassResult> pass_dce(const CompiledGraph& g) {
   return res;
 }
 
+// The extension ops that have unused outputs (some, not all) and a pruned form.
+bool has_prunable(const SemanticProgram& p, const std::unordered_set<ValueRef>& used) {
+  for (const Operation& op : p.ops()) {
+    const ExtensionOp* e = op.extension();
+    if (!e || op.results().size() < 2) continue;
+    std::unique_ptr<bool[]> mask(new bool[op.results().size()]);
+    size_t n_used = 0;
+    for (size_t k = 0; k < op.results().size(); ++k) {
+      mask[k] = used.count(op.results()[k]) > 0;
+      n_used += mask[k] ? 1 : 0;
+    }
+    if (n_used > 0 && n_used < op.results().size() &&
+        e->prune_outputs(std::span<const bool>(mask.get(), op.results().size())) != nullptr) {
+      return true;
+    }
+  }
+  return false;
+}
+
 Result<PassResult> pass_prune(const CompiledGraph& g) {
   const SemanticProgram& p = *g.program;
   std::unordered_set<ValueRef> used(p.outputs().begin(), p.outputs().end());
   for (const Operation& op : p.ops()) used.insert(op.operands().begin(), op.operands().end());
+  if (!has_prunable(p, used)) return PassResult{g, {}};  // Note [Unchanged passes]
   Rewriter rw(g);
   TENFERRO_TRY_VOID(rw.begin());
   PassResult res;
