@@ -542,3 +542,57 @@ TEST(TraceContext, ConstantPolicyAndExtensionHook) {
 
 }  // namespace
 }  // namespace tenferro::compiler
+
+namespace tenferro::compiler {
+namespace {
+
+// Symbolic shapes through the whole pipeline: folding and simplification keep the
+// symbolic types, the guards survive compilation, and the compiled program evaluates
+// like the traced one for several concrete sizes.
+TEST(Compiler, SymbolicProgramsCompileAndKeepTheirGuards) {
+  TraceContext tc;
+  Extent n = tc.symbol("n", 16).value();
+  Extent m = tc.symbol("m").value();
+  Value x = tc.input(ValueType{DType::kF64, {n, Extent::exact(3)}}, "x").value();
+  Value y = tc.input(ValueType{DType::kF64, {m, Extent::exact(3)}}, "y").value();
+  Value t = tc.op(OpCode::kTranspose, {tc.op(OpCode::kTranspose, {x}, Attrs{.dims = {1, 0}}).value()}, Attrs{.dims = {1, 0}}).value();
+  Value r = tc.op(OpCode::kReshape, {tc.op(OpCode::kReshape, {t}, Attrs{.shape = {Extent::exact(3) * n}}).value()},
+                  Attrs{.shape = {n, Extent::exact(3)}})
+                .value();
+  Value one = tc.constant(Tensor::from_col_major<double>({}, std::vector<double>{1.0}).value()).value();
+  Value ones = tc.op(OpCode::kBroadcastInDim, {one}, Attrs{.shape = {n, Extent::exact(3)}}).value();
+  Value s = tc.op(OpCode::kMul, {r, ones}).value();       // x * 1
+  Value sum = tc.op(OpCode::kAdd, {s, y}).value();         // needs n == m: a guard
+  Value cat = tc.op(OpCode::kConcatenate, {sum, x}, Attrs{.axis = 0}).value();  // [n + n, 3]
+  Value red = tc.op(OpCode::kReduce, {cat}, Attrs{.dims = {1}}).value();
+  TracedGraph g = tc.finish({red, s}).value();
+  GraphCompiler c;
+  auto compiled = c.compile(g);
+  ASSERT_TRUE(compiled) << compiled.error().to_string();
+  const auto& p = *compiled->program;
+  for (const auto& op : p.ops()) {
+    EXPECT_NE(op.code(), OpCode::kTranspose);
+    EXPECT_NE(op.code(), OpCode::kMul);
+  }
+  EXPECT_EQ(program::print_type(p.type(p.outputs()[0]), p.symbols()), "f64[2*n]");
+  ASSERT_EQ(p.guards().size(), 1u);
+  EXPECT_EQ(p.guards()[0].constraint, "add_c2");
+  for (int64_t rows : {1, 2, 5}) {
+    std::vector<Tensor> in{Tensor::random_normal(DType::kF64, {rows, 3}, 7).value(),
+                           Tensor::random_normal(DType::kF64, {rows, 3}, 8).value()};
+    auto want = program::interpret(g.graph(), in).value();
+    auto got = program::interpret(*compiled, in).value();
+    ASSERT_EQ(want.size(), got.size());
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(same_bits(want[i], got[i])) << rows;
+  }
+  // The guard still rejects n != m, and the bound n <= 16, before anything runs.
+  std::vector<Tensor> bad{Tensor::zeros(DType::kF64, {2, 3}).value(), Tensor::zeros(DType::kF64, {3, 3}).value()};
+  auto e = program::interpret(*compiled, bad);
+  ASSERT_FALSE(e);
+  EXPECT_NE(e.error().message().find("add_c2"), std::string::npos);
+  std::vector<Tensor> big{Tensor::zeros(DType::kF64, {17, 3}).value(), Tensor::zeros(DType::kF64, {17, 3}).value()};
+  EXPECT_EQ(program::interpret(*compiled, big).error().code(), ErrorCode::kOutOfRange);
+}
+
+}  // namespace
+}  // namespace tenferro::compiler

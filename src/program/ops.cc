@@ -264,7 +264,14 @@ class Infer {
       return fail(id, ErrorCode::kShapeMismatch, what + ": " + ext(a) + " != " + ext(b));
     }
     guards_.push_back({a, b, true, std::string(op_name(code_)).append("_c").append(s(id))});
-    return a.is_exact() ? a : b.is_exact() ? b : a;
+    // The result takes the exact side, else the canonically smaller one, so that operand
+    // order (e.g. of a commutative op) never changes the inferred type.
+    if (a.is_exact()) return a;
+    if (b.is_exact()) return b;
+    std::vector<uint8_t> ea, eb;
+    a.encode(ea);
+    b.encode(eb);
+    return eb < ea ? b : a;
   }
   // a <= b: proved, refuted, or a guard.
   Result<void> at_most(const Extent& a, const Extent& b, int id, const std::string& what) {

@@ -107,6 +107,14 @@ bool guard_refuted(const Extent& lhs, const Extent& rhs, bool equality) {
 // Appends a guard unless the same relation is already guarded (the first constraint id
 // that asked for it is kept).
 void add_guard(std::vector<ShapeGuard>& guards, PendingGuard g) {
+  if (g.equality) {
+    // Equalities are symmetric: the canonically smaller side goes left, so n == m and
+    // m == n are one guard.
+    std::vector<uint8_t> el, er;
+    g.lhs.encode(el);
+    g.rhs.encode(er);
+    if (er < el) std::swap(g.lhs, g.rhs);
+  }
   for (const ShapeGuard& have : guards) {
     if (have.equality == g.equality && have.lhs == g.lhs && have.rhs == g.rhs) return;
   }
