@@ -483,8 +483,8 @@ class Eval {
         return one(std::move(r));
       }
       case OpCode::kIota: {
-        TENFERRO_TRY(Shape sh, p_.concrete_shape(op.results()[0], symbols_));
-        Buf r = make(a.dtype, std::vector<int64_t>(sh.begin(), sh.end()));
+        TENFERRO_TRY(std::vector<int64_t> sh, result_shape(op));
+        Buf r = make(a.dtype, sh);
         std::vector<int64_t> idx;
         std::visit(
             [&](auto& rv) {
@@ -499,9 +499,9 @@ class Eval {
       }
       case OpCode::kBroadcastInDim: {
         const Buf& x = *in[0];
-        TENFERRO_TRY(Shape sh, p_.concrete_shape(op.results()[0], symbols_));
+        TENFERRO_TRY(std::vector<int64_t> sh, result_shape(op));
         const auto xs = col_strides(x.shape);
-        return one(gather_like(x, std::vector<int64_t>(sh.begin(), sh.end()), [&](const std::vector<int64_t>& idx) {
+        return one(gather_like(x, sh, [&](const std::vector<int64_t>& idx) {
           int64_t src = 0;
           for (size_t i = 0; i < a.dims.size(); ++i) {
             if (x.shape[i] != 1) src += idx[static_cast<size_t>(a.dims[i])] * xs[i];
@@ -510,9 +510,9 @@ class Eval {
         }));
       }
       case OpCode::kReshape: {
-        TENFERRO_TRY(Shape sh, p_.concrete_shape(op.results()[0], symbols_));
+        TENFERRO_TRY(std::vector<int64_t> sh, result_shape(op));
         Buf r = *in[0];
-        r.shape.assign(sh.begin(), sh.end());
+        r.shape = sh;
         return one(std::move(r));
       }
       case OpCode::kTranspose: {
@@ -611,10 +611,10 @@ class Eval {
       }
       case OpCode::kPad: {
         const Buf& x = *in[0];
-        TENFERRO_TRY(Shape sh, p_.concrete_shape(op.results()[0], symbols_));
+        TENFERRO_TRY(std::vector<int64_t> sh, result_shape(op));
         const auto xs = col_strides(x.shape);
         return one(gather_like(
-            x, std::vector<int64_t>(sh.begin(), sh.end()),
+            x, sh,
             [&](const std::vector<int64_t>& idx) -> int64_t {
               int64_t src = 0;
               for (size_t i = 0; i < idx.size(); ++i) {
@@ -811,6 +811,12 @@ class Eval {
       default: break;
     }
     return runtime_error(op_name(code), ErrorCode::kInternal, "no interpreter rule");
+  }
+
+  // The concrete shape of an op's (first) result under the bound symbols.
+  Result<std::vector<int64_t>> result_shape(const Operation& op) const {
+    TENFERRO_TRY(Shape sh, p_.concrete_shape(op.results()[0], symbols_));
+    return std::vector<int64_t>(sh.begin(), sh.end());
   }
 
   static Result<std::vector<Buf>> one(Buf b) {
