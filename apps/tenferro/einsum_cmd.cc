@@ -379,9 +379,12 @@ int run_bench_einsum(int argc, char** argv) {
       const size_t per_run = (*plan)->tree().steps.size();
       std::vector<einsum::StepProfile> last(steps.end() - static_cast<int64_t>(std::min(per_run, steps.size())), steps.end());
       std::sort(last.begin(), last.end(), [](const auto& x, const auto& y) { return x.seconds > y.seconds; });
+      double total = 0;
+      for (const auto& p : last) total += p.seconds;
+      std::fprintf(stderr, "  last run: %zu steps, %.3f ms inside dot_general\n", last.size(), total * 1e3);
       for (size_t i = 0; i < std::min<size_t>(last.size(), 15); ++i) {
         const auto& p = last[i];
-        std::fprintf(stderr, "  step %8.3f ms  batch %lld  m %lld  n %lld  k %lld  %.2f GFLOP/s%s%s%s\n", p.seconds * 1e3,
+        std::fprintf(stderr, "  step %3lld %8.3f ms  batch %lld  m %lld  n %lld  k %lld  %.2f GFLOP/s%s%s%s\n", static_cast<long long>(p.step), p.seconds * 1e3,
                      static_cast<long long>(p.batch), static_cast<long long>(p.m), static_cast<long long>(p.n),
                      static_cast<long long>(p.k), 2.0 * static_cast<double>(p.batch * p.m * p.n * p.k) / p.seconds / 1e9,
                      p.packed_lhs ? "  packed lhs" : "", p.packed_rhs ? "  packed rhs" : "",

@@ -233,6 +233,60 @@ TEST(DotGeneral, ProvidersCallTheirOwnLibraries) {
       << detail::library_of(detail::blis_batch_symbol());
 }
 
+// Short-side products (M or N <= 32, K >= 64; Note [Short-side products]) in every
+// operand orientation, with a strided (every second row) operand, on one and two threads (the BLIS route
+// splits the longer side over the workers), against the naive reference.
+TEST(DotGeneral, ShortSideProductsInEveryOrientation) {
+  auto executor = make_tbb_executor(2).value();
+  // The first two reach parallel_min_flops, so two threads split their long side.
+  const int64_t sizes[][3] = {{700, 7, 120}, {5, 900, 128}, {33, 32, 129}, {1, 40, 300}};
+  int cases = 0;
+  for (const auto& mnk : sizes) {
+    const int64_t m = mnk[0], n = mnk[1], k = mnk[2];
+    for (int orient = 0; orient < 8; ++orient) {
+      // lhs [m, k] or [k, m]; rhs [k, n] or [n, k]; bit 2: lhs sliced from a wider tensor.
+      const bool lt = orient & 1, rt = orient & 2, sliced = orient & 4;
+      Config c;
+      c.lhs_shape = lt ? Shape{k, m} : Shape{m, k};
+      c.rhs_shape = rt ? Shape{n, k} : Shape{k, n};
+      c.dims.lhs_contracting = {lt ? 0 : 1};
+      c.dims.rhs_contracting = {rt ? 1 : 0};
+      Tensor lhs;
+      if (sliced) {
+        // Every second row of a taller tensor: no unit stride on axis 0.
+        Shape tall = c.lhs_shape;
+        tall[0] *= 2;
+        lhs = Tensor::random_normal(DType::kF64, tall, 11 + static_cast<uint64_t>(orient)).value();
+        lhs = lhs.slice(0, 0, tall[0], 2).value();
+      } else {
+        lhs = Tensor::random_normal(DType::kF64, c.lhs_shape, 11 + static_cast<uint64_t>(orient)).value();
+      }
+      Tensor rhs = Tensor::random_normal(DType::kF64, c.rhs_shape, 97 + static_cast<uint64_t>(orient)).value();
+      std::vector<long double> mag;
+      const Shape out_shape{m, n};
+      auto ref = reference(lhs, rhs, c, false, false, out_shape, &mag);
+      for (int threads : {1, 2}) {
+        Tensor out;
+        executor->install([&] {
+          CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
+          out = dot_general(ctx, lhs, rhs, c.dims, DotOptions{}).value();
+        });
+        ASSERT_EQ(out.shape(), out_shape);
+        int64_t lin = 0;
+        for_each_index(out_shape, [&](const Index& oi) {
+          const double got = out.get_as_c128(oi).value().real();
+          const auto want = static_cast<double>(ref[static_cast<size_t>(lin)].real());
+          ASSERT_NEAR(got, want, 1e-12 * static_cast<double>(mag[static_cast<size_t>(lin)] + 1))
+              << "m " << m << " n " << n << " k " << k << " orientation " << orient << " threads " << threads;
+          ++lin;
+        });
+        ++cases;
+      }
+    }
+  }
+  EXPECT_EQ(cases, 64);
+}
+
 // Every batch policy gives the naive result on a batch whose dimensions do not merge
 // (a sliced middle batch axis) with conjugated complex operands in both layouts.
 TEST(DotGeneral, EveryBatchPolicyOnNonMergeableBatches) {

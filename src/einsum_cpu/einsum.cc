@@ -479,6 +479,7 @@ Result<Tensor> EinsumPlan::run(const cpu::CpuExecutionContext& ctx, std::span<co
       auto record = [&] {
         if (!profile) return;
         StepProfile p;
+        p.step = static_cast<int64_t>(k);
         for (size_t i = 0; i < st.dims.lhs_batch.size(); ++i) p.batch *= va.dim(st.dims.lhs_batch[i]);
         for (size_t i = 0; i < st.dims.lhs_contracting.size(); ++i) p.k *= va.dim(st.dims.lhs_contracting[i]);
         p.m = va.numel() / std::max<int64_t>(1, p.batch * p.k);

@@ -27,6 +27,7 @@ namespace tenferro::einsum {
 /// dot_general had to pack an operand or compute into a scratch output (known when the
 /// step used a DotScratch, i.e. with a workspace).
 struct StepProfile {
+  int64_t step = 0;  ///< position in the plan's step list
   int64_t batch = 1, m = 1, n = 1, k = 1;
   double seconds = 0;
   bool packed_lhs = false, packed_rhs = false, scratch_out = false;
