@@ -420,10 +420,45 @@ Result<Tensor> packed_copy(const CpuExecutionContext& ctx, const Tensor& src, Di
   return dst;
 }
 
+// Note [Contraction order]: the contracting pairs may be listed in any order (the sum
+// does not depend on it), but a group merges into one stride only when its axes come in
+// ascending stride order. The pairs are ordered by the strides of the larger operand,
+// so that it is never packed when it could be walked in place; when even that order
+// does not merge it, by the smaller operand's strides, so that at most one is packed.
+// Example: lhs [12 x 144] (k strides 12, 144) with rhs [144 x 13200] whose matching k
+// strides are 144, 12: ordering by the rhs packs the 1728-element lhs instead of the
+// 1.9M-element rhs.
+DotDims contraction_order(const Layout& l, const Layout& r, const DotDims& dims) {
+  DotDims d = dims;
+  const size_t nk = d.lhs_contracting.size();
+  if (nk < 2) return d;
+  const bool lhs_big = element_count(l.shape) >= element_count(r.shape);
+  auto sort_by = [&](const Layout& by, bool by_lhs) {
+    SmallVector<size_t, 8> order;
+    for (size_t i = 0; i < nk; ++i) order.push_back(i);
+    auto stride = [&](size_t i) {
+      const int64_t axis = by_lhs ? dims.lhs_contracting[i] : dims.rhs_contracting[i];
+      return std::llabs(by.strides[static_cast<size_t>(axis)]);
+    };
+    // Insertion sort: stable, and no temporary buffer (std::stable_sort allocates).
+    for (size_t t = 1; t < nk; ++t)
+      for (size_t u = t; u > 0 && stride(order[u]) < stride(order[u - 1]); --u) std::swap(order[u], order[u - 1]);
+    for (size_t t = 0; t < nk; ++t) {
+      d.lhs_contracting[t] = dims.lhs_contracting[order[t]];
+      d.rhs_contracting[t] = dims.rhs_contracting[order[t]];
+    }
+  };
+  sort_by(lhs_big ? l : r, lhs_big);
+  const bool big_merges = merge_group(lhs_big ? l : r, lhs_big ? d.lhs_contracting.span() : d.rhs_contracting.span()).mergeable;
+  if (!big_merges) sort_by(lhs_big ? r : l, !lhs_big);
+  return d;
+}
+
 template <class T>
-Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs, const DotDims& dims,
+Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs, const DotDims& dims_in,
                      const DotOptions& opt, const Plan& plan, Tensor& out, const std::shared_ptr<HostBufferPool>& pool,
                      DotScratch* dscratch) {
+  const DotDims dims = contraction_order(lhs.layout(), rhs.layout(), dims_in);  // Note [Contraction order]
   TENFERRO_TRY(T alpha, scalar_to<T>(opt.alpha, "alpha"));
   TENFERRO_TRY(T beta, scalar_to<T>(opt.beta, "beta"));
   const int64_t B = plan.batch, M = plan.m, N = plan.n, K = plan.k;

@@ -287,6 +287,47 @@ TEST(DotGeneral, ShortSideProductsInEveryOrientation) {
   EXPECT_EQ(cases, 64);
 }
 
+// Note [Contraction order]: contracting pairs listed against the larger operand's memory
+// order are reordered so that only the smaller operand is packed; the result matches the
+// naive reference. The DotScratch shows which operand was packed.
+TEST(DotGeneral, ContractionOrderPacksTheSmallerOperand) {
+  auto executor = make_tbb_executor(2).value();
+  // lhs [m 6, k1 5, k2 7] column-major; rhs [k2 7, k1 5, n 40] column-major: the pairs
+  // (k1, k2) merge in lhs order only, (k2, k1) in rhs order only.
+  for (const bool rhs_big : {true, false}) {
+    Config c;
+    const int64_t n = rhs_big ? 40 : 2;
+    c.lhs_shape = {6, 5, 7};
+    c.rhs_shape = {7, 5, n};
+    c.dims.lhs_contracting = {1, 2};
+    c.dims.rhs_contracting = {1, 0};
+    const Tensor lhs = Tensor::random_normal(DType::kF64, c.lhs_shape, 3).value();
+    const Tensor rhs = Tensor::random_normal(DType::kF64, c.rhs_shape, 4).value();
+    const Shape out_shape{6, n};
+    Tensor out = Tensor::zeros(DType::kF64, out_shape).value();
+    DotScratch scratch;
+    Result<void> st;
+    executor->install([&] {
+      CpuExecutionContext ctx(executor.get(), ParallelMode::kSequential, 1);
+      DotOptions opt;
+      opt.provider = GemmProvider::kOpenBlas;
+      st = dot_general_into(ctx, lhs, rhs, c.dims, opt, out, nullptr, &scratch);
+    });
+    ASSERT_TRUE(st.has_value()) << st.error().to_string();
+    // 6*35 = 210 lhs elements against 35*n rhs elements.
+    EXPECT_EQ(scratch.lhs != nullptr, rhs_big) << "rhs_big " << rhs_big;
+    EXPECT_EQ(scratch.rhs != nullptr, !rhs_big) << "rhs_big " << rhs_big;
+    std::vector<long double> mag;
+    auto ref = reference(lhs, rhs, c, false, false, out_shape, &mag);
+    int64_t lin = 0;
+    for_each_index(out_shape, [&](const Index& oi) {
+      EXPECT_NEAR(out.get_as_c128(oi).value().real(), static_cast<double>(ref[static_cast<size_t>(lin)].real()),
+                  1e-12 * static_cast<double>(mag[static_cast<size_t>(lin)] + 1));
+      ++lin;
+    });
+  }
+}
+
 // Every batch policy gives the naive result on a batch whose dimensions do not merge
 // (a sliced middle batch axis) with conjugated complex operands in both layouts.
 TEST(DotGeneral, EveryBatchPolicyOnNonMergeableBatches) {
