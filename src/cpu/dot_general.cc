@@ -613,11 +613,13 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
         detail::gemm_openblas<T>(g, threads);
         return;
       case GemmProvider::kBlis:
-        if (threads > 1 && std::max(M, N) >= 2 * threads) {
-          // Split the longer side over the engine's workers (each reads its share of the
-          // long operand once); each BLIS call is sequential.
+        if (threads > 1 && std::max(M, N) >= 32 * threads) {
+          // Split the longer side over the engine's workers, one piece each (every BLIS
+          // call packs the other operand again; each reads its share of the long operand
+          // once); each call is sequential. Shorter sides run as one call.
           const bool cols = N >= M;
-          ctx.parallel_for(cols ? N : M, std::max<int64_t>(1, (cols ? N : M) / (4 * threads)),
+          const int64_t len = cols ? N : M;
+          ctx.parallel_for(len, (len + threads - 1) / threads,
                            [&](int64_t x0, int64_t x1) {
                              detail::GemmArgs<T> part = g;
                              if (cols) {
