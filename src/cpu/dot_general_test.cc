@@ -328,6 +328,58 @@ TEST(DotGeneral, ContractionOrderPacksTheSmallerOperand) {
   }
 }
 
+// Note [Split free groups]: an operand whose free labels sit on both sides of the
+// contracted ones is not packed when the other side is short (<= 64): its free labels
+// become an inner run plus batch dimensions. Checked on both sides, on one and two
+// threads (outer-parallel items), against the reference; a long other side packs.
+TEST(DotGeneral, SplitFreeGroupsInsteadOfPacking) {
+  auto executor = make_tbb_executor(2).value();
+  struct Case {
+    bool rhs_side;
+    int64_t other;  // the other operand's free extent
+    bool split;
+  };
+  for (const Case cs : {Case{true, 24, true}, Case{false, 24, true}, Case{true, 100, false}}) {
+    Config c;
+    if (cs.rhs_side) {
+      c.lhs_shape = {cs.other, 40};  // [m, k]
+      c.rhs_shape = {20, 40, 50};    // [n1, k, n2]: free labels around k
+      c.dims.lhs_contracting = {1};
+      c.dims.rhs_contracting = {1};
+    } else {
+      c.lhs_shape = {20, 40, 50};    // [m1, k, m2]
+      c.rhs_shape = {40, cs.other};  // [k, n]
+      c.dims.lhs_contracting = {1};
+      c.dims.rhs_contracting = {0};
+    }
+    const Tensor lhs = Tensor::random_normal(DType::kF64, c.lhs_shape, 5).value();
+    const Tensor rhs = Tensor::random_normal(DType::kF64, c.rhs_shape, 6).value();
+    const Shape out_shape = dot_general_shape(c.lhs_shape, c.rhs_shape, c.dims).value();
+    std::vector<long double> mag;
+    auto ref = reference(lhs, rhs, c, false, false, out_shape, &mag);
+    for (int threads : {1, 2}) {
+      Tensor out = Tensor::zeros(DType::kF64, out_shape).value();
+      DotScratch scratch;
+      Result<void> st;
+      executor->install([&] {
+        CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
+        st = dot_general_into(ctx, lhs, rhs, c.dims, DotOptions{}, out, nullptr, &scratch);
+      });
+      ASSERT_TRUE(st.has_value()) << st.error().to_string();
+      const bool packed = cs.rhs_side ? scratch.rhs != nullptr : scratch.lhs != nullptr;
+      EXPECT_EQ(packed, !cs.split) << "rhs_side " << cs.rhs_side << " other " << cs.other << " threads " << threads;
+      int64_t lin = 0;
+      for_each_index(out_shape, [&](const Index& oi) {
+        ASSERT_NEAR(out.get_as_c128(oi).value().real(), static_cast<double>(ref[static_cast<size_t>(lin)].real()),
+                    1e-12 * static_cast<double>(mag[static_cast<size_t>(lin)] + 1))
+            << "rhs_side " << cs.rhs_side << " other " << cs.other << " threads " << threads << " at "
+            << format_dims(oi);
+        ++lin;
+      });
+    }
+  }
+}
+
 // Every batch policy gives the naive result on a batch whose dimensions do not merge
 // (a sliced middle batch axis) with conjugated complex operands in both layouts.
 TEST(DotGeneral, EveryBatchPolicyOnNonMergeableBatches) {
