@@ -467,7 +467,7 @@ DotDims contraction_order(const Layout& l, const Layout& r, const DotDims& dims)
 // costs about 38 / M of the product: the split is used when the other side M is at most
 // 64. Each product also re-packs the other operand inside the BLAS call, so it must stay
 // in cache (at most 65536 elements) or all its re-packs move less than one pack of this
-// operand; and the operand holds at least 32768 elements, the inner run at least 16 and
+// operand; and the operand holds at least 32768 elements, the inner run at least 8 and
 // each product at least 16384 multiply-adds (smaller cases pack: a pack is cheap there,
 // tiny products are not). MERA closed: a 40 x 198288 x 171 step whose 271 MB operand was
 // packed runs as 3672 products of 40 x 54 x 171 instead (2 threads: 220 ms -> 94-102 ms);
@@ -603,7 +603,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
       if (!rn.mergeable && rk.mergeable && om.mergeable && rhs.numel() >= 32768) {
         if (auto sp = split_free(rhs.layout(), out.layout(), plan.rhs_free.span(), out_n.span())) {
           const int64_t n_in = sp->op.extent;
-          if (n_in >= 16 && M <= 64 && M * n_in * K >= 16384 && repack_ok(M * K, sp->items, rhs.numel()) && both_take(false, cr, K, n_in, rk.stride, sp->op.stride) &&
+          if (n_in >= 8 && M <= 64 && M * n_in * K >= 16384 && repack_ok(M * K, sp->items, rhs.numel()) && both_take(false, cr, K, n_in, rk.stride, sp->op.stride) &&
               both_take(true, false, M, n_in, om.stride, sp->out.stride)) {
             rn = sp->op;
             on = sp->out;
@@ -616,7 +616,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
       if (!lm.mergeable && lk.mergeable && on.mergeable && lhs.numel() >= 32768) {
         if (auto sp = split_free(lhs.layout(), out.layout(), plan.lhs_free.span(), out_m.span())) {
           const int64_t m_in = sp->op.extent;
-          if (m_in >= 16 && N <= 64 && m_in * N * K >= 16384 && repack_ok(N * K, sp->items, lhs.numel()) && both_take(false, cl, m_in, K, sp->op.stride, lk.stride) &&
+          if (m_in >= 8 && N <= 64 && m_in * N * K >= 16384 && repack_ok(N * K, sp->items, lhs.numel()) && both_take(false, cl, m_in, K, sp->op.stride, lk.stride) &&
               both_take(true, false, m_in, N, sp->out.stride, on.stride)) {
             lm = sp->op;
             om = sp->out;
