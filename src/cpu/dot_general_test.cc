@@ -380,6 +380,46 @@ TEST(DotGeneral, SplitFreeGroupsInsteadOfPacking) {
   }
 }
 
+// Plain loops for a row vector times a row-major matrix (the C row accumulates rows of
+// B), for real and conjugated complex operands, with alpha and beta.
+TEST(DotGeneral, PlainLoopRowVectorTimesRowMajorMatrix) {
+  for (const DType d : {DType::kF64, DType::kC128}) {
+    for (const bool conj : {false, true}) {
+      if (conj && d == DType::kF64) continue;
+      Config c;
+      c.lhs_shape = {1, 11};
+      c.rhs_shape = {11, 37};
+      c.dims.lhs_contracting = {1};
+      c.dims.rhs_contracting = {0};
+      const Tensor lhs = Tensor::random_normal(d, c.lhs_shape, 8).value();
+      // rhs [k, n] with n contiguous: a transposed column-major [n, k].
+      const Tensor rhs = Tensor::random_normal(d, {37, 11}, 9).value().permute({1, 0}).value();
+      const Shape out_shape{1, 37};
+      Tensor out = Tensor::random_normal(d, out_shape, 10).value();
+      const Tensor before = out.clone().value();
+      DotOptions opt;
+      opt.provider = GemmProvider::kNaive;
+      opt.conj_lhs = conj;
+      opt.conj_rhs = conj;
+      opt.alpha = c128(0.5, d == DType::kC128 ? -1.0 : 0.0);
+      opt.beta = c128(-0.25, 0);
+      auto ctx = CpuExecutionContext::sequential();
+      ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, c.dims, opt, out).has_value());
+      std::vector<long double> mag;
+      auto ref = reference(lhs, rhs, c, conj, conj, out_shape, &mag);
+      for (int64_t j = 0; j < 37; ++j) {
+        const std::complex<long double> alpha(opt.alpha.real(), opt.alpha.imag());
+        const c128 b = before.get_as_c128({0, j}).value();
+        const std::complex<long double> want =
+            alpha * ref[static_cast<size_t>(j)] + std::complex<long double>(-0.25L) * std::complex<long double>(b.real(), b.imag());
+        const c128 got = out.get_as_c128({0, j}).value();
+        EXPECT_NEAR(got.real(), static_cast<double>(want.real()), 1e-12 * static_cast<double>(mag[static_cast<size_t>(j)] + 2));
+        EXPECT_NEAR(got.imag(), static_cast<double>(want.imag()), 1e-12 * static_cast<double>(mag[static_cast<size_t>(j)] + 2));
+      }
+    }
+  }
+}
+
 // Every batch policy gives the naive result on a batch whose dimensions do not merge
 // (a sliced middle batch axis) with conjugated complex operands in both layouts.
 TEST(DotGeneral, EveryBatchPolicyOnNonMergeableBatches) {

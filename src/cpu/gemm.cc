@@ -375,6 +375,25 @@ void gemm_naive(const GemmArgs<T>& g) {
     }
   }
 #endif
+  if (g.m == 1 && g.csb == 1 && g.csc == 1) {
+    // A row times row-major B: C's row accumulates scaled rows of B (unit stride, vectorized).
+    T* c = g.c;
+    if (zero_beta) {
+      for (int64_t j = 0; j < g.n; ++j) c[j] = T{};
+    } else if (g.beta != T{1}) {
+      for (int64_t j = 0; j < g.n; ++j) c[j] *= g.beta;
+    }
+    for (int64_t p = 0; p < g.k; ++p) {
+      const T ap = g.alpha * cj(g.a[p * g.csa], g.conj_a);
+      const T* b = g.b + p * g.rsb;
+      if (tenferro::detail::ComplexScalar<T> && g.conj_b) {
+        for (int64_t j = 0; j < g.n; ++j) c[j] += ap * cj(b[j], true);
+      } else {
+        for (int64_t j = 0; j < g.n; ++j) c[j] += ap * b[j];
+      }
+    }
+    return;
+  }
   if ((g.m == 1 || (g.rsa == 1 && g.rsc == 1)) && !(tenferro::detail::ComplexScalar<T> && g.conj_a)) {
     for (int64_t j = 0; j < g.n; ++j) {
       T* c = g.c + j * g.csc;
