@@ -147,7 +147,7 @@ int run_bench_kernels(int argc, char** argv) {
     // A batch of 512 n x n x n products, one thread per product, so the per-call cost
     // of each provider shows; the reference is the plain-loop route.
     if (want("tiny")) {
-      for (int64_t n : {2, 4, 6, 8, 12, 16, 24}) {
+      for (int64_t n : {2, 4, 6, 8, 12, 16, 24, 32, 48, 64}) {
         Tensor a = Tensor::random_normal(DType::kF64, {n, n, 512}, 5).value();
         Tensor b = Tensor::random_normal(DType::kF64, {n, n, 512}, 6).value();
         Tensor c = Tensor::zeros(DType::kF64, {n, n, 512}).value().permute({2, 0, 1}).value();

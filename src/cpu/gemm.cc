@@ -301,7 +301,7 @@ void dot_form_f64(const GemmArgs<double>& g) {
 // Small f64 products with A and C column-major (unit row strides), B any strides:
 // 8 x JW register blocks of C accumulate over p (Note [Plain-loop GEMM]). Meant for
 // short contractions (k <= 64), where A's block stays in L1 across the JW columns.
-template <int JW>
+template <int JW, bool kFull>
 void small_block_f64(const GemmArgs<double>& g, int64_t i0, int64_t j0) {
   const int64_t rows = std::min<int64_t>(8, g.m - i0);
   const __m256i lane = _mm256_set_epi64x(3, 2, 1, 0);
@@ -313,24 +313,28 @@ void small_block_f64(const GemmArgs<double>& g, int64_t i0, int64_t j0) {
   __m256d acc0[4], acc1[4];
   for (int t = 0; t < 4; ++t) acc0[t] = acc1[t] = _mm256_setzero_pd();
   for (int64_t p = 0; p < k; ++p) {
-    const __m256d x0 = _mm256_maskload_pd(a + p * sa, m0);
-    const __m256d x1 = _mm256_maskload_pd(a + p * sa + 4, m1);
+    // Full blocks load plainly (masked loads are slower); alpha is applied once at the end.
+    const __m256d x0 = kFull ? _mm256_loadu_pd(a + p * sa) : _mm256_maskload_pd(a + p * sa, m0);
+    const __m256d x1 = kFull ? _mm256_loadu_pd(a + p * sa + 4) : _mm256_maskload_pd(a + p * sa + 4, m1);
     const double* bp = b + p * rb;
 #pragma GCC unroll 4
     for (int t = 0; t < JW; ++t) {
-      const __m256d y = _mm256_set1_pd(g.alpha * bp[t * cb]);
+      const __m256d y = _mm256_broadcast_sd(bp + t * cb);
       acc0[t] = _mm256_fmadd_pd(x0, y, acc0[t]);
       acc1[t] = _mm256_fmadd_pd(x1, y, acc1[t]);
     }
   }
+  const __m256d av = _mm256_set1_pd(g.alpha);
   for (int t = 0; t < JW; ++t) {
     double* c = g.c + i0 + (j0 + t) * g.csc;
+    acc0[t] = _mm256_mul_pd(av, acc0[t]);
+    acc1[t] = _mm256_mul_pd(av, acc1[t]);
     if (g.beta != 0.0) {
       const __m256d bv = _mm256_set1_pd(g.beta);
-      acc0[t] = _mm256_fmadd_pd(bv, _mm256_maskload_pd(c, m0), acc0[t]);
-      acc1[t] = _mm256_fmadd_pd(bv, _mm256_maskload_pd(c + 4, m1), acc1[t]);
+      acc0[t] = _mm256_fmadd_pd(bv, kFull ? _mm256_loadu_pd(c) : _mm256_maskload_pd(c, m0), acc0[t]);
+      acc1[t] = _mm256_fmadd_pd(bv, kFull ? _mm256_loadu_pd(c + 4) : _mm256_maskload_pd(c + 4, m1), acc1[t]);
     }
-    if (rows == 8) {
+    if (kFull) {
       _mm256_storeu_pd(c, acc0[t]);  // masked stores are slow on some cores
       _mm256_storeu_pd(c + 4, acc1[t]);
     } else {
@@ -340,15 +344,25 @@ void small_block_f64(const GemmArgs<double>& g, int64_t i0, int64_t j0) {
   }
 }
 
+template <int JW>
+void small_block_any_f64(const GemmArgs<double>& g, int64_t i0, int64_t j0) {
+  if (g.m - i0 >= 8) {
+    small_block_f64<JW, true>(g, i0, j0);
+  } else {
+    small_block_f64<JW, false>(g, i0, j0);
+  }
+}
+
+// Row blocks outermost: an 8-row strip of A (8 x k) stays in L1 while it meets every
+// column block of B, so A is read from memory once (Note [Plain-loop GEMM]).
 void small_f64(const GemmArgs<double>& g) {
-  for (int64_t j0 = 0; j0 < g.n; j0 += 4) {
-    const int64_t w = std::min<int64_t>(4, g.n - j0);
-    for (int64_t i0 = 0; i0 < g.m; i0 += 8) {
-      switch (w) {
-        case 4: small_block_f64<4>(g, i0, j0); break;
-        case 3: small_block_f64<3>(g, i0, j0); break;
-        case 2: small_block_f64<2>(g, i0, j0); break;
-        default: small_block_f64<1>(g, i0, j0); break;
+  for (int64_t i0 = 0; i0 < g.m; i0 += 8) {
+    for (int64_t j0 = 0; j0 < g.n; j0 += 4) {
+      switch (std::min<int64_t>(4, g.n - j0)) {
+        case 4: small_block_any_f64<4>(g, i0, j0); break;
+        case 3: small_block_any_f64<3>(g, i0, j0); break;
+        case 2: small_block_any_f64<2>(g, i0, j0); break;
+        default: small_block_any_f64<1>(g, i0, j0); break;
       }
     }
   }
