@@ -1,6 +1,7 @@
 #include "tenferro/cpu/dot_general.h"
 
 #include <algorithm>
+#include <array>
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -511,6 +512,41 @@ std::optional<FreeSplit> split_free(const Layout& op, const Layout& out, std::sp
   return std::nullopt;
 }
 
+// Note [Split-K products]: a product with a small output (M x N at most 1024) and a
+// long contraction has no row or column split worth making (tensor-train steps of
+// 19 x 19 x 2300). Its contraction is split instead: part 0 computes alpha * A0 B0 +
+// beta * C in place, each other part alpha * Ap Bp into a buffer on its worker's stack,
+// and the parts are added into C afterwards (a different summation order than one
+// call, within rounding).
+constexpr int64_t kSplitKMaxOutput = 1024;
+constexpr int kSplitKMaxParts = 4;
+
+template <class T>
+void split_k_blis(const CpuExecutionContext& ctx, const detail::GemmArgs<T>& g, int parts) {
+  std::array<std::array<T, kSplitKMaxOutput>, kSplitKMaxParts - 1> partial;
+  ctx.parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t k0 = g.k * p / parts, k1 = g.k * (p + 1) / parts;
+      detail::GemmArgs<T> part = g;
+      part.k = k1 - k0;
+      part.a = g.a + k0 * g.csa;
+      part.b = g.b + k0 * g.rsb;
+      if (p > 0) {
+        part.c = partial[static_cast<size_t>(p - 1)].data();
+        part.rsc = 1;
+        part.csc = g.m;
+        part.beta = T{};
+      }
+      detail::gemm_blis<T>(part);
+    }
+  });
+  for (int p = 1; p < parts; ++p) {
+    const T* src = partial[static_cast<size_t>(p - 1)].data();
+    for (int64_t j = 0; j < g.n; ++j)
+      for (int64_t i = 0; i < g.m; ++i) g.c[i * g.rsc + j * g.csc] += src[i + j * g.m];
+  }
+}
+
 template <class T>
 Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs, const DotDims& dims_in,
                      const DotOptions& opt, const Plan& plan, Tensor& out, const std::shared_ptr<HostBufferPool>& pool,
@@ -639,7 +675,11 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   // strides ran these shapes fastest (2026-11-29, one thread, f64, long operand cold:
   // 453 x 21 x 503: BLIS 17-18 GFLOP/s, OpenBLAS 14-15, dot form 9-12; 19 x 19 x 2300:
   // 15 / 11 / 11; 12 x 1000 x 144: 28 / 19 / 11), and it takes any positive strides, so
-  // fewer operands are packed. Small products with A and C column-major go to the
+  // fewer operands are packed. With a short contraction (K < 64) that holds with several
+  // threads, where BLIS splits the long side over the workers and OpenBLAS's own threads
+  // lost (MPS 2318 x 19 x 19: 0.1 ms on one thread, 0.2 ms on two); on one thread those
+  // stay on OpenBLAS (lm sentence_4 ran 25-36 ms with OpenBLAS, 40-44 ms with BLIS).
+  // Small products with A and C column-major go to the
   // register-blocked small kernel, which beat OpenBLAS up to 32768 multiply-adds and lost
   // at 110592 (Note [Tiny products]).
   if constexpr (std::is_same_v<T, double>) {
@@ -651,7 +691,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
       const bool small_form = flops <= 32768 && K <= 64 && M >= 4 && lms == 1 && oms == 1;
       if (small_form) {
         route.provider = GemmProvider::kNaive;
-      } else if (std::min(M, N) <= 32 && K >= 64) {
+      } else if (std::min(M, N) <= 32 && (K >= 64 || ctx.threads() > 1)) {
         route.provider = GemmProvider::kBlis;
       }
     }
@@ -749,6 +789,8 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
                              }
                              detail::gemm_blis<T>(part);
                            });
+        } else if (threads > 1 && M * N <= kSplitKMaxOutput && K >= 256 * threads) {
+          split_k_blis<T>(ctx, g, std::min(threads, kSplitKMaxParts));  // Note [Split-K products]
         } else {
           detail::gemm_blis<T>(g);
         }

@@ -239,7 +239,8 @@ TEST(DotGeneral, ProvidersCallTheirOwnLibraries) {
 TEST(DotGeneral, ShortSideProductsInEveryOrientation) {
   auto executor = make_tbb_executor(2).value();
   // The first two reach parallel_min_flops, so two threads split their long side.
-  const int64_t sizes[][3] = {{700, 7, 120}, {5, 900, 128}, {33, 32, 129}, {1, 40, 300}};
+  // The last splits its contraction over two threads (Note [Split-K products]).
+  const int64_t sizes[][3] = {{700, 7, 120}, {5, 900, 128}, {33, 32, 129}, {1, 40, 300}, {19, 19, 2300}};
   int cases = 0;
   for (const auto& mnk : sizes) {
     const int64_t m = mnk[0], n = mnk[1], k = mnk[2];
@@ -284,7 +285,7 @@ TEST(DotGeneral, ShortSideProductsInEveryOrientation) {
       }
     }
   }
-  EXPECT_EQ(cases, 64);
+  EXPECT_EQ(cases, 80);
 }
 
 // Note [Contraction order]: contracting pairs listed against the larger operand's memory
