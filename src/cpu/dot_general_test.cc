@@ -329,6 +329,54 @@ TEST(DotGeneral, ContractionOrderPacksTheSmallerOperand) {
   }
 }
 
+// Note [Contraction order], when the larger operand does not merge in any order: a
+// partner of similar size keeps the order that merges it (one pack); a much smaller
+// partner follows the larger operand's order (both packed, the large one in memory
+// order). Both against the reference.
+TEST(DotGeneral, ContractionOrderWhenTheLargerOperandIsPacked) {
+  struct Case {
+    Shape lhs, rhs;  // lhs [k1, m, k2], rhs as given
+    DotDims dims;
+    bool rhs_packed;
+  };
+  Case cases[2];
+  cases[0].lhs = {5, 10, 7};  // 350 elements, k1 and k2 around m
+  cases[0].rhs = {5, 7, 8};   // 280 elements, [k1, k2, n]: merges in its own order
+  cases[0].dims.lhs_contracting = {0, 2};
+  cases[0].dims.rhs_contracting = {0, 1};
+  cases[0].rhs_packed = false;
+  cases[1].lhs = {5, 100, 7};  // 3500 elements
+  cases[1].rhs = {7, 5, 2};    // 70 elements, [k2, k1, n]
+  cases[1].dims.lhs_contracting = {0, 2};
+  cases[1].dims.rhs_contracting = {1, 0};
+  cases[1].rhs_packed = true;
+  for (const Case& cs : cases) {
+    Config c;
+    c.lhs_shape = cs.lhs;
+    c.rhs_shape = cs.rhs;
+    c.dims = cs.dims;
+    const Tensor lhs = Tensor::random_normal(DType::kF64, c.lhs_shape, 13).value();
+    const Tensor rhs = Tensor::random_normal(DType::kF64, c.rhs_shape, 14).value();
+    const Shape out_shape = dot_general_shape(c.lhs_shape, c.rhs_shape, c.dims).value();
+    Tensor out = Tensor::zeros(DType::kF64, out_shape).value();
+    DotScratch scratch;
+    DotOptions opt;
+    opt.provider = GemmProvider::kOpenBlas;
+    auto ctx = CpuExecutionContext::sequential();
+    ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, c.dims, opt, out, nullptr, &scratch).has_value());
+    EXPECT_NE(scratch.lhs, nullptr) << format_dims(cs.lhs);
+    EXPECT_EQ(scratch.rhs != nullptr, cs.rhs_packed) << format_dims(cs.lhs);
+    std::vector<long double> mag;
+    auto ref = reference(lhs, rhs, c, false, false, out_shape, &mag);
+    int64_t lin = 0;
+    for_each_index(out_shape, [&](const Index& oi) {
+      EXPECT_NEAR(out.get_as_c128(oi).value().real(), static_cast<double>(ref[static_cast<size_t>(lin)].real()),
+                  1e-12 * static_cast<double>(mag[static_cast<size_t>(lin)] + 1));
+      ++lin;
+    });
+  }
+}
+
 // Note [Split free groups]: an operand whose free labels sit on both sides of the
 // contracted ones is not packed when the other side is short (<= 64): its free labels
 // become an inner run plus batch dimensions. Checked on both sides, on one and two
