@@ -563,12 +563,14 @@ void split_k_blis(const CpuExecutionContext& ctx, const detail::GemmArgs<T>& g, 
 // forms, both BLAS matrices: [free, contracting] (the default) or [contracting, free].
 // The default makes the copy a transpose whenever the operand's smallest stride is a
 // contracted label, and the transpose works in tiles whose first side is the leading
-// free axis: when that axis is short (< 16) the tiles are tiny, and the form that starts
-// with the operand's fastest group is used instead (the copy then moves runs that are
-// contiguous on both sides). lm brackets' [4, 1996, 4, 4, 4] operand (a contracted pair
-// fastest, leading free axis 4) packed in 1.9 ms in the default form and 0.7-0.9 ms in
-// the other; MPS site tensors [19, k, 19] (leading free axis 19) packed in 80 us in the
-// default form and 136 us in the other.
+// free axis: when that axis is short (< 16) the tiles are tiny, and if the contracted
+// labels hold a unit-stride run of at least 16 elements the other form is used (the copy
+// then moves those runs, contiguous on both sides). lm brackets' [4, 1996, 4, 4, 4]
+// operand (a contracted run of 16, leading free axis 4) packed in 1.9 ms in the default
+// form and 0.7-0.9 ms in the other; MPS site tensors [19, k, 19] (leading free axis 19)
+// in 80 us in the default form and 136 us in the other; a rank-24 operand of extent-2
+// axes (runs of 2) in 123 ms in the other form, where the default transposes its many
+// tiny axes as one matrix. Symmetrically for the rhs.
 int64_t first_extent(const Layout& l, std::span<const int64_t> group) {
   for (int64_t a : group) {
     if (l.shape[static_cast<size_t>(a)] > 1) return l.shape[static_cast<size_t>(a)];
@@ -576,21 +578,21 @@ int64_t first_extent(const Layout& l, std::span<const int64_t> group) {
   return 1;
 }
 
-bool fastest_in(const Layout& l, std::span<const int64_t> group, std::span<const int64_t> other) {
-  int64_t best = -1;
-  bool in_group = false;
-  for (int pass = 0; pass < 2; ++pass) {
-    for (int64_t a : pass == 0 ? group : other) {
+// Elements of the longest unit-stride run formed by axes of `group` (the group's axes
+// that continue each other contiguously from stride 1); 1 when none has stride 1.
+int64_t unit_run(const Layout& l, std::span<const int64_t> group) {
+  int64_t run = 1;
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (int64_t a : group) {
       const auto i = static_cast<size_t>(a);
-      if (l.shape[i] <= 1) continue;
-      const int64_t st = std::llabs(l.strides[i]);
-      if (best < 0 || st < best) {
-        best = st;
-        in_group = pass == 0;
+      if (l.shape[i] > 1 && l.strides[i] == run) {
+        run *= l.shape[i];
+        grew = true;
       }
     }
   }
-  return in_group;
+  return run;
 }
 
 template <class T>
@@ -716,10 +718,10 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
     }
   }
   // Pack forms of operands that do not merge (Note [Pack order]).
-  const bool lhs_k_first = fastest_in(lhs.layout(), dims.lhs_contracting.span(), plan.lhs_free.span()) &&
-                           first_extent(lhs.layout(), plan.lhs_free.span()) < 16;
-  const bool rhs_n_first = fastest_in(rhs.layout(), plan.rhs_free.span(), dims.rhs_contracting.span()) &&
-                           first_extent(rhs.layout(), dims.rhs_contracting.span()) < 16;
+  const bool lhs_k_first = first_extent(lhs.layout(), plan.lhs_free.span()) < 16 &&
+                           unit_run(lhs.layout(), dims.lhs_contracting.span()) >= 16;
+  const bool rhs_n_first = first_extent(rhs.layout(), dims.rhs_contracting.span()) < 16 &&
+                           unit_run(rhs.layout(), plan.rhs_free.span()) >= 16;
   // Note [Short-side products]: with a short side (M or N <= 32) and a long contraction,
   // OpenBLAS spends its time packing the long operand, and a plain-loop dot-product form
   // re-reads the long operand once per pair of short-side columns. BLIS with its general
@@ -730,6 +732,8 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   // threads, where BLIS splits the long side over the workers and OpenBLAS's own threads
   // lost (MPS 2318 x 19 x 19: 0.1 ms on one thread, 0.2 ms on two); on one thread those
   // stay on OpenBLAS (lm sentence_4 ran 25-36 ms with OpenBLAS, 40-44 ms with BLIS).
+  // A short side below 8 stays on OpenBLAS too (8192 x 4 x 256: BLIS 4.9 ms, OpenBLAS
+  // 2.0 ms; its 4 x 8 kernel fits four rows exactly).
   // Small products with A and C column-major go to the
   // register-blocked small kernel, which beat OpenBLAS up to 32768 multiply-adds and lost
   // at 110592 (Note [Tiny products]).
@@ -742,7 +746,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
       const bool small_form = flops <= 32768 && K <= 64 && M >= 4 && lms == 1 && oms == 1;
       if (small_form) {
         route.provider = GemmProvider::kNaive;
-      } else if (std::min(M, N) <= 32 && (K >= 64 || ctx.threads() > 1)) {
+      } else if (std::min(M, N) <= 32 && std::min(M, N) >= 8 && (K >= 64 || ctx.threads() > 1)) {
         route.provider = GemmProvider::kBlis;
       }
     }
