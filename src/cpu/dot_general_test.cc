@@ -121,6 +121,19 @@ std::vector<std::complex<long double>> reference(const Tensor& lhs, const Tensor
   return out;
 }
 
+// A real f64 product `out` = lhs . rhs (alpha 1, beta 0) against the reference.
+void expect_real_product(const Tensor& lhs, const Tensor& rhs, const Config& c, const Tensor& out) {
+  std::vector<long double> mag;
+  auto ref = reference(lhs, rhs, c, false, false, out.shape(), &mag);
+  int64_t lin = 0;
+  for_each_index(out.shape(), [&](const Index& oi) {
+    EXPECT_NEAR(out.get_as_c128(oi).value().real(), static_cast<double>(ref[static_cast<size_t>(lin)].real()),
+                1e-12 * static_cast<double>(mag[static_cast<size_t>(lin)] + 1))
+        << "lhs " << format_dims(lhs.shape()) << " rhs " << format_dims(rhs.shape()) << " at " << format_dims(oi);
+    ++lin;
+  });
+}
+
 TEST(DotGeneral, MatchesNaiveOnRandomConfigurations) {
   std::mt19937_64 rng(20261129);
   auto executor = make_tbb_executor(2).value();
@@ -263,24 +276,15 @@ TEST(DotGeneral, ShortSideProductsInEveryOrientation) {
         lhs = Tensor::random_normal(DType::kF64, c.lhs_shape, 11 + static_cast<uint64_t>(orient)).value();
       }
       Tensor rhs = Tensor::random_normal(DType::kF64, c.rhs_shape, 97 + static_cast<uint64_t>(orient)).value();
-      std::vector<long double> mag;
-      const Shape out_shape{m, n};
-      auto ref = reference(lhs, rhs, c, false, false, out_shape, &mag);
       for (int threads : {1, 2}) {
+        SCOPED_TRACE("orientation " + std::to_string(orient) + " threads " + std::to_string(threads));
         Tensor out;
         executor->install([&] {
           CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
           out = dot_general(ctx, lhs, rhs, c.dims, DotOptions{}).value();
         });
-        ASSERT_EQ(out.shape(), out_shape);
-        int64_t lin = 0;
-        for_each_index(out_shape, [&](const Index& oi) {
-          const double got = out.get_as_c128(oi).value().real();
-          const auto want = static_cast<double>(ref[static_cast<size_t>(lin)].real());
-          ASSERT_NEAR(got, want, 1e-12 * static_cast<double>(mag[static_cast<size_t>(lin)] + 1))
-              << "m " << m << " n " << n << " k " << k << " orientation " << orient << " threads " << threads;
-          ++lin;
-        });
+        ASSERT_EQ(out.shape(), (Shape{m, n}));
+        expect_real_product(lhs, rhs, c, out);
         ++cases;
       }
     }
@@ -318,14 +322,7 @@ TEST(DotGeneral, ContractionOrderPacksTheSmallerOperand) {
     // 6*35 = 210 lhs elements against 35*n rhs elements.
     EXPECT_EQ(scratch.lhs != nullptr, rhs_big) << "rhs_big " << rhs_big;
     EXPECT_EQ(scratch.rhs != nullptr, !rhs_big) << "rhs_big " << rhs_big;
-    std::vector<long double> mag;
-    auto ref = reference(lhs, rhs, c, false, false, out_shape, &mag);
-    int64_t lin = 0;
-    for_each_index(out_shape, [&](const Index& oi) {
-      EXPECT_NEAR(out.get_as_c128(oi).value().real(), static_cast<double>(ref[static_cast<size_t>(lin)].real()),
-                  1e-12 * static_cast<double>(mag[static_cast<size_t>(lin)] + 1));
-      ++lin;
-    });
+    expect_real_product(lhs, rhs, c, out);
   }
 }
 
@@ -366,14 +363,7 @@ TEST(DotGeneral, ContractionOrderWhenTheLargerOperandIsPacked) {
     ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, c.dims, opt, out, nullptr, &scratch).has_value());
     EXPECT_NE(scratch.lhs, nullptr) << format_dims(cs.lhs);
     EXPECT_EQ(scratch.rhs != nullptr, cs.rhs_packed) << format_dims(cs.lhs);
-    std::vector<long double> mag;
-    auto ref = reference(lhs, rhs, c, false, false, out_shape, &mag);
-    int64_t lin = 0;
-    for_each_index(out_shape, [&](const Index& oi) {
-      EXPECT_NEAR(out.get_as_c128(oi).value().real(), static_cast<double>(ref[static_cast<size_t>(lin)].real()),
-                  1e-12 * static_cast<double>(mag[static_cast<size_t>(lin)] + 1));
-      ++lin;
-    });
+    expect_real_product(lhs, rhs, c, out);
   }
 }
 
@@ -404,8 +394,6 @@ TEST(DotGeneral, SplitFreeGroupsInsteadOfPacking) {
     const Tensor lhs = Tensor::random_normal(DType::kF64, c.lhs_shape, 5).value();
     const Tensor rhs = Tensor::random_normal(DType::kF64, c.rhs_shape, 6).value();
     const Shape out_shape = dot_general_shape(c.lhs_shape, c.rhs_shape, c.dims).value();
-    std::vector<long double> mag;
-    auto ref = reference(lhs, rhs, c, false, false, out_shape, &mag);
     for (int threads : {1, 2}) {
       Tensor out = Tensor::zeros(DType::kF64, out_shape).value();
       DotScratch scratch;
@@ -417,14 +405,8 @@ TEST(DotGeneral, SplitFreeGroupsInsteadOfPacking) {
       ASSERT_TRUE(st.has_value()) << st.error().to_string();
       const bool packed = cs.rhs_side ? scratch.rhs != nullptr : scratch.lhs != nullptr;
       EXPECT_EQ(packed, !cs.split) << "rhs_side " << cs.rhs_side << " other " << cs.other << " threads " << threads;
-      int64_t lin = 0;
-      for_each_index(out_shape, [&](const Index& oi) {
-        ASSERT_NEAR(out.get_as_c128(oi).value().real(), static_cast<double>(ref[static_cast<size_t>(lin)].real()),
-                    1e-12 * static_cast<double>(mag[static_cast<size_t>(lin)] + 1))
-            << "rhs_side " << cs.rhs_side << " other " << cs.other << " threads " << threads << " at "
-            << format_dims(oi);
-        ++lin;
-      });
+      SCOPED_TRACE("rhs_side " + std::to_string(cs.rhs_side) + " threads " + std::to_string(threads));
+      expect_real_product(lhs, rhs, c, out);
     }
   }
 }
