@@ -422,6 +422,17 @@ Result<Tensor> packed_copy(const CpuExecutionContext& ctx, const Tensor& src, Di
   return dst;
 }
 
+// Positions 0..n-1 of `axes` ordered by |stride| in `l`, ties in list order (an insertion
+// sort: stable, and no temporary buffer, which std::stable_sort would allocate).
+SmallVector<size_t, 8> order_by_stride(const Layout& l, std::span<const int64_t> axes) {
+  SmallVector<size_t, 8> order;
+  for (size_t i = 0; i < axes.size(); ++i) order.push_back(i);
+  auto stride = [&](size_t i) { return std::llabs(l.strides[static_cast<size_t>(axes[i])]); };
+  for (size_t t = 1; t < order.size(); ++t)
+    for (size_t u = t; u > 0 && stride(order[u]) < stride(order[u - 1]); --u) std::swap(order[u], order[u - 1]);
+  return order;
+}
+
 // Note [Contraction order]: the contracting pairs may be listed in any order (the sum
 // does not depend on it), but a group merges into one stride only when its axes come in
 // ascending stride order. The pairs are ordered by the strides of the larger operand,
@@ -440,15 +451,7 @@ DotDims contraction_order(const Layout& l, const Layout& r, const DotDims& dims)
   if (nk < 2) return d;
   const bool lhs_big = element_count(l.shape) >= element_count(r.shape);
   auto sort_by = [&](const Layout& by, bool by_lhs) {
-    SmallVector<size_t, 8> order;
-    for (size_t i = 0; i < nk; ++i) order.push_back(i);
-    auto stride = [&](size_t i) {
-      const int64_t axis = by_lhs ? dims.lhs_contracting[i] : dims.rhs_contracting[i];
-      return std::llabs(by.strides[static_cast<size_t>(axis)]);
-    };
-    // Insertion sort: stable, and no temporary buffer (std::stable_sort allocates).
-    for (size_t t = 1; t < nk; ++t)
-      for (size_t u = t; u > 0 && stride(order[u]) < stride(order[u - 1]); --u) std::swap(order[u], order[u - 1]);
+    const auto order = order_by_stride(by, by_lhs ? dims.lhs_contracting.span() : dims.rhs_contracting.span());
     for (size_t t = 0; t < nk; ++t) {
       d.lhs_contracting[t] = dims.lhs_contracting[order[t]];
       d.rhs_contracting[t] = dims.rhs_contracting[order[t]];
@@ -496,11 +499,7 @@ std::optional<FreeSplit> split_free(const Layout& op, const Layout& out, std::sp
                                     std::span<const int64_t> out_axes) {
   const size_t n = op_axes.size();
   if (n < 2 || n > 8) return std::nullopt;
-  SmallVector<size_t, 8> order;
-  for (size_t i = 0; i < n; ++i) order.push_back(i);
-  auto stride = [&](size_t i) { return std::llabs(op.strides[static_cast<size_t>(op_axes[i])]); };
-  for (size_t t = 1; t < n; ++t)
-    for (size_t u = t; u > 0 && stride(order[u]) < stride(order[u - 1]); --u) std::swap(order[u], order[u - 1]);
+  const auto order = order_by_stride(op, op_axes);
   for (size_t len = n - 1; len >= 1; --len) {
     SmallVector<int64_t, 8> in_op, in_out;
     for (size_t t = 0; t < len; ++t) {
@@ -527,7 +526,7 @@ std::optional<FreeSplit> split_free(const Layout& op, const Layout& out, std::sp
 // Note [Split-K products]: a product with a small output (M x N at most 1024) and a
 // long contraction has no row or column split worth making (tensor-train steps of
 // 19 x 19 x 2300). Its contraction is split instead: part 0 computes alpha * A0 B0 +
-// beta * C in place, each other part alpha * Ap Bp into a buffer on its worker's stack,
+// beta * C in place, each other part alpha * Ap Bp into a buffer on the caller's stack,
 // and the parts are added into C afterwards (a different summation order than one
 // call, within rounding).
 constexpr int64_t kSplitKMaxOutput = 1024;
