@@ -408,6 +408,17 @@ Result<void> copy_into(const CpuExecutionContext& ctx, const Tensor& src, Tensor
   return ok();
 }
 
+Result<void> zero_into(const CpuExecutionContext& ctx, Tensor& dst) {
+  if (!dst.defined()) return usage_error(ErrorCode::kInvalidArgument, "zero_into", "tensor handle is null");
+  TENFERRO_TRY_VOID(tenferro::detail::check_mutable(dst.storage(), dst.layout(), "zero_into"));
+  // A copy from one zero element broadcast over the destination (stride 0 everywhere).
+  alignas(16) static constexpr unsigned char kZero[16] = {};
+  static_assert(sizeof(c128) <= sizeof(kZero));
+  const Layout src{dst.shape(), Strides(static_cast<size_t>(dst.rank()), 0), 0};
+  detail::copy_strided(ctx, kZero, src, dst.storage()->data(), dst.layout(), dst.element_size());
+  return ok();
+}
+
 Result<Tensor> materialize(const CpuExecutionContext& ctx, const Tensor& src,
                            const std::shared_ptr<HostBufferPool>& pool) {
   if (!src.defined()) return usage_error(ErrorCode::kInvalidArgument, "materialize", "tensor handle is null");

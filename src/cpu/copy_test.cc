@@ -156,6 +156,51 @@ TEST(CopyKernel, ErrorsBeforeWriting) {
   EXPECT_EQ(copy_into(ctx, src, bcast).error().code(), ErrorCode::kIncompatibleLayout);
 }
 
+TEST(ZeroInto, ZeroesExactlyTheViewForEveryDType) {
+  // A step-2, permuted, flipped view of a buffer of ones: the view's elements become
+  // zero, the skipped ones stay one.
+  auto executor = make_tbb_executor(2).value();
+  for (DType d : kAllDTypes) {
+    for (const Shape& shape : {Shape{}, Shape{7}, Shape{5, 6, 3}, Shape{300, 41}}) {
+      Shape stored = shape;
+      if (!stored.empty()) stored[0] *= 2;
+      Tensor buf = Tensor::ones(d, stored).value();
+      Tensor view = buf;
+      if (!shape.empty()) view = view.slice(0, 0, stored[0], 2).value();
+      if (shape.size() == 2) view = view.permute({1, 0}).value();
+      if (shape.size() == 3) view = view.permute({2, 0, 1}).value();
+      if (!shape.empty()) view = view.flip(0).value();
+      Tensor keep = buf;  // read the buffer afterwards through a second handle
+      buf = Tensor();
+      {
+        Tensor target = view;
+        view = Tensor();
+        // Two handles on the storage: not exclusive, nothing written.
+        EXPECT_EQ(zero_into(CpuExecutionContext::sequential(), target).error().code(), ErrorCode::kNotExclusive);
+        keep = Tensor();
+        Result<void> st = ok();
+        executor->install([&] {
+          CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, 2);
+          st = zero_into(ctx, target);
+        });
+        ASSERT_TRUE(st) << st.error().to_string();
+        view = target;
+      }
+      // Every element of the view is zero; the base buffer alternates zero / one along
+      // its first axis (the step-2 slice covered the even rows).
+      Tensor base = Tensor::from_storage(d, view.storage(), Layout::col_major(stored)).value();
+      for_each_index(stored, [&](const Index& idx) {
+        const c128 want = (idx.empty() || idx[0] % 2 == 0) ? c128(0) : c128(1);
+        ASSERT_EQ(base.get_as_c128(idx).value(), want) << dtype_name(d) << " " << format_dims(shape);
+      });
+    }
+  }
+  Tensor null_dst;
+  EXPECT_EQ(zero_into(CpuExecutionContext::sequential(), null_dst).error().code(), ErrorCode::kInvalidArgument);
+  Tensor bcast = Tensor::ones(DType::kF64, {3}).value().broadcast_to({2, 3}).value();
+  EXPECT_EQ(zero_into(CpuExecutionContext::sequential(), bcast).error().code(), ErrorCode::kIncompatibleLayout);
+}
+
 }  // namespace
 }  // namespace tenferro::cpu
 

@@ -2,9 +2,10 @@
 
 #include <cmath>
 #include <limits>
-#include <vector>
+#include <span>
 
 #include "strided_loop.h"
+#include "tenferro/cpu/kernels.h"
 
 namespace tenferro::cpu {
 
@@ -120,19 +121,22 @@ T fold_run(const char* p, int64_t n, int64_t s, T init) {
   return r;
 }
 
-// Combines per-chunk partials, in chunk order (pairwise for floating sums), into the
-// single output element of a full reduction.
+// Combines per-chunk partials, in chunk order (pairwise for floating sums, in place),
+// into the single output element of a full reduction.
 template <class T, ReduceOp kOp>
-void fold_partials_into(std::vector<T>& partial, Tensor& out) {
-  T* o = reinterpret_cast<T*>(static_cast<char*>(out.storage()->data()) + out.offset() * sizeof(T));
+void fold_partials_into(std::span<T> partial, Tensor& out) {
+  T* o = reinterpret_cast<T*>(static_cast<char*>(out.storage()->data()) + out.offset() * static_cast<int64_t>(sizeof(T)));
   T r = *o;
   if constexpr (kOp == ReduceOp::kSum && !std::is_integral_v<T>) {
-    while (partial.size() > 1) {
-      std::vector<T> next((partial.size() + 1) / 2);
-      for (size_t i = 0; i < next.size(); ++i) {
-        next[i] = 2 * i + 1 < partial.size() ? add(partial[2 * i], partial[2 * i + 1]) : partial[2 * i];
+    // Level by level: element i of the next level is the sum of elements 2i and 2i+1,
+    // written over element i (already read, since 2i >= i).
+    size_t len = partial.size();
+    while (len > 1) {
+      const size_t half = (len + 1) / 2;
+      for (size_t i = 0; i < half; ++i) {
+        partial[i] = 2 * i + 1 < len ? add(partial[2 * i], partial[2 * i + 1]) : partial[2 * i];
       }
-      partial.swap(next);
+      len = half;
     }
     r = add(r, partial[0]);
   } else {
@@ -140,6 +144,10 @@ void fold_partials_into(std::vector<T>& partial, Tensor& out) {
   }
   *o = r;
 }
+
+// Per-chunk partials of a full reduction: inline up to kInlineChunks chunks (2^22
+// elements at 2^16 per chunk), so moderate reductions allocate nothing.
+constexpr size_t kInlineChunks = 64;
 
 template <class T, ReduceOp kOp>
 void reduce_typed(const CpuExecutionContext& ctx, const Tensor& x, const Layout& out_view, Tensor& out) {
@@ -193,7 +201,8 @@ void reduce_typed(const CpuExecutionContext& ctx, const Tensor& x, const Layout&
     constexpr int64_t kChunk = int64_t{1} << 16;
     const int64_t nchunks = (n + kChunk - 1) / kChunk;
     if (nchunks > 1) {
-      std::vector<T> part(static_cast<size_t>(nchunks), Combine<T>{kOp}.identity());
+      SmallVector<T, kInlineChunks> part;
+      part.resize(static_cast<size_t>(nchunks), Combine<T>{kOp}.identity());
       const char* xb = bases[1] + x.offset() * static_cast<int64_t>(sizeof(T));
       ctx.parallel_for(nchunks, 1, [&](int64_t b, int64_t e) {
         for (int64_t c = b; c < e; ++c) {
@@ -201,7 +210,7 @@ void reduce_typed(const CpuExecutionContext& ctx, const Tensor& x, const Layout&
           part[static_cast<size_t>(c)] = fold_run<T, kOp>(xb + c * kChunk * sx, len, sx, Combine<T>{kOp}.identity());
         }
       });
-      fold_partials_into<T, kOp>(part, out);
+      fold_partials_into<T, kOp>(part.mutable_span(), out);
       return;
     }
   }
@@ -212,7 +221,8 @@ void reduce_typed(const CpuExecutionContext& ctx, const Tensor& x, const Layout&
     loop.run_range(bases, 1, 0, total_outer, inner);
     return;
   }
-  std::vector<T> partial(static_cast<size_t>(chunks), Combine<T>{kOp}.identity());
+  SmallVector<T, kInlineChunks> partial;
+  partial.resize(static_cast<size_t>(chunks), Combine<T>{kOp}.identity());
   ctx.parallel_for(chunks, 1, [&](int64_t b, int64_t e) {
     for (int64_t c = b; c < e; ++c) {
       T acc = Combine<T>{kOp}.identity();
@@ -222,7 +232,7 @@ void reduce_typed(const CpuExecutionContext& ctx, const Tensor& x, const Layout&
       partial[static_cast<size_t>(c)] = acc;
     }
   });
-  fold_partials_into<T, kOp>(partial, out);
+  fold_partials_into<T, kOp>(partial.mutable_span(), out);
 }
 
 }  // namespace
@@ -232,16 +242,19 @@ std::string_view reduce_op_name(ReduceOp op) noexcept {
   return kNames[static_cast<size_t>(op)];
 }
 
-Result<Tensor> reduce(const CpuExecutionContext& ctx, ReduceOp op, const Tensor& x, Dims axes, bool keep_dims,
-                      const std::shared_ptr<HostBufferPool>& pool) {
+namespace {
+
+// Validates op/dtype and axes; marks the reduced axes and gives the result shape.
+Result<Shape> reduce_result_shape(ReduceOp op, const Tensor& x, Dims axes, bool keep_dims, SmallVector<bool, 64>& reduced) {
   const std::string name(reduce_op_name(op));
   if (!x.defined()) return usage_error(ErrorCode::kInvalidArgument, name, "tensor handle is null");
   const DType d = x.dtype();
   const bool sum_like = op == ReduceOp::kSum || op == ReduceOp::kProd;
   if ((sum_like && d == DType::kBool) || (!sum_like && is_complex(d))) {
-    return usage_error(ErrorCode::kDTypeMismatch, name, name + " is not defined for dtype " + std::string(dtype_name(d)));
+    return usage_error(ErrorCode::kDTypeMismatch, name,
+                       name + " is not defined for dtype " + std::string(dtype_name(d)));
   }
-  SmallVector<bool, 64> reduced(static_cast<size_t>(x.rank()), false);
+  reduced.resize(static_cast<size_t>(x.rank()), false);
   for (int64_t a : axes) {
     if (a < 0 || a >= x.rank()) {
       return usage_error(ErrorCode::kOutOfRange, name,
@@ -260,7 +273,12 @@ Result<Tensor> reduce(const CpuExecutionContext& ctx, ReduceOp op, const Tensor&
       out_shape.push_back(1);
     }
   }
-  TENFERRO_TRY(Tensor out, Tensor::uninitialized(d, out_shape, pool));
+  return out_shape;
+}
+
+// The reduction proper; arguments already validated.
+void reduce_checked(const CpuExecutionContext& ctx, ReduceOp op, const Tensor& x, std::span<const bool> reduced,
+                    bool keep_dims, Tensor& out) {
   // Output viewed with the input's shape: stride 0 on reduced axes.
   Layout out_view;
   out_view.offset = out.offset();
@@ -274,11 +292,12 @@ Result<Tensor> reduce(const CpuExecutionContext& ctx, ReduceOp op, const Tensor&
       out_view.strides.push_back(out.strides()[j++]);
     }
   }
-  visit_dtype(d, [&]<class T>() {
-    // Fill with the identity first (also the result of reducing an empty axis).
-    T* o = static_cast<T*>(out.storage()->data());
+  visit_dtype(x.dtype(), [&]<class T>() {
+    // Fill with the identity first (also the result of reducing an empty axis): a copy
+    // from one element broadcast over the destination's shape.
     const T id = Combine<T>{op}.identity();
-    for (int64_t i = 0; i < out.numel(); ++i) o[i] = id;
+    const Layout fill{out.shape(), Strides(static_cast<size_t>(out.rank()), 0), 0};
+    detail::copy_strided(ctx, &id, fill, out.storage()->data(), out.layout(), static_cast<int64_t>(sizeof(T)));
     if constexpr (kIsComplex<T>) {
       if (op == ReduceOp::kSum) reduce_typed<T, ReduceOp::kSum>(ctx, x, out_view, out);
       if (op == ReduceOp::kProd) reduce_typed<T, ReduceOp::kProd>(ctx, x, out_view, out);
@@ -294,7 +313,38 @@ Result<Tensor> reduce(const CpuExecutionContext& ctx, ReduceOp op, const Tensor&
       }
     }
   });
+}
+
+}  // namespace
+
+Result<Tensor> reduce(const CpuExecutionContext& ctx, ReduceOp op, const Tensor& x, Dims axes, bool keep_dims,
+                      const std::shared_ptr<HostBufferPool>& pool) {
+  SmallVector<bool, 64> reduced;
+  TENFERRO_TRY(Shape out_shape, reduce_result_shape(op, x, axes, keep_dims, reduced));
+  TENFERRO_TRY(Tensor out, Tensor::uninitialized(x.dtype(), out_shape, pool));
+  reduce_checked(ctx, op, x, reduced.span(), keep_dims, out);
   return out;
+}
+
+Result<void> reduce_into(const CpuExecutionContext& ctx, ReduceOp op, const Tensor& x, Dims axes, bool keep_dims,
+                         Tensor& out) {
+  SmallVector<bool, 64> reduced;
+  TENFERRO_TRY(Shape out_shape, reduce_result_shape(op, x, axes, keep_dims, reduced));
+  const std::string name(reduce_op_name(op));
+  if (!out.defined()) return usage_error(ErrorCode::kInvalidArgument, name, "destination handle is null");
+  if (out.dtype() != x.dtype()) {
+    return usage_error(ErrorCode::kDTypeMismatch, name,
+                       "destination dtype " + std::string(dtype_name(out.dtype())) + " differs from the input dtype " +
+                           std::string(dtype_name(x.dtype())));
+  }
+  if (!(out.shape() == out_shape)) {
+    return usage_error(ErrorCode::kShapeMismatch, name,
+                       "destination shape " + format_dims(out.shape()) + " differs from the result shape " +
+                           format_dims(out_shape));
+  }
+  TENFERRO_TRY_VOID(tenferro::detail::check_mutable(out.storage(), out.layout(), name.c_str()));
+  reduce_checked(ctx, op, x, reduced.span(), keep_dims, out);
+  return ok();
 }
 
 }  // namespace tenferro::cpu

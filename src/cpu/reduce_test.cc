@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "tenferro/test_support/index.h"
+#include "tenferro/test_support/strided.h"
 
 #include <cmath>
 #include <limits>
@@ -55,6 +56,17 @@ TEST_P(Reduce, MatchesNaiveOverRandomAxes) {
       return;
     }
     ASSERT_TRUE(r) << r.error().to_string();
+    // reduce_into a destination with a scrambled layout, holding random values it must
+    // overwrite: checked against the same reference below.
+    Tensor into = test_support::strided_random(rng, d, r->shape(), -9, 9);
+    {
+      Result<void> st = ok();
+      executor->install([&] {
+        CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, 2);
+        st = reduce_into(ctx, op, x, axes, keep, into);
+      });
+      ASSERT_TRUE(st) << st.error().to_string();
+    }
     // Naive reference: accumulate every input element into its output slot in long double.
     std::vector<bool> is_red(rank, false);
     for (int64_t a : axes) is_red[static_cast<size_t>(a)] = true;
@@ -106,11 +118,14 @@ TEST_P(Reduce, MatchesNaiveOverRandomAxes) {
         rem /= out_shape[k];
       }
       const c128 got = r->get_as_c128(oidx).value();
+      const c128 got_into = into.get_as_c128(oidx).value();
       if (!seen[static_cast<size_t>(lin)]) {  // empty reduction: identity
         if (op == ReduceOp::kSum) {
           EXPECT_EQ(got, c128(0));
+          EXPECT_EQ(got_into, c128(0));
         } else if (op == ReduceOp::kProd) {
           EXPECT_EQ(got, c128(1));
+          EXPECT_EQ(got_into, c128(1));
         }
         continue;
       }
@@ -124,6 +139,9 @@ TEST_P(Reduce, MatchesNaiveOverRandomAxes) {
       ASSERT_LE(std::abs(got - want), tol * std::max(1.0, std::abs(want)))
           << reduce_op_name(op) << " " << dtype_name(d) << " shape " << format_dims(x.shape()) << " axes "
           << format_dims(axes) << " got " << got << " want " << want;
+      ASSERT_LE(std::abs(got_into - want), tol * std::max(1.0, std::abs(want)))
+          << "reduce_into " << reduce_op_name(op) << " " << dtype_name(d) << " shape " << format_dims(x.shape())
+          << " axes " << format_dims(axes) << " got " << got_into << " want " << want;
     }
   }
 }
@@ -155,6 +173,61 @@ TEST(ReduceFull, LargeSumIsThreadCountIndependentAndAccurate) {
   const float* p = static_cast<const float*>(x.storage()->data());
   for (int64_t i = 0; i < (1 << 22); ++i) exact += p[i];
   EXPECT_NEAR(s1, exact, exact * 1e-6) << "pairwise summation keeps f32 sums accurate";
+}
+
+TEST(ReduceInto, FullReductionsOfManyChunks) {
+  // 2^16 elements per chunk: 3 chunks (inline partials) and 70 chunks (beyond the inline
+  // capacity), into a destination with an offset; f64 against a long double sum.
+  auto e2 = make_tbb_executor(2).value();
+  for (int64_t n : {int64_t{3} << 16, int64_t{70} << 16}) {
+    Tensor x = Tensor::random_uniform(DType::kF64, {n}, 11, -1.0, 1.0).value();
+    Tensor buf = Tensor::full(DType::kF64, {3}, c128(7.0)).value();
+    Tensor dst = buf.select(0, 1).value();
+    buf = Tensor();
+    Result<void> st = ok();
+    e2->install([&] {
+      CpuExecutionContext ctx(e2.get(), ParallelMode::kInner, 2);
+      st = reduce_into(ctx, ReduceOp::kSum, x, {0}, false, dst);
+    });
+    ASSERT_TRUE(st) << st.error().to_string();
+    long double exact = 0;
+    const double* p = static_cast<const double*>(x.storage()->data());
+    for (int64_t i = 0; i < n; ++i) exact += p[i];
+    EXPECT_NEAR(dst.get<double>({}).value(), static_cast<double>(exact), 1e-10) << n;
+    const double* whole = static_cast<const double*>(dst.storage()->data());
+    EXPECT_EQ(whole[0], 7.0) << "elements outside the destination stay untouched";
+    EXPECT_EQ(whole[2], 7.0);
+  }
+}
+
+TEST(ReduceInto, ErrorsBeforeAnyWrite) {
+  auto ctx = CpuExecutionContext::sequential();
+  Tensor x = Tensor::ones(DType::kF64, {2, 3}).value();
+  Tensor dst = Tensor::full(DType::kF64, {3}, c128(5.0)).value();
+  auto untouched = [&] {
+    for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(dst.get<double>({i}).value(), 5.0);
+  };
+  EXPECT_EQ(reduce_into(ctx, ReduceOp::kSum, x, {1}, false, dst).error().code(), ErrorCode::kShapeMismatch);
+  untouched();
+  EXPECT_EQ(reduce_into(ctx, ReduceOp::kSum, x, {2}, false, dst).error().code(), ErrorCode::kOutOfRange);
+  untouched();
+  Tensor f32 = Tensor::zeros(DType::kF32, {3}).value();
+  EXPECT_EQ(reduce_into(ctx, ReduceOp::kSum, x, {0}, false, f32).error().code(), ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(reduce_into(ctx, ReduceOp::kMax, Tensor::ones(DType::kC64, {2}).value(), {0}, false, f32).error().code(),
+            ErrorCode::kDTypeMismatch);
+  Tensor null_dst;
+  EXPECT_EQ(reduce_into(ctx, ReduceOp::kSum, x, {0}, false, null_dst).error().code(), ErrorCode::kInvalidArgument);
+  Tensor shared = dst;  // a second handle: the storage is not exclusive
+  EXPECT_EQ(reduce_into(ctx, ReduceOp::kSum, x, {0}, false, dst).error().code(), ErrorCode::kNotExclusive);
+  shared = Tensor();
+  untouched();
+  Tensor bcast = Tensor::zeros(DType::kF64, {1}).value().broadcast_to({3}).value();
+  EXPECT_FALSE(reduce_into(ctx, ReduceOp::kSum, x, {0}, false, bcast)) << "overlapping destination";
+  ASSERT_TRUE(reduce_into(ctx, ReduceOp::kSum, x, {0}, false, dst));
+  for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(dst.get<double>({i}).value(), 2.0);
+  Tensor keep = Tensor::zeros(DType::kF64, {2, 1}).value();
+  ASSERT_TRUE(reduce_into(ctx, ReduceOp::kSum, x, {1}, true, keep));
+  EXPECT_EQ(keep.get<double>({1, 0}).value(), 3.0);
 }
 
 TEST(ReduceErrors, Typed) {

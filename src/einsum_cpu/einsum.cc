@@ -38,11 +38,11 @@ namespace tenferro::einsum {
 // last consumer has run, the buffer returns to the free list, so buffers are shared by
 // intermediates whose lifetimes do not overlap. Each step also owns a cpu::DotScratch
 // for the operands dot_general must pack. A warm execute_into therefore allocates
-// nothing: no storage objects, no buffers, no tables. What still allocates: shapes and
-// strides of rank > 8 (inline capacity, ARCHITECTURE §4), the reduce of labels that only
-// one operand carries, the zero fill of a repeated output label, the result of the
-// allocating execute (a fresh buffer: it belongs to the caller), and profiling. The
-// execute overloads without a workspace make a temporary one.
+// nothing: no storage objects, no buffers, no tables. An operand with labels of its own
+// (summed before any step) is reduced into a buffer the workspace keeps per operand. What
+// still allocates: shapes and strides of rank > 8 (inline capacity, ARCHITECTURE §4), the
+// result of the allocating execute (a fresh buffer: it belongs to the caller), and
+// profiling. The execute overloads without a workspace make a temporary one.
 
 struct EinsumPlan::Leaf {
   std::vector<SmallVector<int64_t, 8>> diagonals;
@@ -83,6 +83,21 @@ int64_t index_of(const std::vector<Label>& v, Label l) {
 }
 
 bool contains(const std::vector<Label>& v, Label l) { return std::find(v.begin(), v.end(), l) != v.end(); }
+bool contains_axis(std::span<const int64_t> axes, int64_t a) { return std::find(axes.begin(), axes.end(), a) != axes.end(); }
+
+// A compact column-major tensor of `shape`, writable (sole owner of its storage), on the
+// storage moved out of `slot` when that is large enough and nobody else holds it, else
+// on a new pooled buffer. The caller puts the storage back into `slot` once written, for
+// the next execution (Note [Einsum workspace]).
+Result<Tensor> workspace_tensor(DType dtype, const Shape& shape, std::shared_ptr<Storage>& slot,
+                                const std::shared_ptr<HostBufferPool>& pool) {
+  const int64_t n = element_count(shape);
+  if (!slot || slot->byte_size() < n * dtype_size(dtype) || slot.use_count() != 1) {
+    TENFERRO_TRY(Tensor fresh, Tensor::uninitialized(dtype, {n}, pool));
+    slot = fresh.storage();
+  }
+  return Tensor::from_storage(dtype, std::move(slot), Layout::col_major(shape));
+}
 
 }  // namespace
 
@@ -352,12 +367,14 @@ EinsumWorkspace EinsumPlan::make_workspace() const {
   ws.slots_.resize(in_shapes_.size() + steps_.size());
   ws.free_.reserve(steps_.size());
   ws.dot_.resize(steps_.size());
+  ws.leaf_.resize(in_shapes_.size());
   return ws;
 }
 
 int64_t EinsumWorkspace::retained_bytes() const noexcept {
   int64_t b = 0;
   for (const auto& s : free_) b += s ? s->byte_size() : 0;
+  for (const auto& s : leaf_) b += s ? s->byte_size() : 0;
   for (const auto& d : dot_) {
     for (const auto* s : {&d.lhs, &d.rhs, &d.out}) b += *s ? (*s)->byte_size() : 0;
   }
@@ -413,9 +430,7 @@ Result<void> EinsumPlan::execute_into(const cpu::CpuExecutionContext& ctx, std::
   TENFERRO_TRY_VOID(tenferro::detail::check_mutable(out.storage(), out.layout(), "einsum"));
   if (repeated_output_) {
     // Off-diagonal elements are zero.
-    TENFERRO_TRY(Tensor zero, Tensor::zeros(dtype_, {}));
-    TENFERRO_TRY(Tensor zeros, zero.broadcast_to(out_shape_));
-    TENFERRO_TRY_VOID(cpu::copy_into(ctx, zeros, out));
+    TENFERRO_TRY_VOID(cpu::zero_into(ctx, out));
   }
   TENFERRO_TRY(Tensor unused, run(ctx, operands, &out, ws, pool, dot, profile));
   (void)unused;
@@ -448,7 +463,15 @@ Result<Tensor> EinsumPlan::run(const cpu::CpuExecutionContext& ctx, std::span<co
       TENFERRO_TRY(t, t.broadcast_to(leaf.broadcast_shape));
     }
     if (!leaf.sum_axes.empty()) {
-      TENFERRO_TRY(t, cpu::reduce(ctx, cpu::ReduceOp::kSum, t, Dims(leaf.sum_axes.span()), false, pool));
+      // Into the operand's workspace buffer (Note [Einsum workspace]).
+      Shape summed;
+      for (int64_t k = 0; k < t.rank(); ++k) {
+        if (!contains_axis(leaf.sum_axes.span(), k)) summed.push_back(t.dim(k));
+      }
+      TENFERRO_TRY(Tensor dst, workspace_tensor(dtype_, summed, ws.leaf_[i], pool));
+      TENFERRO_TRY_VOID(cpu::reduce_into(ctx, cpu::ReduceOp::kSum, t, Dims(leaf.sum_axes.span()), false, dst));
+      ws.leaf_[i] = dst.storage();
+      t = std::move(dst);
     }
     slots[i] = std::move(t);
   }

@@ -59,6 +59,11 @@ TEST(EinsumAllocations, WarmExecuteIntoAllocatesNothing) {
       {"bij,bjk,bkl->bil", {{3, 4, 5}, {3, 5, 6}, {3, 6, 2}}},
       {"abc,cde,efa,bdf->", {{3, 4, 5}, {5, 2, 3}, {3, 4, 3}, {4, 2, 4}}},
       {"ab,bc,cd,de,ef,fg,gh,hi->ai", {{4, 5}, {5, 6}, {6, 7}, {7, 8}, {8, 7}, {7, 6}, {6, 5}, {5, 4}}},
+      // A label of one operand only (summed before the steps), a diagonal summed away,
+      // and a repeated output label (a zero-filled destination).
+      {"ijk,jl,lm->im", {{4, 5, 6}, {5, 7}, {7, 3}}},
+      {"aab,bc,cd->d", {{3, 3, 4}, {4, 5}, {5, 2}}},
+      {"ij,jk,kl->iil", {{4, 5}, {5, 6}, {6, 3}}},
   };
   for (const Net& net : nets) {
     int64_t steps = 0;
@@ -87,6 +92,26 @@ TEST(EinsumAllocations, AllocatingExecuteCostsDoNotGrowWithSteps) {
   // The result only: its storage object, plus the pool's free-list node when the
   // previous result's buffer returns to the pool.
   EXPECT_LE(long_chain, 4);
+}
+
+TEST(EinsumAllocations, WorkspaceKeepsOperandSumsUntilReleased) {
+  // Operand 0's label k is summed first, into a 4 x 5 f64 buffer the workspace keeps.
+  auto plan = EinsumPlan::prepare("ijk,jl->il", std::vector<Shape>{{4, 5, 6}, {5, 7}}, DType::kF64).value();
+  const std::vector<Tensor> ops = operands({"", {{4, 5, 6}, {5, 7}}});
+  EinsumWorkspace ws = plan->make_workspace();
+  auto ctx = cpu::CpuExecutionContext::sequential();
+  EXPECT_EQ(ws.retained_bytes(), 0);
+  Tensor r = plan->execute(ctx, ops, ws).value();
+  EXPECT_GE(ws.retained_bytes(), 4 * 5 * 8);
+  ws.release();
+  EXPECT_EQ(ws.retained_bytes(), 0);
+  // Still correct after the release: element (1, 2) against the naive sum.
+  double want = 0;
+  for (int64_t j = 0; j < 5; ++j)
+    for (int64_t k = 0; k < 6; ++k) want += ops[0].get<double>({1, j, k}).value() * ops[1].get<double>({j, 2}).value();
+  Tensor again = plan->execute(ctx, ops, ws).value();
+  EXPECT_NEAR(again.get<double>({1, 2}).value(), want, 1e-12 * (1 + std::abs(want)));
+  EXPECT_NEAR(r.get<double>({1, 2}).value(), want, 1e-12 * (1 + std::abs(want)));
 }
 
 TEST(EinsumAllocations, WorkspaceOfAnotherPlanIsRejected) {

@@ -18,6 +18,12 @@ namespace tenferro::cpu {
 /// Note [Copy kernel] in copy.cc describes the algorithm.
 Result<void> copy_into(const CpuExecutionContext& ctx, const Tensor& src, Tensor& dst);
 
+/// Sets every element of `dst` to zero (all bits zero: +0 for floating and complex
+/// dtypes, false for bool), any strides. Allocates nothing for ranks <= 8. Errors:
+/// kInvalidArgument (null handle) and those of exclusive mutable access to `dst`
+/// (kNotExclusive, kReadOnly, kIncompatibleLayout).
+Result<void> zero_into(const CpuExecutionContext& ctx, Tensor& dst);
+
 /// A compact column-major copy of `src` (drawn from `pool` when given).
 Result<Tensor> materialize(const CpuExecutionContext& ctx, const Tensor& src,
                            const std::shared_ptr<HostBufferPool>& pool = nullptr);

@@ -23,4 +23,14 @@ std::string_view reduce_op_name(ReduceOp op) noexcept;
 Result<Tensor> reduce(const CpuExecutionContext& ctx, ReduceOp op, const Tensor& x, Dims axes, bool keep_dims = false,
                       const std::shared_ptr<HostBufferPool>& pool = nullptr);
 
+/// reduce() into a caller-provided destination: `out` must have x's dtype and exactly
+/// the shape reduce(x, axes, keep_dims) would return, in any layout whose elements do
+/// not overlap, with exclusive storage (it is overwritten, never read). Allocates
+/// nothing for ranks <= 8 and full reductions of up to 2^22 elements. Errors: those of
+/// reduce(), kInvalidArgument (null destination), kDTypeMismatch, kShapeMismatch, and
+/// those of exclusive mutable access (kNotExclusive, kReadOnly, kIncompatibleLayout);
+/// every check happens before the first write.
+Result<void> reduce_into(const CpuExecutionContext& ctx, ReduceOp op, const Tensor& x, Dims axes, bool keep_dims,
+                         Tensor& out);
+
 }  // namespace tenferro::cpu

@@ -49,6 +49,7 @@ class EinsumWorkspace {
   /// Drops the retained intermediate buffers.
   void release() noexcept {
     free_.clear();
+    for (auto& l : leaf_) l.reset();
     for (auto& d : dot_) d.reset();
   }
   /// Bytes of intermediate buffers retained for the next execution.
@@ -60,6 +61,7 @@ class EinsumWorkspace {
   std::vector<Tensor> slots_;                    // operands then one per step
   std::vector<std::shared_ptr<Storage>> free_;   // released intermediate storage, capacity reserved
   std::vector<cpu::DotScratch> dot_;             // one per step: packed operands and output scratch
+  std::vector<std::shared_ptr<Storage>> leaf_;   // one per operand: its summed labels' result
 };
 
 /// A prepared einsum for fixed subscripts, operand shapes, dtype and path policy:
