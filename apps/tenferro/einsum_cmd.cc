@@ -216,6 +216,7 @@ int run_bench_einsum(int argc, char** argv) {
   int64_t pool_mib = 4096;
   std::string provider = "auto";
   bool profile_steps = false;
+  bool profile_all = false;  // every step in plan order instead of the 15 slowest
   bool use_workspace = true;
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
@@ -233,6 +234,9 @@ int run_bench_einsum(int argc, char** argv) {
       provider = argv[++i];
     } else if (a == "--profile") {
       profile_steps = true;
+    } else if (a == "--profile-all") {
+      profile_steps = true;
+      profile_all = true;
     } else if (a == "--no-workspace") {
       use_workspace = false;
     } else if (a == "--pool-mib" && i + 1 < argc) {
@@ -248,7 +252,7 @@ int run_bench_einsum(int argc, char** argv) {
       (strategy != "opt_flops" && strategy != "opt_size")) {
     std::fprintf(stderr,
                  "usage: tenferro bench einsum FILE_OR_DIR... [--path instance|greedy|treesa] [--strategy "
-                 "opt_flops|opt_size] [--threads N] [--json] [--min-time S] [--pool-mib M] [--provider P] [--profile] "
+                 "opt_flops|opt_size] [--threads N] [--json] [--min-time S] [--pool-mib M] [--provider P] [--profile] [--profile-all] "
                  "[--no-workspace]\n");
     return 2;
   }
@@ -378,11 +382,13 @@ int run_bench_einsum(int argc, char** argv) {
       // The last run's steps, slowest first.
       const size_t per_run = (*plan)->tree().steps.size();
       std::vector<einsum::StepProfile> last(steps.end() - static_cast<int64_t>(std::min(per_run, steps.size())), steps.end());
-      std::sort(last.begin(), last.end(), [](const auto& x, const auto& y) { return x.seconds > y.seconds; });
+      if (!profile_all) {
+        std::sort(last.begin(), last.end(), [](const auto& x, const auto& y) { return x.seconds > y.seconds; });
+      }
       double total = 0;
       for (const auto& p : last) total += p.seconds;
       std::fprintf(stderr, "  last run: %zu steps, %.3f ms inside dot_general\n", last.size(), total * 1e3);
-      for (size_t i = 0; i < std::min<size_t>(last.size(), 15); ++i) {
+      for (size_t i = 0; i < (profile_all ? last.size() : std::min<size_t>(last.size(), 15)); ++i) {
         const auto& p = last[i];
         std::fprintf(stderr, "  step %3lld %8.3f ms  batch %lld  m %lld  n %lld  k %lld  %.2f GFLOP/s%s%s%s\n", static_cast<long long>(p.step), p.seconds * 1e3,
                      static_cast<long long>(p.batch), static_cast<long long>(p.m), static_cast<long long>(p.n),

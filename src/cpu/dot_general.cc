@@ -736,6 +736,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   // Small products with A and C column-major go to the
   // register-blocked small kernel, which beat OpenBLAS up to 32768 multiply-adds and lost
   // at 110592 (Note [Tiny products]).
+  bool thin_form = false;
   if constexpr (std::is_same_v<T, double>) {
     if (opt.provider == GemmProvider::kAuto && route.policy != BatchPolicy::kWholeBatchVendor &&
         route.provider != GemmProvider::kNaive) {
@@ -743,7 +744,12 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
       const int64_t lms = lm.mergeable && lk.mergeable ? lm.stride : lhs_k_first ? K : 1;
       const int64_t oms = om.mergeable && on.mergeable ? om.stride : 1;
       const bool small_form = flops <= 32768 && K <= 64 && M >= 4 && lms == 1 && oms == 1;
-      if (small_form) {
+      // A long side against a short contraction and a narrow B, A's contraction
+      // contiguous and C column-major: the thin kernel (Note [Thin transposed products]
+      // in gemm.cc), one piece of the long side per worker.
+      thin_form = !small_form && M >= 64 && N <= 32 && K <= 32 && lm.mergeable && lk.mergeable && lk.stride == 1 &&
+                  om.mergeable && on.mergeable && om.stride == 1 && rk.mergeable && rn.mergeable;
+      if (small_form || thin_form) {
         route.provider = GemmProvider::kNaive;
       } else if (std::min(M, N) <= 32 && std::min(M, N) >= 8 && (K >= 64 || ctx.threads() > 1)) {
         route.provider = GemmProvider::kBlis;
@@ -869,6 +875,16 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
         }
         return;
       default:
+        if (thin_form && threads > 1) {
+          ctx.parallel_for((M + 3) / 4, (M + 4 * threads - 1) / (4 * threads), [&](int64_t q0, int64_t q1) {
+            detail::GemmArgs<T> part = g;
+            part.m = std::min(M, 4 * q1) - 4 * q0;
+            part.a = g.a + 4 * q0 * g.rsa;
+            part.c = g.c + 4 * q0 * g.rsc;
+            detail::gemm_naive<T>(part);
+          });
+          return;
+        }
         detail::gemm_naive<T>(g);
     }
   };

@@ -480,6 +480,71 @@ TEST(DotGeneral, PlainLoopRowVectorTimesRowMajorMatrix) {
   }
 }
 
+// Note [Thin transposed products]: C (m x n, column-major) = A B with k, n <= 32 and A's
+// contraction contiguous. Directly through the plain-loop entry (every remainder of the
+// 4-row quads and 8-column blocks, alpha, beta, A with a gap between rows) and through
+// dot_general at 1 and 2 threads (the long side split over the workers), against long
+// double sums.
+TEST(DotGeneral, ThinTransposedProducts) {
+  std::mt19937_64 rng(41);
+  std::normal_distribution<double> nd;
+  for (const int64_t m : {4, 5, 6, 7, 9, 64, 67}) {
+    for (const int64_t n : {1, 3, 8, 9, 19, 32}) {
+      for (const int64_t k : {1, 5, 19, 32}) {
+        for (const double beta : {0.0, -0.5}) {
+          const int64_t lda = k + 3;  // A[i, p] at i * lda + p
+          std::vector<double> a(static_cast<size_t>(m * lda)), b(static_cast<size_t>(k * n)), c(static_cast<size_t>(m * n));
+          for (auto* v : {&a, &b, &c})
+            for (double& x : *v) x = nd(rng);
+          const std::vector<double> c0 = c;
+          // B row-major for odd n (rsb = n, csb = 1), column-major otherwise.
+          const bool brow = n % 2 == 1;
+          const detail::GemmArgs<double> g{m, n, k, 1.5, a.data(), lda, 1, false,
+                                           b.data(), brow ? n : 1, brow ? 1 : k, false, beta, c.data(), 1, m};
+          detail::gemm_naive<double>(g);
+          for (int64_t i = 0; i < m; ++i) {
+            for (int64_t j = 0; j < n; ++j) {
+              long double acc = 0, mag = 0;
+              for (int64_t p = 0; p < k; ++p) {
+                const long double t = static_cast<long double>(a[static_cast<size_t>(i * lda + p)]) *
+                                      b[static_cast<size_t>(brow ? p * n + j : p + j * k)];
+                acc += t;
+                mag += std::fabs(t);
+              }
+              const long double want = 1.5L * acc + beta * static_cast<long double>(c0[static_cast<size_t>(i + j * m)]);
+              ASSERT_NEAR(c[static_cast<size_t>(i + j * m)], static_cast<double>(want), 1e-13 * static_cast<double>(mag + 2))
+                  << "m " << m << " n " << n << " k " << k << " beta " << beta << " at " << i << "," << j;
+            }
+          }
+        }
+      }
+    }
+  }
+  // Through dot_general: lhs [k, m] column-major (contraction contiguous), tensor-train
+  // and narrow shapes, into a column-major destination.
+  auto executor = make_tbb_executor(2).value();
+  const int64_t sizes[][3] = {{2185, 19, 19}, {1001, 7, 30}, {64, 32, 32}, {999, 24, 3}};
+  for (const auto& mnk : sizes) {
+    const int64_t m = mnk[0], n = mnk[1], k = mnk[2];
+    Config c;
+    c.lhs_shape = {k, m};
+    c.rhs_shape = {k, n};
+    c.dims.lhs_contracting = {0};
+    c.dims.rhs_contracting = {0};
+    const Tensor lhs = Tensor::random_normal(DType::kF64, c.lhs_shape, 5).value();
+    const Tensor rhs = Tensor::random_normal(DType::kF64, c.rhs_shape, 6).value();
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE("m " + std::to_string(m) + " threads " + std::to_string(threads));
+      Tensor out = Tensor::random_normal(DType::kF64, {m, n}, 7).value();
+      executor->install([&] {
+        CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
+        ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, c.dims, DotOptions{}, out));
+      });
+      expect_real_product(lhs, rhs, c, out);
+    }
+  }
+}
+
 // Every batch policy gives the naive result on a batch whose dimensions do not merge
 // (a sliced middle batch axis) with conjugated complex operands in both layouts.
 TEST(DotGeneral, EveryBatchPolicyOnNonMergeableBatches) {
