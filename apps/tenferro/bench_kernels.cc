@@ -168,6 +168,35 @@ int run_bench_kernels(int argc, char** argv) {
         rows.push_back({name + " [openblas]", forced(cpu::GemmProvider::kOpenBlas), "plain loops", naive, 0});
       }
     }
+    // ---- thin transposed products (Note [Thin transposed products]): tensor-train steps
+    // C[m, 19] = A^T B with A [19, m] (contraction contiguous) and B [19, 19], on one
+    // operand (hot) and cycling through 128 operands (42 MB: from memory), against
+    // cblas_dgemm with A transposed on the same data.
+    for (const int cold : {0, 1}) {
+      const int64_t m = 2185, k = 19, n = 19;
+      const std::string name = std::string("thin ") + std::to_string(m) + "x19x19 " + (cold ? "cold" : "hot");
+      if (!want(name)) continue;
+      const int count = cold ? 128 : 1;
+      std::vector<Tensor> as;
+      for (int i = 0; i < count; ++i) as.push_back(Tensor::random_normal(DType::kF64, {k, m}, 40 + static_cast<uint64_t>(i)).value());
+      Tensor b = Tensor::random_normal(DType::kF64, {k, n}, 7).value();
+      Tensor c = Tensor::zeros(DType::kF64, {m, n}).value();
+      cpu::DotDims dims;
+      dims.lhs_contracting = {0};
+      dims.rhs_contracting = {0};
+      int next = 0;
+      const double tf = median_ms(15, [&] {
+        for (int i = 0; i < 64; ++i) check(cpu::dot_general_into(ctx, as[static_cast<size_t>(next++ % count)], b, dims, {}, c));
+      });
+      const double ref = median_ms(15, [&] {
+        for (int i = 0; i < 64; ++i) {
+          cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, m, n, k, 1.0,
+                      static_cast<const double*>(as[static_cast<size_t>(next++ % count)].storage()->data()), k,
+                      static_cast<const double*>(b.storage()->data()), k, 0.0, static_cast<double*>(c.storage()->data()), m);
+        }
+      });
+      rows.push_back({name + " (x64)", tf, "cblas_dgemm", ref, 64 * 2.0 * m * n * k / tf / 1e6});
+    }
     // ---- batched 32 x 64^3.
     if (want("batched")) {
       // Column-major tensors with the batch axis last: each batch is one contiguous
