@@ -354,5 +354,48 @@ TEST(Elementwise, LongContiguousAxisSplitsAcrossThreads) {
   ASSERT_EQ(z.get<double>({100002}).value(), a.get<double>({100002}).value() - b.get<double>({100002}).value());
 }
 
+// Note [Streaming map stores]: destinations of at least 8 MiB take non-temporal stores
+// with a scalar head up to 32-byte alignment and a scalar tail. Every element checked
+// for 16-, 8-, 4- and 1-byte outputs (the first three into a destination starting one
+// element into a buffer, whose two outer elements must stay untouched), 1 and 2 threads.
+TEST(Elementwise, LargeDestinationsStreamEveryElement) {
+  auto executor = make_tbb_executor(2).value();
+  for (int threads : {1, 2}) {
+    for (DType d : {DType::kC128, DType::kF64, DType::kF32}) {
+      const int64_t n = (int64_t{9} << 20) / dtype_size(d) + 37;  // > 8 MiB, odd length
+      const Tensor x = Tensor::random_uniform(d, {n}, 3, -1, 1).value();
+      const Tensor y = Tensor::random_uniform(d, {n}, 4, -1, 1).value();
+      Tensor out = Tensor::ones(d, {n + 2}).value().slice(0, 1, n + 1).value();  // sole owner
+      Result<void> st = ok();
+      executor->install([&] {
+        CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
+        st = binary_into(ctx, BinaryOp::kMul, x, y, out);
+      });
+      ASSERT_TRUE(st) << st.error().to_string();
+      const Tensor whole = Tensor::from_storage(d, out.storage(), Layout::col_major(Shape{n + 2})).value();
+      ASSERT_EQ(whole.get_as_c128({0}).value(), c128(1));
+      ASSERT_EQ(whole.get_as_c128({n + 1}).value(), c128(1));
+      for (int64_t i = 0; i < n; ++i) {
+        const c128 want = x.get_as_c128({i}).value() * y.get_as_c128({i}).value();
+        const c128 got = out.get_as_c128({i}).value();
+        ASSERT_NEAR(got.real(), want.real(), 1e-6 * (1 + std::abs(want))) << dtype_name(d) << " at " << i;
+        ASSERT_NEAR(got.imag(), want.imag(), 1e-6 * (1 + std::abs(want))) << dtype_name(d) << " at " << i;
+      }
+    }
+    const int64_t n = (int64_t{9} << 20) + 5;  // bool: 1 byte per element
+    const Tensor x = Tensor::random_uniform(DType::kF32, {n}, 5, -1, 1).value();
+    const Tensor y = Tensor::random_uniform(DType::kF32, {n}, 6, -1, 1).value();
+    Tensor lt;
+    executor->install([&] {
+      CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
+      lt = compare(ctx, CompareOp::kLt, x, y).value();
+    });
+    const auto* xs = static_cast<const float*>(x.storage()->data());
+    const auto* ys = static_cast<const float*>(y.storage()->data());
+    const auto* ls = static_cast<const bool*>(lt.storage()->data()) + lt.offset();
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(ls[i], xs[i] < ys[i]) << "at " << i;
+  }
+}
+
 }  // namespace
 }  // namespace tenferro::cpu
