@@ -411,13 +411,19 @@ Result<void> copy_into(const CpuExecutionContext& ctx, const Tensor& src, Tensor
 Result<void> zero_into(const CpuExecutionContext& ctx, Tensor& dst) {
   if (!dst.defined()) return usage_error(ErrorCode::kInvalidArgument, "zero_into", "tensor handle is null");
   TENFERRO_TRY_VOID(tenferro::detail::check_mutable(dst.storage(), dst.layout(), "zero_into"));
-  // A copy from one zero element broadcast over the destination (stride 0 everywhere).
   alignas(16) static constexpr unsigned char kZero[16] = {};
   static_assert(sizeof(c128) <= sizeof(kZero));
-  const Layout src{dst.shape(), Strides(static_cast<size_t>(dst.rank()), 0), 0};
-  detail::copy_strided(ctx, kZero, src, dst.storage()->data(), dst.layout(), dst.element_size());
+  detail::fill_strided(ctx, kZero, dst.storage()->data(), dst.layout(), dst.element_size());
   return ok();
 }
+
+namespace detail {
+void fill_strided(const CpuExecutionContext& ctx, const void* value, void* dst_base, const Layout& dst, int64_t elem) {
+  // Stride 0 on every axis: each destination element reads the one value.
+  const Layout src{dst.shape, Strides(dst.shape.size(), 0), 0};
+  copy_strided(ctx, value, src, dst_base, dst, elem);
+}
+}  // namespace detail
 
 Result<Tensor> materialize(const CpuExecutionContext& ctx, const Tensor& src,
                            const std::shared_ptr<HostBufferPool>& pool) {

@@ -293,11 +293,9 @@ void reduce_checked(const CpuExecutionContext& ctx, ReduceOp op, const Tensor& x
     }
   }
   visit_dtype(x.dtype(), [&]<class T>() {
-    // Fill with the identity first (also the result of reducing an empty axis): a copy
-    // from one element broadcast over the destination's shape.
+    // Fill with the identity first (also the result of reducing an empty axis).
     const T id = Combine<T>{op}.identity();
-    const Layout fill{out.shape(), Strides(static_cast<size_t>(out.rank()), 0), 0};
-    detail::copy_strided(ctx, &id, fill, out.storage()->data(), out.layout(), static_cast<int64_t>(sizeof(T)));
+    detail::fill_strided(ctx, &id, out.storage()->data(), out.layout(), static_cast<int64_t>(sizeof(T)));
     if constexpr (kIsComplex<T>) {
       if (op == ReduceOp::kSum) reduce_typed<T, ReduceOp::kSum>(ctx, x, out_view, out);
       if (op == ReduceOp::kProd) reduce_typed<T, ReduceOp::kProd>(ctx, x, out_view, out);

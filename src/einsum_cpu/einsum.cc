@@ -49,6 +49,7 @@ struct EinsumPlan::Leaf {
   bool broadcast = false;
   Shape broadcast_shape;
   SmallVector<int64_t, 8> sum_axes;
+  Shape summed_shape;  // the operand after sum_axes are summed away (when there are any)
 };
 
 struct EinsumPlan::Step {
@@ -83,7 +84,6 @@ int64_t index_of(const std::vector<Label>& v, Label l) {
 }
 
 bool contains(const std::vector<Label>& v, Label l) { return std::find(v.begin(), v.end(), l) != v.end(); }
-bool contains_axis(std::span<const int64_t> axes, int64_t a) { return std::find(axes.begin(), axes.end(), a) != axes.end(); }
 
 // A compact column-major tensor of `shape`, writable (sole owner of its storage), on the
 // storage moved out of `slot` when that is large enough and nobody else holds it, else
@@ -159,6 +159,7 @@ Result<std::shared_ptr<const EinsumPlan>> EinsumPlan::prepare(const EinsumSpec& 
         leaf->sum_axes.push_back(static_cast<int64_t>(a));
       } else {
         kept.push_back(ls[a]);
+        leaf->summed_shape.push_back(spec.extent(ls[a]));
       }
     }
     labels[static_cast<size_t>(i)] = std::move(kept);
@@ -464,11 +465,7 @@ Result<Tensor> EinsumPlan::run(const cpu::CpuExecutionContext& ctx, std::span<co
     }
     if (!leaf.sum_axes.empty()) {
       // Into the operand's workspace buffer (Note [Einsum workspace]).
-      Shape summed;
-      for (int64_t k = 0; k < t.rank(); ++k) {
-        if (!contains_axis(leaf.sum_axes.span(), k)) summed.push_back(t.dim(k));
-      }
-      TENFERRO_TRY(Tensor dst, workspace_tensor(dtype_, summed, ws.leaf_[i], pool));
+      TENFERRO_TRY(Tensor dst, workspace_tensor(dtype_, leaf.summed_shape, ws.leaf_[i], pool));
       TENFERRO_TRY_VOID(cpu::reduce_into(ctx, cpu::ReduceOp::kSum, t, Dims(leaf.sum_axes.span()), false, dst));
       ws.leaf_[i] = dst.storage();
       t = std::move(dst);

@@ -36,6 +36,9 @@ namespace detail {
 /// Untyped core of copy_into: shapes already checked; `elem` bytes per element.
 void copy_strided(const CpuExecutionContext& ctx, const void* src_base, const Layout& src, void* dst_base,
                   const Layout& dst, int64_t elem);
+/// Writes the `elem`-byte value at `value` to every element of `dst` (a copy from that
+/// one element broadcast over dst's shape); checks done by the caller.
+void fill_strided(const CpuExecutionContext& ctx, const void* value, void* dst_base, const Layout& dst, int64_t elem);
 }  // namespace detail
 
 }  // namespace tenferro::cpu
