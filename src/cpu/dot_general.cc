@@ -137,7 +137,8 @@ Result<T> scalar_to(c128 v, const char* what) {
     using R = typename T::value_type;
     return T(static_cast<R>(v.real()), static_cast<R>(v.imag()));
   } else {
-    if (v.imag() != 0.0 || (std::is_integral_v<T> && v.real() != std::trunc(v.real()))) {
+    const bool bad_bool = std::is_same_v<T, bool> && v.real() != 0.0 && v.real() != 1.0;
+    if (v.imag() != 0.0 || (std::is_integral_v<T> && v.real() != std::trunc(v.real())) || bad_bool) {
       return usage_error(ErrorCode::kInvalidArgument, "dot_general",
                          std::string(what) + " (" + std::to_string(v.real()) + ", " + std::to_string(v.imag()) +
                              ") is not representable in the operand dtype");
@@ -839,9 +840,11 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
         }
       return;
     }
-    if (K == 1 && opt.provider == GemmProvider::kAuto) {
-      outer_product<T>(ctx, g, threads);  // Note [Outer products]
-      return;
+    if constexpr (!std::is_same_v<T, bool>) {
+      if (K == 1 && opt.provider == GemmProvider::kAuto) {
+        outer_product<T>(ctx, g, threads);  // Note [Outer products]
+        return;
+      }
     }
     switch (route.provider) {
       case GemmProvider::kOpenBlas:
@@ -969,9 +972,6 @@ Result<Plan> validate(const Tensor& lhs, const Tensor& rhs, const DotDims& dims)
                        "operand dtypes " + std::string(dtype_name(lhs.dtype())) + " and " +
                            std::string(dtype_name(rhs.dtype())) + " differ");
   }
-  if (lhs.dtype() == DType::kBool) {
-    return usage_error(ErrorCode::kDTypeMismatch, "dot_general", "dot_general is not defined for dtype bool");
-  }
   return plan_dims(lhs.shape(), rhs.shape(), dims);
 }
 }  // namespace
@@ -994,11 +994,7 @@ Result<void> dot_general_into(const CpuExecutionContext& ctx, const Tensor& lhs,
   }
   TENFERRO_TRY_VOID(tenferro::detail::check_mutable(out.storage(), out.layout(), "dot_general"));
   return visit_dtype(lhs.dtype(), [&]<class T>() -> Result<void> {
-    if constexpr (std::is_same_v<T, bool>) {
-      return ok();
-    } else {
-      return run_dot<T>(ctx, lhs, rhs, dims, options, plan, out, pool, scratch);
-    }
+    return run_dot<T>(ctx, lhs, rhs, dims, options, plan, out, pool, scratch);
   });
 }
 

@@ -674,9 +674,66 @@ TEST(DotGeneral, TypedErrorsBeforeWriting) {
   bad.alpha = c128(1, 1);
   Tensor good = Tensor::zeros(DType::kF64, {2, 2}).value();
   EXPECT_EQ(dot_general_into(ctx, a, c, mm, bad, good).error().code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(dot_general(ctx, Tensor::ones(DType::kBool, {2}).value(), Tensor::ones(DType::kBool, {2}).value(), {})
+  DotOptions two;
+  two.alpha = 2.0;  // bool scalars are 0 or 1
+  DotDims vv;
+  vv.lhs_contracting = {0};
+  vv.rhs_contracting = {0};
+  Tensor flag = Tensor::zeros(DType::kBool, {}).value();
+  EXPECT_EQ(dot_general_into(ctx, Tensor::ones(DType::kBool, {2}).value(), Tensor::ones(DType::kBool, {2}).value(),
+                             vv, two, flag)
                 .error().code(),
-            ErrorCode::kDTypeMismatch);
+            ErrorCode::kInvalidArgument);
+  EXPECT_FALSE(flag.get<bool>({}).value());
+}
+
+// Bool operands: the boolean semiring, out = (alpha and OR_k lhs and rhs) or (beta and
+// out), against the naive count of true terms, for every provider and batch policy that
+// takes integers (all run plain loops), any layouts.
+TEST(DotGeneral, BooleanSemiringMatchesNaiveCounts) {
+  std::mt19937_64 rng(7);
+  auto executor = make_tbb_executor(2).value();
+  int checked = 0, trues = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const Config c = random_config(rng);
+    int64_t work = element_count(dot_general_shape(c.lhs_shape, c.rhs_shape, c.dims).value());
+    for (int64_t a : c.dims.lhs_contracting) work *= c.lhs_shape[static_cast<size_t>(a)];
+    if (work > 20000) continue;  // keeps the naive reference quick
+    const Tensor lhs = strided_operand(rng, DType::kBool, c.lhs_shape);
+    const Tensor rhs = strided_operand(rng, DType::kBool, c.rhs_shape);
+    DotOptions opt;
+    opt.provider = static_cast<GemmProvider>(rng() % 4);
+    opt.batch_policy = static_cast<BatchPolicy>(rng() % 4);  // all but the vendor batch
+    if (opt.provider == GemmProvider::kOpenBlas && opt.batch_policy == BatchPolicy::kOuterParallel) {
+      opt.batch_policy = BatchPolicy::kSequential;
+    }
+    opt.alpha = rng() % 4 == 0 ? 0.0 : 1.0;
+    opt.beta = rng() % 2 ? 1.0 : 0.0;
+    const Shape out_shape = dot_general_shape(c.lhs_shape, c.rhs_shape, c.dims).value();
+    Tensor out = strided_operand(rng, DType::kBool, out_shape);
+    const Tensor before = out.clone().value();
+    Result<void> status;
+    executor->install([&] {
+      CpuExecutionContext ctx(executor.get(), rng() % 2 ? ParallelMode::kInner : ParallelMode::kSequential, 2);
+      status = dot_general_into(ctx, lhs, rhs, c.dims, opt, out);
+    });
+    ASSERT_TRUE(status.has_value()) << status.error().to_string();
+    std::vector<long double> mag;
+    const auto count = reference(lhs, rhs, c, false, false, out_shape, &mag);
+    int64_t lin = 0;
+    for_each_index(out_shape, [&](const Index& oi) {
+      const bool any = count[static_cast<size_t>(lin++)].real() != 0;
+      const bool want = (opt.alpha.real() != 0 && any) || (opt.beta.real() != 0 && before.get<bool>(oi).value());
+      ASSERT_EQ(out.get<bool>(oi).value(), want)
+          << "trial " << trial << " lhs " << format_dims(c.lhs_shape) << " rhs " << format_dims(c.rhs_shape) << " at "
+          << format_dims(oi);
+      trues += want;
+      ++checked;
+    });
+  }
+  EXPECT_GT(checked, 2000);
+  EXPECT_GT(trues, checked / 5);          // both values occur
+  EXPECT_LT(trues, checked - checked / 5);
 }
 
 }  // namespace

@@ -452,8 +452,10 @@ void thin_f64(const GemmArgs<double>& g) {
 }  // namespace
 #endif
 
+namespace {
+// Plain loops for the arithmetic dtypes (Note [Plain-loop GEMM]).
 template <class T>
-void gemm_naive(const GemmArgs<T>& g) {
+void gemm_naive_arith(const GemmArgs<T>& g) {
   auto cj = [](T v, bool c) {
     if constexpr (tenferro::detail::ComplexScalar<T>) {
       return c ? std::conj(v) : v;
@@ -548,6 +550,29 @@ void gemm_naive(const GemmArgs<T>& g) {
   }
 }
 
+// The boolean semiring (numpy's dot on bool): c = (alpha and OR_p a[i,p] and b[p,j]) or
+// (beta and c); each OR stops at its first true term.
+void gemm_naive_bool(const GemmArgs<bool>& g) {
+  for (int64_t j = 0; j < g.n; ++j) {
+    for (int64_t i = 0; i < g.m; ++i) {
+      bool acc = false;
+      for (int64_t p = 0; p < g.k && !acc; ++p) acc = g.a[i * g.rsa + p * g.csa] && g.b[p * g.rsb + j * g.csb];
+      bool& c = g.c[i * g.rsc + j * g.csc];
+      c = (g.alpha && acc) || (g.beta && c);
+    }
+  }
+}
+}  // namespace
+
+template <class T>
+void gemm_naive(const GemmArgs<T>& g) {
+  if constexpr (std::is_same_v<T, bool>) {
+    gemm_naive_bool(g);
+  } else {
+    gemm_naive_arith(g);
+  }
+}
+
 #define TENFERRO_GEMM_INSTANTIATE(T)                                  \
   template bool gemm_openblas<T>(const GemmArgs<T>&, int);            \
   template bool gemm_blis<T>(const GemmArgs<T>&);                     \
@@ -561,6 +586,7 @@ TENFERRO_GEMM_INSTANTIATE(c64)
 TENFERRO_GEMM_INSTANTIATE(c128)
 TENFERRO_GEMM_INSTANTIATE(int32_t)
 TENFERRO_GEMM_INSTANTIATE(int64_t)
+TENFERRO_GEMM_INSTANTIATE(bool)
 #undef TENFERRO_GEMM_INSTANTIATE
 
 std::string library_of(const void* symbol_address) {

@@ -31,6 +31,11 @@ namespace tenferro::einsum {
 // the result (labels that step contracts are placed next to each other at the boundary
 // of the two free blocks), so the consumer finds them contiguous.
 
+// Note [Boolean einsum]: on bool operands einsum is numpy's: products are logical ANDs
+// and sums logical ORs (the result is true where any term is). Summed operand labels
+// reduce with max (= any), and each step is dot_general's boolean semiring. Intermediates
+// stay bool, so nothing overflows however many terms a sum has.
+//
 // Note [Einsum workspace]: an execution keeps its operand and intermediate tensors in
 // the workspace's slot table (sized once by make_workspace). Each intermediate is
 // written by dot_general_into into a buffer taken from the workspace's free list (best
@@ -111,9 +116,6 @@ Result<std::shared_ptr<const EinsumPlan>> EinsumPlan::prepare(std::string_view s
 
 Result<std::shared_ptr<const EinsumPlan>> EinsumPlan::prepare(const EinsumSpec& spec, std::span<const Shape> shapes,
                                                                DType dtype, const PathPolicy& policy) {
-  if (dtype == DType::kBool) {
-    return usage_error(ErrorCode::kDTypeMismatch, "einsum", "einsum is not defined for dtype bool");
-  }
   if (spec.inputs.empty()) return usage_error(ErrorCode::kInvalidArgument, "einsum", "einsum needs an operand");
   if (spec.inputs.size() != shapes.size()) {
     return usage_error(ErrorCode::kInvalidArgument, "einsum",
@@ -466,7 +468,9 @@ Result<Tensor> EinsumPlan::run(const cpu::CpuExecutionContext& ctx, std::span<co
     if (!leaf.sum_axes.empty()) {
       // Into the operand's workspace buffer (Note [Einsum workspace]).
       TENFERRO_TRY(Tensor dst, workspace_tensor(dtype_, leaf.summed_shape, ws.leaf_[i], pool));
-      TENFERRO_TRY_VOID(cpu::reduce_into(ctx, cpu::ReduceOp::kSum, t, Dims(leaf.sum_axes.span()), false, dst));
+      // Bool sums are logical ORs, numpy's einsum on bool (Note [Boolean einsum]).
+      const cpu::ReduceOp op = dtype_ == DType::kBool ? cpu::ReduceOp::kMax : cpu::ReduceOp::kSum;
+      TENFERRO_TRY_VOID(cpu::reduce_into(ctx, op, t, Dims(leaf.sum_axes.span()), false, dst));
       ws.leaf_[i] = dst.storage();
       t = std::move(dst);
     }

@@ -74,8 +74,10 @@ Layout dot_general_result_layout(const Shape& shape, size_t batch_dims);
 /// out = alpha * dot(lhs, rhs). The result is a new tensor with the logical shape above;
 /// its memory is compact with the batch dimensions outermost, so every batch is one
 /// column-major matrix (a permuted compact layout, not column-major over the logical
-/// dims). Supported dtypes: all but bool. The result and any packed operand come from
-/// `pool` when given. Errors: those of dot_general_shape, and kDTypeMismatch.
+/// dims). Every dtype; on bool it is the boolean semiring (numpy's dot on bool: an OR
+/// of ANDs; alpha and beta must be 0 or 1). The result and any packed operand come from
+/// `pool` when given. Errors: those of dot_general_shape, kDTypeMismatch, and
+/// kInvalidArgument for an alpha or beta the dtype cannot represent.
 Result<Tensor> dot_general(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs, const DotDims& dims,
                            const DotOptions& options = {}, const std::shared_ptr<HostBufferPool>& pool = nullptr);
 

@@ -70,8 +70,9 @@ class EinsumWorkspace {
 /// any number of times (Note [Einsum plan] in einsum.cc).
 class EinsumPlan {
  public:
-  /// Parses, resolves and plans. Errors: those of parse_subscripts, resolve and
-  /// search_path; kDTypeMismatch for bool.
+  /// Parses, resolves and plans. Every dtype; bool sums are ORs of ANDs (numpy's einsum
+  /// on bool, Note [Boolean einsum]). Errors: those of parse_subscripts, resolve and
+  /// search_path.
   static Result<std::shared_ptr<const EinsumPlan>> prepare(std::string_view subscripts, std::span<const Shape> shapes,
                                                             DType dtype, const PathPolicy& policy = {});
   /// Plans a resolved spec (integer-label API).
