@@ -559,6 +559,50 @@ void split_k_blis(const CpuExecutionContext& ctx, const detail::GemmArgs<T>& g, 
   }
 }
 
+// The short-side kernel on g's operands with the contraction `k` (gemm.cc, Note
+// [Short-side products with a strided contraction]); `transposed` computes C^T = B^T A^T
+// (k's strides already swapped). With several threads the outermost contraction loop is
+// split as in Note [Split-K products].
+template <class T>
+void short_sides(const CpuExecutionContext& ctx, const detail::GemmArgs<T>& g, const detail::KLevels& k,
+                 bool transposed, int threads) {
+  const int64_t m = transposed ? g.n : g.m, n = transposed ? g.m : g.n;
+  const T* a = transposed ? g.b : g.a;
+  const T* b = transposed ? g.a : g.b;
+  const int64_t rsa = transposed ? g.csb : g.rsa;
+  const int64_t rsc = transposed ? g.csc : g.rsc, csc = transposed ? g.rsc : g.csc;
+  const int outer = k.count - 1;
+  int64_t total = 1;
+  for (int l = 0; l < k.count; ++l) total *= k.extent[l];
+  const int parts = threads > 1 && total >= 256 * threads
+                        ? static_cast<int>(std::min<int64_t>({threads, kSplitKMaxParts, k.extent[outer]}))
+                        : 1;
+  if (parts <= 1) {
+    detail::short_sides_f64(m, n, g.alpha, a, rsa, b, k, g.beta, g.c, rsc, csc);
+    return;
+  }
+  std::array<std::array<T, kSplitKMaxOutput>, kSplitKMaxParts - 1> partial;
+  ctx.parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t e = k.extent[outer], x0 = e * p / parts, x1 = e * (p + 1) / parts;
+      detail::KLevels piece = k;
+      piece.extent[outer] = x1 - x0;
+      const T* ap = a + x0 * k.sa[outer];
+      const T* bp = b + x0 * k.sb[outer];
+      if (p == 0) {
+        detail::short_sides_f64(m, n, g.alpha, ap, rsa, bp, piece, g.beta, g.c, rsc, csc);
+      } else {
+        detail::short_sides_f64(m, n, g.alpha, ap, rsa, bp, piece, 0.0, partial[static_cast<size_t>(p - 1)].data(), 1, m);
+      }
+    }
+  });
+  for (int p = 1; p < parts; ++p) {
+    const T* src = partial[static_cast<size_t>(p - 1)].data();
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < m; ++i) g.c[i * rsc + j * csc] += src[i + j * m];
+  }
+}
+
 // Note [Pack order]: an operand that must be packed is copied into one of two compact
 // forms, both BLAS matrices: [free, contracting] (the default) or [contracting, free].
 // The default makes the copy a transpose whenever the operand's smallest stride is a
@@ -594,6 +638,60 @@ int64_t unit_run(const Layout& l, std::span<const int64_t> group) {
   }
   return run;
 }
+
+// The contraction as nested loops, innermost first (Note [Short-side products with a
+// strided contraction] in gemm.cc): contracted pairs ordered by the lhs stride, and
+// neighbours that continue each other in both operands merged. False when more than
+// kMaxKLevels loops remain.
+bool k_levels(const Layout& l, const Layout& r, const DotDims& dims, detail::KLevels* out) {
+  struct Pair {
+    int64_t extent, sa, sb;
+  };
+  SmallVector<Pair, 8> pairs;
+  for (size_t i = 0; i < dims.lhs_contracting.size(); ++i) {
+    const auto la = static_cast<size_t>(dims.lhs_contracting[i]), ra = static_cast<size_t>(dims.rhs_contracting[i]);
+    if (l.shape[la] == 1) continue;
+    const Pair p{l.shape[la], l.strides[la], r.strides[ra]};
+    size_t at = pairs.size();  // insertion sort by |lhs stride| (no allocation)
+    pairs.push_back(p);
+    while (at > 0 && std::llabs(pairs[at - 1].sa) > std::llabs(p.sa)) {
+      pairs[at] = pairs[at - 1];
+      --at;
+    }
+    pairs[at] = p;
+  }
+  *out = detail::KLevels{};
+  for (const Pair& p : pairs) {
+    if (out->count > 0) {
+      const int c = out->count - 1;
+      if (p.sa == out->sa[c] * out->extent[c] && p.sb == out->sb[c] * out->extent[c]) {
+        out->extent[c] *= p.extent;
+        continue;
+      }
+    }
+    if (out->count == detail::kMaxKLevels) return false;
+    out->extent[out->count] = p.extent;
+    out->sa[out->count] = p.sa;
+    out->sb[out->count] = p.sb;
+    ++out->count;
+  }
+  // Innermost: the loop with the smallest stride in either operand (it walks that
+  // operand in memory order; the other loops move whole runs).
+  auto step = [&](int v) { return std::min(std::llabs(out->sa[v]), std::llabs(out->sb[v])); };
+  int best = 0;
+  for (int v = 1; v < out->count; ++v)
+    if (step(v) < step(best)) best = v;
+  std::swap(out->extent[0], out->extent[best]);
+  std::swap(out->sa[0], out->sa[best]);
+  std::swap(out->sb[0], out->sb[best]);
+  return out->count > 0;
+}
+
+// The short-side kernel replaces packing an operand of at least this many elements
+// (Note [Short-side products with a strided contraction] in gemm.cc): below it the pack
+// is cheap and, across a batch, shared, and BLIS's per-product speed wins (lm
+// sentence_3's 1100 products of 12 x 12 x 144 against a packed 1728-element lhs).
+constexpr int64_t kShortSideMinPacked = 4096;
 
 template <class T>
 Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs, const DotDims& dims_in,
@@ -737,7 +835,8 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   // Small products with A and C column-major go to the
   // register-blocked small kernel, which beat OpenBLAS up to 32768 multiply-adds and lost
   // at 110592 (Note [Tiny products]).
-  bool thin_form = false;
+  bool thin_form = false, short_form = false, short_transposed = false;
+  detail::KLevels klev;
   if constexpr (std::is_same_v<T, double>) {
     if (opt.provider == GemmProvider::kAuto && route.policy != BatchPolicy::kWholeBatchVendor &&
         route.provider != GemmProvider::kNaive) {
@@ -750,7 +849,23 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
       // in gemm.cc), one piece of the long side per worker.
       thin_form = !small_form && M >= 64 && N <= 32 && K <= 32 && lm.mergeable && lk.mergeable && lk.stride == 1 &&
                   om.mergeable && on.mergeable && om.stride == 1 && rk.mergeable && rn.mergeable;
-      if (small_form || thin_form) {
+      // Both sides short against a long contraction, one operand contiguous along its
+      // free side: the short-side kernel walks the contraction in place, so an operand
+      // whose contracted labels do not merge is not packed (Note [Short-side products
+      // with a strided contraction] in gemm.cc).
+      if (!small_form && !thin_form && detail::short_sides_available() && M <= detail::kShortSideMax &&
+          N <= detail::kShortSideMax && M >= 4 && N >= 4 && K >= 64 &&
+          (lk.mergeable ? 0 : lhs.numel()) + (rk.mergeable ? 0 : rhs.numel()) >= kShortSideMinPacked &&
+          lm.mergeable && rn.mergeable && om.mergeable && on.mergeable && (rn.stride == 1 || lm.stride == 1) &&
+          k_levels(lhs.layout(), rhs.layout(), dims, &klev)) {
+        short_form = true;
+        if (rn.stride != 1) {
+          // C^T = B^T A^T: the lhs is the operand contiguous along its free side.
+          for (int l = 0; l < klev.count; ++l) std::swap(klev.sa[l], klev.sb[l]);
+          short_transposed = true;
+        }
+      }
+      if (small_form || thin_form || short_form) {
         route.provider = GemmProvider::kNaive;
       } else if (std::min(M, N) <= 32 && std::min(M, N) >= 8 && (K >= 64 || ctx.threads() > 1)) {
         route.provider = GemmProvider::kBlis;
@@ -773,10 +888,10 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
     return !detail::blas_form(rows, cols, rs, cs, false, &ld) && !detail::blas_form(rows, cols, rs, cs, true, &ld);
   };
   const bool blis = route.provider == GemmProvider::kBlis;
-  const bool lhs_ok = lm.mergeable && lk.mergeable && operand_ok(route, false, cl, M, K, lm.stride, lk.stride) &&
-                      !(blis && batch_fastest(lbs.span()) && strided_both(M, K, lm.stride, lk.stride));
-  const bool rhs_ok = rk.mergeable && rn.mergeable && operand_ok(route, false, cr, K, N, rk.stride, rn.stride) &&
-                      !(blis && batch_fastest(rbs.span()) && strided_both(K, N, rk.stride, rn.stride));
+  const bool lhs_ok = short_form || (lm.mergeable && lk.mergeable && operand_ok(route, false, cl, M, K, lm.stride, lk.stride) &&
+                                     !(blis && batch_fastest(lbs.span()) && strided_both(M, K, lm.stride, lk.stride)));
+  const bool rhs_ok = short_form || (rk.mergeable && rn.mergeable && operand_ok(route, false, cr, K, N, rk.stride, rn.stride) &&
+                                     !(blis && batch_fastest(rbs.span()) && strided_both(K, N, rk.stride, rn.stride)));
   const bool out_ok = om.mergeable && on.mergeable && operand_ok(route, true, false, M, N, om.stride, on.stride) &&
                       !(blis && batch_fastest(obs.span()) && strided_both(M, N, om.stride, on.stride));
 
@@ -878,6 +993,12 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
         }
         return;
       default:
+        if constexpr (std::is_same_v<T, double>) {
+          if (short_form) {
+            short_sides<T>(ctx, g, klev, short_transposed, threads);
+            return;
+          }
+        }
         if (thin_form && threads > 1) {
           ctx.parallel_for((M + 3) / 4, (M + 4 * threads - 1) / (4 * threads), [&](int64_t q0, int64_t q1) {
             detail::GemmArgs<T> part = g;

@@ -545,6 +545,154 @@ TEST(DotGeneral, ThinTransposedProducts) {
   }
 }
 
+// Note [Short-side products with a strided contraction]: the kernel itself on every
+// block remainder (m, n up to 32), one to four contraction loops with scrambled strides,
+// alpha/beta and strided destinations, against a long-double sum.
+TEST(DotGeneral, ShortSidesKernelWalksNestedContractions) {
+  std::mt19937_64 rng(43);
+  std::normal_distribution<double> nd;
+  for (int trial = 0; trial < 120; ++trial) {
+    const int64_t m = 1 + static_cast<int64_t>(rng() % 32), n = 1 + static_cast<int64_t>(rng() % 32);
+    detail::KLevels k;
+    k.count = 1 + static_cast<int>(rng() % detail::kMaxKLevels);
+    int64_t kk = 1;
+    for (int l = 0; l < k.count; ++l) {
+      k.extent[l] = 1 + static_cast<int64_t>(rng() % 6);
+      kk *= k.extent[l];
+    }
+    // A [m, levels...] and B [levels..., n] with the levels in a random memory order
+    // each (B's row j contiguous), one level maybe walked backwards.
+    std::vector<int> oa(static_cast<size_t>(k.count)), ob(oa.size());
+    for (int l = 0; l < k.count; ++l) oa[static_cast<size_t>(l)] = ob[static_cast<size_t>(l)] = l;
+    std::shuffle(oa.begin(), oa.end(), rng);
+    std::shuffle(ob.begin(), ob.end(), rng);
+    const int64_t rsa = 1 + static_cast<int64_t>(rng() % 2);  // A's rows interleaved or not
+    int64_t sa = rsa == 1 ? m : 1, sb = n + static_cast<int64_t>(rng() % 3);
+    for (int l : oa) {
+      k.sa[l] = sa;
+      sa *= k.extent[l];
+    }
+    for (int l : ob) {
+      k.sb[l] = sb;
+      sb *= k.extent[l];
+    }
+    if (rsa == 2) {
+      for (int l = 0; l < k.count; ++l) k.sa[l] *= 2 * m;  // A's rows 2 apart inside each k
+      for (int l = 0; l < k.count; ++l) k.sa[l] /= m;
+    }
+    std::vector<double> a(static_cast<size_t>(sa * 2 * m + 8)), b(static_cast<size_t>(sb + 8));
+    for (auto* v : {&a, &b})
+      for (double& x : *v) x = nd(rng);
+    const bool flip = rng() % 2 && k.extent[0] > 1;
+    const int64_t base_a = flip ? (k.extent[0] - 1) * k.sa[0] : 0, base_b = flip ? (k.extent[0] - 1) * k.sb[0] : 0;
+    detail::KLevels kw = k;
+    if (flip) {
+      kw.sa[0] = -k.sa[0];
+      kw.sb[0] = -k.sb[0];
+    }
+    const int64_t ldc = m + 2;
+    std::vector<double> c(static_cast<size_t>(ldc * n)), c0;
+    for (double& x : c) x = nd(rng);
+    c0 = c;
+    const double alpha = 0.75, beta = trial % 3 == 0 ? 0.0 : -1.25;
+    detail::short_sides_f64(m, n, alpha, a.data() + base_a, rsa, b.data() + base_b, kw, beta, c.data(), 1, ldc);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        long double acc = 0, mag = 0;
+        for (int64_t p = 0; p < kk; ++p) {
+          int64_t rem = p, ao = base_a, bo = base_b;
+          for (int l = 0; l < k.count; ++l) {
+            const int64_t x = rem % k.extent[l];
+            rem /= k.extent[l];
+            ao += x * kw.sa[l];
+            bo += x * kw.sb[l];
+          }
+          const long double t = static_cast<long double>(a[static_cast<size_t>(ao + i * rsa)]) * b[static_cast<size_t>(bo + j)];
+          acc += t;
+          mag += std::fabs(t);
+        }
+        const long double want = alpha * acc + beta * static_cast<long double>(c0[static_cast<size_t>(i + j * ldc)]);
+        ASSERT_NEAR(c[static_cast<size_t>(i + j * ldc)], static_cast<double>(want), 1e-13 * static_cast<double>(mag + 2))
+            << "trial " << trial << " m " << m << " n " << n << " levels " << k.count << " at " << i << "," << j;
+      }
+      // Padding rows of C are untouched.
+      for (int64_t j = 0; j < n; ++j) {
+        for (int64_t pad = m; pad < ldc; ++pad) {
+          ASSERT_EQ(c[static_cast<size_t>(pad + j * ldc)], c0[static_cast<size_t>(pad + j * ldc)]);
+        }
+      }
+    }
+  }
+}
+
+// Through dot_general: tensor-train steps E'[r, c] = sum_{l,s} L[l, r, s] T[c, s, l]
+// (the site tensor's contracted labels around its free one), in both operand orders
+// (the transposed form when the lhs is the operand contiguous along its free side), a
+// batch, 1 and 2 threads (the contraction split) and row- or column-major
+// destinations: no operand is packed, and the result is the naive one. A contraction
+// of five loops that merge nowhere takes the packing route and is still right.
+TEST(DotGeneral, ShortSideProductsWalkTheContractionInPlace) {
+  auto executor = make_tbb_executor(2).value();
+  const int64_t shapes[][3] = {{19, 19, 92}, {16, 13, 40}, {7, 32, 100}};
+  for (const auto& e : shapes) {
+    const int64_t d = e[0], c = e[1], ph = e[2];
+    for (const bool swap : {false, true}) {
+      for (const int64_t batch : {int64_t{1}, int64_t{3}}) {
+        Config cfg;
+        // L [l, r, s, b] and T [c, s, l, b].
+        const Shape ls{d, d, ph, batch}, ts{c, ph, d, batch};
+        cfg.lhs_shape = swap ? ts : ls;
+        cfg.rhs_shape = swap ? ls : ts;
+        DotDims dl, dt;
+        if (!swap) {
+          cfg.dims.lhs_contracting = {0, 2};
+          cfg.dims.rhs_contracting = {2, 1};
+        } else {
+          cfg.dims.lhs_contracting = {2, 1};
+          cfg.dims.rhs_contracting = {0, 2};
+        }
+        cfg.dims.lhs_batch = {3};
+        cfg.dims.rhs_batch = {3};
+        const Tensor lhs = Tensor::random_normal(DType::kF64, cfg.lhs_shape, 11).value();
+        const Tensor rhs = Tensor::random_normal(DType::kF64, cfg.rhs_shape, 12).value();
+        const Shape out_shape = dot_general_shape(cfg.lhs_shape, cfg.rhs_shape, cfg.dims).value();
+        for (const int threads : {1, 2}) {
+          for (const bool row_major : {false, true}) {
+            SCOPED_TRACE("d " + std::to_string(d) + " swap " + std::to_string(swap) + " batch " +
+                         std::to_string(batch) + " threads " + std::to_string(threads) + " row-major " +
+                         std::to_string(row_major));
+            Tensor out = row_major ? Tensor::zeros(DType::kF64, {out_shape[2], out_shape[1], out_shape[0]})
+                                         .value()
+                                         .permute({2, 1, 0})
+                                         .value()
+                                   : Tensor::zeros(DType::kF64, out_shape).value();
+            DotScratch scratch;
+            executor->install([&] {
+              CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
+              ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, cfg.dims, DotOptions{}, out, nullptr, &scratch));
+            });
+            EXPECT_EQ(scratch.lhs, nullptr);
+            EXPECT_EQ(scratch.rhs, nullptr);
+            expect_real_product(lhs, rhs, cfg, out);
+          }
+        }
+      }
+    }
+  }
+  // Five contracted axes in opposite orders: no loops merge, more than kMaxKLevels.
+  Config cfg;
+  cfg.lhs_shape = {8, 3, 3, 3, 3, 3};
+  cfg.rhs_shape = {3, 3, 3, 3, 3, 8};
+  cfg.dims.lhs_contracting = {1, 2, 3, 4, 5};
+  cfg.dims.rhs_contracting = {4, 3, 2, 1, 0};
+  const Tensor lhs = Tensor::random_normal(DType::kF64, cfg.lhs_shape, 13).value();
+  const Tensor rhs = Tensor::random_normal(DType::kF64, cfg.rhs_shape, 14).value();
+  Tensor out = Tensor::zeros(DType::kF64, {8, 8}).value();
+  auto ctx = CpuExecutionContext::sequential();
+  ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, cfg.dims, DotOptions{}, out));
+  expect_real_product(lhs, rhs, cfg, out);
+}
+
 // Every batch policy gives the naive result on a batch whose dimensions do not merge
 // (a sliced middle batch axis) with conjugated complex operands in both layouts.
 TEST(DotGeneral, EveryBatchPolicyOnNonMergeableBatches) {

@@ -431,6 +431,65 @@ void thin_block_f64(const GemmArgs<double>& g, const double* bt, int64_t ldb, in
   }
 }
 
+// Note [Short-side products with a strided contraction]: C (m x n, both <= 32) = A B
+// with a long contraction whose labels do not merge into one stride in A or B - the
+// tensor-train step E'[r, c] = sum_{l,s} L[l, r, s] T[c, s, l], where the site tensor L
+// has its free label r between the contracted l and s. dot_general packed L (a cold
+// read, a write and a re-read) and BLIS then spent a third of its 6 x 8 tiles on edges of
+// the 19 x 19 output. Here the contraction is walked in place as nested loops (KLevels)
+// and C^T is accumulated in 8 x 4 register blocks: two vectors of B's contiguous row
+// (8 columns j) times four broadcast elements of A (rows i), as in Note [Thin
+// transposed products]. The outer contraction loops are outermost: each inner run's
+// rows of A and B come from memory once and meet every block while in L1 (the blocks'
+// accumulators live in a C^T tile on the stack between runs); the innermost loop is the
+// one with the smallest stride. dot_general takes this route for m, n <= 32, k >= 64
+// when it would otherwise pack at least 4096 elements (kShortSideMinPacked).
+// Tensor-train steps 19 x 19 x 1748-2413: 0.17-0.19 ms (pack + BLIS) -> 0.07-0.09 ms;
+// the MPS instance, 3 interleaved pairs of runs, best of each: 1 thread 17.7-23.6 ->
+// 11.8-15.4 ms, 2 threads 17.5-18.5 -> 11.7-12.1 ms (2026-11-29). With the innermost
+// loop chosen by B's stride instead, the same instance ran 26-27 ms.
+//
+// One inner contraction run for the 8 x IW block of C^T at `acc` (8 columns j by IW
+// rows i, column-major with leading dimension 8): acc += B-rows x A-elements over the
+// run's e0 steps. B's two vectors stay in registers (folded into each FMA they would be
+// loaded IW times).
+template <int IW, bool kMask>
+void short_run_f64(const double* a, int64_t rsa, int64_t sa0, const double* b, int64_t sb0, int64_t e0, __m256i m0,
+                   __m256i m1, double* acc) {
+  __m256d lo[4], hi[4];
+  for (int t = 0; t < IW; ++t) {
+    lo[t] = _mm256_load_pd(acc + 8 * t);
+    hi[t] = _mm256_load_pd(acc + 8 * t + 4);
+  }
+  for (int64_t p = 0; p < e0; ++p) {
+    __m256d x0 = kMask ? _mm256_maskload_pd(b + p * sb0, m0) : _mm256_loadu_pd(b + p * sb0);
+    __m256d x1 = kMask ? _mm256_maskload_pd(b + p * sb0 + 4, m1) : _mm256_loadu_pd(b + p * sb0 + 4);
+    asm("" : "+x"(x0), "+x"(x1));
+    const double* ap = a + p * sa0;
+#pragma GCC unroll 4
+    for (int t = 0; t < IW; ++t) {
+      const __m256d y = _mm256_broadcast_sd(ap + t * rsa);
+      lo[t] = _mm256_fmadd_pd(x0, y, lo[t]);
+      hi[t] = _mm256_fmadd_pd(x1, y, hi[t]);
+    }
+  }
+  for (int t = 0; t < IW; ++t) {
+    _mm256_store_pd(acc + 8 * t, lo[t]);
+    _mm256_store_pd(acc + 8 * t + 4, hi[t]);
+  }
+}
+
+template <bool kMask>
+void short_run_any_f64(int64_t iw, const double* a, int64_t rsa, int64_t sa0, const double* b, int64_t sb0,
+                       int64_t e0, __m256i m0, __m256i m1, double* acc) {
+  switch (iw) {
+    case 4: short_run_f64<4, kMask>(a, rsa, sa0, b, sb0, e0, m0, m1, acc); break;
+    case 3: short_run_f64<3, kMask>(a, rsa, sa0, b, sb0, e0, m0, m1, acc); break;
+    case 2: short_run_f64<2, kMask>(a, rsa, sa0, b, sb0, e0, m0, m1, acc); break;
+    default: short_run_f64<1, kMask>(a, rsa, sa0, b, sb0, e0, m0, m1, acc); break;
+  }
+}
+
 bool small_form_f64(const GemmArgs<double>& g) { return g.rsa == 1 && g.rsc == 1 && g.m >= 4 && g.k <= 64; }
 bool thin_form_f64(const GemmArgs<double>& g) { return g.rsc == 1 && g.m >= 4 && g.n <= kThinMax && g.k <= kThinMax; }
 
@@ -571,6 +630,88 @@ void gemm_naive(const GemmArgs<T>& g) {
   } else {
     gemm_naive_arith(g);
   }
+}
+
+void short_sides_f64(int64_t m, int64_t n, double alpha, const double* a, int64_t rsa, const double* b,
+                     const KLevels& k, double beta, double* c, int64_t rsc, int64_t csc) {
+  auto put = [&](int64_t i, int64_t j, double v) {
+    double& x = c[i * rsc + j * csc];
+    x = beta == 0.0 ? alpha * v : alpha * v + beta * x;
+  };
+#if defined(__AVX2__) && defined(__FMA__)
+  // C^T tiles, 8 x 4 per block, for m, n <= 32: 4 x 8 blocks of 32 doubles.
+  alignas(32) double tile[kShortSideMax * kShortSideMax];
+  const int64_t jb = (n + 7) / 8, ib = (m + 3) / 4;
+  for (int64_t x = 0; x < jb * ib * 32; ++x) tile[x] = 0.0;
+  const __m256i lane = _mm256_set_epi64x(3, 2, 1, 0);
+  const __m256i mask0 = _mm256_cmpgt_epi64(_mm256_set1_epi64x(n - 8 * (jb - 1)), lane);
+  const __m256i mask1 = _mm256_cmpgt_epi64(_mm256_set1_epi64x(n - 8 * (jb - 1) - 4), lane);
+  const __m256i full = _mm256_set1_epi64x(-1);
+  // The outer contraction levels outermost: each inner run's data (a few rows of A and
+  // B) is read from memory once and meets every block while in L1.
+  int64_t idx[kMaxKLevels] = {0, 0, 0, 0};
+  int64_t oa = 0, ob = 0;
+  for (;;) {
+    for (int64_t jq = 0; jq < jb; ++jq) {
+      const bool last = jq + 1 == jb && n % 8 != 0;
+      for (int64_t iq = 0; iq < ib; ++iq) {
+        const int64_t iw = std::min<int64_t>(4, m - 4 * iq);
+        double* acc = tile + (jq * ib + iq) * 32;
+        const double* ap = a + oa + 4 * iq * rsa;
+        const double* bp = b + ob + 8 * jq;
+        if (last) {
+          short_run_any_f64<true>(iw, ap, rsa, k.sa[0], bp, k.sb[0], k.extent[0], mask0, mask1, acc);
+        } else {
+          short_run_any_f64<false>(iw, ap, rsa, k.sa[0], bp, k.sb[0], k.extent[0], full, full, acc);
+        }
+      }
+    }
+    int l = 1;
+    for (; l < k.count; ++l) {
+      oa += k.sa[l];
+      ob += k.sb[l];
+      if (++idx[l] < k.extent[l]) break;
+      oa -= k.sa[l] * k.extent[l];
+      ob -= k.sb[l] * k.extent[l];
+      idx[l] = 0;
+    }
+    if (l >= k.count) break;
+  }
+  for (int64_t jq = 0; jq < jb; ++jq) {
+    for (int64_t iq = 0; iq < ib; ++iq) {
+      const double* acc = tile + (jq * ib + iq) * 32;
+      for (int64_t t = 0; t < std::min<int64_t>(4, m - 4 * iq); ++t)
+        for (int64_t j = 0; j < std::min<int64_t>(8, n - 8 * jq); ++j) put(4 * iq + t, 8 * jq + j, acc[8 * t + j]);
+    }
+  }
+#else
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t i = 0; i < m; ++i) {
+      double v = 0;
+      int64_t idx[kMaxKLevels] = {0, 0, 0, 0};
+      for (;;) {
+        int64_t oa = 0, ob = 0;
+        for (int l = 0; l < k.count; ++l) {
+          oa += idx[l] * k.sa[l];
+          ob += idx[l] * k.sb[l];
+        }
+        v += a[i * rsa + oa] * b[ob + j];
+        int l = 0;
+        while (l < k.count && ++idx[l] == k.extent[l]) idx[l++] = 0;
+        if (l == k.count) break;
+      }
+      put(i, j, v);
+    }
+  }
+#endif
+}
+
+bool short_sides_available() {
+#if defined(__AVX2__) && defined(__FMA__)
+  return true;
+#else
+  return false;
+#endif
 }
 
 #define TENFERRO_GEMM_INSTANTIATE(T)                                  \

@@ -65,6 +65,28 @@ bool gemm_batch_fortran(const GemmArgs<T>& g, int64_t count, const T* const* a, 
 template <class T>
 void gemm_naive(const GemmArgs<T>& g);
 
+/// A contraction walked as up to kMaxKLevels nested loops, innermost first: level l has
+/// `extent[l]` steps of `sa[l]` elements in A and `sb[l]` in B (Note [Short-side
+/// products with a strided contraction] in gemm.cc).
+inline constexpr int kMaxKLevels = 4;
+struct KLevels {
+  int count = 0;
+  int64_t extent[kMaxKLevels] = {};
+  int64_t sa[kMaxKLevels] = {};
+  int64_t sb[kMaxKLevels] = {};
+};
+
+/// Largest m and n short_sides_f64 takes.
+inline constexpr int64_t kShortSideMax = 32;
+
+/// C = alpha A B + beta C for f64 with m, n <= kShortSideMax: A's element (i, k) at
+/// a[i * rsa + ka], B's element (k, j) at b[kb + j] (B's rows contiguous), where ka and
+/// kb walk `k`'s levels; C any strides. No packing, no allocation. Whether the AVX2
+/// kernel exists is `short_sides_available()`.
+void short_sides_f64(int64_t m, int64_t n, double alpha, const double* a, int64_t rsa, const double* b,
+                     const KLevels& k, double beta, double* c, int64_t rsc, int64_t csc);
+bool short_sides_available();
+
 /// Library path of the shared object that defines `symbol_address` (tests check that
 /// each provider really calls its library).
 std::string library_of(const void* symbol_address);
