@@ -559,17 +559,16 @@ void split_k_blis(const CpuExecutionContext& ctx, const detail::GemmArgs<T>& g, 
   }
 }
 
-// The short-side kernel on g's operands with the contraction `k` (gemm.cc, Note
-// [Short-side products with a strided contraction]); `transposed` computes C^T = B^T A^T
-// (k's strides already swapped). With several threads the outermost contraction loop is
+// The short-side kernel on g's operands with the contraction `k` and the broadcast
+// operand's row offsets `rsa` (gemm.cc, Note [Short-side products with a strided
+// contraction]); `transposed` computes C^T = B^T A^T (k's strides already swapped). With several threads the outermost contraction loop is
 // split as in Note [Split-K products].
 template <class T>
 void short_sides(const CpuExecutionContext& ctx, const detail::GemmArgs<T>& g, const detail::KLevels& k,
-                 bool transposed, int threads) {
+                 const int64_t* rsa, bool transposed, int threads) {
   const int64_t m = transposed ? g.n : g.m, n = transposed ? g.m : g.n;
   const T* a = transposed ? g.b : g.a;
   const T* b = transposed ? g.a : g.b;
-  const int64_t rsa = transposed ? g.csb : g.rsa;
   const int64_t rsc = transposed ? g.csc : g.rsc, csc = transposed ? g.rsc : g.csc;
   const int outer = k.count - 1;
   int64_t total = 1;
@@ -689,8 +688,9 @@ bool k_levels(const Layout& l, const Layout& r, const DotDims& dims, detail::KLe
 
 // The short-side kernel replaces packing an operand of at least this many elements
 // (Note [Short-side products with a strided contraction] in gemm.cc): below it the pack
-// is cheap and, across a batch, shared, and BLIS's per-product speed wins (lm
-// sentence_3's 1100 products of 12 x 12 x 144 against a packed 1728-element lhs).
+// is cheap and, across a batch, shared, and BLIS's per-product speed won (lm
+// sentence_3's 1100 products of 12 x 12 x 144 against a packed 1728-element lhs: 5.2 ms
+// packed with BLIS, 6.7 ms in the kernel's tile mode).
 constexpr int64_t kShortSideMinPacked = 4096;
 
 template <class T>
@@ -837,39 +837,68 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   // at 110592 (Note [Tiny products]).
   bool thin_form = false, short_form = false, short_transposed = false;
   detail::KLevels klev;
+  std::array<int64_t, detail::kShortSideMax> row_off{};
+  // Both sides short, one operand contiguous along its free side, and an operand that
+  // would be packed: the short-side kernel walks the contraction in place and takes the
+  // other operand's rows at any offsets (Note [Short-side products with a strided
+  // contraction] in gemm.cc).
+  auto short_route = [&](int64_t m, int64_t n, int64_t k) {
+    if (!detail::short_sides_available() || m > detail::kShortSideMax || n > detail::kShortSideMax || m < 4 ||
+        n < 4 || k < 8 || !om.mergeable || !on.mergeable) {
+      return false;
+    }
+    const int64_t packed = (lm.mergeable && lk.mergeable ? 0 : lhs.numel()) + (rk.mergeable && rn.mergeable ? 0 : rhs.numel());
+    const bool rhs_vec = rn.mergeable && rn.stride == 1, lhs_vec = lm.mergeable && lm.stride == 1;
+    if (packed < kShortSideMinPacked || !(rhs_vec || lhs_vec) || !k_levels(lhs.layout(), rhs.layout(), dims, &klev)) {
+      return false;
+    }
+    // C^T = B^T A^T when only the lhs is contiguous along its free side.
+    short_transposed = !rhs_vec;
+    if (short_transposed) {
+      for (int l = 0; l < klev.count; ++l) std::swap(klev.sa[l], klev.sb[l]);
+    }
+    // Row offsets of the broadcast operand, in C's row order (its free axes, first fastest).
+    const Group& g = short_transposed ? rn : lm;
+    const Layout& lay = short_transposed ? rhs.layout() : lhs.layout();
+    const auto free = short_transposed ? plan.rhs_free.span() : plan.lhs_free.span();
+    const int64_t rows = short_transposed ? n : m;
+    if (g.mergeable) {
+      for (int64_t i = 0; i < rows; ++i) row_off[static_cast<size_t>(i)] = i * g.stride;
+    } else {
+      // Not mergeable means no free-group split on this side: its free axes are all there.
+      for (int64_t i = 0; i < rows; ++i) {
+        int64_t rem = i, off = 0;
+        for (int64_t ax : free) {
+          const auto u = static_cast<size_t>(ax);
+          off += (rem % lay.shape[u]) * lay.strides[u];
+          rem /= lay.shape[u];
+        }
+        row_off[static_cast<size_t>(i)] = off;
+      }
+    }
+    return true;
+  };
   if constexpr (std::is_same_v<T, double>) {
     if (opt.provider == GemmProvider::kAuto && route.policy != BatchPolicy::kWholeBatchVendor &&
         route.provider != GemmProvider::kNaive) {
       // Strides after packing (Note [Pack order]).
       const int64_t lms = lm.mergeable && lk.mergeable ? lm.stride : lhs_k_first ? K : 1;
       const int64_t oms = om.mergeable && on.mergeable ? om.stride : 1;
-      const bool small_form = flops <= 32768 && K <= 64 && M >= 4 && lms == 1 && oms == 1;
+      // The short-side kernel first: the small and thin kernels below assume packing.
+      short_form = short_route(M, N, K);
+      const bool small_form = !short_form && flops <= 32768 && K <= 64 && M >= 4 && lms == 1 && oms == 1;
       // A long side against a short contraction and a narrow B, A's contraction
       // contiguous and C column-major: the thin kernel (Note [Thin transposed products]
       // in gemm.cc), one piece of the long side per worker.
-      thin_form = !small_form && M >= 64 && N <= 32 && K <= 32 && lm.mergeable && lk.mergeable && lk.stride == 1 &&
+      thin_form = !small_form && !short_form && M >= 64 && N <= 32 && K <= 32 && lm.mergeable && lk.mergeable && lk.stride == 1 &&
                   om.mergeable && on.mergeable && om.stride == 1 && rk.mergeable && rn.mergeable;
-      // Both sides short against a long contraction, one operand contiguous along its
-      // free side: the short-side kernel walks the contraction in place, so an operand
-      // whose contracted labels do not merge is not packed (Note [Short-side products
-      // with a strided contraction] in gemm.cc).
-      if (!small_form && !thin_form && detail::short_sides_available() && M <= detail::kShortSideMax &&
-          N <= detail::kShortSideMax && M >= 4 && N >= 4 && K >= 64 &&
-          (lk.mergeable ? 0 : lhs.numel()) + (rk.mergeable ? 0 : rhs.numel()) >= kShortSideMinPacked &&
-          lm.mergeable && rn.mergeable && om.mergeable && on.mergeable && (rn.stride == 1 || lm.stride == 1) &&
-          k_levels(lhs.layout(), rhs.layout(), dims, &klev)) {
-        short_form = true;
-        if (rn.stride != 1) {
-          // C^T = B^T A^T: the lhs is the operand contiguous along its free side.
-          for (int l = 0; l < klev.count; ++l) std::swap(klev.sa[l], klev.sb[l]);
-          short_transposed = true;
-        }
-      }
       if (small_form || thin_form || short_form) {
         route.provider = GemmProvider::kNaive;
       } else if (std::min(M, N) <= 32 && std::min(M, N) >= 8 && (K >= 64 || ctx.threads() > 1)) {
         route.provider = GemmProvider::kBlis;
       }
+    } else if (opt.provider == GemmProvider::kAuto && route.policy != BatchPolicy::kWholeBatchVendor) {
+      short_form = short_route(M, N, K);  // products the plain loops would take after packing
     }
   }
   // Note [Batch-fastest operands]: BLIS takes any strides, but an operand whose unit
@@ -995,7 +1024,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
       default:
         if constexpr (std::is_same_v<T, double>) {
           if (short_form) {
-            short_sides<T>(ctx, g, klev, short_transposed, threads);
+            short_sides<T>(ctx, g, klev, row_off.data(), short_transposed, threads);
             return;
           }
         }

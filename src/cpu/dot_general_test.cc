@@ -595,7 +595,11 @@ TEST(DotGeneral, ShortSidesKernelWalksNestedContractions) {
     for (double& x : c) x = nd(rng);
     c0 = c;
     const double alpha = 0.75, beta = trial % 3 == 0 ? 0.0 : -1.25;
-    detail::short_sides_f64(m, n, alpha, a.data() + base_a, rsa, b.data() + base_b, kw, beta, c.data(), 1, ldc);
+    // Row offsets: plain strides, or the rows in a scrambled order (any offsets work).
+    std::vector<int64_t> row_off(static_cast<size_t>(m));
+    for (int64_t i = 0; i < m; ++i) row_off[static_cast<size_t>(i)] = i * rsa;
+    if (trial % 2) std::shuffle(row_off.begin(), row_off.end(), rng);
+    detail::short_sides_f64(m, n, alpha, a.data() + base_a, row_off.data(), b.data() + base_b, kw, beta, c.data(), 1, ldc);
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j) {
         long double acc = 0, mag = 0;
@@ -607,7 +611,8 @@ TEST(DotGeneral, ShortSidesKernelWalksNestedContractions) {
             ao += x * kw.sa[l];
             bo += x * kw.sb[l];
           }
-          const long double t = static_cast<long double>(a[static_cast<size_t>(ao + i * rsa)]) * b[static_cast<size_t>(bo + j)];
+          const long double t =
+              static_cast<long double>(a[static_cast<size_t>(ao + row_off[static_cast<size_t>(i)])]) * b[static_cast<size_t>(bo + j)];
           acc += t;
           mag += std::fabs(t);
         }
@@ -633,7 +638,7 @@ TEST(DotGeneral, ShortSidesKernelWalksNestedContractions) {
 // of five loops that merge nowhere takes the packing route and is still right.
 TEST(DotGeneral, ShortSideProductsWalkTheContractionInPlace) {
   auto executor = make_tbb_executor(2).value();
-  const int64_t shapes[][3] = {{19, 19, 92}, {16, 13, 40}, {7, 32, 100}};
+  const int64_t shapes[][3] = {{19, 19, 40}, {16, 13, 24}, {7, 32, 100}};
   for (const auto& e : shapes) {
     const int64_t d = e[0], c = e[1], ph = e[2];
     for (const bool swap : {false, true}) {
@@ -677,6 +682,31 @@ TEST(DotGeneral, ShortSideProductsWalkTheContractionInPlace) {
           }
         }
       }
+    }
+  }
+  // lm's batched products: the lhs interleaves free and contracted axes [k2, f1, k1, f2,
+  // b] (no row stride either: the kernel takes its rows from an offset table), the rhs
+  // is [n1, n2, k1, k2, b]; register mode (the contraction fits in L1).
+  {
+    Config lm;
+    lm.lhs_shape = {4, 4, 4, 4, 20};
+    lm.rhs_shape = {4, 4, 4, 4, 20};
+    lm.dims.lhs_contracting = {2, 0};
+    lm.dims.rhs_contracting = {2, 3};
+    lm.dims.lhs_batch = {4};
+    lm.dims.rhs_batch = {4};
+    const Tensor lhs = Tensor::random_normal(DType::kF64, lm.lhs_shape, 15).value();
+    const Tensor rhs = Tensor::random_normal(DType::kF64, lm.rhs_shape, 16).value();
+    for (const int threads : {1, 2}) {
+      Tensor out = Tensor::zeros(DType::kF64, dot_general_shape(lm.lhs_shape, lm.rhs_shape, lm.dims).value()).value();
+      DotScratch scratch;
+      executor->install([&] {
+        CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
+        ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, lm.dims, DotOptions{}, out, nullptr, &scratch));
+      });
+      EXPECT_EQ(scratch.lhs, nullptr);
+      EXPECT_EQ(scratch.rhs, nullptr);
+      expect_real_product(lhs, rhs, lm, out);
     }
   }
   // Five contracted axes in opposite orders: no loops merge, more than kMaxKLevels.

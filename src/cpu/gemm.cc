@@ -442,51 +442,82 @@ void thin_block_f64(const GemmArgs<double>& g, const double* bt, int64_t ldb, in
 // transposed products]. The outer contraction loops are outermost: each inner run's
 // rows of A and B come from memory once and meet every block while in L1 (the blocks'
 // accumulators live in a C^T tile on the stack between runs); the innermost loop is the
-// one with the smallest stride. dot_general takes this route for m, n <= 32, k >= 64
-// when it would otherwise pack at least 4096 elements (kShortSideMinPacked).
+// one with the smallest stride. A's rows come from a table of offsets, so A's free
+// labels need not merge either (lm's batched 16 x 16 x 16 products whose lhs interleaves
+// free and contracted labels: [k2, f1, k1, f2]). When A and B fit in L1 (k (m + n) <=
+// 4096 elements) each block instead runs the whole contraction in registers. dot_general
+// takes this route for m, n <= 32, k >= 8 when it would otherwise pack at least 4096
+// elements (kShortSideMinPacked); lm sentence_4's two such steps (1900 products) went
+// from 2.9-3.9 to 2.0-2.6 ms at 1 thread and 2.2 to 1.2 ms at 2 (best of 3 runs each).
 // Tensor-train steps 19 x 19 x 1748-2413: 0.17-0.19 ms (pack + BLIS) -> 0.07-0.09 ms;
 // the MPS instance, 3 interleaved pairs of runs, best of each: 1 thread 17.7-23.6 ->
 // 11.8-15.4 ms, 2 threads 17.5-18.5 -> 11.7-12.1 ms (2026-11-29). With the innermost
 // loop chosen by B's stride instead, the same instance ran 26-27 ms.
 //
-// One inner contraction run for the 8 x IW block of C^T at `acc` (8 columns j by IW
-// rows i, column-major with leading dimension 8): acc += B-rows x A-elements over the
-// run's e0 steps. B's two vectors stay in registers (folded into each FMA they would be
-// loaded IW times).
+// One inner contraction run of a block of C^T (8 columns j by IW rows i) held in lo/hi:
+// += B's row vectors x A's elements over the run's e0 steps; rows[t] + oa is row t's
+// start. B's two vectors stay in registers (folded into each FMA they would be loaded IW
+// times).
 template <int IW, bool kMask>
-void short_run_f64(const double* a, int64_t rsa, int64_t sa0, const double* b, int64_t sb0, int64_t e0, __m256i m0,
-                   __m256i m1, double* acc) {
+[[gnu::always_inline]] inline void short_inner(const double* const* rows, int64_t oa, int64_t sa0, const double* b,
+                                               int64_t sb0, int64_t e0, __m256i m0, __m256i m1, __m256d (&lo)[4],
+                                               __m256d (&hi)[4]) {
+  const double* r[4];
+  for (int t = 0; t < IW; ++t) r[t] = rows[t] + oa;
+  for (int64_t p = 0; p < e0; ++p) {
+    __m256d x0 = kMask ? _mm256_maskload_pd(b + p * sb0, m0) : _mm256_loadu_pd(b + p * sb0);
+    __m256d x1 = kMask ? _mm256_maskload_pd(b + p * sb0 + 4, m1) : _mm256_loadu_pd(b + p * sb0 + 4);
+    asm("" : "+x"(x0), "+x"(x1));
+#pragma GCC unroll 4
+    for (int t = 0; t < IW; ++t) {
+      const __m256d y = _mm256_broadcast_sd(r[t] + p * sa0);
+      lo[t] = _mm256_fmadd_pd(x0, y, lo[t]);
+      hi[t] = _mm256_fmadd_pd(x1, y, hi[t]);
+    }
+  }
+}
+
+// Tile mode: one run for the block whose accumulators live at `acc` (8 x IW, leading
+// dimension 8) between runs.
+template <int IW, bool kMask>
+void short_run_f64(const double* const* rows, int64_t oa, int64_t sa0, const double* b, int64_t sb0, int64_t e0,
+                   __m256i m0, __m256i m1, double* acc) {
   __m256d lo[4], hi[4];
   for (int t = 0; t < IW; ++t) {
     lo[t] = _mm256_load_pd(acc + 8 * t);
     hi[t] = _mm256_load_pd(acc + 8 * t + 4);
   }
-  for (int64_t p = 0; p < e0; ++p) {
-    __m256d x0 = kMask ? _mm256_maskload_pd(b + p * sb0, m0) : _mm256_loadu_pd(b + p * sb0);
-    __m256d x1 = kMask ? _mm256_maskload_pd(b + p * sb0 + 4, m1) : _mm256_loadu_pd(b + p * sb0 + 4);
-    asm("" : "+x"(x0), "+x"(x1));
-    const double* ap = a + p * sa0;
-#pragma GCC unroll 4
-    for (int t = 0; t < IW; ++t) {
-      const __m256d y = _mm256_broadcast_sd(ap + t * rsa);
-      lo[t] = _mm256_fmadd_pd(x0, y, lo[t]);
-      hi[t] = _mm256_fmadd_pd(x1, y, hi[t]);
-    }
-  }
+  short_inner<IW, kMask>(rows, oa, sa0, b, sb0, e0, m0, m1, lo, hi);
   for (int t = 0; t < IW; ++t) {
     _mm256_store_pd(acc + 8 * t, lo[t]);
     _mm256_store_pd(acc + 8 * t + 4, hi[t]);
   }
 }
 
-template <bool kMask>
-void short_run_any_f64(int64_t iw, const double* a, int64_t rsa, int64_t sa0, const double* b, int64_t sb0,
-                       int64_t e0, __m256i m0, __m256i m1, double* acc) {
-  switch (iw) {
-    case 4: short_run_f64<4, kMask>(a, rsa, sa0, b, sb0, e0, m0, m1, acc); break;
-    case 3: short_run_f64<3, kMask>(a, rsa, sa0, b, sb0, e0, m0, m1, acc); break;
-    case 2: short_run_f64<2, kMask>(a, rsa, sa0, b, sb0, e0, m0, m1, acc); break;
-    default: short_run_f64<1, kMask>(a, rsa, sa0, b, sb0, e0, m0, m1, acc); break;
+// Register mode: the whole contraction for one block, accumulators in registers.
+template <int IW, bool kMask>
+void short_block_f64(const double* const* rows, const double* b, const KLevels& k, __m256i m0, __m256i m1,
+                     double* acc) {
+  __m256d lo[4], hi[4];
+  for (int t = 0; t < 4; ++t) lo[t] = hi[t] = _mm256_setzero_pd();
+  int64_t idx[kMaxKLevels] = {0, 0, 0, 0};
+  int64_t oa = 0, ob = 0;
+  for (;;) {
+    short_inner<IW, kMask>(rows, oa, k.sa[0], b + ob, k.sb[0], k.extent[0], m0, m1, lo, hi);
+    int l = 1;
+    for (; l < k.count; ++l) {
+      oa += k.sa[l];
+      ob += k.sb[l];
+      if (++idx[l] < k.extent[l]) break;
+      oa -= k.sa[l] * k.extent[l];
+      ob -= k.sb[l] * k.extent[l];
+      idx[l] = 0;
+    }
+    if (l >= k.count) break;
+  }
+  for (int t = 0; t < IW; ++t) {
+    _mm256_store_pd(acc + 8 * t, lo[t]);
+    _mm256_store_pd(acc + 8 * t + 4, hi[t]);
   }
 }
 
@@ -632,38 +663,78 @@ void gemm_naive(const GemmArgs<T>& g) {
   }
 }
 
-void short_sides_f64(int64_t m, int64_t n, double alpha, const double* a, int64_t rsa, const double* b,
+void short_sides_f64(int64_t m, int64_t n, double alpha, const double* a, const int64_t* row_off, const double* b,
                      const KLevels& k, double beta, double* c, int64_t rsc, int64_t csc) {
   auto put = [&](int64_t i, int64_t j, double v) {
     double& x = c[i * rsc + j * csc];
     x = beta == 0.0 ? alpha * v : alpha * v + beta * x;
   };
 #if defined(__AVX2__) && defined(__FMA__)
-  // C^T tiles, 8 x 4 per block, for m, n <= 32: 4 x 8 blocks of 32 doubles.
-  alignas(32) double tile[kShortSideMax * kShortSideMax];
   const int64_t jb = (n + 7) / 8, ib = (m + 3) / 4;
-  for (int64_t x = 0; x < jb * ib * 32; ++x) tile[x] = 0.0;
   const __m256i lane = _mm256_set_epi64x(3, 2, 1, 0);
   const __m256i mask0 = _mm256_cmpgt_epi64(_mm256_set1_epi64x(n - 8 * (jb - 1)), lane);
   const __m256i mask1 = _mm256_cmpgt_epi64(_mm256_set1_epi64x(n - 8 * (jb - 1) - 4), lane);
   const __m256i full = _mm256_set1_epi64x(-1);
-  // The outer contraction levels outermost: each inner run's data (a few rows of A and
-  // B) is read from memory once and meets every block while in L1.
+  int64_t ktotal = 1;
+  for (int l = 0; l < k.count; ++l) ktotal *= k.extent[l];
+  auto dispatch = [&](auto run, int64_t iw, bool last) {
+    // Calls run(IW, kMask) with compile-time constants.
+    auto with_iw = [&](auto mask) {
+      switch (iw) {
+        case 4: run(std::integral_constant<int, 4>{}, mask); break;
+        case 3: run(std::integral_constant<int, 3>{}, mask); break;
+        case 2: run(std::integral_constant<int, 2>{}, mask); break;
+        default: run(std::integral_constant<int, 1>{}, mask); break;
+      }
+    };
+    if (last) {
+      with_iw(std::true_type{});
+    } else {
+      with_iw(std::false_type{});
+    }
+  };
+  const double* rows[4];
+  auto set_rows = [&](int64_t iq, int64_t iw) {
+    for (int64_t t = 0; t < 4; ++t) rows[t] = a + row_off[4 * iq + std::min(t, iw - 1)];
+  };
+  if (ktotal * (m + n) <= 4096) {
+    // Register mode: A and B (at most 32 KiB) stay in L1 across the blocks; each block
+    // runs the whole contraction in registers.
+    alignas(32) double acc[32];
+    for (int64_t jq = 0; jq < jb; ++jq) {
+      const bool last = jq + 1 == jb && n % 8 != 0;
+      const __m256i m0 = last ? mask0 : full, m1 = last ? mask1 : full;
+      for (int64_t iq = 0; iq < ib; ++iq) {
+        const int64_t iw = std::min<int64_t>(4, m - 4 * iq);
+        set_rows(iq, iw);
+        dispatch([&](auto iwc, auto maskc) {
+          short_block_f64<decltype(iwc)::value, decltype(maskc)::value>(rows, b + 8 * jq, k, m0, m1, acc);
+        }, iw, last);
+        for (int64_t t = 0; t < iw; ++t)
+          for (int64_t j = 0; j < std::min<int64_t>(8, n - 8 * jq); ++j) put(4 * iq + t, 8 * jq + j, acc[8 * t + j]);
+      }
+    }
+    return;
+  }
+  // Tile mode: C^T tiles, 8 x 4 per block, for m, n <= 32: 4 x 8 blocks of 32 doubles.
+  // The outer contraction levels are outermost: each inner run's data (a few rows of A
+  // and B) is read from memory once and meets every block while in L1.
+  alignas(32) double tile[kShortSideMax * kShortSideMax];
+  for (int64_t x = 0; x < jb * ib * 32; ++x) tile[x] = 0.0;
   int64_t idx[kMaxKLevels] = {0, 0, 0, 0};
   int64_t oa = 0, ob = 0;
   for (;;) {
     for (int64_t jq = 0; jq < jb; ++jq) {
       const bool last = jq + 1 == jb && n % 8 != 0;
+      const __m256i m0 = last ? mask0 : full, m1 = last ? mask1 : full;
       for (int64_t iq = 0; iq < ib; ++iq) {
         const int64_t iw = std::min<int64_t>(4, m - 4 * iq);
         double* acc = tile + (jq * ib + iq) * 32;
-        const double* ap = a + oa + 4 * iq * rsa;
-        const double* bp = b + ob + 8 * jq;
-        if (last) {
-          short_run_any_f64<true>(iw, ap, rsa, k.sa[0], bp, k.sb[0], k.extent[0], mask0, mask1, acc);
-        } else {
-          short_run_any_f64<false>(iw, ap, rsa, k.sa[0], bp, k.sb[0], k.extent[0], full, full, acc);
-        }
+        set_rows(iq, iw);
+        dispatch([&](auto iwc, auto maskc) {
+          short_run_f64<decltype(iwc)::value, decltype(maskc)::value>(rows, oa, k.sa[0], b + ob + 8 * jq, k.sb[0],
+                                                                     k.extent[0], m0, m1, acc);
+        }, iw, last);
       }
     }
     int l = 1;
@@ -695,7 +766,7 @@ void short_sides_f64(int64_t m, int64_t n, double alpha, const double* a, int64_
           oa += idx[l] * k.sa[l];
           ob += idx[l] * k.sb[l];
         }
-        v += a[i * rsa + oa] * b[ob + j];
+        v += a[row_off[i] + oa] * b[ob + j];
         int l = 0;
         while (l < k.count && ++idx[l] == k.extent[l]) idx[l++] = 0;
         if (l == k.count) break;

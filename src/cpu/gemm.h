@@ -80,10 +80,11 @@ struct KLevels {
 inline constexpr int64_t kShortSideMax = 32;
 
 /// C = alpha A B + beta C for f64 with m, n <= kShortSideMax: A's element (i, k) at
-/// a[i * rsa + ka], B's element (k, j) at b[kb + j] (B's rows contiguous), where ka and
-/// kb walk `k`'s levels; C any strides. No packing, no allocation. Whether the AVX2
-/// kernel exists is `short_sides_available()`.
-void short_sides_f64(int64_t m, int64_t n, double alpha, const double* a, int64_t rsa, const double* b,
+/// a[row_off[i] + ka] (m row offsets: A's rows need not share a stride), B's element
+/// (k, j) at b[kb + j] (B's rows contiguous), where ka and kb walk `k`'s levels; C any
+/// strides. No packing, no allocation. Whether the AVX2 kernel exists is
+/// `short_sides_available()`.
+void short_sides_f64(int64_t m, int64_t n, double alpha, const double* a, const int64_t* row_off, const double* b,
                      const KLevels& k, double beta, double* c, int64_t rsc, int64_t csc);
 bool short_sides_available();
 
