@@ -638,6 +638,17 @@ TEST(DotGeneral, ShortSidesKernelWalksNestedContractions) {
 // of five loops that merge nowhere takes the packing route and is still right.
 TEST(DotGeneral, ShortSideProductsWalkTheContractionInPlace) {
   auto executor = make_tbb_executor(2).value();
+  // Runs the product into `out` and checks that nothing was packed and the values.
+  auto in_place = [&](const Config& cfg, const Tensor& lhs, const Tensor& rhs, int threads, Tensor& out) {
+    DotScratch scratch;
+    executor->install([&] {
+      CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
+      ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, cfg.dims, DotOptions{}, out, nullptr, &scratch));
+    });
+    EXPECT_EQ(scratch.lhs, nullptr);
+    EXPECT_EQ(scratch.rhs, nullptr);
+    expect_real_product(lhs, rhs, cfg, out);
+  };
   const int64_t shapes[][3] = {{19, 19, 40}, {16, 13, 24}, {7, 32, 100}};
   for (const auto& e : shapes) {
     const int64_t d = e[0], c = e[1], ph = e[2];
@@ -671,14 +682,7 @@ TEST(DotGeneral, ShortSideProductsWalkTheContractionInPlace) {
                                          .permute({2, 1, 0})
                                          .value()
                                    : Tensor::zeros(DType::kF64, out_shape).value();
-            DotScratch scratch;
-            executor->install([&] {
-              CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
-              ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, cfg.dims, DotOptions{}, out, nullptr, &scratch));
-            });
-            EXPECT_EQ(scratch.lhs, nullptr);
-            EXPECT_EQ(scratch.rhs, nullptr);
-            expect_real_product(lhs, rhs, cfg, out);
+            in_place(cfg, lhs, rhs, threads, out);
           }
         }
       }
@@ -699,14 +703,7 @@ TEST(DotGeneral, ShortSideProductsWalkTheContractionInPlace) {
     const Tensor rhs = Tensor::random_normal(DType::kF64, lm.rhs_shape, 16).value();
     for (const int threads : {1, 2}) {
       Tensor out = Tensor::zeros(DType::kF64, dot_general_shape(lm.lhs_shape, lm.rhs_shape, lm.dims).value()).value();
-      DotScratch scratch;
-      executor->install([&] {
-        CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
-        ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, lm.dims, DotOptions{}, out, nullptr, &scratch));
-      });
-      EXPECT_EQ(scratch.lhs, nullptr);
-      EXPECT_EQ(scratch.rhs, nullptr);
-      expect_real_product(lhs, rhs, lm, out);
+      in_place(lm, lhs, rhs, threads, out);
     }
   }
   // Five contracted axes in opposite orders: no loops merge, more than kMaxKLevels.

@@ -477,6 +477,20 @@ template <int IW, bool kMask>
   }
 }
 
+// Advances the outer contraction loops (levels 1..) to the next inner run, moving the
+// run's offsets in A and B; false after the last run.
+inline bool next_run(const KLevels& k, int64_t* idx, int64_t& oa, int64_t& ob) {
+  for (int l = 1; l < k.count; ++l) {
+    oa += k.sa[l];
+    ob += k.sb[l];
+    if (++idx[l] < k.extent[l]) return true;
+    oa -= k.sa[l] * k.extent[l];
+    ob -= k.sb[l] * k.extent[l];
+    idx[l] = 0;
+  }
+  return false;
+}
+
 // Tile mode: one run for the block whose accumulators live at `acc` (8 x IW, leading
 // dimension 8) between runs.
 template <int IW, bool kMask>
@@ -504,16 +518,7 @@ void short_block_f64(const double* const* rows, const double* b, const KLevels& 
   int64_t oa = 0, ob = 0;
   for (;;) {
     short_inner<IW, kMask>(rows, oa, k.sa[0], b + ob, k.sb[0], k.extent[0], m0, m1, lo, hi);
-    int l = 1;
-    for (; l < k.count; ++l) {
-      oa += k.sa[l];
-      ob += k.sb[l];
-      if (++idx[l] < k.extent[l]) break;
-      oa -= k.sa[l] * k.extent[l];
-      ob -= k.sb[l] * k.extent[l];
-      idx[l] = 0;
-    }
-    if (l >= k.count) break;
+    if (!next_run(k, idx, oa, ob)) break;
   }
   for (int t = 0; t < IW; ++t) {
     _mm256_store_pd(acc + 8 * t, lo[t]);
@@ -737,16 +742,7 @@ void short_sides_f64(int64_t m, int64_t n, double alpha, const double* a, const 
         }, iw, last);
       }
     }
-    int l = 1;
-    for (; l < k.count; ++l) {
-      oa += k.sa[l];
-      ob += k.sb[l];
-      if (++idx[l] < k.extent[l]) break;
-      oa -= k.sa[l] * k.extent[l];
-      ob -= k.sb[l] * k.extent[l];
-      idx[l] = 0;
-    }
-    if (l >= k.count) break;
+    if (!next_run(k, idx, oa, ob)) break;
   }
   for (int64_t jq = 0; jq < jb; ++jq) {
     for (int64_t iq = 0; iq < ib; ++iq) {
