@@ -197,6 +197,40 @@ int run_bench_kernels(int argc, char** argv) {
       });
       rows.push_back({name + " (x64)", tf, "cblas_dgemm", ref, 64 * 2.0 * m * n * k / tf / 1e6});
     }
+    // ---- short-side products with a strided contraction (Note [Short-side products with
+    // a strided contraction]): tensor-train steps E[r, c] = sum_{l,s} L[l, r, s] T[c, s, l]
+    // cycling through 64 site tensors L (from memory), against cblas_dgemm on the same
+    // site tensors already packed as [r, (l, s)] (the reference gets the pack for free).
+    if (want("short 19x19x1748")) {
+      const int64_t d = 19, ph = 92, count = 64;
+      std::vector<Tensor> ls, packed;
+      for (int64_t i = 0; i < count; ++i) {
+        ls.push_back(Tensor::random_normal(DType::kF64, {d, d, ph}, 60 + static_cast<uint64_t>(i)).value());
+        packed.push_back(ls.back().permute({1, 0, 2}).value().contiguous().value());
+      }
+      Tensor t = Tensor::random_normal(DType::kF64, {d, ph, d}, 8).value();
+      Tensor e = Tensor::zeros(DType::kF64, {d, d}).value();
+      cpu::DotDims dims;
+      dims.lhs_contracting = {0, 2};
+      dims.rhs_contracting = {2, 1};
+      int64_t next = 0;
+      const double tf = median_ms(15, [&] {
+        for (int i = 0; i < 64; ++i) check(cpu::dot_general_into(ctx, ls[static_cast<size_t>(next++ % count)], t, dims, {}, e));
+      });
+      // Packed L is [r, l, s] column-major: an r x (l, s) matrix (ld d); T as [l, s, c]
+      // column-major: (l, s) x c (ld d * ph).
+      Tensor tt = t.permute({2, 1, 0}).value().contiguous().value();
+      const double ref = median_ms(15, [&] {
+        for (int i = 0; i < 64; ++i) {
+          cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(d), static_cast<int>(d),
+                      static_cast<int>(d * ph), 1.0,
+                      static_cast<const double*>(packed[static_cast<size_t>(next++ % count)].storage()->data()),
+                      static_cast<int>(d), static_cast<const double*>(tt.storage()->data()), static_cast<int>(d * ph),
+                      0.0, static_cast<double*>(e.storage()->data()), static_cast<int>(d));
+        }
+      });
+      rows.push_back({"short 19x19x1748 cold (x64)", tf, "cblas_dgemm (pre-packed)", ref, 64 * 2.0 * d * d * d * ph / tf / 1e6});
+    }
     // ---- batched 32 x 64^3.
     if (want("batched")) {
       // Column-major tensors with the batch axis last: each batch is one contiguous
