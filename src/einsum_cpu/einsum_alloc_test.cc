@@ -64,6 +64,9 @@ TEST(EinsumAllocations, WarmExecuteIntoAllocatesNothing) {
       {"ijk,jl,lm->im", {{4, 5, 6}, {5, 7}, {7, 3}}},
       {"aab,bc,cd->d", {{3, 3, 4}, {4, 5}, {5, 2}}},
       {"ij,jk,kl->iil", {{4, 5}, {5, 6}, {6, 3}}},
+      // A tensor-train step pair: the second step's site tensor has its free label
+      // between the contracted ones (the short-side kernel, no pack).
+      {"acs,ab,bds->cd", {{19, 19, 12}, {19, 19}, {19, 19, 12}}},
   };
   for (const Net& net : nets) {
     int64_t steps = 0;
