@@ -534,8 +534,21 @@ constexpr int64_t kSplitKMaxOutput = 1024;
 constexpr int kSplitKMaxParts = 4;
 
 template <class T>
+using SplitKPartials = std::array<std::array<T, kSplitKMaxOutput>, kSplitKMaxParts - 1>;
+
+// Adds parts 1 .. parts - 1 (column-major m x n each) into C.
+template <class T>
+void add_partials(const SplitKPartials<T>& partial, int parts, int64_t m, int64_t n, T* c, int64_t rsc, int64_t csc) {
+  for (int p = 1; p < parts; ++p) {
+    const T* src = partial[static_cast<size_t>(p - 1)].data();
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < m; ++i) c[i * rsc + j * csc] += src[i + j * m];
+  }
+}
+
+template <class T>
 void split_k_blis(const CpuExecutionContext& ctx, const detail::GemmArgs<T>& g, int parts) {
-  std::array<std::array<T, kSplitKMaxOutput>, kSplitKMaxParts - 1> partial;
+  SplitKPartials<T> partial;
   ctx.parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t k0 = g.k * p / parts, k1 = g.k * (p + 1) / parts;
@@ -552,17 +565,14 @@ void split_k_blis(const CpuExecutionContext& ctx, const detail::GemmArgs<T>& g, 
       detail::gemm_blis<T>(part);
     }
   });
-  for (int p = 1; p < parts; ++p) {
-    const T* src = partial[static_cast<size_t>(p - 1)].data();
-    for (int64_t j = 0; j < g.n; ++j)
-      for (int64_t i = 0; i < g.m; ++i) g.c[i * g.rsc + j * g.csc] += src[i + j * g.m];
-  }
+  add_partials<T>(partial, parts, g.m, g.n, g.c, g.rsc, g.csc);
 }
 
 // The short-side kernel on g's operands with the contraction `k` and the broadcast
 // operand's row offsets `rsa` (gemm.cc, Note [Short-side products with a strided
-// contraction]); `transposed` computes C^T = B^T A^T (k's strides already swapped). With several threads the outermost contraction loop is
-// split as in Note [Split-K products].
+// contraction]); `transposed` computes C^T = B^T A^T (k's strides already swapped).
+// With several threads the outermost contraction loop is split as in Note [Split-K
+// products].
 template <class T>
 void short_sides(const CpuExecutionContext& ctx, const detail::GemmArgs<T>& g, const detail::KLevels& k,
                  const int64_t* rsa, bool transposed, int threads) {
@@ -580,7 +590,7 @@ void short_sides(const CpuExecutionContext& ctx, const detail::GemmArgs<T>& g, c
     detail::short_sides_f64(m, n, g.alpha, a, rsa, b, k, g.beta, g.c, rsc, csc);
     return;
   }
-  std::array<std::array<T, kSplitKMaxOutput>, kSplitKMaxParts - 1> partial;
+  SplitKPartials<T> partial;
   ctx.parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t e = k.extent[outer], x0 = e * p / parts, x1 = e * (p + 1) / parts;
@@ -595,11 +605,7 @@ void short_sides(const CpuExecutionContext& ctx, const detail::GemmArgs<T>& g, c
       }
     }
   });
-  for (int p = 1; p < parts; ++p) {
-    const T* src = partial[static_cast<size_t>(p - 1)].data();
-    for (int64_t j = 0; j < n; ++j)
-      for (int64_t i = 0; i < m; ++i) g.c[i * rsc + j * csc] += src[i + j * m];
-  }
+  add_partials<T>(partial, parts, m, n, g.c, rsc, csc);
 }
 
 // Note [Pack order]: an operand that must be packed is copied into one of two compact
