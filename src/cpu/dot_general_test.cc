@@ -659,7 +659,6 @@ TEST(DotGeneral, ShortSideProductsWalkTheContractionInPlace) {
         const Shape ls{d, d, ph, batch}, ts{c, ph, d, batch};
         cfg.lhs_shape = swap ? ts : ls;
         cfg.rhs_shape = swap ? ls : ts;
-        DotDims dl, dt;
         if (!swap) {
           cfg.dims.lhs_contracting = {0, 2};
           cfg.dims.rhs_contracting = {2, 1};
