@@ -907,6 +907,24 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
       short_form = short_route(M, N, K);  // products the plain loops would take after packing
     }
   }
+  // Note [Column-split products]: with several threads, a product at least as wide as
+  // it is tall (N >= M) runs as one sequential BLIS call per worker on its own columns
+  // of B and C (the engine's workers, no second thread pool) instead of OpenBLAS with
+  // its own threads: OpenBLAS's threads synchronize per block and wait in sched_yield
+  // loops, and with beta = 0 it first zeroes C in a separate pass (for MERA's
+  // 540 x 58320 outputs a 252 MB write). Column pieces are disjoint in B and C, so
+  // only A (the shorter side's operand) is packed by each worker. Taller products stay
+  // with OpenBLAS, which ran them faster (MERA 4320 x 594 x 399: 35 ms against 39 ms).
+  // 2 threads, per-step minima over 3 interleaved runs (2026-11-30): MERA closed
+  // 1040 -> 953 ms in sum (540 x 58320 x 136: 177 -> 152 ms; 399 x 4320 x 7290: 490 ->
+  // 457 ms).
+  if constexpr (!std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (opt.provider == GemmProvider::kAuto && route.policy == BatchPolicy::kProviderItems &&
+        route.provider == GemmProvider::kOpenBlas && ctx.threads() > 1 && flops >= bs_min_parallel && N >= M &&
+        N >= 32 * ctx.threads()) {
+      route.provider = GemmProvider::kBlis;
+    }
+  }
   // Note [Batch-fastest operands]: BLIS takes any strides, but an operand whose unit
   // stride is a batch dimension gives each product rows and columns that are both
   // strided, which BLIS gathers element by element; packing the whole batch once (one

@@ -483,6 +483,53 @@ TEST(DotGeneral, PlainLoopRowVectorTimesRowMajorMatrix) {
 // Note [Thin transposed products]: C (m x n, column-major) = A B with k, n <= 32 and A's
 // contraction contiguous. Directly through the plain-loop entry (every remainder of the
 // 4-row quads and 8-column blocks, alpha, beta, A with a gap between rows) and through
+// Note [Column-split products]: at two threads a product with N >= M above
+// parallel_min_flops runs as one BLIS call per worker on its own columns; a taller one
+// stays on OpenBLAS's threads. Every floating dtype, conj flags, alpha/beta into an
+// existing destination and strided operands, against the long-double reference.
+TEST(DotGeneral, ColumnSplitProductsMatchTheReference) {
+  std::mt19937_64 rng(1130);
+  auto executor = make_tbb_executor(2).value();
+  const int64_t shapes[][3] = {{37, 301, 50}, {301, 37, 50}, {8, 4099, 17}, {64, 64, 129}};
+  for (const DType d : {DType::kF64, DType::kF32, DType::kC128, DType::kC64}) {
+    for (const auto& mnk : shapes) {
+      const int64_t m = mnk[0], n = mnk[1], k = mnk[2];
+      ASSERT_GE(m * n * k, int64_t{1} << 19);  // above parallel_min_flops: two threads run it
+      Config c;
+      c.lhs_shape = {m, k};  // lhs [i, p], rhs [j, p]: the contraction last in both
+      c.rhs_shape = {n, k};
+      c.dims.lhs_contracting = {1};
+      c.dims.rhs_contracting = {1};
+      const Tensor lhs = strided_operand(rng, d, c.lhs_shape);
+      const Tensor rhs = strided_operand(rng, d, c.rhs_shape);
+      DotOptions opt;
+      opt.conj_lhs = is_complex(d);
+      opt.alpha = is_complex(d) ? c128(0.5, -1.25) : c128(1.5, 0);
+      opt.beta = is_complex(d) ? c128(-0.5, 0.75) : c128(0.25, 0);
+      Tensor out = Tensor::random_normal(d, {m, n}, rng()).value();
+      const Tensor before = out.clone().value();
+      executor->install([&] {
+        CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, 2);
+        ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, c.dims, opt, out));
+      });
+      std::vector<long double> mag;
+      const auto ref = reference(lhs, rhs, c, opt.conj_lhs, false, out.shape(), &mag);
+      const double eps = (d == DType::kF32 || d == DType::kC64) ? 1e-5 : 1e-12;
+      const std::complex<long double> alpha(opt.alpha.real(), opt.alpha.imag()), beta(opt.beta.real(), opt.beta.imag());
+      int64_t lin = 0;
+      for_each_index(out.shape(), [&](const Index& oi) {
+        const c128 b = before.get_as_c128(oi).value(), got = out.get_as_c128(oi).value();
+        const std::complex<long double> want = alpha * ref[static_cast<size_t>(lin)] + beta * std::complex<long double>(b.real(), b.imag());
+        const long double bound = std::abs(alpha) * mag[static_cast<size_t>(lin)] + std::abs(beta) * std::abs(b) + 1;
+        ASSERT_LE(static_cast<double>(std::abs(std::complex<long double>(got.real(), got.imag()) - want)),
+                  eps * static_cast<double>(bound))
+            << dtype_name(d) << " m " << m << " n " << n << " k " << k << " at " << format_dims(oi);
+        ++lin;
+      });
+    }
+  }
+}
+
 // dot_general at 1 and 2 threads (the long side split over the workers), against long
 // double sums.
 TEST(DotGeneral, ThinTransposedProducts) {
