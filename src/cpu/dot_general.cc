@@ -699,6 +699,36 @@ bool k_levels(const Layout& l, const Layout& r, const DotDims& dims, detail::KLe
 // packed with BLIS, 6.7 ms in the kernel's tile mode).
 constexpr int64_t kShortSideMinPacked = 4096;
 
+// Note [Streamed tall products] (gemm.cc): the shapes dot_general sends there. Below
+// k = 64 the small and thin kernels or OpenBLAS serve; a short side below 8 stays on
+// OpenBLAS (Note [Short-side products]).
+constexpr int64_t kStreamMinK = 64;
+constexpr int64_t kStreamMinLong = 64;
+constexpr int64_t kStreamMinShort = 8;
+
+// The streamed kernel on the tall side's rows (C^T = B^T A^T when `transposed`), split
+// over the workers in pieces of whole 8-row slices.
+template <class T>
+void streamed(const CpuExecutionContext& ctx, const detail::GemmArgs<T>& g, bool transposed, int threads) {
+  detail::GemmArgs<T> t = g;
+  if (transposed) {
+    t = detail::GemmArgs<T>{g.n, g.m, g.k, g.alpha, g.b, g.csb, g.rsb, g.conj_b,
+                            g.a, g.csa, g.rsa, g.conj_a, g.beta, g.c, g.csc, g.rsc};
+  }
+  if (threads <= 1) {
+    detail::streamed_f64(t);
+    return;
+  }
+  const int64_t slices = (t.m + 7) / 8;
+  ctx.parallel_for(slices, (slices + threads - 1) / threads, [&](int64_t s0, int64_t s1) {
+    detail::GemmArgs<T> part = t;
+    part.m = std::min(t.m, 8 * s1) - 8 * s0;
+    part.a = t.a + 8 * s0 * t.rsa;
+    part.c = t.c + 8 * s0 * t.rsc;
+    detail::streamed_f64(part);
+  });
+}
+
 template <class T>
 Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs, const DotDims& dims_in,
                      const DotOptions& opt, const Plan& plan, Tensor& out, const std::shared_ptr<HostBufferPool>& pool,
@@ -841,7 +871,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   // Small products with A and C column-major go to the
   // register-blocked small kernel, which beat OpenBLAS up to 32768 multiply-adds and lost
   // at 110592 (Note [Tiny products]).
-  bool thin_form = false, short_form = false, short_transposed = false;
+  bool thin_form = false, short_form = false, short_transposed = false, stream_form = false, stream_transposed = false;
   detail::KLevels klev;
   std::array<int64_t, detail::kShortSideMax> row_off{};
   // Both sides short, one operand contiguous along its free side, and an operand that
@@ -893,12 +923,25 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
       // The short-side kernel first: the small and thin kernels below assume packing.
       short_form = short_route(M, N, K);
       const bool small_form = !short_form && flops <= 32768 && K <= 64 && M >= 4 && lms == 1 && oms == 1;
+      // A tall operand (column- or row-major) against a narrow one with a long
+      // contraction, C column-major, no operand packed: streamed in memory order (Note [Streamed tall products] in
+      // gemm.cc); C^T = B^T A^T when the tall side is the rhs (C row-major).
+      const bool merged = lm.mergeable && lk.mergeable && rk.mergeable && rn.mergeable && om.mergeable && on.mergeable;
+      if (!short_form && !small_form && merged && K >= kStreamMinK && detail::short_sides_available()) {
+        if (M >= kStreamMinLong && N >= kStreamMinShort && N <= detail::kStreamMaxN && (lm.stride == 1 || lk.stride == 1) &&
+            om.stride == 1) {
+          stream_form = true;
+        } else if (N >= kStreamMinLong && M >= kStreamMinShort && M <= detail::kStreamMaxN &&
+                   (rn.stride == 1 || rk.stride == 1) && on.stride == 1) {
+          stream_form = stream_transposed = true;
+        }
+      }
       // A long side against a short contraction and a narrow B, A's contraction
       // contiguous and C column-major: the thin kernel (Note [Thin transposed products]
       // in gemm.cc), one piece of the long side per worker.
-      thin_form = !small_form && !short_form && M >= 64 && N <= 32 && K <= 32 && lm.mergeable && lk.mergeable && lk.stride == 1 &&
+      thin_form = !small_form && !short_form && !stream_form && M >= 64 && N <= 32 && K <= 32 && lm.mergeable && lk.mergeable && lk.stride == 1 &&
                   om.mergeable && on.mergeable && om.stride == 1 && rk.mergeable && rn.mergeable;
-      if (small_form || thin_form || short_form) {
+      if (small_form || thin_form || short_form || stream_form) {
         route.provider = GemmProvider::kNaive;
       } else if (std::min(M, N) <= 32 && std::min(M, N) >= 8 && (K >= 64 || ctx.threads() > 1)) {
         route.provider = GemmProvider::kBlis;
@@ -920,8 +963,8 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   // 457 ms).
   if constexpr (!std::is_integral_v<T> && !std::is_same_v<T, bool>) {
     if (opt.provider == GemmProvider::kAuto && route.policy == BatchPolicy::kProviderItems &&
-        route.provider == GemmProvider::kOpenBlas && ctx.threads() > 1 && flops >= bs_min_parallel && N >= M &&
-        N >= 32 * ctx.threads()) {
+        route.provider == GemmProvider::kOpenBlas && ctx.threads() > 1 && flops >= bs_min_parallel && M <= 4 * N &&
+        std::max(M, N) >= 32 * ctx.threads()) {
       route.provider = GemmProvider::kBlis;
     }
   }
@@ -1049,6 +1092,12 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
         if constexpr (std::is_same_v<T, double>) {
           if (short_form) {
             short_sides<T>(ctx, g, klev, row_off.data(), short_transposed, threads);
+            return;
+          }
+        }
+        if constexpr (std::is_same_v<T, double>) {
+          if (stream_form) {
+            streamed<T>(ctx, g, stream_transposed, threads);
             return;
           }
         }

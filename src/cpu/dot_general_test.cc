@@ -592,6 +592,97 @@ TEST(DotGeneral, ThinTransposedProducts) {
   }
 }
 
+// Note [Streamed tall products]: the kernel itself, A column- or row-major with padded
+// leading dimensions, B in either layout or strided, every slice remainder (m % 8),
+// contraction remainders (k % 4), chunks of 96 rows, alpha/beta; against long-double
+// sums, padding rows of C untouched.
+TEST(DotGeneral, StreamedKernelMatchesLongDoubleSums) {
+  std::mt19937_64 rng(1201);
+  std::normal_distribution<double> nd;
+  int checked = 0;
+  for (const int64_t m : {1, 5, 8, 13, 96, 97, 203}) {
+    for (const int64_t n : {1, 3, 8, 21, 32}) {
+      for (const int64_t k : {1, 3, 4, 7, 64, 130}) {
+        const bool row_major = rng() % 2, b_rows = rng() % 2;
+        const int64_t lda = (row_major ? k : m) + static_cast<int64_t>(rng() % 3);
+        const int64_t bstep = 1 + static_cast<int64_t>(rng() % 2);  // B's elements maybe 2 apart
+        const int64_t rsb = b_rows ? n * bstep : bstep, csb = b_rows ? bstep : k * bstep;
+        const int64_t ldc = m + static_cast<int64_t>(rng() % 3);
+        std::vector<double> a(static_cast<size_t>((row_major ? m : k) * lda)), b(static_cast<size_t>(k * n * bstep)),
+            c(static_cast<size_t>(ldc * n));
+        for (auto* v : {&a, &b, &c})
+          for (double& x : *v) x = nd(rng);
+        const std::vector<double> c0 = c;
+        const double alpha = 1.25, beta = rng() % 3 == 0 ? 0.0 : -0.5;
+        const detail::GemmArgs<double> g{m, n, k, alpha, a.data(), row_major ? lda : 1, row_major ? 1 : lda, false,
+                                         b.data(), rsb, csb, false, beta, c.data(), 1, ldc};
+        detail::streamed_f64(g);
+        for (int64_t j = 0; j < n; ++j) {
+          for (int64_t i = 0; i < m; ++i) {
+            long double acc = 0, mag = 0;
+            for (int64_t p = 0; p < k; ++p) {
+              const long double t = static_cast<long double>(a[static_cast<size_t>(row_major ? i * lda + p : i + p * lda)]) *
+                                    b[static_cast<size_t>(p * rsb + j * csb)];
+              acc += t;
+              mag += std::fabs(t);
+            }
+            const long double want = alpha * acc + beta * static_cast<long double>(c0[static_cast<size_t>(i + j * ldc)]);
+            ASSERT_NEAR(c[static_cast<size_t>(i + j * ldc)], static_cast<double>(want), 1e-13 * static_cast<double>(mag + 2))
+                << "m " << m << " n " << n << " k " << k << " row-major " << row_major << " at " << i << "," << j;
+            ++checked;
+          }
+          for (int64_t pad = m; pad < ldc; ++pad) {
+            ASSERT_EQ(c[static_cast<size_t>(pad + j * ldc)], c0[static_cast<size_t>(pad + j * ldc)]);
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 50000);
+}
+
+// Through dot_general: a tall operand (column- or row-major) against a narrow one
+// with a long contraction, the tall side as lhs (C column-major) or rhs (C row-major,
+// the transposed form), 1 and 2 threads (the tall side split in 8-row slices): nothing
+// is packed and the result is the naive one.
+TEST(DotGeneral, StreamedTallProductsPackNothing) {
+  auto executor = make_tbb_executor(2).value();
+  const int64_t sizes[][3] = {{465, 21, 396}, {101, 8, 64}, {700, 32, 67}};
+  for (const auto& e : sizes) {
+    const int64_t tall = e[0], narrow = e[1], k = e[2];
+    for (int orient = 0; orient < 4; ++orient) {
+      const bool tall_rhs = orient >= 2, k_fastest = orient % 2;
+      Config cfg;
+      // Tensors are column-major: the tall operand [k, t] (k fastest) or [t, k] (t
+      // fastest); the narrow one [k, s].
+      const Shape tall_shape = k_fastest ? Shape{k, tall} : Shape{tall, k};
+      const int64_t tall_k = k_fastest ? 0 : 1;
+      cfg.lhs_shape = tall_rhs ? Shape{k, narrow} : tall_shape;
+      cfg.rhs_shape = tall_rhs ? tall_shape : Shape{k, narrow};
+      cfg.dims.lhs_contracting = {tall_rhs ? 0 : tall_k};
+      cfg.dims.rhs_contracting = {tall_rhs ? tall_k : 0};
+      const Tensor lhs = Tensor::random_normal(DType::kF64, cfg.lhs_shape, 11).value();
+      const Tensor rhs = Tensor::random_normal(DType::kF64, cfg.rhs_shape, 12).value();
+      for (const int threads : {1, 2}) {
+        SCOPED_TRACE("tall " + std::to_string(tall) + " orient " + std::to_string(orient) + " threads " +
+                     std::to_string(threads));
+        // The destination with the tall side fastest: [t, s], or a transposed view [s, t].
+        Tensor out = Tensor::random_normal(DType::kF64, {tall, narrow}, 13).value();
+        if (tall_rhs) out = out.permute(Dims{1, 0}).value();
+        DotScratch scratch;
+        executor->install([&] {
+          CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
+          ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, cfg.dims, DotOptions{}, out, nullptr, &scratch));
+        });
+        EXPECT_EQ(scratch.lhs, nullptr);
+        EXPECT_EQ(scratch.rhs, nullptr);
+        EXPECT_EQ(scratch.out, nullptr);
+        expect_real_product(lhs, rhs, cfg, out);
+      }
+    }
+  }
+}
+
 // Note [Short-side products with a strided contraction]: the kernel itself on every
 // block remainder (m, n up to 32), one to four contraction loops with scrambled strides,
 // alpha/beta and strided destinations, against a long-double sum.

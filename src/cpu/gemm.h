@@ -88,6 +88,16 @@ void short_sides_f64(int64_t m, int64_t n, double alpha, const double* a, const 
                      const KLevels& k, double beta, double* c, int64_t rsc, int64_t csc);
 bool short_sides_available();
 
+/// Largest n streamed_f64 takes.
+inline constexpr int64_t kStreamMaxN = 32;
+
+/// C = alpha A B + beta C for f64 with C column-major (g.rsc == 1), A column-major
+/// (g.rsa == 1) or row-major (g.csa == 1), B any strides and g.n <= kStreamMaxN: a tall
+/// product against a narrow B, A read once in memory order (Note [Streamed tall
+/// products] in gemm.cc). No packing, no allocation (a stack tile); one thread
+/// (callers split m).
+void streamed_f64(const GemmArgs<double>& g);
+
 /// Library path of the shared object that defines `symbol_address` (tests check that
 /// each provider really calls its library).
 std::string library_of(const void* symbol_address);
