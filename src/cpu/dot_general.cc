@@ -950,17 +950,17 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
       short_form = short_route(M, N, K);  // products the plain loops would take after packing
     }
   }
-  // Note [Column-split products]: with several threads, a product at least as wide as
-  // it is tall (N >= M) runs as one sequential BLIS call per worker on its own columns
-  // of B and C (the engine's workers, no second thread pool) instead of OpenBLAS with
-  // its own threads: OpenBLAS's threads synchronize per block and wait in sched_yield
-  // loops, and with beta = 0 it first zeroes C in a separate pass (for MERA's
-  // 540 x 58320 outputs a 252 MB write). Column pieces are disjoint in B and C, so
-  // only A (the shorter side's operand) is packed by each worker. Taller products stay
-  // with OpenBLAS, which ran them faster (MERA 4320 x 594 x 399: 35 ms against 39 ms).
-  // 2 threads, per-step minima over 3 interleaved runs (2026-11-30): MERA closed
-  // 1040 -> 953 ms in sum (540 x 58320 x 136: 177 -> 152 ms; 399 x 4320 x 7290: 490 ->
-  // 457 ms).
+  // Note [Column-split products]: with several threads, a product at most four times
+  // taller than wide (M <= 4N) runs as one sequential BLIS call per worker on its own
+  // piece of the longer side (the engine's workers, no second thread pool) instead of
+  // OpenBLAS with its own threads: OpenBLAS's threads synchronize per block and wait
+  // in sched_yield loops, and with beta = 0 it first zeroes C in a separate pass (for
+  // MERA's 540 x 58320 outputs a 252 MB write). Much taller products stay with
+  // OpenBLAS, which ran them faster (MERA 4320 x 594 x 399: 35 ms against 39 ms;
+  // 177147 x 243 x 50: 122 against 138 ms). 2 threads, per-step minima over 3
+  // interleaved runs (2026-11-30): MERA closed 1040 -> 953 ms in sum (540 x 58320 x
+  // 136: 177 -> 152 ms; 399 x 4320 x 7290: 490 -> 457 ms); the matrix chain's last
+  // step 424 x 371 x 24: 0.47 -> 0.25 ms.
   if constexpr (!std::is_integral_v<T> && !std::is_same_v<T, bool>) {
     if (opt.provider == GemmProvider::kAuto && route.policy == BatchPolicy::kProviderItems &&
         route.provider == GemmProvider::kOpenBlas && ctx.threads() > 1 && flops >= bs_min_parallel && M <= 4 * N &&
