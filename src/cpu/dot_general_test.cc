@@ -483,6 +483,23 @@ TEST(DotGeneral, PlainLoopRowVectorTimesRowMajorMatrix) {
 // Note [Thin transposed products]: C (m x n, column-major) = A B with k, n <= 32 and A's
 // contraction contiguous. Directly through the plain-loop entry (every remainder of the
 // 4-row quads and 8-column blocks, alpha, beta, A with a gap between rows) and through
+// Runs lhs . rhs into `out` on `threads` workers and checks that no operand was packed
+// (and, when asked, no scratch destination used), then the values.
+void expect_in_place_product(CpuDomainExecutor& executor, const Config& cfg, const Tensor& lhs, const Tensor& rhs,
+                             int threads, Tensor& out, bool direct_out) {
+  DotScratch scratch;
+  executor.install([&] {
+    CpuExecutionContext ctx(&executor, ParallelMode::kInner, threads);
+    ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, cfg.dims, DotOptions{}, out, nullptr, &scratch));
+  });
+  EXPECT_EQ(scratch.lhs, nullptr);
+  EXPECT_EQ(scratch.rhs, nullptr);
+  if (direct_out) {
+    EXPECT_EQ(scratch.out, nullptr);
+  }
+  expect_real_product(lhs, rhs, cfg, out);
+}
+
 // Note [Column-split products]: at two threads a product with N >= M above
 // parallel_min_flops runs as one BLIS call per worker on its own columns; a taller one
 // stays on OpenBLAS's threads. Every floating dtype, conj flags, alpha/beta into an
@@ -669,15 +686,7 @@ TEST(DotGeneral, StreamedTallProductsPackNothing) {
         // The destination with the tall side fastest: [t, s], or a transposed view [s, t].
         Tensor out = Tensor::random_normal(DType::kF64, {tall, narrow}, 13).value();
         if (tall_rhs) out = out.permute(Dims{1, 0}).value();
-        DotScratch scratch;
-        executor->install([&] {
-          CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
-          ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, cfg.dims, DotOptions{}, out, nullptr, &scratch));
-        });
-        EXPECT_EQ(scratch.lhs, nullptr);
-        EXPECT_EQ(scratch.rhs, nullptr);
-        EXPECT_EQ(scratch.out, nullptr);
-        expect_real_product(lhs, rhs, cfg, out);
+        expect_in_place_product(*executor, cfg, lhs, rhs, threads, out, true);
       }
     }
   }
@@ -776,16 +785,8 @@ TEST(DotGeneral, ShortSidesKernelWalksNestedContractions) {
 // of five loops that merge nowhere takes the packing route and is still right.
 TEST(DotGeneral, ShortSideProductsWalkTheContractionInPlace) {
   auto executor = make_tbb_executor(2).value();
-  // Runs the product into `out` and checks that nothing was packed and the values.
   auto in_place = [&](const Config& cfg, const Tensor& lhs, const Tensor& rhs, int threads, Tensor& out) {
-    DotScratch scratch;
-    executor->install([&] {
-      CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
-      ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, cfg.dims, DotOptions{}, out, nullptr, &scratch));
-    });
-    EXPECT_EQ(scratch.lhs, nullptr);
-    EXPECT_EQ(scratch.rhs, nullptr);
-    expect_real_product(lhs, rhs, cfg, out);
+    expect_in_place_product(*executor, cfg, lhs, rhs, threads, out, false);
   };
   const int64_t shapes[][3] = {{19, 19, 40}, {16, 13, 24}, {7, 32, 100}};
   for (const auto& e : shapes) {
