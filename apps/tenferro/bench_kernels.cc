@@ -231,6 +231,34 @@ int run_bench_kernels(int argc, char** argv) {
       });
       rows.push_back({"short 19x19x1748 cold (x64)", tf, "cblas_dgemm (pre-packed)", ref, 64 * 2.0 * d * d * d * ph / tf / 1e6});
     }
+    // ---- streamed tall products (Note [Streamed tall products]): matrix-chain steps
+    // [465 x 396] x [396 x 21] cycling through 64 distinct column-major A (94 MB, from
+    // memory), against cblas_dgemm on the same operands.
+    if (want("stream 465x21x396")) {
+      const int64_t m = 465, n = 21, k = 396, count = 64;
+      std::vector<Tensor> as;
+      for (int64_t i = 0; i < count; ++i) {
+        as.push_back(Tensor::random_normal(DType::kF64, {m, k}, 70 + static_cast<uint64_t>(i)).value());
+      }
+      Tensor x = Tensor::random_normal(DType::kF64, {k, n}, 9).value();
+      Tensor c = Tensor::zeros(DType::kF64, {m, n}).value();
+      cpu::DotDims dims;
+      dims.lhs_contracting = {1};
+      dims.rhs_contracting = {0};
+      int64_t next = 0;
+      const double tf = median_ms(15, [&] {
+        for (int i = 0; i < 64; ++i) check(cpu::dot_general_into(ctx, as[static_cast<size_t>(next++ % count)], x, dims, {}, c));
+      });
+      const double ref = median_ms(15, [&] {
+        for (int i = 0; i < 64; ++i) {
+          cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
+                      static_cast<int>(k), 1.0, static_cast<const double*>(as[static_cast<size_t>(next++ % count)].storage()->data()),
+                      static_cast<int>(m), static_cast<const double*>(x.storage()->data()), static_cast<int>(k), 0.0,
+                      static_cast<double*>(c.storage()->data()), static_cast<int>(m));
+        }
+      });
+      rows.push_back({"stream 465x21x396 cold (x64)", tf, "cblas_dgemm", ref, 64 * 2.0 * m * n * k / tf / 1e6});
+    }
     // ---- batched 32 x 64^3.
     if (want("batched")) {
       // Column-major tensors with the batch axis last: each batch is one contiguous
