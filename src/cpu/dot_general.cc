@@ -924,8 +924,9 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
       short_form = short_route(M, N, K);
       const bool small_form = !short_form && flops <= 32768 && K <= 64 && M >= 4 && lms == 1 && oms == 1;
       // A tall operand (column- or row-major) against a narrow one with a long
-      // contraction, C column-major, no operand packed: streamed in memory order (Note [Streamed tall products] in
-      // gemm.cc); C^T = B^T A^T when the tall side is the rhs (C row-major).
+      // contraction, C column-major, no operand packed: streamed in memory order (Note
+      // [Streamed tall products] in gemm.cc); C^T = B^T A^T when the tall side is the
+      // rhs (C row-major).
       const bool merged = lm.mergeable && lk.mergeable && rk.mergeable && rn.mergeable && om.mergeable && on.mergeable;
       if (!short_form && !small_form && merged && K >= kStreamMinK && detail::short_sides_available()) {
         if (M >= kStreamMinLong && N >= kStreamMinShort && N <= detail::kStreamMaxN && (lm.stride == 1 || lk.stride == 1) &&
@@ -1094,8 +1095,6 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
             short_sides<T>(ctx, g, klev, row_off.data(), short_transposed, threads);
             return;
           }
-        }
-        if constexpr (std::is_same_v<T, double>) {
           if (stream_form) {
             streamed<T>(ctx, g, stream_transposed, threads);
             return;

@@ -774,10 +774,10 @@ void short_sides_f64(int64_t m, int64_t n, double alpha, const double* a, const 
 #endif
 }
 
-// Note [Streamed tall products]: C (m x n, column-major) = A B with A tall and
-// column-major (m long, unit row stride), B narrow (n <= 32) and a long contraction -
-// the matrix chain's steps [465 x 396] x [396 x 21], where A is read once from memory
-// and nothing else is large. BLIS's unpacked kernels (and the register-blocked kernels
+// Note [Streamed tall products]: C (m x n, column-major) = A B with A tall (m long;
+// column-major, or row-major below), B narrow (n <= 32) and a long contraction - the
+// matrix chain's steps [465 x 396] x [396 x 21], where A is read once from memory and
+// nothing else is large. BLIS's unpacked kernels (and the register-blocked kernels
 // above) walk A as strips of 6-16 rows across all of k: one or two cache lines per
 // column, K lines apart, which left the hardware prefetchers behind (cold: 13-19
 // GFLOP/s against 27-29 warm). Here A is read in its own order: a chunk of kStreamRows
@@ -846,11 +846,7 @@ void stream_slice_f64(int64_t n, const double* a, int64_t lda, const double* b, 
     _mm256_store_pd(t + 4, c1);
   }
 }
-}  // namespace
-#endif
 
-#if defined(__AVX2__) && defined(__FMA__)
-namespace {
 template <bool kRowMajor>
 void streamed_any_f64(const GemmArgs<double>& g) {
   alignas(32) double tile[kStreamRows * kStreamMaxN];
