@@ -259,6 +259,51 @@ int run_bench_kernels(int argc, char** argv) {
       });
       rows.push_back({"stream 465x21x396 cold (x64)", tf, "cblas_dgemm", ref, 64 * 2.0 * m * n * k / tf / 1e6});
     }
+    // ---- a batch of small products streaming from memory (Note [Small-product
+    // prefetch]): lm sentence_3's 1100 products of [144 x 12] x [12 x 12] (15 MB of A
+    // in, 15 MB of C out), against one cblas_dgemm per product on the same operands.
+    if (want("small batch 1100x144x12x12")) {
+      const int64_t m = 144, n = 12, k = 12, items = 1100;
+      Tensor a = Tensor::random_normal(DType::kF64, {m, k, items}, 11).value();
+      Tensor b = Tensor::random_normal(DType::kF64, {k, n, items}, 12).value();
+      Tensor c = Tensor::zeros(DType::kF64, {m, n, items}).value().permute({2, 0, 1}).value();
+      cpu::DotDims dims;
+      dims.lhs_batch = {2};
+      dims.rhs_batch = {2};
+      dims.lhs_contracting = {1};
+      dims.rhs_contracting = {0};
+      const double tf = median_ms(15, [&] { check(cpu::dot_general_into(ctx, a, b, dims, {}, c)); });
+      const auto* pa = static_cast<const double*>(a.storage()->data());
+      const auto* pb = static_cast<const double*>(b.storage()->data());
+      auto* pc = static_cast<double*>(c.storage()->data());
+      const double ref = median_ms(15, [&] {
+        for (int64_t i = 0; i < items; ++i) {
+          cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
+                      1.0, pa + i * m * k, static_cast<int>(m), pb + i * k * n, static_cast<int>(k), 0.0, pc + i * m * n,
+                      static_cast<int>(m));
+        }
+      });
+      rows.push_back({"small batch 1100x144x12x12", tf, "cblas_dgemm per product", ref, 2.0 * items * m * n * k / tf / 1e6});
+    }
+    // ---- a short contraction against many columns (Note [Short-contraction products]):
+    // lm sentence_3's 1584 x 1100 x 11 (a 14 MB C), against cblas_dgemm.
+    if (want("short-k 1584x1100x11")) {
+      const int64_t m = 1584, n = 1100, k = 11;
+      Tensor a = Tensor::random_normal(DType::kF64, {m, k}, 13).value();
+      Tensor b = Tensor::random_normal(DType::kF64, {k, n}, 14).value();
+      Tensor c = Tensor::zeros(DType::kF64, {m, n}).value();
+      cpu::DotDims dims;
+      dims.lhs_contracting = {1};
+      dims.rhs_contracting = {0};
+      const double tf = median_ms(15, [&] { check(cpu::dot_general_into(ctx, a, b, dims, {}, c)); });
+      const double ref = median_ms(15, [&] {
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
+                    1.0, static_cast<const double*>(a.storage()->data()), static_cast<int>(m),
+                    static_cast<const double*>(b.storage()->data()), static_cast<int>(k), 0.0,
+                    static_cast<double*>(c.storage()->data()), static_cast<int>(m));
+      });
+      rows.push_back({"short-k 1584x1100x11", tf, "cblas_dgemm", ref, 2.0 * m * n * k / tf / 1e6});
+    }
     // ---- batched 32 x 64^3.
     if (want("batched")) {
       // Column-major tensors with the batch axis last: each batch is one contiguous

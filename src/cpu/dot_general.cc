@@ -699,6 +699,18 @@ bool k_levels(const Layout& l, const Layout& r, const DotDims& dims, detail::KLe
 // packed with BLIS, 6.7 ms in the kernel's tile mode).
 constexpr int64_t kShortSideMinPacked = 4096;
 
+// Note [Short-contraction products]: C (M x N, column-major) = A B with K <= kWideMaxK,
+// N >= kWideMinN and A at most kWideMaxA elements: the small kernel with its column
+// blocks outermost (Note [Small-kernel loop order] in gemm.cc) keeps A in L2, B's block
+// in L1 and writes C once, in address order. OpenBLAS first zeroes C in a separate pass
+// (beta = 0) and then reads and writes it again. Per-step medians of 5 interleaved runs,
+// 1 thread (2026-11-30), OpenBLAS -> this route: lm sentence_3 1584 x 1100 x 11 (a 14 MB
+// C) 3.4-3.9 -> 2.3-2.4 ms, 144 x 1728 x 12 0.70 -> 0.52 ms; lm sentence_4 176 x 1900 x
+// 11 0.80-0.84 -> 0.55-0.58 ms, 256 x 1900 x 16 1.31-1.35 -> 0.92-0.99 ms.
+constexpr int64_t kWideMaxK = 32;
+constexpr int64_t kWideMinN = 16;
+constexpr int64_t kWideMaxA = 32768;
+
 // Note [Streamed tall products] (gemm.cc): the shapes dot_general sends there. Below
 // k = 64 the small and thin kernels or OpenBLAS serve; a short side below 8 stays on
 // OpenBLAS (Note [Short-side products]).
@@ -871,7 +883,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   // Small products with A and C column-major go to the
   // register-blocked small kernel, which beat OpenBLAS up to 32768 multiply-adds and lost
   // at 110592 (Note [Tiny products]).
-  bool thin_form = false, short_form = false, short_transposed = false, stream_form = false, stream_transposed = false;
+  bool thin_form = false, wide_form = false, short_form = false, short_transposed = false, stream_form = false, stream_transposed = false;
   detail::KLevels klev;
   std::array<int64_t, detail::kShortSideMax> row_off{};
   // Both sides short, one operand contiguous along its free side, and an operand that
@@ -922,7 +934,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
       const int64_t oms = om.mergeable && on.mergeable ? om.stride : 1;
       // The short-side kernel first: the small and thin kernels below assume packing.
       short_form = short_route(M, N, K);
-      const bool small_form = !short_form && flops <= 32768 && K <= 64 && M >= 4 && lms == 1 && oms == 1;
+      const bool small_form = !short_form && flops <= 32768 && K <= detail::kSmallMaxK && M >= 4 && lms == 1 && oms == 1;
       // A tall operand (column- or row-major) against a narrow one with a long
       // contraction, C column-major, no operand packed: streamed in memory order (Note
       // [Streamed tall products] in gemm.cc); C^T = B^T A^T when the tall side is the
@@ -942,7 +954,13 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
       // in gemm.cc), one piece of the long side per worker.
       thin_form = !small_form && !short_form && !stream_form && M >= 64 && N <= 32 && K <= 32 && lm.mergeable && lk.mergeable && lk.stride == 1 &&
                   om.mergeable && on.mergeable && om.stride == 1 && rk.mergeable && rn.mergeable;
-      if (small_form || thin_form || short_form || stream_form) {
+      // A short contraction against many columns, with an A that fits in L2 (packed
+      // column-major when it is not): the small kernel with column blocks outermost
+      // (Note [Short-contraction products]).
+      wide_form = !small_form && !short_form && !stream_form && !thin_form && K <= kWideMaxK && M >= 8 &&
+                  N >= kWideMinN && M * K <= kWideMaxA && om.mergeable && on.mergeable && om.stride == 1 &&
+                  rk.mergeable && rn.mergeable;
+      if (small_form || thin_form || short_form || stream_form || wide_form) {
         route.provider = GemmProvider::kNaive;
       } else if (std::min(M, N) <= 32 && std::min(M, N) >= 8 && (K >= 64 || ctx.threads() > 1)) {
         route.provider = GemmProvider::kBlis;
@@ -986,6 +1004,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   };
   const bool blis = route.provider == GemmProvider::kBlis;
   const bool lhs_ok = short_form || (lm.mergeable && lk.mergeable && operand_ok(route, false, cl, M, K, lm.stride, lk.stride) &&
+                                     !(wide_form && lm.stride != 1) &&
                                      !(blis && batch_fastest(lbs.span()) && strided_both(M, K, lm.stride, lk.stride)));
   const bool rhs_ok = short_form || (rk.mergeable && rn.mergeable && operand_ok(route, false, cr, K, N, rk.stride, rn.stride) &&
                                      !(blis && batch_fastest(rbs.span()) && strided_both(K, N, rk.stride, rn.stride)));
@@ -996,7 +1015,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   if (!lhs_ok) {
     // Compact [free, contracting, batch] (M x K, unit row stride), or [contracting,
     // free, batch] (unit column stride) when a Fortran call must conjugate it.
-    const bool t = (vendor && cl) || lhs_k_first;
+    const bool t = !wide_form && ((vendor && cl) || lhs_k_first);
     const auto perm = t ? group_order(dims.lhs_contracting.span(), plan.lhs_free.span(), dims.lhs_batch.span())
                         : group_order(plan.lhs_free.span(), dims.lhs_contracting.span(), dims.lhs_batch.span());
     TENFERRO_TRY(lhs_use, packed_copy(ctx, lhs, Dims(perm.span()), dscratch ? &dscratch->lhs : nullptr, pool));
@@ -1038,11 +1057,18 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   const detail::GemmArgs<T> shape{M, N, K, alpha, lbase, lm.stride, lk.stride, opt.conj_lhs,
                                   rbase, rk.stride, rn.stride, opt.conj_rhs, beta, obase, om.stride, on.stride};
 
-  auto one = [&](const BatchCursor& cur, int threads) {
+  // `next`: the product this thread runs after this one, if any (a prefetch hint, Note
+  // [Small-product prefetch] in gemm.cc).
+  auto one = [&](const BatchCursor& cur, int threads, const BatchCursor* next) {
     detail::GemmArgs<T> g = shape;
     g.a += cur.lo;
     g.b += cur.ro;
     g.c += cur.oo;
+    if (next != nullptr) {
+      g.next_a = lbase + next->lo;
+      g.next_b = rbase + next->ro;
+      g.next_c = obase + next->oo;
+    }
     if (K == 0) {
       // Empty contraction: out = beta * out.
       for (int64_t j = 0; j < N; ++j)
@@ -1100,6 +1126,18 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
             return;
           }
         }
+        if (wide_form && threads > 1) {
+          // Whole column blocks per worker (Note [Short-contraction products]).
+          const int64_t blocks = (N + detail::kSmallCols - 1) / detail::kSmallCols;
+          ctx.parallel_for(blocks, (blocks + threads - 1) / threads, [&](int64_t q0, int64_t q1) {
+            detail::GemmArgs<T> part = g;
+            part.n = std::min(N, detail::kSmallCols * q1) - detail::kSmallCols * q0;
+            part.b = g.b + detail::kSmallCols * q0 * g.csb;
+            part.c = g.c + detail::kSmallCols * q0 * g.csc;
+            detail::gemm_naive<T>(part);
+          });
+          return;
+        }
         if (thin_form && threads > 1) {
           ctx.parallel_for((M + 3) / 4, (M + 4 * threads - 1) / (4 * threads), [&](int64_t q0, int64_t q1) {
             detail::GemmArgs<T> part = g;
@@ -1126,15 +1164,15 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
     detail::gemm_batch_fortran<T>(shape, B, pa.data(), pb.data(), pc.data());
   } else if (route.policy == BatchPolicy::kOuterParallel && B > 1) {
     ctx.parallel_for(B, 1, [&](int64_t b0, int64_t b1) {
-      BatchCursor cur(ax, b0);
-      for (int64_t b = b0; b < b1; ++b, cur.advance()) one(cur, 1);
+      BatchCursor cur(ax, b0), next(ax, b0 + 1);
+      for (int64_t b = b0; b < b1; ++b, cur.advance(), next.advance()) one(cur, 1, b + 1 < b1 ? &next : nullptr);
     });
   } else {
     // A product below parallel_min_flops runs on one thread even with provider items:
     // waking and joining the other threads costs more than it saves (Note [Tiny products]).
     const int threads = route.policy == BatchPolicy::kProviderItems && flops >= bs_min_parallel ? ctx.threads() : 1;
-    BatchCursor cur(ax, 0);
-    for (int64_t b = 0; b < B; ++b, cur.advance()) one(cur, threads);
+    BatchCursor cur(ax, 0), next(ax, 1);
+    for (int64_t b = 0; b < B; ++b, cur.advance(), next.advance()) one(cur, threads, b + 1 < B ? &next : nullptr);
   }
   if (!out_ok) {
     SmallVector<int64_t, 16> inv(static_cast<size_t>(out.rank()), 0);

@@ -609,6 +609,113 @@ TEST(DotGeneral, ThinTransposedProducts) {
   }
 }
 
+// Note [Small-kernel loop order] and Note [Small-product prefetch]: the small kernel
+// (A and C column-major, k <= kSmallMaxK) on every row remainder (m % 8), every column-block
+// remainder (n % 6), both loop orders (few columns: strips outermost; many columns with
+// a small A: column blocks outermost), padded leading dimensions, B in either layout or
+// strided, alpha/beta, with and without a next-product hint (which must not change
+// anything); against long-double sums, padding rows of C untouched.
+TEST(DotGeneral, SmallKernelMatchesLongDoubleSums) {
+  std::mt19937_64 rng(1130);
+  std::normal_distribution<double> nd;
+  int checked = 0;
+  for (const int64_t m : {4, 5, 8, 11, 12, 13, 144}) {
+    for (const int64_t n : {1, 2, 3, 4, 5, 6, 7, 12, 13, 40}) {
+      for (const int64_t k : {1, 11, 64, 200}) {
+        const bool b_rows = rng() % 2, hint = rng() % 2;
+        const int64_t lda = m + static_cast<int64_t>(rng() % 3), ldc = m + static_cast<int64_t>(rng() % 3);
+        const int64_t bstep = 1 + static_cast<int64_t>(rng() % 2);
+        const int64_t rsb = b_rows ? n * bstep : bstep, csb = b_rows ? bstep : k * bstep;
+        std::vector<double> a(static_cast<size_t>(k * lda)), b(static_cast<size_t>(k * n * bstep)),
+            c(static_cast<size_t>(ldc * n)), next_a(a.size()), next_c(c.size());
+        for (auto* v : {&a, &b, &c, &next_a, &next_c})
+          for (double& x : *v) x = nd(rng);
+        const std::vector<double> c0 = c, next_c0 = next_c;
+        const double alpha = 1.25, beta = rng() % 3 == 0 ? 0.0 : -0.5;
+        detail::GemmArgs<double> g{m, n, k, alpha, a.data(), 1, lda, false, b.data(), rsb, csb, false, beta, c.data(), 1, ldc};
+        if (hint) {
+          g.next_a = next_a.data();
+          g.next_c = next_c.data();
+        }
+        detail::gemm_naive<double>(g);
+        EXPECT_EQ(next_c, next_c0);  // a hint is only prefetched
+        for (int64_t j = 0; j < n; ++j) {
+          for (int64_t i = 0; i < m; ++i) {
+            long double acc = 0, mag = 0;
+            for (int64_t p = 0; p < k; ++p) {
+              const long double t = static_cast<long double>(a[static_cast<size_t>(i + p * lda)]) *
+                                    b[static_cast<size_t>(p * rsb + j * csb)];
+              acc += t;
+              mag += std::fabs(t);
+            }
+            const long double want = alpha * acc + beta * static_cast<long double>(c0[static_cast<size_t>(i + j * ldc)]);
+            ASSERT_NEAR(c[static_cast<size_t>(i + j * ldc)], static_cast<double>(want), 1e-13 * static_cast<double>(mag + 2))
+                << "m " << m << " n " << n << " k " << k << " at " << i << "," << j;
+            ++checked;
+          }
+          for (int64_t pad = m; pad < ldc; ++pad) {
+            ASSERT_EQ(c[static_cast<size_t>(pad + j * ldc)], c0[static_cast<size_t>(pad + j * ldc)]);
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 45000);
+}
+
+// Note [Short-contraction products]: through dot_general, a short contraction against
+// many columns with A column-major (used in place) or row-major (packed column-major),
+// 1 and 2 threads (whole column blocks per worker), against the naive reference; and a
+// batch of small products (each naming the next one as a prefetch hint) sequentially
+// and outer-parallel.
+TEST(DotGeneral, ShortContractionProductsMatchTheReference) {
+  auto executor = make_tbb_executor(2).value();
+  const int64_t sizes[][3] = {{203, 301, 11}, {64, 97, 32}, {9, 40, 30}, {144, 1728, 12}};
+  for (const auto& e : sizes) {
+    const int64_t m = e[0], n = e[1], k = e[2];
+    for (const bool a_rows : {false, true}) {
+      Config cfg;
+      cfg.lhs_shape = a_rows ? Shape{k, m} : Shape{m, k};
+      cfg.rhs_shape = {k, n};
+      cfg.dims.lhs_contracting = {a_rows ? 0 : 1};
+      cfg.dims.rhs_contracting = {0};
+      const Tensor lhs = Tensor::random_normal(DType::kF64, cfg.lhs_shape, 21).value();
+      const Tensor rhs = Tensor::random_normal(DType::kF64, cfg.rhs_shape, 22).value();
+      for (const int threads : {1, 2}) {
+        SCOPED_TRACE("m " + std::to_string(m) + " n " + std::to_string(n) + " A row-major " + std::to_string(a_rows) +
+                     " threads " + std::to_string(threads));
+        Tensor out = Tensor::random_normal(DType::kF64, {m, n}, 23).value();
+        DotScratch scratch;
+        executor->install([&] {
+          CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
+          ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, cfg.dims, DotOptions{}, out, nullptr, &scratch));
+        });
+        EXPECT_EQ(scratch.lhs != nullptr, a_rows);  // only a row-major A is packed
+        EXPECT_EQ(scratch.rhs, nullptr);
+        expect_real_product(lhs, rhs, cfg, out);
+      }
+    }
+  }
+  // Batches: lhs [b, m, k], rhs [b, k, n] -> [b, m, n], products of 37 x 12 x 9.
+  Config cfg;
+  cfg.lhs_shape = {37, 9, 5};
+  cfg.rhs_shape = {9, 12, 5};
+  cfg.dims.lhs_batch = {2};
+  cfg.dims.rhs_batch = {2};
+  cfg.dims.lhs_contracting = {1};
+  cfg.dims.rhs_contracting = {0};
+  const Tensor lhs = Tensor::random_normal(DType::kF64, cfg.lhs_shape, 24).value();
+  const Tensor rhs = Tensor::random_normal(DType::kF64, cfg.rhs_shape, 25).value();
+  for (const int threads : {1, 2}) {
+    Tensor out = Tensor::random_normal(DType::kF64, {5, 37, 12}, 26).value();
+    executor->install([&] {
+      CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
+      ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, cfg.dims, DotOptions{}, out));
+    });
+    expect_real_product(lhs, rhs, cfg, out);
+  }
+}
+
 // Note [Streamed tall products]: the kernel itself, A column- or row-major with padded
 // leading dimensions, B in either layout or strided, every slice remainder (m % 8),
 // contraction remainders (k % 4), chunks of 96 rows, alpha/beta; against long-double

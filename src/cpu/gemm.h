@@ -26,6 +26,13 @@ struct GemmArgs {
   T beta;
   T* c;
   int64_t rsc, csc;
+  /// Optional hint: A, B and C of the product that runs next on this thread (same sizes
+  /// and strides). The small f64 kernel prefetches them while it computes this one (Note
+  /// [Small-product prefetch] in gemm.cc); every other provider ignores them. Never
+  /// dereferenced, so a stale or null pointer is harmless.
+  const T* next_a = nullptr;
+  const T* next_b = nullptr;
+  const T* next_c = nullptr;
 };
 
 /// OpenBLAS (cblas): needs a unit stride in one dimension of every operand. Runs on
@@ -60,6 +67,13 @@ bool fortran_batch_accepts(const GemmArgs<T>& g);
 /// for integer dtypes.
 template <class T>
 bool gemm_batch_fortran(const GemmArgs<T>& g, int64_t count, const T* const* a, const T* const* b, T* const* c);
+
+/// Columns per register block of the small f64 kernel (a worker's share of a product
+/// split over columns is a multiple of it).
+inline constexpr int64_t kSmallCols = 6;
+/// Longest contraction gemm_naive gives the small f64 kernel (Note [Tiny products] in
+/// dot_general.cc).
+inline constexpr int64_t kSmallMaxK = 256;
 
 /// Plain loops for every dtype (integers, tiny products, and the test oracle's peer).
 template <class T>
