@@ -251,10 +251,12 @@ SmallVector<int64_t, 8> layout_strides(const Layout& layout, std::span<const int
 // to 216 multiply-adds (ratio 0.93) and faster from 512 (1.10); a BLIS call costs about
 // 2 us (0.2 us for OpenBLAS), so BLIS loses up to 13824 (0.95). Defaults: tiny_flops 256,
 // tiny_flops_blis 16384 (docs/benchmarks.md). Matrix-vector shaped products (a side of
-// 1) use plain loops up to 16x the threshold. With A and C column-major, f64 products up
-// to 32768 multiply-adds use the register-blocked small kernel: after its loads, alpha
-// and loop order were tuned (2026-11-29, later session) the same bench has plain loops
-// 1.8x faster than OpenBLAS at n = 16, 2.4x at 24, 1.1x at 32 and 0.95x at 48.
+// 1) use plain loops up to 16x the threshold. With A and C column-major (after packing),
+// f64 products up to kSmallMaxFlops multiply-adds and contractions up to kSmallMaxK use
+// the register-blocked small kernel. With its 8 x 6 blocks (2026-11-30) the same bench
+// has plain loops 2.0x faster than OpenBLAS at n = 24, 2.9x at 32, 2.0x at 48 and 1.5x
+// at 64; one thread, hot, per call: 12 x 12 x 144 1.6 us (OpenBLAS 3.9, BLIS 3.8),
+// 8 x 8 x 256 1.3 us (3.6, 3.4), 16 x 16 x 128 2.1 us (3.1, 3.2).
 struct Route {
   BatchPolicy policy;
   GemmProvider provider;
@@ -708,6 +710,9 @@ constexpr int64_t kShortSideMinPacked = 4096;
 // C) 3.4-3.9 -> 2.3-2.4 ms, 144 x 1728 x 12 0.70 -> 0.52 ms; lm sentence_4 176 x 1900 x
 // 11 0.80-0.84 -> 0.55-0.58 ms, 256 x 1900 x 16 1.31-1.35 -> 0.92-0.99 ms.
 constexpr int64_t kWideMaxK = 32;
+// Products up to this many multiply-adds with A and C column-major (after packing) use
+// the small kernel (Note [Tiny products]).
+constexpr int64_t kSmallMaxFlops = 262144;
 constexpr int64_t kWideMinN = 16;
 constexpr int64_t kWideMaxA = 32768;
 
@@ -880,9 +885,8 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   // stay on OpenBLAS (lm sentence_4 ran 25-36 ms with OpenBLAS, 40-44 ms with BLIS).
   // A short side below 8 stays on OpenBLAS too (8192 x 4 x 256: BLIS 4.9 ms, OpenBLAS
   // 2.0 ms; its 4 x 8 kernel fits four rows exactly).
-  // Small products with A and C column-major go to the
-  // register-blocked small kernel, which beat OpenBLAS up to 32768 multiply-adds and lost
-  // at 110592 (Note [Tiny products]).
+  // Small products with A and C column-major go to the register-blocked small kernel,
+  // which beat OpenBLAS up to 262144 multiply-adds (Note [Tiny products]).
   bool thin_form = false, wide_form = false, short_form = false, short_transposed = false, stream_form = false, stream_transposed = false;
   detail::KLevels klev;
   std::array<int64_t, detail::kShortSideMax> row_off{};
@@ -934,7 +938,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
       const int64_t oms = om.mergeable && on.mergeable ? om.stride : 1;
       // The short-side kernel first: the small and thin kernels below assume packing.
       short_form = short_route(M, N, K);
-      const bool small_form = !short_form && flops <= 32768 && K <= detail::kSmallMaxK && M >= 4 && lms == 1 && oms == 1;
+      const bool small_form = !short_form && flops <= kSmallMaxFlops && K <= detail::kSmallMaxK && M >= 4 && lms == 1 && oms == 1;
       // A tall operand (column- or row-major) against a narrow one with a long
       // contraction, C column-major, no operand packed: streamed in memory order (Note
       // [Streamed tall products] in gemm.cc); C^T = B^T A^T when the tall side is the
