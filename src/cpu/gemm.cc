@@ -421,7 +421,6 @@ class LinePrefetch {
 // in L1 and C is written down six columns in address order, where the strip order
 // would touch one line in every column of C per strip (lm sentence_3's 1584 x 1100 x 11,
 // a 14 MB C). Either way the other operand is read once per block from cache.
-constexpr int64_t kSmallColumnsMaxA = 32768;
 void small_f64(const GemmArgs<double>& g) {
   // B is prefetched along whichever of its dimensions is contiguous (none: not at all).
   const bool b_cols = g.rsb == 1;

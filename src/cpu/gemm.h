@@ -71,6 +71,9 @@ bool gemm_batch_fortran(const GemmArgs<T>& g, int64_t count, const T* const* a, 
 /// Columns per register block of the small f64 kernel (a worker's share of a product
 /// split over columns is a multiple of it).
 inline constexpr int64_t kSmallCols = 6;
+/// Largest A (elements) for which the small f64 kernel runs its column blocks outermost
+/// (A stays in L2 while C is written column block by column block).
+inline constexpr int64_t kSmallColumnsMaxA = 32768;
 /// Longest contraction gemm_naive gives the small f64 kernel (Note [Tiny products] in
 /// dot_general.cc).
 inline constexpr int64_t kSmallMaxK = 256;

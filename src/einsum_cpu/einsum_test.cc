@@ -361,5 +361,48 @@ TEST(EinsumProfile, ReportsStepsAndPackedOperands) {
   EXPECT_TRUE(packed);
 }
 
+// Note [Einsum label orders]: an operand whose free labels split around its contracted
+// block (an inner run first, the contracted labels, then more free labels) is run
+// unpacked by dot_general (Note [Split free groups]), so the planner keeps those free
+// labels in memory order instead of reordering them for the consumer. Here B (151200
+// elements, memory order x y z | b a | u v) meets the small A first; the consumer then
+// contracts y z u. Values against plain loops.
+TEST(EinsumProfile, SplitFreeLabelsStayInMemoryOrder) {
+  auto ctx = cpu::CpuExecutionContext::sequential();
+  const int64_t I = 11, A = 4, Bx = 6, X = 10, Y = 6, Z = 5, U = 7, V = 3, W = 2;
+  const std::vector<Shape> shapes{{I, A, Bx}, {X, Y, Z, Bx, A, U, V}, {Y, Z, U, W}};
+  PathPolicy policy;
+  policy.algorithm = PathAlgorithm::kExplicit;
+  policy.explicit_tree = tree_from_pairs(3, {{0, 1}, {0, 1}}).value();
+  auto plan = EinsumPlan::prepare("iab,xyzbauv,yzuw->ixvw", shapes, DType::kF64, policy).value();
+  std::vector<Tensor> ops;
+  for (size_t i = 0; i < shapes.size(); ++i) ops.push_back(Tensor::random_normal(DType::kF64, shapes[i], 40 + i).value());
+  EinsumWorkspace ws = plan->make_workspace();
+  std::vector<StepProfile> prof;
+  auto got = plan->execute(ctx, ops, ws, nullptr, {}, &prof);
+  ASSERT_TRUE(got.has_value());
+  ASSERT_EQ(prof.size(), 2u);
+  EXPECT_FALSE(prof[0].packed_rhs);  // B, the large operand, in place
+  for (int64_t i = 0; i < I; ++i)
+    for (int64_t x = 0; x < X; ++x)
+      for (int64_t v = 0; v < V; ++v)
+        for (int64_t w = 0; w < W; ++w) {
+          long double acc = 0, mag = 0;
+          for (int64_t a = 0; a < A; ++a)
+            for (int64_t b = 0; b < Bx; ++b)
+              for (int64_t y = 0; y < Y; ++y)
+                for (int64_t z = 0; z < Z; ++z)
+                  for (int64_t u = 0; u < U; ++u) {
+                    const long double t = static_cast<long double>(ops[0].get<double>({i, a, b}).value()) *
+                                          ops[1].get<double>({x, y, z, b, a, u, v}).value() *
+                                          ops[2].get<double>({y, z, u, w}).value();
+                    acc += t;
+                    mag += std::fabs(t);
+                  }
+          ASSERT_NEAR(got->get<double>({i, x, v, w}).value(), static_cast<double>(acc), 1e-12 * static_cast<double>(mag + 1))
+              << "at " << i << "," << x << "," << v << "," << w;
+        }
+}
+
 }  // namespace
 }  // namespace tenferro::einsum
