@@ -714,6 +714,19 @@ constexpr int64_t kWideMaxK = 32;
 // the small kernel (Note [Tiny products]).
 constexpr int64_t kSmallMaxFlops = 262144;
 constexpr int64_t kWideMinN = 16;
+// Note [Streamed-output products] (gemm.cc): C of at least kOutMinC elements (32 MB),
+// kOutMinK <= K <= kOutMaxK, A or B at most kOutCachedOperand elements (512 KB, L2),
+// several threads. 2026-11-30, per-step medians of 3 interleaved runs at 2 threads,
+// previous route -> this one: MERA open 177147 x 243 x 50 115 -> 101 ms, 39600 x 252 x
+// 56 37 -> 28 ms (whole run inside dot_general 705 -> 603 ms); MERA closed 1026 x 33048
+// x 40 96 -> 86 ms. At one thread these steps are compute-bound and OpenBLAS's kernel
+// won (MERA closed 1026 x 33048 x 40: 120 ms against 159; standalone, without the
+// instance's other traffic, this kernel had won 113 to 126). With K = 11 (196830 x 45
+// x 11) it lost (20 ms against 16, one thread): too little arithmetic per stored
+// element to hide the tile copies.
+constexpr int64_t kOutMinC = int64_t{1} << 22;
+constexpr int64_t kOutMinK = 32;
+constexpr int64_t kOutCachedOperand = 65536;
 constexpr int64_t kWideMaxA = 32768;
 
 // Note [Streamed tall products] (gemm.cc): the shapes dot_general sends there. Below
@@ -887,7 +900,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   // 2.0 ms; its 4 x 8 kernel fits four rows exactly).
   // Small products with A and C column-major go to the register-blocked small kernel,
   // which beat OpenBLAS up to 262144 multiply-adds (Note [Tiny products]).
-  bool thin_form = false, wide_form = false, short_form = false, short_transposed = false, stream_form = false, stream_transposed = false;
+  bool thin_form = false, wide_form = false, out_form = false, short_form = false, short_transposed = false, stream_form = false, stream_transposed = false;
   detail::KLevels klev;
   std::array<int64_t, detail::kShortSideMax> row_off{};
   // Both sides short, one operand contiguous along its free side, and an operand that
@@ -964,7 +977,18 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
       wide_form = !small_form && !short_form && !stream_form && !thin_form && K <= kWideMaxK && M >= 8 &&
                   N >= kWideMinN && M * K <= kWideMaxA && om.mergeable && on.mergeable && om.stride == 1 &&
                   rk.mergeable && rn.mergeable;
-      if (small_form || thin_form || short_form || stream_form || wide_form) {
+      // A C far larger than the caches from a short contraction, with A or B small
+      // enough to stay in L2: written once with non-temporal stores (Note
+      // [Streamed-output products] in gemm.cc). A is packed column-major and B compact
+      // when they do not merge (both are small next to C). Only on several workers,
+      // which share the memory bandwidth: one thread is compute-bound there and
+      // OpenBLAS's kernel won.
+      out_form = !small_form && !short_form && !stream_form && !thin_form && !wide_form && beta == 0.0 &&
+                 ctx.threads() > 1 && flops >= bs_min_parallel &&
+                 K >= kOutMinK && K <= detail::kOutMaxK && M * N >= kOutMinC &&
+                 (M * K <= kOutCachedOperand || K * N <= kOutCachedOperand) && om.mergeable && on.mergeable &&
+                 om.stride == 1;
+      if (small_form || thin_form || short_form || stream_form || wide_form || out_form) {
         route.provider = GemmProvider::kNaive;
       } else if (std::min(M, N) <= 32 && std::min(M, N) >= 8 && (K >= 64 || ctx.threads() > 1)) {
         route.provider = GemmProvider::kBlis;
@@ -1008,7 +1032,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   };
   const bool blis = route.provider == GemmProvider::kBlis;
   const bool lhs_ok = short_form || (lm.mergeable && lk.mergeable && operand_ok(route, false, cl, M, K, lm.stride, lk.stride) &&
-                                     !(wide_form && lm.stride != 1) &&
+                                     !((wide_form || out_form) && lm.stride != 1) &&
                                      !(blis && batch_fastest(lbs.span()) && strided_both(M, K, lm.stride, lk.stride)));
   const bool rhs_ok = short_form || (rk.mergeable && rn.mergeable && operand_ok(route, false, cr, K, N, rk.stride, rn.stride) &&
                                      !(blis && batch_fastest(rbs.span()) && strided_both(K, N, rk.stride, rn.stride)));
@@ -1019,7 +1043,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   if (!lhs_ok) {
     // Compact [free, contracting, batch] (M x K, unit row stride), or [contracting,
     // free, batch] (unit column stride) when a Fortran call must conjugate it.
-    const bool t = !wide_form && ((vendor && cl) || lhs_k_first);
+    const bool t = !wide_form && !out_form && ((vendor && cl) || lhs_k_first);
     const auto perm = t ? group_order(dims.lhs_contracting.span(), plan.lhs_free.span(), dims.lhs_batch.span())
                         : group_order(plan.lhs_free.span(), dims.lhs_contracting.span(), dims.lhs_batch.span());
     TENFERRO_TRY(lhs_use, packed_copy(ctx, lhs, Dims(perm.span()), dscratch ? &dscratch->lhs : nullptr, pool));
@@ -1127,6 +1151,29 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
           }
           if (stream_form) {
             streamed<T>(ctx, g, stream_transposed, threads);
+            return;
+          }
+        }
+        if constexpr (std::is_same_v<T, double>) {
+          if (out_form) {
+            // A stays in cache: column blocks outermost, whole column blocks per worker;
+            // otherwise whole row tiles per worker (Note [Streamed-output products]).
+            const bool cols = M * K <= kOutCachedOperand;
+            const int64_t unit = cols ? detail::kSmallCols : detail::kOutTileRows;
+            const int64_t units = ((cols ? N : M) + unit - 1) / unit;
+            ctx.parallel_for(units, (units + threads - 1) / threads, [&](int64_t u0, int64_t u1) {
+              detail::GemmArgs<T> part = g;
+              if (cols) {
+                part.n = std::min(N, unit * u1) - unit * u0;
+                part.b = g.b + unit * u0 * g.csb;
+                part.c = g.c + unit * u0 * g.csc;
+              } else {
+                part.m = std::min(M, unit * u1) - unit * u0;
+                part.a = g.a + unit * u0;
+                part.c = g.c + unit * u0;
+              }
+              detail::streamed_out_f64(part, cols);
+            });
             return;
           }
         }

@@ -716,6 +716,103 @@ TEST(DotGeneral, ShortContractionProductsMatchTheReference) {
   }
 }
 
+// Note [Streamed-output products]: the kernel itself, both loop orders, every tile
+// remainder (m % 128, m % 8, n % 6), contractions up to kOutMaxK, A with a padded
+// leading dimension, B in either layout, C columns at every 8-byte alignment (ldc
+// padded by 0-3 elements, C offset by one element); against long-double sums, C's
+// padding untouched.
+TEST(DotGeneral, StreamedOutputKernelMatchesLongDoubleSums) {
+  std::mt19937_64 rng(1202);
+  std::normal_distribution<double> nd;
+  int checked = 0;
+  for (const int64_t m : {1, 7, 8, 130, 300}) {
+    for (const int64_t n : {1, 5, 6, 13}) {
+      for (const int64_t k : {int64_t{1}, int64_t{33}, detail::kOutMaxK}) {
+        for (const bool columns_outer : {false, true}) {
+          const bool b_rows = rng() % 2;
+          const int64_t lda = m + static_cast<int64_t>(rng() % 3), ldc = m + static_cast<int64_t>(rng() % 4);
+          const int64_t rsb = b_rows ? n : 1, csb = b_rows ? 1 : k;
+          std::vector<double> a(static_cast<size_t>(k * lda)), b(static_cast<size_t>(k * n)), cbuf(static_cast<size_t>(ldc * n + 1));
+          for (auto* v : {&a, &b, &cbuf})
+            for (double& x : *v) x = nd(rng);
+          double* c = cbuf.data() + 1;  // columns at 8-byte offsets
+          const std::vector<double> c0 = cbuf;
+          const double alpha = -0.75;
+          const detail::GemmArgs<double> g{m, n, k, alpha, a.data(), 1, lda, false, b.data(), rsb, csb, false, 0.0, c, 1, ldc};
+          detail::streamed_out_f64(g, columns_outer);
+          EXPECT_EQ(cbuf[0], c0[0]);
+          for (int64_t j = 0; j < n; ++j) {
+            for (int64_t i = 0; i < m; ++i) {
+              long double acc = 0, mag = 0;
+              for (int64_t p = 0; p < k; ++p) {
+                const long double t = static_cast<long double>(a[static_cast<size_t>(i + p * lda)]) * b[static_cast<size_t>(p * rsb + j * csb)];
+                acc += t;
+                mag += std::fabs(t);
+              }
+              ASSERT_NEAR(c[i + j * ldc], static_cast<double>(alpha * acc), 1e-13 * static_cast<double>(mag + 1))
+                  << "m " << m << " n " << n << " k " << k << " columns outer " << columns_outer << " at " << i << "," << j;
+              ++checked;
+            }
+            for (int64_t pad = m; pad < ldc; ++pad) {
+              ASSERT_EQ(c[pad + j * ldc], c0[static_cast<size_t>(pad + j * ldc + 1)]);
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 50000);
+}
+
+// Through dot_general: outputs of 2^22 elements and more from short contractions, A
+// column-major (in place) or row-major (packed), A small (column blocks outermost) or
+// B small (row tiles outermost), at 2 threads (the kernel's route) and at 1 (OpenBLAS);
+// every fifth element of C (a diagonal pattern that meets every tile, row and column)
+// against long-double sums.
+TEST(DotGeneral, StreamedOutputProductsMatchTheReference) {
+  auto executor = make_tbb_executor(2).value();
+  const int64_t sizes[][3] = {{40, 104900, 33}, {70001, 61, 40}};
+  for (const auto& e : sizes) {
+    const int64_t m = e[0], n = e[1], k = e[2];
+    ASSERT_GE(m * n, int64_t{1} << 22);
+    for (const bool a_rows : {false, true}) {
+      Config cfg;
+      cfg.lhs_shape = a_rows ? Shape{k, m} : Shape{m, k};
+      cfg.rhs_shape = {k, n};
+      cfg.dims.lhs_contracting = {a_rows ? 0 : 1};
+      cfg.dims.rhs_contracting = {0};
+      const Tensor lhs = Tensor::random_normal(DType::kF64, cfg.lhs_shape, 31).value();
+      const Tensor rhs = Tensor::random_normal(DType::kF64, cfg.rhs_shape, 32).value();
+      const auto* pa = static_cast<const double*>(lhs.storage()->data());
+      const auto* pb = static_cast<const double*>(rhs.storage()->data());
+      for (const int threads : {1, 2}) {
+        SCOPED_TRACE("m " + std::to_string(m) + " A row-major " + std::to_string(a_rows) + " threads " + std::to_string(threads));
+        Tensor out = Tensor::zeros(DType::kF64, {m, n}).value();
+        DotScratch scratch;
+        executor->install([&] {
+          CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
+          ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, cfg.dims, DotOptions{}, out, nullptr, &scratch));
+        });
+        if (threads > 1) {
+          EXPECT_EQ(scratch.lhs != nullptr, a_rows);  // the kernel takes A column-major only
+        }
+        const auto* pc = static_cast<const double*>(out.storage()->data());
+        for (int64_t j = 0; j < n; ++j) {
+          for (int64_t i = (5 - j % 5) % 5; i < m; i += 5) {
+            long double acc = 0, mag = 0;
+            for (int64_t p = 0; p < k; ++p) {
+              const long double t = static_cast<long double>(pa[a_rows ? p + i * k : i + p * m]) * pb[p + j * k];
+              acc += t;
+              mag += std::fabs(t);
+            }
+            ASSERT_NEAR(pc[i + j * m], static_cast<double>(acc), 1e-13 * static_cast<double>(mag + 1)) << "at " << i << "," << j;
+          }
+        }
+      }
+    }
+  }
+}
+
 // Note [Streamed tall products]: the kernel itself, A column- or row-major with padded
 // leading dimensions, B in either layout or strided, every slice remainder (m % 8),
 // contraction remainders (k % 4), chunks of 96 rows, alpha/beta; against long-double

@@ -8,6 +8,7 @@
 #endif
 
 #include <complex>
+#include <cstring>
 #include <mutex>
 
 // OpenBLAS's cblas and BLIS's typed API are both included; BLIS is used only through
@@ -450,6 +451,51 @@ void small_f64(const GemmArgs<double>& g) {
     for (int64_t i0 = 0; i0 < g.m; i0 += 8)
       for (int64_t j0 = 0; j0 < g.n; j0 += kSmallCols) block(i0, j0);
   }
+}
+
+// Note [Streamed-output products]: a product whose C is far larger than the caches
+// (MERA's 177147 x 243 x 50 and 1026 x 33048 x 40: 270-345 MB) with a short
+// contraction is bound by writing C. OpenBLAS first zeroes C (beta = 0) and then reads
+// and writes it again; BLIS and the small kernel write it once, but each ordinary store
+// first reads the line (write-allocate). Here C is computed in 128 x 6 tiles in an L1
+// stack buffer by the small kernel's blocks and each tile column is written with
+// non-temporal stores (32-byte aligned runs; a column's unaligned head and tail with
+// ordinary stores), so C's lines are written once and never read. Whichever of A
+// (m x k) and B (k x n) fits in L2 stays there: with A small the column blocks are
+// outermost, otherwise the row chunks.
+void stream_one(double* c, double v) {
+  long long bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  _mm_stream_si64(reinterpret_cast<long long*>(c), bits);
+}
+void tile_to_c(const double* tile, int64_t rows, double* c) {
+  int64_t r = 0;
+  for (; r < rows && (reinterpret_cast<uintptr_t>(c + r) & 31) != 0; ++r) stream_one(c + r, tile[r]);
+  for (; r + 4 <= rows; r += 4) _mm256_stream_pd(c + r, _mm256_loadu_pd(tile + r));
+  for (; r < rows; ++r) stream_one(c + r, tile[r]);
+}
+void out_tile_f64(const GemmArgs<double>& g, int64_t i0, int64_t rows, int64_t j0, int64_t cols) {
+  alignas(64) double tile[kOutTileRows * kSmallCols];
+  GemmArgs<double> t = g;
+  t.m = rows;
+  t.n = cols;
+  t.a = g.a + i0;
+  t.b = g.b + j0 * g.csb;
+  t.beta = 0.0;
+  t.c = tile;
+  t.rsc = 1;
+  t.csc = kOutTileRows;
+  for (int64_t r = 0; r < rows; r += 8) {
+    switch (cols) {
+      case 6: small_block_any_f64<6>(t, r, 0); break;
+      case 5: small_block_any_f64<5>(t, r, 0); break;
+      case 4: small_block_any_f64<4>(t, r, 0); break;
+      case 3: small_block_any_f64<3>(t, r, 0); break;
+      case 2: small_block_any_f64<2>(t, r, 0); break;
+      default: small_block_any_f64<1>(t, r, 0); break;
+    }
+  }
+  for (int64_t q = 0; q < cols; ++q) tile_to_c(tile + q * kOutTileRows, rows, g.c + i0 + (j0 + q) * g.csc);
 }
 
 // Note [Thin transposed products]: C (m x n, unit row stride) = A B with a short
@@ -985,6 +1031,37 @@ void streamed_f64(const GemmArgs<double>& g) {
     streamed_any_f64<true>(g);
   }
 #else
+  gemm_naive<double>(g);
+#endif
+}
+
+void streamed_out_f64(const GemmArgs<double>& g, bool columns_outer) {
+#if defined(__AVX2__) && defined(__FMA__)
+  auto tile = [&](const GemmArgs<double>& src, int64_t i0, int64_t j0) {
+    out_tile_f64(src, i0, std::min(kOutTileRows, g.m - i0), j0, std::min<int64_t>(kSmallCols, g.n - j0));
+  };
+  if (columns_outer) {
+    for (int64_t j0 = 0; j0 < g.n; j0 += kSmallCols)
+      for (int64_t i0 = 0; i0 < g.m; i0 += kOutTileRows) tile(g, i0, j0);
+  } else {
+    // The row chunk of A (kOutTileRows x k) is copied once into a compact buffer, so the
+    // tiles' strips read it from L1/L2 instead of k columns a whole column apart.
+    alignas(64) double apack[kOutTileRows * kOutMaxK];
+    for (int64_t i0 = 0; i0 < g.m; i0 += kOutTileRows) {
+      const int64_t rows = std::min(kOutTileRows, g.m - i0);
+      for (int64_t p = 0; p < g.k; ++p) {
+        const double* src = g.a + i0 + p * g.csa;
+        std::copy(src, src + rows, apack + p * kOutTileRows);
+      }
+      GemmArgs<double> packed = g;
+      packed.a = apack - i0;  // out_tile_f64 adds i0 back
+      packed.csa = kOutTileRows;
+      for (int64_t j0 = 0; j0 < g.n; j0 += kSmallCols) tile(packed, i0, j0);
+    }
+  }
+  _mm_sfence();  // the non-temporal stores are visible before the caller joins
+#else
+  (void)columns_outer;
   gemm_naive<double>(g);
 #endif
 }

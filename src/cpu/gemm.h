@@ -115,6 +115,18 @@ inline constexpr int64_t kStreamMaxN = 32;
 /// (callers split m).
 void streamed_f64(const GemmArgs<double>& g);
 
+/// Rows of the streamed-output kernel's tiles (a worker's share of rows is a multiple).
+inline constexpr int64_t kOutTileRows = 128;
+/// Longest contraction streamed_out_f64 takes (its stack copy of A's row chunk).
+inline constexpr int64_t kOutMaxK = 64;
+
+/// C = alpha A B for f64 with A and C column-major (g.rsa == 1, g.rsc == 1), B any
+/// strides, g.k <= kOutMaxK; beta is ignored (C is overwritten). C is written once with
+/// non-temporal stores (Note [Streamed-output products] in gemm.cc); `columns_outer`
+/// when A is the operand that stays in cache. No allocation (a stack tile); one thread
+/// (callers split m or n in multiples of kOutTileRows / kSmallCols).
+void streamed_out_f64(const GemmArgs<double>& g, bool columns_outer);
+
 /// Library path of the shared object that defines `symbol_address` (tests check that
 /// each provider really calls its library).
 std::string library_of(const void* symbol_address);
