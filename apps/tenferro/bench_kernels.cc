@@ -304,6 +304,26 @@ int run_bench_kernels(int argc, char** argv) {
       });
       rows.push_back({"short-k 1584x1100x11", tf, "cblas_dgemm", ref, 2.0 * m * n * k / tf / 1e6});
     }
+    // ---- a C far larger than the caches from a short contraction (Note
+    // [Streamed-output products]; dot_general's route with several threads): MERA open's
+    // last step 177147 x 243 x 50 (a 344 MB C), against cblas_dgemm.
+    if (want("stream-out 177147x243x50")) {
+      const int64_t m = 177147, n = 243, k = 50;
+      Tensor a = Tensor::random_normal(DType::kF64, {m, k}, 15).value();
+      Tensor b = Tensor::random_normal(DType::kF64, {k, n}, 16).value();
+      Tensor c = Tensor::zeros(DType::kF64, {m, n}).value();
+      cpu::DotDims dims;
+      dims.lhs_contracting = {1};
+      dims.rhs_contracting = {0};
+      const double tf = median_ms(7, [&] { check(cpu::dot_general_into(ctx, a, b, dims, {}, c)); });
+      const double ref = median_ms(7, [&] {
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
+                    1.0, static_cast<const double*>(a.storage()->data()), static_cast<int>(m),
+                    static_cast<const double*>(b.storage()->data()), static_cast<int>(k), 0.0,
+                    static_cast<double*>(c.storage()->data()), static_cast<int>(m));
+      });
+      rows.push_back({"stream-out 177147x243x50", tf, "cblas_dgemm", ref, 2.0 * m * n * k / tf / 1e6});
+    }
     // ---- batched 32 x 64^3.
     if (want("batched")) {
       // Column-major tensors with the batch axis last: each batch is one contiguous
