@@ -1007,11 +1007,15 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   // 177147 x 243 x 50: 122 against 138 ms). 2 threads, per-step minima over 3
   // interleaved runs (2026-11-30): MERA closed 1040 -> 953 ms in sum (540 x 58320 x
   // 136: 177 -> 152 ms; 399 x 4320 x 7290: 490 -> 457 ms); the matrix chain's last
-  // step 424 x 371 x 24: 0.47 -> 0.25 ms.
+  // step 424 x 371 x 24: 0.47 -> 0.25 ms. Only when the longer side is at least four
+  // times the contraction: square products lost (2 threads, `bench kernels`, against
+  // cblas_dgemm: n = 256 0.83-0.87, 1024 0.70-0.88, 2048 0.76-0.82 with the split;
+  // 0.95-1.19 without; bin_matmul_256 0.58-0.69 -> 0.52-0.57 ms), BLIS's kernel being
+  // slower than OpenBLAS's on this machine (28 against 36 GFLOP/s on one thread).
   if constexpr (!std::is_integral_v<T> && !std::is_same_v<T, bool>) {
     if (opt.provider == GemmProvider::kAuto && route.policy == BatchPolicy::kProviderItems &&
         route.provider == GemmProvider::kOpenBlas && ctx.threads() > 1 && flops >= bs_min_parallel && M <= 4 * N &&
-        std::max(M, N) >= 32 * ctx.threads()) {
+        std::max(M, N) >= 32 * ctx.threads() && std::max(M, N) >= 4 * K) {
       route.provider = GemmProvider::kBlis;
     }
   }

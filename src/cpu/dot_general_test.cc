@@ -501,7 +501,8 @@ void expect_in_place_product(CpuDomainExecutor& executor, const Config& cfg, con
 }
 
 // Note [Column-split products]: at two threads a product with N >= M above
-// parallel_min_flops runs as one BLIS call per worker on its own columns; a taller one
+// parallel_min_flops and a longer side of at least 4K runs as one BLIS call per worker
+// on its own columns; a taller one, or one with a long contraction (64 x 64 x 129),
 // stays on OpenBLAS's threads. Every floating dtype, conj flags, alpha/beta into an
 // existing destination and strided operands, against the long-double reference.
 TEST(DotGeneral, ColumnSplitProductsMatchTheReference) {
