@@ -285,45 +285,31 @@ int run_bench_kernels(int argc, char** argv) {
       });
       rows.push_back({"small batch 1100x144x12x12", tf, "cblas_dgemm per product", ref, 2.0 * items * m * n * k / tf / 1e6});
     }
-    // ---- a short contraction against many columns (Note [Short-contraction products]):
-    // lm sentence_3's 1584 x 1100 x 11 (a 14 MB C), against cblas_dgemm.
-    if (want("short-k 1584x1100x11")) {
-      const int64_t m = 1584, n = 1100, k = 11;
+    // One column-major product C[m, n] = A[m, k] B[k, n] through dot_general against
+    // cblas_dgemm on the same operands.
+    auto single_product = [&](const std::string& name, int64_t m, int64_t n, int64_t k, int reps) {
       Tensor a = Tensor::random_normal(DType::kF64, {m, k}, 13).value();
       Tensor b = Tensor::random_normal(DType::kF64, {k, n}, 14).value();
       Tensor c = Tensor::zeros(DType::kF64, {m, n}).value();
       cpu::DotDims dims;
       dims.lhs_contracting = {1};
       dims.rhs_contracting = {0};
-      const double tf = median_ms(15, [&] { check(cpu::dot_general_into(ctx, a, b, dims, {}, c)); });
-      const double ref = median_ms(15, [&] {
+      const double tf = median_ms(reps, [&] { check(cpu::dot_general_into(ctx, a, b, dims, {}, c)); });
+      const double ref = median_ms(reps, [&] {
         cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
                     1.0, static_cast<const double*>(a.storage()->data()), static_cast<int>(m),
                     static_cast<const double*>(b.storage()->data()), static_cast<int>(k), 0.0,
                     static_cast<double*>(c.storage()->data()), static_cast<int>(m));
       });
-      rows.push_back({"short-k 1584x1100x11", tf, "cblas_dgemm", ref, 2.0 * m * n * k / tf / 1e6});
-    }
+      rows.push_back({name, tf, "cblas_dgemm", ref, 2.0 * static_cast<double>(m * n * k) / tf / 1e6});
+    };
+    // ---- a short contraction against many columns (Note [Short-contraction products]):
+    // lm sentence_3's 1584 x 1100 x 11 (a 14 MB C).
+    if (want("short-k 1584x1100x11")) single_product("short-k 1584x1100x11", 1584, 1100, 11, 15);
     // ---- a C far larger than the caches from a short contraction (Note
     // [Streamed-output products]; dot_general's route with several threads): MERA open's
-    // last step 177147 x 243 x 50 (a 344 MB C), against cblas_dgemm.
-    if (want("stream-out 177147x243x50")) {
-      const int64_t m = 177147, n = 243, k = 50;
-      Tensor a = Tensor::random_normal(DType::kF64, {m, k}, 15).value();
-      Tensor b = Tensor::random_normal(DType::kF64, {k, n}, 16).value();
-      Tensor c = Tensor::zeros(DType::kF64, {m, n}).value();
-      cpu::DotDims dims;
-      dims.lhs_contracting = {1};
-      dims.rhs_contracting = {0};
-      const double tf = median_ms(7, [&] { check(cpu::dot_general_into(ctx, a, b, dims, {}, c)); });
-      const double ref = median_ms(7, [&] {
-        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
-                    1.0, static_cast<const double*>(a.storage()->data()), static_cast<int>(m),
-                    static_cast<const double*>(b.storage()->data()), static_cast<int>(k), 0.0,
-                    static_cast<double*>(c.storage()->data()), static_cast<int>(m));
-      });
-      rows.push_back({"stream-out 177147x243x50", tf, "cblas_dgemm", ref, 2.0 * m * n * k / tf / 1e6});
-    }
+    // last step 177147 x 243 x 50 (a 344 MB C).
+    if (want("stream-out 177147x243x50")) single_product("stream-out 177147x243x50", 177147, 243, 50, 7);
     // ---- batched 32 x 64^3.
     if (want("batched")) {
       // Column-major tensors with the batch axis last: each batch is one contiguous

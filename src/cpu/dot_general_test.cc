@@ -610,6 +610,31 @@ TEST(DotGeneral, ThinTransposedProducts) {
   }
 }
 
+// C (m x n, column-major, leading dimension ldc) against alpha A B + beta C0 in long
+// double, where a(i, p) and b(p, j) read the operands; the padding rows of C (m..ldc)
+// must equal C0's. Adds the elements checked to *checked. Shared by the kernel tests.
+template <class AF, class BF>
+void expect_kernel_result(int64_t m, int64_t n, int64_t k, double alpha, double beta, AF a, BF b, const double* c,
+                          const double* c0, int64_t ldc, const std::string& what, int* checked) {
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t i = 0; i < m; ++i) {
+      long double acc = 0, mag = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        const long double t = static_cast<long double>(a(i, p)) * b(p, j);
+        acc += t;
+        mag += std::fabs(t);
+      }
+      const long double want = alpha * acc + beta * static_cast<long double>(c0[i + j * ldc]);
+      ASSERT_NEAR(c[i + j * ldc], static_cast<double>(want), 1e-13 * static_cast<double>(mag + 2))
+          << what << " m " << m << " n " << n << " k " << k << " at " << i << "," << j;
+      ++*checked;
+    }
+    for (int64_t pad = m; pad < ldc; ++pad) {
+      ASSERT_EQ(c[pad + j * ldc], c0[pad + j * ldc]) << what << " padding row " << pad << " column " << j;
+    }
+  }
+}
+
 // Note [Small-kernel loop order] and Note [Small-product prefetch]: the small kernel
 // (A and C column-major, k <= kSmallMaxK) on every row remainder (m % 8), every column-block
 // remainder (n % 6), both loop orders (few columns: strips outermost; many columns with
@@ -640,28 +665,26 @@ TEST(DotGeneral, SmallKernelMatchesLongDoubleSums) {
         }
         detail::gemm_naive<double>(g);
         EXPECT_EQ(next_c, next_c0);  // a hint is only prefetched
-        for (int64_t j = 0; j < n; ++j) {
-          for (int64_t i = 0; i < m; ++i) {
-            long double acc = 0, mag = 0;
-            for (int64_t p = 0; p < k; ++p) {
-              const long double t = static_cast<long double>(a[static_cast<size_t>(i + p * lda)]) *
-                                    b[static_cast<size_t>(p * rsb + j * csb)];
-              acc += t;
-              mag += std::fabs(t);
-            }
-            const long double want = alpha * acc + beta * static_cast<long double>(c0[static_cast<size_t>(i + j * ldc)]);
-            ASSERT_NEAR(c[static_cast<size_t>(i + j * ldc)], static_cast<double>(want), 1e-13 * static_cast<double>(mag + 2))
-                << "m " << m << " n " << n << " k " << k << " at " << i << "," << j;
-            ++checked;
-          }
-          for (int64_t pad = m; pad < ldc; ++pad) {
-            ASSERT_EQ(c[static_cast<size_t>(pad + j * ldc)], c0[static_cast<size_t>(pad + j * ldc)]);
-          }
-        }
+        expect_kernel_result(
+            m, n, k, alpha, beta, [&](int64_t i, int64_t p) { return a[static_cast<size_t>(i + p * lda)]; },
+            [&](int64_t p, int64_t j) { return b[static_cast<size_t>(p * rsb + j * csb)]; }, c.data(), c0.data(), ldc,
+            "small", &checked);
+        if (HasFatalFailure()) return;
       }
     }
   }
   EXPECT_GT(checked, 45000);
+}
+
+// One product C[m, n] = A B with A stored [m, k] (column-major) or, with `a_rows`,
+// [k, m] (row-major as a matrix), and B [k, n].
+Config single_product(int64_t m, int64_t n, int64_t k, bool a_rows) {
+  Config cfg;
+  cfg.lhs_shape = a_rows ? Shape{k, m} : Shape{m, k};
+  cfg.rhs_shape = {k, n};
+  cfg.dims.lhs_contracting = {a_rows ? 0 : 1};
+  cfg.dims.rhs_contracting = {0};
+  return cfg;
 }
 
 // Note [Short-contraction products]: through dot_general, a short contraction against
@@ -675,11 +698,7 @@ TEST(DotGeneral, ShortContractionProductsMatchTheReference) {
   for (const auto& e : sizes) {
     const int64_t m = e[0], n = e[1], k = e[2];
     for (const bool a_rows : {false, true}) {
-      Config cfg;
-      cfg.lhs_shape = a_rows ? Shape{k, m} : Shape{m, k};
-      cfg.rhs_shape = {k, n};
-      cfg.dims.lhs_contracting = {a_rows ? 0 : 1};
-      cfg.dims.rhs_contracting = {0};
+      const Config cfg = single_product(m, n, k, a_rows);
       const Tensor lhs = Tensor::random_normal(DType::kF64, cfg.lhs_shape, 21).value();
       const Tensor rhs = Tensor::random_normal(DType::kF64, cfg.rhs_shape, 22).value();
       for (const int threads : {1, 2}) {
@@ -742,22 +761,11 @@ TEST(DotGeneral, StreamedOutputKernelMatchesLongDoubleSums) {
           const detail::GemmArgs<double> g{m, n, k, alpha, a.data(), 1, lda, false, b.data(), rsb, csb, false, 0.0, c, 1, ldc};
           detail::streamed_out_f64(g, columns_outer);
           EXPECT_EQ(cbuf[0], c0[0]);
-          for (int64_t j = 0; j < n; ++j) {
-            for (int64_t i = 0; i < m; ++i) {
-              long double acc = 0, mag = 0;
-              for (int64_t p = 0; p < k; ++p) {
-                const long double t = static_cast<long double>(a[static_cast<size_t>(i + p * lda)]) * b[static_cast<size_t>(p * rsb + j * csb)];
-                acc += t;
-                mag += std::fabs(t);
-              }
-              ASSERT_NEAR(c[i + j * ldc], static_cast<double>(alpha * acc), 1e-13 * static_cast<double>(mag + 1))
-                  << "m " << m << " n " << n << " k " << k << " columns outer " << columns_outer << " at " << i << "," << j;
-              ++checked;
-            }
-            for (int64_t pad = m; pad < ldc; ++pad) {
-              ASSERT_EQ(c[pad + j * ldc], c0[static_cast<size_t>(pad + j * ldc + 1)]);
-            }
-          }
+          expect_kernel_result(
+              m, n, k, alpha, 0.0, [&](int64_t i, int64_t p) { return a[static_cast<size_t>(i + p * lda)]; },
+              [&](int64_t p, int64_t j) { return b[static_cast<size_t>(p * rsb + j * csb)]; }, c, c0.data() + 1, ldc,
+              columns_outer ? "columns outer" : "rows outer", &checked);
+          if (HasFatalFailure()) return;
         }
       }
     }
@@ -777,11 +785,7 @@ TEST(DotGeneral, StreamedOutputProductsMatchTheReference) {
     const int64_t m = e[0], n = e[1], k = e[2];
     ASSERT_GE(m * n, int64_t{1} << 22);
     for (const bool a_rows : {false, true}) {
-      Config cfg;
-      cfg.lhs_shape = a_rows ? Shape{k, m} : Shape{m, k};
-      cfg.rhs_shape = {k, n};
-      cfg.dims.lhs_contracting = {a_rows ? 0 : 1};
-      cfg.dims.rhs_contracting = {0};
+      const Config cfg = single_product(m, n, k, a_rows);
       const Tensor lhs = Tensor::random_normal(DType::kF64, cfg.lhs_shape, 31).value();
       const Tensor rhs = Tensor::random_normal(DType::kF64, cfg.rhs_shape, 32).value();
       const auto* pa = static_cast<const double*>(lhs.storage()->data());
@@ -839,24 +843,12 @@ TEST(DotGeneral, StreamedKernelMatchesLongDoubleSums) {
         const detail::GemmArgs<double> g{m, n, k, alpha, a.data(), row_major ? lda : 1, row_major ? 1 : lda, false,
                                          b.data(), rsb, csb, false, beta, c.data(), 1, ldc};
         detail::streamed_f64(g);
-        for (int64_t j = 0; j < n; ++j) {
-          for (int64_t i = 0; i < m; ++i) {
-            long double acc = 0, mag = 0;
-            for (int64_t p = 0; p < k; ++p) {
-              const long double t = static_cast<long double>(a[static_cast<size_t>(row_major ? i * lda + p : i + p * lda)]) *
-                                    b[static_cast<size_t>(p * rsb + j * csb)];
-              acc += t;
-              mag += std::fabs(t);
-            }
-            const long double want = alpha * acc + beta * static_cast<long double>(c0[static_cast<size_t>(i + j * ldc)]);
-            ASSERT_NEAR(c[static_cast<size_t>(i + j * ldc)], static_cast<double>(want), 1e-13 * static_cast<double>(mag + 2))
-                << "m " << m << " n " << n << " k " << k << " row-major " << row_major << " at " << i << "," << j;
-            ++checked;
-          }
-          for (int64_t pad = m; pad < ldc; ++pad) {
-            ASSERT_EQ(c[static_cast<size_t>(pad + j * ldc)], c0[static_cast<size_t>(pad + j * ldc)]);
-          }
-        }
+        expect_kernel_result(
+            m, n, k, alpha, beta,
+            [&](int64_t i, int64_t p) { return a[static_cast<size_t>(row_major ? i * lda + p : i + p * lda)]; },
+            [&](int64_t p, int64_t j) { return b[static_cast<size_t>(p * rsb + j * csb)]; }, c.data(), c0.data(), ldc,
+            row_major ? "row-major A" : "column-major A", &checked);
+        if (HasFatalFailure()) return;
       }
     }
   }
