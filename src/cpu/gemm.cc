@@ -428,9 +428,15 @@ void small_f64(const GemmArgs<double>& g) {
   LinePrefetch pa(g.next_a, g.m, g.k, g.csa), pc(g.next_c, g.m, g.n, g.csc),
       pb(b_cols || g.csb == 1 ? g.next_b : nullptr, b_cols ? g.k : g.n, b_cols ? g.n : g.k, b_cols ? g.csb : g.rsb);
   const int64_t strips = (g.m + 7) / 8, col_blocks = (g.n + kSmallCols - 1) / kSmallCols;
-  const int64_t blocks = strips * col_blocks;
-  const int64_t qa = (pa.lines() + blocks - 1) / blocks, qb = (pb.lines() + blocks - 1) / blocks,
-                qc = (pc.lines() + blocks - 1) / blocks;
+  // Each block's share of the prefetches (no divisions without a hint: tiny products
+  // take a few hundred cycles).
+  int64_t qa = 0, qb = 0, qc = 0;
+  if (pa.lines() + pb.lines() + pc.lines() > 0) {
+    const int64_t blocks = strips * col_blocks;
+    qa = (pa.lines() + blocks - 1) / blocks;
+    qb = (pb.lines() + blocks - 1) / blocks;
+    qc = (pc.lines() + blocks - 1) / blocks;
+  }
   auto block = [&](int64_t i0, int64_t j0) {
     pa.issue(qa);
     pb.issue(qb);
