@@ -689,7 +689,7 @@ Config single_product(int64_t m, int64_t n, int64_t k, bool a_rows) {
 
 // Note [Short-contraction products]: through dot_general, a short contraction against
 // many columns with A column-major (used in place) or row-major (packed column-major),
-// 1 and 2 threads (whole column blocks per worker), against the naive reference; and a
+// 1 and 2 threads (pieces of whole column blocks), against the naive reference; and a
 // batch of small products (each naming the next one as a prefetch hint) sequentially
 // and outer-parallel.
 TEST(DotGeneral, ShortContractionProductsMatchTheReference) {
@@ -857,7 +857,7 @@ TEST(DotGeneral, StreamedKernelMatchesLongDoubleSums) {
 
 // Through dot_general: a tall operand (column- or row-major) against a narrow one
 // with a long contraction, the tall side as lhs (C column-major) or rhs (C row-major,
-// the transposed form), 1 and 2 threads (the tall side split in 8-row slices): nothing
+// the transposed form), 1 and 2 threads (the tall side split in pieces of up to 48 rows): nothing
 // is packed and the result is the naive one.
 TEST(DotGeneral, StreamedTallProductsPackNothing) {
   auto executor = make_tbb_executor(2).value();
