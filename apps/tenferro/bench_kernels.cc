@@ -25,6 +25,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// [m, k, batch] x [k, n, batch] -> [batch, m, n]: batch products with the batch axis
+// last in both operands (each product one contiguous column-major matrix).
+cpu::DotDims batch_last_dims() {
+  cpu::DotDims dims;
+  dims.lhs_batch = {2};
+  dims.rhs_batch = {2};
+  dims.lhs_contracting = {1};
+  dims.rhs_contracting = {0};
+  return dims;
+}
+
 double median_ms(int reps, const std::function<void()>& f) {
   f();  // warm-up (first touch, caches, thread start)
   std::vector<double> t;
@@ -151,11 +162,7 @@ int run_bench_kernels(int argc, char** argv) {
         Tensor a = Tensor::random_normal(DType::kF64, {n, n, 512}, 5).value();
         Tensor b = Tensor::random_normal(DType::kF64, {n, n, 512}, 6).value();
         Tensor c = Tensor::zeros(DType::kF64, {n, n, 512}).value().permute({2, 0, 1}).value();
-        cpu::DotDims dims;
-        dims.lhs_batch = {2};
-        dims.rhs_batch = {2};
-        dims.lhs_contracting = {1};
-        dims.rhs_contracting = {0};
+        const cpu::DotDims dims = batch_last_dims();
         auto forced = [&](cpu::GemmProvider p) {
           cpu::DotOptions o;
           o.provider = p;
@@ -267,11 +274,7 @@ int run_bench_kernels(int argc, char** argv) {
       Tensor a = Tensor::random_normal(DType::kF64, {m, k, items}, 11).value();
       Tensor b = Tensor::random_normal(DType::kF64, {k, n, items}, 12).value();
       Tensor c = Tensor::zeros(DType::kF64, {m, n, items}).value().permute({2, 0, 1}).value();
-      cpu::DotDims dims;
-      dims.lhs_batch = {2};
-      dims.rhs_batch = {2};
-      dims.lhs_contracting = {1};
-      dims.rhs_contracting = {0};
+      const cpu::DotDims dims = batch_last_dims();
       const double tf = median_ms(15, [&] { check(cpu::dot_general_into(ctx, a, b, dims, {}, c)); });
       const auto* pa = static_cast<const double*>(a.storage()->data());
       const auto* pb = static_cast<const double*>(b.storage()->data());
@@ -317,11 +320,7 @@ int run_bench_kernels(int argc, char** argv) {
       Tensor a = Tensor::random_normal(DType::kF64, {64, 64, 32}, 3).value();
       Tensor b = Tensor::random_normal(DType::kF64, {64, 64, 32}, 4).value();
       Tensor c = Tensor::zeros(DType::kF64, {64, 64, 32}).value().permute({2, 0, 1}).value();
-      cpu::DotDims dims;
-      dims.lhs_batch = {2};
-      dims.rhs_batch = {2};
-      dims.lhs_contracting = {1};
-      dims.rhs_contracting = {0};
+      const cpu::DotDims dims = batch_last_dims();
       const double tf = median_ms(51, [&] { check(cpu::dot_general_into(ctx, a, b, dims, {}, c)); });
       // Reference: one cblas_dgemm per batch on the batch-outermost layout (64x64 blocks).
       std::vector<double> ra(32 * 64 * 64), rb(32 * 64 * 64), rc(32 * 64 * 64);
