@@ -23,8 +23,11 @@ namespace tenferro::cpu::detail {
 // Note [OpenBLAS threads]: OpenBLAS controls its thread count only globally
 // (openblas_set_num_threads). The provider sets it before a call when it differs from
 // the requested budget; concurrent callers with different budgets would race on that
-// global, so the engine runs OpenBLAS only in kInner mode or sequentially, never from
-// several outer workers at once (capability "global thread control").
+// global, so the engine runs OpenBLAS with several threads only in kInner mode, never
+// from several outer workers at once (capability "global thread control"). Outer
+// workers that all run it on one thread (einsum lanes, Note [Einsum lanes]) agree on
+// the setting: the first sets it under the mutex, the others then find it set, and
+// OpenBLAS runs a one-thread call on the caller's thread.
 
 namespace {
 
@@ -36,7 +39,7 @@ std::mutex& openblas_mutex() {
 void set_openblas_threads(int threads) {
   if (openblas_get_num_threads() != threads) {
     std::lock_guard lock(openblas_mutex());
-    openblas_set_num_threads(threads);
+    if (openblas_get_num_threads() != threads) openblas_set_num_threads(threads);
   }
 }
 

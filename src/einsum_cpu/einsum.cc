@@ -1,8 +1,12 @@
 #include "tenferro/einsum_cpu/einsum.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cmath>
+#include <functional>
 #include <map>
+#include <optional>
 
 #include "tenferro/cpu/kernels.h"
 #include "tenferro/cpu/reduce.h"
@@ -68,9 +72,64 @@ struct EinsumPlan::Step {
   cpu::DotDims dims;
 };
 
+// Note [Einsum lanes]: with several threads, a step runs with all of them (dot_general
+// splits it over the workers), but a step of a few hundred microseconds gains little
+// that way: a worker joins 8-40 us late or not at all, and each product ends in a join
+// (the matrix chain's 99 steps ran at 2 threads in the time of 1). Independent subtrees
+// of the contraction tree need no join between their steps, so the plan runs a set of
+// disjoint subtrees ("lanes") concurrently, each lane's steps one after another on one
+// thread (ParallelMode::kOuter, one fan-out level), and afterwards the remaining steps
+// (the "top": every ancestor of a lane) in plan order with all threads. Workers take
+// the lanes heaviest first from a shared counter, so a late worker only takes fewer.
+//
+// Choosing the lanes (plan_lanes, once per thread count, deterministic): a step costs
+// its multiply-adds plus kLaneElementCost per element read or written (one core moves an
+// f64 in about the time of 8-10 multiply-adds here). With T threads a top step runs
+// 1 + g (T - 1) times faster than on one, g by the route dot_general takes: 0 for an
+// unbatched product below 2^19 multiply-adds (BatchSettings::parallel_min_flops: one
+// thread) or a batched one below 2^14; 0.4 for a thin product (no batch, a side of at
+// most 32, a contraction of at least 64), which streams its long operand from memory
+// in pieces, each split ending in a join; 0.8 otherwise. Lanes run kLaneSharing = 1.1
+// times slower than alone (shared caches and memory bandwidth). Starting from the whole
+// tree as one lane, the heaviest lane is repeatedly replaced by its two subtrees (its
+// step joining the top); each configuration is estimated as the
+// longest-processing-time schedule of the lanes on T threads plus kLaneForkCost plus
+// the top steps' time, and the best one is kept if it beats the all-top estimate by
+// 15 %. Calibrated at 2 threads against profiles of the benchmark instances
+// (2026-11-30): the matrix chain (99 thin steps of 50-500 us; critical path 176 of 305
+// MFLOP) gets lanes, estimated 0.80 of the all-top time; the lm_* instances, whose
+// batched steps ran 1.6-2.8x faster split over 2 threads than alone, estimate 0.94-0.97
+// and keep all steps on all threads (with lanes they ran 1.14x slower); MERA, MPS,
+// tensornetwork and gm_queen get none.
+//
+// Buffers: lanes take and return intermediate buffers through the workspace's free
+// list under one mutex (Note [Einsum workspace]); buffers of concurrent steps never
+// alias, as a buffer returns only after its last consumer ran.
+constexpr double kLaneElementCost = 8;
+constexpr double kLaneForkCost = 5e5;
+constexpr double kLaneSharing = 1.1;
+constexpr double kLaneWideGain = 0.8, kLaneThinGain = 0.4;
+constexpr double kLaneOneThreadMadds = 524288, kLaneTinyMadds = 16384;
+
+struct EinsumPlan::Lanes {
+  std::vector<int32_t> steps;  // lane after lane, each in plan order
+  std::vector<int32_t> begin;  // lane i is steps[begin[i], begin[i + 1]); heaviest first
+  std::vector<int32_t> top;    // the other steps, in plan order
+  int32_t count() const { return begin.empty() ? 0 : static_cast<int32_t>(begin.size()) - 1; }
+};
+
 namespace {
 
 std::string s(int64_t v) { return std::to_string(v); }
+
+// Makespan of a longest-processing-time-first schedule of `w` on `threads` machines;
+// sorts `w` descending.
+double lpt_makespan(std::vector<double>& w, int threads, std::vector<double>& bins) {
+  std::sort(w.begin(), w.end(), std::greater<>());
+  bins.assign(static_cast<size_t>(threads), 0.0);
+  for (double x : w) *std::min_element(bins.begin(), bins.end()) += x;
+  return bins.empty() ? 0.0 : *std::max_element(bins.begin(), bins.end());
+}
 
 // Applies diagonals for repeated labels: returns the axes lists (each applied to the
 // result of the previous one) and leaves `labels` with each label once, at its first
@@ -346,6 +405,21 @@ Result<std::shared_ptr<const EinsumPlan>> EinsumPlan::prepare(const EinsumSpec& 
     out_labels.insert(out_labels.end(), fb.begin(), fb.end());
     out_mem.insert(out_mem.end(), fb.begin(), fb.end());
     out_mem.insert(out_mem.end(), batch.begin(), batch.end());
+    {
+      // Cost estimate and parallel class of the step (Note [Einsum lanes]).
+      const double nbatch = elements(batch), m = elements(fa), nn = elements(fb), kk = elements(contract);
+      const double madds = nbatch * m * nn * kk;
+      plan->step_cost_.push_back(madds + kLaneElementCost * (elements(la) + elements(lb) + elements(out_labels)));
+      StepScaling c = StepScaling::kWide;
+      if (nbatch <= 1 && madds < kLaneOneThreadMadds) {
+        c = StepScaling::kOneThread;
+      } else if (nbatch > 1 && madds < kLaneTinyMadds) {
+        c = StepScaling::kOneThread;
+      } else if (nbatch <= 1 && std::min(m, nn) <= 32 && kk >= 64) {
+        c = StepScaling::kThin;
+      }
+      plan->step_scaling_.push_back(c);
+    }
     labels.push_back(std::move(out_labels));
     mem.push_back(std::move(out_mem));
     plan->steps_.push_back(std::move(step));
@@ -361,6 +435,7 @@ Result<std::shared_ptr<const EinsumPlan>> EinsumPlan::prepare(const EinsumSpec& 
     return usage_error(ErrorCode::kInternal, "einsum", "planned result labels do not match the output");
   }
   for (Label l : plan->root_labels_) plan->root_to_out_.push_back(index_of(unique, l));
+  plan->lanes_.resize(kMaxLaneThreads + 1);
   return std::shared_ptr<const EinsumPlan>(std::move(plan));
 }
 
@@ -370,6 +445,111 @@ int64_t EinsumPlan::footprint_bytes() const noexcept {
   for (const auto& in : spec_.inputs) b += static_cast<int64_t>(in.size() * sizeof(Label));
   b += static_cast<int64_t>(tree_.steps.size() * sizeof(tree_.steps[0]));
   return b;
+}
+
+std::shared_ptr<const EinsumPlan::Lanes> EinsumPlan::plan_lanes(int threads) const {
+  auto out = std::make_shared<Lanes>();
+  const auto steps = static_cast<int32_t>(steps_.size());
+  const auto n = static_cast<int32_t>(in_shapes_.size());
+  if (threads < 2 || steps < 3) return out;
+  // Subtree weights (children come before their parent in plan order).
+  std::vector<double> weight(static_cast<size_t>(steps), 0.0);
+  auto child_step = [&](int32_t node) { return node >= n ? node - n : -1; };
+  for (int32_t k = 0; k < steps; ++k) {
+    double w = step_cost_[static_cast<size_t>(k)];
+    for (int32_t c : {child_step(steps_[static_cast<size_t>(k)]->a), child_step(steps_[static_cast<size_t>(k)]->b)}) {
+      if (c >= 0) w += weight[static_cast<size_t>(c)];
+    }
+    weight[static_cast<size_t>(k)] = w;
+  }
+  auto top_time = [&](int32_t k) {
+    double gain = kLaneWideGain;
+    switch (step_scaling_[static_cast<size_t>(k)]) {
+      case StepScaling::kOneThread: gain = 0; break;
+      case StepScaling::kThin: gain = kLaneThinGain; break;
+      case StepScaling::kWide: break;
+    }
+    return step_cost_[static_cast<size_t>(k)] / (1.0 + gain * (threads - 1));
+  };
+  double all_top = 0;
+  for (int32_t k = 0; k < steps; ++k) all_top += top_time(k);
+  // Greedy descent: split the heaviest lane; remember the best configuration.
+  auto heavier = [&](int32_t x, int32_t y) {
+    const double wx = weight[static_cast<size_t>(x)], wy = weight[static_cast<size_t>(y)];
+    return wx != wy ? wx < wy : x > y;  // max-heap on weight, ties to the lower step
+  };
+  std::vector<int32_t> heap{steps - 1}, popped;
+  std::vector<double> w, bins;
+  double top = 0, best = all_top;
+  size_t best_pops = 0;
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), heavier);
+    const int32_t x = heap.back();
+    heap.pop_back();
+    popped.push_back(x);
+    top += top_time(x);
+    for (int32_t c : {child_step(steps_[static_cast<size_t>(x)]->a), child_step(steps_[static_cast<size_t>(x)]->b)}) {
+      if (c < 0) continue;
+      heap.push_back(c);
+      std::push_heap(heap.begin(), heap.end(), heavier);
+    }
+    if (heap.size() < 2) continue;
+    w.clear();
+    for (int32_t r : heap) w.push_back(weight[static_cast<size_t>(r)]);
+    const double est = top + kLaneForkCost + kLaneSharing * lpt_makespan(w, threads, bins);
+    if (est < best) {
+      best = est;
+      best_pops = popped.size();
+    }
+  }
+  if (best_pops == 0 || best > 0.85 * all_top) return out;
+  // Replay: the popped steps are the top; their step children not popped are lane roots.
+  std::vector<int32_t> lane_of(static_cast<size_t>(steps), -2);  // -1 top, -2 unassigned
+  for (size_t i = 0; i < best_pops; ++i) lane_of[static_cast<size_t>(popped[i])] = -1;
+  std::vector<int32_t> roots;
+  for (size_t i = 0; i < best_pops; ++i) {
+    const Step& st = *steps_[static_cast<size_t>(popped[i])];
+    for (int32_t c : {child_step(st.a), child_step(st.b)}) {
+      if (c >= 0 && lane_of[static_cast<size_t>(c)] != -1) roots.push_back(c);
+    }
+  }
+  std::sort(roots.begin(), roots.end(), [&](int32_t x, int32_t y) { return heavier(y, x); });
+  for (size_t i = 0; i < roots.size(); ++i) lane_of[static_cast<size_t>(roots[i])] = static_cast<int32_t>(i);
+  for (int32_t k = steps; k-- > 0;) {
+    const int32_t l = lane_of[static_cast<size_t>(k)];
+    if (l < 0) continue;
+    const Step& st = *steps_[static_cast<size_t>(k)];
+    for (int32_t c : {child_step(st.a), child_step(st.b)}) {
+      if (c >= 0) lane_of[static_cast<size_t>(c)] = l;
+    }
+  }
+  out->begin.push_back(0);
+  for (size_t i = 0; i < roots.size(); ++i) {
+    for (int32_t k = 0; k < steps; ++k) {
+      if (lane_of[static_cast<size_t>(k)] == static_cast<int32_t>(i)) out->steps.push_back(k);
+    }
+    out->begin.push_back(static_cast<int32_t>(out->steps.size()));
+  }
+  for (int32_t k = 0; k < steps; ++k) {
+    if (lane_of[static_cast<size_t>(k)] == -1) out->top.push_back(k);
+  }
+  return out;
+}
+
+const EinsumPlan::Lanes& EinsumPlan::lanes_for(int threads) const {
+  const auto t = static_cast<size_t>(std::clamp(threads, 1, kMaxLaneThreads));
+  std::lock_guard lock(lanes_mu_);
+  if (!lanes_[t]) lanes_[t] = plan_lanes(static_cast<int>(t));
+  return *lanes_[t];
+}
+
+std::vector<std::vector<int32_t>> EinsumPlan::lanes(int threads) const {
+  const Lanes& l = lanes_for(threads);
+  std::vector<std::vector<int32_t>> out;
+  for (int32_t i = 0; i < l.count(); ++i) {
+    out.emplace_back(l.steps.begin() + l.begin[static_cast<size_t>(i)], l.steps.begin() + l.begin[static_cast<size_t>(i) + 1]);
+  }
+  return out;
 }
 
 Result<void> EinsumPlan::check_operands(std::span<const Tensor> operands) const {
@@ -527,52 +707,62 @@ Result<Tensor> EinsumPlan::run(const cpu::CpuExecutionContext& ctx, std::span<co
     if (!made) return made.error();
     target = std::move(*made);
   }
-  auto body = [&]() -> Result<Tensor> {
-    for (size_t k = 0; k < steps_.size(); ++k) {
-      const Step& st = *steps_[k];
-      TENFERRO_TRY(Tensor va, slots[static_cast<size_t>(st.a)].permute(Dims(st.perm_a.span())));
-      TENFERRO_TRY(Tensor vb, slots[static_cast<size_t>(st.b)].permute(Dims(st.perm_b.span())));
-      const auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-      auto record = [&] {
-        if (!profile) return;
-        StepProfile p;
-        p.step = static_cast<int64_t>(k);
-        for (size_t i = 0; i < st.dims.lhs_batch.size(); ++i) p.batch *= va.dim(st.dims.lhs_batch[i]);
-        for (size_t i = 0; i < st.dims.lhs_contracting.size(); ++i) p.k *= va.dim(st.dims.lhs_contracting[i]);
-        p.m = va.numel() / std::max<int64_t>(1, p.batch * p.k);
-        p.n = vb.numel() / std::max<int64_t>(1, p.batch * p.k);
-        p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        const cpu::DotScratch& d = ws.dot_[k];
-        p.packed_lhs = d.lhs != nullptr;
-        p.packed_rhs = d.rhs != nullptr;
-        p.scratch_out = d.out != nullptr;
-        profile->push_back(p);
-      };
-      // Last use of an intermediate: its storage returns to the workspace once the
-      // views of this step are gone (Note [Einsum workspace]).
-      auto release = [&](int32_t slot) {
+  // One binary step on `c`; `mu` guards the free list and the profile while lanes run
+  // (Note [Einsum lanes]).
+  auto run_step = [&](size_t k, const cpu::CpuExecutionContext& c, std::mutex* mu, int32_t lane) -> Result<void> {
+    auto guard = [mu] { return mu != nullptr ? std::unique_lock<std::mutex>(*mu) : std::unique_lock<std::mutex>(); };
+    const Step& st = *steps_[k];
+    TENFERRO_TRY(Tensor va, slots[static_cast<size_t>(st.a)].permute(Dims(st.perm_a.span())));
+    TENFERRO_TRY(Tensor vb, slots[static_cast<size_t>(st.b)].permute(Dims(st.perm_b.span())));
+    const auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    auto record = [&] {
+      if (!profile) return;
+      StepProfile p;
+      p.step = static_cast<int64_t>(k);
+      for (size_t i = 0; i < st.dims.lhs_batch.size(); ++i) p.batch *= va.dim(st.dims.lhs_batch[i]);
+      for (size_t i = 0; i < st.dims.lhs_contracting.size(); ++i) p.k *= va.dim(st.dims.lhs_contracting[i]);
+      p.m = va.numel() / std::max<int64_t>(1, p.batch * p.k);
+      p.n = vb.numel() / std::max<int64_t>(1, p.batch * p.k);
+      p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const cpu::DotScratch& d = ws.dot_[k];
+      p.packed_lhs = d.lhs != nullptr;
+      p.packed_rhs = d.rhs != nullptr;
+      p.scratch_out = d.out != nullptr;
+      p.lane = lane;
+      auto lock = guard();
+      profile->push_back(p);
+    };
+    // Last use of an intermediate: its storage returns to the workspace once the views
+    // of this step are gone (Note [Einsum workspace]).
+    auto release_operands = [&] {
+      va = Tensor();
+      vb = Tensor();
+      for (int32_t slot : {st.a, st.b}) {
         Tensor& t = slots[static_cast<size_t>(slot)];
-        if (static_cast<size_t>(slot) >= n && t.defined()) ws.free_.push_back(t.storage());
-        t = Tensor();
-      };
-      if (k + 1 == steps_.size()) {
-        if (target.defined()) {
-          TENFERRO_TRY_VOID(cpu::dot_general_into(ctx, va, vb, st.dims, dot, target, pool, &ws.dot_[k]));
-        } else {
-          // The returned result is the caller's: a fresh buffer, never a workspace one.
-          TENFERRO_TRY(slots[n + k], cpu::dot_general(ctx, va, vb, st.dims, dot, pool));
+        if (static_cast<size_t>(slot) >= n && t.defined()) {
+          auto lock = guard();
+          ws.free_.push_back(t.storage());
         }
-        record();
-        va = Tensor();
-        vb = Tensor();
-        release(st.a);
-        release(st.b);
-        if (target.defined()) return Tensor();
-        continue;
+        t = Tensor();
       }
-      TENFERRO_TRY(Shape shape, cpu::dot_general_shape(va.shape(), vb.shape(), st.dims));
-      const int64_t bytes = element_count(shape) * dtype_size(dtype_);
+    };
+    if (k + 1 == steps_.size()) {
+      if (target.defined()) {
+        TENFERRO_TRY_VOID(cpu::dot_general_into(c, va, vb, st.dims, dot, target, pool, &ws.dot_[k]));
+      } else {
+        // The returned result is the caller's: a fresh buffer, never a workspace one.
+        TENFERRO_TRY(slots[n + k], cpu::dot_general(c, va, vb, st.dims, dot, pool));
+      }
+      record();
+      release_operands();
+      return ok();
+    }
+    TENFERRO_TRY(Shape shape, cpu::dot_general_shape(va.shape(), vb.shape(), st.dims));
+    const int64_t bytes = element_count(shape) * dtype_size(dtype_);
+    std::shared_ptr<Storage> storage;
+    {
       // Best fit among the released buffers, else a new pooled buffer.
+      auto lock = guard();
       size_t best = ws.free_.size();
       for (size_t i = 0; i < ws.free_.size(); ++i) {
         if (ws.free_[i]->byte_size() >= bytes && ws.free_[i].use_count() == 1 &&
@@ -580,25 +770,63 @@ Result<Tensor> EinsumPlan::run(const cpu::CpuExecutionContext& ctx, std::span<co
           best = i;
         }
       }
-      std::shared_ptr<Storage> storage;
       if (best < ws.free_.size()) {
         storage = std::move(ws.free_[best]);
         ws.free_[best] = std::move(ws.free_.back());
         ws.free_.pop_back();
-      } else {
-        TENFERRO_TRY(Tensor fresh, Tensor::uninitialized(dtype_, {element_count(shape)}, pool));
-        storage = fresh.storage();
       }
-      TENFERRO_TRY(Tensor dst, Tensor::from_storage(dtype_, std::move(storage),
-                                                    cpu::dot_general_result_layout(shape, st.dims.lhs_batch.size())));
-      TENFERRO_TRY_VOID(cpu::dot_general_into(ctx, va, vb, st.dims, dot, dst, pool, &ws.dot_[k]));
-      slots[n + k] = std::move(dst);
-      record();
-      va = Tensor();
-      vb = Tensor();
-      release(st.a);
-      release(st.b);
     }
+    if (!storage) {
+      TENFERRO_TRY(Tensor fresh, Tensor::uninitialized(dtype_, {element_count(shape)}, pool));
+      storage = fresh.storage();
+    }
+    TENFERRO_TRY(Tensor dst, Tensor::from_storage(dtype_, std::move(storage),
+                                                  cpu::dot_general_result_layout(shape, st.dims.lhs_batch.size())));
+    TENFERRO_TRY_VOID(cpu::dot_general_into(c, va, vb, st.dims, dot, dst, pool, &ws.dot_[k]));
+    slots[n + k] = std::move(dst);
+    record();
+    release_operands();
+    return ok();
+  };
+  auto body = [&]() -> Result<Tensor> {
+    const Lanes* lanes = ctx.threads() > 1 && steps_.size() >= 3 ? &lanes_for(ctx.threads()) : nullptr;
+    if (lanes != nullptr && lanes->count() > 0) {
+      // Lanes first, each on one thread, then the top with all threads (Note [Einsum lanes]).
+      std::mutex mu;
+      std::atomic<int32_t> next{0};
+      std::atomic<bool> failed{false};
+      std::optional<Error> first_error;
+      const int32_t count = lanes->count();
+      ctx.parallel_for(std::min<int64_t>(ctx.threads(), count), 1, [&](int64_t b, int64_t e) {
+        const cpu::CpuExecutionContext lane_ctx(nullptr, cpu::ParallelMode::kOuter, 1, ctx.batch());
+        for (int64_t w = b; w < e; ++w) {
+          for (int32_t i = next.fetch_add(1); i < count && !failed.load(); i = next.fetch_add(1)) {
+            for (int32_t j = lanes->begin[static_cast<size_t>(i)]; j < lanes->begin[static_cast<size_t>(i) + 1]; ++j) {
+              Result<void> r = run_step(static_cast<size_t>(lanes->steps[static_cast<size_t>(j)]), lane_ctx, &mu, i);
+              if (!r) {
+                std::lock_guard lock(mu);
+                if (!first_error) first_error = r.error();
+                failed.store(true);
+                break;
+              }
+            }
+          }
+        }
+      });
+      if (first_error) return *first_error;
+      for (int32_t k : lanes->top) TENFERRO_TRY_VOID(run_step(static_cast<size_t>(k), ctx, nullptr, -1));
+    } else {
+      for (size_t k = 0; k < steps_.size(); ++k) TENFERRO_TRY_VOID(run_step(k, ctx, nullptr, -1));
+    }
+    // At most one retained buffer per step (lanes may take buffers in another order on
+    // each execution and allocate a few more): drop the smallest beyond that.
+    while (ws.free_.size() > steps_.size()) {
+      auto smallest = std::min_element(ws.free_.begin(), ws.free_.end(),
+                                       [](const auto& x, const auto& y) { return x->byte_size() < y->byte_size(); });
+      *smallest = std::move(ws.free_.back());
+      ws.free_.pop_back();
+    }
+    if (target.defined() && !steps_.empty()) return Tensor();  // the last step wrote it
     const Tensor& root = slots.back();
     if (target.defined()) {
       TENFERRO_TRY_VOID(cpu::copy_into(ctx, root, target));

@@ -404,5 +404,116 @@ TEST(EinsumProfile, SplitFreeLabelsStayInMemoryOrder) {
         }
 }
 
+// Note [Einsum lanes]: two independent chains of thin products (24-row operands
+// against 512 x 512 matrices) run concurrently at 2 threads, one lane each, and the
+// joining product runs afterwards with both threads. Values against plain loops, for
+// f64 and c128, through the allocating path and repeated warm execute_into.
+std::vector<c128> col_major_values(const Tensor& t) {
+  Tensor c = t.to_col_major().value();
+  std::vector<c128> v(static_cast<size_t>(c.numel()));
+  for (int64_t i = 0; i < c.numel(); ++i) {
+    if (c.dtype() == DType::kC128) {
+      v[static_cast<size_t>(i)] = static_cast<const c128*>(c.storage()->data())[i];
+    } else {
+      v[static_cast<size_t>(i)] = c128(static_cast<const double*>(c.storage()->data())[i], 0);
+    }
+  }
+  return v;
+}
+
+// C (m x n) = A (m x k) B (k x n), column-major.
+std::vector<c128> matmul(const std::vector<c128>& a, const std::vector<c128>& b, int64_t m, int64_t k, int64_t n) {
+  std::vector<c128> c(static_cast<size_t>(m * n));
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t p = 0; p < k; ++p) {
+      const c128 bv = b[static_cast<size_t>(p + j * k)];
+      for (int64_t i = 0; i < m; ++i) c[static_cast<size_t>(i + j * m)] += a[static_cast<size_t>(i + p * m)] * bv;
+    }
+  return c;
+}
+
+TEST(EinsumLanes, IndependentThinChainsRunConcurrently) {
+  const int64_t I = 24, S = 512, J = 20;
+  const std::vector<Shape> shapes{{I, S}, {S, S}, {S, S}, {S, S}, {S, S}, {S, J}};
+  PathPolicy policy;
+  policy.algorithm = PathAlgorithm::kExplicit;
+  policy.explicit_tree = tree_from_nested(6, "(((0,1),2),(3,(4,5)))").value();
+  auto executor = cpu::make_tbb_executor(2).value();
+  for (DType d : {DType::kF64, DType::kC128}) {
+    auto plan = EinsumPlan::prepare("ia,ab,bc,cd,de,ej->ij", shapes, d, policy).value();
+    EXPECT_TRUE(plan->lanes(1).empty());
+    const auto lanes = plan->lanes(2);
+    ASSERT_EQ(lanes.size(), 2u);
+    std::vector<int32_t> seen;
+    for (const auto& l : lanes) {
+      EXPECT_EQ(l.size(), 2u);
+      seen.insert(seen.end(), l.begin(), l.end());
+    }
+    std::sort(seen.begin(), seen.end());
+    EXPECT_EQ(seen, (std::vector<int32_t>{0, 1, 2, 3}));  // the last step (4) joins them
+    std::vector<Tensor> ops;
+    for (size_t i = 0; i < shapes.size(); ++i) ops.push_back(Tensor::random_normal(d, shapes[i], 70 + i).value());
+    std::vector<std::vector<c128>> v;
+    for (const Tensor& t : ops) v.push_back(col_major_values(t));
+    const auto left = matmul(matmul(v[0], v[1], I, S, S), v[2], I, S, S);
+    const auto right = matmul(v[3], matmul(v[4], v[5], S, S, J), S, S, J);
+    const auto want = matmul(left, right, I, S, J);
+    double scale = 0;
+    for (const c128& w : want) scale = std::max(scale, std::abs(w));
+    auto check = [&](const Tensor& got, const char* what) {
+      const auto g = col_major_values(got);
+      ASSERT_EQ(g.size(), want.size());
+      for (size_t i = 0; i < g.size(); ++i) {
+        ASSERT_LE(std::abs(g[i] - want[i]), 1e-11 * scale) << what << " " << dtype_name(d) << " at " << i;
+      }
+    };
+    auto pool = HostBufferPool::create();
+    executor->install([&] {
+      cpu::CpuExecutionContext ctx(executor.get(), cpu::ParallelMode::kInner, 2);
+      std::vector<StepProfile> prof;
+      auto r = plan->execute(ctx, ops, pool, {}, &prof);
+      ASSERT_TRUE(r.has_value()) << r.error().to_string();
+      check(*r, "execute");
+      ASSERT_EQ(prof.size(), 5u);
+      for (const StepProfile& p : prof) {
+        const bool in_lane = p.step < 4;
+        EXPECT_EQ(p.lane >= 0, in_lane) << "step " << p.step;
+        if (in_lane) {
+          EXPECT_EQ(p.lane, p.step < 2 ? (lanes[0][0] == 0 ? 0 : 1) : (lanes[0][0] == 0 ? 1 : 0));
+        }
+      }
+      EinsumWorkspace ws = plan->make_workspace();
+      Tensor out = Tensor::zeros(d, {I, J}).value();
+      for (int rep = 0; rep < 3; ++rep) {
+        auto st = plan->execute_into(ctx, ops, out, ws, pool);
+        ASSERT_TRUE(st.has_value()) << st.error().to_string();
+        check(out, "execute_into");
+      }
+      EXPECT_LE(ws.retained_bytes(), static_cast<int64_t>(4 * S * std::max(I, J) * dtype_size(d)) * 2);
+    });
+    // Sequential contexts never use lanes.
+    auto seq = cpu::CpuExecutionContext::sequential();
+    std::vector<StepProfile> prof;
+    check(plan->execute(seq, ops, nullptr, {}, &prof).value(), "sequential");
+    for (const StepProfile& p : prof) EXPECT_EQ(p.lane, -1);
+  }
+}
+
+TEST(EinsumLanes, NoneWhenStepsAreSmallOrDependent) {
+  // Small products: the fork costs more than it saves.
+  auto small = EinsumPlan::prepare("ab,bc,cd,de,ef,fg->ag", std::vector<Shape>{{8, 9}, {9, 10}, {10, 11}, {11, 12}, {12, 13}, {13, 14}},
+                                   DType::kF64)
+                   .value();
+  EXPECT_TRUE(small->lanes(2).empty());
+  // A left-to-right chain has no independent subtrees.
+  PathPolicy ltr;
+  ltr.algorithm = PathAlgorithm::kLeftToRight;
+  auto chain = EinsumPlan::prepare("ia,ab,bc,cd->id", std::vector<Shape>{{24, 512}, {512, 512}, {512, 512}, {512, 512}},
+                                   DType::kF64, ltr)
+                   .value();
+  EXPECT_TRUE(chain->lanes(2).empty());
+  EXPECT_TRUE(chain->lanes(8).empty());
+}
+
 }  // namespace
 }  // namespace tenferro::einsum

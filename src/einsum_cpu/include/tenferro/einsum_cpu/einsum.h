@@ -31,6 +31,9 @@ struct StepProfile {
   int64_t batch = 1, m = 1, n = 1, k = 1;
   double seconds = 0;
   bool packed_lhs = false, packed_rhs = false, scratch_out = false;
+  /// The lane that ran the step (Note [Einsum lanes] in einsum.cc), -1 when it ran with
+  /// all of the context's threads.
+  int32_t lane = -1;
 };
 
 class EinsumPlan;
@@ -67,7 +70,10 @@ class EinsumWorkspace {
 /// A prepared einsum for fixed subscripts, operand shapes, dtype and path policy:
 /// the contraction tree, the single-operand preprocessing, and per binary step the
 /// operand axis orders and dot_general dimensions. Immutable and thread-safe; execute it
-/// any number of times (Note [Einsum plan] in einsum.cc).
+/// any number of times (Note [Einsum plan] in einsum.cc). With several threads,
+/// independent subtrees of the contraction tree may run concurrently, each on one
+/// thread (Note [Einsum lanes]); the lane schedule for a thread count is planned on the
+/// first execution with that count and kept.
 class EinsumPlan {
  public:
   /// Parses, resolves and plans. Every dtype; bool sums are ORs of ANDs (numpy's einsum
@@ -87,6 +93,10 @@ class EinsumPlan {
   const PathCost& cost() const noexcept { return cost_; }
   /// Seconds spent in path search while preparing.
   double search_seconds() const noexcept { return search_seconds_; }
+  /// The steps that run concurrently on `threads` threads (Note [Einsum lanes]): one
+  /// list of step positions per lane, heaviest first; empty when every step runs with
+  /// all threads. Plans the schedule on first use for that count (thread-safe).
+  std::vector<std::vector<int32_t>> lanes(int threads) const;
   /// Bytes of plan metadata (for the cache's retained-byte statistics).
   int64_t footprint_bytes() const noexcept;
 
@@ -122,6 +132,7 @@ class EinsumPlan {
 
   struct Leaf;
   struct Step;
+  struct Lanes;
 
  private:
   EinsumPlan() = default;
@@ -130,6 +141,8 @@ class EinsumPlan {
                      EinsumWorkspace& ws, const std::shared_ptr<HostBufferPool>& pool, const cpu::DotOptions& dot,
                      std::vector<StepProfile>* profile) const;
   Result<void> check_workspace(const EinsumWorkspace& ws) const;
+  const Lanes& lanes_for(int threads) const;
+  std::shared_ptr<const Lanes> plan_lanes(int threads) const;
 
   EinsumSpec spec_;
   DType dtype_ = DType::kF64;
@@ -144,6 +157,13 @@ class EinsumPlan {
   std::vector<SmallVector<int64_t, 8>> out_diags_;  // diagonals taken of the output (repeated labels)
   SmallVector<int64_t, 8> root_to_out_;             // permutation of the (diagonal) output view to root order
   bool repeated_output_ = false;
+  // How a step's time shrinks with the context's threads (Note [Einsum lanes]).
+  enum class StepScaling : uint8_t { kOneThread, kThin, kWide };
+  std::vector<double> step_cost_;  // estimated one-thread cost of each step (Note [Einsum lanes])
+  std::vector<StepScaling> step_scaling_;
+  static constexpr int kMaxLaneThreads = 64;
+  mutable std::mutex lanes_mu_;
+  mutable std::vector<std::shared_ptr<const Lanes>> lanes_;  // by thread count, planned on first use
 };
 
 /// A bounded LRU cache of prepared plans keyed by (subscripts, shapes, dtype, path
