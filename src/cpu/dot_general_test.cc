@@ -736,6 +736,45 @@ TEST(DotGeneral, ShortContractionProductsMatchTheReference) {
   }
 }
 
+// Note [Pack order]: a rhs whose free labels split around its contraction is packed;
+// with a short leading contracted axis and a unit-stride free run it is packed N-fastest,
+// unless it is wide (N >= 4096 with K >= 32), where the GEMM is faster on a K-fastest B.
+// The packed buffer's second element tells the form; values against long-double sums.
+TEST(DotGeneral, WideRhsIsPackedContractionFastest) {
+  const int64_t M = 100, K1 = 6, K2 = 8, N1 = 16;
+  for (const int64_t n2 : {int64_t{8}, int64_t{300}}) {
+    const int64_t N = N1 * n2;  // K = K1 * K2 = 48
+    SCOPED_TRACE("N " + std::to_string(N));
+    const Tensor lhs = Tensor::random_normal(DType::kF64, {M, K1, K2}, 51).value();
+    // Memory [n1 | k1 k2 | n2], viewed as [k1, k2, n1, n2].
+    const Tensor mem = Tensor::random_normal(DType::kF64, {N1, K1, K2, n2}, 52).value();
+    const Tensor rhs = mem.permute(Dims{1, 2, 0, 3}).value();
+    DotDims dims;
+    dims.lhs_contracting = {1, 2};
+    dims.rhs_contracting = {0, 1};
+    Tensor out = Tensor::zeros(DType::kF64, {M, N1, n2}).value();
+    DotScratch scratch;
+    auto ctx = CpuExecutionContext::sequential();
+    ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, dims, DotOptions{}, out, nullptr, &scratch));
+    ASSERT_NE(scratch.rhs, nullptr);
+    const auto* packed = static_cast<const double*>(scratch.rhs->data());
+    const double next_k = rhs.get<double>({1, 0, 0, 0}).value(), next_n = rhs.get<double>({0, 0, 1, 0}).value();
+    EXPECT_EQ(packed[1], N >= 4096 ? next_k : next_n);
+    for (int64_t i = 0; i < M; i += 7)
+      for (int64_t a = 0; a < N1; a += 5)
+        for (int64_t b = 0; b < n2; b += 3) {
+          long double acc = 0, mag = 0;
+          for (int64_t p = 0; p < K1; ++p)
+            for (int64_t q = 0; q < K2; ++q) {
+              const long double t = static_cast<long double>(lhs.get<double>({i, p, q}).value()) * rhs.get<double>({p, q, a, b}).value();
+              acc += t;
+              mag += std::fabs(t);
+            }
+          ASSERT_NEAR(out.get<double>({i, a, b}).value(), static_cast<double>(acc), 1e-13 * static_cast<double>(mag + 1));
+        }
+  }
+}
+
 // Note [Streamed-output products]: the kernel itself, both loop orders, every tile
 // remainder (m % 128, m % 8, n % 6), contractions up to kOutMaxK, A with a padded
 // leading dimension, B in either layout, C columns at every 8-byte alignment (ldc
