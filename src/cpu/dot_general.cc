@@ -621,14 +621,18 @@ void short_sides(const CpuExecutionContext& ctx, const detail::GemmArgs<T>& g, c
 // form and 0.7-0.9 ms in the other; MPS site tensors [19, k, 19] (leading free axis 19)
 // in 80 us in the default form and 136 us in the other; a rank-24 operand of extent-2
 // axes (runs of 2) in 123 ms in the other form, where the default transposes its many
-// tiny axes as one matrix. Symmetrically for the rhs, except for a wide rhs: with N at
-// least kRowMajorRhsMaxN and K at least kRowMajorRhsMinK the GEMM itself is much slower
-// on an N-fastest B (BLIS and OpenBLAS alike, 2 threads, 2026-11-30, column-major B
-// against N-fastest: 189 x 15390 x 114 13.1 against 20.4 ms, 1000 x 15390 x 114 57
-// against 102 ms, 540 x 58320 x 136 140 against 213 ms, 189 x 4096 x 114 3.8 against
-// 6.9 ms; 189 x 2000 x 114 and 256 x 1996 x 16 even), more than the copy saves (MERA
-// closed's 189 x 15390 x 114 step: the transposing copy 3.8 ms, the run-wise one 6.6).
-constexpr int64_t kRowMajorRhsMaxN = 4096, kRowMajorRhsMinK = 32;
+// tiny axes as one matrix. Symmetrically for the rhs, except for a wide rhs with a
+// short contraction: with N at least kRowMajorRhsMaxN and K from kRowMajorRhsMinK to
+// kRowMajorRhsMaxK the GEMM itself is much slower on an N-fastest B (2 threads,
+// 2026-11-30, column-major B against N-fastest, BLIS: 189 x 15390 x 114 13.1 against
+// 20.4 ms, 189 x 15390 x 500 56 against 70, 540 x 58320 x 136 136 against 227, 189 x
+// 4096 x 114 3.8 against 6.9; OpenBLAS: 2000 x 8000 x 64 34 against 54; 189 x 2000 x
+// 114 and 256 x 1996 x 16 even), more than the copy saves (MERA closed's 189 x 15390 x
+// 114 step: the transposing copy 3.8 ms, the run-wise one 6.6; in the step profile 44
+// -> 15 ms). With a long contraction the N-fastest form was as fast or faster
+// (OpenBLAS 399 x 4320 x 7290: 393 against 615 ms column-major), so MERA closed's
+// 252 MB operand of that step keeps its run-wise copy.
+constexpr int64_t kRowMajorRhsMaxN = 4096, kRowMajorRhsMinK = 32, kRowMajorRhsMaxK = 512;
 
 int64_t first_extent(const Layout& l, std::span<const int64_t> group) {
   for (int64_t a : group) {
@@ -906,7 +910,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
                            unit_run(lhs.layout(), dims.lhs_contracting.span()) >= 16;
   const bool rhs_n_first = first_extent(rhs.layout(), dims.rhs_contracting.span()) < 16 &&
                            unit_run(rhs.layout(), plan.rhs_free.span()) >= 16 &&
-                           (N < kRowMajorRhsMaxN || K < kRowMajorRhsMinK);
+                           (N < kRowMajorRhsMaxN || K < kRowMajorRhsMinK || K > kRowMajorRhsMaxK);
   // Note [Short-side products]: with a short side (M or N <= 32) and a long contraction,
   // OpenBLAS spends its time packing the long operand, and a plain-loop dot-product form
   // re-reads the long operand once per pair of short-side columns. BLIS with its general

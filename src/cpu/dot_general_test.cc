@@ -738,7 +738,8 @@ TEST(DotGeneral, ShortContractionProductsMatchTheReference) {
 
 // Note [Pack order]: a rhs whose free labels split around its contraction is packed;
 // with a short leading contracted axis and a unit-stride free run it is packed N-fastest,
-// unless it is wide (N >= 4096 with K >= 32), where the GEMM is faster on a K-fastest B.
+// unless it is wide with a short contraction (N >= 4096, 32 <= K <= 512), where the GEMM
+// is faster on a K-fastest B.
 // The packed buffer's second element tells the form; values against long-double sums.
 TEST(DotGeneral, WideRhsIsPackedContractionFastest) {
   const int64_t M = 100, K1 = 6, K2 = 8, N1 = 16;
