@@ -104,7 +104,10 @@ struct EinsumPlan::Step {
 //
 // Buffers: lanes take and return intermediate buffers through the workspace's free
 // list under one mutex (Note [Einsum workspace]); buffers of concurrent steps never
-// alias, as a buffer returns only after its last consumer ran.
+// alias, as a buffer returns only after its last consumer ran. Concurrent lanes hold
+// their live intermediates at the same time, so peak memory can exceed the sequential
+// order's (by at most the other lanes' largest live sets). Results do not depend on
+// timing: a lane step always runs its one-thread route, a top step its T-thread one.
 constexpr double kLaneElementCost = 8;
 constexpr double kLaneForkCost = 5e5;
 constexpr double kLaneSharing = 1.1;
@@ -444,6 +447,7 @@ int64_t EinsumPlan::footprint_bytes() const noexcept {
   b += static_cast<int64_t>(steps_.size() * (sizeof(Step) + 64) + leaves_.size() * (sizeof(Leaf) + 64));
   for (const auto& in : spec_.inputs) b += static_cast<int64_t>(in.size() * sizeof(Label));
   b += static_cast<int64_t>(tree_.steps.size() * sizeof(tree_.steps[0]));
+  b += static_cast<int64_t>(steps_.size() * (sizeof(double) + sizeof(StepScaling)) + lanes_.size() * sizeof(lanes_[0]));
   return b;
 }
 
