@@ -499,7 +499,7 @@ TEST(EinsumLanes, IndependentThinChainsRunConcurrently) {
   }
 }
 
-TEST(EinsumLanes, NoneWhenStepsAreSmallOrDependent) {
+TEST(EinsumLanes, OnlyWhereTheyBeatSplittingEachStep) {
   // Small products: the fork costs more than it saves.
   auto small = EinsumPlan::prepare("ab,bc,cd,de,ef,fg->ag", std::vector<Shape>{{8, 9}, {9, 10}, {10, 11}, {11, 12}, {12, 13}, {13, 14}},
                                    DType::kF64)
@@ -513,6 +513,19 @@ TEST(EinsumLanes, NoneWhenStepsAreSmallOrDependent) {
                    .value();
   EXPECT_TRUE(chain->lanes(2).empty());
   EXPECT_TRUE(chain->lanes(8).empty());
+  // Two independent square products split well over the threads themselves: no lanes.
+  PathPolicy pairs;
+  pairs.algorithm = PathAlgorithm::kExplicit;
+  pairs.explicit_tree = tree_from_nested(4, "((0,1),(2,3))").value();
+  auto square = EinsumPlan::prepare("ab,bc,cd,de->ae", std::vector<Shape>{{512, 512}, {512, 512}, {512, 512}, {512, 512}},
+                                    DType::kF64, pairs)
+                    .value();
+  EXPECT_TRUE(square->lanes(2).empty());
+  // The same tree of thin products (a 24-row side) does get two lanes.
+  auto thin = EinsumPlan::prepare("ab,bc,cd,de->ae", std::vector<Shape>{{24, 512}, {512, 512}, {512, 512}, {512, 24}},
+                                  DType::kF64, pairs)
+                  .value();
+  EXPECT_EQ(thin->lanes(2).size(), 2u);
 }
 
 }  // namespace
