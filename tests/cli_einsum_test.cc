@@ -42,7 +42,7 @@ TEST(CliEinsum, ContractsNpyFilesEndToEnd) {
                  .contiguous().value().permute({2, 1, 0}).value();  // row-major storage
   ASSERT_TRUE(write_npy(dir() + "a.npy", a).has_value());
   ASSERT_TRUE(write_npy(dir() + "b.npy", b).has_value());
-  for (const char* opt : {"greedy", "optimal", "treesa", "left-to-right", "path=(0,1)", "path=[(0,1)]"}) {
+  for (const char* opt : {"greedy", "optimal", "treesa", "left-to-right", "path=(0,1)", "path=[(0,1)]", "path=[[0,1]]"}) {
     ASSERT_EQ(run("einsum 'ijk,kjl->li' " + dir() + "a.npy " + dir() + "b.npy -o " + dir() + "c.npy --optimize '" +
                   opt + "' --repeat 2 --json"),
               0)

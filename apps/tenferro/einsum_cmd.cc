@@ -30,7 +30,7 @@ double now_s() {
 }
 
 // "--optimize" values: greedy | optimal | treesa | left-to-right | path=((0,1),2) |
-// path=[(0,1),(0,1)] (opt_einsum pairs).
+// path=[(0,1),(0,1)] or path=[[0,1],[0,1]] (opt_einsum pairs, Python or JSON form).
 Result<PathPolicy> parse_optimize(const std::string& v, int32_t operands) {
   PathPolicy p;
   if (v == "greedy") {
@@ -54,7 +54,9 @@ Result<PathPolicy> parse_optimize(const std::string& v, int32_t operands) {
         } else {
           if (num >= 0) cur.push_back(static_cast<int32_t>(num));
           num = -1;
-          if (c == ')') {
+          // A pair closes with ')' (opt_einsum's Python form, [(0, 1), ...]) or with an
+          // inner ']' (its JSON form, [[0, 1], ...], as in the einsum-benchmark files).
+          if (c == ')' || (c == ']' && !cur.empty())) {
             pairs.push_back(cur);
             cur.clear();
           }
