@@ -245,3 +245,49 @@ TEST(CopyKernel, LargeCopiesSplitAcrossThreads) {
 
 }  // namespace
 }  // namespace tenferro::cpu
+
+namespace tenferro::cpu {
+namespace {
+
+// Note [Transpose segments]: permutations whose transpose groups run contiguously only
+// over a first axis of extent 5, 6 or 9 (vector quads plus a tail per segment), small
+// and past the streaming threshold (8 MiB), on one and two threads; every element is
+// checked against the source view.
+TEST(CopyKernel, TransposeGroupsWithShortSegments) {
+  auto executor = make_tbb_executor(2).value();
+  struct Case {
+    Shape shape;
+    std::vector<int64_t> perm;
+    DType dtype;
+  };
+  const Case cases[] = {
+      // MERA-like pack: source [5 x 8] tiles (N fastest), destination K fastest.
+      {{9, 3, 17, 6, 8, 5}, {4, 2, 5, 3, 1, 0}, DType::kF64},
+      {{9, 3, 17, 6, 8, 5}, {4, 2, 5, 3, 1, 0}, DType::kF32},
+      {{9, 3, 17, 6, 8, 5}, {4, 2, 5, 3, 1, 0}, DType::kC128},
+      {{40, 9, 6, 5}, {2, 3, 0, 1}, DType::kF64},
+      {{7, 9, 6, 5}, {3, 1, 2, 0}, DType::kF64},
+      {{27, 17, 8, 3, 5, 6}, {2, 1, 5, 4, 3, 0}, DType::kF64},  // 8.8 MiB: streaming stores
+      {{27, 17, 8, 3, 5, 6}, {2, 1, 5, 4, 3, 0}, DType::kF32},
+      {{50, 9, 64, 5}, {3, 1, 2, 0}, DType::kC128},
+  };
+  for (const Case& c : cases) {
+    Tensor src = Tensor::random_uniform(c.dtype, c.shape, 17, -1, 1).value();
+    Tensor view = src.permute(c.perm).value();
+    for (int threads : {1, 2}) {
+      Tensor out;
+      executor->install([&] {
+        CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
+        out = permute_copy(ctx, src, c.perm).value();
+      });
+      int64_t bad = 0;
+      for_each_index(view.shape(), [&](const Index& idx) {
+        if (out.get_as_c128(idx).value() != view.get_as_c128(idx).value()) ++bad;
+      });
+      EXPECT_EQ(bad, 0) << format_dims(c.shape) << " threads " << threads << " " << dtype_name(c.dtype);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tenferro::cpu
