@@ -1044,7 +1044,26 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
       route.provider = GemmProvider::kBlis;
     }
   }
-  // Note [Batch-fastest operands]: BLIS takes any strides, but an operand whose unit
+  // Note [OpenBLAS pieces]: with several threads an automatic OpenBLAS product runs as
+// one-thread OpenBLAS calls on pieces of its longer side, taken by the engine's workers,
+// instead of one call on OpenBLAS's own threads. After each threaded call OpenBLAS's
+// workers keep polling (sched_yield) for a while, so the engine's workers then share two
+// cores with a third busy thread: MERA open at 2 threads ran 0.91x / 0.95x (medians /
+// minima of 4 interleaved runs) with OPENBLAS_THREAD_TIMEOUT=4 (polling cut short), and
+// MERA closed 0.93x / 0.92x; with these pieces MERA open 0.91 / 0.78, MERA closed 0.98
+// / 1.04 and 0.94 / 0.87 in two sets (2026-11-30). In isolation the pieces match
+// OpenBLAS's threads (399 x 4320 x 7290: 355-370 against 393-453 ms; 990 x 2187 x 4620,
+// 4320 x 594 x 399, 480 x 4620 x 243, 810 x 12474 x 154 within the spread). Each piece
+// packs the whole other operand again (OpenBLAS's threads share their packed panels),
+// which costs about 17 / width of the product on this machine, so pieces are at least
+// kOpenBlasPiece wide unless that leaves fewer than one per worker, and at most four
+// per worker (a worker that starts late then hands its pieces to the others; 8 pieces
+// of 990 x 2187 x 4620 took 1.15-1.3x as long as 2). The pieces are fixed by the thread
+// count, so the result does not depend on which worker runs which piece. A product
+// forced to provider openblas keeps OpenBLAS's own threads (the provider's contract).
+constexpr int64_t kOpenBlasPiece = 512;
+
+// Note [Batch-fastest operands]: BLIS takes any strides, but an operand whose unit
   // stride is a batch dimension gives each product rows and columns that are both
   // strided, which BLIS gathers element by element; packing the whole batch once (one
   // vectorized copy) is faster there (bin_batched_matmul, batch label fastest, 2
@@ -1143,6 +1162,30 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
     }
     switch (route.provider) {
       case GemmProvider::kOpenBlas:
+        if (threads > 1 && opt.provider == GemmProvider::kAuto) {
+          // One-thread OpenBLAS calls on pieces of the longer side, run by the engine's
+          // workers (Note [OpenBLAS pieces]).
+          const bool cols = N >= M;
+          const int64_t len = cols ? N : M;
+          const int64_t pieces = std::clamp<int64_t>(len / kOpenBlasPiece, threads, 4 * int64_t{threads});
+          ctx.parallel_for(pieces, 1, [&](int64_t p0, int64_t p1) {
+            for (int64_t p = p0; p < p1; ++p) {
+              const int64_t x0 = len * p / pieces, x1 = len * (p + 1) / pieces;
+              detail::GemmArgs<T> part = g;
+              if (cols) {
+                part.n = x1 - x0;
+                part.b = g.b + x0 * g.csb;
+                part.c = g.c + x0 * g.csc;
+              } else {
+                part.m = x1 - x0;
+                part.a = g.a + x0 * g.rsa;
+                part.c = g.c + x0 * g.rsc;
+              }
+              detail::gemm_openblas<T>(part, 1);
+            }
+          });
+          return;
+        }
         detail::gemm_openblas<T>(g, threads);
         return;
       case GemmProvider::kBlis:

@@ -548,6 +548,51 @@ TEST(DotGeneral, ColumnSplitProductsMatchTheReference) {
   }
 }
 
+// Note [OpenBLAS pieces]: OpenBLAS products on two threads run as one-thread OpenBLAS calls
+// on pieces of the long side (rows: 2 and 3 pieces, split unevenly; columns: 2), with
+// strided operands, conj, alpha and beta into an existing destination, every floating
+// dtype, against the long-double reference.
+TEST(DotGeneral, OpenBlasPiecesMatchTheReference) {
+  std::mt19937_64 rng(1201);
+  auto executor = make_tbb_executor(2).value();
+  const int64_t shapes[][3] = {{560, 40, 64}, {1600, 34, 40}, {40, 300, 80}};
+  for (const DType d : {DType::kF64, DType::kF32, DType::kC128, DType::kC64}) {
+    for (const auto& mnk : shapes) {
+      const int64_t m = mnk[0], n = mnk[1], k = mnk[2];
+      Config c;
+      c.lhs_shape = {m, k};
+      c.rhs_shape = {k, n};
+      c.dims.lhs_contracting = {1};
+      c.dims.rhs_contracting = {0};
+      const Tensor lhs = strided_operand(rng, d, c.lhs_shape);
+      const Tensor rhs = strided_operand(rng, d, c.rhs_shape);
+      DotOptions opt;
+      opt.conj_rhs = is_complex(d);
+      opt.alpha = is_complex(d) ? c128(-0.75, 0.5) : c128(2.0, 0);
+      opt.beta = is_complex(d) ? c128(0.25, 1.0) : c128(-1.0, 0);
+      Tensor out = Tensor::random_normal(d, {m, n}, rng()).value();
+      const Tensor before = out.clone().value();
+      executor->install([&] {
+        CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, 2);
+        ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, c.dims, opt, out));
+      });
+      std::vector<long double> mag;
+      const auto ref = reference(lhs, rhs, c, false, opt.conj_rhs, out.shape(), &mag);
+      const double eps = (d == DType::kF32 || d == DType::kC64) ? 1e-5 : 1e-12;
+      const std::complex<long double> alpha(opt.alpha.real(), opt.alpha.imag()), beta(opt.beta.real(), opt.beta.imag());
+      int64_t lin = 0, bad = 0;
+      for_each_index(out.shape(), [&](const Index& oi) {
+        const c128 b = before.get_as_c128(oi).value(), got = out.get_as_c128(oi).value();
+        const std::complex<long double> want = alpha * ref[static_cast<size_t>(lin)] + beta * std::complex<long double>(b.real(), b.imag());
+        const long double bound = std::abs(alpha) * mag[static_cast<size_t>(lin)] + std::abs(beta) * std::abs(b) + 1;
+        if (static_cast<double>(std::abs(std::complex<long double>(got.real(), got.imag()) - want)) > eps * static_cast<double>(bound)) ++bad;
+        ++lin;
+      });
+      EXPECT_EQ(bad, 0) << dtype_name(d) << " m " << m << " n " << n << " k " << k;
+    }
+  }
+}
+
 // dot_general at 1 and 2 threads (the long side split over the workers), against long
 // double sums.
 TEST(DotGeneral, ThinTransposedProducts) {

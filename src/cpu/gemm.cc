@@ -27,7 +27,9 @@ namespace tenferro::cpu::detail {
 // from several outer workers at once (capability "global thread control"). Outer
 // workers that all run it on one thread (einsum lanes, Note [Einsum lanes]) agree on
 // the setting: the first sets it under the mutex, the others then find it set, and
-// OpenBLAS runs a one-thread call on the caller's thread.
+// OpenBLAS runs a one-thread call on the caller's thread. dot_general's automatic
+// routes only make one-thread calls (Note [OpenBLAS pieces] in dot_general.cc), so
+// OpenBLAS's own threads run only for products forced to provider openblas.
 
 namespace {
 
