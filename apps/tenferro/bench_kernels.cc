@@ -48,6 +48,14 @@ double median_ms(int reps, const std::function<void()>& f) {
   return t[t.size() / 2];
 }
 
+// Median of a reference (OpenBLAS) timing at `threads` OpenBLAS threads: dot_general's
+// automatic routes leave OpenBLAS's global thread count at 1 (Note [OpenBLAS pieces]),
+// so the count is set again before each reference.
+double reference_ms(int threads, int reps, const std::function<void()>& f) {
+  openblas_set_num_threads(threads);
+  return median_ms(reps, f);
+}
+
 struct Row {
   std::string name;
   double tenferro_ms;
@@ -133,7 +141,7 @@ int run_bench_kernels(int argc, char** argv) {
         dims.rhs_contracting = {0};
         const int reps = n >= 1024 ? 3 : n >= 256 ? 9 : 201;
         const double tf = median_ms(reps, [&] { check(cpu::dot_general_into(ctx, a, b, dims, {}, c)); });
-        const double ref = median_ms(reps, [&] {
+        const double ref = reference_ms(threads, reps, [&] {
           if (d == DType::kF64) {
             cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0,
                         static_cast<const double*>(a.storage()->data()), n,
@@ -195,7 +203,7 @@ int run_bench_kernels(int argc, char** argv) {
       const double tf = median_ms(15, [&] {
         for (int i = 0; i < 64; ++i) check(cpu::dot_general_into(ctx, as[static_cast<size_t>(next++ % count)], b, dims, {}, c));
       });
-      const double ref = median_ms(15, [&] {
+      const double ref = reference_ms(threads, 15, [&] {
         for (int i = 0; i < 64; ++i) {
           cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, m, n, k, 1.0,
                       static_cast<const double*>(as[static_cast<size_t>(next++ % count)].storage()->data()), k,
@@ -227,7 +235,7 @@ int run_bench_kernels(int argc, char** argv) {
       // Packed L is [r, l, s] column-major: an r x (l, s) matrix (ld d); T as [l, s, c]
       // column-major: (l, s) x c (ld d * ph).
       Tensor tt = t.permute({2, 1, 0}).value().contiguous().value();
-      const double ref = median_ms(15, [&] {
+      const double ref = reference_ms(threads, 15, [&] {
         for (int i = 0; i < 64; ++i) {
           cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(d), static_cast<int>(d),
                       static_cast<int>(d * ph), 1.0,
@@ -256,7 +264,7 @@ int run_bench_kernels(int argc, char** argv) {
       const double tf = median_ms(15, [&] {
         for (int i = 0; i < 64; ++i) check(cpu::dot_general_into(ctx, as[static_cast<size_t>(next++ % count)], x, dims, {}, c));
       });
-      const double ref = median_ms(15, [&] {
+      const double ref = reference_ms(threads, 15, [&] {
         for (int i = 0; i < 64; ++i) {
           cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
                       static_cast<int>(k), 1.0, static_cast<const double*>(as[static_cast<size_t>(next++ % count)].storage()->data()),
@@ -279,7 +287,7 @@ int run_bench_kernels(int argc, char** argv) {
       const auto* pa = static_cast<const double*>(a.storage()->data());
       const auto* pb = static_cast<const double*>(b.storage()->data());
       auto* pc = static_cast<double*>(c.storage()->data());
-      const double ref = median_ms(15, [&] {
+      const double ref = reference_ms(threads, 15, [&] {
         for (int64_t i = 0; i < items; ++i) {
           cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
                       1.0, pa + i * m * k, static_cast<int>(m), pb + i * k * n, static_cast<int>(k), 0.0, pc + i * m * n,
@@ -298,7 +306,7 @@ int run_bench_kernels(int argc, char** argv) {
       dims.lhs_contracting = {1};
       dims.rhs_contracting = {0};
       const double tf = median_ms(reps, [&] { check(cpu::dot_general_into(ctx, a, b, dims, {}, c)); });
-      const double ref = median_ms(reps, [&] {
+      const double ref = reference_ms(threads, reps, [&] {
         cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
                     1.0, static_cast<const double*>(a.storage()->data()), static_cast<int>(m),
                     static_cast<const double*>(b.storage()->data()), static_cast<int>(k), 0.0,
@@ -326,7 +334,7 @@ int run_bench_kernels(int argc, char** argv) {
       std::vector<double> ra(32 * 64 * 64), rb(32 * 64 * 64), rc(32 * 64 * 64);
       std::iota(ra.begin(), ra.end(), 0.0);
       std::iota(rb.begin(), rb.end(), 1.0);
-      const double ref = median_ms(51, [&] {
+      const double ref = reference_ms(threads, 51, [&] {
         for (int i = 0; i < 32; ++i) {
           cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, 64, 64, 64, 1.0, ra.data() + i * 4096, 64,
                       rb.data() + i * 4096, 64, 0.0, rc.data() + i * 4096, 64);
