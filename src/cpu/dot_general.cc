@@ -570,6 +570,31 @@ void split_k_blis(const CpuExecutionContext& ctx, const detail::GemmArgs<T>& g, 
   add_partials<T>(partial, parts, g.m, g.n, g.c, g.rsc, g.csc);
 }
 
+// Runs `gemm` on `pieces` pieces of g's longer side (columns when N >= M, else rows),
+// taken by the context's workers; piece p covers [len p / pieces, len (p + 1) / pieces),
+// fixed by the piece count whichever worker runs it.
+template <class T, class F>
+void on_pieces(const CpuExecutionContext& ctx, const detail::GemmArgs<T>& g, int64_t pieces, const F& gemm) {
+  const bool cols = g.n >= g.m;
+  const int64_t len = cols ? g.n : g.m;
+  ctx.parallel_for(pieces, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t x0 = len * p / pieces, x1 = len * (p + 1) / pieces;
+      detail::GemmArgs<T> part = g;
+      if (cols) {
+        part.n = x1 - x0;
+        part.b = g.b + x0 * g.csb;
+        part.c = g.c + x0 * g.csc;
+      } else {
+        part.m = x1 - x0;
+        part.a = g.a + x0 * g.rsa;
+        part.c = g.c + x0 * g.rsc;
+      }
+      gemm(part);
+    }
+  });
+}
+
 // The short-side kernel on g's operands with the contraction `k` and the broadcast
 // operand's row offsets `rsa` (gemm.cc, Note [Short-side products with a strided
 // contraction]); `transposed` computes C^T = B^T A^T (k's strides already swapped).
@@ -1165,25 +1190,9 @@ constexpr int64_t kOpenBlasPiece = 512;
         if (threads > 1 && opt.provider == GemmProvider::kAuto) {
           // One-thread OpenBLAS calls on pieces of the longer side, run by the engine's
           // workers (Note [OpenBLAS pieces]).
-          const bool cols = N >= M;
-          const int64_t len = cols ? N : M;
+          const int64_t len = std::max(M, N);
           const int64_t pieces = std::clamp<int64_t>(len / kOpenBlasPiece, threads, 4 * int64_t{threads});
-          ctx.parallel_for(pieces, 1, [&](int64_t p0, int64_t p1) {
-            for (int64_t p = p0; p < p1; ++p) {
-              const int64_t x0 = len * p / pieces, x1 = len * (p + 1) / pieces;
-              detail::GemmArgs<T> part = g;
-              if (cols) {
-                part.n = x1 - x0;
-                part.b = g.b + x0 * g.csb;
-                part.c = g.c + x0 * g.csc;
-              } else {
-                part.m = x1 - x0;
-                part.a = g.a + x0 * g.rsa;
-                part.c = g.c + x0 * g.rsc;
-              }
-              detail::gemm_openblas<T>(part, 1);
-            }
-          });
+          on_pieces<T>(ctx, g, pieces, [](const detail::GemmArgs<T>& part) { detail::gemm_openblas<T>(part, 1); });
           return;
         }
         detail::gemm_openblas<T>(g, threads);
@@ -1193,22 +1202,7 @@ constexpr int64_t kOpenBlasPiece = 512;
           // Split the longer side over the engine's workers, one piece each (every BLIS
           // call packs the other operand again; each reads its share of the long operand
           // once); each call is sequential. Shorter sides run as one call.
-          const bool cols = N >= M;
-          const int64_t len = cols ? N : M;
-          ctx.parallel_for(len, (len + threads - 1) / threads,
-                           [&](int64_t x0, int64_t x1) {
-                             detail::GemmArgs<T> part = g;
-                             if (cols) {
-                               part.n = x1 - x0;
-                               part.b = g.b + x0 * g.csb;
-                               part.c = g.c + x0 * g.csc;
-                             } else {
-                               part.m = x1 - x0;
-                               part.a = g.a + x0 * g.rsa;
-                               part.c = g.c + x0 * g.rsc;
-                             }
-                             detail::gemm_blis<T>(part);
-                           });
+          on_pieces<T>(ctx, g, threads, [](const detail::GemmArgs<T>& part) { detail::gemm_blis<T>(part); });
         } else if (threads > 1 && M * N <= kSplitKMaxOutput && K >= 256 * threads) {
           split_k_blis<T>(ctx, g, std::min(threads, kSplitKMaxParts));  // Note [Split-K products]
         } else {

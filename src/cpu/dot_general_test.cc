@@ -500,6 +500,27 @@ void expect_in_place_product(CpuDomainExecutor& executor, const Config& cfg, con
   expect_real_product(lhs, rhs, cfg, out);
 }
 
+// Elements of `out` (written as alpha . lhs rhs + beta . `before`, with opt's conj
+// flags) farther than eps x (|alpha| sum |a b| + |beta| |before| + 1) from the
+// long-double reference; `first` gets the first such index.
+int64_t alpha_beta_mismatches(const Tensor& lhs, const Tensor& rhs, const Config& c, const DotOptions& opt,
+                              const Tensor& before, const Tensor& out, double eps, std::string* first) {
+  std::vector<long double> mag;
+  const auto ref = reference(lhs, rhs, c, opt.conj_lhs, opt.conj_rhs, out.shape(), &mag);
+  const std::complex<long double> alpha(opt.alpha.real(), opt.alpha.imag()), beta(opt.beta.real(), opt.beta.imag());
+  int64_t lin = 0, bad = 0;
+  for_each_index(out.shape(), [&](const Index& oi) {
+    const c128 b = before.get_as_c128(oi).value(), got = out.get_as_c128(oi).value();
+    const std::complex<long double> want = alpha * ref[static_cast<size_t>(lin)] + beta * std::complex<long double>(b.real(), b.imag());
+    const long double bound = std::abs(alpha) * mag[static_cast<size_t>(lin)] + std::abs(beta) * std::abs(b) + 1;
+    if (static_cast<double>(std::abs(std::complex<long double>(got.real(), got.imag()) - want)) > eps * static_cast<double>(bound)) {
+      if (bad++ == 0) *first = format_dims(oi);
+    }
+    ++lin;
+  });
+  return bad;
+}
+
 // Note [Column-split products]: at two threads a product with N >= M above
 // parallel_min_flops and a longer side of at least 4K runs as one BLIS call per worker
 // on its own columns; a taller one, or one with a long contraction (64 x 64 x 129),
@@ -530,20 +551,10 @@ TEST(DotGeneral, ColumnSplitProductsMatchTheReference) {
         CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, 2);
         ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, c.dims, opt, out));
       });
-      std::vector<long double> mag;
-      const auto ref = reference(lhs, rhs, c, opt.conj_lhs, false, out.shape(), &mag);
       const double eps = (d == DType::kF32 || d == DType::kC64) ? 1e-5 : 1e-12;
-      const std::complex<long double> alpha(opt.alpha.real(), opt.alpha.imag()), beta(opt.beta.real(), opt.beta.imag());
-      int64_t lin = 0;
-      for_each_index(out.shape(), [&](const Index& oi) {
-        const c128 b = before.get_as_c128(oi).value(), got = out.get_as_c128(oi).value();
-        const std::complex<long double> want = alpha * ref[static_cast<size_t>(lin)] + beta * std::complex<long double>(b.real(), b.imag());
-        const long double bound = std::abs(alpha) * mag[static_cast<size_t>(lin)] + std::abs(beta) * std::abs(b) + 1;
-        ASSERT_LE(static_cast<double>(std::abs(std::complex<long double>(got.real(), got.imag()) - want)),
-                  eps * static_cast<double>(bound))
-            << dtype_name(d) << " m " << m << " n " << n << " k " << k << " at " << format_dims(oi);
-        ++lin;
-      });
+      std::string first;
+      EXPECT_EQ(alpha_beta_mismatches(lhs, rhs, c, opt, before, out, eps, &first), 0)
+          << dtype_name(d) << " m " << m << " n " << n << " k " << k << " first at " << first;
     }
   }
 }
@@ -576,19 +587,10 @@ TEST(DotGeneral, OpenBlasPiecesMatchTheReference) {
         CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, 2);
         ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, c.dims, opt, out));
       });
-      std::vector<long double> mag;
-      const auto ref = reference(lhs, rhs, c, false, opt.conj_rhs, out.shape(), &mag);
       const double eps = (d == DType::kF32 || d == DType::kC64) ? 1e-5 : 1e-12;
-      const std::complex<long double> alpha(opt.alpha.real(), opt.alpha.imag()), beta(opt.beta.real(), opt.beta.imag());
-      int64_t lin = 0, bad = 0;
-      for_each_index(out.shape(), [&](const Index& oi) {
-        const c128 b = before.get_as_c128(oi).value(), got = out.get_as_c128(oi).value();
-        const std::complex<long double> want = alpha * ref[static_cast<size_t>(lin)] + beta * std::complex<long double>(b.real(), b.imag());
-        const long double bound = std::abs(alpha) * mag[static_cast<size_t>(lin)] + std::abs(beta) * std::abs(b) + 1;
-        if (static_cast<double>(std::abs(std::complex<long double>(got.real(), got.imag()) - want)) > eps * static_cast<double>(bound)) ++bad;
-        ++lin;
-      });
-      EXPECT_EQ(bad, 0) << dtype_name(d) << " m " << m << " n " << n << " k " << k;
+      std::string first;
+      EXPECT_EQ(alpha_beta_mismatches(lhs, rhs, c, opt, before, out, eps, &first), 0)
+          << dtype_name(d) << " m " << m << " n " << n << " k " << k << " first at " << first;
     }
   }
 }
