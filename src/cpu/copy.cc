@@ -19,9 +19,9 @@ namespace tenferro::cpu {
 // single axis). That matrix is copied in 64 x 64 blocks of 4 x 4 register transposes
 // (AVX2 for 4-, 8- and 16-byte elements, scalar otherwise), so both sides move whole
 // vectors, also when a group is contiguous only in segments of an odd extent (Note
-// [Transpose segments]); many tiny axes (rank-24 with extent 2) become one such matrix. Large outputs
-// use streaming stores (no read-for-ownership of the destination). Remaining axes form
-// the odometer split across threads.
+// [Transpose segments]); many tiny axes (rank-24 with extent 2) become one such matrix.
+// Large outputs use streaming stores (no read-for-ownership of the destination).
+// Remaining axes form the odometer split across threads.
 
 namespace {
 
