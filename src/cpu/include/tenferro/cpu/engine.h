@@ -64,8 +64,10 @@ struct CpuEngineConfig {
   std::vector<CpuDomainConfig> domains;
   /// Pin Managed workers to their domain's CPUs.
   bool pin_workers = true;
-  /// GEMM provider for dot_general by default ("openblas" runs on external workers with
-  /// global thread control, "blis" on engine workers).
+  /// GEMM provider for dot_general by default ("openblas": automatic products make
+  /// one-thread OpenBLAS calls on the engine's workers, Note [OpenBLAS pieces], while a
+  /// product forced to provider openblas runs on OpenBLAS's own workers with global
+  /// thread control; "blis" on engine workers).
   std::string gemm_provider = "openblas";
   /// Reject providers whose threads the engine cannot place (external/global ones).
   bool strict_placement = false;
