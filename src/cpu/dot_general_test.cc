@@ -521,6 +521,29 @@ int64_t alpha_beta_mismatches(const Tensor& lhs, const Tensor& rhs, const Config
   return bad;
 }
 
+// `opt` applied on two threads to an m x k lhs and a rhs [n, k] (rhs_k_last) or [k, n],
+// both strided, into a random destination, checked by alpha_beta_mismatches.
+void expect_two_thread_product(CpuDomainExecutor& executor, std::mt19937_64& rng, DType d, int64_t m, int64_t n, int64_t k,
+                               bool rhs_k_last, const DotOptions& opt) {
+  Config c;
+  c.lhs_shape = {m, k};
+  c.rhs_shape = rhs_k_last ? Shape{n, k} : Shape{k, n};
+  c.dims.lhs_contracting = {1};
+  c.dims.rhs_contracting = {rhs_k_last ? 1 : 0};
+  const Tensor lhs = strided_operand(rng, d, c.lhs_shape);
+  const Tensor rhs = strided_operand(rng, d, c.rhs_shape);
+  Tensor out = Tensor::random_normal(d, {m, n}, rng()).value();
+  const Tensor before = out.clone().value();
+  executor.install([&] {
+    CpuExecutionContext ctx(&executor, ParallelMode::kInner, 2);
+    ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, c.dims, opt, out));
+  });
+  const double eps = (d == DType::kF32 || d == DType::kC64) ? 1e-5 : 1e-12;
+  std::string first;
+  EXPECT_EQ(alpha_beta_mismatches(lhs, rhs, c, opt, before, out, eps, &first), 0)
+      << dtype_name(d) << " m " << m << " n " << n << " k " << k << " first at " << first;
+}
+
 // Note [Column-split products]: at two threads a product with N >= M above
 // parallel_min_flops and a longer side of at least 4K runs as one BLIS call per worker
 // on its own columns; a taller one, or one with a long contraction (64 x 64 x 129),
@@ -534,27 +557,11 @@ TEST(DotGeneral, ColumnSplitProductsMatchTheReference) {
     for (const auto& mnk : shapes) {
       const int64_t m = mnk[0], n = mnk[1], k = mnk[2];
       ASSERT_GE(m * n * k, int64_t{1} << 19);  // above parallel_min_flops: two threads run it
-      Config c;
-      c.lhs_shape = {m, k};  // lhs [i, p], rhs [j, p]: the contraction last in both
-      c.rhs_shape = {n, k};
-      c.dims.lhs_contracting = {1};
-      c.dims.rhs_contracting = {1};
-      const Tensor lhs = strided_operand(rng, d, c.lhs_shape);
-      const Tensor rhs = strided_operand(rng, d, c.rhs_shape);
       DotOptions opt;
       opt.conj_lhs = is_complex(d);
       opt.alpha = is_complex(d) ? c128(0.5, -1.25) : c128(1.5, 0);
       opt.beta = is_complex(d) ? c128(-0.5, 0.75) : c128(0.25, 0);
-      Tensor out = Tensor::random_normal(d, {m, n}, rng()).value();
-      const Tensor before = out.clone().value();
-      executor->install([&] {
-        CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, 2);
-        ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, c.dims, opt, out));
-      });
-      const double eps = (d == DType::kF32 || d == DType::kC64) ? 1e-5 : 1e-12;
-      std::string first;
-      EXPECT_EQ(alpha_beta_mismatches(lhs, rhs, c, opt, before, out, eps, &first), 0)
-          << dtype_name(d) << " m " << m << " n " << n << " k " << k << " first at " << first;
+      expect_two_thread_product(*executor, rng, d, m, n, k, /*rhs_k_last=*/true, opt);
     }
   }
 }
@@ -570,27 +577,11 @@ TEST(DotGeneral, OpenBlasPiecesMatchTheReference) {
   for (const DType d : {DType::kF64, DType::kF32, DType::kC128, DType::kC64}) {
     for (const auto& mnk : shapes) {
       const int64_t m = mnk[0], n = mnk[1], k = mnk[2];
-      Config c;
-      c.lhs_shape = {m, k};
-      c.rhs_shape = {k, n};
-      c.dims.lhs_contracting = {1};
-      c.dims.rhs_contracting = {0};
-      const Tensor lhs = strided_operand(rng, d, c.lhs_shape);
-      const Tensor rhs = strided_operand(rng, d, c.rhs_shape);
       DotOptions opt;
       opt.conj_rhs = is_complex(d);
       opt.alpha = is_complex(d) ? c128(-0.75, 0.5) : c128(2.0, 0);
       opt.beta = is_complex(d) ? c128(0.25, 1.0) : c128(-1.0, 0);
-      Tensor out = Tensor::random_normal(d, {m, n}, rng()).value();
-      const Tensor before = out.clone().value();
-      executor->install([&] {
-        CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, 2);
-        ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, c.dims, opt, out));
-      });
-      const double eps = (d == DType::kF32 || d == DType::kC64) ? 1e-5 : 1e-12;
-      std::string first;
-      EXPECT_EQ(alpha_beta_mismatches(lhs, rhs, c, opt, before, out, eps, &first), 0)
-          << dtype_name(d) << " m " << m << " n " << n << " k " << k << " first at " << first;
+      expect_two_thread_product(*executor, rng, d, m, n, k, /*rhs_k_last=*/false, opt);
     }
   }
 }
