@@ -24,7 +24,8 @@ namespace tenferro::cpu {
 // Note [Default GEMM provider]: kAuto uses plain loops for tiny products (Note [Tiny
 // products]) and integer dtypes; OpenBLAS for single products and provider-item
 // batches; BLIS (one thread per call) for sequential, outer-parallel and whole-batch
-// vendor batches. Figures: docs/benchmarks.md ("GEMM providers").
+// vendor batches, where BLIS runs tuned kernels (Note [Untuned BLIS]). Figures:
+// docs/benchmarks.md ("GEMM providers").
 //
 // Note [Batch policy thresholds]: kAuto runs batches outer-parallel when the context
 // has more than one thread and each product is below DotOptions::outer_parallel_flops
@@ -290,7 +291,15 @@ Result<Route> resolve_route(const CpuExecutionContext& ctx, const DotOptions& op
                        "outer-parallel batch of " + s(batch) + " products: that would be two fan-out levels");
   }
   if (r.provider == GemmProvider::kAuto) {
-    r.provider = r.policy == BatchPolicy::kProviderItems ? GemmProvider::kOpenBlas : GemmProvider::kBlis;
+    // Note [Untuned BLIS]: every automatic BLIS route below requires detail::blis_tuned().
+    // BLIS 0.9 picks its 'generic' sub-configuration on CPUs it does not know (AMD family
+    // 0x1A, Zen 5, 2026-11-30): `tenferro bench kernels`, one thread, dot_general f64
+    // n = 2048 forced to blis 16.1 GFLOP/s against cblas_dgemm (OpenBLAS) 51.0. There
+    // the batches BLIS would run (outer-parallel, sequential) make one-thread OpenBLAS
+    // calls instead, and single products stay with OpenBLAS (no column split, no thin
+    // BLIS products). A product forced to provider blis still runs BLIS.
+    r.provider = r.policy == BatchPolicy::kProviderItems || !detail::blis_tuned() ? GemmProvider::kOpenBlas
+                                                                                  : GemmProvider::kBlis;
     // Matrix-vector shaped products (a side of 1) pay a GEMM call's setup for little
     // work: plain loops up to 16x the threshold (Note [Tiny products]).
     const int64_t tiny = r.provider == GemmProvider::kOpenBlas ? bs.tiny_flops : bs.tiny_flops_blis;
@@ -1040,7 +1049,8 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
                  om.stride == 1;
       if (small_form || thin_form || short_form || stream_form || wide_form || out_form) {
         route.provider = GemmProvider::kNaive;
-      } else if (std::min(M, N) <= 32 && std::min(M, N) >= 8 && (K >= 64 || ctx.threads() > 1)) {
+      } else if (std::min(M, N) <= 32 && std::min(M, N) >= 8 && (K >= 64 || ctx.threads() > 1) &&
+                 detail::blis_tuned()) {
         route.provider = GemmProvider::kBlis;
       }
     } else if (opt.provider == GemmProvider::kAuto && route.policy != BatchPolicy::kWholeBatchVendor) {
@@ -1064,7 +1074,8 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   // slower than OpenBLAS's on this machine (28 against 36 GFLOP/s on one thread).
   if constexpr (!std::is_integral_v<T> && !std::is_same_v<T, bool>) {
     if (opt.provider == GemmProvider::kAuto && route.policy == BatchPolicy::kProviderItems &&
-        route.provider == GemmProvider::kOpenBlas && ctx.threads() > 1 && flops >= bs_min_parallel && M <= 4 * N &&
+        route.provider == GemmProvider::kOpenBlas && detail::blis_tuned() && ctx.threads() > 1 &&
+        flops >= bs_min_parallel && M <= 4 * N &&
         std::max(M, N) >= 32 * ctx.threads() && std::max(M, N) >= 4 * K) {
       route.provider = GemmProvider::kBlis;
     }

@@ -1182,6 +1182,56 @@ TEST(DotGeneral, EveryBatchPolicyOnNonMergeableBatches) {
   }
 }
 
+// Note [Untuned BLIS]: batches above the tiny threshold under the automatic provider run
+// BLIS where it has tuned kernels and one-thread OpenBLAS calls where it does not (this
+// test runs whichever route the machine takes). Operands strided in both dimensions
+// (not in a BLAS form: OpenBLAS needs them packed, BLIS takes them as they are), conj,
+// alpha, every floating dtype, outer-parallel and sequential batches on two threads.
+TEST(DotGeneral, AutomaticBatchesOnEitherBlisBuild) {
+  auto executor = make_tbb_executor(2).value();
+  std::mt19937_64 rng(11);
+  for (DType d : {DType::kF64, DType::kC128, DType::kF32, DType::kC64}) {
+    // lhs [m, b, k] every second row of m; rhs [n, k, b] with k strided by 2 as well.
+    Tensor lhs = Tensor::random_uniform(d, {2 * 37, 5, 41}, rng(), -1, 1).value().slice(0, 0, 2 * 37, 2).value();
+    Tensor rhs = Tensor::random_uniform(d, {33, 2 * 41, 5}, rng(), -1, 1).value().slice(1, 0, 2 * 41, 2).value();
+    DotDims dims;
+    dims.lhs_batch = {1};
+    dims.rhs_batch = {2};
+    dims.lhs_contracting = {2};
+    dims.rhs_contracting = {1};
+    for (BatchPolicy policy : {BatchPolicy::kOuterParallel, BatchPolicy::kSequential, BatchPolicy::kAuto}) {
+      DotOptions opt;
+      opt.batch_policy = policy;
+      opt.conj_lhs = is_complex(d);
+      opt.alpha = is_complex(d) ? c128(0.5, -1) : c128(2, 0);
+      opt.tiny_flops = 1;  // never the plain loops: the providers are under test
+      opt.tiny_flops_blis = 1;
+      std::optional<Result<Tensor>> got;
+      executor->install([&] {
+        CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, 2);
+        got = dot_general(ctx, lhs, rhs, dims, opt);
+      });
+      ASSERT_TRUE(got->has_value()) << got->error().to_string();
+      const Tensor res = got->value();
+      ASSERT_EQ(res.shape(), Shape({5, 37, 33}));
+      const double tol = (d == DType::kF32 || d == DType::kC64) ? 2e-4 : 1e-12;
+      for_each_index(res.shape(), [&](const Index& i) {
+        std::complex<long double> acc = 0;
+        for (int64_t k = 0; k < 41; ++k) {
+          c128 x = lhs.get_as_c128({i[1], i[0], k}).value();
+          const c128 y = rhs.get_as_c128({i[2], k, i[0]}).value();
+          if (opt.conj_lhs) x = std::conj(x);
+          acc += std::complex<long double>(x.real(), x.imag()) * std::complex<long double>(y.real(), y.imag());
+        }
+        acc *= std::complex<long double>(opt.alpha.real(), opt.alpha.imag());
+        const c128 g = res.get_as_c128(i).value();
+        ASSERT_NEAR(g.real(), static_cast<double>(acc.real()), tol) << dtype_name(d) << " " << batch_policy_name(policy);
+        ASSERT_NEAR(g.imag(), static_cast<double>(acc.imag()), tol) << dtype_name(d) << " " << batch_policy_name(policy);
+      });
+    }
+  }
+}
+
 // A contraction with only batch dimensions is an elementwise product (with conj,
 // alpha and beta) under every policy, including into a strided destination.
 TEST(DotGeneral, AllBatchContractionIsElementwise) {
