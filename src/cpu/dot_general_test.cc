@@ -904,7 +904,8 @@ TEST(DotGeneral, StreamedKernelMatchesLongDoubleSums) {
   std::mt19937_64 rng(1201);
   std::normal_distribution<double> nd;
   int checked = 0;
-  for (const int64_t m : {1, 5, 8, 13, 96, 97, 203}) {
+  // m covers partial 8- and 16-row slices (Note [Streamed slices on AVX-512]) and 96-row chunks.
+  for (const int64_t m : {1, 5, 8, 13, 16, 24, 96, 97, 111, 203}) {
     for (const int64_t n : {1, 3, 8, 21, 32}) {
       for (const int64_t k : {1, 3, 4, 7, 64, 130}) {
         const bool row_major = rng() % 2, b_rows = rng() % 2;
