@@ -783,7 +783,8 @@ constexpr int64_t kStreamMinLong = 64;
 constexpr int64_t kStreamMinShort = 8;
 
 // The streamed kernel on the tall side's rows (C^T = B^T A^T when `transposed`), split
-// over the workers in pieces of whole 8-row slices, at most kStreamPieceSlices each.
+// over the workers in pieces of whole slices (detail::kStreamSliceRows), at most
+// kStreamPieceRows rows each.
 //
 // Note [Streamed pieces]: a streamed product takes 50-500 us and a worker may join the
 // loop tens of microseconds late; with one piece per worker the caller then waits for
@@ -795,24 +796,21 @@ constexpr int64_t kStreamMinShort = 8;
 // streamed-output and short-contraction splits likewise hand out about four pieces per
 // worker (each piece costs nothing extra there); MERA and lm at 2 threads were unchanged
 // within the spread by that.
-constexpr int64_t kStreamPieceSlices = 6;
+constexpr int64_t kStreamPieceRows = 48;
 template <class T>
 void streamed(const CpuExecutionContext& ctx, const detail::GemmArgs<T>& g, bool transposed, int threads) {
-  detail::GemmArgs<T> t = g;
-  if (transposed) {
-    t = detail::GemmArgs<T>{g.n, g.m, g.k, g.alpha, g.b, g.csb, g.rsb, g.conj_b,
-                            g.a, g.csa, g.rsa, g.conj_a, g.beta, g.c, g.csc, g.rsc};
-  }
+  const detail::GemmArgs<T> t = transposed ? detail::transposed(g) : g;
   if (threads <= 1) {
     detail::streamed_f64(t);
     return;
   }
-  const int64_t slices = (t.m + 7) / 8;
-  ctx.parallel_for(slices, std::min(kStreamPieceSlices, (slices + threads - 1) / threads), [&](int64_t s0, int64_t s1) {
+  constexpr int64_t S = detail::kStreamSliceRows;
+  const int64_t slices = (t.m + S - 1) / S;
+  ctx.parallel_for(slices, std::min(kStreamPieceRows / S, (slices + threads - 1) / threads), [&](int64_t s0, int64_t s1) {
     detail::GemmArgs<T> part = t;
-    part.m = std::min(t.m, 8 * s1) - 8 * s0;
-    part.a = t.a + 8 * s0 * t.rsa;
-    part.c = t.c + 8 * s0 * t.rsc;
+    part.m = std::min(t.m, S * s1) - S * s0;
+    part.a = t.a + S * s0 * t.rsa;
+    part.c = t.c + S * s0 * t.rsc;
     detail::streamed_f64(part);
   });
 }
@@ -960,6 +958,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   // Small products with A and C column-major go to the register-blocked small kernel,
   // which beat OpenBLAS up to 262144 multiply-adds (Note [Tiny products]).
   bool thin_form = false, wide_form = false, out_form = false, short_form = false, short_transposed = false, stream_form = false, stream_transposed = false;
+  bool small_pack_lhs = false;  // the small kernel's lhs packed [free, contracting]
   detail::KLevels klev;
   std::array<int64_t, detail::kShortSideMax> row_off{};
   // Both sides short, one operand contiguous along its free side, and an operand that
@@ -1010,7 +1009,19 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
       const int64_t oms = om.mergeable && on.mergeable ? om.stride : 1;
       // The short-side kernel first: the small and thin kernels below assume packing.
       short_form = short_route(M, N, K);
-      const bool small_form = !short_form && flops <= kSmallMaxFlops && K <= detail::kSmallMaxK && M >= 4 && lms == 1 && oms == 1;
+      // The small kernel takes C^T = B^T A^T when C is row-major and B's rows contiguous
+      // (numpy's row-major batched matmul 'bij,bjk->bik').
+      const int64_t rns = rk.mergeable && rn.mergeable ? rn.stride : rhs_n_first ? 1 : K;
+      const int64_t ons = om.mergeable && on.mergeable ? on.stride : M;
+      // An lhs without a unit stride (batch-fastest operands, Note [Batch-fastest
+      // operands]) is packed [free, contracting] for the small kernel, as any provider
+      // but BLIS would pack it, and so is such a rhs (each of its elements on its own
+      // cache line otherwise).
+      const bool lhs_packed = !(lm.mergeable && lk.mergeable) || (lm.stride != 1 && lk.stride != 1);
+      const bool small_form =
+          !short_form && flops <= kSmallMaxFlops && K <= detail::kSmallMaxK &&
+          ((M >= 4 && (lms == 1 || lhs_packed) && oms == 1) || (N >= 4 && rns == 1 && ons == 1 && oms != 1));
+      small_pack_lhs = small_form && oms == 1 && lms != 1;
       // A tall operand (column- or row-major) against a narrow one with a long
       // contraction, C column-major, no operand packed: streamed in memory order (Note
       // [Streamed tall products] in gemm.cc); C^T = B^T A^T when the tall side is the
@@ -1116,9 +1127,10 @@ constexpr int64_t kOpenBlasPiece = 512;
   };
   const bool blis = route.provider == GemmProvider::kBlis;
   const bool lhs_ok = short_form || (lm.mergeable && lk.mergeable && operand_ok(route, false, cl, M, K, lm.stride, lk.stride) &&
-                                     !((wide_form || out_form) && lm.stride != 1) &&
+                                     !((wide_form || out_form || small_pack_lhs) && lm.stride != 1) &&
                                      !(blis && batch_fastest(lbs.span()) && strided_both(M, K, lm.stride, lk.stride)));
   const bool rhs_ok = short_form || (rk.mergeable && rn.mergeable && operand_ok(route, false, cr, K, N, rk.stride, rn.stride) &&
+                                     !(small_pack_lhs && rk.stride != 1 && rn.stride != 1) &&
                                      !(blis && batch_fastest(rbs.span()) && strided_both(K, N, rk.stride, rn.stride)));
   const bool out_ok = om.mergeable && on.mergeable && operand_ok(route, true, false, M, N, om.stride, on.stride) &&
                       !(blis && batch_fastest(obs.span()) && strided_both(M, N, om.stride, on.stride));
@@ -1127,7 +1139,7 @@ constexpr int64_t kOpenBlasPiece = 512;
   if (!lhs_ok) {
     // Compact [free, contracting, batch] (M x K, unit row stride), or [contracting,
     // free, batch] (unit column stride) when a Fortran call must conjugate it.
-    const bool t = !wide_form && !out_form && ((vendor && cl) || lhs_k_first);
+    const bool t = !wide_form && !out_form && !small_pack_lhs && ((vendor && cl) || lhs_k_first);
     const auto perm = t ? group_order(dims.lhs_contracting.span(), plan.lhs_free.span(), dims.lhs_batch.span())
                         : group_order(plan.lhs_free.span(), dims.lhs_contracting.span(), dims.lhs_batch.span());
     TENFERRO_TRY(lhs_use, packed_copy(ctx, lhs, Dims(perm.span()), dscratch ? &dscratch->lhs : nullptr, pool));

@@ -544,6 +544,91 @@ void expect_two_thread_product(CpuDomainExecutor& executor, std::mt19937_64& rng
       << dtype_name(d) << " m " << m << " n " << n << " k " << k << " first at " << first;
 }
 
+// Batch-fastest operands into a destination whose rows are contiguous: the small f64
+// kernel, with both operands packed once for it (each rhs element would otherwise sit
+// on its own cache line), on one and two threads; every strip remainder of m.
+TEST(DotGeneral, BatchFastestOperandsArePackedForTheSmallKernel) {
+  auto executor = make_tbb_executor(2).value();
+  for (const int64_t m : {8, 21, 64}) {
+    for (int threads : {1, 2}) {
+      Config c;
+      c.lhs_shape = {32, m, 36};  // [b, i, j], b fastest
+      c.rhs_shape = {32, 36, 44};  // [b, j, k], b fastest
+      c.dims.lhs_batch = {0};
+      c.dims.rhs_batch = {0};
+      c.dims.lhs_contracting = {2};
+      c.dims.rhs_contracting = {1};
+      const Tensor lhs = Tensor::random_normal(DType::kF64, c.lhs_shape, 31 + static_cast<uint64_t>(m)).value();
+      const Tensor rhs = Tensor::random_normal(DType::kF64, c.rhs_shape, 32).value();
+      // [b, i, k] stored as column-major [i, k, b].
+      Tensor out = Tensor::random_normal(DType::kF64, {m, 44, 32}, 33).value().permute({2, 0, 1}).value();
+      const Tensor before = out.clone().value();
+      DotOptions opt;
+      opt.alpha = -0.5;
+      opt.beta = 2.0;
+      DotScratch scratch;
+      Result<void> st;
+      executor->install([&] {
+        CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
+        st = dot_general_into(ctx, lhs, rhs, c.dims, opt, out, nullptr, &scratch);
+      });
+      ASSERT_TRUE(st.has_value()) << st.error().to_string();
+      EXPECT_NE(scratch.lhs, nullptr);
+      EXPECT_NE(scratch.rhs, nullptr);
+      EXPECT_EQ(scratch.out, nullptr);
+      std::string first;
+      EXPECT_EQ(alpha_beta_mismatches(lhs, rhs, c, opt, before, out, 1e-12, &first), 0)
+          << "m " << m << " threads " << threads << " first at " << first;
+    }
+  }
+}
+
+// Row-major batched products ('bij,bjk->bik' on C-order arrays): the small kernel takes
+// C^T = B^T A^T in place (no operand packed, no scratch destination), on one and two
+// threads, every strip remainder (8- and 16-row strips) of n, alpha and beta.
+TEST(DotGeneral, RowMajorBatchedProductsInPlace) {
+  auto executor = make_tbb_executor(2).value();
+  std::mt19937_64 rng(1129);
+  int cases = 0;
+  for (const int64_t n : {4, 5, 8, 13, 16, 29, 64}) {
+    for (const int64_t m : {1, 3, 7, 64}) {
+      for (const int64_t k : {1, 9, 64}) {
+        const int64_t batch = 3;
+        Config c;
+        c.lhs_shape = {batch, m, k};
+        c.rhs_shape = {batch, k, n};
+        c.dims.lhs_batch = {0};
+        c.dims.rhs_batch = {0};
+        c.dims.lhs_contracting = {2};
+        c.dims.rhs_contracting = {1};
+        // C order: column-major storage of the reversed shape, viewed back. The small kernel
+        // serves these (C^T = B^T A^T); OpenBLAS would take them unpacked as well.
+        const Tensor lhs = Tensor::random_normal(DType::kF64, {k, m, batch}, rng()).value().permute({2, 1, 0}).value();
+        const Tensor rhs = Tensor::random_normal(DType::kF64, {n, k, batch}, rng()).value().permute({2, 1, 0}).value();
+        Tensor out = Tensor::random_normal(DType::kF64, {n, m, batch}, rng()).value().permute({2, 1, 0}).value();
+        const Tensor before = out.clone().value();
+        DotOptions opt;
+        opt.alpha = 1.5;
+        opt.beta = (cases % 2 == 0) ? 0.0 : -0.75;
+        const int threads = 1 + cases % 2;
+        DotScratch scratch;
+        executor->install([&] {
+          CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
+          ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, c.dims, opt, out, nullptr, &scratch));
+        });
+        EXPECT_EQ(scratch.lhs, nullptr) << "m " << m << " n " << n << " k " << k;
+        EXPECT_EQ(scratch.rhs, nullptr) << "m " << m << " n " << n << " k " << k;
+        EXPECT_EQ(scratch.out, nullptr) << "m " << m << " n " << n << " k " << k;
+        std::string first;
+        EXPECT_EQ(alpha_beta_mismatches(lhs, rhs, c, opt, before, out, 1e-12, &first), 0)
+            << "m " << m << " n " << n << " k " << k << " threads " << threads << " first at " << first;
+        ++cases;
+      }
+    }
+  }
+  EXPECT_EQ(cases, 84);
+}
+
 // Note [Column-split products]: at two threads a product with N >= M above
 // parallel_min_flops and a longer side of at least 4K runs as one BLIS call per worker
 // on its own columns; a taller one, or one with a long contraction (64 x 64 x 129),
@@ -683,7 +768,8 @@ TEST(DotGeneral, SmallKernelMatchesLongDoubleSums) {
   std::mt19937_64 rng(1130);
   std::normal_distribution<double> nd;
   int checked = 0;
-  for (const int64_t m : {4, 5, 8, 11, 12, 13, 144}) {
+  // m covers every strip kind of 8- and 16-row strips (Note [Small blocks on AVX-512]).
+  for (const int64_t m : {4, 5, 8, 11, 12, 13, 16, 24, 29, 144}) {
     for (const int64_t n : {1, 2, 3, 4, 5, 6, 7, 12, 13, 40}) {
       for (const int64_t k : {1, 11, 64, 200}) {
         const bool b_rows = rng() % 2, hint = rng() % 2;

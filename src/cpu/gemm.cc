@@ -320,50 +320,91 @@ void dot_form_f64(const GemmArgs<double>& g) {
 // partial vector is masked (masked loads are slower). alpha and beta are read once into
 // locals, since C's stores could alias the arguments and would force reloads; alpha = 1
 // skips its multiply.
-enum class SmallRows { kEight, kFour, kUpToFour, kFiveToSeven };
+// Note [Small blocks on AVX-512]: with 512-bit vectors (AVX-512F) the same blocks are 16
+// rows by 6 columns: twice the arithmetic per load, broadcast and store of the 8-row
+// block, and masked loads and stores are native. Zen 5, 2026-11-30: see the
+// eleventh-session entry in docs/design/0002-cpu-engine.md.
+namespace vec {
+#if defined(__AVX512F__)
+constexpr int64_t kLanes = 8;
+using V = __m512d;
+using M = __mmask8;
+inline V zero() { return _mm512_setzero_pd(); }
+inline V set1(double x) { return _mm512_set1_pd(x); }
+inline V load(const double* p) { return _mm512_loadu_pd(p); }
+inline V load(const double* p, M m) { return _mm512_maskz_loadu_pd(m, p); }
+inline void store(double* p, V v) { _mm512_storeu_pd(p, v); }
+inline void store(double* p, V v, M m) { _mm512_mask_storeu_pd(p, m, v); }
+inline V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
+inline V mul(V a, V b) { return _mm512_mul_pd(a, b); }
+// Lanes below n set.
+inline M mask(int64_t n) { return static_cast<M>(n <= 0 ? 0u : n >= 8 ? 0xffu : (1u << n) - 1u); }
+#else
+constexpr int64_t kLanes = 4;
+using V = __m256d;
+using M = __m256i;
+inline V zero() { return _mm256_setzero_pd(); }
+inline V set1(double x) { return _mm256_set1_pd(x); }
+inline V load(const double* p) { return _mm256_loadu_pd(p); }
+inline V load(const double* p, M m) { return _mm256_maskload_pd(p, m); }
+inline void store(double* p, V v) { _mm256_storeu_pd(p, v); }
+inline void store(double* p, V v, M m) { _mm256_maskstore_pd(p, m, v); }
+inline V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
+inline V mul(V a, V b) { return _mm256_mul_pd(a, b); }
+inline M mask(int64_t n) { return _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_set_epi64x(3, 2, 1, 0)); }
+#endif
+}  // namespace vec
+
+// Rows of a small-kernel strip: two vectors.
+constexpr int64_t kSmallStripRows = 2 * vec::kLanes;
+
+// A strip's rows decide the block's vectors: a full strip (two vectors), exactly half
+// (one), up to half (one, masked), more than half (two, the second masked).
+enum class SmallRows { kFull, kHalf, kUpToHalf, kOverHalf };
 template <int JW, SmallRows R>
 void small_block_f64(const GemmArgs<double>& g, int64_t i0, int64_t j0) {
-  constexpr int NV = R == SmallRows::kFour || R == SmallRows::kUpToFour ? 1 : 2;
-  constexpr bool kMaskLast = R == SmallRows::kUpToFour || R == SmallRows::kFiveToSeven;
-  const int64_t rows = std::min<int64_t>(8, g.m - i0);
-  const __m256i mask = _mm256_cmpgt_epi64(_mm256_set1_epi64x(NV == 1 ? rows : rows - 4), _mm256_set_epi64x(3, 2, 1, 0));
+  constexpr int64_t L = vec::kLanes;
+  constexpr int NV = R == SmallRows::kHalf || R == SmallRows::kUpToHalf ? 1 : 2;
+  constexpr bool kMaskLast = R == SmallRows::kUpToHalf || R == SmallRows::kOverHalf;
+  const int64_t rows = std::min<int64_t>(kSmallStripRows, g.m - i0);
+  const vec::M mask = vec::mask(NV == 1 ? rows : rows - L);
   const double* __restrict a = g.a + i0;
   const double* __restrict b = g.b + j0 * g.csb;
   const int64_t k = g.k, sa = g.csa, rb = g.rsb, cb = g.csb, ldc = g.csc;
   const double alpha = g.alpha, beta = g.beta;
   double* const c0 = g.c + i0 + j0 * ldc;
   auto load = [&](const double* x, int v) {
-    return kMaskLast && v == NV - 1 ? _mm256_maskload_pd(x + 4 * v, mask) : _mm256_loadu_pd(x + 4 * v);
+    return kMaskLast && v == NV - 1 ? vec::load(x + L * v, mask) : vec::load(x + L * v);
   };
-  __m256d acc[NV][JW];
+  vec::V acc[NV][JW];
 #pragma GCC unroll 2
   for (int v = 0; v < NV; ++v)
 #pragma GCC unroll 6
-    for (int t = 0; t < JW; ++t) acc[v][t] = _mm256_setzero_pd();
+    for (int t = 0; t < JW; ++t) acc[v][t] = vec::zero();
   for (int64_t p = 0; p < k; ++p) {
-    __m256d x[NV];
+    vec::V x[NV];
 #pragma GCC unroll 2
     for (int v = 0; v < NV; ++v) x[v] = load(a + p * sa, v);
     const double* bp = b + p * rb;
 #pragma GCC unroll 6
     for (int t = 0; t < JW; ++t) {
-      const __m256d y = _mm256_broadcast_sd(bp + t * cb);
+      const vec::V y = vec::set1(bp[t * cb]);
 #pragma GCC unroll 2
-      for (int v = 0; v < NV; ++v) acc[v][t] = _mm256_fmadd_pd(x[v], y, acc[v][t]);
+      for (int v = 0; v < NV; ++v) acc[v][t] = vec::fma(x[v], y, acc[v][t]);
     }
   }
-  const __m256d av = _mm256_set1_pd(alpha), bv = _mm256_set1_pd(beta);
+  const vec::V av = vec::set1(alpha), bv = vec::set1(beta);
 #pragma GCC unroll 6
   for (int t = 0; t < JW; ++t) {
     double* c = c0 + t * ldc;
 #pragma GCC unroll 2
     for (int v = 0; v < NV; ++v) {
-      __m256d r = alpha == 1.0 ? acc[v][t] : _mm256_mul_pd(av, acc[v][t]);
-      if (beta != 0.0) r = _mm256_fmadd_pd(bv, load(c, v), r);
+      vec::V r = alpha == 1.0 ? acc[v][t] : vec::mul(av, acc[v][t]);
+      if (beta != 0.0) r = vec::fma(bv, load(c, v), r);
       if (kMaskLast && v == NV - 1) {
-        _mm256_maskstore_pd(c + 4 * v, mask, r);
+        vec::store(c + L * v, r, mask);
       } else {
-        _mm256_storeu_pd(c + 4 * v, r);
+        vec::store(c + L * v, r);
       }
     }
   }
@@ -371,15 +412,16 @@ void small_block_f64(const GemmArgs<double>& g, int64_t i0, int64_t j0) {
 
 template <int JW>
 void small_block_any_f64(const GemmArgs<double>& g, int64_t i0, int64_t j0) {
+  constexpr int64_t L = vec::kLanes;
   const int64_t rows = g.m - i0;
-  if (rows >= 8) {
-    small_block_f64<JW, SmallRows::kEight>(g, i0, j0);
-  } else if (rows == 4) {
-    small_block_f64<JW, SmallRows::kFour>(g, i0, j0);
-  } else if (rows < 4) {
-    small_block_f64<JW, SmallRows::kUpToFour>(g, i0, j0);
+  if (rows >= 2 * L) {
+    small_block_f64<JW, SmallRows::kFull>(g, i0, j0);
+  } else if (rows == L) {
+    small_block_f64<JW, SmallRows::kHalf>(g, i0, j0);
+  } else if (rows < L) {
+    small_block_f64<JW, SmallRows::kUpToHalf>(g, i0, j0);
   } else {
-    small_block_f64<JW, SmallRows::kFiveToSeven>(g, i0, j0);
+    small_block_f64<JW, SmallRows::kOverHalf>(g, i0, j0);
   }
 }
 
@@ -437,7 +479,7 @@ void small_f64(const GemmArgs<double>& g) {
   const bool b_cols = g.rsb == 1;
   LinePrefetch pa(g.next_a, g.m, g.k, g.csa), pc(g.next_c, g.m, g.n, g.csc),
       pb(b_cols || g.csb == 1 ? g.next_b : nullptr, b_cols ? g.k : g.n, b_cols ? g.n : g.k, b_cols ? g.csb : g.rsb);
-  const int64_t strips = (g.m + 7) / 8, col_blocks = (g.n + kSmallCols - 1) / kSmallCols;
+  const int64_t strips = (g.m + kSmallStripRows - 1) / kSmallStripRows, col_blocks = (g.n + kSmallCols - 1) / kSmallCols;
   // Each block's share of the prefetches (no divisions without a hint: tiny products
   // take a few hundred cycles).
   int64_t qa = 0, qb = 0, qc = 0;
@@ -462,9 +504,9 @@ void small_f64(const GemmArgs<double>& g) {
   };
   if (col_blocks > 2 && g.m * g.k <= kSmallColumnsMaxA) {
     for (int64_t j0 = 0; j0 < g.n; j0 += kSmallCols)
-      for (int64_t i0 = 0; i0 < g.m; i0 += 8) block(i0, j0);
+      for (int64_t i0 = 0; i0 < g.m; i0 += kSmallStripRows) block(i0, j0);
   } else {
-    for (int64_t i0 = 0; i0 < g.m; i0 += 8)
+    for (int64_t i0 = 0; i0 < g.m; i0 += kSmallStripRows)
       for (int64_t j0 = 0; j0 < g.n; j0 += kSmallCols) block(i0, j0);
   }
 }
@@ -501,7 +543,7 @@ void out_tile_f64(const GemmArgs<double>& g, int64_t i0, int64_t rows, int64_t j
   t.c = tile;
   t.rsc = 1;
   t.csc = kOutTileRows;
-  for (int64_t r = 0; r < rows; r += 8) {
+  for (int64_t r = 0; r < rows; r += kSmallStripRows) {
     switch (cols) {
       case 6: small_block_any_f64<6>(t, r, 0); break;
       case 5: small_block_any_f64<5>(t, r, 0); break;
@@ -710,6 +752,10 @@ void gemm_naive_arith(const GemmArgs<T>& g) {
   if constexpr (std::is_same_v<T, double>) {
     if (small_form_f64(g)) {
       small_f64(g);
+      return;
+    }
+    if (g.rsc != 1 && g.csc == 1 && small_form_f64(transposed(g))) {
+      small_f64(transposed(g));  // C row-major, B's rows contiguous: C^T = B^T A^T
       return;
     }
     if (thin_form_f64(g)) {
@@ -1001,19 +1047,12 @@ void stream_slice_f64(int64_t n, const double* a, int64_t lda, const double* b, 
 // the arithmetic. Zen 5 (2026-11-30; 107 GFLOP/s of independent 512-bit FMAs on one
 // core against 55 with 256-bit ones), matrix chain, medians of interleaved runs against
 // the 8-row slices: 8.52 -> 5.27 ms at one thread (4 pairs), 4.82 -> 3.87 ms at two (3).
-constexpr int64_t kStreamSliceRows = 16;
-using StreamMask = __mmask8;
-
-// Lanes below `rem` (of eight) set.
-inline StreamMask stream_mask(int64_t rem) {
-  return static_cast<__mmask8>(rem <= 0 ? 0 : rem >= 8 ? 0xff : (1u << rem) - 1u);
-}
 
 // One 16-row slice (`rows` < 16 when kPartial) and four contraction steps; lo holds rows
 // 0..7, hi rows 8..15 (masks m0, m1 for a partial slice).
 template <bool kPartial, bool kRowMajor>
 void stream_slice_f64(int64_t n, const double* a, int64_t lda, const double* b, int64_t rsb, int64_t csb,
-                      double* tile, int64_t ldt, int64_t rows, StreamMask m0, StreamMask m1, bool prefetch) {
+                      double* tile, int64_t ldt, int64_t rows, vec::M m0, vec::M m1, bool prefetch) {
   __m512d lo[4], hi[4];
   if constexpr (kRowMajor) {
     // Four-element runs of 16 rows, transposed four rows at a time and joined in pairs.
@@ -1071,13 +1110,6 @@ void stream_slice_f64(int64_t n, const double* a, int64_t lda, const double* b, 
   }
 }
 #else
-constexpr int64_t kStreamSliceRows = 8;
-using StreamMask = __m256i;
-
-// Lanes below `rem` (of four) set.
-inline StreamMask stream_mask(int64_t rem) {
-  return _mm256_cmpgt_epi64(_mm256_set1_epi64x(rem), _mm256_set_epi64x(3, 2, 1, 0));
-}
 #endif
 
 template <bool kRowMajor>
@@ -1089,7 +1121,7 @@ void streamed_any_f64(const GemmArgs<double>& g) {
   for (int64_t i0 = 0; i0 < g.m; i0 += kStreamRows) {
     const int64_t rows = std::min(kStreamRows, g.m - i0);
     const int64_t full = rows / kSlice, rem = rows % kSlice, ldt = (rows + kSlice - 1) / kSlice * kSlice;
-    const StreamMask m0 = stream_mask(rem), m1 = stream_mask(rem - kSlice / 2);
+    const vec::M m0 = vec::mask(rem), m1 = vec::mask(rem - kSlice / 2);
     std::fill(tile, tile + ldt * n, 0.0);
     const double* a = g.a + i0 * row_step;
     int64_t p = 0;

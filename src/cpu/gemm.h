@@ -35,6 +35,16 @@ struct GemmArgs {
   const T* next_c = nullptr;
 };
 
+/// The same product as C^T = B^T A^T (m and n, A and B, and C's strides swapped).
+template <class T>
+GemmArgs<T> transposed(const GemmArgs<T>& g) {
+  GemmArgs<T> t{g.n, g.m, g.k, g.alpha, g.b, g.csb, g.rsb, g.conj_b, g.a, g.csa, g.rsa, g.conj_a, g.beta, g.c, g.csc, g.rsc};
+  t.next_a = g.next_b;
+  t.next_b = g.next_a;
+  t.next_c = g.next_c;
+  return t;
+}
+
 /// OpenBLAS (cblas): needs a unit stride in one dimension of every operand. Runs on
 /// OpenBLAS's own threads (count set from `threads`; Note [OpenBLAS threads]).
 template <class T>
@@ -113,6 +123,13 @@ bool short_sides_available();
 
 /// Largest n streamed_f64 takes.
 inline constexpr int64_t kStreamMaxN = 32;
+/// Rows of streamed_f64's register slices (callers split m in multiples): 16 with
+/// AVX-512 (Note [Streamed slices on AVX-512]), else 8.
+#if defined(__AVX512F__)
+inline constexpr int64_t kStreamSliceRows = 16;
+#else
+inline constexpr int64_t kStreamSliceRows = 8;
+#endif
 
 /// C = alpha A B + beta C for f64 with C column-major (g.rsc == 1), A column-major
 /// (g.rsa == 1) or row-major (g.csa == 1), B any strides and g.n <= kStreamMaxN: a tall
