@@ -1,6 +1,7 @@
 #include "tenferro/cpu/dot_general.h"
 
 #include <algorithm>
+#include <atomic>
 #include <array>
 
 #if defined(__AVX2__)
@@ -579,27 +580,33 @@ void split_k_blis(const CpuExecutionContext& ctx, const detail::GemmArgs<T>& g, 
   add_partials<T>(partial, parts, g.m, g.n, g.c, g.rsc, g.csc);
 }
 
-// Runs `gemm` on `pieces` pieces of g's longer side (columns when N >= M, else rows),
-// taken by the context's workers; piece p covers [len p / pieces, len (p + 1) / pieces),
-// fixed by the piece count whichever worker runs it.
+// Runs `gemm(part, lane)` on `pieces` pieces of g's longer side (columns when N >= M,
+// else rows): piece p covers [len p / pieces, len (p + 1) / pieces), fixed by the piece
+// count whichever worker runs it. The context's workers run min(pieces, threads) lanes,
+// each taking pieces in turn until none is left; a lane runs on one worker at a time, so
+// `lane` indexes per-worker workspace.
 template <class T, class F>
 void on_pieces(const CpuExecutionContext& ctx, const detail::GemmArgs<T>& g, int64_t pieces, const F& gemm) {
   const bool cols = g.n >= g.m;
   const int64_t len = cols ? g.n : g.m;
-  ctx.parallel_for(pieces, 1, [&](int64_t p0, int64_t p1) {
-    for (int64_t p = p0; p < p1; ++p) {
-      const int64_t x0 = len * p / pieces, x1 = len * (p + 1) / pieces;
-      detail::GemmArgs<T> part = g;
-      if (cols) {
-        part.n = x1 - x0;
-        part.b = g.b + x0 * g.csb;
-        part.c = g.c + x0 * g.csc;
-      } else {
-        part.m = x1 - x0;
-        part.a = g.a + x0 * g.rsa;
-        part.c = g.c + x0 * g.rsc;
+  const int64_t lanes = std::min<int64_t>(pieces, ctx.threads());
+  std::atomic<int64_t> next{0};
+  ctx.parallel_for(lanes, 1, [&](int64_t l0, int64_t l1) {
+    for (int64_t lane = l0; lane < l1; ++lane) {
+      for (int64_t p = next.fetch_add(1); p < pieces; p = next.fetch_add(1)) {
+        const int64_t x0 = len * p / pieces, x1 = len * (p + 1) / pieces;
+        detail::GemmArgs<T> part = g;
+        if (cols) {
+          part.n = x1 - x0;
+          part.b = g.b + x0 * g.csb;
+          part.c = g.c + x0 * g.csc;
+        } else {
+          part.m = x1 - x0;
+          part.a = g.a + x0 * g.rsa;
+          part.c = g.c + x0 * g.rsc;
+        }
+        gemm(part, lane);
       }
-      gemm(part);
     }
   });
 }
@@ -1174,6 +1181,24 @@ constexpr int64_t kOpenBlasPiece = 512;
     obs = compact_batch_strides(bext.span(), M * N);
   }
   Tensor& target = out_ok ? out : scratch;
+  // Note [Blocked AVX-512 GEMM] (gemm.cc): automatic f64 products that would make
+  // OpenBLAS calls run the blocked kernel where the build has AVX-512, with one packing
+  // workspace per worker (DotScratch::work or the pool). Outer-parallel items stay with
+  // OpenBLAS (their workers share no lane index).
+  double* blocked = nullptr;
+  int64_t blocked_lane = 0;
+  Tensor blocked_ws;
+  if constexpr (std::is_same_v<T, double>) {
+    if (opt.provider == GemmProvider::kAuto && route.provider == GemmProvider::kOpenBlas && !vendor &&
+        route.policy != BatchPolicy::kOuterParallel && detail::blocked_available()) {
+      const int64_t lanes = route.policy == BatchPolicy::kProviderItems && flops >= bs_min_parallel ? ctx.threads() : 1;
+      blocked_lane = (detail::blocked_work(M, N, K) + 7) / 8 * 8;  // whole cache lines per lane
+      TENFERRO_TRY(blocked_ws, take_scratch(DType::kF64, Shape{blocked_lane * lanes + 8},
+                                            dscratch ? &dscratch->work : nullptr, pool));
+      const auto addr = reinterpret_cast<uintptr_t>(blocked_ws.storage()->data());
+      blocked = reinterpret_cast<double*>((addr + 63) & ~uintptr_t{63});
+    }
+  }
   const BatchAxes ax = batch_axes(bext.span(), lbs.span(), rbs.span(), obs.span());
   const auto* lbase = static_cast<const T*>(lhs_use.storage()->data()) + lhs_use.offset();
   const auto* rbase = static_cast<const T*>(rhs_use.storage()->data()) + rhs_use.offset();
@@ -1210,12 +1235,26 @@ constexpr int64_t kOpenBlasPiece = 512;
     }
     switch (route.provider) {
       case GemmProvider::kOpenBlas:
+        if constexpr (std::is_same_v<T, double>) {
+          if (blocked != nullptr) {
+            if (threads > 1) {
+              // Pieces as for OpenBLAS (Note [OpenBLAS pieces]), each lane its own panels.
+              const int64_t pieces = std::clamp<int64_t>(std::max(M, N) / kOpenBlasPiece, threads, 4 * int64_t{threads});
+              on_pieces<T>(ctx, g, pieces, [&](const detail::GemmArgs<T>& part, int64_t lane) {
+                if (!detail::gemm_blocked_f64(part, blocked + lane * blocked_lane)) detail::gemm_openblas<T>(part, 1);
+              });
+            } else if (!detail::gemm_blocked_f64(g, blocked)) {
+              detail::gemm_openblas<T>(g, 1);
+            }
+            return;
+          }
+        }
         if (threads > 1 && opt.provider == GemmProvider::kAuto) {
           // One-thread OpenBLAS calls on pieces of the longer side, run by the engine's
           // workers (Note [OpenBLAS pieces]).
           const int64_t len = std::max(M, N);
           const int64_t pieces = std::clamp<int64_t>(len / kOpenBlasPiece, threads, 4 * int64_t{threads});
-          on_pieces<T>(ctx, g, pieces, [](const detail::GemmArgs<T>& part) { detail::gemm_openblas<T>(part, 1); });
+          on_pieces<T>(ctx, g, pieces, [](const detail::GemmArgs<T>& part, int64_t) { detail::gemm_openblas<T>(part, 1); });
           return;
         }
         detail::gemm_openblas<T>(g, threads);
@@ -1225,7 +1264,7 @@ constexpr int64_t kOpenBlasPiece = 512;
           // Split the longer side over the engine's workers, one piece each (every BLIS
           // call packs the other operand again; each reads its share of the long operand
           // once); each call is sequential. Shorter sides run as one call.
-          on_pieces<T>(ctx, g, threads, [](const detail::GemmArgs<T>& part) { detail::gemm_blis<T>(part); });
+          on_pieces<T>(ctx, g, threads, [](const detail::GemmArgs<T>& part, int64_t) { detail::gemm_blis<T>(part); });
         } else if (threads > 1 && M * N <= kSplitKMaxOutput && K >= 256 * threads) {
           split_k_blis<T>(ctx, g, std::min(threads, kSplitKMaxParts));  // Note [Split-K products]
         } else {
@@ -1329,6 +1368,7 @@ constexpr int64_t kOpenBlasPiece = 512;
     if (!lhs_ok) give_back(lhs_use, &dscratch->lhs);
     if (!rhs_ok) give_back(rhs_use, &dscratch->rhs);
     if (!out_ok) give_back(scratch, &dscratch->out);
+    if (blocked_ws.defined()) give_back(blocked_ws, &dscratch->work);
   }
   return ok();
 }

@@ -1020,6 +1020,85 @@ TEST(DotGeneral, StreamedKernelMatchesLongDoubleSums) {
   EXPECT_GT(checked, 50000);
 }
 
+// Note [Blocked AVX-512 GEMM]: the kernel itself on every panel remainder (24-row A
+// panels, 8-column B panels), more than one contraction slice (kBlockK), B column block
+// (kBlockN) and A row block (kBlockM), A column-major, row-major or strided both ways,
+// B in either order or strided, alpha and beta (beta only on the first slice), a C with
+// padding rows that must stay untouched; against long-double sums.
+TEST(DotGeneral, BlockedKernelMatchesLongDoubleSums) {
+  if (!detail::blocked_available()) GTEST_SKIP() << "no AVX-512 in this build";
+  std::mt19937_64 rng(1130);
+  std::normal_distribution<double> nd;
+  int checked = 0;
+  const int64_t shapes[][3] = {{1, 1, 1},    {23, 7, 5},      {24, 8, 256},  {25, 9, 257},
+                               {47, 17, 300}, {193, 13, 40},   {30, 1030, 9}, {200, 12, 600},
+                               {5, 300, 513}, {1, 1025, 3}};
+  for (const auto& s : shapes) {
+    const int64_t m = s[0], n = s[1], k = s[2];
+    for (int form = 0; form < 3; ++form) {
+      // form 0: A column-major, B column-major; 1: A row-major, B row-major; 2: both strided.
+      const int64_t sa = form == 2 ? 2 : 1;
+      const int64_t rsa = form == 1 ? k + 1 : sa, csa = form == 1 ? 1 : (m + 1) * sa;
+      const int64_t rsb = form == 1 ? n + 2 : (form == 2 ? 3 : 1), csb = form == 1 ? 1 : (form == 2 ? 3 * k + 1 : k);
+      const int64_t ldc = m + static_cast<int64_t>(rng() % 3);
+      std::vector<double> a(static_cast<size_t>(m * rsa + k * csa + 1)), b(static_cast<size_t>(k * rsb + n * csb + 1)),
+          c(static_cast<size_t>(ldc * n));
+      for (auto* v : {&a, &b, &c})
+        for (double& x : *v) x = nd(rng);
+      const std::vector<double> c0 = c;
+      const double alpha = form == 0 ? 1.0 : -0.75, beta = form == 1 ? 0.0 : 1.5;
+      const detail::GemmArgs<double> g{m, n, k, alpha, a.data(), rsa, csa, false, b.data(), rsb, csb, false,
+                                       beta, c.data(), 1, ldc};
+      std::vector<double> work(static_cast<size_t>(detail::blocked_work(m, n, k)));
+      ASSERT_TRUE(detail::gemm_blocked_f64(g, work.data()));
+      expect_kernel_result(
+          m, n, k, alpha, beta, [&](int64_t i, int64_t p) { return a[static_cast<size_t>(i * rsa + p * csa)]; },
+          [&](int64_t p, int64_t j) { return b[static_cast<size_t>(p * rsb + j * csb)]; }, c.data(), c0.data(), ldc,
+          "form " + std::to_string(form), &checked);
+      if (HasFatalFailure()) return;
+    }
+  }
+  EXPECT_GT(checked, 100000);
+}
+
+// Through dot_general: large f64 products (one and two threads: lanes with their own
+// panels), C column- and row-major, strided operands, a DotScratch that keeps the
+// workspace between calls.
+TEST(DotGeneral, BlockedProductsMatchTheReference) {
+  if (!detail::blocked_available()) GTEST_SKIP() << "no AVX-512 in this build";
+  auto executor = make_tbb_executor(2).value();
+  std::mt19937_64 rng(77);
+  DotScratch scratch;
+  for (const auto& mnk : {std::array<int64_t, 3>{210, 100, 270}, std::array<int64_t, 3>{600, 40, 70}}) {
+    for (int threads : {1, 2}) {
+      for (bool row_major_out : {false, true}) {
+        Config c;
+        c.lhs_shape = {mnk[0], mnk[2]};
+        c.rhs_shape = {mnk[2], mnk[1]};
+        c.dims.lhs_contracting = {1};
+        c.dims.rhs_contracting = {0};
+        const Tensor lhs = strided_operand(rng, DType::kF64, c.lhs_shape);
+        const Tensor rhs = Tensor::random_normal(DType::kF64, c.rhs_shape, rng()).value();
+        Tensor out = row_major_out
+                         ? Tensor::random_normal(DType::kF64, {mnk[1], mnk[0]}, rng()).value().permute({1, 0}).value()
+                         : Tensor::random_normal(DType::kF64, {mnk[0], mnk[1]}, rng()).value();
+        const Tensor before = out.clone().value();
+        DotOptions opt;
+        opt.alpha = 0.5;
+        opt.beta = -1.0;
+        executor->install([&] {
+          CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
+          ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, c.dims, opt, out, nullptr, &scratch));
+        });
+        EXPECT_NE(scratch.work, nullptr);
+        std::string first;
+        EXPECT_EQ(alpha_beta_mismatches(lhs, rhs, c, opt, before, out, 1e-12, &first), 0)
+            << "m " << mnk[0] << " threads " << threads << " row-major C " << row_major_out << " first at " << first;
+      }
+    }
+  }
+}
+
 // Through dot_general: a tall operand (column- or row-major) against a narrow one
 // with a long contraction, the tall side as lhs (C column-major) or rhs (C row-major,
 // the transposed form), 1 and 2 threads (the tall side split in pieces of up to 48 rows): nothing

@@ -1201,6 +1201,170 @@ void streamed_out_f64(const GemmArgs<double>& g, bool columns_outer) {
 #endif
 }
 
+// Note [Blocked AVX-512 GEMM]: OpenBLAS 0.3.21 runs its Haswell (256-bit) kernels on
+// CPUs it does not know (AMD family 0x1A, Zen 5), about half of what the core's two
+// 512-bit FMA pipes do. Where AVX-512F is compiled in, large f64 products run this
+// blocked GEMM instead: the contraction in kBlockK slices; per slice B in blocks of
+// kBlockN columns packed into kBlockNR-column panels (L3), A in blocks of kBlockM rows
+// packed into kBlockMR-row panels (L2); a 24 x 8 register block (three vectors by eight
+// broadcasts, 24 accumulators) runs over a panel pair from L1/L2. C must be
+// column-major or row-major (then C^T = B^T A^T); A and B any strides (packing reads
+// them once per block). Figures: the eleventh-session entry in
+// docs/design/0002-cpu-engine.md.
+#if defined(__AVX512F__)
+namespace {
+
+// Packs rows [i0, i0 + mc) x contraction [p0, p0 + kc) of A into kBlockMR-row panels
+// (zero-padded rows), each panel kc x kBlockMR with the rows contiguous.
+void pack_a_block(const GemmArgs<double>& g, int64_t i0, int64_t mc, int64_t p0, int64_t kc, double* dst) {
+  for (int64_t ip = 0; ip < mc; ip += kBlockMR) {
+    const int64_t rows = std::min(kBlockMR, mc - ip);
+    const double* src = g.a + (i0 + ip) * g.rsa + p0 * g.csa;
+    if (g.rsa == 1 && rows == kBlockMR) {
+      for (int64_t p = 0; p < kc; ++p) {
+        const double* col = src + p * g.csa;
+        _mm512_storeu_pd(dst + p * kBlockMR, _mm512_loadu_pd(col));
+        _mm512_storeu_pd(dst + p * kBlockMR + 8, _mm512_loadu_pd(col + 8));
+        _mm512_storeu_pd(dst + p * kBlockMR + 16, _mm512_loadu_pd(col + 16));
+      }
+    } else {
+      for (int64_t p = 0; p < kc; ++p) {
+        double* d = dst + p * kBlockMR;
+        for (int64_t r = 0; r < rows; ++r) d[r] = src[r * g.rsa + p * g.csa];
+        for (int64_t r = rows; r < kBlockMR; ++r) d[r] = 0.0;
+      }
+    }
+    dst += kc * kBlockMR;
+  }
+}
+
+// Packs contraction [p0, p0 + kc) x columns [j0, j0 + nc) of B into kBlockNR-column
+// panels (zero-padded columns), each kc x kBlockNR with a row's elements contiguous.
+void pack_b_block(const GemmArgs<double>& g, int64_t p0, int64_t kc, int64_t j0, int64_t nc, double* dst) {
+  for (int64_t jp = 0; jp < nc; jp += kBlockNR) {
+    const int64_t cols = std::min(kBlockNR, nc - jp);
+    const double* src = g.b + p0 * g.rsb + (j0 + jp) * g.csb;
+    if (g.csb == 1 && cols == kBlockNR) {
+      for (int64_t p = 0; p < kc; ++p) _mm512_storeu_pd(dst + p * kBlockNR, _mm512_loadu_pd(src + p * g.rsb));
+    } else if (g.rsb == 1 && cols == kBlockNR) {
+      // Columns contiguous: eight column runs, transposed 8 rows at a time through the
+      // stores (each store a row of eight).
+      int64_t p = 0;
+      for (; p + 4 <= kc; p += 4) {
+        for (int64_t q = 0; q < 4; ++q) {
+          double* d = dst + (p + q) * kBlockNR;
+          for (int64_t j = 0; j < kBlockNR; ++j) d[j] = src[(p + q) + j * g.csb];
+        }
+      }
+      for (; p < kc; ++p) {
+        for (int64_t j = 0; j < kBlockNR; ++j) dst[p * kBlockNR + j] = src[p + j * g.csb];
+      }
+    } else {
+      for (int64_t p = 0; p < kc; ++p) {
+        double* d = dst + p * kBlockNR;
+        for (int64_t j = 0; j < cols; ++j) d[j] = src[p * g.rsb + j * g.csb];
+        for (int64_t j = cols; j < kBlockNR; ++j) d[j] = 0.0;
+      }
+    }
+    dst += kc * kBlockNR;
+  }
+}
+
+// acc (24 x 8) = sum over kc of A panel x B panel; then C (rows x cols, column-major,
+// leading dimension ldc) = alpha acc + beta C (`beta` 0: C not read).
+void block_kernel_24x8(int64_t kc, const double* __restrict ap, const double* __restrict bp, double* c, int64_t ldc,
+                       int64_t rows, int64_t cols, double alpha, double beta) {
+  __m512d acc[3][kBlockNR];
+#pragma GCC unroll 8
+  for (int j = 0; j < kBlockNR; ++j) {
+    acc[0][j] = _mm512_setzero_pd();
+    acc[1][j] = _mm512_setzero_pd();
+    acc[2][j] = _mm512_setzero_pd();
+  }
+  for (int64_t p = 0; p < kc; ++p) {
+    const __m512d x0 = _mm512_loadu_pd(ap), x1 = _mm512_loadu_pd(ap + 8), x2 = _mm512_loadu_pd(ap + 16);
+    _mm_prefetch(reinterpret_cast<const char*>(ap + 8 * kBlockMR), _MM_HINT_T0);
+#pragma GCC unroll 8
+    for (int j = 0; j < kBlockNR; ++j) {
+      const __m512d y = _mm512_set1_pd(bp[j]);
+      acc[0][j] = _mm512_fmadd_pd(x0, y, acc[0][j]);
+      acc[1][j] = _mm512_fmadd_pd(x1, y, acc[1][j]);
+      acc[2][j] = _mm512_fmadd_pd(x2, y, acc[2][j]);
+    }
+    ap += kBlockMR;
+    bp += kBlockNR;
+  }
+  const __m512d av = _mm512_set1_pd(alpha), bv = _mm512_set1_pd(beta);
+  if (rows == kBlockMR && cols == kBlockNR) {
+#pragma GCC unroll 8
+    for (int j = 0; j < kBlockNR; ++j) {
+      double* cj = c + j * ldc;
+#pragma GCC unroll 3
+      for (int v = 0; v < 3; ++v) {
+        __m512d r = _mm512_mul_pd(av, acc[v][j]);
+        if (beta != 0.0) r = _mm512_fmadd_pd(bv, _mm512_loadu_pd(cj + 8 * v), r);
+        _mm512_storeu_pd(cj + 8 * v, r);
+      }
+    }
+    return;
+  }
+  for (int64_t j = 0; j < cols; ++j) {
+    double* cj = c + j * ldc;
+    for (int v = 0; v < 3; ++v) {
+      const int64_t left = rows - 8 * v;
+      if (left <= 0) break;
+      const __mmask8 m = vec::mask(left);
+      __m512d r = _mm512_mul_pd(av, acc[v][j]);
+      if (beta != 0.0) r = _mm512_fmadd_pd(bv, _mm512_maskz_loadu_pd(m, cj + 8 * v), r);
+      _mm512_mask_storeu_pd(cj + 8 * v, m, r);
+    }
+  }
+}
+}  // namespace
+#endif
+
+bool blocked_available() {
+#if defined(__AVX512F__)
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool gemm_blocked_f64(const GemmArgs<double>& g_in, double* work) {
+#if defined(__AVX512F__)
+  const GemmArgs<double> g = g_in.rsc == 1 ? g_in : transposed(g_in);
+  if (g.rsc != 1 && g.n > 1) return false;
+  const int64_t ldc = g.n > 1 ? g.csc : std::max<int64_t>(1, g.m);
+  double* const apack = work;
+  double* const bpack = work + std::min(kBlockK, g.k) * (g.m < kBlockM ? (g.m + kBlockMR - 1) / kBlockMR * kBlockMR : kBlockM);
+  for (int64_t p0 = 0; p0 < g.k; p0 += kBlockK) {
+    const int64_t kc = std::min(kBlockK, g.k - p0);
+    const double beta = p0 == 0 ? g.beta : 1.0;
+    for (int64_t j0 = 0; j0 < g.n; j0 += kBlockN) {
+      const int64_t nc = std::min(kBlockN, g.n - j0);
+      pack_b_block(g, p0, kc, j0, nc, bpack);
+      for (int64_t i0 = 0; i0 < g.m; i0 += kBlockM) {
+        const int64_t mc = std::min(kBlockM, g.m - i0);
+        pack_a_block(g, i0, mc, p0, kc, apack);
+        for (int64_t jr = 0; jr < nc; jr += kBlockNR) {
+          const double* bp = bpack + jr * kc;
+          for (int64_t ir = 0; ir < mc; ir += kBlockMR) {
+            block_kernel_24x8(kc, apack + ir * kc, bp, g.c + (i0 + ir) + (j0 + jr) * ldc, ldc,
+                              std::min(kBlockMR, mc - ir), std::min(kBlockNR, nc - jr), g.alpha, beta);
+          }
+        }
+      }
+    }
+  }
+  return true;
+#else
+  (void)g_in;
+  (void)work;
+  return false;
+#endif
+}
+
 bool short_sides_available() {
 #if defined(__AVX2__) && defined(__FMA__)
   return true;

@@ -121,6 +121,33 @@ void short_sides_f64(int64_t m, int64_t n, double alpha, const double* a, const 
                      const KLevels& k, double beta, double* c, int64_t rsc, int64_t csc);
 bool short_sides_available();
 
+/// Blocks of the blocked f64 GEMM (Note [Blocked AVX-512 GEMM] in gemm.cc): contraction
+/// slices, B column blocks, A row blocks (multiples of the 8-column and 24-row panels).
+inline constexpr int64_t kBlockK = 256;
+inline constexpr int64_t kBlockN = 1024;
+inline constexpr int64_t kBlockM = 192;
+/// Register block of the blocked GEMM: kBlockMR rows of A's panels, kBlockNR columns of B's.
+inline constexpr int64_t kBlockMR = 24, kBlockNR = 8;
+/// Doubles of workspace one gemm_blocked_f64 call on an m x n x k product (or any part
+/// of it) needs: a packed B block and a packed A block (either orientation: a
+/// row-major C runs as C^T = B^T A^T).
+inline int64_t blocked_work(int64_t m, int64_t n, int64_t k) {
+  const int64_t kc = k < kBlockK ? k : kBlockK;
+  auto rows = [](int64_t x) { return x < kBlockM ? (x + kBlockMR - 1) / kBlockMR * kBlockMR : kBlockM; };
+  auto cols = [](int64_t x) { return x < kBlockN ? (x + kBlockNR - 1) / kBlockNR * kBlockNR : kBlockN; };
+  const int64_t a = rows(m) + cols(n), b = rows(n) + cols(m);
+  return kc * (a > b ? a : b);
+}
+
+/// Whether gemm_blocked_f64 has its AVX-512 kernel in this build.
+bool blocked_available();
+
+/// C = alpha A B + beta C for f64 with C column-major (g.rsc == 1) or row-major (g.csc
+/// == 1), A and B any strides; one thread; `work` holds blocked_work(m, n, k) doubles
+/// (64-byte aligned) owned by the caller. Returns false (nothing written) where the build has no
+/// AVX-512 kernel or C has neither form.
+bool gemm_blocked_f64(const GemmArgs<double>& g, double* work);
+
 /// Largest n streamed_f64 takes.
 inline constexpr int64_t kStreamMaxN = 32;
 /// Rows of streamed_f64's register slices (callers split m in multiples): 16 with

@@ -58,10 +58,12 @@ Result<Shape> dot_general_shape(const Shape& lhs, const Shape& rhs, const DotDim
 /// until reset or destruction). Not thread-safe: one per concurrent caller.
 struct DotScratch {
   std::shared_ptr<Storage> lhs, rhs, out;
+  std::shared_ptr<Storage> work;  ///< the blocked GEMM's packed panels, one set per worker
   void reset() noexcept {
     lhs.reset();
     rhs.reset();
     out.reset();
+    work.reset();
   }
 };
 
