@@ -1116,6 +1116,12 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
 // count, so the result does not depend on which worker runs which piece. A product
 // forced to provider openblas keeps OpenBLAS's own threads (the provider's contract).
 constexpr int64_t kOpenBlasPiece = 512;
+// Note [Blocked pieces]: the blocked GEMM's pieces (Note [Blocked AVX-512 GEMM]) are
+// narrower than OpenBLAS's: each packs the other operand again, but a second worker
+// that wakes late still finds pieces to take. At 2 threads with pieces of 512 a 256^3
+// or 512^3 product ran entirely on the first worker (it had taken both pieces before
+// the second woke): 0.44 / 3.0 ms, the one-thread times.
+constexpr int64_t kBlockedPiece = 128;
 
 // Note [Batch-fastest operands]: BLIS takes any strides, but an operand whose unit
   // stride is a batch dimension gives each product rows and columns that are both
@@ -1238,8 +1244,8 @@ constexpr int64_t kOpenBlasPiece = 512;
         if constexpr (std::is_same_v<T, double>) {
           if (blocked != nullptr) {
             if (threads > 1) {
-              // Pieces as for OpenBLAS (Note [OpenBLAS pieces]), each lane its own panels.
-              const int64_t pieces = std::clamp<int64_t>(std::max(M, N) / kOpenBlasPiece, threads, 4 * int64_t{threads});
+              // Pieces of at least kBlockedPiece (Note [Blocked pieces]), each lane its own panels.
+              const int64_t pieces = std::clamp<int64_t>(std::max(M, N) / kBlockedPiece, threads, 4 * int64_t{threads});
               on_pieces<T>(ctx, g, pieces, [&](const detail::GemmArgs<T>& part, int64_t lane) {
                 if (!detail::gemm_blocked_f64(part, blocked + lane * blocked_lane)) detail::gemm_openblas<T>(part, 1);
               });
