@@ -65,7 +65,8 @@ struct CpuEngineConfig {
   /// Pin Managed workers to their domain's CPUs.
   bool pin_workers = true;
   /// GEMM provider for dot_general by default ("openblas": automatic products make
-  /// one-thread OpenBLAS calls on the engine's workers, Note [OpenBLAS pieces], while a
+  /// one-thread OpenBLAS calls on the engine's workers, Note [OpenBLAS pieces], or run
+  /// the blocked f64 kernel where the build has AVX-512, Note [Blocked AVX-512 GEMM]; a
   /// product forced to provider openblas runs on OpenBLAS's own workers with global
   /// thread control; "blis" on engine workers).
   std::string gemm_provider = "openblas";
