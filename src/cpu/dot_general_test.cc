@@ -1299,6 +1299,17 @@ TEST(DotGeneral, ShortSideProductsWalkTheContractionInPlace) {
   expect_real_product(lhs, rhs, cfg, out);
 }
 
+// dot_general on two workers of `executor` (an inner-parallel context).
+Result<Tensor> dot_on_two_threads(CpuDomainExecutor& executor, const Tensor& lhs, const Tensor& rhs, const DotDims& dims,
+                                  const DotOptions& opt) {
+  std::optional<Result<Tensor>> got;
+  executor.install([&] {
+    CpuExecutionContext ctx(&executor, ParallelMode::kInner, 2);
+    got = dot_general(ctx, lhs, rhs, dims, opt);
+  });
+  return std::move(*got);
+}
+
 // Every batch policy gives the naive result on a batch whose dimensions do not merge
 // (a sliced middle batch axis) with conjugated complex operands in both layouts.
 TEST(DotGeneral, EveryBatchPolicyOnNonMergeableBatches) {
@@ -1320,13 +1331,9 @@ TEST(DotGeneral, EveryBatchPolicyOnNonMergeableBatches) {
         opt.conj_lhs = conj;
         opt.conj_rhs = !conj;
         opt.alpha = is_complex(d) ? c128(0.5, 2) : c128(-1.5, 0);
-        std::optional<Result<Tensor>> got;
-        executor->install([&] {
-          CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, 2);
-          got = dot_general(ctx, lhs, rhs, dims, opt);
-        });
-        ASSERT_TRUE(got->has_value()) << got->error().to_string();
-        const Tensor res = got->value();
+        const Result<Tensor> got = dot_on_two_threads(*executor, lhs, rhs, dims, opt);
+        ASSERT_TRUE(got.has_value()) << got.error().to_string();
+        const Tensor res = got.value();
         // out[b0, b1, m, n] = alpha * sum_k cj(lhs[b0, m, b1, k]) cj(rhs[k, n, b1, b0])
         for_each_index(res.shape(), [&](const Index& i) {
           std::complex<long double> acc = 0;
@@ -1372,13 +1379,9 @@ TEST(DotGeneral, AutomaticBatchesOnEitherBlisBuild) {
       opt.alpha = is_complex(d) ? c128(0.5, -1) : c128(2, 0);
       opt.tiny_flops = 1;  // never the plain loops: the providers are under test
       opt.tiny_flops_blis = 1;
-      std::optional<Result<Tensor>> got;
-      executor->install([&] {
-        CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, 2);
-        got = dot_general(ctx, lhs, rhs, dims, opt);
-      });
-      ASSERT_TRUE(got->has_value()) << got->error().to_string();
-      const Tensor res = got->value();
+      const Result<Tensor> got = dot_on_two_threads(*executor, lhs, rhs, dims, opt);
+      ASSERT_TRUE(got.has_value()) << got.error().to_string();
+      const Tensor res = got.value();
       ASSERT_EQ(res.shape(), Shape({5, 37, 33}));
       const double tol = (d == DType::kF32 || d == DType::kC64) ? 2e-4 : 1e-12;
       for_each_index(res.shape(), [&](const Index& i) {
