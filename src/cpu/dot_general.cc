@@ -24,8 +24,9 @@ namespace tenferro::cpu {
 //
 // Note [Default GEMM provider]: kAuto uses plain loops for tiny products (Note [Tiny
 // products]) and integer dtypes; OpenBLAS for single products and provider-item
-// batches (f64 on AVX-512 builds: the blocked kernel, Note [Blocked AVX-512 GEMM]); BLIS (one thread per call) for sequential, outer-parallel and whole-batch
-// vendor batches, where BLIS runs tuned kernels (Note [Untuned BLIS]). Figures:
+// batches (f64 on AVX-512 builds: the blocked kernel, Note [Blocked AVX-512 GEMM]);
+// BLIS (one thread per call) for sequential, outer-parallel and whole-batch vendor
+// batches, where BLIS runs tuned kernels (Note [Untuned BLIS]). Figures:
 // docs/benchmarks.md ("GEMM providers").
 //
 // Note [Batch policy thresholds]: kAuto runs batches outer-parallel when the context
