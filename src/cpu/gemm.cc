@@ -1337,7 +1337,7 @@ bool gemm_blocked_f64(const GemmArgs<double>& g_in, double* work) {
   if (g.rsc != 1 && g.n > 1) return false;
   const int64_t ldc = g.n > 1 ? g.csc : std::max<int64_t>(1, g.m);
   double* const apack = work;
-  double* const bpack = work + std::min(kBlockK, g.k) * (g.m < kBlockM ? (g.m + kBlockMR - 1) / kBlockMR * kBlockMR : kBlockM);
+  double* const bpack = work + std::min(kBlockK, g.k) * blocked_rows(g.m);
   for (int64_t p0 = 0; p0 < g.k; p0 += kBlockK) {
     const int64_t kc = std::min(kBlockK, g.k - p0);
     const double beta = p0 == 0 ? g.beta : 1.0;

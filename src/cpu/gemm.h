@@ -128,14 +128,15 @@ inline constexpr int64_t kBlockN = 1024;
 inline constexpr int64_t kBlockM = 192;
 /// Register block of the blocked GEMM: kBlockMR rows of A's panels, kBlockNR columns of B's.
 inline constexpr int64_t kBlockMR = 24, kBlockNR = 8;
+/// Rows of a packed A block and columns of a packed B block for an m x n product.
+inline int64_t blocked_rows(int64_t m) { return m < kBlockM ? (m + kBlockMR - 1) / kBlockMR * kBlockMR : kBlockM; }
+inline int64_t blocked_cols(int64_t n) { return n < kBlockN ? (n + kBlockNR - 1) / kBlockNR * kBlockNR : kBlockN; }
 /// Doubles of workspace one gemm_blocked_f64 call on an m x n x k product (or any part
 /// of it) needs: a packed B block and a packed A block (either orientation: a
 /// row-major C runs as C^T = B^T A^T).
 inline int64_t blocked_work(int64_t m, int64_t n, int64_t k) {
   const int64_t kc = k < kBlockK ? k : kBlockK;
-  auto rows = [](int64_t x) { return x < kBlockM ? (x + kBlockMR - 1) / kBlockMR * kBlockMR : kBlockM; };
-  auto cols = [](int64_t x) { return x < kBlockN ? (x + kBlockNR - 1) / kBlockNR * kBlockNR : kBlockN; };
-  const int64_t a = rows(m) + cols(n), b = rows(n) + cols(m);
+  const int64_t a = blocked_rows(m) + blocked_cols(n), b = blocked_rows(n) + blocked_cols(m);
   return kc * (a > b ? a : b);
 }
 
