@@ -45,6 +45,11 @@ std::string_view error_code_name(ErrorCode code) noexcept {
     case ErrorCode::kParse: return "parse";
     case ErrorCode::kIo: return "io";
     case ErrorCode::kInternal: return "internal";
+    case ErrorCode::kRuntimeMismatch: return "runtime_mismatch";
+    case ErrorCode::kStalePreparedGraph: return "stale_prepared_graph";
+    case ErrorCode::kPreparationCycle: return "preparation_cycle";
+    case ErrorCode::kProviderContract: return "provider_contract";
+    case ErrorCode::kDeterminismUnsupported: return "determinism_unsupported";
   }
   return "unknown";
 }

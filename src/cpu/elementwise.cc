@@ -472,7 +472,18 @@ Result<Tensor> clamp(const CpuExecutionContext& ctx, const Tensor& x, const Tens
   visit_dtype(x.dtype(), [&]<class T>() {
     if constexpr (!kIsComplex<T> && !kIsBool<T>) {
       detail::map_kernel<T, T, T, T>(ctx, t.out.storage()->data(), t.out.layout(), t.bases(), t.layouts(),
-                                     [](T v, T l, T h) { return v < l ? l : (v > h ? h : v); });
+                                     [](T v, T l, T h) {
+                                       // min(max(v, l), h) with NaN propagation, as documented
+                                       // (StableHLO's order: h wins when l > h).
+                                       if constexpr (std::is_floating_point_v<T>) {
+                                         if (std::isnan(v) || std::isnan(l)) return std::isnan(v) ? v : l;
+                                         const T m = v < l ? l : v;
+                                         return std::isnan(h) ? h : (m > h ? h : m);
+                                       } else {
+                                         const T m = v < l ? l : v;
+                                         return m > h ? h : m;
+                                       }
+                                     });
     }
   });
   return t.out;

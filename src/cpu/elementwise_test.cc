@@ -308,6 +308,23 @@ TEST(Elementwise, CompareSelectClampConvert) {
       EXPECT_EQ(cl.get_as_c128(idx).value().real(), std::min(1.0, std::max(-1.0, v)));
     });
   }
+  // clamp is min(max(x, lo), hi): with crossed bounds (lo > hi) every element is hi;
+  // a NaN anywhere gives NaN.
+  {
+    Tensor x = Tensor::from_col_major<double>({4}, {-5.0, 0.5, 5.0, std::nan("")}).value();
+    Tensor cl = clamp(ctx, x, Tensor::full(DType::kF64, {}, 2.0).value(), Tensor::full(DType::kF64, {}, -1.0).value()).value();
+    for (int64_t k = 0; k < 3; ++k) EXPECT_EQ(cl.get<double>({k}).value(), -1.0) << k;
+    EXPECT_TRUE(std::isnan(cl.get<double>({3}).value()));
+    Tensor nan_lo = clamp(ctx, x, Tensor::full(DType::kF64, {}, std::nan("")).value(), Tensor::full(DType::kF64, {}, 1.0).value()).value();
+    Tensor nan_hi = clamp(ctx, x, Tensor::full(DType::kF64, {}, 0.0).value(), Tensor::full(DType::kF64, {}, std::nan("")).value()).value();
+    for (int64_t k = 0; k < 4; ++k) {
+      EXPECT_TRUE(std::isnan(nan_lo.get<double>({k}).value())) << k;
+      EXPECT_TRUE(std::isnan(nan_hi.get<double>({k}).value())) << k;
+    }
+    Tensor xi = Tensor::from_col_major<int64_t>({3}, {-5, 1, 5}).value();
+    Tensor ci = clamp(ctx, xi, Tensor::full(DType::kI64, {}, 3.0).value(), Tensor::full(DType::kI64, {}, 0.0).value()).value();
+    for (int64_t k = 0; k < 3; ++k) EXPECT_EQ(ci.get<int64_t>({k}).value(), 0) << k;
+  }
   Tensor f = Tensor::from_col_major<double>({4}, {1e300, -1e300, std::nan(""), -2.7}).value();
   Tensor i = convert(ctx, f, DType::kI32).value();
   EXPECT_EQ(i.get<int32_t>({0}).value(), std::numeric_limits<int32_t>::max());

@@ -636,6 +636,12 @@ class Eval {
         std::vector<int64_t> shape(x.shape.begin(), x.shape.begin() + a.axis);
         shape.insert(shape.end(), ind.shape.begin(), ind.shape.end());
         shape.insert(shape.end(), x.shape.begin() + a.axis + 1, x.shape.end());
+        int64_t count = 1;
+        for (int64_t e : shape) count *= e;
+        if (x.shape[ax] == 0 && count > 0) {
+          return runtime_error("gather", ErrorCode::kOutOfRange,
+                               "indices into axis " + s(a.axis) + " of extent 0 (nothing to clamp them to)");
+        }
         const auto xs = col_strides(x.shape);
         const auto is = col_strides(ind.shape);
         const size_t ir = ind.shape.size();

@@ -23,7 +23,9 @@ namespace tenferro::program {
 //   dynamic_update_slice clamp their scalar integer start indices into range, as StableHLO.
 // - pad(x, value): low/high may be negative (cropping); interior >= 0.
 // - gather(x, indices) {axis}: numpy `take`: result = x.shape[:axis] + indices.shape +
-//   x.shape[axis+1:], indices clamped into range. scatter_add(x, indices, updates)
+//   x.shape[axis+1:], indices clamped into range; a non-empty result gathered from an
+//   axis of extent 0 is an out_of_range error at completion (nothing to clamp to, as
+//   numpy's take). scatter_add(x, indices, updates)
 //   {axis}: the adjoint of gather with out-of-range indices skipped.
 // - reduce {kind, dims}: sum/prod/max/min over the listed axes (removed from the result).
 // - reshape keeps column-major element order (the library's layout convention; a

@@ -39,6 +39,11 @@ enum class ErrorCode : uint16_t {
   kParse,               ///< malformed text input
   kIo,                  ///< file-system failure
   kInternal,            ///< a broken invariant inside the library (a bug)
+  kRuntimeMismatch,     ///< a prepared program or tensor of another runtime
+  kStalePreparedGraph,  ///< a prepared program of an older configuration epoch
+  kPreparationCycle,    ///< a preparation that (recursively) needs itself
+  kProviderContract,    ///< a provider broke its contract (e.g. a non-widening specialization)
+  kDeterminismUnsupported,  ///< Reproducible mode asked of a provider that cannot promise it
 };
 
 /// Stable lowercase name ("usage", "compile", ...).

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "tenferro/core/function_ref.h"
 #include "tenferro/core/result.h"
 
 namespace tenferro::cpu {
@@ -21,22 +22,7 @@ enum class ParallelMode : uint8_t {
 };
 std::string_view parallel_mode_name(ParallelMode mode) noexcept;
 
-/// A non-owning reference to a callable (no allocation; the callable must outlive the call).
-template <class Signature>
-class FunctionRef;
-template <class R, class... Args>
-class FunctionRef<R(Args...)> {
- public:
-  template <class F>
-  FunctionRef(F&& f) noexcept  // NOLINT(google-explicit-constructor)
-      : obj_(const_cast<void*>(static_cast<const void*>(&f))),
-        call_([](void* obj, Args... args) -> R { return (*static_cast<std::remove_reference_t<F>*>(obj))(args...); }) {}
-  R operator()(Args... args) const { return call_(obj_, args...); }
-
- private:
-  void* obj_;
-  R (*call_)(void*, Args...);
-};
+using tenferro::FunctionRef;
 
 /// Who created an executor's workers and who shuts them down.
 enum class ShutdownOwner : uint8_t { kEngine, kCaller };

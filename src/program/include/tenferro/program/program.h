@@ -46,6 +46,9 @@ class ValueRef {
   friend bool operator==(const ValueRef&, const ValueRef&) = default;
   friend auto operator<=>(const ValueRef&, const ValueRef&) = default;
   size_t hash() const noexcept { return std::hash<int32_t>()(index_); }
+  /// Dense position of the value in its program (0 .. value_count() - 1), for per-value
+  /// tables in consumers such as runtimes; -1 for a default-constructed reference.
+  int32_t index() const noexcept { return index_; }
 
  private:
   friend class SemanticProgram;

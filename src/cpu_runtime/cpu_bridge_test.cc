@@ -1,0 +1,360 @@
+// The CPU engine through the runtime against the reference interpreter: random programs
+// over every core op and dtype, prepared once and run repeatedly at 1 and 2 threads.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "tenferro/cpu_runtime/cpu_runtime.h"
+#include "tenferro/program/interpreter.h"
+#include "tenferro/program/text.h"
+
+namespace tenferro {
+namespace {
+
+using program::Attrs;
+using program::CompareDirection;
+using program::Extent;
+using program::OpCode;
+using program::ProgramBuilder;
+using program::ReduceKind;
+using program::Value;
+using program::ValueType;
+
+std::vector<Extent> ext(const std::vector<int64_t>& s) {
+  std::vector<Extent> e;
+  for (int64_t v : s) e.push_back(Extent::exact(v));
+  return e;
+}
+
+// Random values of any dtype: floats normal, integers in [-4, 4], bool 0/1.
+Tensor random_tensor(DType d, const std::vector<int64_t>& shape, std::mt19937_64& rng) {
+  int64_t n = 1;
+  for (int64_t e : shape) n *= e;
+  std::uniform_int_distribution<int64_t> small(-4, 4);
+  std::normal_distribution<double> normal;
+  switch (d) {
+    case DType::kBool: {
+      std::vector<bool> v;
+      for (int64_t i = 0; i < n; ++i) v.push_back(rng() % 2 == 0);
+      std::vector<uint8_t> bytes(v.begin(), v.end());
+      Tensor t = Tensor::zeros(DType::kBool, Dims(shape)).value();
+      if (n > 0) std::memcpy(t.storage()->data(), bytes.data(), bytes.size());
+      return t;
+    }
+    case DType::kI32: {
+      std::vector<int32_t> v;
+      for (int64_t i = 0; i < n; ++i) v.push_back(static_cast<int32_t>(small(rng)));
+      return Tensor::from_col_major<int32_t>(Dims(shape), v).value();
+    }
+    case DType::kI64: {
+      std::vector<int64_t> v;
+      for (int64_t i = 0; i < n; ++i) v.push_back(small(rng));
+      return Tensor::from_col_major<int64_t>(Dims(shape), v).value();
+    }
+    default:
+      return Tensor::random_normal(d, Dims(shape), rng()).value();
+  }
+}
+
+struct Case {
+  program::CompiledGraph graph;
+  std::vector<Tensor> inputs;
+  std::string text;
+};
+
+// Builds a random program: values of random dtypes and shapes, then ops drawn from the
+// whole core vocabulary with random operands; an op the builder rejects is skipped.
+Case random_case(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](size_t n) { return n == 0 ? size_t{0} : static_cast<size_t>(rng() % n); };
+  const DType dtypes[] = {DType::kF64, DType::kF64, DType::kC128, DType::kF32, DType::kI64, DType::kI32, DType::kBool};
+  ProgramBuilder b;
+  Case c;
+  std::vector<Value> pool;
+  auto shape_of = [&](Value v) {
+    const ValueType t = b.type(v).value();
+    std::vector<int64_t> s;
+    for (const Extent& e : t.shape) s.push_back(e.exact_value());
+    return s;
+  };
+  auto dtype_of = [&](Value v) { return b.type(v).value().dtype; };
+  auto random_shape = [&]() {
+    std::vector<int64_t> s;
+    const size_t rank = pick(4);
+    for (size_t i = 0; i < rank; ++i) s.push_back(1 + static_cast<int64_t>(pick(4)));
+    return s;
+  };
+  auto add_input = [&](DType d, std::vector<int64_t> s) {
+    Value v = b.input(ValueType{d, ext(s)}).value();
+    c.inputs.push_back(random_tensor(d, s, rng));
+    pool.push_back(v);
+    return v;
+  };
+  const int n_inputs = 2 + static_cast<int>(pick(2));
+  for (int i = 0; i < n_inputs; ++i) add_input(dtypes[pick(7)], random_shape());
+  // A partner of the same type: another pool value, or a fresh input.
+  auto partner = [&](Value v) {
+    std::vector<Value> same;
+    const ValueType tv = b.type(v).value();
+    for (Value w : pool) {
+      const ValueType tw = b.type(w).value();
+      if (tw == tv) same.push_back(w);
+    }
+    if (same.size() > 1 && rng() % 2) return same[pick(same.size())];
+    return add_input(dtype_of(v), shape_of(v));
+  };
+  auto int_scalar = [&](int64_t lo, int64_t hi) {
+    std::vector<int64_t> one{lo + static_cast<int64_t>(pick(static_cast<size_t>(hi - lo + 1)))};
+    return b.constant(program::Literal::from_values<int64_t>({}, std::span<const int64_t>(one)).value()).value();
+  };
+  const int n_ops = 6 + static_cast<int>(pick(10));
+  for (int k = 0; k < n_ops * 3 && k < 200; ++k) {
+    if (static_cast<int>(pool.size()) >= n_inputs + n_ops) break;
+    Value x = pool[pick(pool.size())];
+    const auto s = shape_of(x);
+    const auto r = static_cast<int64_t>(s.size());
+    Result<Value> y = usage_error(ErrorCode::kInvalidArgument, "gen", "skip");
+    const size_t kind = pick(26);
+    if (kind < 3) {
+      y = b.op(static_cast<OpCode>(pick(15)), {x});
+    } else if (kind < 6) {
+      y = b.op(static_cast<OpCode>(static_cast<size_t>(OpCode::kAdd) + pick(8)), {x, partner(x)});
+    } else {
+      switch (kind) {
+        case 6: y = b.op(OpCode::kCompare, {x, partner(x)}, Attrs{.direction = static_cast<CompareDirection>(pick(6))}); break;
+        case 7: {
+          Value p = add_input(DType::kBool, s);
+          y = b.op(OpCode::kSelect, {p, x, partner(x)});
+          break;
+        }
+        case 8: y = b.op(OpCode::kClamp, {partner(x), x, partner(x)}); break;
+        case 9: y = b.op(OpCode::kConvert, {x}, Attrs{.dtype = dtypes[pick(7)]}); break;
+        case 10: {
+          std::vector<int64_t> sh = random_shape();
+          y = b.op(OpCode::kIota, {}, Attrs{.shape = ext(sh), .axis = sh.empty() ? 0 : static_cast<int64_t>(pick(sh.size())), .dtype = dtypes[pick(7)]});
+          break;
+        }
+        case 11: {  // broadcast_in_dim into one more leading and trailing axis
+          Attrs a;
+          std::vector<int64_t> out{2};
+          for (int64_t i = 0; i < r; ++i) {
+            a.dims.push_back(i + 1);
+            out.push_back(s[static_cast<size_t>(i)] == 1 && rng() % 2 ? 3 : s[static_cast<size_t>(i)]);
+          }
+          out.push_back(2);
+          a.shape = ext(out);
+          y = b.op(OpCode::kBroadcastInDim, {x}, a);
+          break;
+        }
+        case 12: {
+          int64_t n = 1;
+          for (int64_t e : s) n *= e;
+          std::vector<int64_t> out = rng() % 2 ? std::vector<int64_t>{n} : std::vector<int64_t>{1, n, 1};
+          // Reshape a transposed (non-mergeable) view sometimes: the bridge must copy.
+          Value src = x;
+          if (r == 2 && rng() % 2) src = b.op(OpCode::kTranspose, {x}, Attrs{.dims = {1, 0}}).value();
+          y = b.op(OpCode::kReshape, {src}, Attrs{.shape = ext(out)});
+          break;
+        }
+        case 13: {
+          std::vector<int64_t> perm(static_cast<size_t>(r));
+          for (int64_t i = 0; i < r; ++i) perm[static_cast<size_t>(i)] = i;
+          std::shuffle(perm.begin(), perm.end(), rng);
+          y = b.op(OpCode::kTranspose, {x}, Attrs{.dims = perm});
+          break;
+        }
+        case 14: y = r ? b.op(OpCode::kReverse, {x}, Attrs{.dims = {static_cast<int64_t>(pick(static_cast<size_t>(r)))}}) : y; break;
+        case 15: {
+          Attrs a;
+          for (int64_t e : s) {
+            const int64_t st = static_cast<int64_t>(pick(static_cast<size_t>(e)));
+            a.start.push_back(st);
+            a.limit.push_back(st + static_cast<int64_t>(pick(static_cast<size_t>(e - st + 1))));
+            a.stride.push_back(1 + static_cast<int64_t>(pick(2)));
+          }
+          y = b.op(OpCode::kSlice, {x}, a);
+          break;
+        }
+        case 16: {
+          std::vector<Value> ops{x};
+          Attrs a;
+          for (int64_t e : s) {
+            ops.push_back(int_scalar(-2, e + 2));
+            a.sizes.push_back(1 + static_cast<int64_t>(pick(static_cast<size_t>(e))));
+          }
+          y = b.op(OpCode::kDynamicSlice, ops, a);
+          break;
+        }
+        case 17: {
+          std::vector<int64_t> us;
+          for (int64_t e : s) us.push_back(1 + static_cast<int64_t>(pick(static_cast<size_t>(e))));
+          std::vector<Value> ops{x, add_input(dtype_of(x), us)};
+          for (int64_t e : s) ops.push_back(int_scalar(-2, e + 2));
+          y = b.op(OpCode::kDynamicUpdateSlice, ops);
+          break;
+        }
+        case 18: {
+          if (r == 0) break;
+          const int64_t axis = static_cast<int64_t>(pick(static_cast<size_t>(r)));
+          std::vector<int64_t> s2 = s;
+          s2[static_cast<size_t>(axis)] = 1 + static_cast<int64_t>(pick(3));
+          y = b.op(OpCode::kConcatenate, {x, add_input(dtype_of(x), s2), x}, Attrs{.axis = axis});
+          break;
+        }
+        case 19: {
+          Attrs a;
+          for (int64_t e : s) {
+            a.low.push_back(static_cast<int64_t>(pick(4)) - 1);
+            a.high.push_back(static_cast<int64_t>(pick(4)) - 1);
+            a.interior.push_back(e > 1 ? static_cast<int64_t>(pick(2)) : 0);
+          }
+          y = b.op(OpCode::kPad, {x, add_input(dtype_of(x), {})}, a);
+          break;
+        }
+        case 20:
+        case 21: {
+          if (r == 0) break;
+          const int64_t axis = static_cast<int64_t>(pick(static_cast<size_t>(r)));
+          std::vector<int64_t> ish{1 + static_cast<int64_t>(pick(3))};
+          if (rng() % 2) ish.push_back(2);
+          const DType it = rng() % 2 ? DType::kI64 : DType::kI32;
+          Value idx = add_input(it, ish);  // values in [-4, 4]: some out of range
+          if (kind == 20) {
+            y = b.op(OpCode::kGather, {x, idx}, Attrs{.axis = axis});
+          } else {
+            std::vector<int64_t> us(s.begin(), s.begin() + axis);
+            us.insert(us.end(), ish.begin(), ish.end());
+            us.insert(us.end(), s.begin() + axis + 1, s.end());
+            y = b.op(OpCode::kScatterAdd, {x, idx, add_input(dtype_of(x), us)}, Attrs{.axis = axis});
+          }
+          break;
+        }
+        case 22: {
+          Attrs a{.reduce = static_cast<ReduceKind>(pick(4))};
+          for (int64_t i = 0; i < r; ++i) {
+            if (rng() % 2) a.dims.push_back(i);
+          }
+          y = b.op(OpCode::kReduce, {x}, a);
+          break;
+        }
+        case 23: {
+          if (r == 0) break;
+          // Contract x's axis c with a new operand [e, m] (or batch over axis 0 too).
+          const auto cax = static_cast<int64_t>(pick(static_cast<size_t>(r)));
+          std::vector<int64_t> rs{s[static_cast<size_t>(cax)], 1 + static_cast<int64_t>(pick(5))};
+          Attrs a{.lhs_contract = {cax}, .rhs_contract = {0}};
+          if (r >= 2 && cax != 0 && rng() % 2) {
+            rs.push_back(s[0]);
+            a.lhs_batch = {0};
+            a.rhs_batch = {2};
+          }
+          y = b.op(OpCode::kDotGeneral, {x, add_input(dtype_of(x), rs)}, a);
+          break;
+        }
+        case 24: {
+          if (r == 0) break;
+          const int64_t axis = static_cast<int64_t>(pick(static_cast<size_t>(r)));
+          if (rng() % 2 && axis + 1 < r && s[static_cast<size_t>(axis)] == s[static_cast<size_t>(axis) + 1]) {
+            y = b.op(OpCode::kExtractDiag, {x}, Attrs{.axis = axis});
+          } else {
+            y = b.op(OpCode::kEmbedDiag, {x}, Attrs{.axis = axis});
+          }
+          break;
+        }
+        case 25:
+          y = b.op(rng() % 2 ? OpCode::kTril : OpCode::kTriu, {x}, Attrs{.k = static_cast<int64_t>(pick(5)) - 2});
+          break;
+      }
+    }
+    if (y) pool.push_back(*y);
+  }
+  std::vector<Value> outs{pool.back()};
+  outs.push_back(pool[pick(pool.size())]);
+  if (rng() % 2) outs.push_back(pool[static_cast<size_t>(n_inputs) + pick(pool.size() - static_cast<size_t>(n_inputs))]);
+  c.graph = b.finish(outs).value();
+  c.text = program::print_program(*c.graph.program);
+  return c;
+}
+
+// Elementwise agreement: exact for integers and bool; floating values to a relative
+// tolerance (both NaN, or equal infinities, count as equal).
+std::string mismatch(const Tensor& want, const Tensor& got) {
+  if (want.dtype() != got.dtype()) return "dtype " + std::string(dtype_name(got.dtype()));
+  if (want.shape() != got.shape()) return "shape " + format_dims(got.shape()) + " vs " + format_dims(want.shape());
+  const double tol = (want.dtype() == DType::kF32 || want.dtype() == DType::kC64) ? 1e-4 : 1e-10;
+  const Tensor w = want.to_col_major().value(), g = got.to_col_major().value();
+  SmallVector<int64_t, 8> idx(static_cast<size_t>(w.rank()), 0);
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    int64_t rem = i;
+    for (size_t a = 0; a < idx.size(); ++a) {
+      idx[a] = rem % w.shape()[a];
+      rem /= w.shape()[a];
+    }
+    const c128 x = w.get_as_c128(idx).value(), y = g.get_as_c128(idx).value();
+    const auto close = [&](double p, double q) {
+      if (std::isnan(p) || std::isnan(q)) return std::isnan(p) && std::isnan(q);
+      if (std::isinf(p) || std::isinf(q)) return p == q || std::abs(p) > 1e300 || std::abs(q) > 1e300;
+      return std::abs(p - q) <= tol * (1.0 + std::abs(p) + std::abs(q));
+    };
+    if (!close(x.real(), y.real()) || !close(x.imag(), y.imag())) {
+      return "element " + std::to_string(i) + ": " + std::to_string(y.real()) + "+" + std::to_string(y.imag()) +
+             "i, want " + std::to_string(x.real()) + "+" + std::to_string(x.imag()) + "i";
+    }
+  }
+  return {};
+}
+
+TEST(CpuBridge, RandomProgramsMatchTheInterpreter) {
+  std::vector<std::shared_ptr<runtime::Runtime>> runtimes;
+  for (int threads : {1, 2}) {
+    cpu::CpuEngineConfig cfg;
+    cpu::CpuDomainConfig domain;
+    domain.cpus = cpu::CpuTopology::discover().value().allowed_cpus;
+    domain.threads = threads;
+    cfg.domains = {domain};
+    cfg.pin_workers = false;
+    auto rt = runtime::Runtime::create().value();
+    ASSERT_TRUE(cpu_runtime::register_cpu_engine(*rt, cpu::CpuEngine::create(cfg).value()));
+    runtimes.push_back(rt);
+  }
+  int compared = 0, failing = 0;
+  std::vector<bool> seen(program::kCoreOpCount, false);
+  for (uint64_t seed = 1; seed <= 1000; ++seed) {
+    const Case c = random_case(seed);
+    for (const program::Operation& op : c.graph.program->ops()) seen[static_cast<size_t>(op.code())] = true;
+    const auto want = program::interpret(c.graph, c.inputs);
+    for (auto& rt : runtimes) {
+      auto plan = rt->prepare_for(c.graph, runtime::signature_of(c.inputs));
+      ASSERT_TRUE(plan) << plan.error().to_string() << "\n" << c.text;
+      for (int rep = 0; rep < 2; ++rep) {
+        const auto got = rt->execute_prepared(**plan, c.inputs);
+        if (!want) {
+          // The interpreter's completion errors (integer division by zero, negative
+          // integer exponent) are errors here too.
+          EXPECT_FALSE(got) << "seed " << seed << ": interpreter failed with " << want.error().to_string() << "\n" << c.text;
+          ++failing;
+          continue;
+        }
+        ASSERT_TRUE(got) << "seed " << seed << ": " << got.error().to_string() << "\n" << c.text;
+        ASSERT_EQ(got->size(), want->size());
+        for (size_t i = 0; i < want->size(); ++i) {
+          const std::string m = mismatch((*want)[i], (*got)[i]);
+          ASSERT_TRUE(m.empty()) << "seed " << seed << " output " << i << ": " << m << "\n" << c.text << "\n"
+                                 << rt->explain(**plan);
+        }
+        ++compared;
+      }
+    }
+  }
+  for (int i = 0; i < program::kCoreOpCount; ++i) {
+    EXPECT_TRUE(seen[static_cast<size_t>(i)]) << "no random program used " << program::op_name(static_cast<OpCode>(i));
+  }
+  EXPECT_GT(compared, 3000);
+  EXPECT_LT(failing, compared / 4);
+}
+
+}  // namespace
+}  // namespace tenferro

@@ -1,0 +1,183 @@
+#pragma once
+/// \file
+/// The runtime: a user-owned object that engines register into, which prepares compiled
+/// graphs for an engine (resolution, placement, buffer plan, schedule), caches the
+/// prepared programs in a bounded single-flight plan cache, and executes them
+/// (ARCHITECTURE §5 "Graph"; spec 000 "Runtime plan compilation", "Prepared Graphs and
+/// Common Execution"). No global runtime exists: two runtimes never share state.
+
+#include <atomic>
+#include <functional>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tenferro/core/result.h"
+#include "tenferro/program/program.h"
+#include "tenferro/runtime/engine.h"
+#include "tenferro/tensor/tensor.h"
+
+namespace tenferro::runtime {
+
+/// What resolution may do when no provider supports an op (ARCHITECTURE §3.1: fallback
+/// exists only when configured).
+enum class Fallback : uint8_t {
+  kNone,                  ///< a typed kUnsupported prepare error
+  kReferenceInterpreter,  ///< run the op with program::interpret (slow, exact semantics)
+};
+
+/// Runtime configuration. Validated as a whole; published as an immutable snapshot.
+struct RuntimeConfig {
+  /// Prepared programs the plan cache keeps (>= 1). Entries being prepared never count
+  /// against it being evicted.
+  int64_t plan_cache_capacity = 64;
+  DeterminismMode determinism = DeterminismMode::kDefault;
+  Fallback fallback = Fallback::kNone;
+};
+
+/// One element type and exact shape of a program input (argument or binding).
+struct TensorSignature {
+  DType dtype = DType::kF64;
+  Shape shape;
+  friend bool operator==(const TensorSignature&, const TensorSignature&) = default;
+};
+/// The signature of `tensors` (null handles are rejected by prepare).
+std::vector<TensorSignature> signature_of(std::span<const Tensor> tensors);
+
+/// Options of one preparation (part of the plan cache key).
+struct PrepareOptions {
+  /// The engine to run on; empty: the first registered engine.
+  std::optional<EngineId> engine;
+  /// The domain of that engine; empty: the engine's first domain.
+  std::optional<int32_t> domain;
+  /// Argument inputs (by input position among the arguments) whose buffers the run may
+  /// reuse for results once they are dead (only when the caller passes the only handle).
+  std::vector<int32_t> donatable;
+  friend bool operator==(const PrepareOptions&, const PrepareOptions&) = default;
+};
+
+/// Counters of the plan cache (ARCHITECTURE §3.5).
+struct PlanCacheStats {
+  int64_t hits = 0, misses = 0, waits = 0, negative_hits = 0, preparations = 0, evictions = 0;
+  int64_t entries = 0, retained_bytes = 0, capacity = 0;
+};
+
+/// Time spent by the runtime, in nanoseconds, and counts.
+struct ExecutionMetrics {
+  int64_t preparations = 0, prepare_ns = 0;
+  int64_t lookups = 0, lookup_ns = 0;
+  int64_t executions = 0, execute_ns = 0;
+};
+
+/// A program prepared for one engine domain and one input signature: resolved kernels,
+/// placement, buffer plan and schedule. Immutable; shared by the plan cache and its
+/// holders; executing it concurrently from several threads is allowed.
+class PreparedProgram;
+
+class Runtime;
+/// The immutable configuration snapshot a preparation pins (config + registrations).
+struct RuntimeConfigSnapshot;
+
+/// A user-owned runtime. Thread-safe. Create with Runtime::create; engines register
+/// through their own helpers (e.g. cpu_runtime::register_cpu_engine).
+class Runtime : public std::enable_shared_from_this<Runtime> {
+ public:
+  /// Validates `config` and creates a runtime with no engine. Errors (kConfiguration):
+  /// kInvalidArgument for a capacity below 1.
+  static Result<std::shared_ptr<Runtime>> create(RuntimeConfig config = {});
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  RuntimeId id() const noexcept { return id_; }
+  /// The current configuration epoch (incremented by every reconfiguration and
+  /// registration).
+  uint64_t epoch() const noexcept { return epoch_.load(std::memory_order_acquire); }
+  RuntimeConfig config() const;
+
+  /// Replaces the whole configuration after validating it; publishes it atomically with
+  /// a new epoch. On error nothing changes. Prepared programs of the old epoch become
+  /// stale (execute_prepared rejects them; run() re-prepares). The plan cache capacity
+  /// applies from now on (excess ready entries are evicted).
+  Result<void> reconfigure(RuntimeConfig config);
+
+  /// Registers an engine bridge; returns its id. Errors (kConfiguration):
+  /// kInvalidArgument for a null bridge or one without domains.
+  Result<EngineId> register_engine(std::shared_ptr<const EngineBridge> engine);
+
+  enum class Registration : uint8_t { kAdd, kReplace };
+  /// Registers `module` for (module->family_id(), engine). The same module again is a
+  /// no-op; a different module for a registered key is a kConfiguration/kInvalidArgument
+  /// error unless `mode` is kReplace. Errors: kOutOfRange (unknown engine).
+  Result<void> register_extension(EngineId engine, std::shared_ptr<const ExtensionModule> module,
+                                  Registration mode = Registration::kAdd);
+
+  /// Prepares `graph` for arguments and bindings of `signature` (arguments in input
+  /// order, then bindings). Checks the signature against the program's inputs and shape
+  /// guards before any provider is asked. Resolution per op: native core provider or
+  /// extension module of the placed engine, then the extension's core lowering, then the
+  /// configured fallback; only a typed kUnsupported moves on. Errors (kPrepare stage):
+  /// kInvalidArgument (counts, unknown engine/domain), kDTypeMismatch / kShapeMismatch
+  /// (signature or guards), kUnsupported (no provider), kProviderContract,
+  /// kDeterminismUnsupported, kPreparationCycle.
+  Result<std::shared_ptr<const PreparedProgram>> prepare_for(const program::CompiledGraph& graph,
+                                                              std::span<const TensorSignature> signature,
+                                                              const PrepareOptions& options = {});
+
+  /// Runs a prepared program with `arguments` (and the bindings of the graph it was
+  /// prepared from, or `bindings`). Checks runtime identity (kRuntimeMismatch), epoch
+  /// (kStalePreparedGraph) and every input's dtype and shape before anything runs; enters
+  /// the engine domain once. The first failing node stops the run; no output is returned
+  /// then (the error names the node and carries the provider's error as cause).
+  /// Outputs may be views sharing storage with inputs or with each other.
+  Result<std::vector<Tensor>> execute_prepared(const PreparedProgram& prepared, std::span<const Tensor> arguments,
+                                               const program::ProgramBindings& bindings);
+  Result<std::vector<Tensor>> execute_prepared(const PreparedProgram& prepared, std::span<const Tensor> arguments);
+
+  /// The cached convenience path: looks up (or prepares) the plan for the graph and the
+  /// arguments' signature, then executes it. A stale plan is never used.
+  Result<std::vector<Tensor>> run(const program::CompiledGraph& graph, std::span<const Tensor> arguments,
+                                  const PrepareOptions& options = {});
+
+  /// Human-readable plan: each node's provider and why, placement, buffer slot and
+  /// lifetime, views vs copies, peak bytes.
+  std::string explain(const PreparedProgram& prepared) const;
+
+  PlanCacheStats plan_cache_stats() const;
+  /// Drops every ready entry (holders keep theirs valid).
+  void clear_plan_cache();
+  ExecutionMetrics metrics() const;
+
+  /// Test hook: called at the start of every preparation with the program's fingerprint
+  /// (e.g. to hold one preparation and prove others proceed). Not for production use.
+  void set_prepare_hook(std::function<void(const program::Fingerprint&)> hook);
+
+ private:
+  struct Impl;
+  explicit Runtime(RuntimeConfig config);
+  Result<std::shared_ptr<const PreparedProgram>> prepare_uncached(const program::CompiledGraph& graph,
+                                                                  std::span<const TensorSignature> signature,
+                                                                  const PrepareOptions& options);
+  std::shared_ptr<const RuntimeConfigSnapshot> snapshot_() const;
+  RuntimeId id_;
+  std::atomic<uint64_t> epoch_{1};
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Read-only facts about a prepared program.
+struct PreparedInfo {
+  RuntimeId runtime;
+  uint64_t epoch = 0;
+  EngineId engine;
+  int32_t domain = 0;
+  int64_t nodes = 0;
+  int64_t view_nodes = 0;
+  int64_t peak_bytes = 0;  ///< estimated peak of live intermediate and output bytes
+};
+PreparedInfo prepared_info(const PreparedProgram& prepared);
+
+}  // namespace tenferro::runtime

@@ -1,0 +1,72 @@
+#pragma once
+// Internal: the layout of a prepared program, shared by preparation, execution and
+// explain (not installed).
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tenferro/runtime/runtime.h"
+
+namespace tenferro::runtime {
+
+struct RuntimeConfigSnapshot {
+  RuntimeConfig config;
+  uint64_t epoch = 1;
+  std::vector<std::shared_ptr<const EngineBridge>> engines;
+  std::map<std::pair<std::string, uint32_t>, std::shared_ptr<const ExtensionModule>, std::less<>> modules;
+};
+
+// One scheduled node: a resolved kernel over value slots.
+struct PreparedNode {
+  const program::Operation* op = nullptr;
+  std::shared_ptr<const NodeKernel> kernel;
+  std::vector<int32_t> inputs, outputs;  // value indices of the program
+  std::vector<int32_t> release;          // slots dropped once the node has run
+  std::string how;                       // resolution: "native", "lowered", "fallback", with the reason
+  int64_t output_bytes = 0;
+  bool view = false;
+};
+
+// Per-execution slots (reused across runs: no metadata allocation once warm).
+struct Workspace {
+  std::vector<Tensor> slots;  // one per program value
+  std::vector<Tensor> in, out;
+};
+
+class PreparedProgram {
+ public:
+  RuntimeId runtime;
+  uint64_t epoch = 0;
+  EngineId engine;
+  int32_t domain = 0;
+  std::shared_ptr<const RuntimeConfigSnapshot> snapshot;  // pinned configuration
+  std::shared_ptr<const EngineBridge> bridge;
+  std::shared_ptr<const program::SemanticProgram> program;
+  program::ProgramBindings bindings;        // the bindings of the graph it was prepared from
+  std::vector<TensorSignature> signature;   // arguments, then bindings
+  std::vector<int32_t> argument_values;     // value index of each argument
+  std::vector<int32_t> binding_values;      // value index of each binding
+  std::vector<int32_t> output_values;
+  std::vector<PreparedNode> nodes;
+  std::vector<Shape> value_shapes;
+  std::vector<int32_t> defined_at, last_use;  // node index per value (-1: input / never)
+  int64_t peak_bytes = 0;
+  int64_t footprint_bytes = 0;
+  size_t max_inputs = 0, max_outputs = 0;
+
+  std::unique_ptr<Workspace> acquire() const;
+  void give_back(std::unique_ptr<Workspace> ws) const;
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::vector<std::unique_ptr<Workspace>> free_;
+};
+
+// Runs the nodes of `p` inside an entered context, inputs already in ws.slots.
+Result<void> run_nodes(const PreparedProgram& p, EngineContext& ctx, Workspace& ws);
+
+}  // namespace tenferro::runtime

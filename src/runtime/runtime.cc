@@ -1,0 +1,476 @@
+#include "tenferro/runtime/runtime.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <list>
+#include <thread>
+#include <unordered_map>
+
+#include "prepared.h"
+
+namespace tenferro::runtime {
+
+// Note [Engine bridge]: the runtime knows engines only through EngineBridge: a bridge
+// prepares one node at a time for concrete types (returning a NodeKernel, or a typed
+// kUnsupported) and enters one of its domains once per schedule segment. Everything a
+// kernel needs to run is resolved at prepare time, so execution is a walk over
+// PreparedNode with no registry, string or map lookup. Registrations are part of the
+// configuration snapshot: registering an engine or module publishes a new snapshot with
+// a new epoch, so a prepared program pins exactly the registrations it was resolved
+// against.
+//
+// Note [Plan cache]: keys are (fingerprint, epoch, engine, domain, signature) with the
+// program's exact structural equality inside a hash bucket. One mutex guards the map and
+// the LRU list only; preparation runs outside it. The first caller of a key inserts a
+// kPreparing entry and prepares; later callers of that key wait on the condition
+// variable (counted as waits), callers of other keys proceed. A caller that finds its
+// own thread preparing the key is in a cycle (kPreparationCycle). Deterministic failures
+// (every prepare-stage error except allocation failure) stay cached as negative entries
+// for the epoch (the key contains it); transient ones are dropped. Eviction takes the
+// least recently used entry that is not being prepared; holders of an evicted plan keep
+// it (shared ownership).
+
+namespace {
+
+std::atomic<uint64_t> g_next_runtime_id{1};  // identity source only (not configuration)
+
+Error config_error(ErrorCode code, std::string op, std::string msg) {
+  return Error(ErrorStage::kConfiguration, code, std::move(op), std::move(msg));
+}
+
+Result<void> validate(const RuntimeConfig& c) {
+  if (c.plan_cache_capacity < 1) {
+    return config_error(ErrorCode::kInvalidArgument, "runtime_config",
+                        "plan_cache_capacity must be at least 1, got " + std::to_string(c.plan_cache_capacity));
+  }
+  return ok();
+}
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+struct PlanKey {
+  program::Fingerprint fingerprint;
+  uint64_t epoch = 0;
+  std::optional<EngineId> engine;
+  std::optional<int32_t> domain;
+  std::vector<TensorSignature> signature;
+  std::shared_ptr<const program::SemanticProgram> program;
+};
+
+struct PlanKeyHash {
+  size_t operator()(const PlanKey& k) const noexcept {
+    uint64_t h = k.fingerprint.low ^ (k.fingerprint.high * 0x9e3779b97f4a7c15ULL) ^ (k.epoch * 0xff51afd7ed558ccdULL);
+    for (const TensorSignature& s : k.signature) {
+      h = (h ^ static_cast<uint64_t>(s.dtype)) * 0x100000001b3ULL;
+      for (int64_t e : s.shape) h = (h ^ static_cast<uint64_t>(e)) * 0x100000001b3ULL;
+    }
+    if (k.engine) h ^= (static_cast<uint64_t>(k.engine->value) + 1) << 40;
+    if (k.domain) h ^= (static_cast<uint64_t>(*k.domain) + 1) << 20;
+    return static_cast<size_t>(h);
+  }
+};
+struct PlanKeyEq {
+  bool operator()(const PlanKey& a, const PlanKey& b) const {
+    if (!(a.fingerprint == b.fingerprint) || a.epoch != b.epoch || a.engine != b.engine || a.domain != b.domain ||
+        a.signature != b.signature) {
+      return false;
+    }
+    return a.program == b.program || a.program->structurally_equal(*b.program);
+  }
+};
+
+}  // namespace
+
+std::vector<TensorSignature> signature_of(std::span<const Tensor> tensors) {
+  std::vector<TensorSignature> out;
+  out.reserve(tensors.size());
+  for (const Tensor& t : tensors) out.push_back(TensorSignature{t.dtype(), t.shape()});
+  return out;
+}
+
+// ---- prepared program workspaces
+
+std::unique_ptr<Workspace> PreparedProgram::acquire() const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!free_.empty()) {
+      std::unique_ptr<Workspace> ws = std::move(free_.back());
+      free_.pop_back();
+      return ws;
+    }
+  }
+  auto ws = std::make_unique<Workspace>();
+  ws->slots.resize(program->value_count());
+  ws->in.resize(max_inputs);
+  ws->out.resize(max_outputs);
+  return ws;
+}
+
+void PreparedProgram::give_back(std::unique_ptr<Workspace> ws) const {
+  for (Tensor& t : ws->slots) t = Tensor();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (free_.size() < 8) {
+    if (free_.capacity() < 8) free_.reserve(8);
+    free_.push_back(std::move(ws));
+  }
+}
+
+Result<void> run_nodes(const PreparedProgram& p, EngineContext& ctx, Workspace& ws) {
+  for (size_t i = 0; i < p.nodes.size(); ++i) {
+    const PreparedNode& n = p.nodes[i];
+    for (size_t k = 0; k < n.inputs.size(); ++k) ws.in[k] = ws.slots[static_cast<size_t>(n.inputs[k])];
+    const Result<void> r = n.kernel->run(ctx, std::span<const Tensor>(ws.in.data(), n.inputs.size()),
+                                         std::span<Tensor>(ws.out.data(), n.outputs.size()));
+    for (size_t k = 0; k < n.inputs.size(); ++k) ws.in[k] = Tensor();
+    if (!r) {
+      for (size_t k = 0; k < n.outputs.size(); ++k) ws.out[k] = Tensor();
+      const std::string name = n.op->code() == program::OpCode::kExtension
+                                   ? std::string(n.op->extension()->family_id())
+                                   : std::string(program::op_name(n.op->code()));
+      return Error(r.error().stage() == ErrorStage::kUsage ? ErrorStage::kCompletion : r.error().stage(),
+                   r.error().code(), "execute_prepared",
+                   "node " + std::to_string(i) + " (" + name + ", provider " + std::string(n.kernel->provider()) +
+                       ") failed")
+          .with_cause(r.error());
+    }
+    for (size_t k = 0; k < n.outputs.size(); ++k) ws.slots[static_cast<size_t>(n.outputs[k])] = std::move(ws.out[k]);
+    for (int32_t v : n.release) ws.slots[static_cast<size_t>(v)] = Tensor();
+  }
+  return ok();
+}
+
+PreparedInfo prepared_info(const PreparedProgram& p) {
+  PreparedInfo info;
+  info.runtime = p.runtime;
+  info.epoch = p.epoch;
+  info.engine = p.engine;
+  info.domain = p.domain;
+  info.nodes = static_cast<int64_t>(p.nodes.size());
+  for (const PreparedNode& n : p.nodes) info.view_nodes += n.view ? 1 : 0;
+  info.peak_bytes = p.peak_bytes;
+  return info;
+}
+
+// ---- the runtime
+
+struct Runtime::Impl {
+  mutable std::mutex config_mu;
+  std::shared_ptr<const RuntimeConfigSnapshot> snapshot;
+
+  struct Entry {
+    enum class State : uint8_t { kPreparing, kReady, kFailed, kDropped };
+    State state = State::kPreparing;
+    std::thread::id owner;
+    std::shared_ptr<const PreparedProgram> plan;
+    std::optional<Error> error;
+    std::list<const PlanKey*>::iterator lru;
+    int64_t bytes = 0;
+  };
+  mutable std::mutex cache_mu;
+  std::condition_variable cache_cv;
+  std::unordered_map<PlanKey, std::shared_ptr<Entry>, PlanKeyHash, PlanKeyEq> entries;
+  std::list<const PlanKey*> lru;  // front = most recent; ready and failed entries only
+  PlanCacheStats stats;
+
+  std::atomic<int64_t> preparations{0}, prepare_ns{0}, lookups{0}, lookup_ns{0}, executions{0}, execute_ns{0};
+  std::function<void(const program::Fingerprint&)> hook;
+
+  void evict_locked(int64_t capacity) {
+    while (static_cast<int64_t>(lru.size()) > capacity) {
+      const PlanKey* key = lru.back();
+      lru.pop_back();
+      auto it = entries.find(*key);
+      stats.retained_bytes -= it->second->bytes;
+      entries.erase(it);
+      ++stats.evictions;
+    }
+  }
+};
+
+Runtime::Runtime(RuntimeConfig config) : id_{g_next_runtime_id.fetch_add(1)}, impl_(std::make_unique<Impl>()) {
+  auto snap = std::make_shared<RuntimeConfigSnapshot>();
+  snap->config = config;
+  snap->epoch = 1;
+  impl_->snapshot = std::move(snap);
+}
+
+Runtime::~Runtime() = default;
+
+Result<std::shared_ptr<Runtime>> Runtime::create(RuntimeConfig config) {
+  TENFERRO_TRY_VOID(validate(config));
+  return std::shared_ptr<Runtime>(new Runtime(config));
+}
+
+std::shared_ptr<const RuntimeConfigSnapshot> Runtime::snapshot_() const {
+  std::lock_guard<std::mutex> lock(impl_->config_mu);
+  return impl_->snapshot;
+}
+
+RuntimeConfig Runtime::config() const {
+  std::lock_guard<std::mutex> lock(impl_->config_mu);
+  return impl_->snapshot->config;
+}
+
+Result<void> Runtime::reconfigure(RuntimeConfig config) {
+  TENFERRO_TRY_VOID(validate(config));
+  {
+    std::lock_guard<std::mutex> lock(impl_->config_mu);
+    auto snap = std::make_shared<RuntimeConfigSnapshot>(*impl_->snapshot);
+    snap->config = config;
+    snap->epoch = impl_->snapshot->epoch + 1;
+    impl_->snapshot = snap;
+    epoch_.store(snap->epoch, std::memory_order_release);
+  }
+  std::lock_guard<std::mutex> lock(impl_->cache_mu);
+  impl_->evict_locked(config.plan_cache_capacity);
+  return ok();
+}
+
+Result<EngineId> Runtime::register_engine(std::shared_ptr<const EngineBridge> engine) {
+  if (engine == nullptr) return config_error(ErrorCode::kInvalidArgument, "register_engine", "null engine bridge");
+  if (engine->domains().empty()) {
+    return config_error(ErrorCode::kInvalidArgument, "register_engine",
+                        "engine '" + std::string(engine->name()) + "' has no domain");
+  }
+  std::lock_guard<std::mutex> lock(impl_->config_mu);
+  auto snap = std::make_shared<RuntimeConfigSnapshot>(*impl_->snapshot);
+  const EngineId id{static_cast<uint32_t>(snap->engines.size())};
+  snap->engines.push_back(std::move(engine));
+  snap->epoch = impl_->snapshot->epoch + 1;
+  impl_->snapshot = snap;
+  epoch_.store(snap->epoch, std::memory_order_release);
+  return id;
+}
+
+Result<void> Runtime::register_extension(EngineId engine, std::shared_ptr<const ExtensionModule> module,
+                                         Registration mode) {
+  if (module == nullptr) return config_error(ErrorCode::kInvalidArgument, "register_extension", "null module");
+  std::lock_guard<std::mutex> lock(impl_->config_mu);
+  const RuntimeConfigSnapshot& cur = *impl_->snapshot;
+  if (engine.value >= cur.engines.size()) {
+    return config_error(ErrorCode::kOutOfRange, "register_extension",
+                        "engine id " + std::to_string(engine.value) + " is not registered (" +
+                            std::to_string(cur.engines.size()) + " engines)");
+  }
+  std::pair<std::string, uint32_t> key{std::string(module->family_id()), engine.value};
+  auto it = cur.modules.find(key);
+  if (it != cur.modules.end()) {
+    if (it->second == module) return ok();  // the same registration again: a no-op
+    if (mode != Registration::kReplace) {
+      return config_error(ErrorCode::kInvalidArgument, "register_extension",
+                          "family '" + key.first + "' already has a different module on engine " +
+                              std::to_string(engine.value) + " (pass Registration::kReplace to replace it)");
+    }
+  }
+  auto snap = std::make_shared<RuntimeConfigSnapshot>(cur);
+  snap->modules[key] = std::move(module);
+  snap->epoch = cur.epoch + 1;
+  impl_->snapshot = snap;
+  epoch_.store(snap->epoch, std::memory_order_release);
+  return ok();
+}
+
+void Runtime::set_prepare_hook(std::function<void(const program::Fingerprint&)> hook) {
+  std::lock_guard<std::mutex> lock(impl_->config_mu);
+  impl_->hook = std::move(hook);
+}
+
+Result<std::shared_ptr<const PreparedProgram>> Runtime::prepare_for(const program::CompiledGraph& graph,
+                                                                     std::span<const TensorSignature> signature,
+                                                                     const PrepareOptions& options) {
+  if (graph.program == nullptr) {
+    return Error(ErrorStage::kPrepare, ErrorCode::kInvalidArgument, "prepare_for", "the graph has no program");
+  }
+  const int64_t t0 = now_ns();
+  PlanKey key{graph.program->fingerprint(), epoch(), options.engine, options.domain,
+              std::vector<TensorSignature>(signature.begin(), signature.end()), graph.program};
+  Impl& m = *impl_;
+  std::shared_ptr<Impl::Entry> entry;
+  {
+    std::unique_lock<std::mutex> lock(m.cache_mu);
+    auto it = m.entries.find(key);
+    if (it != m.entries.end()) {
+      entry = it->second;
+      if (entry->state == Impl::Entry::State::kPreparing) {
+        if (entry->owner == std::this_thread::get_id()) {
+          return Error(ErrorStage::kPrepare, ErrorCode::kPreparationCycle, "prepare_for",
+                       "program " + key.fingerprint.to_string() + " needs itself while it is being prepared");
+        }
+        ++m.stats.waits;
+        m.cache_cv.wait(lock, [&] { return entry->state != Impl::Entry::State::kPreparing; });
+      } else {
+        m.lru.splice(m.lru.begin(), m.lru, entry->lru);
+      }
+      m.lookups.fetch_add(1, std::memory_order_relaxed);
+      m.lookup_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+      if (entry->state == Impl::Entry::State::kReady) {
+        ++m.stats.hits;
+        return entry->plan;
+      }
+      if (entry->state == Impl::Entry::State::kFailed) {
+        ++m.stats.negative_hits;
+        return *entry->error;
+      }
+      // A transient failure of the preparer removed the entry: prepare again below.
+      lock.unlock();
+      return prepare_for(graph, signature, options);
+    }
+    ++m.stats.misses;
+    entry = std::make_shared<Impl::Entry>();
+    entry->owner = std::this_thread::get_id();
+    m.entries.emplace(key, entry);
+  }
+  std::function<void(const program::Fingerprint&)> hook;
+  {
+    std::lock_guard<std::mutex> lock(m.config_mu);
+    hook = m.hook;
+  }
+  if (hook) hook(key.fingerprint);
+  const int64_t p0 = now_ns();
+  Result<std::shared_ptr<const PreparedProgram>> result = prepare_uncached(graph, signature, options);
+  m.preparations.fetch_add(1, std::memory_order_relaxed);
+  m.prepare_ns.fetch_add(now_ns() - p0, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(m.cache_mu);
+    ++m.stats.preparations;
+    auto it = m.entries.find(key);
+    const PlanKey* stored = &it->first;
+    if (result) {
+      entry->plan = *result;
+      entry->bytes = (*result)->footprint_bytes;
+      entry->state = Impl::Entry::State::kReady;
+    } else if (result.error().code() != ErrorCode::kAllocationFailed) {
+      entry->error = result.error();
+      entry->state = Impl::Entry::State::kFailed;
+    } else {
+      entry->state = Impl::Entry::State::kDropped;  // transient: waiters prepare again
+      m.entries.erase(it);
+      stored = nullptr;
+    }
+    if (stored != nullptr) {
+      m.lru.push_front(stored);
+      entry->lru = m.lru.begin();
+      m.stats.retained_bytes += entry->bytes;
+      m.evict_locked(config().plan_cache_capacity);
+    }
+  }
+  m.cache_cv.notify_all();
+  return result;
+}
+
+PlanCacheStats Runtime::plan_cache_stats() const {
+  std::lock_guard<std::mutex> lock(impl_->cache_mu);
+  PlanCacheStats s = impl_->stats;
+  s.entries = static_cast<int64_t>(impl_->lru.size());
+  s.capacity = config().plan_cache_capacity;
+  return s;
+}
+
+void Runtime::clear_plan_cache() {
+  std::lock_guard<std::mutex> lock(impl_->cache_mu);
+  impl_->evict_locked(0);
+}
+
+ExecutionMetrics Runtime::metrics() const {
+  const Impl& m = *impl_;
+  ExecutionMetrics r;
+  r.preparations = m.preparations.load();
+  r.prepare_ns = m.prepare_ns.load();
+  r.lookups = m.lookups.load();
+  r.lookup_ns = m.lookup_ns.load();
+  r.executions = m.executions.load();
+  r.execute_ns = m.execute_ns.load();
+  return r;
+}
+
+// ---- execution
+
+Result<std::vector<Tensor>> Runtime::execute_prepared(const PreparedProgram& p, std::span<const Tensor> arguments) {
+  return execute_prepared(p, arguments, p.bindings);
+}
+
+Result<std::vector<Tensor>> Runtime::execute_prepared(const PreparedProgram& p, std::span<const Tensor> arguments,
+                                                      const program::ProgramBindings& bindings) {
+  const int64_t t0 = now_ns();
+  const char* op = "execute_prepared";
+  if (!(p.runtime == id_)) {
+    return Error(ErrorStage::kUsage, ErrorCode::kRuntimeMismatch, op,
+                 "the program was prepared by runtime " + std::to_string(p.runtime.value) + ", not by runtime " +
+                     std::to_string(id_.value));
+  }
+  const uint64_t now_epoch = epoch();
+  if (p.epoch != now_epoch) {
+    return Error(ErrorStage::kUsage, ErrorCode::kStalePreparedGraph, op,
+                 "the program was prepared at configuration epoch " + std::to_string(p.epoch) +
+                     "; the runtime is at epoch " + std::to_string(now_epoch) + " (prepare it again or use run())");
+  }
+  if (arguments.size() != p.argument_values.size() || bindings.tensors.size() != p.binding_values.size()) {
+    return usage_error(ErrorCode::kInvalidArgument, op,
+                       "expected " + std::to_string(p.argument_values.size()) + " arguments and " +
+                           std::to_string(p.binding_values.size()) + " bindings, got " +
+                           std::to_string(arguments.size()) + " and " + std::to_string(bindings.tensors.size()));
+  }
+  const auto check = [&](const Tensor& t, const TensorSignature& want, size_t i, const char* what) -> Result<void> {
+    if (!t.defined()) return usage_error(ErrorCode::kInvalidArgument, op, std::string(what) + " " + std::to_string(i) + " is null");
+    if (t.dtype() != want.dtype) {
+      return usage_error(ErrorCode::kDTypeMismatch, op,
+                         std::string(what) + " " + std::to_string(i) + " has dtype " + std::string(dtype_name(t.dtype())) +
+                             ", the program was prepared for " + std::string(dtype_name(want.dtype)));
+    }
+    if (t.shape() != want.shape) {
+      return usage_error(ErrorCode::kShapeMismatch, op,
+                         std::string(what) + " " + std::to_string(i) + " has shape " + format_dims(t.shape()) +
+                             ", the program was prepared for " + format_dims(want.shape) + " (use run() to re-prepare)");
+    }
+    return ok();
+  };
+  for (size_t i = 0; i < arguments.size(); ++i) TENFERRO_TRY_VOID(check(arguments[i], p.signature[i], i, "argument"));
+  for (size_t i = 0; i < bindings.tensors.size(); ++i) {
+    TENFERRO_TRY_VOID(check(bindings.tensors[i], p.signature[arguments.size() + i], i, "binding"));
+  }
+
+  std::unique_ptr<Workspace> ws = p.acquire();
+  for (size_t i = 0; i < arguments.size(); ++i) ws->slots[static_cast<size_t>(p.argument_values[i])] = arguments[i];
+  for (size_t i = 0; i < bindings.tensors.size(); ++i) {
+    ws->slots[static_cast<size_t>(p.binding_values[i])] = bindings.tensors[i];
+  }
+  const Result<void> r = p.bridge->enter(p.domain, [&](EngineContext& ctx) { return run_nodes(p, ctx, *ws); });
+  if (!r) {
+    p.give_back(std::move(ws));
+    return r.error();
+  }
+  std::vector<Tensor> outputs;
+  outputs.reserve(p.output_values.size());
+  for (int32_t v : p.output_values) outputs.push_back(ws->slots[static_cast<size_t>(v)]);
+  p.give_back(std::move(ws));
+  impl_->executions.fetch_add(1, std::memory_order_relaxed);
+  impl_->execute_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+  return outputs;
+}
+
+Result<std::vector<Tensor>> Runtime::run(const program::CompiledGraph& graph, std::span<const Tensor> arguments,
+                                         const PrepareOptions& options) {
+  std::vector<TensorSignature> sig;
+  sig.reserve(arguments.size() + graph.bindings.tensors.size());
+  for (const Tensor& t : arguments) {
+    if (!t.defined()) return usage_error(ErrorCode::kInvalidArgument, "run", "an argument is null");
+    sig.push_back(TensorSignature{t.dtype(), t.shape()});
+  }
+  for (const Tensor& t : graph.bindings.tensors) {
+    if (!t.defined()) return usage_error(ErrorCode::kInvalidArgument, "run", "a binding is null");
+    sig.push_back(TensorSignature{t.dtype(), t.shape()});
+  }
+  TENFERRO_TRY(std::shared_ptr<const PreparedProgram> plan, prepare_for(graph, sig, options));
+  Result<std::vector<Tensor>> out = execute_prepared(*plan, arguments, graph.bindings);
+  if (!out && out.error().code() == ErrorCode::kStalePreparedGraph) {
+    // Reconfigured between lookup and execution: prepare for the new epoch once more.
+    TENFERRO_TRY(std::shared_ptr<const PreparedProgram> again, prepare_for(graph, sig, options));
+    return execute_prepared(*again, arguments, graph.bindings);
+  }
+  return out;
+}
+
+}  // namespace tenferro::runtime
