@@ -51,12 +51,9 @@ std::vector<TensorSignature> signature_of(std::span<const Tensor> tensors);
 /// Options of one preparation (part of the plan cache key).
 struct PrepareOptions {
   /// The engine to run on; empty: the first registered engine.
-  std::optional<EngineId> engine;
+  std::optional<EngineId> engine{};
   /// The domain of that engine; empty: the engine's first domain.
-  std::optional<int32_t> domain;
-  /// Argument inputs (by input position among the arguments) whose buffers the run may
-  /// reuse for results once they are dead (only when the caller passes the only handle).
-  std::vector<int32_t> donatable;
+  std::optional<int32_t> domain{};
   friend bool operator==(const PrepareOptions&, const PrepareOptions&) = default;
 };
 
