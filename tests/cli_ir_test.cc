@@ -1,4 +1,4 @@
-// End-to-end: `tenferro ir check|compile|eval` on a program file, checked against a naive
+// End-to-end: `tenferro ir check|compile|eval|run` on a program file, checked against a naive
 // computation; malformed programs and bad options give non-zero exits.
 
 #include <gtest/gtest.h>
@@ -65,9 +65,11 @@ TEST(CliIr, CheckCompileAndEvalEndToEnd) {
   Tensor w = Tensor::random_normal(DType::kF64, {3, 2}, 4).value();
   ASSERT_TRUE(write_npy(dir() + "x.npy", x));
   ASSERT_TRUE(write_npy(dir() + "w.npy", w));
-  for (const char* mode : {"", " --compiled"}) {
-    ASSERT_EQ(run("ir eval " + dir() + "p.tf " + dir() + "x.npy --binding " + dir() + "w.npy -o " + dir() + "y.npy -o " +
-                  dir() + "e.npy" + mode),
+  for (const std::string mode : {"eval", "eval --compiled", "run", "run --threads 2 --repeat 3"}) {
+    const std::string sub = mode.substr(0, mode.find(' '));
+    const std::string flags = mode.size() > sub.size() ? mode.substr(sub.size()) : "";
+    ASSERT_EQ(run("ir " + sub + " " + dir() + "p.tf " + dir() + "x.npy --binding " + dir() + "w.npy -o " + dir() +
+                  "y.npy -o " + dir() + "e.npy" + flags),
               0)
         << output();
     Tensor y = read_npy(dir() + "y.npy").value();
@@ -82,6 +84,24 @@ TEST(CliIr, CheckCompileAndEvalEndToEnd) {
       for (int64_t k = 0; k < 3; ++k) EXPECT_EQ(e.get<double>({i, k}).value(), std::exp(x.get<double>({i, k}).value()));
     }
   }
+}
+
+TEST(CliIr, RunExplainsAndReportsJson) {
+  write("p.tf", kProgram);
+  ASSERT_TRUE(write_npy(dir() + "x.npy", Tensor::random_normal(DType::kF64, {5, 3}, 3).value()));
+  ASSERT_TRUE(write_npy(dir() + "w.npy", Tensor::random_normal(DType::kF64, {3, 2}, 4).value()));
+  ASSERT_EQ(run("ir run " + dir() + "p.tf " + dir() + "x.npy --binding " + dir() + "w.npy --explain"), 0) << output();
+  EXPECT_NE(output().find("provider cpu.dot_general"), std::string::npos) << output();
+  EXPECT_NE(output().find("output 1:"), std::string::npos) << output();
+  ASSERT_EQ(run("ir run " + dir() + "p.tf " + dir() + "x.npy --binding " + dir() + "w.npy --json --repeat 4"), 0)
+      << output();
+  EXPECT_NE(output().find("\"repeat\": 4"), std::string::npos) << output();
+  EXPECT_NE(output().find("\"nodes\": 2"), std::string::npos) << output();
+  for (const char* bad : {"--threads 0", "--threads 99999999999", "--threads x", "--repeat -1", "--threads"}) {
+    EXPECT_EQ(run("ir run " + dir() + "p.tf " + dir() + "x.npy --binding " + dir() + "w.npy " + bad), 2) << bad;
+  }
+  EXPECT_EQ(run("ir run " + dir() + "p.tf " + dir() + "x.npy"), 1);  // binding missing
+  EXPECT_EQ(run("ir eval " + dir() + "p.tf --threads 2"), 2);  // run-only option
 }
 
 TEST(CliIr, ErrorsAreTypedAndExitNonZero) {

@@ -1,5 +1,9 @@
-// `tenferro ir check|compile|eval`: the semantic program text format on the command line.
+// `tenferro ir check|compile|eval|run`: the semantic program text format on the command line.
 
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -8,6 +12,7 @@
 
 #include "commands.h"
 #include "tenferro/compiler/compiler.h"
+#include "tenferro/cpu_runtime/cpu_runtime.h"
 #include "tenferro/program/interpreter.h"
 #include "tenferro/program/text.h"
 #include "tenferro/tensor/npy.h"
@@ -20,11 +25,78 @@ constexpr const char* kIrUsage =
     "usage: tenferro ir check FILE [--binding B.npy ...]\n"
     "       tenferro ir compile FILE [--explain] [--no-canonicalize] [--no-cse] [--no-dce] [--binding B.npy ...]\n"
     "       tenferro ir eval FILE IN.npy ... [-o OUT.npy ...] [--compiled] [--binding B.npy ...]\n"
+    "       tenferro ir run FILE IN.npy ... [-o OUT.npy ...] [--threads N] [--explain] [--repeat K] [--json]\n"
+    "                       [--binding B.npy ...]\n"
+    "eval runs the reference interpreter; run compiles the program and runs it on the CPU\n"
+    "engine through the runtime (prepared once, executed K times).\n"
     "FILE holds one program in the text format (docs/design/0004-program-ir.md).\n";
 
 int fail(const Error& e) {
   std::fprintf(stderr, "error: %s\n", e.to_string().c_str());
   return 1;
+}
+
+using Clock = std::chrono::steady_clock;
+double micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
+
+int write_outputs(const std::vector<Tensor>& r, const std::vector<std::string>& outputs, bool quiet) {
+  for (size_t i = 0; i < r.size(); ++i) {
+    if (!outputs.empty()) {
+      if (auto w = write_npy(outputs[i], r[i]); !w) return fail(w.error());
+      if (!quiet) std::printf("wrote %s\n", outputs[i].c_str());
+    } else if (!quiet) {
+      std::printf("output %zu:\n%s\n", i, r[i].to_string().c_str());
+    }
+  }
+  return 0;
+}
+
+// `ir run`: one CPU engine domain of `threads` workers, one runtime; prepared once.
+int run_on_runtime(const program::CompiledGraph& g, const std::vector<Tensor>& args,
+                   const std::vector<std::string>& outputs, int threads, int64_t repeat, bool explain, bool json) {
+  auto topo = cpu::CpuTopology::discover();
+  if (!topo) return fail(topo.error());
+  cpu::CpuEngineConfig cfg;
+  cpu::CpuDomainConfig domain;
+  domain.cpus = topo->allowed_cpus;
+  domain.threads = threads;
+  cfg.domains = {domain};
+  cfg.pin_workers = threads <= static_cast<int>(topo->allowed_cpus.size());
+  auto engine = cpu::CpuEngine::create(cfg);
+  if (!engine) return fail(engine.error());
+  auto rt = runtime::Runtime::create();
+  if (!rt) return fail(rt.error());
+  if (auto id = cpu_runtime::register_cpu_engine(**rt, *engine); !id) return fail(id.error());
+  std::vector<Tensor> all = args;
+  all.insert(all.end(), g.bindings.tensors.begin(), g.bindings.tensors.end());
+  const auto t0 = Clock::now();
+  auto plan = (*rt)->prepare_for(g, runtime::signature_of(all));
+  const double prepare_us = micros(Clock::now() - t0);
+  if (!plan) return fail(plan.error());
+  if (explain && !json) std::fputs((*rt)->explain(**plan).c_str(), stdout);
+  std::vector<double> times;
+  std::vector<Tensor> result;
+  for (int64_t k = 0; k < repeat; ++k) {
+    const auto t1 = Clock::now();
+    auto r = (*rt)->execute_prepared(**plan, args, g.bindings);
+    times.push_back(micros(Clock::now() - t1));
+    if (!r) return fail(r.error());
+    if (k + 1 == repeat) result = std::move(*r);
+  }
+  if (const int w = write_outputs(result, outputs, json); w != 0) return w;
+  std::sort(times.begin(), times.end());
+  const runtime::PreparedInfo info = runtime::prepared_info(**plan);
+  if (json) {
+    std::printf("{\"threads\": %d, \"nodes\": %lld, \"views\": %lld, \"peak_bytes\": %lld, \"prepare_us\": %.3f, "
+                "\"repeat\": %lld, \"execute_us_min\": %.3f, \"execute_us_median\": %.3f}\n",
+                threads, static_cast<long long>(info.nodes), static_cast<long long>(info.view_nodes),
+                static_cast<long long>(info.peak_bytes), prepare_us, static_cast<long long>(repeat), times.front(),
+                times[times.size() / 2]);
+  } else if (repeat > 1) {
+    std::printf("prepared in %.1f us; %lld runs: min %.3f us, median %.3f us\n", prepare_us,
+                static_cast<long long>(repeat), times.front(), times[times.size() / 2]);
+  }
+  return 0;
 }
 
 }  // namespace
@@ -37,7 +109,16 @@ int run_ir(int argc, char** argv) {
   const std::string sub = argv[0];
   const std::string file = argv[1];
   std::vector<std::string> positional, outputs, binding_files;
-  bool explain = false, compiled = false;
+  bool explain = false, compiled = false, json = false;
+  int64_t threads = 1, repeat = 1;
+  const auto parse_count = [](const char* text, int64_t lo, int64_t hi, int64_t* out) {
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+  };
   compiler::CompilerOptions options;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
@@ -56,7 +137,18 @@ int run_ir(int argc, char** argv) {
       const char* v = value("--binding");
       if (!v) return 2;
       binding_files.push_back(v);
-    } else if (a == "--explain" && sub == "compile") {
+    } else if ((a == "--threads" || a == "--repeat") && sub == "run") {
+      const char* v = value(a.c_str());
+      if (!v) return 2;
+      const bool t = a == "--threads";
+      if (!parse_count(v, 1, t ? 1024 : 1000000, t ? &threads : &repeat)) {
+        std::fprintf(stderr, "tenferro ir run: %s takes a whole number from 1 to %d, got '%s'\n", a.c_str(),
+                     t ? 1024 : 1000000, v);
+        return 2;
+      }
+    } else if (a == "--json" && sub == "run") {
+      json = true;
+    } else if (a == "--explain" && (sub == "compile" || sub == "run")) {
       explain = true;
     } else if (a == "--no-canonicalize" && sub == "compile") {
       options.canonicalize = false;
@@ -73,11 +165,11 @@ int run_ir(int argc, char** argv) {
       positional.push_back(a);
     }
   }
-  if (sub != "check" && sub != "compile" && sub != "eval") {
+  if (sub != "check" && sub != "compile" && sub != "eval" && sub != "run") {
     std::fprintf(stderr, "tenferro ir: unknown subcommand '%s'\n%s", sub.c_str(), kIrUsage);
     return 2;
   }
-  if (sub != "eval" && !positional.empty()) {
+  if (sub != "eval" && sub != "run" && !positional.empty()) {
     std::fprintf(stderr, "tenferro ir %s: unexpected argument '%s'\n", sub.c_str(), positional[0].c_str());
     return 2;
   }
@@ -92,7 +184,7 @@ int run_ir(int argc, char** argv) {
     bindings.push_back(std::move(*t));
   }
   // check/compile may run without the binding data (zero placeholders); eval may not.
-  auto parsed = program::parse_program(ss.str(), nullptr, bindings, sub != "eval");
+  auto parsed = program::parse_program(ss.str(), nullptr, bindings, sub != "eval" && sub != "run");
   if (!parsed) return fail(parsed.error());
   const program::SemanticProgram& p = *parsed->program;
   if (sub == "check") {
@@ -125,6 +217,16 @@ int run_ir(int argc, char** argv) {
     args.push_back(std::move(*t));
   }
   program::CompiledGraph g = *parsed;
+  if (sub == "run") {
+    auto c = gc.compile(g, options);
+    if (!c) return fail(c.error());
+    if (!outputs.empty() && outputs.size() != c->program->outputs().size()) {
+      std::fprintf(stderr, "tenferro ir run: the program has %zu outputs but %zu -o files were given\n",
+                   c->program->outputs().size(), outputs.size());
+      return 2;
+    }
+    return run_on_runtime(*c, args, outputs, static_cast<int>(threads), repeat, explain, json);
+  }
   if (compiled) {
     auto c = gc.compile(g, options);
     if (!c) return fail(c.error());
@@ -137,15 +239,7 @@ int run_ir(int argc, char** argv) {
   }
   auto r = program::interpret(g, args);
   if (!r) return fail(r.error());
-  for (size_t i = 0; i < r->size(); ++i) {
-    if (!outputs.empty()) {
-      if (auto w = write_npy(outputs[i], (*r)[i]); !w) return fail(w.error());
-      std::printf("wrote %s\n", outputs[i].c_str());
-    } else {
-      std::printf("output %zu:\n%s\n", i, (*r)[i].to_string().c_str());
-    }
-  }
-  return 0;
+  return write_outputs(*r, outputs, false);
 }
 
 }  // namespace tenferro::cli
