@@ -6,6 +6,7 @@
 #include "tenferro/einsum_cpu/einsum.h"
 #include "tenferro/tensor/tensor.h"
 #include "tenferro/compiler/compiler.h"
+#include "tenferro/cpu_runtime/cpu_runtime.h"
 #include "tenferro/program/interpreter.h"
 
 namespace readme {
@@ -83,6 +84,38 @@ TEST(Readme, ProgramExampleEvaluates) {
   ASSERT_EQ(y[0].shape(), (Shape{2, 1}));
   EXPECT_DOUBLE_EQ(y[0].get<double>({0, 0}).value(), std::exp(0.0) + std::exp(2.0));
   EXPECT_DOUBLE_EQ(y[0].get<double>({1, 0}).value(), std::exp(3.0) + std::exp(5.0));
+}
+
+// The README's runtime snippet (kept identical to README.md), wrapped in a function.
+std::vector<Tensor> runtime_example(const program::CompiledGraph& graph, const Tensor& x) {
+  auto rt = runtime::Runtime::create().value();                     // user-owned, no global state
+  auto engine_id = cpu_runtime::register_cpu_engine(*rt, cpu::CpuEngine::create().value()).value();
+  std::vector<Tensor> args{x};
+  auto plan = rt->prepare_for(graph, runtime::signature_of(args)).value();  // for these shapes
+  std::vector<Tensor> y = rt->execute_prepared(*plan, args, graph.bindings).value();
+  std::puts(rt->explain(*plan).c_str());                             // provider and why, per node
+  (void)engine_id;
+  return y;
+}
+
+TEST(Readme, RuntimeExampleMatchesTheInterpreter) {
+  using namespace tenferro::program;
+  compiler::TraceContext tc;
+  const Tensor w = Tensor::random_normal(DType::kF64, {3, 2}, 2).value();
+  const Tensor x = Tensor::random_normal(DType::kF64, {5, 3}, 1).value();
+  Value xv = tc.input(ValueType{DType::kF64, {Extent::exact(5), Extent::exact(3)}}, "x").value();
+  Value wv = tc.capture(w, "w").value();
+  Value e = tc.op(OpCode::kExp, {xv}).value();
+  Value y = tc.op(OpCode::kDotGeneral, {e, wv}, Attrs{.lhs_contract = {1}, .rhs_contract = {0}}).value();
+  const CompiledGraph graph = compiler::GraphCompiler().compile(tc.finish({y}).value()).value();
+  const auto got = runtime_example(graph, x);
+  const auto want = interpret(graph, std::vector<Tensor>{x}).value();
+  ASSERT_EQ(got.size(), 1u);
+  for (int64_t i = 0; i < 5; ++i) {
+    for (int64_t j = 0; j < 2; ++j) {
+      EXPECT_NEAR(got[0].get<double>({i, j}).value(), want[0].get<double>({i, j}).value(), 1e-12);
+    }
+  }
 }
 
 TEST(Readme, EinsumExampleContractsAChain) {

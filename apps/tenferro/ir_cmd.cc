@@ -67,10 +67,8 @@ int run_on_runtime(const program::CompiledGraph& g, const std::vector<Tensor>& a
   auto rt = runtime::Runtime::create();
   if (!rt) return fail(rt.error());
   if (auto id = cpu_runtime::register_cpu_engine(**rt, *engine); !id) return fail(id.error());
-  std::vector<Tensor> all = args;
-  all.insert(all.end(), g.bindings.tensors.begin(), g.bindings.tensors.end());
   const auto t0 = Clock::now();
-  auto plan = (*rt)->prepare_for(g, runtime::signature_of(all));
+  auto plan = (*rt)->prepare_for(g, runtime::signature_of(args));
   const double prepare_us = micros(Clock::now() - t0);
   if (!plan) return fail(plan.error());
   if (explain && !json) std::fputs((*rt)->explain(**plan).c_str(), stdout);

@@ -151,16 +151,26 @@ Result<std::shared_ptr<const PreparedProgram>> Runtime::prepare_uncached(const p
   std::vector<Shape> input_shapes;
   size_t args = 0, binds = 0;
   for (const program::InputInfo& in : prog.inputs()) (in.binding ? binds : args)++;
-  if (signature.size() != args + binds) {
-    return prep_error(ErrorCode::kInvalidArgument, "the program has " + std::to_string(args) + " arguments and " +
-                                                       std::to_string(binds) + " bindings; the signature lists " +
+  if (signature.size() != args) {
+    return prep_error(ErrorCode::kInvalidArgument, "the program has " + std::to_string(args) +
+                                                       " arguments; the signature lists " +
                                                        std::to_string(signature.size()) + " tensors");
+  }
+  if (graph.bindings.tensors.size() != binds) {
+    return prep_error(ErrorCode::kInvalidArgument, "the program declares " + std::to_string(binds) +
+                                                       " bindings; the graph holds " +
+                                                       std::to_string(graph.bindings.tensors.size()));
+  }
+  std::vector<TensorSignature> full(signature.begin(), signature.end());
+  for (const Tensor& t : graph.bindings.tensors) {
+    if (!t.defined()) return prep_error(ErrorCode::kInvalidArgument, "a binding of the graph is null");
+    full.push_back(TensorSignature{t.dtype(), t.shape()});
   }
   size_t ai = 0, bi = 0;
   for (const program::InputInfo& in : prog.inputs()) {
     const size_t pos = in.binding ? args + bi : ai;
     const program::ValueType& want = prog.type(in.value);
-    const TensorSignature& got = signature[pos];
+    const TensorSignature& got = full[pos];
     const std::string what = in.binding ? "binding " + std::to_string(bi) : "argument " + std::to_string(ai);
     if (got.dtype != want.dtype) {
       return prep_error(ErrorCode::kDTypeMismatch, what + " has dtype " + std::string(dtype_name(got.dtype)) +
@@ -174,7 +184,7 @@ Result<std::shared_ptr<const PreparedProgram>> Runtime::prepare_uncached(const p
     (in.binding ? p->binding_values : p->argument_values).push_back(in.value.index());
     (in.binding ? bi : ai)++;
   }
-  p->signature.assign(signature.begin(), signature.end());
+  p->signature = std::move(full);
   TENFERRO_TRY(std::vector<int64_t> symbols, prog.bind_shapes(input_shapes));
   p->value_shapes.resize(prog.value_count());
   for (const program::InputInfo& in : prog.inputs()) {

@@ -454,13 +454,9 @@ Result<std::vector<Tensor>> Runtime::execute_prepared(const PreparedProgram& p, 
 Result<std::vector<Tensor>> Runtime::run(const program::CompiledGraph& graph, std::span<const Tensor> arguments,
                                          const PrepareOptions& options) {
   std::vector<TensorSignature> sig;
-  sig.reserve(arguments.size() + graph.bindings.tensors.size());
+  sig.reserve(arguments.size());
   for (const Tensor& t : arguments) {
     if (!t.defined()) return usage_error(ErrorCode::kInvalidArgument, "run", "an argument is null");
-    sig.push_back(TensorSignature{t.dtype(), t.shape()});
-  }
-  for (const Tensor& t : graph.bindings.tensors) {
-    if (!t.defined()) return usage_error(ErrorCode::kInvalidArgument, "run", "a binding is null");
     sig.push_back(TensorSignature{t.dtype(), t.shape()});
   }
   TENFERRO_TRY(std::shared_ptr<const PreparedProgram> plan, prepare_for(graph, sig, options));

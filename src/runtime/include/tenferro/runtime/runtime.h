@@ -113,8 +113,10 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   Result<void> register_extension(EngineId engine, std::shared_ptr<const ExtensionModule> module,
                                   Registration mode = Registration::kAdd);
 
-  /// Prepares `graph` for arguments and bindings of `signature` (arguments in input
-  /// order, then bindings). Checks the signature against the program's inputs and shape
+  /// Prepares `graph` for arguments of `signature` (one per argument input, in input
+  /// order); the bindings' signatures are those of `graph.bindings` (executions may pass
+  /// other bindings of the same dtypes and shapes). Checks the signature against the
+  /// program's inputs and shape
   /// guards before any provider is asked. Resolution per op: native core provider or
   /// extension module of the placed engine, then the extension's core lowering, then the
   /// configured fallback; only a typed kUnsupported moves on. Errors (kPrepare stage):
