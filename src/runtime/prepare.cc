@@ -1,6 +1,7 @@
 // Preparation (resolution, placement, buffer plan, schedule) and explain().
 
 #include <algorithm>
+#include <limits>
 #include <sstream>
 
 #include "prepared.h"
@@ -35,10 +36,17 @@ std::string op_label(const program::Operation& op) {
                                                   : std::string(program::op_name(op.code()));
 }
 
+// Saturates at INT64_MAX (an estimate for explain; the kernels check real sizes).
 int64_t bytes_of(DType d, const Shape& s) {
   int64_t n = dtype_size(d);
-  for (int64_t e : s) n *= e;
+  for (int64_t e : s) {
+    if (__builtin_mul_overflow(n, e, &n)) return std::numeric_limits<int64_t>::max();
+  }
   return n;
+}
+int64_t sat_add(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<int64_t>::max() : r;
 }
 
 // The configured fallback: the reference interpreter on a one-op program of the node's
@@ -213,7 +221,7 @@ Result<std::shared_ptr<const PreparedProgram>> Runtime::prepare_uncached(const p
       node.outputs.push_back(v.index());
       out_dt.push_back(prog.type(v).dtype);
       out_sh.push_back(p->value_shapes[static_cast<size_t>(v.index())]);
-      node.output_bytes += bytes_of(out_dt.back(), out_sh.back());
+      node.output_bytes = sat_add(node.output_bytes, bytes_of(out_dt.back(), out_sh.back()));
     }
     NodeRequest req{&op, in_dt, in_sh, out_dt, out_sh, p->domain, det};
     std::vector<std::string> reasons;
@@ -305,7 +313,7 @@ Result<std::shared_ptr<const PreparedProgram>> Runtime::prepare_uncached(const p
     for (size_t k = 0; k < n.outputs.size(); ++k) {
       const auto v = static_cast<size_t>(n.outputs[k]);
       owned[v] = n.view ? 0 : bytes_of(prog.type(prog.ops()[i].results()[k]).dtype, p->value_shapes[v]);
-      live += owned[v];
+      live = sat_add(live, owned[v]);
       if (!is_output[v] && p->last_use[v] < 0) n.release.push_back(n.outputs[k]);  // dead at birth
     }
     p->peak_bytes = std::max(p->peak_bytes, live);
