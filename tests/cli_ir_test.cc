@@ -104,6 +104,38 @@ TEST(CliIr, RunExplainsAndReportsJson) {
   EXPECT_EQ(run("ir eval " + dir() + "p.tf --threads 2"), 2);  // run-only option
 }
 
+TEST(CliIr, EinsumOpsRunNativelyAndInTheInterpreter) {
+  write("e.tf", R"(program {
+  %0 = input "a" : f64[3, 4]
+  %1 = input "b" : f64[4, 2]
+  %2 = extension "einsum" "ij,jk->ki;optimal"(%0, %1) : f64[2, 3]
+  output %2
+}
+)");
+  const Tensor a = Tensor::random_normal(DType::kF64, {3, 4}, 5).value();
+  const Tensor b = Tensor::random_normal(DType::kF64, {4, 2}, 6).value();
+  ASSERT_TRUE(write_npy(dir() + "a.npy", a));
+  ASSERT_TRUE(write_npy(dir() + "b.npy", b));
+  for (const std::string sub : {"eval", "run"}) {
+    const std::string flags = sub == "run" ? " --explain" : "";
+    ASSERT_EQ(run("ir " + sub + " " + dir() + "e.tf " + dir() + "a.npy " + dir() + "b.npy -o " + dir() + "c.npy" + flags),
+              0)
+        << output();
+    if (sub != "eval") {
+      EXPECT_NE(output().find("provider cpu.einsum"), std::string::npos) << output();
+    }
+    const Tensor c = read_npy(dir() + "c.npy").value();
+    ASSERT_EQ(c.shape(), (Shape{2, 3}));
+    for (int64_t k = 0; k < 2; ++k) {
+      for (int64_t i = 0; i < 3; ++i) {
+        double want = 0;
+        for (int64_t j = 0; j < 4; ++j) want += a.get<double>({i, j}).value() * b.get<double>({j, k}).value();
+        EXPECT_NEAR(c.get<double>({k, i}).value(), want, 1e-12);
+      }
+    }
+  }
+}
+
 TEST(CliIr, ErrorsAreTypedAndExitNonZero) {
   write("bad.tf", "program {\n  %0 = input \"x\" : f64[2]\n  %1 = input \"y\" : f64[3]\n  %2 = add(%0, %1) : f64[2]\n  output %2\n}\n");
   EXPECT_EQ(run("ir check " + dir() + "bad.tf"), 1);

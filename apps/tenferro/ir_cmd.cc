@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "tenferro/compiler/compiler.h"
 #include "tenferro/cpu_runtime/cpu_runtime.h"
+#include "tenferro/einsum_ir/einsum_op.h"
 #include "tenferro/program/interpreter.h"
 #include "tenferro/program/text.h"
 #include "tenferro/tensor/npy.h"
@@ -29,7 +30,8 @@ constexpr const char* kIrUsage =
     "                       [--binding B.npy ...]\n"
     "eval runs the reference interpreter; run compiles the program and runs it on the CPU\n"
     "engine through the runtime (prepared once, executed K times).\n"
-    "FILE holds one program in the text format (docs/design/0004-program-ir.md).\n";
+    "FILE holds one program in the text format (docs/design/0004-program-ir.md); extension\n"
+    "ops of the einsum family are accepted (extension \"einsum\" \"ij,jk->ik;greedy\"(%0, %1)).\n";
 
 int fail(const Error& e) {
   std::fprintf(stderr, "error: %s\n", e.to_string().c_str());
@@ -182,7 +184,9 @@ int run_ir(int argc, char** argv) {
     bindings.push_back(std::move(*t));
   }
   // check/compile may run without the binding data (zero placeholders); eval may not.
-  auto parsed = program::parse_program(ss.str(), nullptr, bindings, sub != "eval" && sub != "run");
+  program::ExtensionRegistry families;  // extension families the text may use
+  if (auto r = einsum::register_einsum_family(families); !r) return fail(r.error());
+  auto parsed = program::parse_program(ss.str(), &families, bindings, sub != "eval" && sub != "run");
   if (!parsed) return fail(parsed.error());
   const program::SemanticProgram& p = *parsed->program;
   if (sub == "check") {

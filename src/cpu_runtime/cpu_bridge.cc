@@ -7,6 +7,8 @@
 #include "tenferro/cpu/kernels.h"
 #include "tenferro/cpu/reduce.h"
 #include "tenferro/cpu_runtime/cpu_runtime.h"
+#include "tenferro/einsum_cpu/einsum.h"
+#include "tenferro/einsum_ir/einsum_op.h"
 
 namespace tenferro::cpu_runtime {
 
@@ -388,7 +390,9 @@ class CpuBridge final : public runtime::EngineBridge {
       return Cap::unsupported("the CPU elementwise kernels have no bool arithmetic");
     }
     auto k = std::make_shared<CoreKernel>(op, req);
-    if (op.code() == OpCode::kConstant) TENFERRO_TRY_VOID(k->prepare_constant());
+    if (op.code() == OpCode::kConstant) {
+      TENFERRO_TRY_VOID(k->prepare_constant());
+    }
     return Cap::prepared(std::move(k));
   }
 
@@ -405,13 +409,66 @@ class CpuBridge final : public runtime::EngineBridge {
   std::vector<int32_t> domains_;
 };
 
+// Note [CPU einsum module]: an einsum op is planned at prepare time for the specialized
+// shapes (EinsumPlan::prepare: path search, step layouts) and runs as one prepared node
+// through einsum_cpu's executor, inside the runtime's executor entry. In Reproducible
+// mode it runs on a sequential context (no lanes, no split products).
+class EinsumKernel final : public runtime::NodeKernel {
+ public:
+  EinsumKernel(std::shared_ptr<const einsum::EinsumPlan> plan, bool sequential)
+      : plan_(std::move(plan)), sequential_(sequential) {}
+  Result<void> run(runtime::EngineContext& engine_ctx, std::span<const Tensor> in, std::span<Tensor> out) const override {
+    auto& c = static_cast<CpuContext&>(engine_ctx);
+    if (sequential_) {
+      CpuExecutionContext seq = CpuExecutionContext::sequential();
+      TENFERRO_TRY(out[0], plan_->execute(seq, in, c.pool));
+      return ok();
+    }
+    TENFERRO_TRY(out[0], plan_->execute(c.ctx, in, c.pool));
+    return ok();
+  }
+  std::string_view provider() const override {
+    return sequential_ ? "cpu.einsum (sequential: reproducible)" : "cpu.einsum";
+  }
+
+ private:
+  std::shared_ptr<const einsum::EinsumPlan> plan_;
+  bool sequential_;
+};
+
+class EinsumModule final : public runtime::ExtensionModule {
+ public:
+  std::string_view family_id() const override { return einsum::kEinsumFamily; }
+  Result<runtime::PrepareCapability<std::shared_ptr<const runtime::NodeKernel>>> prepare(
+      const runtime::NodeRequest& req) const override {
+    using Cap = runtime::PrepareCapability<std::shared_ptr<const runtime::NodeKernel>>;
+    const auto* op = static_cast<const einsum::EinsumOp*>(req.op->extension());
+    auto plan = einsum::EinsumPlan::prepare(op->subscripts(), req.input_shapes, req.output_dtypes[0], op->policy());
+    if (!plan) {
+      return Error(ErrorStage::kPrepare, plan.error().code(), "einsum", "planning '" + op->subscripts() + "' failed")
+          .with_cause(plan.error());
+    }
+    if ((*plan)->output_shape() != req.output_shapes[0]) {
+      return Cap::unsupported("the planned output shape " + format_dims((*plan)->output_shape()) +
+                              " differs from the program's " + format_dims(req.output_shapes[0]));
+    }
+    return Cap::prepared(std::make_shared<EinsumKernel>(std::move(*plan),
+                                                        req.determinism == runtime::DeterminismMode::kReproducible));
+  }
+};
+
 }  // namespace
 
-Result<runtime::EngineId> register_cpu_engine(runtime::Runtime& runtime, std::shared_ptr<cpu::CpuEngine> engine) {
+Result<runtime::EngineId> register_cpu_engine(runtime::Runtime& runtime, std::shared_ptr<cpu::CpuEngine> engine,
+                                              CpuRegistration what) {
   if (engine == nullptr) {
     return Error(ErrorStage::kConfiguration, ErrorCode::kInvalidArgument, "register_cpu_engine", "null engine");
   }
-  return runtime.register_engine(std::make_shared<CpuBridge>(std::move(engine)));
+  TENFERRO_TRY(runtime::EngineId id, runtime.register_engine(std::make_shared<CpuBridge>(std::move(engine))));
+  if (what.einsum_module) {
+    TENFERRO_TRY_VOID(runtime.register_extension(id, std::make_shared<EinsumModule>()));
+  }
+  return id;
 }
 
 }  // namespace tenferro::cpu_runtime

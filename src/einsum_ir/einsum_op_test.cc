@@ -1,0 +1,122 @@
+// The einsum extension op: payload and text form, inference with symbolic extents and
+// guards, typed errors, and the lowering against independent loops.
+
+#include <gtest/gtest.h>
+
+#include "tenferro/einsum_ir/einsum_op.h"
+#include "tenferro/program/interpreter.h"
+#include "tenferro/program/text.h"
+
+namespace tenferro::einsum {
+namespace {
+
+using program::Extent;
+using program::ProgramBuilder;
+using program::Value;
+using program::ValueType;
+
+TEST(EinsumOp, PayloadAndTextRoundTrip) {
+  ProgramBuilder b;
+  const Extent n = b.symbol("n").value();
+  Value x = b.input(ValueType{DType::kF64, {n, Extent::exact(3)}}, "x").value();
+  Value w = b.input(ValueType{DType::kF64, {Extent::exact(3), Extent::exact(4)}}, "w").value();
+  Value y = emit_einsum(b, "ij,jk->ik", std::vector<Value>{x, w}, PathAlgorithm::kOptimal).value();
+  const auto g = b.finish({y}).value();
+  const std::string text = program::print_program(*g.program);
+  EXPECT_NE(text.find("extension \"einsum\" \"ij,jk->ik;optimal\""), std::string::npos) << text;
+  program::ExtensionRegistry registry;
+  ASSERT_TRUE(register_einsum_family(registry));
+  EXPECT_FALSE(register_einsum_family(registry));
+  auto back = program::parse_program(text, &registry);
+  ASSERT_TRUE(back) << back.error().to_string();
+  EXPECT_TRUE(back->program->structurally_equal(*g.program));
+  EXPECT_EQ(back->program->fingerprint(), g.program->fingerprint());
+
+  EXPECT_EQ(parse_einsum_payload("ij,jk->ik").error().code(), ErrorCode::kParse);
+  EXPECT_EQ(parse_einsum_payload("ij,jk->ik;treesa").error().code(), ErrorCode::kParse);
+  EXPECT_EQ(parse_einsum_payload("ij,jk->ik;left_to_right").value()->algorithm(), PathAlgorithm::kLeftToRight);
+  EXPECT_EQ(EinsumOp::make("ij", PathAlgorithm::kTreeSA).error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(EinsumOp::make("i...j...->i").error().code(), ErrorCode::kParse);
+}
+
+TEST(EinsumOp, InferenceWithSymbolicExtentsAddsGuards) {
+  ProgramBuilder b;
+  const Extent n = b.symbol("n").value();
+  const Extent m = b.symbol("m").value();
+  Value x = b.input(ValueType{DType::kF64, {n, m}}, "x").value();
+  Value v = b.input(ValueType{DType::kF64, {Extent::exact(5)}}, "v").value();
+  // j is m in x and 5 in v: a guard m == 5 instead of an error.
+  Value y = emit_einsum(b, "ij,j->i", std::vector<Value>{x, v}).value();
+  EXPECT_EQ(b.type(y).value().shape, (std::vector<Extent>{n}));
+  const auto g = b.finish({y}).value();
+  ASSERT_EQ(g.program->guards().size(), 1u);
+  EXPECT_EQ(g.program->guards()[0].constraint, "einsum_c1");
+  const Tensor xs = Tensor::random_normal(DType::kF64, {2, 5}, 1).value();
+  const Tensor vs = Tensor::random_normal(DType::kF64, {5}, 2).value();
+  auto r = program::interpret(g, std::vector<Tensor>{xs, vs});
+  ASSERT_TRUE(r) << r.error().to_string();
+  for (int64_t i = 0; i < 2; ++i) {
+    double want = 0;
+    for (int64_t j = 0; j < 5; ++j) want += xs.get<double>({i, j}).value() * vs.get<double>({j}).value();
+    EXPECT_NEAR(r->at(0).get<double>({i}).value(), want, 1e-12);
+  }
+  const Tensor bad = Tensor::random_normal(DType::kF64, {2, 4}, 1).value();
+  EXPECT_EQ(program::interpret(g, std::vector<Tensor>{bad, vs}).error().code(), ErrorCode::kShapeMismatch);
+
+  // Typed compile errors: mixed dtypes, exact extents that differ, wrong ranks.
+  ProgramBuilder b2;
+  v = b2.input(ValueType{DType::kF64, {Extent::exact(5)}}).value();
+  Value f = b2.input(ValueType{DType::kF32, {Extent::exact(5)}}).value();
+  EXPECT_EQ(emit_einsum(b2, "i,i->", std::vector<Value>{v, f}).error().code(), ErrorCode::kDTypeMismatch);
+  Value u = b2.input(ValueType{DType::kF64, {Extent::exact(4)}}).value();
+  auto mismatch = emit_einsum(b2, "i,i->i", std::vector<Value>{v, u});
+  ASSERT_FALSE(mismatch);
+  EXPECT_EQ(mismatch.error().code(), ErrorCode::kShapeMismatch);
+  EXPECT_EQ(mismatch.error().stage(), ErrorStage::kCompile);
+  EXPECT_FALSE(emit_einsum(b2, "ij->i", std::vector<Value>{v}));
+  EXPECT_FALSE(emit_einsum(b2, "i,j->k", std::vector<Value>{v, u}));
+}
+
+TEST(EinsumOp, LoweringMatchesLoops) {
+  // Trace, batched product with a broadcast batch, diagonal output sum, bool OR of ANDs.
+  ProgramBuilder b;
+  Value a = b.input(ValueType{DType::kF64, {Extent::exact(3), Extent::exact(3), Extent::exact(2)}}).value();
+  Value c = b.input(ValueType{DType::kF64, {Extent::exact(1), Extent::exact(3), Extent::exact(4)}}).value();
+  Value p = b.input(ValueType{DType::kBool, {Extent::exact(2), Extent::exact(3)}}).value();
+  Value q = b.input(ValueType{DType::kBool, {Extent::exact(3), Extent::exact(2)}}).value();
+  Value t = emit_einsum(b, "iib->b", std::vector<Value>{a}).value();
+  Value bm = emit_einsum(b, "ijb,bjk->bik", std::vector<Value>{a, c}).value();  // c's b (1) broadcasts
+  Value pq = emit_einsum(b, "ij,jk->ik", std::vector<Value>{p, q}).value();
+  const auto g = b.finish({t, bm, pq}).value();
+  const Tensor av = Tensor::random_normal(DType::kF64, {3, 3, 2}, 3).value();
+  const Tensor cv = Tensor::random_normal(DType::kF64, {1, 3, 4}, 4).value();
+  const Tensor pv = Tensor::from_col_major<bool>({2, 3}, {true, false, false, false, true, false}).value();
+  const Tensor qv = Tensor::from_col_major<bool>({3, 2}, {false, false, true, true, false, false}).value();
+  auto r = program::interpret(g, std::vector<Tensor>{av, cv, pv, qv});
+  ASSERT_TRUE(r) << r.error().to_string();
+  for (int64_t bb = 0; bb < 2; ++bb) {
+    double want = 0;
+    for (int64_t i = 0; i < 3; ++i) want += av.get<double>({i, i, bb}).value();
+    EXPECT_NEAR(r->at(0).get<double>({bb}).value(), want, 1e-12);
+  }
+  EXPECT_EQ(r->at(1).shape(), (Shape{2, 3, 4}));
+  for (int64_t bb = 0; bb < 2; ++bb) {
+    for (int64_t i = 0; i < 3; ++i) {
+      for (int64_t k = 0; k < 4; ++k) {
+        double want = 0;
+        for (int64_t j = 0; j < 3; ++j) want += av.get<double>({i, j, bb}).value() * cv.get<double>({0, j, k}).value();
+        EXPECT_NEAR(r->at(1).get<double>({bb, i, k}).value(), want, 1e-12);
+      }
+    }
+  }
+  for (int64_t i = 0; i < 2; ++i) {
+    for (int64_t k = 0; k < 2; ++k) {
+      bool want = false;
+      for (int64_t j = 0; j < 3; ++j) want = want || (pv.get<bool>({i, j}).value() && qv.get<bool>({j, k}).value());
+      EXPECT_EQ(r->at(2).get<bool>({i, k}).value(), want) << i << "," << k;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tenferro::einsum
