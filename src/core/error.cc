@@ -50,6 +50,7 @@ std::string_view error_code_name(ErrorCode code) noexcept {
     case ErrorCode::kPreparationCycle: return "preparation_cycle";
     case ErrorCode::kProviderContract: return "provider_contract";
     case ErrorCode::kDeterminismUnsupported: return "determinism_unsupported";
+    case ErrorCode::kContended: return "contended";
   }
   return "unknown";
 }

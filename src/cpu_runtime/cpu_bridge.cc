@@ -98,60 +98,13 @@ int64_t scalar_int(const Tensor& t) {
   return v;
 }
 
-class CoreKernel final : public runtime::NodeKernel {
+// One core op's computation with the program semantics (Note [CPU bridge]); shared by
+// prepared CoreKernels and run_core_op (the eager fast path).
+class CoreOpRunner {
  public:
-  CoreKernel(const program::Operation& op, const runtime::NodeRequest& req)
-      : code_(op.code()), attrs_(op.attrs()), out_dtype_(req.output_dtypes[0]), out_shape_(req.output_shapes[0]),
-        sequential_(req.determinism == runtime::DeterminismMode::kReproducible &&
-                    (code_ == OpCode::kReduce || code_ == OpCode::kDotGeneral)) {
-    if (code_ == OpCode::kDotGeneral) {
-      dims_.lhs_batch = SmallVector<int64_t, 8>(std::span<const int64_t>(attrs_.lhs_batch));
-      dims_.rhs_batch = SmallVector<int64_t, 8>(std::span<const int64_t>(attrs_.rhs_batch));
-      dims_.lhs_contracting = SmallVector<int64_t, 8>(std::span<const int64_t>(attrs_.lhs_contract));
-      dims_.rhs_contracting = SmallVector<int64_t, 8>(std::span<const int64_t>(attrs_.rhs_contract));
-    }
-  }
+  CoreOpRunner(OpCode code, const program::Attrs& attrs, DType out_dtype, const Shape& out_shape)
+      : code_(code), attrs_(attrs), out_dtype_(out_dtype), out_shape_(out_shape) {}
 
-  Result<void> prepare_constant() {
-    const program::Literal& l = *attrs_.literal;
-    TENFERRO_TRY(constant_, Tensor::uninitialized(l.dtype, Dims(l.shape)));
-    if (!l.bytes.empty()) std::memcpy(constant_.storage()->data(), l.bytes.data(), l.bytes.size());
-    return ok();
-  }
-
-  bool is_view() const override {
-    switch (code_) {
-      case OpCode::kTranspose: case OpCode::kReverse: case OpCode::kSlice: case OpCode::kDynamicSlice:
-      case OpCode::kBroadcastInDim: case OpCode::kExtractDiag: case OpCode::kReshape: case OpCode::kConstant:
-        return true;
-      default:
-        return false;
-    }
-  }
-
-  std::string_view provider() const override {
-    if (code_ <= OpCode::kClamp || code_ == OpCode::kConvert) return "cpu.elementwise";
-    switch (code_) {
-      case OpCode::kReduce: return sequential_ ? "cpu.reduction (sequential: reproducible)" : "cpu.reduction";
-      case OpCode::kDotGeneral: return sequential_ ? "cpu.dot_general (sequential: reproducible)" : "cpu.dot_general";
-      case OpCode::kConstant: return "cpu.constant (prepared once)";
-      case OpCode::kIota: return "cpu.iota";
-      default: return is_view() ? "cpu.view" : "cpu.indexing";
-    }
-  }
-
-  Result<void> run(runtime::EngineContext& engine_ctx, std::span<const Tensor> in, std::span<Tensor> out) const override {
-    auto& c = static_cast<CpuContext&>(engine_ctx);
-    if (sequential_) {
-      CpuExecutionContext seq = CpuExecutionContext::sequential();
-      TENFERRO_TRY(out[0], compute(seq, c.pool, in));
-      return ok();
-    }
-    TENFERRO_TRY(out[0], compute(c.ctx, c.pool, in));
-    return ok();
-  }
-
- private:
   Result<Tensor> compute(CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool,
                          std::span<const Tensor> in) const {
     const Attrs& a = attrs_;
@@ -177,7 +130,6 @@ class CoreKernel final : public runtime::NodeKernel {
       case OpCode::kSelect: return cpu::select(ctx, in[0], in[1], in[2], pool);
       case OpCode::kClamp: return cpu::clamp(ctx, in[1], in[0], in[2], pool);
       case OpCode::kConvert: return cpu::convert(ctx, in[0], a.dtype, pool);
-      case OpCode::kConstant: return constant_;
       case OpCode::kIota: return iota(ctx, pool);
       case OpCode::kBroadcastInDim: {
         const Tensor& x = in[0];
@@ -237,7 +189,14 @@ class CoreKernel final : public runtime::NodeKernel {
       case OpCode::kScatterAdd: return scatter_add(ctx, in[0], in[1], in[2], pool);
       case OpCode::kReduce:
         return cpu::reduce(ctx, static_cast<cpu::ReduceOp>(static_cast<int>(a.reduce)), in[0], a.dims, false, pool);
-      case OpCode::kDotGeneral: return cpu::dot_general(ctx, in[0], in[1], dims_, {}, pool);
+      case OpCode::kDotGeneral: {
+        cpu::DotDims dims;
+        dims.lhs_batch = SmallVector<int64_t, 8>(std::span<const int64_t>(a.lhs_batch));
+        dims.rhs_batch = SmallVector<int64_t, 8>(std::span<const int64_t>(a.rhs_batch));
+        dims.lhs_contracting = SmallVector<int64_t, 8>(std::span<const int64_t>(a.lhs_contract));
+        dims.rhs_contracting = SmallVector<int64_t, 8>(std::span<const int64_t>(a.rhs_contract));
+        return cpu::dot_general(ctx, in[0], in[1], dims, {}, pool);
+      }
       case OpCode::kExtractDiag: return in[0].diagonal({a.axis, a.axis + 1});
       case OpCode::kEmbedDiag: return cpu::embed_diag(ctx, in[0], a.axis);
       case OpCode::kTril:
@@ -363,13 +322,74 @@ class CoreKernel final : public runtime::NodeKernel {
     return cpu::scatter_add(ctx, x, flat_idx, u, attrs_.axis);
   }
 
+ private:
+  using Attrs = program::Attrs;
+  OpCode code_;
+  const Attrs& attrs_;
+  DType out_dtype_;
+  const Shape& out_shape_;
+};
+
+class CoreKernel final : public runtime::NodeKernel {
+ public:
+  CoreKernel(const program::Operation& op, const runtime::NodeRequest& req)
+      : code_(op.code()), attrs_(op.attrs()), out_dtype_(req.output_dtypes[0]), out_shape_(req.output_shapes[0]),
+        sequential_(req.determinism == runtime::DeterminismMode::kReproducible &&
+                    (code_ == OpCode::kReduce || code_ == OpCode::kDotGeneral)) {
+  }
+
+  Result<void> prepare_constant() {
+    const program::Literal& l = *attrs_.literal;
+    TENFERRO_TRY(constant_, Tensor::uninitialized(l.dtype, Dims(l.shape)));
+    if (!l.bytes.empty()) std::memcpy(constant_.storage()->data(), l.bytes.data(), l.bytes.size());
+    return ok();
+  }
+
+  bool is_view() const override {
+    switch (code_) {
+      case OpCode::kTranspose: case OpCode::kReverse: case OpCode::kSlice: case OpCode::kDynamicSlice:
+      case OpCode::kBroadcastInDim: case OpCode::kExtractDiag: case OpCode::kReshape: case OpCode::kConstant:
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  std::string_view provider() const override {
+    if (code_ <= OpCode::kClamp || code_ == OpCode::kConvert) return "cpu.elementwise";
+    switch (code_) {
+      case OpCode::kReduce: return sequential_ ? "cpu.reduction (sequential: reproducible)" : "cpu.reduction";
+      case OpCode::kDotGeneral: return sequential_ ? "cpu.dot_general (sequential: reproducible)" : "cpu.dot_general";
+      case OpCode::kConstant: return "cpu.constant (prepared once)";
+      case OpCode::kIota: return "cpu.iota";
+      default: return is_view() ? "cpu.view" : "cpu.indexing";
+    }
+  }
+
+  Result<void> run(runtime::EngineContext& engine_ctx, std::span<const Tensor> in, std::span<Tensor> out) const override {
+    auto& c = static_cast<CpuContext&>(engine_ctx);
+    if (sequential_) {
+      CpuExecutionContext seq = CpuExecutionContext::sequential();
+      TENFERRO_TRY(out[0], compute(seq, c.pool, in));
+      return ok();
+    }
+    TENFERRO_TRY(out[0], compute(c.ctx, c.pool, in));
+    return ok();
+  }
+
+ private:
+  Result<Tensor> compute(CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool,
+                         std::span<const Tensor> in) const {
+    if (code_ == OpCode::kConstant) return constant_;
+    return CoreOpRunner(code_, attrs_, out_dtype_, out_shape_).compute(ctx, pool, in);
+  }
+
   using Attrs = program::Attrs;
   OpCode code_;
   Attrs attrs_;
   DType out_dtype_;
   Shape out_shape_;
   bool sequential_ = false;
-  cpu::DotDims dims_;
   Tensor constant_;
 };
 
@@ -403,6 +423,8 @@ class CpuBridge final : public runtime::EngineBridge {
       return body(c);
     });
   }
+
+ const std::shared_ptr<cpu::CpuEngine>& engine() const noexcept { return engine_; }
 
  private:
   std::shared_ptr<cpu::CpuEngine> engine_;
@@ -459,6 +481,37 @@ class EinsumModule final : public runtime::ExtensionModule {
 
 }  // namespace
 
+std::shared_ptr<const runtime::ExtensionModule> cpu_einsum_module() {
+  // Immutable registration metadata (ARCHITECTURE §3.3): one instance per process, so
+  // registering it again is the runtime's same-module no-op.
+  static const std::shared_ptr<const runtime::ExtensionModule> module = std::make_shared<EinsumModule>();
+  return module;
+}
+
+bool is_cpu_einsum_module(const runtime::ExtensionModule* module) noexcept {
+  return module != nullptr && dynamic_cast<const EinsumModule*>(module) != nullptr;
+}
+
+std::shared_ptr<cpu::CpuEngine> cpu_engine_of(const runtime::EngineBridge& bridge) noexcept {
+  const auto* cpu = dynamic_cast<const CpuBridge*>(&bridge);
+  return cpu == nullptr ? nullptr : cpu->engine();
+}
+
+Result<Tensor> run_core_op(cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool,
+                           program::OpCode code, const program::Attrs& attrs, std::span<const Tensor> inputs,
+                           DType out_dtype, const Shape& out_shape) {
+  if (code == OpCode::kExtension || code == OpCode::kConstant) {
+    return usage_error(ErrorCode::kInvalidArgument, "run_core_op",
+                       std::string(code == OpCode::kConstant ? "constant" : "an extension op") +
+                           " has no operands to run on; build it directly");
+  }
+  if (code >= OpCode::kAdd && code <= OpCode::kMin && !inputs.empty() && inputs[0].dtype() == DType::kBool) {
+    return usage_error(ErrorCode::kDTypeMismatch, std::string(program::op_name(code)),
+                       "no arithmetic on bool tensors (convert them first)");
+  }
+  return CoreOpRunner(code, attrs, out_dtype, out_shape).compute(ctx, pool, inputs);
+}
+
 Result<runtime::EngineId> register_cpu_engine(runtime::Runtime& runtime, std::shared_ptr<cpu::CpuEngine> engine,
                                               CpuRegistration what) {
   if (engine == nullptr) {
@@ -466,7 +519,7 @@ Result<runtime::EngineId> register_cpu_engine(runtime::Runtime& runtime, std::sh
   }
   TENFERRO_TRY(runtime::EngineId id, runtime.register_engine(std::make_shared<CpuBridge>(std::move(engine))));
   if (what.einsum_module) {
-    TENFERRO_TRY_VOID(runtime.register_extension(id, std::make_shared<EinsumModule>()));
+    TENFERRO_TRY_VOID(runtime.register_extension(id, cpu_einsum_module()));
   }
   return id;
 }

@@ -204,6 +204,29 @@ Result<std::shared_ptr<Runtime>> Runtime::create(RuntimeConfig config) {
   return std::shared_ptr<Runtime>(new Runtime(config));
 }
 
+Result<std::shared_ptr<const EngineBridge>> Runtime::engine_bridge(EngineId engine) const {
+  const auto snap = snapshot_();
+  if (engine.value >= snap->engines.size()) {
+    return usage_error(ErrorCode::kOutOfRange, "Runtime::engine_bridge",
+                       "no engine " + std::to_string(engine.value) + " (" + std::to_string(snap->engines.size()) +
+                           " registered)");
+  }
+  return snap->engines[engine.value];
+}
+
+std::shared_ptr<const ExtensionModule> Runtime::extension_module(std::string_view family, EngineId engine) const {
+  const auto snap = snapshot_();
+  const auto it = snap->modules.find(std::pair<std::string, uint32_t>(std::string(family), engine.value));
+  return it == snap->modules.end() ? nullptr : it->second;
+}
+
+std::vector<EngineId> Runtime::engines() const {
+  const auto snap = snapshot_();
+  std::vector<EngineId> ids;
+  for (size_t i = 0; i < snap->engines.size(); ++i) ids.push_back(EngineId{static_cast<uint32_t>(i)});
+  return ids;
+}
+
 std::shared_ptr<const RuntimeConfigSnapshot> Runtime::snapshot_() const {
   std::lock_guard<std::mutex> lock(impl_->config_mu);
   return impl_->snapshot;

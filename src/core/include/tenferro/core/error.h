@@ -44,6 +44,7 @@ enum class ErrorCode : uint16_t {
   kPreparationCycle,    ///< a preparation that (recursively) needs itself
   kProviderContract,    ///< a provider broke its contract (e.g. a non-widening specialization)
   kDeterminismUnsupported,  ///< Reproducible mode asked of a provider that cannot promise it
+  kContended,               ///< a resource held by another caller that this call does not wait for
 };
 
 /// Stable lowercase name ("usage", "compile", ...).

@@ -4,9 +4,11 @@
 /// the program vocabulary on the CPU kernels (Note [CPU bridge] in cpu_bridge.cc).
 
 #include <memory>
+#include <span>
 
 #include "tenferro/core/result.h"
 #include "tenferro/cpu/engine.h"
+#include "tenferro/program/ops.h"
 #include "tenferro/runtime/runtime.h"
 
 namespace tenferro::cpu_runtime {
@@ -25,5 +27,28 @@ struct CpuRegistration {
 /// register_extension; kInvalidArgument for a null engine.
 Result<runtime::EngineId> register_cpu_engine(runtime::Runtime& runtime, std::shared_ptr<cpu::CpuEngine> engine,
                                               CpuRegistration what = {});
+
+/// The CPU's native einsum module (one immutable instance per process, so registering
+/// it again for the same engine is a no-op). Register it with
+/// Runtime::register_extension(engine_id, cpu_einsum_module()) for a CPU engine
+/// registered without it.
+std::shared_ptr<const runtime::ExtensionModule> cpu_einsum_module();
+/// Whether `module` is the CPU's native einsum module.
+bool is_cpu_einsum_module(const runtime::ExtensionModule* module) noexcept;
+
+/// The CPU engine behind `bridge` when it is the bridge register_cpu_engine registered,
+/// else nullptr. Lets callers (the eager API) select CPU providers from the runtime's
+/// registered target engine instead of from build options (spec 004).
+std::shared_ptr<cpu::CpuEngine> cpu_engine_of(const runtime::EngineBridge& bridge) noexcept;
+
+/// Runs one core op (not constant, not an extension) on the CPU kernels with the
+/// program's semantics (Note [CPU bridge]: the same code prepared nodes run), inside an
+/// entered context `ctx`, outputs from `pool`. `out_dtype`/`out_shape` are the op's
+/// inferred result type (program::infer_core). Preconditions: `inputs` match the op's
+/// operand count and were validated by inference. Errors: kDTypeMismatch (bool
+/// arithmetic), the kernels' errors, completion errors (integer division by zero, ...).
+Result<Tensor> run_core_op(cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool,
+                           program::OpCode code, const program::Attrs& attrs, std::span<const Tensor> inputs,
+                           DType out_dtype, const Shape& out_shape);
 
 }  // namespace tenferro::cpu_runtime

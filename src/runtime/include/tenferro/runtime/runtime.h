@@ -113,6 +113,16 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   Result<void> register_extension(EngineId engine, std::shared_ptr<const ExtensionModule> module,
                                   Registration mode = Registration::kAdd);
 
+  /// The bridge registered as `engine` in the current snapshot. Registration-time
+  /// lookup (for callers that resolve slots once per epoch, e.g. the eager API).
+  /// Errors: kOutOfRange (unknown engine).
+  Result<std::shared_ptr<const EngineBridge>> engine_bridge(EngineId engine) const;
+  /// The extension module registered for (`family`, `engine`) in the current snapshot,
+  /// or nullptr. A string-keyed lookup: resolve once per epoch, not per call.
+  std::shared_ptr<const ExtensionModule> extension_module(std::string_view family, EngineId engine) const;
+  /// The ids of the registered engines, in registration order.
+  std::vector<EngineId> engines() const;
+
   /// Prepares `graph` for arguments of `signature` (one per argument input, in input
   /// order); the bindings' signatures are those of `graph.bindings` (executions may pass
   /// other bindings of the same dtypes and shapes). Checks the signature against the

@@ -1,0 +1,843 @@
+#include <algorithm>
+#include <numeric>
+
+#include "detail.h"
+#include "tenferro/cpu/dot_general.h"
+#include "tenferro/cpu/elementwise.h"
+#include "tenferro/cpu/kernels.h"
+#include "tenferro/cpu/reduce.h"
+#include "tenferro/cpu_runtime/cpu_runtime.h"
+#include "tenferro/einsum_ir/einsum_op.h"
+
+namespace tenferro::eager {
+
+// Note [Eager ops]: every operation validates its operands (Detail::begin: defined, one
+// runtime, domain) and its dtypes before anything runs, then gives decide_entry a direct
+// function (the CPU kernels through cpu_runtime::run_core_op, i.e. the code prepared
+// nodes run, or a kernel called with borrowed dims for the hot ops: reductions,
+// contractions) and a program builder for promotion. Both compute the program's
+// semantics. numpy broadcasting is the kernels' own on the direct path and explicit
+// broadcast_in_dim ops in a promoted program. Ops without a hand-written check (gather,
+// pad, ...) are validated by program inference (Context::core), whose compile-stage
+// errors come back as usage errors with the same code and message.
+
+namespace {
+
+using program::Attrs;
+using program::OpCode;
+using program::ProgramBuilder;
+using program::Value;
+
+const Attrs& no_attrs() {
+  static const Attrs attrs;  // immutable, allocation-free default attributes
+  return attrs;
+}
+
+std::vector<program::Extent> extents(Dims shape) {
+  std::vector<program::Extent> e;
+  e.reserve(shape.size());
+  for (int64_t x : shape) e.push_back(program::Extent::exact(x));
+  return e;
+}
+
+Result<int64_t> norm_axis(int64_t axis, int64_t rank, const char* op) {
+  const int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank) {
+    return usage_error(ErrorCode::kOutOfRange, op,
+                       "axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
+  }
+  return a;
+}
+
+Result<void> same_dtype(const EagerTensor& x, const EagerTensor& y, const char* op) {
+  if (x.dtype() != y.dtype()) {
+    return usage_error(ErrorCode::kDTypeMismatch, op,
+                       "dtypes " + std::string(dtype_name(x.dtype())) + " and " + std::string(dtype_name(y.dtype())) +
+                           " differ (no implicit promotion; convert with astype)");
+  }
+  return ok();
+}
+
+// broadcast_in_dim of v (shape `from`) to `to`, numpy alignment (trailing axes).
+Result<Value> bcast(ProgramBuilder& b, Value v, const Shape& from, const Shape& to) {
+  if (from == to) return v;
+  Attrs a;
+  a.shape = extents(to);
+  const size_t offset = to.size() - from.size();
+  for (size_t i = 0; i < from.size(); ++i) a.dims.push_back(static_cast<int64_t>(i + offset));
+  return b.op(OpCode::kBroadcastInDim, {v}, std::move(a));
+}
+
+// A one-element literal of `dtype` holding `value` (real part for real dtypes).
+Result<program::Literal> scalar_literal(DType dtype, c128 value) {
+  return visit_dtype(dtype, [&]<class T>() -> Result<program::Literal> {
+    T v;
+    if constexpr (std::is_same_v<T, c64>) {
+      v = c64(static_cast<float>(value.real()), static_cast<float>(value.imag()));
+    } else if constexpr (std::is_same_v<T, c128>) {
+      v = value;
+    } else if constexpr (std::is_same_v<T, bool>) {
+      v = value != c128(0.0, 0.0);
+    } else {
+      v = static_cast<T>(value.real());
+    }
+    return program::Literal::from_values<T>({}, std::span<const T>(&v, 1));
+  });
+}
+
+Result<Tensor> scalar_tensor(DType dtype, c128 value, const std::shared_ptr<HostBufferPool>& pool) {
+  return Tensor::full(dtype, {}, value, pool);
+}
+
+// Normalized, sorted, distinct reduction axes; empty -> all axes.
+Result<SmallVector<int64_t, 8>> reduce_axes(Dims axes, int64_t rank, const char* op) {
+  SmallVector<int64_t, 8> out;
+  if (axes.size() == 0) {
+    for (int64_t i = 0; i < rank; ++i) out.push_back(i);
+    return out;
+  }
+  for (int64_t a : axes) {
+    TENFERRO_TRY(int64_t n, norm_axis(a, rank, op));
+    if (std::find(out.begin(), out.end(), n) != out.end()) {
+      return usage_error(ErrorCode::kInvalidArgument, op, "axis " + std::to_string(a) + " listed twice");
+    }
+    out.push_back(n);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Shape kept_shape(const Shape& in, std::span<const int64_t> axes, bool keep) {
+  Shape out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const bool reduced = std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) != axes.end();
+    if (!reduced) {
+      out.push_back(in[i]);
+    } else if (keep) {
+      out.push_back(1);
+    }
+  }
+  return out;
+}
+
+// Resolves one -1 extent of a reshape target.
+Result<Shape> resolve_shape(Dims shape, int64_t numel, const char* op) {
+  Shape out(shape);
+  int64_t known = 1, hole = -1;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == -1 && hole < 0) {
+      hole = static_cast<int64_t>(i);
+    } else if (out[i] < 0) {
+      return usage_error(ErrorCode::kInvalidShape, op, "invalid target shape " + format_dims(shape));
+    } else {
+      known *= out[i];
+    }
+  }
+  if (hole >= 0) {
+    if (known == 0 || numel % known != 0) {
+      return usage_error(ErrorCode::kInvalidShape, op,
+                         "cannot infer -1 in " + format_dims(shape) + " for " + std::to_string(numel) + " elements");
+    }
+    out[static_cast<size_t>(hole)] = numel / known;
+  } else if (known != numel) {
+    return usage_error(ErrorCode::kInvalidShape, op,
+                       "target shape " + format_dims(shape) + " has " + std::to_string(known) + " elements, the tensor " +
+                           std::to_string(numel));
+  }
+  return out;
+}
+
+Result<EagerTensor> finish(const Call& call, Result<Tensor> r) {
+  TENFERRO_TRY(Tensor out, std::move(r));
+  return Detail::wrap(call, std::move(out));
+}
+
+Result<EagerTensor> unary(const Context& c, OpCode code, const EagerTensor& x, const char* op) {
+  TENFERRO_TRY(Call call, Detail::begin(c, {&x}, op));
+  const Tensor& t = Detail::physical(x);
+  return finish(call, Detail::execute(
+                          call, true, t.numel(),
+                          [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) {
+                            return cpu_runtime::run_core_op(ctx, pool, code, no_attrs(), {&t, 1}, t.dtype(), t.shape());
+                          },
+                          {&t, 1}, [&](ProgramBuilder& b, std::span<const Value> v) { return b.op(code, {v[0]}); }, op));
+}
+
+Result<EagerTensor> binary(const Context& c, OpCode code, const EagerTensor& x, const EagerTensor& y, const char* op,
+                           program::CompareDirection dir = program::CompareDirection::kEq) {
+  TENFERRO_TRY(Call call, Detail::begin(c, {&x, &y}, op));
+  TENFERRO_TRY_VOID(same_dtype(x, y, op));
+  if (code != OpCode::kCompare && x.dtype() == DType::kBool) {
+    return usage_error(ErrorCode::kDTypeMismatch, op, "no arithmetic on bool tensors (convert them with astype)");
+  }
+  TENFERRO_TRY(Shape shape, cpu::broadcast_shapes(x.shape(), y.shape(), op));
+  Attrs local;
+  const bool compare = code == OpCode::kCompare;
+  if (compare) local.direction = dir;
+  const Attrs& attrs = compare ? local : no_attrs();
+  const Tensor in[2] = {Detail::physical(x), Detail::physical(y)};
+  return finish(call, Detail::execute(
+                          call, true, element_count(shape),
+                          [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) {
+                            return cpu_runtime::run_core_op(ctx, pool, code, attrs, in, x.dtype(), shape);
+                          },
+                          in,
+                          [&](ProgramBuilder& b, std::span<const Value> v) -> Result<Value> {
+                            TENFERRO_TRY(Value bx, bcast(b, v[0], x.shape(), shape));
+                            TENFERRO_TRY(Value by, bcast(b, v[1], y.shape(), shape));
+                            return b.op(code, {bx, by}, attrs);
+                          },
+                          op));
+}
+
+// where / clamp: three broadcast operands; `order` maps program operand slots to them.
+Result<EagerTensor> ternary(const Context& c, OpCode code, const EagerTensor& p0, const EagerTensor& p1,
+                            const EagerTensor& p2, const char* op) {
+  TENFERRO_TRY(Call call, Detail::begin(c, {&p0, &p1, &p2}, op));
+  TENFERRO_TRY(Shape s01, cpu::broadcast_shapes(p0.shape(), p1.shape(), op));
+  TENFERRO_TRY(Shape shape, cpu::broadcast_shapes(s01, p2.shape(), op));
+  const Tensor in[3] = {Detail::physical(p0), Detail::physical(p1), Detail::physical(p2)};
+  const DType out = p1.dtype();  // select(pred, t, f) and clamp(lo, x, hi): the middle operand's
+  return finish(call, Detail::execute(
+                          call, true, element_count(shape),
+                          [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) {
+                            return cpu_runtime::run_core_op(ctx, pool, code, no_attrs(), in, out, shape);
+                          },
+                          in,
+                          [&](ProgramBuilder& b, std::span<const Value> v) -> Result<Value> {
+                            TENFERRO_TRY(Value a0, bcast(b, v[0], p0.shape(), shape));
+                            TENFERRO_TRY(Value a1, bcast(b, v[1], p1.shape(), shape));
+                            TENFERRO_TRY(Value a2, bcast(b, v[2], p2.shape(), shape));
+                            return b.op(code, {a0, a1, a2});
+                          },
+                          op));
+}
+
+Result<EagerTensor> reduce(const Context& c, program::ReduceKind kind, const EagerTensor& x, Dims axes, bool keep,
+                           const char* op) {
+  TENFERRO_TRY(Call call, Detail::begin(c, {&x}, op));
+  TENFERRO_TRY(auto ax, reduce_axes(axes, x.rank(), op));
+  const Tensor& t = Detail::physical(x);
+  return finish(call, Detail::execute(
+                          call, true, t.numel(),
+                          [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) {
+                            return cpu::reduce(ctx, static_cast<cpu::ReduceOp>(static_cast<int>(kind)), t, ax, keep,
+                                               pool);
+                          },
+                          {&t, 1},
+                          [&](ProgramBuilder& b, std::span<const Value> v) -> Result<Value> {
+                            Attrs a;
+                            a.dims.assign(ax.begin(), ax.end());
+                            a.reduce = kind;
+                            TENFERRO_TRY(Value r, b.op(OpCode::kReduce, {v[0]}, std::move(a)));
+                            if (!keep) return r;
+                            Attrs rs;
+                            rs.shape = extents(kept_shape(t.shape(), ax, true));
+                            return b.op(OpCode::kReshape, {r}, std::move(rs));
+                          },
+                          op));
+}
+
+}  // namespace
+
+// ---- unary ----
+Result<EagerTensor> Context::neg(const EagerTensor& x) const { return unary(*this, OpCode::kNeg, x, "neg"); }
+Result<EagerTensor> Context::abs(const EagerTensor& x) const { return unary(*this, OpCode::kAbs, x, "abs"); }
+Result<EagerTensor> Context::sign(const EagerTensor& x) const { return unary(*this, OpCode::kSign, x, "sign"); }
+Result<EagerTensor> Context::exp(const EagerTensor& x) const { return unary(*this, OpCode::kExp, x, "exp"); }
+Result<EagerTensor> Context::log(const EagerTensor& x) const { return unary(*this, OpCode::kLog, x, "log"); }
+Result<EagerTensor> Context::expm1(const EagerTensor& x) const { return unary(*this, OpCode::kExpm1, x, "expm1"); }
+Result<EagerTensor> Context::log1p(const EagerTensor& x) const { return unary(*this, OpCode::kLog1p, x, "log1p"); }
+Result<EagerTensor> Context::sin(const EagerTensor& x) const { return unary(*this, OpCode::kSin, x, "sin"); }
+Result<EagerTensor> Context::cos(const EagerTensor& x) const { return unary(*this, OpCode::kCos, x, "cos"); }
+Result<EagerTensor> Context::tanh(const EagerTensor& x) const { return unary(*this, OpCode::kTanh, x, "tanh"); }
+Result<EagerTensor> Context::sqrt(const EagerTensor& x) const { return unary(*this, OpCode::kSqrt, x, "sqrt"); }
+Result<EagerTensor> Context::rsqrt(const EagerTensor& x) const { return unary(*this, OpCode::kRsqrt, x, "rsqrt"); }
+Result<EagerTensor> Context::conj(const EagerTensor& x) const { return unary(*this, OpCode::kConj, x, "conj"); }
+
+Result<EagerTensor> Context::real(const EagerTensor& x) const {
+  if (x.defined() && is_complex(x.dtype())) {
+    TENFERRO_TRY(Call call, Detail::begin(*this, {&x}, "real"));
+    TENFERRO_TRY(Tensor v, Detail::physical(x).real());
+    return Detail::view(call, x, std::move(v));
+  }
+  TENFERRO_TRY(Call call, Detail::begin(*this, {&x}, "real"));
+  return Detail::view(call, x, Detail::physical(x));
+}
+
+Result<EagerTensor> Context::imag(const EagerTensor& x) const {
+  if (x.defined() && is_complex(x.dtype())) {
+    TENFERRO_TRY(Call call, Detail::begin(*this, {&x}, "imag"));
+    TENFERRO_TRY(Tensor v, Detail::physical(x).imag());
+    return Detail::view(call, x, std::move(v));
+  }
+  return unary(*this, OpCode::kImag, x, "imag");
+}
+
+// ---- binary ----
+Result<EagerTensor> Context::add(const EagerTensor& x, const EagerTensor& y) const {
+  return binary(*this, OpCode::kAdd, x, y, "add");
+}
+Result<EagerTensor> Context::sub(const EagerTensor& x, const EagerTensor& y) const {
+  return binary(*this, OpCode::kSub, x, y, "sub");
+}
+Result<EagerTensor> Context::mul(const EagerTensor& x, const EagerTensor& y) const {
+  return binary(*this, OpCode::kMul, x, y, "mul");
+}
+Result<EagerTensor> Context::div(const EagerTensor& x, const EagerTensor& y) const {
+  return binary(*this, OpCode::kDiv, x, y, "div");
+}
+Result<EagerTensor> Context::rem(const EagerTensor& x, const EagerTensor& y) const {
+  return binary(*this, OpCode::kRem, x, y, "rem");
+}
+Result<EagerTensor> Context::pow(const EagerTensor& x, const EagerTensor& y) const {
+  return binary(*this, OpCode::kPow, x, y, "pow");
+}
+Result<EagerTensor> Context::maximum(const EagerTensor& x, const EagerTensor& y) const {
+  return binary(*this, OpCode::kMax, x, y, "maximum");
+}
+Result<EagerTensor> Context::minimum(const EagerTensor& x, const EagerTensor& y) const {
+  return binary(*this, OpCode::kMin, x, y, "minimum");
+}
+Result<EagerTensor> Context::eq(const EagerTensor& x, const EagerTensor& y) const {
+  return binary(*this, OpCode::kCompare, x, y, "eq", program::CompareDirection::kEq);
+}
+Result<EagerTensor> Context::ne(const EagerTensor& x, const EagerTensor& y) const {
+  return binary(*this, OpCode::kCompare, x, y, "ne", program::CompareDirection::kNe);
+}
+Result<EagerTensor> Context::lt(const EagerTensor& x, const EagerTensor& y) const {
+  return binary(*this, OpCode::kCompare, x, y, "lt", program::CompareDirection::kLt);
+}
+Result<EagerTensor> Context::le(const EagerTensor& x, const EagerTensor& y) const {
+  return binary(*this, OpCode::kCompare, x, y, "le", program::CompareDirection::kLe);
+}
+Result<EagerTensor> Context::gt(const EagerTensor& x, const EagerTensor& y) const {
+  return binary(*this, OpCode::kCompare, x, y, "gt", program::CompareDirection::kGt);
+}
+Result<EagerTensor> Context::ge(const EagerTensor& x, const EagerTensor& y) const {
+  return binary(*this, OpCode::kCompare, x, y, "ge", program::CompareDirection::kGe);
+}
+
+Result<EagerTensor> Context::where(const EagerTensor& pred, const EagerTensor& on_true,
+                                   const EagerTensor& on_false) const {
+  if (pred.defined() && pred.dtype() != DType::kBool) {
+    return usage_error(ErrorCode::kDTypeMismatch, "where",
+                       "the predicate must be bool, not " + std::string(dtype_name(pred.dtype())));
+  }
+  if (on_true.defined() && on_false.defined()) {
+    TENFERRO_TRY_VOID(same_dtype(on_true, on_false, "where"));
+  }
+  return ternary(*this, OpCode::kSelect, pred, on_true, on_false, "where");
+}
+
+Result<EagerTensor> Context::clamp(const EagerTensor& x, const EagerTensor& lo, const EagerTensor& hi) const {
+  if (x.defined() && lo.defined() && hi.defined()) {
+    TENFERRO_TRY_VOID(same_dtype(x, lo, "clamp"));
+    TENFERRO_TRY_VOID(same_dtype(x, hi, "clamp"));
+    if (x.dtype() == DType::kBool || is_complex(x.dtype())) {
+      return usage_error(ErrorCode::kDTypeMismatch, "clamp",
+                         "needs an ordered dtype, not " + std::string(dtype_name(x.dtype())));
+    }
+  }
+  return ternary(*this, OpCode::kClamp, lo, x, hi, "clamp");
+}
+
+Result<EagerTensor> Context::astype(const EagerTensor& x, DType dtype) const {
+  TENFERRO_TRY(Call call, Detail::begin(*this, {&x}, "astype"));
+  if (x.dtype() == dtype) return x;  // immutable tensors: sharing is a copy
+  const Tensor& t = Detail::physical(x);
+  Attrs a;
+  a.dtype = dtype;
+  return finish(call, Detail::execute(
+                          call, true, t.numel(),
+                          [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) {
+                            return cpu_runtime::run_core_op(ctx, pool, OpCode::kConvert, a, {&t, 1}, dtype, t.shape());
+                          },
+                          {&t, 1},
+                          [&](ProgramBuilder& b, std::span<const Value> v) { return b.op(OpCode::kConvert, {v[0]}, a); },
+                          "astype"));
+}
+
+// ---- creation ----
+Result<EagerTensor> Context::full(Dims shape, c128 value, DType dtype) const {
+  TENFERRO_TRY(Call call, Detail::begin(*this, std::span<const EagerTensor* const>{}, "full"));
+  for (int64_t e : shape) {
+    if (e < 0) return usage_error(ErrorCode::kInvalidShape, "full", "negative extent in " + format_dims(shape));
+  }
+  const Shape s(shape);
+  return finish(call, Detail::execute(
+                          call, true, element_count(s),
+                          [&](cpu::CpuExecutionContext&, const std::shared_ptr<HostBufferPool>& pool) {
+                            return Tensor::full(dtype, s, value, pool);
+                          },
+                          {},
+                          [&](ProgramBuilder& b, std::span<const Value>) -> Result<Value> {
+                            TENFERRO_TRY(program::Literal lit, scalar_literal(dtype, value));
+                            TENFERRO_TRY(Value v, b.constant(std::move(lit)));
+                            return bcast(b, v, Shape{}, s);
+                          },
+                          "full"));
+}
+Result<EagerTensor> Context::zeros(Dims shape, DType dtype) const { return full(shape, c128(0.0, 0.0), dtype); }
+Result<EagerTensor> Context::ones(Dims shape, DType dtype) const { return full(shape, c128(1.0, 0.0), dtype); }
+Result<EagerTensor> Context::scalar(c128 value, DType dtype) const { return full({}, value, dtype); }
+
+Result<EagerTensor> Context::iota(Dims shape, int64_t axis, DType dtype) const {
+  Attrs a;
+  a.shape = extents(shape);
+  a.axis = axis;
+  a.dtype = dtype;
+  return core(OpCode::kIota, {}, std::move(a));
+}
+
+// ---- views and data movement ----
+Result<EagerTensor> Context::permute(const EagerTensor& x, Dims perm) const {
+  TENFERRO_TRY(Call call, Detail::begin(*this, {&x}, "permute"));
+  TENFERRO_TRY(Tensor v, Detail::physical(x).permute(perm));
+  return Detail::view(call, x, std::move(v));
+}
+
+Result<EagerTensor> Context::transpose(const EagerTensor& x) const {
+  SmallVector<int64_t, 8> perm;
+  for (int64_t i = x.rank() - 1; i >= 0; --i) perm.push_back(i);
+  return permute(x, perm);
+}
+
+Result<EagerTensor> Context::transpose(const EagerTensor& x, int64_t a, int64_t b) const {
+  TENFERRO_TRY(int64_t na, norm_axis(a, x.rank(), "transpose"));
+  TENFERRO_TRY(int64_t nb, norm_axis(b, x.rank(), "transpose"));
+  SmallVector<int64_t, 8> perm;
+  for (int64_t i = 0; i < x.rank(); ++i) perm.push_back(i);
+  std::swap(perm[static_cast<size_t>(na)], perm[static_cast<size_t>(nb)]);
+  return permute(x, perm);
+}
+
+Result<EagerTensor> Context::reshape(const EagerTensor& x, Dims shape) const {
+  TENFERRO_TRY(Call call, Detail::begin(*this, {&x}, "reshape"));
+  const Tensor& t = Detail::physical(x);
+  TENFERRO_TRY(Shape target, resolve_shape(shape, t.numel(), "reshape"));
+  Result<Tensor> v = t.reshape(target);
+  if (v) return Detail::view(call, x, std::move(*v));
+  if (v.error().code() != ErrorCode::kIncompatibleLayout) return v.error();
+  // Not expressible as a view: a compact copy, then the (now valid) view.
+  return finish(call, Detail::execute(
+                          call, true, t.numel(),
+                          [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) -> Result<Tensor> {
+                            TENFERRO_TRY(Tensor m, cpu::materialize(ctx, t, pool));
+                            return m.reshape(target);
+                          },
+                          {&t, 1},
+                          [&](ProgramBuilder& b, std::span<const Value> val) {
+                            Attrs a;
+                            a.shape = extents(target);
+                            return b.op(OpCode::kReshape, {val[0]}, std::move(a));
+                          },
+                          "reshape"));
+}
+
+Result<EagerTensor> Context::broadcast_to(const EagerTensor& x, Dims shape) const {
+  TENFERRO_TRY(Call call, Detail::begin(*this, {&x}, "broadcast_to"));
+  TENFERRO_TRY(Tensor v, Detail::physical(x).broadcast_to(shape));
+  return Detail::view(call, x, std::move(v));
+}
+
+Result<EagerTensor> Context::broadcast_in_dim(const EagerTensor& x, Dims shape, Dims dims) const {
+  Attrs a;
+  a.shape = extents(shape);
+  a.dims.assign(dims.begin(), dims.end());
+  const EagerTensor ops[1] = {x};
+  return core(OpCode::kBroadcastInDim, ops, std::move(a));
+}
+
+Result<EagerTensor> Context::slice(const EagerTensor& x, int64_t axis, int64_t start, int64_t stop, int64_t step) const {
+  TENFERRO_TRY(Call call, Detail::begin(*this, {&x}, "slice"));
+  TENFERRO_TRY(int64_t a, norm_axis(axis, x.rank(), "slice"));
+  TENFERRO_TRY(Tensor v, Detail::physical(x).slice(a, start, stop, step));
+  return Detail::view(call, x, std::move(v));
+}
+
+Result<EagerTensor> Context::slice(const EagerTensor& x, Dims start, Dims limit, Dims stride) const {
+  TENFERRO_TRY(Call call, Detail::begin(*this, {&x}, "slice"));
+  const auto r = static_cast<size_t>(x.rank());
+  if (start.size() != r || limit.size() != r || stride.size() != r) {
+    return usage_error(ErrorCode::kInvalidArgument, "slice",
+                       "start, limit and stride need one entry per axis (rank " + std::to_string(r) + ")");
+  }
+  Tensor t = Detail::physical(x);
+  for (size_t i = 0; i < r; ++i) {
+    if (stride[i] < 1 || start[i] < 0 || limit[i] < start[i] || limit[i] > t.shape()[i]) {
+      return usage_error(ErrorCode::kOutOfRange, "slice",
+                         "axis " + std::to_string(i) + ": start " + std::to_string(start[i]) + ", limit " +
+                             std::to_string(limit[i]) + ", stride " + std::to_string(stride[i]) + " for extent " +
+                             std::to_string(t.shape()[i]));
+    }
+    TENFERRO_TRY(t, t.slice(static_cast<int64_t>(i), start[i], limit[i], stride[i]));
+  }
+  return Detail::view(call, x, std::move(t));
+}
+
+Result<EagerTensor> Context::flip(const EagerTensor& x, Dims axes) const {
+  TENFERRO_TRY(Call call, Detail::begin(*this, {&x}, "flip"));
+  TENFERRO_TRY(auto ax, reduce_axes(axes, x.rank(), "flip"));
+  Tensor t = Detail::physical(x);
+  for (int64_t a : ax) {
+    TENFERRO_TRY(t, t.flip(a));
+  }
+  return Detail::view(call, x, std::move(t));
+}
+
+Result<EagerTensor> Context::diagonal(const EagerTensor& x, int64_t a, int64_t b) const {
+  TENFERRO_TRY(Call call, Detail::begin(*this, {&x}, "diagonal"));
+  TENFERRO_TRY(int64_t na, norm_axis(a, x.rank(), "diagonal"));
+  TENFERRO_TRY(int64_t nb, norm_axis(b, x.rank(), "diagonal"));
+  if (na == nb) return usage_error(ErrorCode::kInvalidArgument, "diagonal", "the two axes must differ");
+  TENFERRO_TRY(Tensor d, Detail::physical(x).diagonal({na, nb}));
+  // The diagonal replaced the first of the two axes; numpy puts it last.
+  const int64_t at = std::min(na, nb);
+  SmallVector<int64_t, 8> perm;
+  for (int64_t i = 0; i < d.rank(); ++i) {
+    if (i != at) perm.push_back(i);
+  }
+  perm.push_back(at);
+  TENFERRO_TRY(Tensor v, d.permute(perm));
+  return Detail::view(call, x, std::move(v));
+}
+
+Result<EagerTensor> Context::contiguous(const EagerTensor& x) const {
+  TENFERRO_TRY(Call call, Detail::begin(*this, {&x}, "contiguous"));
+  const Tensor& t = Detail::physical(x);
+  return finish(call, Detail::execute(
+                          call, true, t.numel(),
+                          [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) {
+                            return cpu::materialize(ctx, t, pool);
+                          },
+                          {&t, 1},
+                          [&](ProgramBuilder& b, std::span<const Value> v) {
+                            Attrs a;
+                            a.dtype = t.dtype();
+                            return b.op(OpCode::kConvert, {v[0]}, std::move(a));
+                          },
+                          "contiguous"));
+}
+
+Result<EagerTensor> Context::dynamic_slice(const EagerTensor& x, std::span<const EagerTensor> starts, Dims sizes) const {
+  std::vector<EagerTensor> ops{x};
+  ops.insert(ops.end(), starts.begin(), starts.end());
+  Attrs a;
+  a.sizes.assign(sizes.begin(), sizes.end());
+  return core(OpCode::kDynamicSlice, ops, std::move(a));
+}
+
+Result<EagerTensor> Context::dynamic_update_slice(const EagerTensor& x, const EagerTensor& update,
+                                                  std::span<const EagerTensor> starts) const {
+  std::vector<EagerTensor> ops{x, update};
+  ops.insert(ops.end(), starts.begin(), starts.end());
+  return core(OpCode::kDynamicUpdateSlice, ops, {});
+}
+
+Result<EagerTensor> Context::concatenate(std::span<const EagerTensor> parts, int64_t axis) const {
+  if (parts.empty()) return usage_error(ErrorCode::kInvalidArgument, "concatenate", "no operands");
+  Attrs a;
+  TENFERRO_TRY(a.axis, norm_axis(axis, parts[0].rank(), "concatenate"));
+  return core(OpCode::kConcatenate, parts, std::move(a));
+}
+
+Result<EagerTensor> Context::pad(const EagerTensor& x, const EagerTensor& value, Dims low, Dims high,
+                                 Dims interior) const {
+  Attrs a;
+  a.low.assign(low.begin(), low.end());
+  a.high.assign(high.begin(), high.end());
+  a.interior.assign(interior.begin(), interior.end());
+  const EagerTensor ops[2] = {x, value};
+  return core(OpCode::kPad, ops, std::move(a));
+}
+
+Result<EagerTensor> Context::gather(const EagerTensor& x, const EagerTensor& indices, int64_t axis) const {
+  Attrs a;
+  TENFERRO_TRY(a.axis, norm_axis(axis, x.rank(), "gather"));
+  const EagerTensor ops[2] = {x, indices};
+  return core(OpCode::kGather, ops, std::move(a));
+}
+
+Result<EagerTensor> Context::scatter_add(const EagerTensor& x, const EagerTensor& indices, const EagerTensor& updates,
+                                         int64_t axis) const {
+  Attrs a;
+  TENFERRO_TRY(a.axis, norm_axis(axis, x.rank(), "scatter_add"));
+  const EagerTensor ops[3] = {x, indices, updates};
+  return core(OpCode::kScatterAdd, ops, std::move(a));
+}
+
+Result<EagerTensor> Context::embed_diag(const EagerTensor& v, int64_t axis) const {
+  Attrs a;
+  a.axis = axis;
+  const EagerTensor ops[1] = {v};
+  return core(OpCode::kEmbedDiag, ops, std::move(a));
+}
+
+Result<EagerTensor> Context::tril(const EagerTensor& x, int64_t k) const {
+  Attrs a;
+  a.k = k;
+  const EagerTensor ops[1] = {x};
+  return core(OpCode::kTril, ops, std::move(a));
+}
+
+Result<EagerTensor> Context::triu(const EagerTensor& x, int64_t k) const {
+  Attrs a;
+  a.k = k;
+  const EagerTensor ops[1] = {x};
+  return core(OpCode::kTriu, ops, std::move(a));
+}
+
+// ---- reductions ----
+Result<EagerTensor> Context::sum(const EagerTensor& x, Dims axes, bool keep) const {
+  return reduce(*this, program::ReduceKind::kSum, x, axes, keep, "sum");
+}
+Result<EagerTensor> Context::prod(const EagerTensor& x, Dims axes, bool keep) const {
+  return reduce(*this, program::ReduceKind::kProd, x, axes, keep, "prod");
+}
+Result<EagerTensor> Context::amax(const EagerTensor& x, Dims axes, bool keep) const {
+  return reduce(*this, program::ReduceKind::kMax, x, axes, keep, "amax");
+}
+Result<EagerTensor> Context::amin(const EagerTensor& x, Dims axes, bool keep) const {
+  return reduce(*this, program::ReduceKind::kMin, x, axes, keep, "amin");
+}
+
+Result<EagerTensor> Context::mean(const EagerTensor& x, Dims axes, bool keep) const {
+  TENFERRO_TRY(Call call, Detail::begin(*this, {&x}, "mean"));
+  if (!is_inexact(x.dtype())) {
+    return usage_error(ErrorCode::kDTypeMismatch, "mean",
+                       "needs a floating or complex dtype, not " + std::string(dtype_name(x.dtype())) +
+                           " (convert with astype)");
+  }
+  TENFERRO_TRY(auto ax, reduce_axes(axes, x.rank(), "mean"));
+  const Tensor& t = Detail::physical(x);
+  int64_t count = 1;
+  for (int64_t a : ax) count *= t.shape()[static_cast<size_t>(a)];
+  const c128 n(static_cast<double>(count), 0.0);
+  // One operation-local composite on the direct path (sum, then one scaling pass).
+  return finish(call, Detail::execute(
+                          call, true, t.numel(),
+                          [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) -> Result<Tensor> {
+                            TENFERRO_TRY(Tensor s, cpu::reduce(ctx, cpu::ReduceOp::kSum, t, ax, keep, pool));
+                            TENFERRO_TRY(Tensor d, scalar_tensor(t.dtype(), n, nullptr));
+                            return cpu::binary(ctx, cpu::BinaryOp::kDiv, s, d, pool);
+                          },
+                          {&t, 1},
+                          [&](ProgramBuilder& b, std::span<const Value> v) -> Result<Value> {
+                            Attrs a;
+                            a.dims.assign(ax.begin(), ax.end());
+                            TENFERRO_TRY(Value s, b.op(OpCode::kReduce, {v[0]}, std::move(a)));
+                            const Shape out = kept_shape(t.shape(), ax, false);
+                            TENFERRO_TRY(program::Literal lit, scalar_literal(t.dtype(), n));
+                            TENFERRO_TRY(Value c, b.constant(std::move(lit)));
+                            TENFERRO_TRY(Value cb, bcast(b, c, Shape{}, out));
+                            TENFERRO_TRY(Value m, b.op(OpCode::kDiv, {s, cb}));
+                            if (!keep) return m;
+                            Attrs rs;
+                            rs.shape = extents(kept_shape(t.shape(), ax, true));
+                            return b.op(OpCode::kReshape, {m}, std::move(rs));
+                          },
+                          "mean"));
+}
+
+// ---- contractions ----
+Result<EagerTensor> Context::matmul(const EagerTensor& a, const EagerTensor& b) const {
+  TENFERRO_TRY(Call call, Detail::begin(*this, {&a, &b}, "matmul"));
+  TENFERRO_TRY_VOID(same_dtype(a, b, "matmul"));
+  if (a.rank() == 0 || b.rank() == 0) {
+    return usage_error(ErrorCode::kInvalidShape, "matmul", "0-d operands (use mul)");
+  }
+  Tensor ta = Detail::physical(a), tb = Detail::physical(b);
+  const bool a1 = ta.rank() == 1, b1 = tb.rank() == 1;
+  if (a1) {
+    TENFERRO_TRY(ta, ta.reshape({1, ta.shape()[0]}));
+  }
+  if (b1) {
+    TENFERRO_TRY(tb, tb.reshape({tb.shape()[0], 1}));
+  }
+  const size_t ra = ta.shape().size(), rb = tb.shape().size();
+  const int64_t m = ta.shape()[ra - 2], k = ta.shape()[ra - 1], kb = tb.shape()[rb - 2], n = tb.shape()[rb - 1];
+  if (k != kb) {
+    return usage_error(ErrorCode::kShapeMismatch, "matmul",
+                       "contracted extents differ: " + format_dims(a.shape()) + " @ " + format_dims(b.shape()));
+  }
+  TENFERRO_TRY(Shape batch, cpu::broadcast_shapes(std::span<const int64_t>(ta.shape().data(), ra - 2),
+                                                  std::span<const int64_t>(tb.shape().data(), rb - 2), "matmul"));
+  Shape full_a = batch, full_b = batch;
+  full_a.push_back(m);
+  full_a.push_back(k);
+  full_b.push_back(k);
+  full_b.push_back(n);
+  if (ta.shape() != full_a) {
+    TENFERRO_TRY(ta, ta.broadcast_to(full_a));
+  }
+  if (tb.shape() != full_b) {
+    TENFERRO_TRY(tb, tb.broadcast_to(full_b));
+  }
+  const auto nb = static_cast<int64_t>(batch.size());
+  cpu::DotDims dims;
+  for (int64_t i = 0; i < nb; ++i) {
+    dims.lhs_batch.push_back(i);
+    dims.rhs_batch.push_back(i);
+  }
+  dims.lhs_contracting.push_back(nb + 1);
+  dims.rhs_contracting.push_back(nb);
+  Shape out = batch;
+  if (!a1) out.push_back(m);
+  if (!b1) out.push_back(n);
+  const int64_t work = element_count(batch) * m * n * std::max<int64_t>(k, 1);
+  const Tensor in[2] = {ta, tb};
+  return finish(call, Detail::execute(
+                          call, true, work,
+                          [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) -> Result<Tensor> {
+                            TENFERRO_TRY(Tensor r, cpu::dot_general(ctx, ta, tb, dims, {}, pool));
+                            if (!a1 && !b1) return r;
+                            return r.reshape(out);
+                          },
+                          in,
+                          [&](ProgramBuilder& pb, std::span<const Value> v) -> Result<Value> {
+                            Attrs at;
+                            at.lhs_batch.assign(dims.lhs_batch.begin(), dims.lhs_batch.end());
+                            at.rhs_batch.assign(dims.rhs_batch.begin(), dims.rhs_batch.end());
+                            at.lhs_contract = {nb + 1};
+                            at.rhs_contract = {nb};
+                            TENFERRO_TRY(Value r, pb.op(OpCode::kDotGeneral, {v[0], v[1]}, std::move(at)));
+                            if (!a1 && !b1) return r;
+                            Attrs rs;
+                            rs.shape = extents(out);
+                            return pb.op(OpCode::kReshape, {r}, std::move(rs));
+                          },
+                          "matmul"));
+}
+
+Result<EagerTensor> Context::dot_general(const EagerTensor& lhs, const EagerTensor& rhs, const DotDims& dims) const {
+  Attrs a;
+  a.lhs_batch = dims.lhs_batch;
+  a.rhs_batch = dims.rhs_batch;
+  a.lhs_contract = dims.lhs_contract;
+  a.rhs_contract = dims.rhs_contract;
+  const EagerTensor ops[2] = {lhs, rhs};
+  return core(OpCode::kDotGeneral, ops, std::move(a));
+}
+
+// Note [Eager einsum]: einsum is an extension op (family "einsum"). Its implementation is
+// selected from the runtime's registrations for the target engine (spec 004), resolved
+// once per epoch (Note [Eager slots]): with the CPU's native einsum module registered for
+// a CPU target, the call runs directly as one operation (a plan from the runtime's
+// bounded eager einsum plan cache, keyed by subscripts, shapes and dtype, then one
+// execution: path search only on a miss); otherwise it is promoted to a one-node
+// prepared graph of the einsum op, which the runtime resolves on the target engine (its
+// native module, else the einsum's core lowering; a typed kUnsupported when neither
+// works there). Nothing is registered by the call and nothing falls back to another
+// engine.
+Result<EagerTensor> Context::einsum(std::string_view subscripts, std::span<const EagerTensor> operands) const {
+  SmallVector<const EagerTensor*, 8> ptrs;
+  for (const EagerTensor& t : operands) ptrs.push_back(&t);
+  TENFERRO_TRY(Call call, Detail::begin(*this, std::span<const EagerTensor* const>(ptrs.data(), ptrs.size()), "einsum"));
+  if (operands.empty()) return usage_error(ErrorCode::kInvalidArgument, "einsum", "no operands");
+  for (size_t i = 1; i < operands.size(); ++i) {
+    TENFERRO_TRY_VOID(same_dtype(operands[0], operands[i], "einsum"));
+  }
+  std::vector<Tensor> in;
+  std::vector<Shape> shapes;
+  in.reserve(operands.size());
+  shapes.reserve(operands.size());
+  for (const EagerTensor& t : operands) {
+    in.push_back(Detail::physical(t));
+    shapes.push_back(t.shape());
+  }
+  const DType dtype = operands[0].dtype();
+  const bool native = call.slots->einsum_native;
+  std::shared_ptr<const einsum::EinsumPlan> plan;
+  int64_t work = 0;
+  if (native) {
+    TENFERRO_TRY(plan, Detail::einsum_plans(*call.rt).get(subscripts, std::span<const Shape>(shapes.data(), shapes.size()),
+                                                          dtype));
+    work = static_cast<int64_t>(std::min(plan->cost().flops, 9.0e18));
+  }
+  const std::span<const Tensor> ins(in.data(), in.size());
+  return finish(call, Detail::execute(
+                          call, native, work,
+                          [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) {
+                            return plan->execute(ctx, ins, pool);
+                          },
+                          ins,
+                          [&](ProgramBuilder& b, std::span<const Value> v) {
+                            return einsum::emit_einsum(b, std::string(subscripts), v);
+                          },
+                          "einsum"));
+}
+
+Result<EagerTensor> einsum(std::string_view subscripts, std::span<const EagerTensor> operands) {
+  if (operands.empty() || !operands[0].defined()) {
+    return usage_error(ErrorCode::kInvalidArgument, "einsum", "no operands (or an undefined first operand)");
+  }
+  return Context::of(operands[0]).einsum(subscripts, operands);
+}
+
+// ---- any core op ----
+Result<EagerTensor> Context::core(program::OpCode code, std::span<const EagerTensor> operands,
+                                  program::Attrs attrs) const {
+  const std::string_view name = code == OpCode::kExtension ? "extension" : program::op_name(code);
+  const std::string op(name);
+  SmallVector<const EagerTensor*, 8> ptrs;
+  for (const EagerTensor& t : operands) ptrs.push_back(&t);
+  TENFERRO_TRY(Call call, Detail::begin(*this, std::span<const EagerTensor* const>(ptrs.data(), ptrs.size()), op.c_str()));
+  if (code == OpCode::kExtension || code == OpCode::kConstant) {
+    return usage_error(ErrorCode::kInvalidArgument, op, "not an eager core op (use full/scalar or the family's function)");
+  }
+  std::vector<program::ValueType> types;
+  std::vector<Tensor> in;
+  for (const EagerTensor& t : operands) {
+    types.push_back(program::ValueType{t.dtype(), extents(t.shape())});
+    in.push_back(Detail::physical(t));
+  }
+  std::vector<program::PendingGuard> guards;
+  Result<program::ValueType> inferred = program::infer_core(code, attrs, types, {}, guards);
+  if (!inferred) return Error(ErrorStage::kUsage, inferred.error().code(), op, inferred.error().message());
+  if (code >= OpCode::kAdd && code <= OpCode::kMin && !operands.empty() && operands[0].dtype() == DType::kBool) {
+    return usage_error(ErrorCode::kDTypeMismatch, op, "no arithmetic on bool tensors (convert them with astype)");
+  }
+  Shape out_shape;
+  for (const program::Extent& e : inferred->shape) out_shape.push_back(e.exact_value());
+  const DType out_dtype = inferred->dtype;
+  return finish(call, Detail::execute(
+                          call, true, element_count(out_shape),
+                          [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) {
+                            return cpu_runtime::run_core_op(ctx, pool, code, attrs, in, out_dtype, out_shape);
+                          },
+                          in, [&](ProgramBuilder& b, std::span<const Value> v) { return b.op(code, v, attrs); },
+                          op.c_str()));
+}
+
+// ---- operators ----
+namespace {
+EagerTensor unwrap(Result<EagerTensor> r) {
+  if (!r) throw Exception(r.error());
+  return std::move(*r);
+}
+EagerTensor scalar_like(const EagerTensor& x, double s) {
+  if (!x.defined()) throw Exception(usage_error(ErrorCode::kInvalidArgument, "operator", "undefined tensor"));
+  return unwrap(Context::of(x).scalar(c128(s, 0.0), x.dtype()));
+}
+}  // namespace
+
+EagerTensor operator+(const EagerTensor& x, const EagerTensor& y) { return unwrap(add(x, y)); }
+EagerTensor operator-(const EagerTensor& x, const EagerTensor& y) { return unwrap(sub(x, y)); }
+EagerTensor operator*(const EagerTensor& x, const EagerTensor& y) { return unwrap(mul(x, y)); }
+EagerTensor operator/(const EagerTensor& x, const EagerTensor& y) { return unwrap(div(x, y)); }
+EagerTensor operator-(const EagerTensor& x) { return unwrap(neg(x)); }
+EagerTensor operator<(const EagerTensor& x, const EagerTensor& y) { return unwrap(lt(x, y)); }
+EagerTensor operator<=(const EagerTensor& x, const EagerTensor& y) { return unwrap(le(x, y)); }
+EagerTensor operator>(const EagerTensor& x, const EagerTensor& y) { return unwrap(gt(x, y)); }
+EagerTensor operator>=(const EagerTensor& x, const EagerTensor& y) { return unwrap(ge(x, y)); }
+EagerTensor operator+(const EagerTensor& x, double s) { return unwrap(add(x, scalar_like(x, s))); }
+EagerTensor operator-(const EagerTensor& x, double s) { return unwrap(sub(x, scalar_like(x, s))); }
+EagerTensor operator*(const EagerTensor& x, double s) { return unwrap(mul(x, scalar_like(x, s))); }
+EagerTensor operator/(const EagerTensor& x, double s) { return unwrap(div(x, scalar_like(x, s))); }
+EagerTensor operator+(double s, const EagerTensor& x) { return unwrap(add(scalar_like(x, s), x)); }
+EagerTensor operator-(double s, const EagerTensor& x) { return unwrap(sub(scalar_like(x, s), x)); }
+EagerTensor operator*(double s, const EagerTensor& x) { return unwrap(mul(scalar_like(x, s), x)); }
+EagerTensor operator/(double s, const EagerTensor& x) { return unwrap(div(scalar_like(x, s), x)); }
+
+}  // namespace tenferro::eager
