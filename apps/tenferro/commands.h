@@ -23,4 +23,6 @@ int run_bench_einsum(int argc, char** argv);
 /// the graph compiler, evaluate with the reference interpreter).
 int run_ir(int argc, char** argv);
 
+int run_bench_eager(int argc, char** argv, const char* argv0);
+
 }  // namespace tenferro::cli

@@ -22,6 +22,8 @@ void print_usage(std::FILE* out) {
       "  bench einsum FILE_OR_DIR... [--path instance|greedy|treesa] [--strategy opt_flops|opt_size]\n"
       "         [--threads N] [--json]\n"
       "             time einsum-benchmark instances (median, IQR, GFLOP/s, path cost)\n"
+      "  bench eager [--threads N] [--json] [--peer PATH | --no-peer]\n"
+      "             eager per-call times next to libtorch C++ and the kernels called directly\n"
       "  ir check FILE | ir compile FILE [--explain] | ir eval FILE IN.npy... [-o OUT.npy...]\n"
       "             check, compile or evaluate a semantic program in the text format\n"
       "  version    print the version\n"
@@ -44,6 +46,9 @@ int main(int argc, char** argv) {
   if (cmd == "einsum") return tenferro::cli::run_einsum(argc - 2, argv + 2);
   if (cmd == "bench" && argc >= 3 && std::string_view(argv[2]) == "einsum") {
     return tenferro::cli::run_bench_einsum(argc - 3, argv + 3);
+  }
+  if (cmd == "bench" && argc >= 3 && std::string_view(argv[2]) == "eager") {
+    return tenferro::cli::run_bench_eager(argc - 3, argv + 3, argv[0]);
   }
   if (cmd == "ir") return tenferro::cli::run_ir(argc - 2, argv + 2);
   if (cmd == "version" || cmd == "--version") {

@@ -344,6 +344,19 @@ Result<std::pair<Tensor, Tensor>> broadcast_pair(const Tensor& x, const Tensor& 
   return std::make_pair(std::move(bx), std::move(by));
 }
 
+// Runs a validated binary op into `out` (result shape `shape`): operands already of the
+// result shape run as they are, others through broadcast views.
+Result<void> run_binary_checked(const CpuExecutionContext& ctx, BinaryOp op, const Tensor& x, const Tensor& y,
+                                const Shape& shape, Tensor& out) {
+  if (x.shape() == shape && y.shape() == shape) {
+    visit_dtype(x.dtype(), [&]<class T>() { run_binary<T>(ctx, op, x, y, out); });
+    return ok();
+  }
+  TENFERRO_TRY(auto views, broadcast_pair(x, y, shape));
+  visit_dtype(x.dtype(), [&]<class T>() { run_binary<T>(ctx, op, views.first, views.second, out); });
+  return ok();
+}
+
 Result<void> check_same_dtype(const Tensor& x, const Tensor& y, const char* op) {
   if (x.dtype() != y.dtype()) {
     return usage_error(ErrorCode::kDTypeMismatch, op,
@@ -363,9 +376,7 @@ Result<void> binary_into(const CpuExecutionContext& ctx, BinaryOp op, const Tens
   TENFERRO_TRY_VOID(check_binary_dtype(op, x.dtype()));
   TENFERRO_TRY(Shape shape, broadcast_shapes(x.shape(), y.shape(), name.c_str()));
   TENFERRO_TRY_VOID(check_out(out, x.dtype(), shape, name.c_str()));
-  TENFERRO_TRY(auto views, broadcast_pair(x, y, shape));
-  visit_dtype(x.dtype(), [&]<class T>() { run_binary<T>(ctx, op, views.first, views.second, out); });
-  return ok();
+  return run_binary_checked(ctx, op, x, y, shape, out);
 }
 
 Result<Tensor> binary(const CpuExecutionContext& ctx, BinaryOp op, const Tensor& x, const Tensor& y,
@@ -377,7 +388,7 @@ Result<Tensor> binary(const CpuExecutionContext& ctx, BinaryOp op, const Tensor&
   TENFERRO_TRY_VOID(check_binary_dtype(op, x.dtype()));
   TENFERRO_TRY(Shape shape, broadcast_shapes(x.shape(), y.shape(), name.c_str()));
   TENFERRO_TRY(Tensor out, Tensor::uninitialized(x.dtype(), shape, pool));
-  TENFERRO_TRY_VOID(binary_into(ctx, op, x, y, out));
+  TENFERRO_TRY_VOID(run_binary_checked(ctx, op, x, y, shape, out));
   return out;
 }
 

@@ -66,6 +66,9 @@ std::shared_ptr<HostBufferPool> HostBufferPool::create(HostBufferPoolConfig conf
 
 HostBufferPool::~HostBufferPool() {
   for (auto& [capacity, data] : free_) detail::free_host(data);
+  for (auto& list : small_) {
+    for (void* data : list) detail::free_host(data);
+  }
 }
 
 Result<PooledBuffer> HostBufferPool::acquire(int64_t bytes) {
@@ -76,6 +79,21 @@ Result<PooledBuffer> HostBufferPool::acquire(int64_t bytes) {
   const int64_t want = detail::round_up(bytes > 0 ? bytes : 1, detail::kAlign);
   {
     std::lock_guard lock(mu_);
+    if (want <= kSmallMax) {
+      // Best fit among the small classes within the waste factor (exact class first).
+      for (int64_t cap = want; cap <= kSmallMax && cap / config_.max_waste_factor <= want; cap += detail::kAlign) {
+        std::vector<void*>& list = small_[static_cast<size_t>(cap / detail::kAlign - 1)];
+        if (list.empty()) continue;
+        void* data = list.back();
+        list.pop_back();
+        stats_.hits++;
+        stats_.retained_buffers--;
+        stats_.retained_bytes -= cap;
+        stats_.outstanding_buffers++;
+        stats_.outstanding_bytes += cap;
+        return PooledBuffer(data, cap, weak_from_this());
+      }
+    }
     auto it = free_.lower_bound(want);
     if (it != free_.end() && it->first / config_.max_waste_factor <= want) {
       const int64_t capacity = it->first;
@@ -113,7 +131,13 @@ void HostBufferPool::recycle(void* data, int64_t capacity) noexcept {
            stats_.retained_bytes + capacity <= config_.max_retained_bytes;
     if (keep) {
       try {
-        free_.emplace(capacity, data);
+        if (capacity <= kSmallMax && capacity % detail::kAlign == 0) {
+          std::vector<void*>& list = small_[static_cast<size_t>(capacity / detail::kAlign - 1)];
+          if (list.capacity() == 0) list.reserve(64);
+          list.push_back(data);
+        } else {
+          free_.emplace(capacity, data);
+        }
       } catch (...) {
         keep = false;
       }
@@ -136,14 +160,20 @@ HostBufferPoolStats HostBufferPool::stats() const {
 
 void HostBufferPool::clear() {
   std::multimap<int64_t, void*> dropped;
+  std::vector<void*> dropped_small;
   {
     std::lock_guard lock(mu_);
     dropped.swap(free_);
+    for (auto& list : small_) {
+      dropped_small.insert(dropped_small.end(), list.begin(), list.end());
+      list.clear();
+    }
     stats_.evictions += stats_.retained_buffers;
     stats_.retained_buffers = 0;
     stats_.retained_bytes = 0;
   }
   for (auto& [capacity, data] : dropped) detail::free_host(data);
+  for (void* data : dropped_small) detail::free_host(data);
 }
 
 }  // namespace tenferro

@@ -2,8 +2,10 @@
 /// \file
 /// Host buffer pool with a weak recycler (ARCHITECTURE §4 "pooled" storage, spec 001 D2/D11).
 
+#include <array>
 #include <cstdint>
 #include <map>
+#include <vector>
 #include <memory>
 #include <mutex>
 
@@ -98,6 +100,13 @@ class HostBufferPool : public std::enable_shared_from_this<HostBufferPool> {
 
   HostBufferPoolConfig config_;
   mutable std::mutex mu_;
+  // Note [Small size classes]: buffers of at most kSmallMax bytes (capacities are
+  // multiples of 64) live in one free list per exact capacity, so acquiring and returning
+  // a small buffer once warm is a pop/push on a vector with reserved room: no map node,
+  // no operator new (the eager fast path's outputs). Larger buffers use the size-ordered
+  // map (best fit within max_waste_factor).
+  static constexpr int64_t kSmallMax = 4096;
+  std::array<std::vector<void*>, kSmallMax / 64> small_;
   std::multimap<int64_t, void*> free_;  // capacity -> buffer
   HostBufferPoolStats stats_;
 };

@@ -1,0 +1,234 @@
+// `tenferro bench eager`: per-call time of eager operations, with peers measured in the
+// same command: libtorch C++ (the tenferro_peer_libtorch program, run as a separate
+// process when given or found beside this binary) and, for large operands, the CPU
+// kernels called directly (the eager layer's own overhead).
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "tenferro/cpu/dot_general.h"
+#include "tenferro/cpu/elementwise.h"
+#include "tenferro/eager/eager.h"
+#include "tenferro/tensor/random.h"
+
+namespace tenferro::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using eager::EagerTensor;
+
+// Median over 7 repetitions of the per-call time of `calls` calls, in µs.
+double per_call_us(int calls, const std::function<void()>& f) {
+  for (int i = 0; i < std::min(calls, 1000); ++i) f();  // warm-up: pools, plan caches
+  std::vector<double> reps;
+  for (int r = 0; r < 7; ++r) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < calls; ++i) f();
+    reps.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / calls);
+  }
+  std::sort(reps.begin(), reps.end());
+  return reps[3];
+}
+
+struct Row {
+  std::string name;
+  double tenferro_us = 0;
+  std::string peer;
+  double peer_us = 0;  // 0: no peer figure
+};
+
+template <class T>
+T must(Result<T> r, const char* what) {
+  if (!r) {
+    std::fprintf(stderr, "tenferro bench eager: %s: %s\n", what, r.error().to_string().c_str());
+    std::exit(1);
+  }
+  return std::move(*r);
+}
+
+EagerTensor random_tensor(eager::EagerRuntime& rt, Dims shape, uint64_t seed) {
+  return must(rt.from_host(must(Tensor::random_normal(DType::kF64, shape, seed), "random")), "from_host");
+}
+
+// The libtorch peer's figures: one JSON object {case: us} on stdout.
+std::map<std::string, double> run_peer(const std::string& path, int threads) {
+  std::map<std::string, double> out;
+  if (path.empty()) return out;
+  const std::string cmd = "'" + path + "' " + std::to_string(threads);
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return out;
+  std::string text;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
+  if (pclose(p) != 0) {
+    std::fprintf(stderr, "tenferro bench eager: peer '%s' failed; no peer figures\n", path.c_str());
+    return out;
+  }
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) return out;
+  for (const auto& [k, v] : j.items()) {
+    if (v.is_number()) out[k] = v.get<double>();
+  }
+  return out;
+}
+
+std::string default_peer(const char* argv0) {
+  std::string self(argv0);
+  const auto slash = self.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : self.substr(0, slash);
+  for (const std::string& cand : {dir + "/../../bench/tenferro_peer_libtorch", dir + "/tenferro_peer_libtorch"}) {
+    if (FILE* f = std::fopen(cand.c_str(), "r")) {
+      std::fclose(f);
+      return cand;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+int run_bench_eager(int argc, char** argv, const char* argv0) {
+  int threads = 1;
+  bool json = false;
+  std::string peer = default_peer(argv0);
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--threads" && i + 1 < argc) {
+      threads = std::atoi(argv[++i]);
+    } else if (a == "--json") {
+      json = true;
+    } else if (a == "--peer" && i + 1 < argc) {
+      peer = argv[++i];
+    } else if (a == "--no-peer") {
+      peer.clear();
+    } else {
+      std::fprintf(stderr, "usage: tenferro bench eager [--threads N] [--json] [--peer PATH | --no-peer]\n");
+      return 2;
+    }
+  }
+  if (threads < 1) {
+    std::fprintf(stderr, "tenferro bench eager: --threads must be >= 1\n");
+    return 2;
+  }
+  eager::EagerConfig config;
+  auto topo = must(cpu::CpuTopology::discover(), "topology");
+  if (static_cast<size_t>(threads) > topo.allowed_cpus.size()) {
+    std::fprintf(stderr, "tenferro bench eager: %d threads but %zu allowed CPUs\n", threads, topo.allowed_cpus.size());
+    return 2;
+  }
+  config.engine.domains.push_back(cpu::CpuDomainConfig{
+      .id = 0, .cpus = std::vector<int>(topo.allowed_cpus.begin(), topo.allowed_cpus.begin() + threads),
+      .threads = threads, .external = nullptr});
+  auto rt = must(eager::EagerRuntime::create(config), "runtime");
+  const std::map<std::string, double> peers = run_peer(peer, threads);
+  const auto peer_of = [&](const std::string& name) {
+    auto it = peers.find(name);
+    return it == peers.end() ? 0.0 : it->second;
+  };
+
+  std::vector<Row> rows;
+  const auto small = [&](const std::string& name, int calls, const std::function<void()>& f) {
+    rows.push_back({name, per_call_us(calls, f), "libtorch C++", peer_of(name)});
+  };
+  EagerTensor a8 = random_tensor(*rt, {8}, 1), b8 = random_tensor(*rt, {8}, 2);
+  EagerTensor a2 = random_tensor(*rt, {2, 2}, 3), b2 = random_tensor(*rt, {2, 2}, 4);
+  small("add 8", 200000, [&] { (void)eager::add(a8, b8); });
+  small("matmul 2x2", 200000, [&] { (void)eager::matmul(a2, b2); });
+  small("einsum ij,jk->ik 2x2", 100000, [&] { (void)eager::einsum("ij,jk->ik", {a2, b2}); });
+  small("sum 8", 200000, [&] { (void)eager::sum(a8); });
+  small("exp 8", 200000, [&] { (void)eager::exp(a8); });
+
+  // Changing-shape einsum sequence (every call a new shape, as in tensor cross
+  // interpolation) vs the same-shape sequence; the peer column is the same-shape time.
+  {
+    std::vector<EagerTensor> xs, ys;
+    for (int64_t i = 0; i < 64; ++i) {
+      xs.push_back(random_tensor(*rt, {2 + i % 8, 3 + i / 8}, 100 + static_cast<uint64_t>(i)));
+      ys.push_back(random_tensor(*rt, {3 + i / 8, 4}, 300 + static_cast<uint64_t>(i)));
+    }
+    rt->clear_einsum_cache();
+    size_t k = 0;
+    const double same = per_call_us(20000, [&] { (void)eager::einsum("ij,jk->ik", {xs[0], ys[0]}); });
+    const double changing = per_call_us(20000, [&] {
+      const size_t i = k++ % xs.size();
+      (void)eager::einsum("ij,jk->ik", {xs[i], ys[i]});
+    });
+    rows.push_back({"einsum changing shapes (64 shapes, cached plans)", changing, "same shape", same});
+    // Each call a shape the plan cache has never seen: path search on every call.
+    int64_t n = 0;
+    const double fresh = per_call_us(2000, [&] {
+      ++n;
+      auto x = random_tensor(*rt, {2, 2 + n}, 7);
+      auto y = random_tensor(*rt, {2 + n, 3}, 8);
+      (void)eager::einsum("ij,jk->ik", {x, y});
+    });
+    rows.push_back({"einsum new shape every call (plan + random inputs)", fresh, "same shape", same});
+  }
+
+  // Large operands: eager vs the kernel called directly in the same domain.
+  {
+    const int64_t n = int64_t{1} << 24;
+    EagerTensor x = random_tensor(*rt, {n}, 11), y = random_tensor(*rt, {n}, 12);
+    auto engine = must(cpu::CpuEngine::create(config.engine), "engine");
+    const double e = per_call_us(10, [&] { (void)eager::add(x, y); });
+    const double k = per_call_us(10, [&] {
+      (void)engine->run(0, cpu::ParallelMode::kInner, [&](cpu::CpuExecutionContext& ctx) -> Result<void> {
+        auto r = cpu::binary(ctx, cpu::BinaryOp::kAdd, x.tensor(), y.tensor(), engine->pool(0));
+        return r ? ok() : Result<void>(r.error());
+      });
+    });
+    rows.push_back({"add 2^24 f64", e, "cpu::binary direct", k});
+    EagerTensor p = random_tensor(*rt, {2048, 2048}, 13), q = random_tensor(*rt, {2048, 2048}, 14);
+    cpu::DotDims dims;
+    dims.lhs_contracting = {1};
+    dims.rhs_contracting = {0};
+    const double me = per_call_us(3, [&] { (void)eager::matmul(p, q); });
+    const double mk = per_call_us(3, [&] {
+      (void)engine->run(0, cpu::ParallelMode::kInner, [&](cpu::CpuExecutionContext& ctx) -> Result<void> {
+        auto r = cpu::dot_general(ctx, p.tensor(), q.tensor(), dims, {}, engine->pool(0));
+        return r ? ok() : Result<void>(r.error());
+      });
+    });
+    rows.push_back({"matmul 2048^2 f64", me, "cpu::dot_general direct", mk});
+  }
+
+  if (json) {
+    for (const Row& r : rows) {
+      nlohmann::json j{{"case", r.name}, {"threads", threads}, {"tenferro_us", r.tenferro_us}, {"peer", r.peer}};
+      if (r.peer_us > 0) {
+        j["peer_us"] = r.peer_us;
+        j["ratio"] = r.tenferro_us / r.peer_us;
+      } else {
+        j["peer_us"] = nullptr;
+        j["ratio"] = nullptr;
+      }
+      std::printf("%s\n", j.dump().c_str());
+    }
+    return 0;
+  }
+  std::printf("%-52s %12s %-24s %12s %8s\n", "case", "tenferro us", "peer", "peer us", "ratio");
+  for (const Row& r : rows) {
+    if (r.peer_us > 0) {
+      std::printf("%-52s %12.3f %-24s %12.3f %8.3f\n", r.name.c_str(), r.tenferro_us, r.peer.c_str(), r.peer_us,
+                  r.tenferro_us / r.peer_us);
+    } else {
+      std::printf("%-52s %12.3f %-24s %12s %8s\n", r.name.c_str(), r.tenferro_us, r.peer.c_str(), "-", "-");
+    }
+  }
+  std::printf("ratio = tenferro / peer (lower is better for tenferro)\n");
+  return 0;
+}
+
+}  // namespace tenferro::cli
