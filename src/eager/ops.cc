@@ -491,7 +491,12 @@ Result<EagerTensor> Context::diagonal(const EagerTensor& x, int64_t a, int64_t b
   TENFERRO_TRY(int64_t na, norm_axis(a, x.rank(), "diagonal"));
   TENFERRO_TRY(int64_t nb, norm_axis(b, x.rank(), "diagonal"));
   if (na == nb) return usage_error(ErrorCode::kInvalidArgument, "diagonal", "the two axes must differ");
-  TENFERRO_TRY(Tensor d, Detail::physical(x).diagonal({na, nb}));
+  // numpy: axes of different extents give the diagonal of their leading square part.
+  Tensor sq = Detail::physical(x);
+  const int64_t len = std::min(sq.shape()[static_cast<size_t>(na)], sq.shape()[static_cast<size_t>(nb)]);
+  TENFERRO_TRY(sq, sq.slice(na, 0, len, 1));
+  TENFERRO_TRY(sq, sq.slice(nb, 0, len, 1));
+  TENFERRO_TRY(Tensor d, sq.diagonal({na, nb}));
   // The diagonal replaced the first of the two axes; numpy puts it last.
   const int64_t at = std::min(na, nb);
   SmallVector<int64_t, 8> perm;
