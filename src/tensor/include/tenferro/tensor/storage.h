@@ -138,15 +138,23 @@ class PooledStorage final : public Storage {
                                                         Construct&& construct) {
     TENFERRO_TRY(PooledBuffer lease, pool.acquire(count * static_cast<int64_t>(sizeof(T))));
     detail::construct_elements(static_cast<T*>(lease.data()), count, construct);
-    return std::shared_ptr<PooledStorage>(new PooledStorage(std::move(lease), count));
+    // One allocation for the object and its control block (the eager fast path's only
+    // allocation per output).
+    return std::make_shared<PooledStorage>(Key{}, std::move(lease), count);
   }
   ~PooledStorage() override { std::destroy_n(static_cast<T*>(data()), count_); }
 
  private:
-  PooledStorage(PooledBuffer&& lease, int64_t count) noexcept
+  struct Key {};
+
+ public:
+  /// Use create (the key is private).
+  PooledStorage(Key, PooledBuffer&& lease, int64_t count) noexcept
       : Storage(lease.data(), count * static_cast<int64_t>(sizeof(T)), StorageKind::kPooled, true),
         lease_(std::move(lease)),
         count_(count) {}
+
+ private:
   PooledBuffer lease_;
   int64_t count_;
 };
