@@ -8,6 +8,27 @@
 #include "tenferro/compiler/compiler.h"
 #include "tenferro/cpu_runtime/cpu_runtime.h"
 #include "tenferro/program/interpreter.h"
+#include "tenferro/eager/eager.h"
+
+namespace eager_readme {
+using namespace tenferro::eager;
+// --- begin README eager example (kept identical to README.md) ---
+
+Result<double> eager_example() {
+  auto rt = EagerRuntime::create().value();  // a runtime with the CPU engine registered
+  TENFERRO_TRY(EagerTensor a, rt->from_values<double>({2, 2}, {1, 2, 3, 4}));  // row-major values
+  TENFERRO_TRY(EagerTensor b, rt->from_values<double>({2}, {10, 20}));
+  EagerTensor c = a * b + 1.0;                            // numpy broadcasting; operators throw
+  TENFERRO_TRY(EagerTensor m, matmul(a, c));              // functions return Result
+  TENFERRO_TRY(EagerTensor e, einsum("ij,jk->ik", {a, c}));  // the same product
+  TENFERRO_TRY(EagerTensor s, sum(m - e));                // 0
+  TENFERRO_TRY(EagerTensor t, sum(m, {1}));               // row sums of a @ c
+  TENFERRO_TRY(c128 v, item(t, {0}));                     // [1, 2] @ [[11, 41], [31, 81]] = [73, 203]: 276
+  TENFERRO_TRY(c128 zero, item(s));
+  return v.real() + zero.real();
+}
+// --- end README eager example ---
+}  // namespace eager_readme
 
 namespace readme {
 using namespace tenferro;
@@ -28,6 +49,7 @@ Result<void> write_example() {
   return w.set({0, 1}, 2.5);
 }
 // --- end README example ---
+
 
 Result<Tensor> engine_example(const Tensor& a, const Tensor& b) {
   Tensor result;
@@ -140,5 +162,7 @@ TEST(Readme, ExampleComputesWhatItSays) {
   EXPECT_EQ(example().value(), 6.0);
   EXPECT_TRUE(write_example().has_value());
 }
+
+TEST(Readme, EagerExampleComputes) { EXPECT_EQ(::eager_readme::eager_example().value(), 276.0); }
 
 }  // namespace readme

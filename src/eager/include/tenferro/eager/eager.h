@@ -37,6 +37,22 @@ class PlanCache;
 
 namespace tenferro::eager {
 
+// The core vocabulary, so `using namespace tenferro::eager;` alone is enough for eager
+// code (`using namespace tenferro;` as well would make `einsum` ambiguous with the
+// namespace tenferro::einsum).
+using tenferro::c128;
+using tenferro::c64;
+using tenferro::Dims;
+using tenferro::DType;
+using tenferro::Error;
+using tenferro::ErrorCode;
+using tenferro::ErrorStage;
+using tenferro::Exception;
+using tenferro::ok;
+using tenferro::Result;
+using tenferro::Shape;
+using tenferro::Tensor;
+
 /// The reverse-mode AD record of a tensor (defined by the AD module; eager tensors carry
 /// an empty slot until AD records into it).
 struct AdNode;
