@@ -1467,8 +1467,62 @@ Layout dot_general_result_layout(const Shape& shape, size_t batch_dims) {
   return out;
 }
 
+namespace {
+
+// Note [Tiny matrix shortcut]: a plain matrix product lhs[m, k] x rhs[k, n] (no batch,
+// lhs axis 1 against rhs axis 0, default options) with at most `tiny_flops` multiply-adds
+// is computed by a direct strided loop before any planning: for 2x2 products the plan
+// (axis grouping, layout analysis, route choice) costs several times the arithmetic.
+// The loop sums over k in ascending order.
+template <class T>
+void tiny_matmul(const Tensor& lhs, const Tensor& rhs, Tensor& out) {
+  const int64_t m = lhs.shape()[0], k = lhs.shape()[1], n = rhs.shape()[1];
+  const T* a = static_cast<const T*>(lhs.storage()->data()) + lhs.offset();
+  const T* b = static_cast<const T*>(rhs.storage()->data()) + rhs.offset();
+  T* c = static_cast<T*>(out.storage()->data());
+  const int64_t as0 = lhs.strides()[0], as1 = lhs.strides()[1], bs0 = rhs.strides()[0], bs1 = rhs.strides()[1];
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t i = 0; i < m; ++i) {
+      T acc{};
+      for (int64_t l = 0; l < k; ++l) acc += a[i * as0 + l * as1] * b[l * bs0 + j * bs1];
+      c[i + j * m] = acc;
+    }
+  }
+}
+
+bool is_tiny_matmul(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs, const DotDims& dims,
+                    const DotOptions& options) {
+  if (!lhs.defined() || !rhs.defined() || lhs.rank() != 2 || rhs.rank() != 2 || lhs.dtype() != rhs.dtype()) {
+    return false;
+  }
+  if (!dims.lhs_batch.empty() || !dims.rhs_batch.empty() || dims.lhs_contracting.size() != 1 ||
+      dims.rhs_contracting.size() != 1 || dims.lhs_contracting[0] != 1 || dims.rhs_contracting[0] != 0) {
+    return false;
+  }
+  const DotOptions defaults;
+  if (options.provider != defaults.provider || options.conj_lhs || options.conj_rhs || options.alpha != defaults.alpha) {
+    return false;
+  }
+  const DType d = lhs.dtype();
+  if (d != DType::kF32 && d != DType::kF64 && d != DType::kC64 && d != DType::kC128) return false;
+  const int64_t m = lhs.shape()[0], k = lhs.shape()[1], n = rhs.shape()[1];
+  return k == rhs.shape()[0] && m * n > 0 && m * n * k <= options.tiny_flops.value_or(ctx.batch().tiny_flops);
+}
+
+}  // namespace
+
 Result<Tensor> dot_general(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs, const DotDims& dims,
                            const DotOptions& options, const std::shared_ptr<HostBufferPool>& pool) {
+  if (is_tiny_matmul(ctx, lhs, rhs, dims, options)) {
+    TENFERRO_TRY(Tensor out, Tensor::uninitialized(lhs.dtype(), {lhs.shape()[0], rhs.shape()[1]}, pool));
+    visit_dtype(lhs.dtype(), [&]<class T>() {
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, c64> ||
+                    std::is_same_v<T, c128>) {
+        tiny_matmul<T>(lhs, rhs, out);
+      }
+    });
+    return out;
+  }
   TENFERRO_TRY(Plan plan, validate(lhs, rhs, dims));
   TENFERRO_TRY(Shape shape, dot_general_shape(lhs.shape(), rhs.shape(), dims));
   const Layout layout = dot_general_result_layout(shape, dims.lhs_batch.size());
