@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <unistd.h>
 #include <functional>
 #include <map>
 #include <memory>
@@ -85,6 +86,35 @@ std::map<std::string, double> run_peer(const std::string& path, int threads) {
   return out;
 }
 
+// numpy and torch figures from a Python peer script (usage: SCRIPT THREADS OUT.json, one
+// JSON object whose entries carry "median_us"), e.g. ../shared/bench/peer_eager.py.
+std::map<std::string, double> run_python_peer(const std::string& script, int threads) {
+  std::map<std::string, double> out;
+  if (script.empty()) return out;
+  const std::string file = "/tmp/tenferro_bench_eager_peer_" + std::to_string(::getpid()) + ".json";
+  const std::string t = std::to_string(threads);
+  const std::string cmd = "OMP_NUM_THREADS=" + t + " OPENBLAS_NUM_THREADS=" + t + " MKL_NUM_THREADS=" + t +
+                          " /usr/bin/python3 '" + script + "' " + t + " '" + file + "' > /dev/null";
+  if (std::system(cmd.c_str()) != 0) {
+    std::fprintf(stderr, "tenferro bench eager: python peer '%s' failed; no numpy/torch figures\n", script.c_str());
+    return out;
+  }
+  std::FILE* f = std::fopen(file.c_str(), "r");
+  if (f == nullptr) return out;
+  std::string text;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+  std::fclose(f);
+  std::remove(file.c_str());
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) return out;
+  for (const auto& [k, v] : j.items()) {
+    if (v.is_object() && v.contains("median_us") && v["median_us"].is_number()) out[k] = v["median_us"].get<double>();
+  }
+  return out;
+}
+
 std::string default_peer(const char* argv0) {
   std::string self(argv0);
   const auto slash = self.rfind('/');
@@ -104,6 +134,7 @@ int run_bench_eager(int argc, char** argv, const char* argv0) {
   int threads = 1;
   bool json = false;
   std::string peer = default_peer(argv0);
+  std::string python_peer;
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) {
@@ -112,10 +143,12 @@ int run_bench_eager(int argc, char** argv, const char* argv0) {
       json = true;
     } else if (a == "--peer" && i + 1 < argc) {
       peer = argv[++i];
+    } else if (a == "--python-peer" && i + 1 < argc) {
+      python_peer = argv[++i];
     } else if (a == "--no-peer") {
       peer.clear();
     } else {
-      std::fprintf(stderr, "usage: tenferro bench eager [--threads N] [--json] [--peer PATH | --no-peer]\n");
+      std::fprintf(stderr, "usage: tenferro bench eager [--threads N] [--json] [--peer PATH | --no-peer] [--python-peer SCRIPT]\n");
       return 2;
     }
   }
@@ -150,6 +183,23 @@ int run_bench_eager(int argc, char** argv, const char* argv0) {
   small("einsum ij,jk->ik 2x2", 100000, [&] { (void)eager::einsum("ij,jk->ik", {a2, b2}); });
   small("sum 8", 200000, [&] { (void)eager::sum(a8); });
   small("exp 8", 200000, [&] { (void)eager::exp(a8); });
+  // The same calls from Python (numpy and torch), when a peer script is given.
+  {
+    const std::map<std::string, double> py = run_python_peer(python_peer, threads);
+    const std::pair<const char*, const char*> names[] = {
+        {"add 8", "add 8 (a+b)"}, {"matmul 2x2", "matmul 2x2 (a@b)"}, {"einsum ij,jk->ik 2x2", "einsum ij,jk->ik 2x2"}};
+    const size_t n_small = rows.size();
+    for (const auto& [ours, theirs] : names) {
+      double us = 0;
+      for (size_t i = 0; i < n_small; ++i) {
+        if (rows[i].name == ours) us = rows[i].tenferro_us;
+      }
+      for (const char* lib : {"numpy", "torch"}) {
+        auto it = py.find(std::string(lib) + " " + theirs);
+        if (it != py.end()) rows.push_back({ours, us, lib, it->second});
+      }
+    }
+  }
 
   // Changing-shape einsum sequence (every call a new shape, as in tensor cross
   // interpolation): per-call time with a plan-cache miss on every call, against the

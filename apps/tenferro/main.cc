@@ -22,7 +22,7 @@ void print_usage(std::FILE* out) {
       "  bench einsum FILE_OR_DIR... [--path instance|greedy|treesa] [--strategy opt_flops|opt_size]\n"
       "         [--threads N] [--json]\n"
       "             time einsum-benchmark instances (median, IQR, GFLOP/s, path cost)\n"
-      "  bench eager [--threads N] [--json] [--peer PATH | --no-peer]\n"
+      "  bench eager [--threads N] [--json] [--peer PATH | --no-peer] [--python-peer SCRIPT]\n"
       "             eager per-call times next to libtorch C++ and the kernels called directly\n"
       "  ir check FILE | ir compile FILE [--explain] | ir eval FILE IN.npy... [-o OUT.npy...]\n"
       "             check, compile or evaluate a semantic program in the text format\n"

@@ -186,7 +186,10 @@ TEST(Eager, ViewsShareStorageAndFollowNumpy) {
   EXPECT_EQ(item(s, {1, 2, 1}).value(), c128(12 + 8 + 3, 0));
   EagerTensor r = reshape(x, {6, -1}).value();
   EXPECT_EQ(r.shape(), Shape({6, 4}));
-  EXPECT_EQ(item(r, {5, 3}).value(), c128(23, 0));  // row-major element order as numpy
+  // reshape keeps column-major element order (the library's convention, numpy's
+  // order='F'): r's element 1 in that order is x[1, 0, 0].
+  EXPECT_EQ(item(r, {5, 3}).value(), c128(23, 0));
+  EXPECT_EQ(item(r, {1, 0}).value(), c128(12, 0));
   EagerTensor rt2 = reshape(t, {4, 6}).value();       // not a view: copied
   EXPECT_EQ(item(rt2, {1, 0}).value(), item(t, {1, 0, 0}).value());
   EagerTensor sq = rt->from_values<double>({3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}).value();
@@ -675,6 +678,188 @@ TEST(Eager, ChangingShapeEinsumSequence) {
     expect_close(r.tensor(), m.tensor(), "step " + std::to_string(step));
   }
   EXPECT_LE(rt->einsum_cache_stats().entries, 4);
+}
+
+
+// The remaining core ops (and integer dtypes) on random inputs, both paths, against the
+// interpreter: errors must agree too (both fail or both succeed).
+TEST(Eager, MoreCoreOpsMatchTheInterpreterOnBothPaths) {
+  Runtimes rts = make_runtimes();
+  std::mt19937_64 rng(77);
+  const auto ri = [&](int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1)); };
+  const auto scalar_i64 = [&](int64_t v) { return Tensor::full(DType::kI64, {}, c128(static_cast<double>(v), 0)).value(); };
+  int compared = 0;
+  for (int iter = 0; iter < 240; ++iter) {
+    const DType dtypes[] = {DType::kF64, DType::kF32, DType::kC64, DType::kI64, DType::kI32};
+    const DType d = dtypes[rng() % 5];
+    Shape shape;
+    const int64_t rank = ri(1, 3);
+    for (int64_t i = 0; i < rank; ++i) shape.push_back(ri(1, 4));
+    const bool integral = d == DType::kI64 || d == DType::kI32;
+    const Tensor x = integral ? Tensor::random_uniform(DType::kF64, shape, rng(), -5, 5)
+                                    .value()
+                                    .to_col_major()
+                                    .value()
+                              : test_support::strided_random(rng, d, shape, 0.3, 1.7);
+    const Tensor xi = integral ? oracle(OpCode::kConvert, [&] { Attrs a; a.dtype = d; return a; }(), {x}).value() : x;
+    const int kind = static_cast<int>(rng() % 10);
+    const int64_t axis = ri(0, rank - 1);
+    for (EagerRuntime* rt : {rts.direct.get(), rts.promoted.get()}) {
+      const std::string path = rt == rts.direct.get() ? "direct" : "promoted";
+      Context c = rt->context();
+      const EagerTensor ex = adopt(*rt, xi);
+      Result<EagerTensor> got = usage_error(ErrorCode::kInternal, "unset", "");
+      Result<Tensor> want = usage_error(ErrorCode::kInternal, "unset", "");
+      std::string what;
+      if (kind == 0) {  // unary ops not covered by the other random test
+        const OpCode ops[] = {OpCode::kSign, OpCode::kExpm1, OpCode::kLog1p, OpCode::kCos, OpCode::kRsqrt};
+        const OpCode op = ops[rng() % 5];
+        what = std::string(program::op_name(op));
+        got = op == OpCode::kSign    ? c.sign(ex)
+              : op == OpCode::kExpm1 ? c.expm1(ex)
+              : op == OpCode::kLog1p ? c.log1p(ex)
+              : op == OpCode::kCos   ? c.cos(ex)
+                                     : c.rsqrt(ex);
+        want = oracle(op, {}, {xi});
+      } else if (kind == 1) {  // rem / minimum / integer arithmetic with a nonzero divisor
+        const Tensor y = oracle(OpCode::kAdd, {}, {xi, xi}).value();  // 2x, nonzero where x is
+        const Tensor ones = Tensor::full(d, shape, c128(3, 0)).value();
+        const OpCode ops[] = {OpCode::kRem, OpCode::kMin, OpCode::kMul, OpCode::kSub};
+        OpCode op = ops[rng() % 4];
+        if (is_complex(d) && (op == OpCode::kRem || op == OpCode::kMin)) op = OpCode::kMul;
+        what = std::string(program::op_name(op));
+        const EagerTensor ey = adopt(*rt, y), e3 = adopt(*rt, ones);
+        got = op == OpCode::kRem   ? c.rem(ey, e3)
+              : op == OpCode::kMin ? c.minimum(ex, ey)
+              : op == OpCode::kMul ? c.mul(ex, ey)
+                                   : c.sub(ex, ey);
+        want = op == OpCode::kRem ? oracle(op, {}, {y, ones}) : oracle(op, {}, {xi, y});
+      } else if (kind == 2) {  // dynamic_slice with clamped starts
+        std::vector<EagerTensor> starts;
+        std::vector<Tensor> ins{xi};
+        Attrs a;
+        for (int64_t i = 0; i < rank; ++i) {
+          const int64_t st = ri(-2, 5);
+          starts.push_back(adopt(*rt, scalar_i64(st)));
+          ins.push_back(scalar_i64(st));
+          a.sizes.push_back(ri(0, shape[static_cast<size_t>(i)]));
+        }
+        what = "dynamic_slice";
+        got = c.dynamic_slice(ex, starts, a.sizes);
+        want = oracle(OpCode::kDynamicSlice, a, ins);
+      } else if (kind == 3) {  // dynamic_update_slice
+        Shape us;
+        for (int64_t e : shape) us.push_back(ri(0, e));
+        const Tensor u = integral ? Tensor::full(d, us, c128(7, 0)).value() : test_support::strided_random(rng, d, us, -1, 1);
+        std::vector<EagerTensor> starts;
+        std::vector<Tensor> ins{xi, u};
+        for (int64_t i = 0; i < rank; ++i) {
+          const int64_t st = ri(-1, 4);
+          starts.push_back(adopt(*rt, scalar_i64(st)));
+          ins.push_back(scalar_i64(st));
+        }
+        what = "dynamic_update_slice";
+        got = c.dynamic_update_slice(ex, adopt(*rt, u), starts);
+        want = oracle(OpCode::kDynamicUpdateSlice, {}, ins);
+      } else if (kind == 4) {  // scatter_add with some out-of-range indices
+        const Tensor idx = Tensor::from_col_major<int64_t>({4}, {0, shape[static_cast<size_t>(axis)] - 1, -3, 0}).value();
+        Shape us;
+        for (int64_t i = 0; i < rank; ++i) {
+          if (i == axis) {
+            us.push_back(4);
+          } else {
+            us.push_back(shape[static_cast<size_t>(i)]);
+          }
+        }
+        const Tensor u = integral ? Tensor::full(d, us, c128(2, 0)).value() : test_support::strided_random(rng, d, us, -1, 1);
+        Attrs a;
+        a.axis = axis;
+        what = "scatter_add";
+        got = c.scatter_add(ex, adopt(*rt, idx), adopt(*rt, u), axis);
+        want = oracle(OpCode::kScatterAdd, a, {xi, idx, u});
+      } else if (kind == 5) {  // embed_diag and iota
+        Attrs a;
+        a.axis = axis;
+        what = "embed_diag";
+        got = c.embed_diag(ex, axis);
+        want = oracle(OpCode::kEmbedDiag, a, {xi});
+        if (got && want) expect_close(got->tensor(), *want, path + " embed_diag");
+        Attrs io;
+        io.axis = axis;
+        io.dtype = d;
+        for (int64_t e : shape) io.shape.push_back(program::Extent::exact(e));
+        what = "iota";
+        got = c.iota(shape, axis, d);
+        want = oracle(OpCode::kIota, io, {});
+      } else if (kind == 6) {  // broadcast_in_dim: x into a larger result
+        Shape out;
+        for (int64_t i = 0; i < rank; ++i) {
+          if (i == axis) out.push_back(3);
+          out.push_back(shape[static_cast<size_t>(i)]);
+        }
+        std::vector<int64_t> dims;
+        for (int64_t i = 0; i < rank; ++i) dims.push_back(i < axis ? i : i + 1);
+        Attrs a;
+        a.dims = dims;
+        for (int64_t e : out) a.shape.push_back(program::Extent::exact(e));
+        what = "broadcast_in_dim";
+        got = c.broadcast_in_dim(ex, out, dims);
+        want = oracle(OpCode::kBroadcastInDim, a, {xi});
+      } else if (kind == 7) {  // program slice, reverse, transpose
+        Attrs a;
+        for (int64_t e : shape) {
+          const int64_t st = ri(0, e), lim = ri(st, e);
+          a.start.push_back(st);
+          a.limit.push_back(lim);
+          a.stride.push_back(ri(1, 2));
+        }
+        what = "slice";
+        got = c.slice(ex, a.start, a.limit, a.stride);
+        want = oracle(OpCode::kSlice, a, {xi});
+        if (got && want) expect_close(got->tensor(), *want, path + " slice");
+        Attrs r;
+        r.dims = {axis};
+        what = "reverse";
+        got = c.flip(ex, r.dims);
+        want = oracle(OpCode::kReverse, r, {xi});
+        if (got && want) expect_close(got->tensor(), *want, path + " reverse");
+        Attrs t;
+        for (int64_t i = rank - 1; i >= 0; --i) t.dims.push_back(i);
+        what = "transpose";
+        got = c.transpose(ex);
+        want = oracle(OpCode::kTranspose, t, {xi});
+      } else if (kind == 8) {  // reshape (column-major order) and integer reductions
+        Attrs a;
+        a.shape = {program::Extent::exact(xi.numel())};
+        what = "reshape";
+        got = c.reshape(ex, {-1});
+        want = oracle(OpCode::kReshape, a, {xi});
+        if (got && want) expect_close(got->tensor(), *want, path + " reshape");
+        Attrs red;
+        red.dims = {axis};
+        red.reduce = program::ReduceKind::kSum;
+        what = "sum";
+        got = c.sum(ex, {axis});
+        want = oracle(OpCode::kReduce, red, {xi});
+      } else {  // comparisons on any dtype (ordering ones fail on complex in both)
+        Attrs a;
+        a.direction = program::CompareDirection::kGe;
+        const Tensor y = oracle(OpCode::kNeg, {}, {xi}).value();
+        what = "ge";
+        got = c.ge(ex, adopt(*rt, y));
+        want = oracle(OpCode::kCompare, a, {xi, y});
+      }
+      ASSERT_EQ(got.has_value(), want.has_value())
+          << path << " " << what << " dtype " << dtype_name(d) << ": "
+          << (got ? std::string("eager ok") : got.error().to_string()) << " / "
+          << (want ? std::string("oracle ok") : want.error().to_string());
+      if (got) {
+        expect_close(got->tensor(), *want, path + " " + what);
+        ++compared;
+      }
+    }
+  }
+  EXPECT_GT(compared, 300);
 }
 
 }  // namespace
