@@ -268,7 +268,8 @@ class Context {
   Result<EagerTensor> transpose(const EagerTensor& x) const;
   /// Axes `a` and `b` swapped.
   Result<EagerTensor> transpose(const EagerTensor& x, int64_t a, int64_t b) const;
-  /// A view when the layout allows, else a compact copy (numpy's reshape). One extent
+  /// Column-major element order (the library's convention, as the program's reshape;
+  /// numpy's order='F'). A view when the layout allows, else a compact copy. One extent
   /// may be -1.
   Result<EagerTensor> reshape(const EagerTensor& x, Dims shape) const;
   /// numpy broadcasting view (stride 0).
