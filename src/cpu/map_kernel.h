@@ -21,6 +21,8 @@ namespace tenferro::cpu::detail {
 // are not read first (read-for-ownership): an elementwise product of two 32 MB operands
 // moves 96 MB instead of 128 MB. The stores are fenced before the run returns.
 constexpr int64_t kMapStreamBytes = int64_t{8} << 20;
+// Element count up to which compact maps skip the strided loop (Note [Small compact maps]).
+constexpr int64_t kSmallMapElements = 4096;
 
 template <class Out, class G>
 void stream_run(Out* o, int64_t n, G&& g) {
@@ -61,6 +63,27 @@ void map_kernel(const CpuExecutionContext& ctx, void* out_base, const Layout& ou
   for (int i = 1; i < kN; ++i) {
     layouts[i] = in_layouts[static_cast<size_t>(i - 1)];
     bases[i] = const_cast<char*>(static_cast<const char*>(in_bases[static_cast<size_t>(i - 1)]));
+  }
+  // Note [Small compact maps]: small operands that are all compact column-major with the
+  // output's shape (the common eager case) run as one flat loop, without building the
+  // strided loop (whose setup costs more than the arithmetic on a few elements). Small
+  // means at most kSmallMapElements, which a sequential context would run in one chunk
+  // anyway.
+  {
+    const int64_t n = element_count(out_layout.shape);
+    bool compact = n <= kSmallMapElements && is_col_major_contiguous(out_layout);
+    for (int i = 1; compact && i < kN; ++i) {
+      compact = layouts[static_cast<size_t>(i)]->shape == out_layout.shape &&
+                is_col_major_contiguous(*layouts[static_cast<size_t>(i)]);
+    }
+    if (compact) {
+      [&]<size_t... I>(std::index_sequence<I...>) {
+        Out* o = reinterpret_cast<Out*>(bases[0]) + out_layout.offset;
+        const std::tuple<const Ins*...> in{reinterpret_cast<const Ins*>(bases[I + 1]) + layouts[I + 1]->offset...};
+        for (int64_t i = 0; i < n; ++i) o[i] = f(std::get<I>(in)[i]...);
+      }(std::index_sequence_for<Ins...>{});
+      return;
+    }
   }
   constexpr std::array<int64_t, kN> kElem{static_cast<int64_t>(sizeof(Out)), static_cast<int64_t>(sizeof(Ins))...};
   StridedLoop<kN> loop(layouts, kElem);

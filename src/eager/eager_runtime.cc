@@ -285,6 +285,8 @@ Result<Call> Detail::begin(const Context& c, std::span<const EagerTensor* const>
                              " is not a domain of the runtime's engine");
     }
     call.domain = c.domain_;
+  } else if (rt->domains_.size() == 1) {
+    call.domain = rt->domains_.front();  // one domain: nothing to choose
   } else {
     TENFERRO_TRY(call.domain, choose_domain(aff, rt->affinity_, rt->default_domain_));
   }

@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <array>
+#include <optional>
 #include <numeric>
 
 #include "detail.h"
@@ -163,25 +165,46 @@ Result<EagerTensor> unary(const Context& c, OpCode code, const EagerTensor& x, c
                           {&t, 1}, [&](ProgramBuilder& b, std::span<const Value> v) { return b.op(code, {v[0]}); }, op));
 }
 
+const Attrs& compare_attrs(program::CompareDirection dir) {
+  static const std::array<Attrs, 6> table = [] {  // immutable, built once
+    std::array<Attrs, 6> t;
+    for (size_t i = 0; i < t.size(); ++i) t[i].direction = static_cast<program::CompareDirection>(i);
+    return t;
+  }();
+  return table[static_cast<size_t>(dir)];
+}
+
 Result<EagerTensor> binary(const Context& c, OpCode code, const EagerTensor& x, const EagerTensor& y, const char* op,
                            program::CompareDirection dir = program::CompareDirection::kEq) {
   TENFERRO_TRY(Call call, Detail::begin(c, {&x, &y}, op));
   TENFERRO_TRY_VOID(same_dtype(x, y, op));
-  if (code != OpCode::kCompare && x.dtype() == DType::kBool) {
+  const bool compare = code == OpCode::kCompare;
+  if (!compare && x.dtype() == DType::kBool) {
     return usage_error(ErrorCode::kDTypeMismatch, op, "no arithmetic on bool tensors (convert them with astype)");
   }
   TENFERRO_TRY(Shape shape, cpu::broadcast_shapes(x.shape(), y.shape(), op));
-  Attrs local;
-  const bool compare = code == OpCode::kCompare;
-  if (compare) local.direction = dir;
-  const Attrs& attrs = compare ? local : no_attrs();
-  const Tensor in[2] = {Detail::physical(x), Detail::physical(y)};
+  const Attrs& attrs = compare ? compare_attrs(dir) : no_attrs();
+  const Tensor& tx = Detail::physical(x);
+  const Tensor& ty = Detail::physical(y);
+  const bool integral = x.dtype() == DType::kI32 || x.dtype() == DType::kI64;
+  // Operand copies only where a span of tensors is needed (promotion); the direct path
+  // passes references.
+  std::optional<std::array<Tensor, 2>> copies;
+  if (call.slots->cpu == nullptr) copies.emplace(std::array<Tensor, 2>{tx, ty});
+  const std::span<const Tensor> ins = copies ? std::span<const Tensor>(*copies) : std::span<const Tensor>();
   return finish(call, Detail::execute(
                           call, true, element_count(shape),
-                          [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) {
-                            return cpu_runtime::run_core_op(ctx, pool, code, attrs, in, x.dtype(), shape);
+                          [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) -> Result<Tensor> {
+                            if (integral) {  // integer division/pow checks of the program semantics
+                              const Tensor in[2] = {tx, ty};
+                              return cpu_runtime::run_core_op(ctx, pool, code, attrs, in, x.dtype(), shape);
+                            }
+                            if (compare) return cpu::compare(ctx, static_cast<cpu::CompareOp>(dir), tx, ty, pool);
+                            return cpu::binary(
+                                ctx, static_cast<cpu::BinaryOp>(static_cast<int>(code) - static_cast<int>(OpCode::kAdd)),
+                                tx, ty, pool);
                           },
-                          in,
+                          ins,
                           [&](ProgramBuilder& b, std::span<const Value> v) -> Result<Value> {
                             TENFERRO_TRY(Value bx, bcast(b, v[0], x.shape(), shape));
                             TENFERRO_TRY(Value by, bcast(b, v[1], y.shape(), shape));

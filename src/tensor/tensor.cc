@@ -55,9 +55,16 @@ Result<Tensor> Tensor::zeros(DType dtype, Dims shape, const std::shared_ptr<Host
 }
 
 Result<Tensor> Tensor::uninitialized(DType dtype, Dims shape, const std::shared_ptr<HostBufferPool>& pool) {
-  return visit_dtype(dtype, [&]<class T>() -> Result<Tensor> {
-    return TypedTensor<T>::uninitialized(shape, pool).transform(erase_<T>);
+  // Built in place (no TypedTensor round trip): this is every kernel's output allocation.
+  TENFERRO_TRY(int64_t count, detail::new_tensor_count(shape, dtype_size(dtype), "uninitialized"));
+  Result<std::shared_ptr<Storage>> storage = visit_dtype(dtype, [&]<class T>() {
+    return detail::make_storage<T>(count, pool, [](T* slot, int64_t) {
+      // As TypedTensor::uninitialized: bytes used as they are, bool set to false.
+      if constexpr (std::is_same_v<T, bool>) *slot = false;
+    });
   });
+  if (!storage) return storage.error();
+  return Tensor(std::move(*storage), Layout::col_major(shape), Placement::cpu_default(), dtype);
 }
 
 Result<Tensor> Tensor::ones(DType dtype, Dims shape, const std::shared_ptr<HostBufferPool>& pool) {
