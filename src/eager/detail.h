@@ -55,9 +55,9 @@ struct Detail {
   static std::shared_ptr<EagerRuntime> owner(const Call& call) {
     return call.owner != nullptr ? *call.owner : call.rt->shared_from_this();
   }
-  static EagerTensor wrap(const Call& call, Tensor t) { return EagerTensor(std::move(t), owner(call), call.domain); }
+  static EagerTensor wrap(const Call& call, Tensor&& t) { return EagerTensor(std::move(t), owner(call), call.domain); }
   // A view of x: same storage, same affinity.
-  static EagerTensor view(const Call& call, const EagerTensor& x, Tensor t) {
+  static EagerTensor view(const Call& call, const EagerTensor& x, Tensor&& t) {
     call.rt->counters_->views.fetch_add(1, std::memory_order_relaxed);
     return EagerTensor(std::move(t), owner(call), x.domain_);
   }

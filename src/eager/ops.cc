@@ -149,9 +149,9 @@ Result<Shape> resolve_shape(Dims shape, int64_t numel, const char* op) {
   return out;
 }
 
-Result<EagerTensor> finish(const Call& call, Result<Tensor> r) {
-  TENFERRO_TRY(Tensor out, std::move(r));
-  return Detail::wrap(call, std::move(out));
+Result<EagerTensor> finish(const Call& call, Result<Tensor>&& r) {
+  if (!r) return r.error();
+  return Detail::wrap(call, std::move(*r));  // one move of the tensor handle
 }
 
 Result<EagerTensor> unary(const Context& c, OpCode code, const EagerTensor& x, const char* op) {
@@ -285,7 +285,7 @@ Result<EagerTensor> Context::real(const EagerTensor& x) const {
     return Detail::view(call, x, std::move(v));
   }
   TENFERRO_TRY(Call call, Detail::begin(*this, {&x}, "real"));
-  return Detail::view(call, x, Detail::physical(x));
+  return Detail::view(call, x, Tensor(Detail::physical(x)));
 }
 
 Result<EagerTensor> Context::imag(const EagerTensor& x) const {

@@ -165,8 +165,10 @@ class EagerTensor {
   friend class EagerRuntime;
   friend class Context;
   friend struct Detail;
-  EagerTensor(Tensor t, std::shared_ptr<EagerRuntime> rt, int32_t domain) noexcept
+  EagerTensor(Tensor&& t, std::shared_ptr<EagerRuntime> rt, int32_t domain) noexcept
       : t_(std::move(t)), rt_(std::move(rt)), domain_(domain) {}
+  EagerTensor(const Tensor& t, std::shared_ptr<EagerRuntime> rt, int32_t domain) noexcept
+      : t_(t), rt_(std::move(rt)), domain_(domain) {}
   Tensor t_;
   std::shared_ptr<EagerRuntime> rt_;
   int32_t domain_ = -1;
