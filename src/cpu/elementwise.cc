@@ -1,4 +1,5 @@
 #include "tenferro/cpu/elementwise.h"
+#include "tenferro/core/complex_math.h"
 
 #include <cmath>
 #include <complex>
@@ -150,14 +151,14 @@ void run_unary(const CpuExecutionContext& ctx, UnaryOp op, const Tensor& x, Tens
       case UnaryOp::kLog: go([](T v) -> R { return std::log(v); }); return;
       case UnaryOp::kExpm1:
         if constexpr (kIsComplex<T>) {
-          go([](T v) -> R { return std::exp(v) - T(1); });
+          go([](T v) -> R { return complex_expm1(v); });
         } else {
           go([](T v) -> R { return std::expm1(v); });
         }
         return;
       case UnaryOp::kLog1p:
         if constexpr (kIsComplex<T>) {
-          go([](T v) -> R { return std::log(T(1) + v); });
+          go([](T v) -> R { return complex_log1p(v); });
         } else {
           go([](T v) -> R { return std::log1p(v); });
         }

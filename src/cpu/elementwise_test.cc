@@ -414,5 +414,18 @@ TEST(Elementwise, LargeDestinationsStreamEveryElement) {
   }
 }
 
+TEST(Elementwise, ComplexExpm1AndLog1pAreAccurateNearZero) {
+  auto ctx = CpuExecutionContext::sequential();
+  const c128 z(1e-10, 1e-10);
+  Tensor x = Tensor::from_col_major<c128>({1}, {z}).value();
+  const c128 e = unary(ctx, UnaryOp::kExpm1, x).value().get<c128>({0}).value();
+  const c128 l = unary(ctx, UnaryOp::kLog1p, x).value().get<c128>({0}).value();
+  // Series: expm1(z) = z + z^2/2 + ..., z^2 = 2e-20 i; log1p(z) = z - z^2/2 + ...
+  EXPECT_NEAR(e.real(), 1e-10, 1e-24);
+  EXPECT_NEAR(e.imag(), 1e-10 + 1e-20, 1e-24);
+  EXPECT_NEAR(l.real(), 1e-10, 1e-24);
+  EXPECT_NEAR(l.imag(), 1e-10 - 1e-20, 1e-24);
+}
+
 }  // namespace
 }  // namespace tenferro::cpu

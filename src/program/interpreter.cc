@@ -1,4 +1,5 @@
 #include "tenferro/program/interpreter.h"
+#include "tenferro/core/complex_math.h"
 
 #include <algorithm>
 #include <cmath>
@@ -276,10 +277,10 @@ T unary_same(OpCode code, T x) {
       case OpCode::kExp: return std::exp(x);
       case OpCode::kLog: return std::log(x);
       case OpCode::kExpm1:
-        if constexpr (kIsComplex<T>) return std::exp(x) - T(1);
+        if constexpr (kIsComplex<T>) return complex_expm1(x);
         else return std::expm1(x);
       case OpCode::kLog1p:
-        if constexpr (kIsComplex<T>) return std::log(T(1) + x);
+        if constexpr (kIsComplex<T>) return complex_log1p(x);
         else return std::log1p(x);
       case OpCode::kSin: return std::sin(x);
       case OpCode::kCos: return std::cos(x);

@@ -776,5 +776,20 @@ TEST(Interpreter, ScalarSemanticsPerDType) {
   EXPECT_EQ(im, (std::vector<double>{4, 0}));
 }
 
+TEST(Interpreter, ComplexExpm1AndLog1pAreAccurateNearZero) {
+  ProgramBuilder b;
+  Value x = b.input(ValueType{DType::kC128, {Extent::exact(1)}}).value();
+  Value e = b.op(OpCode::kExpm1, {x}).value();
+  Value l = b.op(OpCode::kLog1p, {x}).value();
+  CompiledGraph g = b.finish({e, l}).value();
+  Tensor in = Tensor::from_col_major<c128>({1}, {c128(1e-10, 1e-10)}).value();
+  std::vector<Tensor> out = interpret(g, std::vector<Tensor>{in}).value();
+  const c128 ev = out[0].get<c128>({0}).value(), lv = out[1].get<c128>({0}).value();
+  EXPECT_NEAR(ev.real(), 1e-10, 1e-24);
+  EXPECT_NEAR(ev.imag(), 1e-10 + 1e-20, 1e-24);
+  EXPECT_NEAR(lv.real(), 1e-10, 1e-24);
+  EXPECT_NEAR(lv.imag(), 1e-10 - 1e-20, 1e-24);
+}
+
 }  // namespace
 }  // namespace tenferro::program
