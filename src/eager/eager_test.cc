@@ -862,5 +862,43 @@ TEST(Eager, MoreCoreOpsMatchTheInterpreterOnBothPaths) {
   EXPECT_GT(compared, 300);
 }
 
+
+TEST(Eager, FreeFunctionsCoverTheDataMovementOps) {
+  auto rt = EagerRuntime::create().value();
+  EagerTensor x = rt->from_values<double>({2, 3}, {1, 2, 3, 4, 5, 6}).value();
+  EagerTensor idx = rt->from_values<int64_t>({2}, {2, 0}).value();
+  EagerTensor g = gather(x, idx, 1).value();  // columns 2 and 0
+  EXPECT_EQ(g.shape(), Shape({2, 2}));
+  EXPECT_EQ(item(g, {1, 0}).value(), c128(6, 0));
+  EagerTensor sa = scatter_add(x, idx, g, 1).value();  // adds each gathered column back
+  EXPECT_EQ(item(sa, {0, 2}).value(), c128(6, 0));
+  EXPECT_EQ(item(sa, {1, 1}).value(), c128(5, 0));
+  EagerTensor cat = concatenate({x, x}, 0).value();
+  EXPECT_EQ(cat.shape(), Shape({4, 3}));
+  EXPECT_EQ(item(cat, {3, 2}).value(), c128(6, 0));
+  EXPECT_EQ(concatenate(std::span<const EagerTensor>{}, 0).error().code(), ErrorCode::kInvalidArgument);
+  EagerTensor zero = rt->context().scalar(c128(0, 0)).value();
+  EagerTensor p = pad(x, zero, {1, 0}, {0, 1}, {0, 0}).value();
+  EXPECT_EQ(p.shape(), Shape({3, 4}));
+  EXPECT_EQ(item(p, {1, 0}).value(), c128(1, 0));
+  EXPECT_EQ(item(p, {0, 0}).value(), c128(0, 0));
+  EagerTensor one = rt->from_values<int64_t>({}, {1}).value();
+  const EagerTensor starts[2] = {one, one};
+  EagerTensor ds = dynamic_slice(x, starts, {1, 2}).value();
+  EXPECT_EQ(item(ds, {0, 1}).value(), c128(6, 0));
+  EagerTensor dus = dynamic_update_slice(x, ds, starts).value();
+  EXPECT_EQ(item(dus, {1, 2}).value(), c128(6, 0));
+  EagerTensor v = rt->from_values<double>({3}, {1, 2, 3}).value();
+  EagerTensor dm = embed_diag(v).value();
+  EXPECT_EQ(dm.shape(), Shape({3, 3}));
+  EXPECT_EQ(item(dm, {2, 2}).value(), c128(3, 0));
+  EXPECT_EQ(item(dm, {0, 1}).value(), c128(0, 0));
+  EagerTensor b = broadcast_in_dim(v, {3, 2}, {0}).value();
+  EXPECT_EQ(item(b, {2, 1}).value(), c128(3, 0));
+  EagerTensor s = slice(x, {0, 0}, {2, 3}, {1, 2}).value();
+  EXPECT_EQ(s.shape(), Shape({2, 2}));
+  EXPECT_EQ(item(s, {1, 1}).value(), c128(6, 0));
+}
+
 }  // namespace
 }  // namespace tenferro::eager

@@ -539,6 +539,42 @@ inline Result<EagerTensor> triu(const EagerTensor& x, int64_t k = 0) { return Co
 inline Result<EagerTensor> dot_general(const EagerTensor& l, const EagerTensor& r, const DotDims& d) {
   return Context::of(l).dot_general(l, r, d);
 }
+inline Result<EagerTensor> slice(const EagerTensor& x, Dims start, Dims limit, Dims stride) {
+  return Context::of(x).slice(x, start, limit, stride);
+}
+inline Result<EagerTensor> broadcast_in_dim(const EagerTensor& x, Dims shape, Dims dims) {
+  return Context::of(x).broadcast_in_dim(x, shape, dims);
+}
+inline Result<EagerTensor> dynamic_slice(const EagerTensor& x, std::span<const EagerTensor> starts, Dims sizes) {
+  return Context::of(x).dynamic_slice(x, starts, sizes);
+}
+inline Result<EagerTensor> dynamic_update_slice(const EagerTensor& x, const EagerTensor& update,
+                                                std::span<const EagerTensor> starts) {
+  return Context::of(x).dynamic_update_slice(x, update, starts);
+}
+/// Errors as Context::concatenate, plus kInvalidArgument for no parts.
+inline Result<EagerTensor> concatenate(std::span<const EagerTensor> parts, int64_t axis) {
+  if (parts.empty() || !parts[0].defined()) {
+    return usage_error(ErrorCode::kInvalidArgument, "concatenate", "no operands (or an undefined first operand)");
+  }
+  return Context::of(parts[0]).concatenate(parts, axis);
+}
+inline Result<EagerTensor> concatenate(std::initializer_list<EagerTensor> parts, int64_t axis) {
+  return concatenate(std::span<const EagerTensor>(parts.begin(), parts.size()), axis);
+}
+inline Result<EagerTensor> pad(const EagerTensor& x, const EagerTensor& value, Dims low, Dims high, Dims interior) {
+  return Context::of(x).pad(x, value, low, high, interior);
+}
+inline Result<EagerTensor> gather(const EagerTensor& x, const EagerTensor& indices, int64_t axis) {
+  return Context::of(x).gather(x, indices, axis);
+}
+inline Result<EagerTensor> scatter_add(const EagerTensor& x, const EagerTensor& indices, const EagerTensor& updates,
+                                       int64_t axis) {
+  return Context::of(x).scatter_add(x, indices, updates, axis);
+}
+inline Result<EagerTensor> embed_diag(const EagerTensor& v, int64_t axis = 0) {
+  return Context::of(v).embed_diag(v, axis);
+}
 /// Errors as Context::einsum, plus kInvalidArgument for no operands.
 Result<EagerTensor> einsum(std::string_view subscripts, std::span<const EagerTensor> operands);
 inline Result<EagerTensor> einsum(std::string_view subscripts, std::initializer_list<EagerTensor> operands) {
