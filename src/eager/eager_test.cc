@@ -352,6 +352,20 @@ TEST(Eager, RandomOpsMatchTheInterpreterOnBothPaths) {
         const Tensor B = test_support::strided_random(rng, d, {k, n}, -1, 1);
         const EagerTensor r = c.matmul(adopt(*rt, A), adopt(*rt, B)).value();
         ASSERT_EQ(r.shape(), Shape({bt, m, n}));
+        // The plain 2-D product (its own path) against loops too.
+        const Tensor A2 = test_support::strided_random(rng, d, {m, k}, -1, 1);
+        const EagerTensor r2 = c.matmul(adopt(*rt, A2), adopt(*rt, B)).value();
+        ASSERT_EQ(r2.shape(), Shape({m, n}));
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < n; ++j) {
+            c128 s2(0, 0);
+            for (int64_t l = 0; l < k; ++l) s2 += item(adopt(*rt, A2), {i, l}).value() * item(adopt(*rt, B), {l, j}).value();
+            EXPECT_LE(std::abs(item(r2, {i, j}).value() - s2), 1e-4 * (1 + std::abs(s2))) << path << " matmul 2-D";
+          }
+        }
+        if (m != k) {
+          EXPECT_EQ(c.matmul(adopt(*rt, A2), adopt(*rt, A2)).error().code(), ErrorCode::kShapeMismatch);
+        }
         for (int64_t b = 0; b < bt; ++b) {
           for (int64_t i = 0; i < m; ++i) {
             for (int64_t j = 0; j < n; ++j) {

@@ -675,6 +675,38 @@ Result<EagerTensor> Context::matmul(const EagerTensor& a, const EagerTensor& b) 
   if (a.rank() == 0 || b.rank() == 0) {
     return usage_error(ErrorCode::kInvalidShape, "matmul", "0-d operands (use mul)");
   }
+  if (a.rank() == 2 && b.rank() == 2) {
+    // The common plain product: no batch axes to broadcast, no views, fixed dims.
+    const int64_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[1];
+    if (k != b.shape()[0]) {
+      return usage_error(ErrorCode::kShapeMismatch, "matmul",
+                         "contracted extents differ: " + format_dims(a.shape()) + " @ " + format_dims(b.shape()));
+    }
+    static const cpu::DotDims kPlain = [] {
+      cpu::DotDims d;
+      d.lhs_contracting.push_back(1);
+      d.rhs_contracting.push_back(0);
+      return d;
+    }();
+    const Tensor& pa = Detail::physical(a);
+    const Tensor& pb = Detail::physical(b);
+    std::optional<std::array<Tensor, 2>> copies;  // only for promotion
+    if (call.slots->cpu == nullptr) copies.emplace(std::array<Tensor, 2>{pa, pb});
+    const std::span<const Tensor> ins = copies ? std::span<const Tensor>(*copies) : std::span<const Tensor>();
+    return finish(call, Detail::execute(
+                            call, true, m * n * std::max<int64_t>(k, 1),
+                            [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) {
+                              return cpu::dot_general(ctx, pa, pb, kPlain, {}, pool);
+                            },
+                            ins,
+                            [&](ProgramBuilder& pb2, std::span<const Value> v) {
+                              Attrs at;
+                              at.lhs_contract = {1};
+                              at.rhs_contract = {0};
+                              return pb2.op(OpCode::kDotGeneral, {v[0], v[1]}, std::move(at));
+                            },
+                            "matmul"));
+  }
   Tensor ta = Detail::physical(a), tb = Detail::physical(b);
   const bool a1 = ta.rank() == 1, b1 = tb.rank() == 1;
   if (a1) {
