@@ -43,6 +43,25 @@ double per_call_us(int calls, const std::function<void()>& f) {
   return reps[3];
 }
 
+// Medians of `reps` interleaved single calls of `a` and `b` (µs), so drift of a shared
+// machine affects both alike.
+std::pair<double, double> interleaved_us(int reps, const std::function<void()>& a, const std::function<void()>& b) {
+  a();
+  b();
+  std::vector<double> ta, tb;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = Clock::now();
+    a();
+    ta.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    t0 = Clock::now();
+    b();
+    tb.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+  }
+  std::sort(ta.begin(), ta.end());
+  std::sort(tb.begin(), tb.end());
+  return {ta[ta.size() / 2], tb[tb.size() / 2]};
+}
+
 struct Row {
   std::string name;
   double tenferro_us = 0;
@@ -259,25 +278,27 @@ int run_bench_eager(int argc, char** argv, const char* argv0) {
     const int64_t n = int64_t{1} << 24;
     EagerTensor x = random_tensor(*rt, {n}, 11), y = random_tensor(*rt, {n}, 12);
     auto engine = must(cpu::CpuEngine::create(config.engine), "engine");
-    const double e = per_call_us(10, [&] { (void)eager::add(x, y); });
-    const double k = per_call_us(10, [&] {
-      (void)engine->run(0, cpu::ParallelMode::kInner, [&](cpu::CpuExecutionContext& ctx) -> Result<void> {
-        auto r = cpu::binary(ctx, cpu::BinaryOp::kAdd, x.tensor(), y.tensor(), engine->pool(0));
-        return r ? ok() : Result<void>(r.error());
-      });
-    });
+    const auto [e, k] = interleaved_us(
+        31, [&] { (void)eager::add(x, y); },
+        [&] {
+          (void)engine->run(0, cpu::ParallelMode::kInner, [&](cpu::CpuExecutionContext& ctx) -> Result<void> {
+            auto r = cpu::binary(ctx, cpu::BinaryOp::kAdd, x.tensor(), y.tensor(), engine->pool(0));
+            return r ? ok() : Result<void>(r.error());
+          });
+        });
     rows.push_back({"add 2^24 f64", e, "cpu::binary direct", k});
     EagerTensor p = random_tensor(*rt, {2048, 2048}, 13), q = random_tensor(*rt, {2048, 2048}, 14);
     cpu::DotDims dims;
     dims.lhs_contracting = {1};
     dims.rhs_contracting = {0};
-    const double me = per_call_us(3, [&] { (void)eager::matmul(p, q); });
-    const double mk = per_call_us(3, [&] {
-      (void)engine->run(0, cpu::ParallelMode::kInner, [&](cpu::CpuExecutionContext& ctx) -> Result<void> {
-        auto r = cpu::dot_general(ctx, p.tensor(), q.tensor(), dims, {}, engine->pool(0));
-        return r ? ok() : Result<void>(r.error());
-      });
-    });
+    const auto [me, mk] = interleaved_us(
+        9, [&] { (void)eager::matmul(p, q); },
+        [&] {
+          (void)engine->run(0, cpu::ParallelMode::kInner, [&](cpu::CpuExecutionContext& ctx) -> Result<void> {
+            auto r = cpu::dot_general(ctx, p.tensor(), q.tensor(), dims, {}, engine->pool(0));
+            return r ? ok() : Result<void>(r.error());
+          });
+        });
     rows.push_back({"matmul 2048^2 f64", me, "cpu::dot_general direct", mk});
   }
 
