@@ -86,7 +86,12 @@ Result<PooledBuffer> HostBufferPool::acquire(int64_t bytes) {
         if (list.empty()) continue;
         void* data = list.back();
         list.pop_back();
-        return lease_retained_(data, cap);
+        stats_.hits++;
+        stats_.retained_buffers--;
+        stats_.retained_bytes -= cap;
+        stats_.outstanding_buffers++;
+        stats_.outstanding_bytes += cap;
+        return PooledBuffer(data, cap, weak_from_this());
       }
     }
     auto it = free_.lower_bound(want);
@@ -94,7 +99,12 @@ Result<PooledBuffer> HostBufferPool::acquire(int64_t bytes) {
       const int64_t capacity = it->first;
       void* data = it->second;
       free_.erase(it);
-      return lease_retained_(data, capacity);
+      stats_.hits++;
+      stats_.retained_buffers--;
+      stats_.retained_bytes -= capacity;
+      stats_.outstanding_buffers++;
+      stats_.outstanding_bytes += capacity;
+      return PooledBuffer(data, capacity, weak_from_this());
     }
   }
   const bool huge = want >= config_.huge_page_threshold;
@@ -106,15 +116,6 @@ Result<PooledBuffer> HostBufferPool::acquire(int64_t bytes) {
   }
   std::lock_guard lock(mu_);
   stats_.misses++;
-  stats_.outstanding_buffers++;
-  stats_.outstanding_bytes += capacity;
-  return PooledBuffer(data, capacity, weak_from_this());
-}
-
-PooledBuffer HostBufferPool::lease_retained_(void* data, int64_t capacity) {
-  stats_.hits++;
-  stats_.retained_buffers--;
-  stats_.retained_bytes -= capacity;
   stats_.outstanding_buffers++;
   stats_.outstanding_bytes += capacity;
   return PooledBuffer(data, capacity, weak_from_this());

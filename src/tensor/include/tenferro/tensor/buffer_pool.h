@@ -106,8 +106,6 @@ class HostBufferPool : public std::enable_shared_from_this<HostBufferPool> {
   // no operator new (the eager fast path's outputs). Larger buffers use the size-ordered
   // map (best fit within max_waste_factor).
   static constexpr int64_t kSmallMax = 4096;
-  // Hands out a retained buffer taken off a free list (caller holds mu_): stats + lease.
-  PooledBuffer lease_retained_(void* data, int64_t capacity);
   std::array<std::vector<void*>, kSmallMax / 64> small_;
   std::multimap<int64_t, void*> free_;  // capacity -> buffer
   HostBufferPoolStats stats_;
