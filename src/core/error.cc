@@ -51,6 +51,9 @@ std::string_view error_code_name(ErrorCode code) noexcept {
     case ErrorCode::kProviderContract: return "provider_contract";
     case ErrorCode::kDeterminismUnsupported: return "determinism_unsupported";
     case ErrorCode::kContended: return "contended";
+    case ErrorCode::kSingular: return "singular";
+    case ErrorCode::kNotPositiveDefinite: return "not_positive_definite";
+    case ErrorCode::kNoConvergence: return "no_convergence";
   }
   return "unknown";
 }

@@ -1,5 +1,7 @@
 #include "gemm.h"
 
+#include "tenferro/cpu/openblas.h"
+
 #include <dlfcn.h>
 #include <algorithm>
 
@@ -38,14 +40,22 @@ std::mutex& openblas_mutex() {
   return m;
 }
 
+}  // namespace
+
+}  // namespace tenferro::cpu::detail
+
+namespace tenferro::cpu {
+
 void set_openblas_threads(int threads) {
   if (openblas_get_num_threads() != threads) {
-    std::lock_guard lock(openblas_mutex());
+    std::lock_guard lock(detail::openblas_mutex());
     if (openblas_get_num_threads() != threads) openblas_set_num_threads(threads);
   }
 }
 
-}  // namespace
+}  // namespace tenferro::cpu
+
+namespace tenferro::cpu::detail {
 
 bool blis_tuned() noexcept {
   static const bool tuned = bli_arch_query_id() != BLIS_ARCH_GENERIC;  // immutable once read

@@ -45,6 +45,9 @@ enum class ErrorCode : uint16_t {
   kProviderContract,    ///< a provider broke its contract (e.g. a non-widening specialization)
   kDeterminismUnsupported,  ///< Reproducible mode asked of a provider that cannot promise it
   kContended,               ///< a resource held by another caller that this call does not wait for
+  kSingular,                ///< a matrix is exactly singular where an inverse is needed
+  kNotPositiveDefinite,     ///< a matrix that must be Hermitian positive definite is not
+  kNoConvergence,           ///< an iterative numerical method did not converge
 };
 
 /// Stable lowercase name ("usage", "compile", ...).

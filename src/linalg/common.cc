@@ -1,0 +1,238 @@
+#include "common.h"
+
+#include "tenferro/cpu/elementwise.h"
+
+namespace tenferro::linalg {
+
+std::string_view op_name(Op op) noexcept {
+  switch (op) {
+    case Op::kSvd: return "svd";
+    case Op::kQr: return "qr";
+    case Op::kQrPivoted: return "qr_pivoted";
+    case Op::kEigh: return "eigh";
+    case Op::kEig: return "eig";
+    case Op::kCholesky: return "cholesky";
+    case Op::kLu: return "lu";
+    case Op::kLuSolve: return "lu_solve";
+    case Op::kSolve: return "solve";
+    case Op::kTriangularSolve: return "triangular_solve";
+    case Op::kInv: return "inv";
+    case Op::kDet: return "det";
+    case Op::kLstsq: return "lstsq";
+  }
+  return "unknown";
+}
+
+// Note [Linalg routes]: one pure function decides how a call runs; the operation then
+// executes its answer (common.h run_items). Two choices:
+//  - kernel: the engine's small-matrix kernel when the operation has one for the dtype
+//    and request and the items are square of extent <= small_max_dim (Note
+//    [Small-matrix kernels]); LAPACK otherwise.
+//  - fan-out (ARCHITECTURE §3.7, one level): outer-parallel lanes (each item on one
+//    thread, OpenBLAS set to one thread) or items one after another, each LAPACK call
+//    using the context's threads through OpenBLAS ("provider items"). Never both.
+// kAuto goes outer-parallel when there are at least two items, more than one thread,
+// and each item is small (the small kernel, or fewer multiply-adds than
+// outer_parallel_flops, the same threshold batched matrix products use: below it one
+// item does not keep several threads busy); otherwise provider items. Forced policies:
+// kSequential (one thread, one item at a time), kOuterParallel (lanes even for large
+// items), kProviderItems (LAPACK for every item, even small ones); kWholeBatchVendor is
+// kUnsupported (LAPACK has no batch entry point). Precedence of the settings:
+// per-operation options > the context's (scoped override > engine default).
+Result<Route> decide_route(const RouteInput& in, const cpu::BatchSettings& settings, const LinalgOptions& options) {
+  const BatchPolicy policy = options.batch_policy.value_or(settings.policy);
+  const int64_t outer_flops = options.outer_parallel_flops.value_or(settings.outer_parallel_flops);
+  const int64_t small_max = options.small_max_dim.value_or(kSmallMaxDim);
+  const int threads = std::max(1, in.threads);
+  const int64_t k = std::min(in.m, in.n);
+  int64_t work = in.m * in.n * k;
+  if (in.dtype == DType::kC64 || in.dtype == DType::kC128) work *= 4;
+  Route r;
+  const bool small = in.small_kernel_available && in.m == in.n && in.n <= small_max;
+  r.kernel = small ? Kernel::kSmall : Kernel::kLapack;
+  const int lanes = static_cast<int>(std::min<int64_t>(threads, std::max<int64_t>(in.items, 1)));
+  switch (policy) {
+    case BatchPolicy::kWholeBatchVendor:
+      return usage_error(ErrorCode::kUnsupported, std::string(op_name(in.op)).c_str(),
+                         "batch policy whole_batch_vendor: LAPACK has no batched entry point (use auto, sequential, "
+                         "outer_parallel or provider_items)");
+    case BatchPolicy::kSequential:
+      r.policy = BatchPolicy::kSequential;
+      r.reason = "forced sequential: one item at a time on one thread";
+      return r;
+    case BatchPolicy::kOuterParallel:
+      r.policy = lanes > 1 ? BatchPolicy::kOuterParallel : BatchPolicy::kSequential;
+      r.lanes = lanes;
+      r.reason = "forced outer_parallel: items split over the context's workers, one thread each";
+      return r;
+    case BatchPolicy::kProviderItems:
+      r.kernel = Kernel::kLapack;
+      r.policy = BatchPolicy::kProviderItems;
+      r.provider_threads = threads;
+      r.reason = "forced provider_items: one LAPACK call after another, each with the context's threads";
+      return r;
+    case BatchPolicy::kAuto: break;
+  }
+  if (in.items >= 2 && threads > 1 && (small || work < outer_flops)) {
+    r.policy = BatchPolicy::kOuterParallel;
+    r.lanes = lanes;
+    r.reason = small ? "auto: small-matrix kernel, items split over the workers"
+                     : "auto: items below outer_parallel_flops, split over the workers";
+    return r;
+  }
+  if (threads == 1 || small) {
+    r.policy = BatchPolicy::kSequential;
+    r.reason = threads == 1 ? "auto: one thread" : "auto: one small item";
+    return r;
+  }
+  r.policy = BatchPolicy::kProviderItems;
+  r.provider_threads = threads;
+  r.reason = in.items >= 2 ? "auto: large items, each LAPACK call uses the context's threads"
+                           : "auto: one item, LAPACK uses the context's threads";
+  return r;
+}
+
+namespace detail {
+
+DType real_dtype(DType dt) noexcept {
+  switch (dt) {
+    case DType::kC64: return DType::kF32;
+    case DType::kC128: return DType::kF64;
+    default: return dt;
+  }
+}
+
+DType complex_dtype(DType dt) noexcept {
+  switch (dt) {
+    case DType::kF32: return DType::kC64;
+    case DType::kF64: return DType::kC128;
+    default: return dt;
+  }
+}
+
+Result<void> check_matrix(const Tensor& a, const char* op, bool square) {
+  if (!a.defined()) return usage_error(ErrorCode::kInvalidArgument, op, "undefined tensor");
+  if (a.rank() < 2) {
+    return usage_error(ErrorCode::kInvalidShape, op,
+                       "needs a matrix in the last two axes (rank >= 2), got shape " + format_dims(a.shape()));
+  }
+  const int64_t m = a.dim(a.rank() - 2), n = a.dim(a.rank() - 1);
+  if (square && m != n) {
+    return usage_error(ErrorCode::kInvalidShape, op, "needs square matrices, got shape " + format_dims(a.shape()));
+  }
+  constexpr int64_t kMax = std::numeric_limits<lapack_int>::max() / 2;
+  if (m > kMax || n > kMax) {
+    return usage_error(ErrorCode::kOverflow, op,
+                       "matrix extents " + format_dims(a.shape()) + " exceed LAPACK's 32-bit integers");
+  }
+  return ok();
+}
+
+Result<void> check_same_dtype(const Tensor& x, const Tensor& y, const char* op) {
+  if (x.dtype() != y.dtype()) {
+    return usage_error(ErrorCode::kDTypeMismatch, op,
+                       "operand dtypes differ: " + std::string(dtype_name(x.dtype())) + " and " +
+                           std::string(dtype_name(y.dtype())) + " (convert explicitly)");
+  }
+  return ok();
+}
+
+Shape with_matrix(Dims batch, int64_t rows, int64_t cols) {
+  Shape s(batch.span());
+  s.push_back(rows);
+  s.push_back(cols);
+  return s;
+}
+
+Shape with_vector(Dims batch, int64_t len) {
+  Shape s(batch.span());
+  s.push_back(len);
+  return s;
+}
+
+Result<Tensor> alloc_items(DType dt, Dims batch, int64_t rows, int64_t cols, const PoolPtr& pool) {
+  const Shape shape = cols < 0 ? with_vector(batch, rows) : with_matrix(batch, rows, cols);
+  TENFERRO_TRY(const int64_t count, checked_element_count(shape, "linalg"));
+  TENFERRO_TRY(Tensor buffer, Tensor::uninitialized(dt, {count}, pool));
+  return Tensor::from_storage(dt, buffer.storage(), cpu::dot_general_result_layout(shape, batch.size()));
+}
+
+std::string Batch::index(int64_t item) const {
+  Shape idx(shape.size(), 0);
+  for (size_t j = 0; j < shape.size(); ++j) {
+    idx[j] = item % shape[j];
+    item /= shape[j];
+  }
+  return format_dims(idx);
+}
+
+Result<Scratch> Scratch::make(int64_t bytes, const PoolPtr& pool) {
+  Scratch s;
+  if (bytes <= 0) return s;
+  if (pool != nullptr) {
+    TENFERRO_TRY(s.lease_, pool->acquire(bytes));
+    s.data_ = static_cast<std::byte*>(s.lease_.data());
+    return s;
+  }
+  // 64 bytes of slack so the carved arrays can start on a 64-byte boundary.
+  s.own_.reset(new (std::nothrow) std::byte[static_cast<size_t>(bytes) + 64]);
+  if (s.own_ == nullptr) {
+    return usage_error(ErrorCode::kAllocationFailed, "linalg", "scratch of " + std::to_string(bytes) + " bytes");
+  }
+  const auto addr = reinterpret_cast<uintptr_t>(s.own_.get());
+  s.data_ = s.own_.get() + ((64 - addr % 64) % 64);
+  return s;
+}
+
+Error item_error(ErrorCode code, const char* op, const Batch& batch, int64_t item, const std::string& what) {
+  std::string msg = what;
+  if (batch.count > 1 || !batch.shape.empty()) {
+    msg += " at batch item " + std::to_string(item) + " of " + std::to_string(batch.count) + " (batch index " +
+           batch.index(item) + ")";
+  }
+  return usage_error(code, op, std::move(msg));
+}
+
+Result<Route> route_for(const CpuExecutionContext& ctx, Op op, DType dt, int64_t m, int64_t n, int64_t items,
+                        bool small_available, const LinalgOptions& options) {
+  RouteInput in;
+  in.op = op;
+  in.dtype = dt;
+  in.m = m;
+  in.n = n;
+  in.items = items;
+  in.threads = ctx.threads();
+  in.small_kernel_available = small_available;
+  return decide_route(in, ctx.batch(), options);
+}
+
+Result<void> check_destination(const Tensor& out, DType dt, Dims shape, const char* op) {
+  if (!out.defined()) return usage_error(ErrorCode::kInvalidArgument, op, "undefined destination");
+  if (out.dtype() != dt) {
+    return usage_error(ErrorCode::kDTypeMismatch, op,
+                       "destination dtype " + std::string(dtype_name(out.dtype())) + ", result dtype " +
+                           std::string(dtype_name(dt)));
+  }
+  if (Dims(out.shape()).span().size() != shape.size() ||
+      !std::equal(out.shape().begin(), out.shape().end(), shape.begin())) {
+    return usage_error(ErrorCode::kShapeMismatch, op,
+                       "destination shape " + format_dims(out.shape()) + ", result shape " + format_dims(shape));
+  }
+  return tenferro::detail::check_mutable(out.storage(), out.layout(), op);
+}
+
+Result<Shape> broadcast_batches(Tensor& a, Tensor& b, const char* op) {
+  TENFERRO_TRY(Shape batch, cpu::broadcast_shapes(batch_dims(a), batch_dims(b), op));
+  const Shape fa = with_matrix(batch, a.dim(a.rank() - 2), a.dim(a.rank() - 1));
+  const Shape fb = with_matrix(batch, b.dim(b.rank() - 2), b.dim(b.rank() - 1));
+  if (a.shape() != fa) {
+    TENFERRO_TRY(a, a.broadcast_to(fa));
+  }
+  if (b.shape() != fb) {
+    TENFERRO_TRY(b, b.broadcast_to(fb));
+  }
+  return batch;
+}
+
+}  // namespace detail
+}  // namespace tenferro::linalg

@@ -1,0 +1,289 @@
+#pragma once
+// Private: what every linalg operation shares: dtype dispatch, operand checks, batch
+// items (offsets, broadcasting), strided matrix copies, per-lane scratch, the lane
+// driver that executes a Route, and item-failure collection.
+
+#include <algorithm>
+#include <climits>
+#include <complex>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <type_traits>
+
+#include "lapack.h"
+#include "tenferro/core/small_vector.h"
+#include "tenferro/cpu/dot_general.h"
+#include "tenferro/cpu/openblas.h"
+#include "tenferro/linalg/linalg.h"
+#include "tenferro/tensor/buffer_pool.h"
+
+namespace tenferro::linalg::detail {
+
+template <class T>
+constexpr DType dtype_of() {
+  if constexpr (std::is_same_v<T, float>) return DType::kF32;
+  if constexpr (std::is_same_v<T, double>) return DType::kF64;
+  if constexpr (std::is_same_v<T, std::complex<float>>) return DType::kC64;
+  return DType::kC128;
+}
+
+/// The real dtype of a floating dtype (f32 for c64, f64 for c128).
+DType real_dtype(DType dt) noexcept;
+/// The complex dtype of the same precision.
+DType complex_dtype(DType dt) noexcept;
+
+/// Calls f(T{}) for the four floating dtypes; kDTypeMismatch otherwise.
+template <class F>
+auto dispatch(DType dt, const char* op, F&& f) -> decltype(f(double{})) {
+  switch (dt) {
+    case DType::kF32: return f(float{});
+    case DType::kF64: return f(double{});
+    case DType::kC64: return f(std::complex<float>{});
+    case DType::kC128: return f(std::complex<double>{});
+    default: break;
+  }
+  return usage_error(ErrorCode::kDTypeMismatch, op,
+                     std::string("linear algebra needs f32, f64, c64 or c128, got ") + std::string(dtype_name(dt)));
+}
+
+/// Checks rank >= 2 (and square when asked) and that extents fit LAPACK's integers.
+Result<void> check_matrix(const Tensor& a, const char* op, bool square);
+/// Checks that x and y have the same dtype.
+Result<void> check_same_dtype(const Tensor& x, const Tensor& y, const char* op);
+
+/// The leading batch axes of a rank >= 2 tensor.
+inline Dims batch_dims(const Tensor& a) {
+  return Dims(std::span<const int64_t>(a.shape().data(), static_cast<size_t>(a.rank() - 2)));
+}
+Shape with_matrix(Dims batch, int64_t rows, int64_t cols);
+Shape with_vector(Dims batch, int64_t len);
+
+/// A new tensor of shape [batch.., rows, cols] (or [batch.., len] with cols < 0) whose
+/// items are compact column-major, batch outermost.
+Result<Tensor> alloc_items(DType dt, Dims batch, int64_t rows, int64_t cols, const PoolPtr& pool);
+
+/// Batch items of an operation: items enumerate the batch multi-index in column-major
+/// order (the memory order of alloc_items' results).
+struct Batch {
+  Shape shape;
+  int64_t count = 1;
+  explicit Batch(Dims dims) : shape(dims.span()), count(element_count(dims)) {}
+  /// Element offset of item `item` in a tensor whose leading axes are this batch.
+  int64_t offset(int64_t item, const Tensor& t) const noexcept {
+    int64_t off = t.offset();
+    for (size_t j = 0; j < shape.size(); ++j) {
+      const int64_t e = shape[j];
+      off += (item % e) * t.strides()[j];
+      item /= e;
+    }
+    return off;
+  }
+  /// "[i0, i1, ...]" of an item (for error messages).
+  std::string index(int64_t item) const;
+};
+
+/// A strided matrix (element (i, j) at p[i * rs + j * cs]).
+template <class T>
+struct Mat {
+  T* p;
+  int64_t rs, cs;
+  T& operator()(int64_t i, int64_t j) const noexcept { return p[i * rs + j * cs]; }
+  /// Column-major with a leading dimension LAPACK accepts.
+  bool lapack_ready(int64_t rows) const noexcept { return rs == 1 && cs >= std::max<int64_t>(1, rows); }
+};
+
+/// The matrix of item `item` of a rank >= 2 tensor (strides of the last two axes).
+template <class T>
+Mat<T> item_mat(const Tensor& t, const Batch& b, int64_t item) {
+  auto* base = static_cast<T*>(t.storage()->data());
+  const int64_t r = t.rank();
+  return Mat<T>{base + b.offset(item, t), t.strides()[static_cast<size_t>(r - 2)],
+                t.strides()[static_cast<size_t>(r - 1)]};
+}
+/// The vector of item `item` of a rank >= 1 tensor (stride of the last axis).
+template <class T>
+Mat<T> item_vec(const Tensor& t, const Batch& b, int64_t item) {
+  auto* base = static_cast<T*>(t.storage()->data());
+  return Mat<T>{base + b.offset(item, t), t.strides()[static_cast<size_t>(t.rank() - 1)], 0};
+}
+
+/// dst (col-major, leading dimension ld) = src[rows, cols].
+template <class T>
+void gather(T* dst, int64_t ld, Mat<const T> src, int64_t rows, int64_t cols) {
+  if (src.rs == 1) {
+    for (int64_t j = 0; j < cols; ++j) std::memcpy(dst + j * ld, src.p + j * src.cs, sizeof(T) * rows);
+    return;
+  }
+  for (int64_t j = 0; j < cols; ++j)
+    for (int64_t i = 0; i < rows; ++i) dst[i + j * ld] = src(i, j);
+}
+template <class T>
+void gather(T* dst, int64_t ld, Mat<T> src, int64_t rows, int64_t cols) {
+  gather(dst, ld, Mat<const T>{src.p, src.rs, src.cs}, rows, cols);
+}
+/// dst[rows, cols] = src (col-major, leading dimension ld).
+template <class T>
+void scatter(Mat<T> dst, const T* src, int64_t ld, int64_t rows, int64_t cols) {
+  if (dst.rs == 1) {
+    for (int64_t j = 0; j < cols; ++j) std::memcpy(dst.p + j * dst.cs, src + j * ld, sizeof(T) * rows);
+    return;
+  }
+  for (int64_t j = 0; j < cols; ++j)
+    for (int64_t i = 0; i < rows; ++i) dst(i, j) = src[i + j * ld];
+}
+
+/// Uninitialized scratch: from the pool when given, else the heap. 64-byte aligned.
+class Scratch {
+ public:
+  static Result<Scratch> make(int64_t bytes, const PoolPtr& pool);
+  std::byte* data() const noexcept { return data_; }
+
+ private:
+  PooledBuffer lease_;
+  std::unique_ptr<std::byte[]> own_;
+  std::byte* data_ = nullptr;
+};
+
+/// Carves typed arrays out of a byte range (each 64-byte aligned). Measure with a null
+/// base, then carve the real buffer with the same calls.
+class Carver {
+ public:
+  explicit Carver(std::byte* base) noexcept : base_(base) {}
+  template <class U>
+  U* take(int64_t count) noexcept {
+    used_ = (used_ + 63) / 64 * 64;
+    U* p = base_ != nullptr ? reinterpret_cast<U*>(base_ + used_) : nullptr;
+    used_ += std::max<int64_t>(count, 1) * static_cast<int64_t>(sizeof(U));
+    return p;
+  }
+  int64_t used() const noexcept { return (used_ + 63) / 64 * 64; }
+
+ private:
+  std::byte* base_;
+  int64_t used_ = 0;
+};
+
+/// The first failing item (lowest index) and its status. Thread-safe; locks only when
+/// an item fails.
+class Failures {
+ public:
+  void record(int64_t item, int64_t info) {
+    std::lock_guard lock(m_);
+    if (item_ < 0 || item < item_) {
+      item_ = item;
+      info_ = info;
+    }
+  }
+  bool any() const {
+    std::lock_guard lock(m_);
+    return item_ >= 0;
+  }
+  int64_t item() const { return item_; }
+  int64_t info() const { return info_; }
+
+ private:
+  mutable std::mutex m_;
+  int64_t item_ = -1;
+  int64_t info_ = 0;
+};
+
+/// An error naming the failing item: "<what> at batch item <k> (index [..])".
+Error item_error(ErrorCode code, const char* op, const Batch& batch, int64_t item, const std::string& what);
+
+/// Executes a route: f(begin, end, lane) over contiguous item ranges, one range per
+/// lane (outer-parallel) or the whole batch on the calling worker. Sets OpenBLAS's
+/// thread count first (1 for lanes, provider_threads otherwise).
+template <class F>
+void run_items(const CpuExecutionContext& ctx, const Route& route, int64_t items, F&& f) {
+  if (items <= 0) return;
+  if (route.policy == BatchPolicy::kOuterParallel && route.lanes > 1) {
+    cpu::set_openblas_threads(1);
+    const int64_t lanes = route.lanes;
+    ctx.parallel_for(lanes, 1, [&](int64_t b, int64_t e) {
+      for (int64_t lane = b; lane < e; ++lane) {
+        f(items * lane / lanes, items * (lane + 1) / lanes, static_cast<int>(lane));
+      }
+    });
+    return;
+  }
+  if (route.kernel == Kernel::kLapack) cpu::set_openblas_threads(std::max(1, route.provider_threads));
+  f(0, items, 0);
+}
+
+/// decide_route for an operation on items of m x n.
+Result<Route> route_for(const CpuExecutionContext& ctx, Op op, DType dt, int64_t m, int64_t n, int64_t items,
+                        bool small_available, const LinalgOptions& options);
+
+/// Conjugate for complex types, identity for real ones.
+template <class T>
+T conj_of(const T& x) noexcept {
+  if constexpr (kIsComplex<T>) {
+    return std::conj(x);
+  } else {
+    return x;
+  }
+}
+template <class T>
+Real<T> abs2(const T& x) noexcept {
+  if constexpr (kIsComplex<T>) {
+    return x.real() * x.real() + x.imag() * x.imag();
+  } else {
+    return x * x;
+  }
+}
+
+// Note [SVD gauge]: singular vectors are unique only up to a phase per singular triplet
+// (a sign for real dtypes): (u_j, v_j) and (u_j e^{i t}, v_j e^{i t}) give the same A.
+// gauge_fix picks, per column j of U, the entry of largest magnitude (the first one on
+// exact ties) and rotates the column so that entry is real and positive, applying the
+// conjugate rotation to row j of Vh so U S Vh is unchanged. Columns of a full U beyond
+// min(m, n) and rows of a full Vh beyond it multiply no singular value and are fixed
+// independently by the same rule. The result is deterministic whenever the singular
+// values are distinct (degenerate subspaces stay a LAPACK choice).
+template <class T>
+T unit_phase(Mat<T> col, int64_t rows) {
+  int64_t best = -1;
+  Real<T> best_abs = 0;
+  for (int64_t i = 0; i < rows; ++i) {
+    const Real<T> v = std::abs(col(i, 0));
+    if (v > best_abs) {
+      best_abs = v;
+      best = i;
+    }
+  }
+  if (best < 0) return T(1);
+  return col(best, 0) / best_abs;
+}
+
+template <class T>
+void gauge_fix_item(Mat<T> u, int64_t m, int64_t ucols, Mat<T> vh, int64_t vrows, int64_t n, int64_t k) {
+  for (int64_t j = 0; j < ucols; ++j) {
+    const T ph = unit_phase(Mat<T>{&u(0, j), u.rs, 0}, m);
+    const T cph = conj_of(ph);
+    for (int64_t i = 0; i < m; ++i) u(i, j) *= cph;
+    if (j < k) {
+      for (int64_t c = 0; c < n; ++c) vh(j, c) *= ph;
+    }
+  }
+  for (int64_t j = k; j < vrows; ++j) {
+    // Row j of Vh: fix its largest entry (as a column of Vh^T).
+    const T ph = unit_phase(Mat<T>{&vh(j, 0), vh.cs, 0}, n);
+    const T cph = conj_of(ph);
+    for (int64_t c = 0; c < n; ++c) vh(j, c) *= cph;
+  }
+}
+
+/// Checks a caller destination: defined, dtype, exact shape, exclusive writable storage,
+/// no overlapping elements (before any write).
+Result<void> check_destination(const Tensor& out, DType dt, Dims shape, const char* op);
+
+/// Broadcasts the batch axes of two rank >= 2 operands against each other; returns the
+/// common batch shape and views with it.
+Result<Shape> broadcast_batches(Tensor& a, Tensor& b, const char* op);
+
+}  // namespace tenferro::linalg::detail

@@ -1,0 +1,786 @@
+#include "tenferro/linalg/linalg.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <vector>
+
+#include "tenferro/cpu/engine.h"
+
+namespace tenferro::linalg {
+namespace {
+
+using c128 = std::complex<double>;
+
+// ---- independent oracles: everything is checked in c128 with naive loops ----
+
+// A dense copy of one matrix of a tensor: M[i][j] for the item at `batch` (leading
+// indices).
+struct Dense {
+  int64_t rows = 0, cols = 0;
+  std::vector<c128> v;
+  c128& at(int64_t i, int64_t j) { return v[static_cast<size_t>(i * cols + j)]; }
+  c128 at(int64_t i, int64_t j) const { return v[static_cast<size_t>(i * cols + j)]; }
+};
+
+Dense item(const Tensor& t, std::vector<int64_t> batch) {
+  // A matrix item when two axes remain after the batch index, else a column vector.
+  Dense d;
+  const int64_t r = t.rank();
+  const bool vec = static_cast<int64_t>(batch.size()) == r - 1;
+  d.rows = vec ? t.dim(r - 1) : t.dim(r - 2);
+  d.cols = vec ? 1 : t.dim(r - 1);
+  d.v.resize(static_cast<size_t>(d.rows * d.cols));
+  for (int64_t i = 0; i < d.rows; ++i)
+    for (int64_t j = 0; j < d.cols; ++j) {
+      std::vector<int64_t> idx = batch;
+      idx.push_back(i);
+      if (!vec) idx.push_back(j);
+      d.at(i, j) = t.get_as_c128(idx).value();
+    }
+  return d;
+}
+
+Dense matmul(const Dense& a, const Dense& b) {
+  Dense c{a.rows, b.cols, std::vector<c128>(static_cast<size_t>(a.rows * b.cols))};
+  for (int64_t i = 0; i < a.rows; ++i)
+    for (int64_t j = 0; j < b.cols; ++j) {
+      c128 s = 0;
+      for (int64_t k = 0; k < a.cols; ++k) s += a.at(i, k) * b.at(k, j);
+      c.at(i, j) = s;
+    }
+  return c;
+}
+
+Dense adjoint(const Dense& a) {
+  Dense c{a.cols, a.rows, std::vector<c128>(a.v.size())};
+  for (int64_t i = 0; i < a.rows; ++i)
+    for (int64_t j = 0; j < a.cols; ++j) c.at(j, i) = std::conj(a.at(i, j));
+  return c;
+}
+
+Dense diag(const Dense& s, int64_t rows, int64_t cols) {
+  Dense d{rows, cols, std::vector<c128>(static_cast<size_t>(rows * cols))};
+  for (int64_t i = 0; i < std::min(rows, cols) && i < s.rows; ++i) d.at(i, i) = s.at(i, 0);
+  return d;
+}
+
+double max_diff(const Dense& a, const Dense& b) {
+  EXPECT_EQ(a.rows, b.rows);
+  EXPECT_EQ(a.cols, b.cols);
+  double m = 0;
+  for (size_t i = 0; i < a.v.size() && i < b.v.size(); ++i) m = std::max(m, std::abs(a.v[i] - b.v[i]));
+  return m;
+}
+
+Dense identity(int64_t n) { return diag(Dense{n, 1, std::vector<c128>(static_cast<size_t>(n), 1.0)}, n, n); }
+
+double tol(DType dt) { return dt == DType::kF32 || dt == DType::kC64 ? 2e-4 : 1e-10; }
+
+class LinalgTest : public ::testing::TestWithParam<DType> {
+ protected:
+  CpuExecutionContext ctx_ = CpuExecutionContext::sequential();
+  DType dt() const { return GetParam(); }
+  Tensor rand(std::vector<int64_t> shape, uint64_t seed) const {
+    return Tensor::random_normal(dt(), shape, seed).value();
+  }
+  // A Hermitian positive-definite batch: A A^H + n I, built with the oracle.
+  Tensor spd(int64_t batch, int64_t n, uint64_t seed) const {
+    Tensor a = rand({batch, n, n}, seed);
+    std::vector<c128> out(static_cast<size_t>(batch * n * n));
+    for (int64_t b = 0; b < batch; ++b) {
+      Dense x = item(a, {b});
+      Dense p = matmul(x, adjoint(x));
+      for (int64_t i = 0; i < n; ++i) p.at(i, i) += static_cast<double>(n);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) out[static_cast<size_t>((b * n + i) * n + j)] = p.at(i, j);
+    }
+    return from_c128({batch, n, n}, out);
+  }
+  Tensor from_c128(std::vector<int64_t> shape, const std::vector<c128>& rm) const {
+    switch (dt()) {
+      case DType::kF32: {
+        std::vector<float> v;
+        for (c128 x : rm) v.push_back(static_cast<float>(x.real()));
+        return Tensor::from_row_major<float>(shape, v).value();
+      }
+      case DType::kF64: {
+        std::vector<double> v;
+        for (c128 x : rm) v.push_back(x.real());
+        return Tensor::from_row_major<double>(shape, v).value();
+      }
+      case DType::kC64: {
+        std::vector<std::complex<float>> v;
+        for (c128 x : rm) v.emplace_back(static_cast<float>(x.real()), static_cast<float>(x.imag()));
+        return Tensor::from_row_major<std::complex<float>>(shape, v).value();
+      }
+      default: return Tensor::from_row_major<c128>(shape, rm).value();
+    }
+  }
+  bool complex() const { return dt() == DType::kC64 || dt() == DType::kC128; }
+};
+
+std::string dtype_param_name(const ::testing::TestParamInfo<DType>& info) {
+  return std::string(dtype_name(info.param));
+}
+
+// Checks U S Vh = A, orthonormal columns of U and rows of Vh, descending S >= 0.
+void check_svd(const Tensor& a, const SvdResult& r, std::vector<int64_t> b, bool full, double t) {
+  const Dense x = item(a, b), s = item(r.s, b), u = item(r.u, b), vh = item(r.vh, b);
+  const int64_t m = x.rows, n = x.cols, k = std::min(m, n);
+  for (int64_t i = 0; i < k; ++i) {
+    EXPECT_GE(s.at(i, 0).real(), 0.0);
+    if (i > 0) {
+      EXPECT_GE(s.at(i - 1, 0).real(), s.at(i, 0).real());
+    }
+  }
+  EXPECT_EQ(u.cols, full ? m : k);
+  EXPECT_EQ(vh.rows, full ? n : k);
+  const Dense us = matmul(u, diag(s, u.cols, vh.rows));
+  EXPECT_LT(max_diff(matmul(us, vh), x), t * (1 + s.at(0, 0).real())) << "U S Vh = A";
+  EXPECT_LT(max_diff(matmul(adjoint(u), u), identity(u.cols)), t) << "U^H U = I";
+  EXPECT_LT(max_diff(matmul(vh, adjoint(vh)), identity(vh.rows)), t) << "Vh Vh^H = I";
+}
+
+TEST_P(LinalgTest, SvdThinFullAndValuesReconstructBatchedStridedInput) {
+  for (auto [m, n] : {std::pair<int64_t, int64_t>{5, 3}, {3, 5}, {4, 4}, {1, 1}, {7, 2}}) {
+    const Tensor a = rand({2, 3, m, n}, 1 + m * 10 + n);
+    for (SvdMode mode : {SvdMode::kThin, SvdMode::kFull}) {
+      SvdOptions o;
+      o.mode = mode;
+      const SvdResult r = svd(ctx_, a, o).value();
+      for (int64_t i = 0; i < 2; ++i)
+        for (int64_t j = 0; j < 3; ++j) check_svd(a, r, {i, j}, mode == SvdMode::kFull, tol(dt()) * 10);
+    }
+    SvdOptions vo;
+    vo.mode = SvdMode::kValuesOnly;
+    const SvdResult v = svd(ctx_, a, vo).value();
+    EXPECT_FALSE(v.u.defined());
+    const SvdResult thin = svd(ctx_, a).value();
+    EXPECT_LT(max_diff(item(v.s, {1, 2}), item(thin.s, {1, 2})), tol(dt()) * 10);
+  }
+  // Transposed (strided) and negatively strided views of the same matrix.
+  const Tensor base = rand({6, 4}, 77);
+  const Tensor tv = base.transpose().value();            // 4 x 6, row-major strides
+  const Tensor fv = base.flip(0).value();                // negative stride
+  for (const Tensor& x : {tv, fv}) {
+    const SvdResult r = svd(ctx_, x).value();
+    check_svd(x, r, {}, false, tol(dt()) * 10);
+  }
+}
+
+TEST_P(LinalgTest, SvdSmallKernelAgreesWithLapack) {
+  for (int64_t n : {1, 2, 4, 8, 16}) {
+    const Tensor a = rand({9, n, n}, 100 + n);
+    const SvdResult small = svd(ctx_, a).value();
+    SvdOptions lapack;
+    lapack.linalg.small_max_dim = 0;
+    const SvdResult ref = svd(ctx_, a, lapack).value();
+    EXPECT_EQ(ref.route.kernel, Kernel::kLapack);
+    for (int64_t b = 0; b < 9; ++b) {
+      check_svd(a, small, {b}, true, tol(dt()) * 10);
+      EXPECT_LT(max_diff(item(small.s, {b}), item(ref.s, {b})), tol(dt()) * 10 * static_cast<double>((1 + n)));
+    }
+  }
+}
+
+TEST_P(LinalgTest, SvdRankDeficientAndZeroSize) {
+  // Rank-1 outer product: one nonzero singular value, vectors still orthonormal.
+  std::vector<c128> v;
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) v.push_back(c128(i + 1) * c128(j - 1.5));
+  const Tensor a = from_c128({4, 4}, v);
+  for (int64_t small : {int64_t{0}, kSmallMaxDim}) {
+    SvdOptions o;
+    o.mode = SvdMode::kFull;
+    o.linalg.small_max_dim = small;
+    const SvdResult r = svd(ctx_, a, o).value();
+    check_svd(a, r, {}, true, tol(dt()) * 100);
+    EXPECT_LT(std::abs(r.s.get_as_c128({1}).value()), tol(dt()) * 100);
+  }
+  const SvdResult z = svd(ctx_, rand({3, 0, 4}, 5)).value();
+  EXPECT_EQ(z.s.shape(), Shape({3, 0}));
+  EXPECT_EQ(z.u.shape(), Shape({3, 0, 0}));
+  EXPECT_EQ(z.vh.shape(), Shape({3, 0, 4}));
+  SvdOptions full;
+  full.mode = SvdMode::kFull;
+  const SvdResult zf = svd(ctx_, rand({0, 4}, 5), full).value();
+  EXPECT_LT(max_diff(item(zf.vh, {}), identity(4)), 1e-12) << "a full Vh of a 0 x 4 matrix is unitary";
+  const SvdResult e = svd(ctx_, rand({0, 3, 3}, 5)).value();
+  EXPECT_EQ(e.s.shape(), Shape({0, 3}));
+}
+
+TEST_P(LinalgTest, SvdGaugeFixIsDeterministicAndKeepsA) {
+  const Tensor a = rand({3, 6, 4}, 11);
+  SvdOptions o;
+  o.gauge_fix = true;
+  for (int64_t small : {int64_t{0}, kSmallMaxDim}) {
+    o.linalg.small_max_dim = small;
+    const SvdResult r = svd(ctx_, a, o).value();
+    for (int64_t b = 0; b < 3; ++b) {
+      check_svd(a, r, {b}, false, tol(dt()) * 10);
+      const Dense u = item(r.u, {b});
+      for (int64_t j = 0; j < u.cols; ++j) {
+        int64_t best = 0;
+        for (int64_t i = 1; i < u.rows; ++i)
+          if (std::abs(u.at(i, j)) > std::abs(u.at(best, j))) best = i;
+        EXPECT_GT(u.at(best, j).real(), 0.0);
+        EXPECT_NEAR(u.at(best, j).imag(), 0.0, tol(dt()));
+      }
+    }
+  }
+  // Same input through different drivers: the gauge-fixed vectors agree.
+  SvdOptions g1, g2;
+  g1.gauge_fix = g2.gauge_fix = true;
+  g1.driver = SvdDriver::kGesdd;
+  g2.driver = SvdDriver::kGesvd;
+  const SvdResult r1 = svd(ctx_, a, g1).value(), r2 = svd(ctx_, a, g2).value();
+  EXPECT_LT(max_diff(item(r1.u, {1}), item(r2.u, {1})), tol(dt()) * 100);
+  EXPECT_LT(max_diff(item(r1.vh, {1}), item(r2.vh, {1})), tol(dt()) * 100);
+}
+
+TEST_P(LinalgTest, QrModesAndPivoting) {
+  for (auto [m, n] : {std::pair<int64_t, int64_t>{6, 4}, {4, 6}, {5, 5}, {3, 3}}) {
+    const Tensor a = rand({2, m, n}, 200 + m + n);
+    for (QrMode mode : {QrMode::kReduced, QrMode::kComplete}) {
+      const QrResult r = qr(ctx_, a, mode).value();
+      for (int64_t b = 0; b < 2; ++b) {
+        const Dense q = item(r.q, {b}), rr = item(r.r, {b}), x = item(a, {b});
+        EXPECT_LT(max_diff(matmul(q, rr), x), tol(dt()) * 20);
+        EXPECT_LT(max_diff(matmul(adjoint(q), q), identity(q.cols)), tol(dt()) * 20);
+        for (int64_t i = 0; i < rr.rows; ++i)
+          for (int64_t j = 0; j < std::min(i, rr.cols); ++j) EXPECT_EQ(rr.at(i, j), c128(0));
+      }
+    }
+    const QrResult ronly = qr(ctx_, a, QrMode::kR).value();
+    EXPECT_FALSE(ronly.q.defined());
+    const QrPivotedResult p = qr_pivoted(ctx_, a).value();
+    for (int64_t b = 0; b < 2; ++b) {
+      const Dense q = item(p.q, {b}), rr = item(p.r, {b}), x = item(a, {b});
+      Dense xp = x;
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t src = p.perm.get<int64_t>({b, j}).value();
+        for (int64_t i = 0; i < m; ++i) xp.at(i, j) = x.at(i, src);
+      }
+      EXPECT_LT(max_diff(matmul(q, rr), xp), tol(dt()) * 20);
+      for (int64_t i = 1; i < std::min(m, n); ++i) EXPECT_GE(std::abs(rr.at(i - 1, i - 1)), std::abs(rr.at(i, i)) - 1e-6);
+    }
+  }
+}
+
+TEST_P(LinalgTest, EighBothTrianglesAndSmallKernel) {
+  for (int64_t n : {1, 3, 8, 20}) {
+    const Tensor s = spd(4, n, 300 + n);
+    for (Uplo ul : {Uplo::kLower, Uplo::kUpper}) {
+      for (int64_t small : {int64_t{0}, kSmallMaxDim}) {
+        LinalgOptions o;
+        o.small_max_dim = small;
+        const EighResult r = eigh(ctx_, s, ul, o).value();
+        for (int64_t b = 0; b < 4; ++b) {
+          const Dense a = item(s, {b}), v = item(r.vectors, {b}), w = item(r.values, {b});
+          for (int64_t i = 1; i < n; ++i) EXPECT_LE(w.at(i - 1, 0).real(), w.at(i, 0).real());
+          EXPECT_LT(max_diff(matmul(a, v), matmul(v, diag(w, n, n))), tol(dt()) * 100 * static_cast<double>(n)) << "A V = V L";
+          EXPECT_LT(max_diff(matmul(adjoint(v), v), identity(n)), tol(dt()) * 10 * static_cast<double>(n));
+        }
+        const Tensor vals = eigvalsh(ctx_, s, ul, o).value();
+        EXPECT_LT(max_diff(item(vals, {2}), item(r.values, {2})), tol(dt()) * 100 * static_cast<double>(n));
+      }
+    }
+  }
+}
+
+TEST_P(LinalgTest, EighZeroAndRankDeficient) {
+  // A zero matrix and a rank-1 v v^H: eigenvalues 0 (and |v|^2), vectors orthonormal.
+  std::vector<c128> z(16, 0.0), r1;
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) r1.push_back(c128(i + 1) * c128(j + 1));
+  for (const auto& v : {z, r1}) {
+    const Tensor a = from_c128({4, 4}, v);
+    for (int64_t small : {int64_t{0}, kSmallMaxDim}) {
+      LinalgOptions o;
+      o.small_max_dim = small;
+      const EighResult r = eigh(ctx_, a, Uplo::kLower, o).value();
+      const Dense x = item(a, {}), vec = item(r.vectors, {}), w = item(r.values, {});
+      EXPECT_LT(max_diff(matmul(x, vec), matmul(vec, diag(w, 4, 4))), tol(dt()) * 100);
+      EXPECT_LT(max_diff(matmul(adjoint(vec), vec), identity(4)), tol(dt()) * 10);
+      EXPECT_NEAR(w.at(3, 0).real(), v == z ? 0.0 : 30.0, tol(dt()) * 1e4);
+    }
+  }
+}
+
+TEST_P(LinalgTest, EigRightVectors) {
+  for (int64_t n : {1, 4, 9}) {
+    const Tensor a = rand({3, n, n}, 400 + n);
+    const EigResult r = eig(ctx_, a).value();
+    EXPECT_EQ(r.values.dtype(), complex() || true ? (dt() == DType::kF32 || dt() == DType::kC64 ? DType::kC64 : DType::kC128)
+                                                  : dt());
+    for (int64_t b = 0; b < 3; ++b) {
+      const Dense x = item(a, {b}), v = item(r.vectors, {b}), w = item(r.values, {b});
+      EXPECT_LT(max_diff(matmul(x, v), matmul(v, diag(w, n, n))), tol(dt()) * 100 * static_cast<double>(n));
+    }
+    const Tensor w = eigvals(ctx_, a).value();
+    EXPECT_LT(max_diff(item(w, {1}), item(r.values, {1})), tol(dt()) * 100 * static_cast<double>(n));
+  }
+}
+
+TEST_P(LinalgTest, CholeskyFactorsAndRejectsNonSpdNamingTheItem) {
+  for (int64_t n : {1, 4, 8, 17}) {
+    const Tensor s = spd(3, n, 500 + n);
+    for (Uplo ul : {Uplo::kLower, Uplo::kUpper}) {
+      for (int64_t small : {int64_t{0}, kSmallMaxDim}) {
+        LinalgOptions o;
+        o.small_max_dim = small;
+        const Tensor l = cholesky(ctx_, s, ul, o).value();
+        for (int64_t b = 0; b < 3; ++b) {
+          const Dense f = item(l, {b}), a = item(s, {b});
+          const Dense prod = ul == Uplo::kLower ? matmul(f, adjoint(f)) : matmul(adjoint(f), f);
+          EXPECT_LT(max_diff(prod, a), tol(dt()) * 10 * static_cast<double>(n * n));
+          for (int64_t i = 0; i < n; ++i)
+            for (int64_t j = 0; j < n; ++j)
+              if (ul == Uplo::kLower ? j > i : j < i) {
+                EXPECT_EQ(f.at(i, j), c128(0));
+              }
+        }
+      }
+    }
+  }
+  // Item 2 of 3 is indefinite.
+  std::vector<c128> v;
+  for (int b = 0; b < 3; ++b)
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j) v.push_back(i == j ? (b == 2 && i == 1 ? -1.0 : 2.0) : 0.0);
+  for (int64_t small : {int64_t{0}, kSmallMaxDim}) {
+    LinalgOptions o;
+    o.small_max_dim = small;
+    const auto r = cholesky(ctx_, from_c128({3, 3, 3}, v), Uplo::kLower, o);
+    ASSERT_FALSE(r.has_value());
+    EXPECT_EQ(r.error().code(), ErrorCode::kNotPositiveDefinite);
+    EXPECT_NE(r.error().message().find("batch item 2 of 3"), std::string::npos) << r.error().message();
+    EXPECT_NE(r.error().message().find("order 2"), std::string::npos) << r.error().message();
+  }
+}
+
+TEST_P(LinalgTest, CholeskyIntoStridedDestination) {
+  const Tensor s = spd(2, 5, 600);
+  // Destination: a transposed view of a fresh buffer (row-major items).
+  Tensor buf = Tensor::zeros(dt(), {2, 5, 5}).value();
+  Tensor dst = buf.permute({0, 2, 1}).value();
+  buf = Tensor();
+  ASSERT_TRUE(cholesky_into(ctx_, s, Uplo::kLower, dst).has_value());
+  const Tensor ref = cholesky(ctx_, s).value();
+  EXPECT_LT(max_diff(item(dst, {1}), item(ref, {1})), tol(dt()));
+  Tensor wrong = Tensor::zeros(dt(), {2, 5, 4}).value();
+  EXPECT_EQ(cholesky_into(ctx_, s, Uplo::kLower, wrong).error().code(), ErrorCode::kShapeMismatch);
+}
+
+TEST_P(LinalgTest, LuReconstructsAndSolves) {
+  for (auto [m, n] : {std::pair<int64_t, int64_t>{5, 5}, {6, 3}, {3, 6}}) {
+    const Tensor a = rand({2, m, n}, 700 + m * n);
+    const LuResult r = lu(ctx_, a).value();
+    for (int64_t b = 0; b < 2; ++b) {
+      EXPECT_LT(max_diff(matmul(matmul(item(r.p, {b}), item(r.l, {b})), item(r.u, {b})), item(a, {b})),
+                tol(dt()) * 20);
+    }
+  }
+  const Tensor a = rand({3, 6, 6}, 710), bm = rand({3, 6, 2}, 711);
+  const LuFactorResult f = lu_factor(ctx_, a).value();
+  const Tensor x = lu_solve(ctx_, f, bm).value();
+  for (int64_t b = 0; b < 3; ++b) EXPECT_LT(max_diff(matmul(item(a, {b}), item(x, {b})), item(bm, {b})), tol(dt()) * 100);
+}
+
+TEST_P(LinalgTest, SolveVectorMatrixBroadcastAndSingular) {
+  for (int64_t n : {1, 3, 8, 24}) {
+    const Tensor a = rand({4, n, n}, 800 + n);
+    const Tensor bm = rand({n, 3}, 801 + n);  // broadcast over A's batch
+    for (int64_t small : {int64_t{0}, kSmallMaxDim}) {
+      LinalgOptions o;
+      o.small_max_dim = small;
+      const Tensor x = solve(ctx_, a, bm, o).value();
+      EXPECT_EQ(x.shape(), Shape({4, n, 3}));
+      for (int64_t b = 0; b < 4; ++b)
+        EXPECT_LT(max_diff(matmul(item(a, {b}), item(x, {b})), item(bm, {})), tol(dt()) * 1000 * static_cast<double>(n));
+      const Tensor bv = rand({n}, 802 + n);
+      const Tensor xv = solve(ctx_, a, bv, o).value();
+      EXPECT_EQ(xv.shape(), Shape({4, n}));
+      for (int64_t b = 0; b < 4; ++b) {
+        Dense col = item(xv, {b});
+        EXPECT_LT(max_diff(matmul(item(a, {b}), col), item(bv, {})), tol(dt()) * 1000 * static_cast<double>(n));
+      }
+    }
+  }
+  // Item 1 is singular (a zero matrix).
+  std::vector<c128> v(2 * 3 * 3, 0.0);
+  for (int i = 0; i < 3; ++i) v[static_cast<size_t>(i * 3 + i)] = 1.0;
+  for (int64_t small : {int64_t{0}, kSmallMaxDim}) {
+    LinalgOptions o;
+    o.small_max_dim = small;
+    const auto r = solve(ctx_, from_c128({2, 3, 3}, v), rand({2, 3, 1}, 3), o);
+    ASSERT_FALSE(r.has_value());
+    EXPECT_EQ(r.error().code(), ErrorCode::kSingular);
+    EXPECT_NE(r.error().message().find("batch item 1 of 2 (batch index [1])"), std::string::npos)
+        << r.error().message();
+  }
+  EXPECT_EQ(solve(ctx_, rand({3, 3}, 1), rand({4, 2}, 2)).error().code(), ErrorCode::kShapeMismatch);
+  EXPECT_EQ(solve(ctx_, rand({3, 4}, 1), rand({3, 2}, 2)).error().code(), ErrorCode::kInvalidShape);
+}
+
+TEST_P(LinalgTest, SolveIntoAndInvInto) {
+  const Tensor a = rand({2, 4, 4}, 900), b = rand({2, 4, 3}, 901);
+  Tensor buf = Tensor::zeros(dt(), {2, 3, 4}).value();
+  Tensor dst = buf.permute({0, 2, 1}).value();
+  buf = Tensor();
+  ASSERT_TRUE(solve_into(ctx_, a, b, dst).has_value());
+  EXPECT_LT(max_diff(item(dst, {1}), item(solve(ctx_, a, b).value(), {1})), tol(dt()) * 10);
+  Tensor idst = Tensor::zeros(dt(), {2, 4, 4}).value();
+  ASSERT_TRUE(inv_into(ctx_, a, idst).has_value());
+  EXPECT_LT(max_diff(matmul(item(a, {0}), item(idst, {0})), identity(4)), tol(dt()) * 100);
+}
+
+TEST_P(LinalgTest, TriangularSolveAllForms) {
+  const int64_t m = 5, k = 3;
+  Tensor base = rand({m, m}, 1000);
+  std::vector<c128> t;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < m; ++j) t.push_back(item(base, {}).at(i, j) + (i == j ? c128(4.0) : c128(0)));
+  const Tensor a = from_c128({m, m}, t);
+  for (bool left : {true, false})
+    for (Uplo ul : {Uplo::kLower, Uplo::kUpper})
+      for (bool unit : {false, true})
+        for (Transpose tr : {Transpose::kNone, Transpose::kTranspose, Transpose::kConjTranspose}) {
+          TriangularOptions o;
+          o.left = left;
+          o.uplo = ul;
+          o.unit_diagonal = unit;
+          o.transpose = tr;
+          const Tensor b = left ? rand({m, k}, 1001) : rand({k, m}, 1001);
+          const Tensor x = triangular_solve(ctx_, a, b, o).value();
+          // The triangle actually used, with op applied.
+          Dense tri = item(a, {});
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < m; ++j) {
+              if (ul == Uplo::kLower ? j > i : j < i) tri.at(i, j) = 0;
+              if (unit && i == j) tri.at(i, j) = 1;
+            }
+          Dense op = tri;
+          if (tr != Transpose::kNone) {
+            op = adjoint(tri);
+            if (tr == Transpose::kTranspose)
+              for (c128& z : op.v) z = std::conj(z);
+          }
+          const Dense lhs = left ? matmul(op, item(x, {})) : matmul(item(x, {}), op);
+          EXPECT_LT(max_diff(lhs, item(b, {})), tol(dt()) * 100) << left << int(ul) << unit << int(tr);
+        }
+  std::vector<c128> z(9, 1.0);
+  z[4] = 0.0;
+  EXPECT_EQ(triangular_solve(ctx_, from_c128({3, 3}, z), rand({3, 1}, 2)).error().code(), ErrorCode::kSingular);
+}
+
+TEST_P(LinalgTest, InvDetSlogdet) {
+  for (int64_t n : {1, 2, 3, 7, 20}) {
+    const Tensor a = rand({3, n, n}, 1100 + n);
+    for (int64_t small : {int64_t{0}, kSmallMaxDim}) {
+      LinalgOptions o;
+      o.small_max_dim = small;
+      const Tensor x = inv(ctx_, a, o).value();
+      const Tensor d = det(ctx_, a, o).value();
+      const SlogdetResult sl = slogdet(ctx_, a, o).value();
+      for (int64_t b = 0; b < 3; ++b) {
+        EXPECT_LT(max_diff(matmul(item(a, {b}), item(x, {b})), identity(n)), tol(dt()) * 1000 * static_cast<double>(n));
+        // det oracle: product of the eigenvalues (complex, from eig).
+        const EigResult e = eig(ctx_, a).value();
+        c128 p = 1;
+        for (int64_t i = 0; i < n; ++i) p *= e.values.get_as_c128({b, i}).value();
+        const c128 got = d.get_as_c128({b}).value();
+        EXPECT_LT(std::abs(got - p), tol(dt()) * 1000 * (1 + std::abs(p))) << n;
+        const c128 viaslog = sl.sign.get_as_c128({b}).value() * std::exp(sl.logabsdet.get_as_c128({b}).value().real());
+        EXPECT_LT(std::abs(viaslog - got), tol(dt()) * 100 * (1 + std::abs(got)));
+      }
+    }
+  }
+  std::vector<c128> z(4, 1.0);
+  const Tensor sing = from_c128({2, 2}, z);
+  EXPECT_EQ(std::abs(det(ctx_, sing).value().get_as_c128({}).value()), 0.0);
+  const SlogdetResult s0 = slogdet(ctx_, sing).value();
+  EXPECT_EQ(std::abs(s0.sign.get_as_c128({}).value()), 0.0);
+  EXPECT_TRUE(std::isinf(s0.logabsdet.get_as_c128({}).value().real()));
+  EXPECT_EQ(inv(ctx_, sing).error().code(), ErrorCode::kSingular);
+  EXPECT_EQ(det(ctx_, Tensor::zeros(dt(), {0, 0}).value()).value().get_as_c128({}).value(), c128(1.0));
+}
+
+TEST_P(LinalgTest, PinvAndLstsq) {
+  for (auto [m, n] : {std::pair<int64_t, int64_t>{7, 4}, {4, 7}, {5, 5}}) {
+    const Tensor a = rand({2, m, n}, 1200 + m);
+    const Tensor p = pinv(ctx_, a).value();
+    for (int64_t b = 0; b < 2; ++b) {
+      const Dense x = item(a, {b}), px = item(p, {b});
+      EXPECT_LT(max_diff(matmul(matmul(x, px), x), x), tol(dt()) * 100) << "A A+ A = A";
+      EXPECT_LT(max_diff(matmul(matmul(px, x), px), px), tol(dt()) * 100) << "A+ A A+ = A+";
+    }
+    const Tensor bm = rand({2, m, 2}, 1300 + m);
+    const LstsqResult l = lstsq(ctx_, a, bm).value();
+    for (int64_t b = 0; b < 2; ++b) {
+      // Normal equations A^H (A x - b) = 0 and x = A+ b (minimum norm).
+      const Dense x = item(a, {b}), sol = item(l.solution, {b});
+      Dense r = matmul(x, sol);
+      const Dense bb = item(bm, {b});
+      for (size_t i = 0; i < r.v.size(); ++i) r.v[i] -= bb.v[i];
+      EXPECT_LT(max_diff(matmul(adjoint(x), r), Dense{n, 2, std::vector<c128>(static_cast<size_t>(n * 2))}),
+                tol(dt()) * 1000);
+      EXPECT_LT(max_diff(sol, matmul(item(p, {b}), bb)), tol(dt()) * 1000);
+      EXPECT_EQ(l.rank.get<int64_t>({b}).value(), std::min(m, n));
+      if (m > n) {
+        for (int64_t j = 0; j < 2; ++j) {
+          double ss = 0;
+          for (int64_t i = 0; i < m; ++i) ss += std::norm(r.at(i, j));
+          EXPECT_NEAR(l.residuals.get_as_c128({b, j}).value().real(), ss, tol(dt()) * 1000 * (1 + ss));
+        }
+      } else {
+        EXPECT_EQ(l.residuals.numel(), 0);
+      }
+    }
+  }
+  // Rank-deficient: the rank is reported and the residuals are empty.
+  std::vector<c128> v;
+  for (int i = 0; i < 6; ++i)
+    for (int j = 0; j < 3; ++j) v.push_back(c128(i + 1) * c128(j + 1));
+  const LstsqResult rd = lstsq(ctx_, from_c128({6, 3}, v), rand({6}, 5)).value();
+  EXPECT_EQ(rd.rank.get<int64_t>({}).value(), 1);
+  EXPECT_EQ(rd.solution.shape(), Shape({3}));
+  EXPECT_EQ(rd.residuals.numel(), 0);
+}
+
+TEST_P(LinalgTest, Norms) {
+  const Tensor a = rand({2, 4, 3}, 1400);
+  for (MatrixNorm kind :
+       {MatrixNorm::kFrobenius, MatrixNorm::kNuclear, MatrixNorm::kSpectral, MatrixNorm::kOne, MatrixNorm::kInf}) {
+    const Tensor nrm = matrix_norm(ctx_, a, kind).value();
+    for (int64_t b = 0; b < 2; ++b) {
+      const Dense x = item(a, {b});
+      const Dense s = item(svd(ctx_, a).value().s, {b});
+      double want = 0;
+      if (kind == MatrixNorm::kFrobenius) {
+        for (c128 z : x.v) want += std::norm(z);
+        want = std::sqrt(want);
+      } else if (kind == MatrixNorm::kNuclear) {
+        for (c128 z : s.v) want += z.real();
+      } else if (kind == MatrixNorm::kSpectral) {
+        want = s.at(0, 0).real();
+      } else if (kind == MatrixNorm::kOne) {
+        for (int64_t j = 0; j < 3; ++j) {
+          double c = 0;
+          for (int64_t i = 0; i < 4; ++i) c += std::abs(x.at(i, j));
+          want = std::max(want, c);
+        }
+      } else {
+        for (int64_t i = 0; i < 4; ++i) {
+          double c = 0;
+          for (int64_t j = 0; j < 3; ++j) c += std::abs(x.at(i, j));
+          want = std::max(want, c);
+        }
+      }
+      EXPECT_NEAR(nrm.get_as_c128({b}).value().real(), want, tol(dt()) * 10 * (1 + want)) << int(kind);
+    }
+  }
+  for (double ord : std::vector<double>{2.0, 1.0, 3.0, 0.0, INFINITY, -INFINITY}) {
+    const Tensor n1 = vector_norm(ctx_, a, ord, {1}).value();
+    EXPECT_EQ(n1.shape(), Shape({2, 3}));
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t j = 0; j < 3; ++j) {
+        std::vector<double> col;
+        for (int64_t i = 0; i < 4; ++i) col.push_back(std::abs(a.get_as_c128({b, i, j}).value()));
+        double want = 0;
+        if (std::isinf(ord)) {
+          want = ord > 0 ? *std::max_element(col.begin(), col.end()) : *std::min_element(col.begin(), col.end());
+        } else if (ord == 0) {
+          for (double c : col) want += c != 0;
+        } else {
+          for (double c : col) want += std::pow(c, ord);
+          want = std::pow(want, 1 / ord);
+        }
+        EXPECT_NEAR(n1.get_as_c128({b, j}).value().real(), want, tol(dt()) * 10 * (1 + want));
+      }
+  }
+  const Tensor all = vector_norm(ctx_, a, 2.0, {}, true).value();
+  EXPECT_EQ(all.shape(), Shape({1, 1, 1}));
+  EXPECT_NEAR(all.get_as_c128({0, 0, 0}).value().real(),
+              std::sqrt(std::pow(matrix_norm(ctx_, a).value().get_as_c128({0}).value().real(), 2) +
+                        std::pow(matrix_norm(ctx_, a).value().get_as_c128({1}).value().real(), 2)),
+              tol(dt()) * 10);
+  EXPECT_EQ(vector_norm(ctx_, a, -1.0).error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(vector_norm(ctx_, a, 2.0, {1, -2}).error().code(), ErrorCode::kInvalidArgument);
+}
+
+TEST_P(LinalgTest, TruncatedSvdExactDiscardedWeightAndCutoff) {
+  const Tensor a = rand({2, 9, 6}, 1500);
+  const SvdResult full = svd(ctx_, a).value();
+  TruncatedSvdOptions o;
+  o.max_rank = 3;
+  const TruncatedSvdResult t = truncated_svd(ctx_, a, o).value();
+  EXPECT_EQ(t.method_used, TruncatedSvdMethod::kExact);
+  EXPECT_EQ(t.s.shape(), Shape({2, 3}));
+  for (int64_t b = 0; b < 2; ++b) {
+    double tail = 0;
+    for (int64_t i = 3; i < 6; ++i) tail += std::norm(full.s.get_as_c128({b, i}).value());
+    EXPECT_NEAR(t.discarded_weight.get_as_c128({b}).value().real(), tail, tol(dt()) * 100 * (1 + tail));
+    // ||A - U S Vh||_F^2 equals the discarded weight.
+    const Dense x = item(a, {b});
+    const Dense approx = matmul(matmul(item(t.u, {b}), diag(item(t.s, {b}), 3, 3)), item(t.vh, {b}));
+    double err = 0;
+    for (size_t i = 0; i < x.v.size(); ++i) err += std::norm(x.v[i] - approx.v[i]);
+    EXPECT_NEAR(err, tail, tol(dt()) * 1000 * (1 + tail));
+  }
+  // A cutoff keeps the shortest prefix whose tail weight is within rel_cutoff.
+  TruncatedSvdOptions c;
+  c.rel_cutoff = 0.2;
+  const TruncatedSvdResult tc = truncated_svd(ctx_, a, c).value();
+  for (int64_t b = 0; b < 2; ++b) {
+    const int64_t r = tc.rank.get<int64_t>({b}).value();
+    double total = 0, tail = 0, tail_prev = 0;
+    for (int64_t i = 0; i < 6; ++i) total += std::norm(full.s.get_as_c128({b, i}).value());
+    for (int64_t i = r; i < 6; ++i) tail += std::norm(full.s.get_as_c128({b, i}).value());
+    for (int64_t i = r - 1; i < 6; ++i) tail_prev += std::norm(full.s.get_as_c128({b, i}).value());
+    EXPECT_LE(tail, 0.2 * total * (1 + 1e-6));
+    if (r > 1) {
+      EXPECT_GT(tail_prev, 0.2 * total);
+    }
+  }
+  TruncatedSvdOptions bad;
+  bad.rel_cutoff = 2.0;
+  EXPECT_EQ(truncated_svd(ctx_, a, bad).error().code(), ErrorCode::kInvalidArgument);
+}
+
+TEST_P(LinalgTest, TruncatedSvdRandomizedMatchesExactOnDecayingSpectrum) {
+  // A = U diag(2^-i) V^H (+ structure beyond rank 8), 120 x 100, keep 8.
+  const int64_t m = 120, n = 100, r = 8;
+  const QrResult qu = qr(ctx_, rand({m, n}, 1600)).value();
+  const QrResult qv = qr(ctx_, rand({n, n}, 1601)).value();
+  std::vector<c128> sv(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) sv[static_cast<size_t>(i)] = std::pow(0.5, static_cast<double>(i));
+  const Dense s{n, 1, sv};
+  const Dense ad = matmul(matmul(item(qu.q, {}), diag(s, n, n)), adjoint(item(qv.q, {})));
+  std::vector<c128> rm = ad.v;
+  const Tensor a = from_c128({m, n}, rm);
+  TruncatedSvdOptions o;
+  o.max_rank = r;
+  o.method = TruncatedSvdMethod::kRandomized;
+  o.gauge_fix = true;
+  const TruncatedSvdResult t = truncated_svd(ctx_, a, o).value();
+  EXPECT_EQ(t.method_used, TruncatedSvdMethod::kRandomized);
+  double tail = 0;
+  for (int64_t i = r; i < n; ++i) tail += std::norm(sv[static_cast<size_t>(i)]);
+  for (int64_t i = 0; i < r; ++i) {
+    EXPECT_NEAR(t.s.get_as_c128({i}).value().real(), sv[static_cast<size_t>(i)].real(), 1e-4);
+  }
+  EXPECT_NEAR(t.discarded_weight.get_as_c128({}).value().real(), tail, 1e-4);
+  const Dense approx = matmul(matmul(item(t.u, {}), diag(item(t.s, {}), r, r)), item(t.vh, {}));
+  double err = 0;
+  for (size_t i = 0; i < ad.v.size(); ++i) err += std::norm(ad.v[i] - approx.v[i]);
+  EXPECT_LT(err, tail * 1.5 + 1e-6);
+  // Deterministic: the same seed gives the same factors.
+  const TruncatedSvdResult t2 = truncated_svd(ctx_, a, o).value();
+  EXPECT_EQ(max_diff(item(t.u, {}), item(t2.u, {})), 0.0);
+  TruncatedSvdOptions no_rank;
+  no_rank.method = TruncatedSvdMethod::kRandomized;
+  EXPECT_EQ(truncated_svd(ctx_, a, no_rank).error().code(), ErrorCode::kInvalidArgument);
+}
+
+TEST_P(LinalgTest, DTypeAndShapeErrors) {
+  const Tensor ints = Tensor::zeros(DType::kI64, {3, 3}).value();
+  EXPECT_EQ(svd(ctx_, ints).error().code(), ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(cholesky(ctx_, rand({3}, 1)).error().code(), ErrorCode::kInvalidShape);
+  EXPECT_EQ(eigh(ctx_, rand({3, 4}, 1)).error().code(), ErrorCode::kInvalidShape);
+  const DType other = dt() == DType::kF64 ? DType::kF32 : DType::kF64;
+  EXPECT_EQ(solve(ctx_, rand({3, 3}, 1), Tensor::zeros(other, {3}).value()).error().code(), ErrorCode::kDTypeMismatch);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllFloat, LinalgTest,
+                         ::testing::Values(DType::kF32, DType::kF64, DType::kC64, DType::kC128), dtype_param_name);
+
+// ---- routes: decided from explicit facts, never from this machine ----
+
+TEST(LinalgRoute, AutoPicksOuterLanesForSmallItemsAndProviderThreadsForLargeOnes) {
+  cpu::BatchSettings s;
+  RouteInput in;
+  in.op = Op::kSvd;
+  in.m = in.n = 8;
+  in.items = 10000;
+  in.threads = 4;
+  in.small_kernel_available = true;
+  Route r = decide_route(in, s, {}).value();
+  EXPECT_EQ(r.kernel, Kernel::kSmall);
+  EXPECT_EQ(r.policy, BatchPolicy::kOuterParallel);
+  EXPECT_EQ(r.lanes, 4);
+  in.m = in.n = 1024;
+  in.items = 1;
+  r = decide_route(in, s, {}).value();
+  EXPECT_EQ(r.kernel, Kernel::kLapack);
+  EXPECT_EQ(r.policy, BatchPolicy::kProviderItems);
+  EXPECT_EQ(r.provider_threads, 4);
+  in.items = 3;
+  r = decide_route(in, s, {}).value();
+  EXPECT_EQ(r.policy, BatchPolicy::kProviderItems) << "large items: one fan-out level, inside each item";
+  in.m = in.n = 40;
+  r = decide_route(in, s, {}).value();
+  EXPECT_EQ(r.policy, BatchPolicy::kOuterParallel) << "below outer_parallel_flops";
+  in.threads = 1;
+  r = decide_route(in, s, {}).value();
+  EXPECT_EQ(r.policy, BatchPolicy::kSequential);
+}
+
+TEST(LinalgRoute, PrecedenceAndForcedPolicies) {
+  cpu::BatchSettings s;
+  s.policy = BatchPolicy::kSequential;  // scoped/engine setting
+  RouteInput in;
+  in.m = in.n = 4;
+  in.items = 100;
+  in.threads = 2;
+  in.small_kernel_available = true;
+  EXPECT_EQ(decide_route(in, s, {}).value().policy, BatchPolicy::kSequential);
+  LinalgOptions o;
+  o.batch_policy = BatchPolicy::kOuterParallel;  // per-operation wins
+  EXPECT_EQ(decide_route(in, s, o).value().policy, BatchPolicy::kOuterParallel);
+  o.batch_policy = BatchPolicy::kProviderItems;
+  const Route p = decide_route(in, s, o).value();
+  EXPECT_EQ(p.kernel, Kernel::kLapack);
+  EXPECT_EQ(p.provider_threads, 2);
+  o.batch_policy = BatchPolicy::kWholeBatchVendor;
+  EXPECT_EQ(decide_route(in, s, o).error().code(), ErrorCode::kUnsupported);
+  o.batch_policy.reset();
+  o.small_max_dim = 2;
+  EXPECT_EQ(decide_route(in, cpu::BatchSettings{}, o).value().kernel, Kernel::kLapack);
+  cpu::BatchSettings tight;
+  tight.outer_parallel_flops = 10;
+  in.small_kernel_available = false;
+  in.m = in.n = 30;
+  EXPECT_EQ(decide_route(in, tight, {}).value().policy, BatchPolicy::kProviderItems);
+}
+
+TEST(LinalgThreads, OneAndTwoThreadsGiveEqualResults) {
+  cpu::CpuTopology t = cpu::CpuTopology::discover().value();
+  cpu::CpuEngineConfig cfg;
+  cfg.domains = {cpu::CpuDomainConfig{0, t.allowed_cpus, 2, nullptr}};
+  cfg.pin_workers = false;
+  auto engine = cpu::CpuEngine::create(cfg, &t).value();
+  const Tensor a = Tensor::random_normal(DType::kF64, {64, 6, 6}, 3).value();
+  const Tensor big = Tensor::random_normal(DType::kF64, {3, 40, 40}, 4).value();
+  CpuExecutionContext seq = CpuExecutionContext::sequential();
+  const SvdResult r1 = svd(seq, a).value();
+  const SvdResult b1 = svd(seq, big).value();
+  SvdResult r2, b2;
+  ASSERT_TRUE(engine
+                  ->run(0, cpu::ParallelMode::kInner,
+                        [&](CpuExecutionContext& ctx) -> Result<void> {
+                          TENFERRO_TRY(r2, svd(ctx, a));
+                          TENFERRO_TRY(b2, svd(ctx, big));
+                          return ok();
+                        })
+                  .has_value());
+  for (int64_t b = 0; b < 64; ++b)
+    for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(r1.s.get<double>({b, i}).value(), r2.s.get<double>({b, i}).value());
+  for (int64_t b = 0; b < 3; ++b)
+    for (int64_t i = 0; i < 40; ++i) EXPECT_NEAR(b1.s.get<double>({b, i}).value(), b2.s.get<double>({b, i}).value(), 1e-12);
+}
+
+}  // namespace
+}  // namespace tenferro::linalg
