@@ -25,4 +25,7 @@ int run_ir(int argc, char** argv);
 
 int run_bench_eager(int argc, char** argv, const char* argv0);
 
+/// `tenferro bench linalg [--threads N] [--json] [--only SUBSTRING]`.
+int run_bench_linalg(int argc, char** argv);
+
 }  // namespace tenferro::cli

@@ -24,6 +24,8 @@ void print_usage(std::FILE* out) {
       "             time einsum-benchmark instances (median, IQR, GFLOP/s, path cost)\n"
       "  bench eager [--threads N] [--json] [--peer PATH | --no-peer] [--python-peer SCRIPT]\n"
       "             eager per-call times next to libtorch C++ and the kernels called directly\n"
+      "  bench linalg [--threads N] [--json] [--only SUBSTRING]\n"
+      "             decompositions and solvers (cases of peer_linalg.py) next to raw LAPACKE calls\n"
       "  ir check FILE | ir compile FILE [--explain] | ir eval FILE IN.npy... [-o OUT.npy...]\n"
       "             check, compile or evaluate a semantic program in the text format\n"
       "  version    print the version\n"
@@ -49,6 +51,9 @@ int main(int argc, char** argv) {
   }
   if (cmd == "bench" && argc >= 3 && std::string_view(argv[2]) == "eager") {
     return tenferro::cli::run_bench_eager(argc - 3, argv + 3, argv[0]);
+  }
+  if (cmd == "bench" && argc >= 3 && std::string_view(argv[2]) == "linalg") {
+    return tenferro::cli::run_bench_linalg(argc - 3, argv + 3);
   }
   if (cmd == "ir") return tenferro::cli::run_ir(argc - 2, argv + 2);
   if (cmd == "version" || cmd == "--version") {

@@ -9,6 +9,7 @@
 
 #include "common.h"
 #include "small.h"
+#include "small_lanes.h"
 
 namespace tenferro::linalg {
 
@@ -67,17 +68,12 @@ Result<SvdResult> svd_t(const CpuExecutionContext& ctx, const Tensor& a, const S
   Failures failures;
   std::atomic<int64_t> fallbacks{0};
   if (route.kernel == Kernel::kSmall) {
-    TENFERRO_TRY(Scratch scratch, Scratch::make(route.lanes * detail::small_svd_scratch<T>(n), pool));
-    detail::run_items(ctx, route, batch.count, [&](int64_t b, int64_t e, int lane) {
-      T* work = reinterpret_cast<T*>(scratch.data()) + lane * (detail::small_svd_scratch<T>(n) / int64_t(sizeof(T)));
-      for (int64_t it = b; it < e; ++it) {
-        const Mat<T> u = values ? Mat<T>{nullptr, 0, 0} : item_mat<T>(res.u, batch, it);
-        const Mat<T> vh = values ? Mat<T>{nullptr, 0, 0} : item_mat<T>(res.vh, batch, it);
-        const int info = detail::small_svd<T>(item_mat<T>(a, batch, it), n, item_vec<Real<T>>(res.s, batch, it), u,
-                                              vh, values, work);
-        if (info != 0) failures.record(it, info);
-      }
-    });
+    if constexpr (!detail::kIsComplex<T>) {
+      detail::run_items(ctx, route, batch.count, [&](int64_t b, int64_t e, int) {
+        detail::svd_items_lanes<T>(a, batch, b, e, n, values, res.s, values ? nullptr : &res.u,
+                                   values ? nullptr : &res.vh, failures);
+      });
+    }
   } else {
     const char jobz = values ? 'N' : (full ? 'A' : 'S');
     const lint lm = static_cast<lint>(m), ln = static_cast<lint>(n), ldu = static_cast<lint>(std::max<int64_t>(1, m)),
@@ -176,9 +172,14 @@ Result<void> qr_t(const CpuExecutionContext& ctx, const Tensor& a, QrMode mode, 
   if (batch.count == 0) return ok();
   if (route.kernel == Kernel::kSmall) {
     detail::run_items(ctx, route, batch.count, [&](int64_t b, int64_t e, int) {
-      for (int64_t it = b; it < e; ++it) {
-        detail::small_qr<T>(item_mat<T>(a, batch, it), n, want_q ? item_mat<T>(*q_out, batch, it) : Mat<T>{nullptr, 0, 0},
-                            item_mat<T>(*r_out, batch, it));
+      if constexpr (detail::kIsComplex<T>) {
+        for (int64_t it = b; it < e; ++it) {
+          detail::small_qr<T>(item_mat<T>(a, batch, it), n,
+                              want_q ? item_mat<T>(*q_out, batch, it) : Mat<T>{nullptr, 0, 0},
+                              item_mat<T>(*r_out, batch, it));
+        }
+      } else {
+        detail::qr_items_lanes<T>(a, batch, b, e, n, want_q ? q_out : nullptr, *r_out);
       }
     });
     return ok();
@@ -273,14 +274,12 @@ Result<EighResult> eigh_t(const CpuExecutionContext& ctx, const Tensor& a, Uplo 
   if (batch.count == 0 || n == 0) return res;
   Failures failures;
   if (route.kernel == Kernel::kSmall) {
-    detail::run_items(ctx, route, batch.count, [&](int64_t b, int64_t e, int) {
-      for (int64_t it = b; it < e; ++it) {
-        const int info = detail::small_eigh<T>(item_mat<T>(a, batch, it), n, uplo == Uplo::kLower,
-                                               item_vec<Real<T>>(res.values, batch, it),
-                                               vectors ? item_mat<T>(res.vectors, batch, it) : Mat<T>{nullptr, 0, 0});
-        if (info != 0) failures.record(it, info);
-      }
-    });
+    if constexpr (!detail::kIsComplex<T>) {
+      detail::run_items(ctx, route, batch.count, [&](int64_t b, int64_t e, int) {
+        detail::eigh_items_lanes<T>(a, batch, b, e, n, uplo == Uplo::kLower, res.values,
+                                    vectors ? &res.vectors : nullptr, failures);
+      });
+    }
   } else {
     const char jobz = vectors ? 'V' : 'N', ul = uplo_char(uplo);
     const lint ln = static_cast<lint>(n);
@@ -429,9 +428,13 @@ Result<void> cholesky_t(const CpuExecutionContext& ctx, const Tensor& a, Uplo up
   Failures failures;
   if (route.kernel == Kernel::kSmall) {
     detail::run_items(ctx, route, batch.count, [&](int64_t b, int64_t e, int) {
-      for (int64_t it = b; it < e; ++it) {
-        const int info = detail::small_cholesky<T>(item_mat<T>(a, batch, it), n, lower, item_mat<T>(out, batch, it));
-        if (info != 0) failures.record(it, info);
+      if constexpr (detail::kIsComplex<T>) {
+        for (int64_t it = b; it < e; ++it) {
+          const int info = detail::small_cholesky<T>(item_mat<T>(a, batch, it), n, lower, item_mat<T>(out, batch, it));
+          if (info != 0) failures.record(it, info);
+        }
+      } else {
+        detail::cholesky_lanes<T>(a, batch, b, e, n, lower, out, failures);
       }
     });
   } else {

@@ -8,8 +8,10 @@
 // the textbook unblocked algorithm, and write the results: Cholesky (right-looking),
 // Householder QR (LAPACK's reflector convention, so R's diagonal signs match geqrf),
 // LU with partial pivoting plus the triangular solves, cyclic Jacobi for the symmetric
-// eigenproblem and one-sided (Hestenes) Jacobi for the SVD. The Jacobi kernels are for
-// real dtypes only (complex items use LAPACK). Accuracy: the Jacobi methods are at least
+// eigenproblem and one-sided (Hestenes) Jacobi for the SVD. Real items run kLanes at a
+// time (small_lanes.h, Note [Item lanes]); complex items one at a time with the kernels
+// below, and the Jacobi methods exist for real dtypes only (complex eigh and SVD items
+// use LAPACK). Accuracy: the Jacobi methods are at least
 // as accurate as the QR-based LAPACK drivers (relative accuracy for singular values of
 // well-scaled columns); they sweep until every off-diagonal pair is below n * epsilon
 // relative to its diagonal, at most kMaxSweeps times (else kNoConvergence). The
@@ -47,11 +49,6 @@ constexpr bool small_eigh_supported() {
 template <class T>
 constexpr bool small_svd_supported() {
   return !kIsComplex<T>;
-}
-/// Scratch bytes one lane of small_svd needs (none: it works on the stack).
-template <class T>
-constexpr int64_t small_svd_scratch(int64_t) {
-  return 64;
 }
 
 /// L (lower) or U (upper) with the other triangle zero; reads only the `lower`/upper
@@ -202,186 +199,6 @@ void small_lu_solve(const T* x, int64_t n, const int64_t* piv, T* b, int64_t k) 
       const T v = bc[j];
       for (int64_t i = 0; i < j; ++i) bc[i] -= x[i + j * n] * v;
     }
-  }
-}
-
-/// Cyclic Jacobi eigensolver for a real symmetric item (reads the `lower` triangle):
-/// ascending values, orthonormal vectors (when v.p is set). Returns 0 or 1 (no convergence).
-template <class T>
-int small_eigh_real(Mat<T> a, int64_t n, bool lower, Mat<T> w, Mat<T> v) {
-  T x[kSmallCap * kSmallCap], q[kSmallCap * kSmallCap];
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t i = 0; i < n; ++i) {
-      const bool stored = lower ? i >= j : i <= j;
-      x[i + j * n] = stored ? a(i, j) : a(j, i);
-      q[i + j * n] = i == j ? T(1) : T(0);
-    }
-  const T eps = std::numeric_limits<T>::epsilon();
-  bool converged = n <= 1;
-  for (int sweep = 0; sweep < kMaxSweeps && !converged; ++sweep) {
-    converged = true;
-    for (int64_t p = 0; p < n - 1; ++p) {
-      for (int64_t r = p + 1; r < n; ++r) {
-        const T apr = x[p + r * n];
-        const T app = x[p + p * n], arr = x[r + r * n];
-        if (std::abs(apr) <= eps * std::sqrt(std::abs(app * arr)) || apr == T(0)) {
-          if (std::abs(apr) > std::numeric_limits<T>::min()) x[p + r * n] = x[r + p * n] = T(0);
-          continue;
-        }
-        converged = false;
-        // Rotation zeroing x[p, r] (Rutishauser's formulas).
-        const T theta = (arr - app) / (T(2) * apr);
-        const T t = (theta >= 0 ? T(1) : T(-1)) / (std::abs(theta) + std::sqrt(theta * theta + T(1)));
-        const T c = T(1) / std::sqrt(t * t + T(1)), s = t * c;
-        for (int64_t k = 0; k < n; ++k) {
-          const T xkp = x[k + p * n], xkr = x[k + r * n];
-          x[k + p * n] = c * xkp - s * xkr;
-          x[k + r * n] = s * xkp + c * xkr;
-        }
-        for (int64_t k = 0; k < n; ++k) {
-          const T xpk = x[p + k * n], xrk = x[r + k * n];
-          x[p + k * n] = c * xpk - s * xrk;
-          x[r + k * n] = s * xpk + c * xrk;
-        }
-        x[p + r * n] = x[r + p * n] = T(0);
-        for (int64_t k = 0; k < n; ++k) {
-          const T qkp = q[k + p * n], qkr = q[k + r * n];
-          q[k + p * n] = c * qkp - s * qkr;
-          q[k + r * n] = s * qkp + c * qkr;
-        }
-      }
-    }
-  }
-  if (!converged) return 1;
-  int64_t order[kSmallCap];
-  for (int64_t i = 0; i < n; ++i) order[i] = i;
-  std::sort(order, order + n, [&](int64_t i, int64_t j) { return x[i + i * n] < x[j + j * n]; });
-  for (int64_t j = 0; j < n; ++j) {
-    w(j, 0) = x[order[j] + order[j] * n];
-    if (v.p != nullptr) {
-      for (int64_t i = 0; i < n; ++i) v(i, j) = q[i + order[j] * n];
-    }
-  }
-  return 0;
-}
-
-/// One-sided Jacobi SVD of a real square item: descending s, and U, Vh (when !values).
-/// Returns 0 or 1 (no convergence).
-template <class T>
-int small_svd_real(Mat<T> a, int64_t n, Mat<T> s, Mat<T> u, Mat<T> vh, bool values) {
-  T x[kSmallCap * kSmallCap], v[kSmallCap * kSmallCap], norm2[kSmallCap] = {};
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t i = 0; i < n; ++i) {
-      x[i + j * n] = a(i, j);
-      v[i + j * n] = i == j ? T(1) : T(0);
-    }
-  const T eps = std::numeric_limits<T>::epsilon();
-  for (int64_t j = 0; j < n; ++j) {
-    T d = 0;
-    for (int64_t i = 0; i < n; ++i) d += x[i + j * n] * x[i + j * n];
-    norm2[j] = d;
-  }
-  bool converged = n <= 1;
-  for (int sweep = 0; sweep < kMaxSweeps && !converged; ++sweep) {
-    converged = true;
-    // Columns below this squared norm are zero to working precision (rank deficiency):
-    // rotating them against others cannot reach the relative test below.
-    T largest = 0;
-    for (int64_t j = 0; j < n; ++j) largest = std::max(largest, norm2[j]);
-    const T floor = largest * eps * eps;
-    for (int64_t p = 0; p < n - 1; ++p) {
-      for (int64_t r = p + 1; r < n; ++r) {
-        const T alpha = norm2[p], beta = norm2[r];
-        if (alpha <= floor || beta <= floor) continue;
-        T g = 0;
-        for (int64_t i = 0; i < n; ++i) g += x[i + p * n] * x[i + r * n];
-        if (g == T(0) || std::abs(g) <= eps * std::sqrt(alpha) * std::sqrt(beta)) continue;
-        converged = false;
-        const T zeta = (beta - alpha) / (T(2) * g);
-        const T t = (zeta >= 0 ? T(1) : T(-1)) / (std::abs(zeta) + std::sqrt(zeta * zeta + T(1)));
-        const T c = T(1) / std::sqrt(t * t + T(1)), sn = t * c;
-        for (int64_t i = 0; i < n; ++i) {
-          const T xp = x[i + p * n], xr = x[i + r * n];
-          x[i + p * n] = c * xp - sn * xr;
-          x[i + r * n] = sn * xp + c * xr;
-        }
-        norm2[p] = alpha - t * g;
-        norm2[r] = beta + t * g;
-        if (!values) {
-          for (int64_t i = 0; i < n; ++i) {
-            const T vp = v[i + p * n], vr = v[i + r * n];
-            v[i + p * n] = c * vp - sn * vr;
-            v[i + r * n] = sn * vp + c * vr;
-          }
-        }
-      }
-    }
-    // Refresh the column norms (the updates above accumulate rounding).
-    for (int64_t j = 0; j < n; ++j) {
-      T d = 0;
-      for (int64_t i = 0; i < n; ++i) d += x[i + j * n] * x[i + j * n];
-      norm2[j] = d;
-    }
-  }
-  if (!converged) return 1;
-  int64_t order[kSmallCap];
-  T sv[kSmallCap] = {};
-  for (int64_t j = 0; j < n; ++j) {
-    order[j] = j;
-    sv[j] = std::sqrt(norm2[j]);
-  }
-  std::sort(order, order + n, [&](int64_t i, int64_t j) { return sv[i] > sv[j] || (sv[i] == sv[j] && i < j); });
-  for (int64_t j = 0; j < n; ++j) s(j, 0) = sv[order[j]];
-  if (values) return 0;
-  // U's column j = x[:, order[j]] / s_j; columns of (numerically) zero singular values
-  // are completed to an orthonormal basis by Gram-Schmidt against unit vectors.
-  const T tiny = sv[order[0]] * eps * T(n);
-  for (int64_t j = 0; j < n; ++j) {
-    const int64_t c = order[j];
-    if (sv[c] > tiny && sv[c] > std::numeric_limits<T>::min()) {
-      const T inv = T(1) / sv[c];
-      for (int64_t i = 0; i < n; ++i) u(i, j) = x[i + c * n] * inv;
-    } else {
-      for (int64_t e = 0; e < n; ++e) {
-        T col[kSmallCap];
-        for (int64_t i = 0; i < n; ++i) col[i] = i == e ? T(1) : T(0);
-        for (int pass = 0; pass < 2; ++pass) {
-          for (int64_t q = 0; q < j; ++q) {
-            T d = 0;
-            for (int64_t i = 0; i < n; ++i) d += u(i, q) * col[i];
-            for (int64_t i = 0; i < n; ++i) col[i] -= d * u(i, q);
-          }
-        }
-        T nn = 0;
-        for (int64_t i = 0; i < n; ++i) nn += col[i] * col[i];
-        if (nn > T(0.25)) {
-          const T inv = T(1) / std::sqrt(nn);
-          for (int64_t i = 0; i < n; ++i) u(i, j) = col[i] * inv;
-          break;
-        }
-      }
-    }
-    for (int64_t i = 0; i < n; ++i) vh(j, i) = v[i + c * n];
-  }
-  return 0;
-}
-
-/// Dispatch for the routes: complex items never take the small route (the *_supported
-/// functions say so), so their instantiation only reports "unsupported" (-1).
-template <class T>
-int small_eigh(Mat<T> a, int64_t n, bool lower, Mat<Real<T>> w, Mat<T> v) {
-  if constexpr (kIsComplex<T>) {
-    return -1;
-  } else {
-    return small_eigh_real<T>(a, n, lower, w, v);
-  }
-}
-template <class T>
-int small_svd(Mat<T> a, int64_t n, Mat<Real<T>> s, Mat<T> u, Mat<T> vh, bool values, T* /*work*/) {
-  if constexpr (kIsComplex<T>) {
-    return -1;
-  } else {
-    return small_svd_real<T>(a, n, s, u, vh, values);
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include "common.h"
 #include "small.h"
+#include "small_lanes.h"
 
 namespace tenferro::linalg {
 
@@ -44,6 +45,21 @@ Result<void> solve_items(const CpuExecutionContext& ctx, Op op, const char* name
                detail::route_for(ctx, op, a.dtype(), n, n, batch.count, detail::small_lu_supported<T>(), lo));
   if (batch.count == 0 || n == 0 || k == 0) return ok();
   const bool small = route.kernel == Kernel::kSmall;
+  Failures failures;
+  if constexpr (!detail::kIsComplex<T>) {
+    if (small) {
+      detail::run_items(ctx, route, batch.count, [&](int64_t bgn, int64_t end, int) {
+        detail::solve_items_lanes<T>(a, rhs == Rhs::kGather ? &b : nullptr, batch, bgn, end, n, k, out, failures);
+      });
+      if (failures.any()) {
+        return detail::item_error(ErrorCode::kSingular, name, batch, failures.item(),
+                                  "the matrix is singular (U[" + std::to_string(failures.info() - 1) + ", " +
+                                      std::to_string(failures.info() - 1) +
+                                      "] of its LU factorization is exactly zero)");
+      }
+      return ok();
+    }
+  }
   const bool direct = item_mat<T>(out, batch, 0).lapack_ready(n) || (k == 1 && item_mat<T>(out, batch, 0).rs == 1);
   auto carve = [&](std::byte* base, T** acopy, T** bbuf, lint** ipiv, int64_t** spiv) {
     Carver c(base);
@@ -58,7 +74,6 @@ Result<void> solve_items(const CpuExecutionContext& ctx, Op op, const char* name
   int64_t* x4;
   const int64_t per_lane = carve(nullptr, &x1, &x2, &x3, &x4);
   TENFERRO_TRY(Scratch scratch, Scratch::make(route.lanes * per_lane, pool));
-  Failures failures;
   const lint ln = static_cast<lint>(n);
   detail::run_items(ctx, route, batch.count, [&](int64_t bgn, int64_t end, int lane) {
     T *acopy, *bbuf;
@@ -169,6 +184,39 @@ Result<SlogdetResult> slogdet_t(const CpuExecutionContext& ctx, const Tensor& a,
   TENFERRO_TRY(Scratch scratch, Scratch::make(route.lanes * per_lane, pool));
   T* sign = want_log ? static_cast<T*>(res.sign.storage()->data()) : static_cast<T*>(det_out->storage()->data());
   Real<T>* logabs = want_log ? static_cast<Real<T>*>(res.logabsdet.storage()->data()) : nullptr;
+  // det = (-1)^swaps * prod(U_ii); item `it` is element `it` of the compact scalar result.
+  auto emit = [&](int64_t it, const T* diag, int64_t stride, bool odd) {
+    T sg = odd ? T(-1) : T(1);
+    Real<T> la = 0;
+    T prod = sg;
+    for (int64_t i = 0; i < n; ++i) {
+      const T d = diag[i * stride];
+      prod *= d;
+      const Real<T> ad = std::abs(d);
+      if (ad == 0) {
+        sg = T(0);
+        la = -std::numeric_limits<Real<T>>::infinity();
+        break;
+      }
+      sg *= d / ad;
+      la += std::log(ad);
+    }
+    if (want_log) {
+      sign[it] = sg;
+      logabs[it] = la;
+    } else {
+      sign[it] = prod;
+    }
+  };
+  if constexpr (!detail::kIsComplex<T>) {
+    if (route.kernel == Kernel::kSmall) {
+      detail::run_items(ctx, route, batch.count, [&](int64_t bgn, int64_t end, int) {
+        detail::det_items_lanes<T>(a, batch, bgn, end, n,
+                                   [&](int64_t it, const T* diag, bool odd) { emit(it, diag, 1, odd); });
+      });
+      return res;
+    }
+  }
   detail::run_items(ctx, route, batch.count, [&](int64_t bgn, int64_t end, int lane) {
     T* acopy;
     lint* ipiv;
@@ -176,7 +224,6 @@ Result<SlogdetResult> slogdet_t(const CpuExecutionContext& ctx, const Tensor& a,
     carve(scratch.data() + lane * per_lane, &acopy, &ipiv, &spiv);
     for (int64_t it = bgn; it < end; ++it) {
       gather(acopy, n, item_mat<T>(a, batch, it), n, n);
-      // Item `it` is element `it` of the compact column-major scalar result.
       bool odd = false;
       if (route.kernel == Kernel::kSmall) {
         detail::small_lu<T>(acopy, n, spiv);
@@ -185,27 +232,7 @@ Result<SlogdetResult> slogdet_t(const CpuExecutionContext& ctx, const Tensor& a,
         Lapack<T>::getrf(static_cast<lint>(n), static_cast<lint>(n), acopy, static_cast<lint>(n), ipiv);
         for (int64_t i = 0; i < n; ++i) odd ^= ipiv[i] - 1 != i;
       }
-      T s = odd ? T(-1) : T(1);
-      Real<T> la = 0;
-      T prod = s;
-      for (int64_t i = 0; i < n; ++i) {
-        const T d = acopy[i + i * n];
-        prod *= d;
-        const Real<T> ad = std::abs(d);
-        if (ad == 0) {
-          s = T(0);
-          la = -std::numeric_limits<Real<T>>::infinity();
-          break;
-        }
-        s *= d / ad;
-        la += std::log(ad);
-      }
-      if (want_log) {
-        sign[it] = s;
-        logabs[it] = la;
-      } else {
-        sign[it] = prod;
-      }
+      emit(it, acopy, n + 1, odd);
     }
   });
   return res;
