@@ -323,6 +323,30 @@ Result<Tensor> Detail::execute(const Call& call, bool native, int64_t work, Dire
   }
 }
 
+Result<std::vector<EagerTensor>> Context::run_native(std::span<const EagerTensor* const> inputs, const char* op,
+                                                     int64_t work, NativeFn f) const {
+  TENFERRO_TRY(Call call, Detail::begin(*this, inputs, op));
+  if (call.slots->cpu == nullptr) {
+    return usage_error(ErrorCode::kUnsupported, op,
+                       "the runtime's target engine has no direct CPU provider for this operation (no program op "
+                       "exists to promote it to)");
+  }
+  std::vector<Tensor> outs;
+  auto one = [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) -> Result<Tensor> {
+    TENFERRO_TRY_VOID(f(ctx, pool, outs));
+    return Tensor();
+  };
+  // Never promoted (the direct provider exists): the builder is unreachable.
+  auto no_program = [&](program::ProgramBuilder&, std::span<const program::Value>) -> Result<program::Value> {
+    return usage_error(ErrorCode::kInternal, op, "no program op to promote to");
+  };
+  TENFERRO_TRY_VOID(Detail::execute(call, true, work, one, {}, no_program, op));
+  std::vector<EagerTensor> res;
+  res.reserve(outs.size());
+  for (Tensor& t : outs) res.push_back(t.defined() ? Detail::wrap(call, std::move(t)) : EagerTensor());
+  return res;
+}
+
 Result<Tensor> Detail::promote(const Call& call, std::span<const Tensor> inputs, Builder build, const char* op) {
   if (call.session != nullptr) {
     return usage_error(ErrorCode::kReentered, op,

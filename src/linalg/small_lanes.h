@@ -27,25 +27,56 @@ namespace tenferro::linalg::detail {
 
 inline constexpr int kLanes = 8;
 
-// Loads items [b, b + count) of a (n x n each) into lane layout; missing lanes get I.
+// Element offsets of items [g, g + count) of t, one per lane; lanes past `count` repeat
+// the last item (a valid matrix whose results are computed and never written).
 template <class T>
-void load_lanes(const Tensor& a, const Batch& batch, int64_t b, int count, int64_t n, T* x) {
-  for (int w = 0; w < kLanes; ++w) {
-    if (w < count) {
-      const Mat<T> m = item_mat<T>(a, batch, b + w);
-      for (int64_t j = 0; j < n; ++j)
-        for (int64_t i = 0; i < n; ++i) x[(i + j * n) * kLanes + w] = m(i, j);
-    } else {
-      for (int64_t j = 0; j < n; ++j)
-        for (int64_t i = 0; i < n; ++i) x[(i + j * n) * kLanes + w] = i == j ? T(1) : T(0);
-    }
-  }
+const T* lane_offsets(const Tensor& t, const Batch& batch, int64_t g, int count, int64_t* off) {
+  for (int w = 0; w < kLanes; ++w) off[w] = batch.offset(g + std::min(w, count - 1), t);
+  return static_cast<const T*>(t.storage()->data());
 }
 
+// x (rows x cols per lane) = the items' last two axes, or their transposes when
+// `transpose` (then rows/cols refer to the transposed matrices). The inner loop runs over
+// the lanes (a gather where the target has one).
 template <class T>
-void store_lane(const T* x, int64_t rows, int64_t cols, int w, Mat<T> dst) {
+void load_lanes(const Tensor& a, const Batch& batch, int64_t g, int count, int64_t rows, int64_t cols, bool transpose,
+                T* x) {
+  int64_t off[kLanes];
+  const T* base = lane_offsets<T>(a, batch, g, count, off);
+  const int64_t r = a.rank();
+  int64_t rs = a.strides()[static_cast<size_t>(r - 2)], cs = a.strides()[static_cast<size_t>(r - 1)];
+  if (transpose) std::swap(rs, cs);
   for (int64_t j = 0; j < cols; ++j)
-    for (int64_t i = 0; i < rows; ++i) dst(i, j) = x[(i + j * rows) * kLanes + w];
+    for (int64_t i = 0; i < rows; ++i) {
+      const int64_t e = i * rs + j * cs;
+      T* xe = x + (i + j * rows) * kLanes;
+      for (int w = 0; w < kLanes; ++w) xe[w] = base[off[w] + e];
+    }
+}
+template <class T>
+void load_lanes(const Tensor& a, const Batch& batch, int64_t g, int count, int64_t n, T* x) {
+  load_lanes(a, batch, g, count, n, n, false, x);
+}
+
+// The items' matrices (or their transposes) = x, for the first `count` lanes.
+template <class T>
+void store_lanes(const T* x, int64_t rows, int64_t cols, Tensor& out, const Batch& batch, int64_t g, int count,
+                 bool transpose) {
+  int64_t off[kLanes];
+  T* base = const_cast<T*>(lane_offsets<T>(out, batch, g, count, off));
+  const int64_t r = out.rank();
+  int64_t rs = out.strides()[static_cast<size_t>(r - 2)], cs = out.strides()[static_cast<size_t>(r - 1)];
+  if (transpose) std::swap(rs, cs);
+  for (int64_t j = 0; j < cols; ++j)
+    for (int64_t i = 0; i < rows; ++i) {
+      const int64_t e = i * rs + j * cs;
+      const T* xe = x + (i + j * rows) * kLanes;
+      if (count == kLanes) {
+        for (int w = 0; w < kLanes; ++w) base[off[w] + e] = xe[w];
+      } else {
+        for (int w = 0; w < count; ++w) base[off[w] + e] = xe[w];
+      }
+    }
 }
 
 /// Cholesky of items [b, e): L (lower) or U = L^T (upper) into out.
@@ -55,17 +86,8 @@ void cholesky_lanes(const Tensor& a, const Batch& batch, int64_t b, int64_t e, i
   alignas(64) T x[kSmallCap * kSmallCap * kLanes];
   for (int64_t g = b; g < e; g += kLanes) {
     const int count = static_cast<int>(std::min<int64_t>(kLanes, e - g));
-    // Lower triangle of A in x (from the upper triangle when asked).
-    for (int w = 0; w < kLanes; ++w) {
-      if (w < count) {
-        const Mat<T> m = item_mat<T>(a, batch, g + w);
-        for (int64_t j = 0; j < n; ++j)
-          for (int64_t i = j; i < n; ++i) x[(i + j * n) * kLanes + w] = lower ? m(i, j) : m(j, i);
-      } else {
-        for (int64_t j = 0; j < n; ++j)
-          for (int64_t i = j; i < n; ++i) x[(i + j * n) * kLanes + w] = i == j ? T(1) : T(0);
-      }
-    }
+    // The lower triangle of A (of A^T when the upper one is given: real items).
+    load_lanes(a, batch, g, count, n, n, !lower, x);
     int bad[kLanes] = {};
     for (int64_t j = 0; j < n; ++j) {
       T* xjj = x + (j + j * n) * kLanes;
@@ -75,12 +97,14 @@ void cholesky_lanes(const Tensor& a, const Batch& batch, int64_t b, int64_t e, i
         for (int w = 0; w < kLanes; ++w) xjj[w] -= ljk[w] * ljk[w];
       }
       for (int w = 0; w < kLanes; ++w) {
+        // Not positive (or NaN): recorded below; 1 keeps the lane's arithmetic finite.
         const T d = xjj[w];
-        const bool ok_lane = d > T(0);
-        if (!ok_lane && bad[w] == 0) bad[w] = static_cast<int>(j + 1);
-        const T r = std::sqrt(ok_lane ? d : T(1));
-        xjj[w] = r;
-        inv[w] = T(1) / r;
+        const T r = std::sqrt(d > T(0) ? d : T(1));
+        inv[w] = d > T(0) ? T(1) / r : T(0);
+        xjj[w] = d > T(0) ? r : -T(1);
+      }
+      for (int w = 0; w < kLanes; ++w) {
+        if (xjj[w] < T(0) && bad[w] == 0) bad[w] = static_cast<int>(j + 1);
       }
       for (int64_t i = j + 1; i < n; ++i) {
         T* xij = x + (i + j * n) * kLanes;
@@ -92,18 +116,21 @@ void cholesky_lanes(const Tensor& a, const Batch& batch, int64_t b, int64_t e, i
         for (int w = 0; w < kLanes; ++w) xij[w] *= inv[w];
       }
     }
+    bool any_bad = false;
     for (int w = 0; w < count; ++w) {
       if (bad[w] != 0) {
         failures.record(g + w, bad[w]);
-        continue;
+        any_bad = true;
       }
-      const Mat<T> o = item_mat<T>(out, batch, g + w);
-      for (int64_t j = 0; j < n; ++j)
-        for (int64_t i = 0; i < n; ++i) {
-          const T l = lower ? (i >= j ? x[(i + j * n) * kLanes + w] : T(0)) : (i <= j ? x[(j + i * n) * kLanes + w] : T(0));
-          o(i, j) = l;
-        }
     }
+    if (any_bad) continue;  // the call fails: nothing is published
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < j; ++i) {
+        T* xe = x + (i + j * n) * kLanes;
+        for (int w = 0; w < kLanes; ++w) xe[w] = T(0);
+      }
+    // U = L^T: the transposed store.
+    store_lanes(x, n, n, out, batch, g, count, !lower);
   }
 }
 
@@ -501,19 +528,14 @@ void eigh_items_lanes(const Tensor& a, const Batch& batch, int64_t b, int64_t e,
   alignas(64) T x[kSmallCap * kSmallCap * kLanes], v[kSmallCap * kSmallCap * kLanes];
   for (int64_t g = b; g < e; g += kLanes) {
     const int count = static_cast<int>(std::min<int64_t>(kLanes, e - g));
-    for (int w = 0; w < kLanes; ++w) {
-      if (w < count) {
-        const Mat<T> m = item_mat<T>(a, batch, g + w);
-        for (int64_t j = 0; j < n; ++j)
-          for (int64_t i = 0; i < n; ++i) {
-            const bool stored = lower ? i >= j : i <= j;
-            x[(i + j * n) * kLanes + w] = stored ? m(i, j) : m(j, i);
-          }
-      } else {
-        for (int64_t j = 0; j < n; ++j)
-          for (int64_t i = 0; i < n; ++i) x[(i + j * n) * kLanes + w] = i == j ? T(1) : T(0);
+    // The stored triangle, mirrored (read transposed when it is the upper one).
+    load_lanes(a, batch, g, count, n, n, !lower, x);
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < j; ++i) {
+        T* up = x + (i + j * n) * kLanes;
+        const T* lo = x + (j + i * n) * kLanes;
+        for (int w = 0; w < kLanes; ++w) up[w] = lo[w];
       }
-    }
     const bool ok_all = eigh_lanes(x, n, vectors_out != nullptr ? v : nullptr);
     for (int w = 0; w < count; ++w) {
       const int64_t it = g + w;
@@ -543,12 +565,13 @@ void qr_items_lanes(const Tensor& a, const Batch& batch, int64_t b, int64_t e, i
     const int count = static_cast<int>(std::min<int64_t>(kLanes, e - g));
     load_lanes(a, batch, g, count, n, x);
     qr_lanes(x, n, tau, q_out != nullptr ? q : nullptr);
-    for (int w = 0; w < count; ++w) {
-      const Mat<T> r = item_mat<T>(r_out, batch, g + w);
-      for (int64_t j = 0; j < n; ++j)
-        for (int64_t i = 0; i < n; ++i) r(i, j) = i <= j ? x[(i + j * n) * kLanes + w] : T(0);
-      if (q_out != nullptr) store_lane(q, n, n, w, item_mat<T>(*q_out, batch, g + w));
-    }
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = j + 1; i < n; ++i) {
+        T* xe = x + (i + j * n) * kLanes;
+        for (int w = 0; w < kLanes; ++w) xe[w] = T(0);
+      }
+    store_lanes(x, n, n, r_out, batch, g, count, false);
+    if (q_out != nullptr) store_lanes(q, n, n, *q_out, batch, g, count, false);
   }
 }
 
@@ -568,20 +591,29 @@ void solve_items_lanes(const Tensor& a, const Tensor* rhs, const Batch& batch, i
       if (info[w] != 0) failures.record(g + w, info[w]);
     }
     // One right-hand side column at a time (k may exceed the stack budget).
+    int64_t boff[kLanes], ooff[kLanes];
+    const T* bbase = rhs != nullptr ? lane_offsets<T>(*rhs, batch, g, count, boff) : nullptr;
+    T* obase = const_cast<T*>(lane_offsets<T>(out, batch, g, count, ooff));
+    const int64_t ro = out.rank();
+    const int64_t ors = out.strides()[static_cast<size_t>(ro - 2)], ocs = out.strides()[static_cast<size_t>(ro - 1)];
+    const int64_t brs = rhs != nullptr ? rhs->strides()[static_cast<size_t>(rhs->rank() - 2)] : 0;
+    const int64_t bcs = rhs != nullptr ? rhs->strides()[static_cast<size_t>(rhs->rank() - 1)] : 0;
+    bool any_bad = false;
+    for (int w = 0; w < count; ++w) any_bad |= info[w] != 0;
+    if (any_bad) continue;  // the call fails: nothing is published
     for (int64_t c = 0; c < k; ++c) {
-      for (int w = 0; w < kLanes; ++w) {
-        if (w < count && rhs != nullptr) {
-          const Mat<T> bm = item_mat<T>(*rhs, batch, g + w);
-          for (int64_t i = 0; i < n; ++i) col[i * kLanes + w] = bm(i, c);
+      for (int64_t i = 0; i < n; ++i) {
+        T* ci = col + i * kLanes;
+        if (bbase != nullptr) {
+          for (int w = 0; w < kLanes; ++w) ci[w] = bbase[boff[w] + i * brs + c * bcs];
         } else {
-          for (int64_t i = 0; i < n; ++i) col[i * kLanes + w] = i == c ? T(1) : T(0);
+          for (int w = 0; w < kLanes; ++w) ci[w] = i == c ? T(1) : T(0);
         }
       }
       lu_solve_lanes(x, n, piv, col, 1);
-      for (int w = 0; w < count; ++w) {
-        if (info[w] != 0) continue;
-        const Mat<T> o = item_mat<T>(out, batch, g + w);
-        for (int64_t i = 0; i < n; ++i) o(i, c) = col[i * kLanes + w];
+      for (int64_t i = 0; i < n; ++i) {
+        const T* ci = col + i * kLanes;
+        for (int w = 0; w < count; ++w) obase[ooff[w] + i * ors + c * ocs] = ci[w];
       }
     }
   }

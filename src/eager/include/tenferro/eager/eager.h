@@ -342,6 +342,21 @@ class Context {
   /// target engine has no direct CPU provider). Otherwise `f`'s result.
   Result<void> with_session(FunctionRef<Result<void>(Context&)> f) const;
 
+  /// What an extension family's native entry point computes: results into `outputs`,
+  /// on an entered context of the chosen domain, drawing from that domain's pool.
+  using NativeFn = FunctionRef<Result<void>(cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool,
+                                            std::vector<Tensor>& outputs)>;
+  /// The eager entry of an extension family whose operations have no program op (yet):
+  /// checks `inputs` as every operation does (defined, this runtime), chooses the domain
+  /// (Note [Eager placement]), and runs `f` once on the target's CPU engine in that
+  /// domain: inline below the inline-work threshold, inside the current session, else
+  /// with one executor entry (kInner). The tensors `f` returns become EagerTensors in the
+  /// chosen domain. `work` is the operation's estimated multiply-adds. Errors: those of
+  /// placement, kUnsupported when the target engine has no direct CPU provider (nothing
+  /// falls back to another engine), and f's errors.
+  Result<std::vector<EagerTensor>> run_native(std::span<const EagerTensor* const> inputs, const char* op, int64_t work,
+                                              NativeFn f) const;
+
  private:
   friend class EagerRuntime;
   friend struct Detail;

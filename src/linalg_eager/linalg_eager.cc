@@ -1,0 +1,263 @@
+#include "tenferro/linalg_eager/linalg_eager.h"
+
+#include <algorithm>
+
+namespace tenferro::eager::linalg {
+
+namespace ops = tenferro::linalg;
+using cpu::CpuExecutionContext;
+using PoolPtr = std::shared_ptr<HostBufferPool>;
+
+namespace {
+
+// Estimated multiply-adds of one call on a [.., m, n] operand (chooses inline vs entered).
+int64_t work_of(const EagerTensor& a) {
+  if (a.rank() < 2) return a.numel();
+  const int64_t m = a.shape()[static_cast<size_t>(a.rank() - 2)], n = a.shape()[static_cast<size_t>(a.rank() - 1)];
+  return std::max<int64_t>(1, a.numel()) * std::min(m, n);
+}
+
+Result<std::vector<EagerTensor>> run(const Context& c, std::initializer_list<const EagerTensor*> ins, const char* op,
+                                     Context::NativeFn f) {
+  return c.run_native(std::span<const EagerTensor* const>(ins.begin(), ins.size()), op, work_of(**ins.begin()), f);
+}
+
+Result<void> defined(const EagerTensor& a, const char* op) {
+  if (!a.defined()) return usage_error(ErrorCode::kInvalidArgument, op, "undefined tensor");
+  return ok();
+}
+
+}  // namespace
+
+Result<Svd> svd(const Context& c, const EagerTensor& a, const SvdOptions& options) {
+  TENFERRO_TRY(auto out, run(c, {&a}, "svd",
+                             [&](CpuExecutionContext& ctx, const PoolPtr& pool, std::vector<Tensor>& o) -> Result<void> {
+                               TENFERRO_TRY(ops::SvdResult r, ops::svd(ctx, a.tensor(), options, pool));
+                               o = {std::move(r.s)};
+                               if (r.u.defined()) {
+                                 o.push_back(std::move(r.u));
+                                 o.push_back(std::move(r.vh));
+                               }
+                               return ok();
+                             }));
+  Svd r;
+  r.s = std::move(out[0]);
+  if (out.size() == 3) {
+    r.u = std::move(out[1]);
+    r.vh = std::move(out[2]);
+  }
+  return r;
+}
+Result<Svd> svd(const EagerTensor& a, const SvdOptions& options) {
+  TENFERRO_TRY_VOID(defined(a, "svd"));
+  return svd(Context::of(a), a, options);
+}
+
+Result<Qr> qr(const Context& c, const EagerTensor& a, QrMode mode) {
+  TENFERRO_TRY(auto out, run(c, {&a}, "qr",
+                             [&](CpuExecutionContext& ctx, const PoolPtr& pool, std::vector<Tensor>& o) -> Result<void> {
+                               TENFERRO_TRY(ops::QrResult r, ops::qr(ctx, a.tensor(), mode, {}, pool));
+                               o = {std::move(r.r), std::move(r.q)};
+                               return ok();
+                             }));
+  Qr r;
+  r.r = std::move(out[0]);
+  if (out[1].defined()) r.q = std::move(out[1]);
+  return r;
+}
+Result<Qr> qr(const EagerTensor& a, QrMode mode) {
+  TENFERRO_TRY_VOID(defined(a, "qr"));
+  return qr(Context::of(a), a, mode);
+}
+
+Result<Eigh> eigh(const Context& c, const EagerTensor& a, Uplo uplo) {
+  TENFERRO_TRY(auto out, run(c, {&a}, "eigh",
+                             [&](CpuExecutionContext& ctx, const PoolPtr& pool, std::vector<Tensor>& o) -> Result<void> {
+                               TENFERRO_TRY(ops::EighResult r, ops::eigh(ctx, a.tensor(), uplo, {}, pool));
+                               o = {std::move(r.values), std::move(r.vectors)};
+                               return ok();
+                             }));
+  return Eigh{std::move(out[0]), std::move(out[1])};
+}
+Result<Eigh> eigh(const EagerTensor& a, Uplo uplo) {
+  TENFERRO_TRY_VOID(defined(a, "eigh"));
+  return eigh(Context::of(a), a, uplo);
+}
+
+Result<EagerTensor> eigvalsh(const EagerTensor& a, Uplo uplo) {
+  TENFERRO_TRY_VOID(defined(a, "eigvalsh"));
+  TENFERRO_TRY(auto out, run(Context::of(a), {&a}, "eigvalsh",
+                             [&](CpuExecutionContext& ctx, const PoolPtr& pool, std::vector<Tensor>& o) -> Result<void> {
+                               TENFERRO_TRY(Tensor w, ops::eigvalsh(ctx, a.tensor(), uplo, {}, pool));
+                               o = {std::move(w)};
+                               return ok();
+                             }));
+  return std::move(out[0]);
+}
+
+Result<Eig> eig(const EagerTensor& a) {
+  TENFERRO_TRY_VOID(defined(a, "eig"));
+  TENFERRO_TRY(auto out, run(Context::of(a), {&a}, "eig",
+                             [&](CpuExecutionContext& ctx, const PoolPtr& pool, std::vector<Tensor>& o) -> Result<void> {
+                               TENFERRO_TRY(ops::EigResult r, ops::eig(ctx, a.tensor(), {}, pool));
+                               o = {std::move(r.values), std::move(r.vectors)};
+                               return ok();
+                             }));
+  return Eig{std::move(out[0]), std::move(out[1])};
+}
+
+Result<EagerTensor> eigvals(const EagerTensor& a) {
+  TENFERRO_TRY_VOID(defined(a, "eigvals"));
+  TENFERRO_TRY(auto out, run(Context::of(a), {&a}, "eigvals",
+                             [&](CpuExecutionContext& ctx, const PoolPtr& pool, std::vector<Tensor>& o) -> Result<void> {
+                               TENFERRO_TRY(Tensor w, ops::eigvals(ctx, a.tensor(), {}, pool));
+                               o = {std::move(w)};
+                               return ok();
+                             }));
+  return std::move(out[0]);
+}
+
+Result<EagerTensor> cholesky(const Context& c, const EagerTensor& a, Uplo uplo) {
+  TENFERRO_TRY(auto out, run(c, {&a}, "cholesky",
+                             [&](CpuExecutionContext& ctx, const PoolPtr& pool, std::vector<Tensor>& o) -> Result<void> {
+                               TENFERRO_TRY(Tensor l, ops::cholesky(ctx, a.tensor(), uplo, {}, pool));
+                               o = {std::move(l)};
+                               return ok();
+                             }));
+  return std::move(out[0]);
+}
+Result<EagerTensor> cholesky(const EagerTensor& a, Uplo uplo) {
+  TENFERRO_TRY_VOID(defined(a, "cholesky"));
+  return cholesky(Context::of(a), a, uplo);
+}
+
+Result<Lu> lu(const EagerTensor& a) {
+  TENFERRO_TRY_VOID(defined(a, "lu"));
+  TENFERRO_TRY(auto out, run(Context::of(a), {&a}, "lu",
+                             [&](CpuExecutionContext& ctx, const PoolPtr& pool, std::vector<Tensor>& o) -> Result<void> {
+                               TENFERRO_TRY(ops::LuResult r, ops::lu(ctx, a.tensor(), {}, pool));
+                               o = {std::move(r.p), std::move(r.l), std::move(r.u)};
+                               return ok();
+                             }));
+  return Lu{std::move(out[0]), std::move(out[1]), std::move(out[2])};
+}
+
+Result<EagerTensor> solve(const Context& c, const EagerTensor& a, const EagerTensor& b) {
+  TENFERRO_TRY(auto out, run(c, {&a, &b}, "solve",
+                             [&](CpuExecutionContext& ctx, const PoolPtr& pool, std::vector<Tensor>& o) -> Result<void> {
+                               TENFERRO_TRY(Tensor x, ops::solve(ctx, a.tensor(), b.tensor(), {}, pool));
+                               o = {std::move(x)};
+                               return ok();
+                             }));
+  return std::move(out[0]);
+}
+Result<EagerTensor> solve(const EagerTensor& a, const EagerTensor& b) {
+  TENFERRO_TRY_VOID(defined(a, "solve"));
+  return solve(Context::of(a), a, b);
+}
+
+Result<EagerTensor> triangular_solve(const EagerTensor& a, const EagerTensor& b, const TriangularOptions& options) {
+  TENFERRO_TRY_VOID(defined(a, "triangular_solve"));
+  TENFERRO_TRY(auto out, run(Context::of(a), {&a, &b}, "triangular_solve",
+                             [&](CpuExecutionContext& ctx, const PoolPtr& pool, std::vector<Tensor>& o) -> Result<void> {
+                               TENFERRO_TRY(Tensor x, ops::triangular_solve(ctx, a.tensor(), b.tensor(), options, pool));
+                               o = {std::move(x)};
+                               return ok();
+                             }));
+  return std::move(out[0]);
+}
+
+Result<EagerTensor> inv(const EagerTensor& a) {
+  TENFERRO_TRY_VOID(defined(a, "inv"));
+  TENFERRO_TRY(auto out, run(Context::of(a), {&a}, "inv",
+                             [&](CpuExecutionContext& ctx, const PoolPtr& pool, std::vector<Tensor>& o) -> Result<void> {
+                               TENFERRO_TRY(Tensor x, ops::inv(ctx, a.tensor(), {}, pool));
+                               o = {std::move(x)};
+                               return ok();
+                             }));
+  return std::move(out[0]);
+}
+
+Result<EagerTensor> det(const EagerTensor& a) {
+  TENFERRO_TRY_VOID(defined(a, "det"));
+  TENFERRO_TRY(auto out, run(Context::of(a), {&a}, "det",
+                             [&](CpuExecutionContext& ctx, const PoolPtr& pool, std::vector<Tensor>& o) -> Result<void> {
+                               TENFERRO_TRY(Tensor x, ops::det(ctx, a.tensor(), {}, pool));
+                               o = {std::move(x)};
+                               return ok();
+                             }));
+  return std::move(out[0]);
+}
+
+Result<Slogdet> slogdet(const EagerTensor& a) {
+  TENFERRO_TRY_VOID(defined(a, "slogdet"));
+  TENFERRO_TRY(auto out, run(Context::of(a), {&a}, "slogdet",
+                             [&](CpuExecutionContext& ctx, const PoolPtr& pool, std::vector<Tensor>& o) -> Result<void> {
+                               TENFERRO_TRY(ops::SlogdetResult r, ops::slogdet(ctx, a.tensor(), {}, pool));
+                               o = {std::move(r.sign), std::move(r.logabsdet)};
+                               return ok();
+                             }));
+  return Slogdet{std::move(out[0]), std::move(out[1])};
+}
+
+Result<EagerTensor> pinv(const EagerTensor& a, std::optional<double> rtol) {
+  TENFERRO_TRY_VOID(defined(a, "pinv"));
+  TENFERRO_TRY(auto out, run(Context::of(a), {&a}, "pinv",
+                             [&](CpuExecutionContext& ctx, const PoolPtr& pool, std::vector<Tensor>& o) -> Result<void> {
+                               TENFERRO_TRY(Tensor x, ops::pinv(ctx, a.tensor(), rtol, {}, pool));
+                               o = {std::move(x)};
+                               return ok();
+                             }));
+  return std::move(out[0]);
+}
+
+Result<Lstsq> lstsq(const EagerTensor& a, const EagerTensor& b, std::optional<double> rcond) {
+  TENFERRO_TRY_VOID(defined(a, "lstsq"));
+  TENFERRO_TRY(auto out, run(Context::of(a), {&a, &b}, "lstsq",
+                             [&](CpuExecutionContext& ctx, const PoolPtr& pool, std::vector<Tensor>& o) -> Result<void> {
+                               TENFERRO_TRY(ops::LstsqResult r, ops::lstsq(ctx, a.tensor(), b.tensor(), rcond, {}, pool));
+                               o = {std::move(r.solution), std::move(r.residuals), std::move(r.rank),
+                                    std::move(r.singular_values)};
+                               return ok();
+                             }));
+  return Lstsq{std::move(out[0]), std::move(out[1]), std::move(out[2]), std::move(out[3])};
+}
+
+Result<EagerTensor> matrix_norm(const EagerTensor& a, MatrixNorm kind) {
+  TENFERRO_TRY_VOID(defined(a, "matrix_norm"));
+  TENFERRO_TRY(auto out, run(Context::of(a), {&a}, "matrix_norm",
+                             [&](CpuExecutionContext& ctx, const PoolPtr& pool, std::vector<Tensor>& o) -> Result<void> {
+                               TENFERRO_TRY(Tensor x, ops::matrix_norm(ctx, a.tensor(), kind, {}, pool));
+                               o = {std::move(x)};
+                               return ok();
+                             }));
+  return std::move(out[0]);
+}
+
+Result<EagerTensor> vector_norm(const EagerTensor& x, double ord, std::vector<int64_t> axes, bool keep_dims) {
+  TENFERRO_TRY_VOID(defined(x, "vector_norm"));
+  TENFERRO_TRY(auto out, run(Context::of(x), {&x}, "vector_norm",
+                             [&](CpuExecutionContext& ctx, const PoolPtr& pool, std::vector<Tensor>& o) -> Result<void> {
+                               TENFERRO_TRY(Tensor y, ops::vector_norm(ctx, x.tensor(), ord, axes, keep_dims, pool));
+                               o = {std::move(y)};
+                               return ok();
+                             }));
+  return std::move(out[0]);
+}
+
+Result<TruncatedSvd> truncated_svd(const Context& c, const EagerTensor& a, const TruncatedSvdOptions& options) {
+  TENFERRO_TRY(auto out, run(c, {&a}, "truncated_svd",
+                             [&](CpuExecutionContext& ctx, const PoolPtr& pool, std::vector<Tensor>& o) -> Result<void> {
+                               TENFERRO_TRY(ops::TruncatedSvdResult r, ops::truncated_svd(ctx, a.tensor(), options, pool));
+                               o = {std::move(r.u), std::move(r.s), std::move(r.vh), std::move(r.discarded_weight),
+                                    std::move(r.rank)};
+                               return ok();
+                             }));
+  return TruncatedSvd{std::move(out[0]), std::move(out[1]), std::move(out[2]), std::move(out[3]), std::move(out[4])};
+}
+Result<TruncatedSvd> truncated_svd(const EagerTensor& a, const TruncatedSvdOptions& options) {
+  TENFERRO_TRY_VOID(defined(a, "truncated_svd"));
+  return truncated_svd(Context::of(a), a, options);
+}
+
+}  // namespace tenferro::eager::linalg

@@ -1,0 +1,87 @@
+#include "tenferro/linalg_eager/linalg_eager.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace tenferro::eager {
+namespace {
+
+double max_abs_diff(const EagerTensor& x, const EagerTensor& y) {
+  const Tensor a = x.tensor(), b = y.tensor();
+  EXPECT_EQ(a.shape(), b.shape());
+  double m = 0;
+  const int64_t n = a.numel();
+  const Tensor fa = a.reshape_copy({n}).value(), fb = b.reshape_copy({n}).value();
+  for (int64_t i = 0; i < n; ++i) {
+    m = std::max(m, std::abs(fa.get_as_c128({i}).value() - fb.get_as_c128({i}).value()));
+  }
+  return m;
+}
+
+TEST(LinalgEager, SvdReconstructsThroughEagerMatmul) {
+  auto rt = EagerRuntime::create().value();
+  const EagerTensor a = rt->from_host(Tensor::random_normal(DType::kF64, {3, 5, 4}, 1).value()).value();
+  const linalg::Svd r = linalg::svd(a).value();
+  ASSERT_TRUE(r.u.defined() && r.vh.defined());
+  EXPECT_EQ(r.u.shape(), Shape({3, 5, 4}));
+  EXPECT_EQ(r.s.shape(), Shape({3, 4}));
+  // U diag(S) Vh with eager ops: (U * S[.., None, :]) @ Vh.
+  const EagerTensor s3 = reshape(r.s, {3, 1, 4}).value();
+  const EagerTensor back = matmul(r.u * s3, r.vh).value();
+  EXPECT_LT(max_abs_diff(back, a), 1e-12);
+  linalg::SvdOptions vo;
+  vo.mode = linalg::SvdMode::kValuesOnly;
+  const linalg::Svd v = linalg::svd(a, vo).value();
+  EXPECT_FALSE(v.u.defined());
+  EXPECT_LT(max_abs_diff(v.s, r.s), 1e-12);
+}
+
+TEST(LinalgEager, SolveCholeskyQrAndNorms) {
+  auto rt = EagerRuntime::create().value();
+  const EagerTensor a = rt->from_values<double>({2, 2}, {4, 1, 1, 3}).value();
+  const EagerTensor b = rt->from_values<double>({2}, {1, 2}).value();
+  const EagerTensor x = linalg::solve(a, b).value();
+  // 4x + y = 1, x + 3y = 2 -> x = 1/11, y = 7/11.
+  EXPECT_NEAR(x.tensor().get<double>({0}).value(), 1.0 / 11, 1e-14);
+  EXPECT_NEAR(x.tensor().get<double>({1}).value(), 7.0 / 11, 1e-14);
+  const EagerTensor l = linalg::cholesky(a).value();
+  EXPECT_LT(max_abs_diff(matmul(l, transpose(l, 0, 1).value()).value(), a), 1e-14);
+  const linalg::Qr q = linalg::qr(a, linalg::QrMode::kR).value();
+  EXPECT_FALSE(q.q.defined());
+  EXPECT_NEAR(std::abs(q.r.tensor().get<double>({0, 0}).value()), std::sqrt(17.0), 1e-14);
+  EXPECT_NEAR(linalg::det(a).value().tensor().get<double>({}).value(), 11.0, 1e-13);
+  EXPECT_NEAR(linalg::matrix_norm(a).value().tensor().get<double>({}).value(), std::sqrt(27.0), 1e-14);
+  EXPECT_NEAR(linalg::vector_norm(b, 1.0).value().tensor().get<double>({}).value(), 3.0, 1e-15);
+  const linalg::Eigh e = linalg::eigh(a).value();
+  EXPECT_NEAR(e.values.tensor().get<double>({0}).value(), (7 - std::sqrt(5.0)) / 2, 1e-14);
+}
+
+TEST(LinalgEager, TypedErrorsAndRuntimeMismatch) {
+  auto rt = EagerRuntime::create().value();
+  auto other = EagerRuntime::create().value();
+  const EagerTensor a = rt->from_values<double>({2, 2}, {1, 2, 2, 4}).value();
+  const EagerTensor b = other->from_values<double>({2}, {1, 2}).value();
+  EXPECT_EQ(linalg::solve(a, b).error().code(), ErrorCode::kRuntimeMismatch);
+  const EagerTensor b2 = rt->from_values<double>({2}, {1, 2}).value();
+  EXPECT_EQ(linalg::solve(a, b2).error().code(), ErrorCode::kSingular);
+  EXPECT_EQ(linalg::cholesky(a).error().code(), ErrorCode::kNotPositiveDefinite);
+  EXPECT_EQ(linalg::svd(EagerTensor()).error().code(), ErrorCode::kInvalidArgument);
+}
+
+TEST(LinalgEager, ResultsLiveInTheChosenDomain) {
+  auto rt = EagerRuntime::create().value();
+  const EagerTensor a = rt->from_host(Tensor::random_normal(DType::kF64, {4, 4}, 2).value()).value();
+  const int32_t d = rt->domains().front();
+  const linalg::Svd r = linalg::svd(rt->on(CpuPlacement::domain(d)), a).value();
+  ASSERT_TRUE(r.s.domain().has_value());
+  EXPECT_EQ(*r.s.domain(), d);
+  linalg::TruncatedSvdOptions o;
+  o.max_rank = 2;
+  const linalg::TruncatedSvd t = linalg::truncated_svd(a, o).value();
+  EXPECT_EQ(t.s.shape(), Shape({2}));
+  EXPECT_EQ(t.rank.tensor().get<int64_t>({}).value(), 2);
+}
+
+}  // namespace
+}  // namespace tenferro::eager
