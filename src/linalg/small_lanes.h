@@ -18,6 +18,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 #include <limits>
 
 #include "common.h"
@@ -35,6 +37,84 @@ const T* lane_offsets(const Tensor& t, const Batch& batch, int64_t g, int count,
   return static_cast<const T*>(t.storage()->data());
 }
 
+// Note [Lane transposes]: moving eight items into lane layout and back is an 8 x len
+// transpose. When every item is one contiguous column-major block (the common case:
+// compact batches, and every result this module allocates), it runs as 8 x 8 block
+// transposes in vector registers (GCC vector extensions: three rounds of two-source
+// shuffles, lowered to whatever the build's ISA has); other layouts use the per-element
+// loops.
+template <class T>
+struct Vec8;
+template <>
+struct Vec8<double> {
+  typedef double V __attribute__((vector_size(64)));
+  typedef int64_t M __attribute__((vector_size(64)));
+};
+template <>
+struct Vec8<float> {
+  typedef float V __attribute__((vector_size(32)));
+  typedef int32_t M __attribute__((vector_size(32)));
+};
+
+template <class T>
+inline void transpose8x8(const T* const* rows, T* const* cols) {
+  using V = typename Vec8<T>::V;
+  using M = typename Vec8<T>::M;
+  V r[8], t[8], u[8];
+  for (int k = 0; k < 8; ++k) std::memcpy(&r[k], rows[k], sizeof(V));
+  for (int k = 0; k < 8; k += 2) {
+    t[k] = __builtin_shuffle(r[k], r[k + 1], M{0, 8, 2, 10, 4, 12, 6, 14});
+    t[k + 1] = __builtin_shuffle(r[k], r[k + 1], M{1, 9, 3, 11, 5, 13, 7, 15});
+  }
+  for (int k = 0; k < 8; k += 4) {
+    u[k] = __builtin_shuffle(t[k], t[k + 2], M{0, 1, 8, 9, 4, 5, 12, 13});
+    u[k + 1] = __builtin_shuffle(t[k + 1], t[k + 3], M{0, 1, 8, 9, 4, 5, 12, 13});
+    u[k + 2] = __builtin_shuffle(t[k], t[k + 2], M{2, 3, 10, 11, 6, 7, 14, 15});
+    u[k + 3] = __builtin_shuffle(t[k + 1], t[k + 3], M{2, 3, 10, 11, 6, 7, 14, 15});
+  }
+  for (int k = 0; k < 4; ++k) {
+    const V lo = __builtin_shuffle(u[k], u[k + 4], M{0, 1, 2, 3, 8, 9, 10, 11});
+    const V hi = __builtin_shuffle(u[k], u[k + 4], M{4, 5, 6, 7, 12, 13, 14, 15});
+    std::memcpy(cols[k], &lo, sizeof(V));
+    std::memcpy(cols[k + 4], &hi, sizeof(V));
+  }
+}
+
+// x[e * kLanes + w] = src[off[w] + e] for e in [0, len).
+template <class T>
+void gather_items(const T* src, const int64_t* off, int64_t len, T* x) {
+  static_assert(kLanes == 8, "8 x 8 block transposes");
+  int64_t e = 0;
+  for (; e + 8 <= len; e += 8) {
+    const T* rows[8];
+    T* cols[8];
+    for (int k = 0; k < 8; ++k) {
+      rows[k] = src + off[k] + e;
+      cols[k] = x + (e + k) * kLanes;
+    }
+    transpose8x8(rows, cols);
+  }
+  for (; e < len; ++e)
+    for (int w = 0; w < kLanes; ++w) x[e * kLanes + w] = src[off[w] + e];
+}
+
+// dst[off[w] + e] = x[e * kLanes + w] for e in [0, len), all kLanes lanes.
+template <class T>
+void scatter_items(const T* x, int64_t len, T* dst, const int64_t* off) {
+  int64_t e = 0;
+  for (; e + 8 <= len; e += 8) {
+    const T* rows[8];
+    T* cols[8];
+    for (int k = 0; k < 8; ++k) {
+      rows[k] = x + (e + k) * kLanes;
+      cols[k] = dst + off[k] + e;
+    }
+    transpose8x8(rows, cols);
+  }
+  for (; e < len; ++e)
+    for (int w = 0; w < kLanes; ++w) dst[off[w] + e] = x[e * kLanes + w];
+}
+
 // x (rows x cols per lane) = the items' last two axes, or their transposes when
 // `transpose` (then rows/cols refer to the transposed matrices). The inner loop runs over
 // the lanes (a gather where the target has one).
@@ -46,6 +126,10 @@ void load_lanes(const Tensor& a, const Batch& batch, int64_t g, int count, int64
   const int64_t r = a.rank();
   int64_t rs = a.strides()[static_cast<size_t>(r - 2)], cs = a.strides()[static_cast<size_t>(r - 1)];
   if (transpose) std::swap(rs, cs);
+  if ((rs == 1 || rows == 1) && (cs == rows || cols == 1)) {
+    gather_items(base, off, rows * cols, x);  // Note [Lane transposes]
+    return;
+  }
   for (int64_t j = 0; j < cols; ++j)
     for (int64_t i = 0; i < rows; ++i) {
       const int64_t e = i * rs + j * cs;
@@ -67,6 +151,10 @@ void store_lanes(const T* x, int64_t rows, int64_t cols, Tensor& out, const Batc
   const int64_t r = out.rank();
   int64_t rs = out.strides()[static_cast<size_t>(r - 2)], cs = out.strides()[static_cast<size_t>(r - 1)];
   if (transpose) std::swap(rs, cs);
+  if (count == kLanes && (rs == 1 || rows == 1) && (cs == rows || cols == 1)) {
+    scatter_items(x, rows * cols, base, off);  // Note [Lane transposes]
+    return;
+  }
   for (int64_t j = 0; j < cols; ++j)
     for (int64_t i = 0; i < rows; ++i) {
       const int64_t e = i * rs + j * cs;
