@@ -492,6 +492,12 @@ bool is_cpu_einsum_module(const runtime::ExtensionModule* module) noexcept {
   return module != nullptr && dynamic_cast<const EinsumModule*>(module) != nullptr;
 }
 
+CpuEntered cpu_entered(runtime::EngineContext& c) noexcept {
+  auto* cpu = dynamic_cast<CpuContext*>(&c);
+  if (cpu == nullptr) return {};
+  return CpuEntered{&cpu->ctx, &cpu->pool};
+}
+
 std::shared_ptr<cpu::CpuEngine> cpu_engine_of(const runtime::EngineBridge& bridge) noexcept {
   const auto* cpu = dynamic_cast<const CpuBridge*>(&bridge);
   return cpu == nullptr ? nullptr : cpu->engine();

@@ -41,6 +41,16 @@ bool is_cpu_einsum_module(const runtime::ExtensionModule* module) noexcept;
 /// registered target engine instead of from build options (spec 004).
 std::shared_ptr<cpu::CpuEngine> cpu_engine_of(const runtime::EngineBridge& bridge) noexcept;
 
+/// The entered CPU execution context and the domain's pool inside an EngineContext the
+/// CPU bridge entered (both null when `c` is another engine's): what native modules of
+/// other extension families (linalg_ir's) run their kernels on. Valid during the node
+/// kernel's run only.
+struct CpuEntered {
+  cpu::CpuExecutionContext* ctx = nullptr;
+  const std::shared_ptr<HostBufferPool>* pool = nullptr;
+};
+CpuEntered cpu_entered(runtime::EngineContext& c) noexcept;
+
 /// Runs one core op (not constant, not an extension) on the CPU kernels with the
 /// program's semantics (Note [CPU bridge]: the same code prepared nodes run), inside an
 /// entered context `ctx`, outputs from `pool`. `out_dtype`/`out_shape` are the op's
