@@ -305,6 +305,44 @@ void lu_solve_lanes(const T* x, int64_t n, const int64_t* piv, T* bx, int64_t k)
   }
 }
 
+// col[j..n) -= tau v (v^T col[j..n)) per lane, with v = [1; x[j+1.., j]] the j-th
+// reflector stored below the diagonal of x (real lanes: H = H^T).
+template <class T>
+inline void apply_reflector_lanes(const T* x, int64_t n, int64_t j, const T* tj, T* col) {
+  alignas(64) T s[kLanes];
+  T* cj = col + j * kLanes;
+  for (int w = 0; w < kLanes; ++w) s[w] = cj[w];
+  for (int64_t i = j + 1; i < n; ++i) {
+    const T* v = x + (i + j * n) * kLanes;
+    const T* ci = col + i * kLanes;
+    for (int w = 0; w < kLanes; ++w) s[w] += v[w] * ci[w];
+  }
+  for (int w = 0; w < kLanes; ++w) {
+    s[w] *= tj[w];
+    cj[w] -= s[w];
+  }
+  for (int64_t i = j + 1; i < n; ++i) {
+    const T* v = x + (i + j * n) * kLanes;
+    T* ci = col + i * kLanes;
+    for (int w = 0; w < kLanes; ++w) ci[w] -= s[w] * v[w];
+  }
+}
+
+// (a_k, b_k) <- (c a_k - s b_k, s a_k + c b_k) per lane for k < count, element k of a
+// at a + k * stride * kLanes (a column: stride 1; a row: stride n).
+template <class T>
+inline void rotate_lanes(T* a, T* b, int64_t count, int64_t stride, const T* c, const T* s) {
+  for (int64_t k = 0; k < count; ++k) {
+    T* ak = a + k * stride * kLanes;
+    T* bk = b + k * stride * kLanes;
+    for (int w = 0; w < kLanes; ++w) {
+      const T a0 = ak[w], a1 = bk[w];
+      ak[w] = c[w] * a0 - s[w] * a1;
+      bk[w] = s[w] * a0 + c[w] * a1;
+    }
+  }
+}
+
 /// Householder QR of kLanes square items in place (R in the upper triangle, reflectors
 /// below, LAPACK's convention); tau[j * kLanes + w]. Then Q into q when asked.
 template <class T>
@@ -331,25 +369,7 @@ void qr_lanes(T* x, int64_t n, T* tau, T* q) {
       T* xi = x + (i + j * n) * kLanes;
       for (int w = 0; w < kLanes; ++w) xi[w] = xnorm2[w] == T(0) ? xi[w] : xi[w] * scale[w];
     }
-    for (int64_t c = j + 1; c < n; ++c) {
-      alignas(64) T s[kLanes];
-      T* xjc = x + (j + c * n) * kLanes;
-      for (int w = 0; w < kLanes; ++w) s[w] = xjc[w];
-      for (int64_t i = j + 1; i < n; ++i) {
-        const T* v = x + (i + j * n) * kLanes;
-        const T* xic = x + (i + c * n) * kLanes;
-        for (int w = 0; w < kLanes; ++w) s[w] += v[w] * xic[w];
-      }
-      for (int w = 0; w < kLanes; ++w) {
-        s[w] *= tj[w];
-        xjc[w] -= s[w];
-      }
-      for (int64_t i = j + 1; i < n; ++i) {
-        const T* v = x + (i + j * n) * kLanes;
-        T* xic = x + (i + c * n) * kLanes;
-        for (int w = 0; w < kLanes; ++w) xic[w] -= s[w] * v[w];
-      }
-    }
+    for (int64_t c = j + 1; c < n; ++c) apply_reflector_lanes(x, n, j, tj, x + c * n * kLanes);
   }
   if (q == nullptr) return;
   for (int64_t j = 0; j < n; ++j)
@@ -357,25 +377,7 @@ void qr_lanes(T* x, int64_t n, T* tau, T* q) {
       for (int w = 0; w < kLanes; ++w) q[(i + j * n) * kLanes + w] = i == j ? T(1) : T(0);
   for (int64_t j = n - 1; j >= 0; --j) {
     const T* tj = tau + j * kLanes;
-    for (int64_t c = j; c < n; ++c) {
-      alignas(64) T s[kLanes];
-      T* qjc = q + (j + c * n) * kLanes;
-      for (int w = 0; w < kLanes; ++w) s[w] = qjc[w];
-      for (int64_t i = j + 1; i < n; ++i) {
-        const T* v = x + (i + j * n) * kLanes;
-        const T* qic = q + (i + c * n) * kLanes;
-        for (int w = 0; w < kLanes; ++w) s[w] += v[w] * qic[w];
-      }
-      for (int w = 0; w < kLanes; ++w) {
-        s[w] *= tj[w];
-        qjc[w] -= s[w];
-      }
-      for (int64_t i = j + 1; i < n; ++i) {
-        const T* v = x + (i + j * n) * kLanes;
-        T* qic = q + (i + c * n) * kLanes;
-        for (int w = 0; w < kLanes; ++w) qic[w] -= s[w] * v[w];
-      }
-    }
+    for (int64_t c = j; c < n; ++c) apply_reflector_lanes(x, n, j, tj, q + c * n * kLanes);
   }
 }
 
@@ -423,41 +425,15 @@ bool eigh_lanes(T* x, int64_t n, T* v) {
         if (moved == T(0)) continue;
         any = true;
         // Columns p and r, then rows p and r (x <- J^T x J).
-        for (int64_t k = 0; k < n; ++k) {
-          T* xkp = x + (k + p * n) * kLanes;
-          T* xkr = x + (k + r * n) * kLanes;
-          for (int w = 0; w < kLanes; ++w) {
-            const T a0 = xkp[w], a1 = xkr[w];
-            xkp[w] = c[w] * a0 - s[w] * a1;
-            xkr[w] = s[w] * a0 + c[w] * a1;
-          }
-        }
-        for (int64_t k = 0; k < n; ++k) {
-          T* xpk = x + (p + k * n) * kLanes;
-          T* xrk = x + (r + k * n) * kLanes;
-          for (int w = 0; w < kLanes; ++w) {
-            const T a0 = xpk[w], a1 = xrk[w];
-            xpk[w] = c[w] * a0 - s[w] * a1;
-            xrk[w] = s[w] * a0 + c[w] * a1;
-          }
-        }
+        rotate_lanes(x + p * n * kLanes, x + r * n * kLanes, n, 1, c, s);
+        rotate_lanes(x + p * kLanes, x + r * kLanes, n, n, c, s);
         for (int w = 0; w < kLanes; ++w) {
           if (s[w] != T(0)) {
             xpr[w] = T(0);
             x[(r + p * n) * kLanes + w] = T(0);
           }
         }
-        if (v != nullptr) {
-          for (int64_t k = 0; k < n; ++k) {
-            T* vkp = v + (k + p * n) * kLanes;
-            T* vkr = v + (k + r * n) * kLanes;
-            for (int w = 0; w < kLanes; ++w) {
-              const T a0 = vkp[w], a1 = vkr[w];
-              vkp[w] = c[w] * a0 - s[w] * a1;
-              vkr[w] = s[w] * a0 + c[w] * a1;
-            }
-          }
-        }
+        if (v != nullptr) rotate_lanes(v + p * n * kLanes, v + r * n * kLanes, n, 1, c, s);
       }
     }
     if (!any) return true;
@@ -512,30 +488,12 @@ bool svd_lanes(T* x, int64_t n, T* v, T* norm2) {
         for (int w = 0; w < kLanes; ++w) moved += std::abs(s[w]);
         if (moved == T(0)) continue;
         any = true;
-        for (int64_t i = 0; i < n; ++i) {
-          T* xp = x + (i + p * n) * kLanes;
-          T* xr = x + (i + r * n) * kLanes;
-          for (int w = 0; w < kLanes; ++w) {
-            const T a0 = xp[w], a1 = xr[w];
-            xp[w] = c[w] * a0 - s[w] * a1;
-            xr[w] = s[w] * a0 + c[w] * a1;
-          }
-        }
+        rotate_lanes(x + p * n * kLanes, x + r * n * kLanes, n, 1, c, s);
         for (int w = 0; w < kLanes; ++w) {
           np[w] -= t[w] * g[w];
           nr[w] += t[w] * g[w];
         }
-        if (v != nullptr) {
-          for (int64_t i = 0; i < n; ++i) {
-            T* vp = v + (i + p * n) * kLanes;
-            T* vr = v + (i + r * n) * kLanes;
-            for (int w = 0; w < kLanes; ++w) {
-              const T a0 = vp[w], a1 = vr[w];
-              vp[w] = c[w] * a0 - s[w] * a1;
-              vr[w] = s[w] * a0 + c[w] * a1;
-            }
-          }
-        }
+        if (v != nullptr) rotate_lanes(v + p * n * kLanes, v + r * n * kLanes, n, 1, c, s);
       }
     }
     refresh();
