@@ -45,23 +45,29 @@ const T* lane_offsets(const Tensor& t, const Batch& batch, int64_t g, int count,
 // loops.
 template <class T>
 struct Vec8;
+// V: eight elements in registers; U: the same, read from or written to memory of any
+// element alignment as one vector access (a copy through the stack would split it into
+// narrower stores that the wide load cannot forward from).
 template <>
 struct Vec8<double> {
   typedef double V __attribute__((vector_size(64)));
+  typedef double U __attribute__((vector_size(64), aligned(8), may_alias));
   typedef int64_t M __attribute__((vector_size(64)));
 };
 template <>
 struct Vec8<float> {
   typedef float V __attribute__((vector_size(32)));
+  typedef float U __attribute__((vector_size(32), aligned(4), may_alias));
   typedef int32_t M __attribute__((vector_size(32)));
 };
 
 template <class T>
 inline void transpose8x8(const T* const* rows, T* const* cols) {
   using V = typename Vec8<T>::V;
+  using U = typename Vec8<T>::U;
   using M = typename Vec8<T>::M;
   V r[8], t[8], u[8];
-  for (int k = 0; k < 8; ++k) std::memcpy(&r[k], rows[k], sizeof(V));
+  for (int k = 0; k < 8; ++k) r[k] = *reinterpret_cast<const U*>(rows[k]);
   for (int k = 0; k < 8; k += 2) {
     t[k] = __builtin_shuffle(r[k], r[k + 1], M{0, 8, 2, 10, 4, 12, 6, 14});
     t[k + 1] = __builtin_shuffle(r[k], r[k + 1], M{1, 9, 3, 11, 5, 13, 7, 15});
@@ -75,8 +81,8 @@ inline void transpose8x8(const T* const* rows, T* const* cols) {
   for (int k = 0; k < 4; ++k) {
     const V lo = __builtin_shuffle(u[k], u[k + 4], M{0, 1, 2, 3, 8, 9, 10, 11});
     const V hi = __builtin_shuffle(u[k], u[k + 4], M{4, 5, 6, 7, 12, 13, 14, 15});
-    std::memcpy(cols[k], &lo, sizeof(V));
-    std::memcpy(cols[k + 4], &hi, sizeof(V));
+    *reinterpret_cast<U*>(cols[k]) = lo;
+    *reinterpret_cast<U*>(cols[k + 4]) = hi;
   }
 }
 
@@ -244,10 +250,17 @@ void lu_lanes(T* x, int64_t n, int64_t* piv, int* info) {
         p[w] = gt ? i : p[w];
       }
     }
-    for (int w = 0; w < kLanes; ++w) {
-      piv[j * kLanes + w] = p[w];
-      if (p[w] != j) {
-        for (int64_t c = 0; c < n; ++c) std::swap(x[(j + c * n) * kLanes + w], x[(p[w] + c * n) * kLanes + w]);
+    // Row swaps per lane, unconditional (a lane whose pivot is row j swaps it with
+    // itself): no data-dependent branches.
+    for (int w = 0; w < kLanes; ++w) piv[j * kLanes + w] = p[w];
+    for (int64_t c = 0; c < n; ++c) {
+      T* xc = x + c * n * kLanes;
+      for (int w = 0; w < kLanes; ++w) {
+        T* a = xc + j * kLanes + w;
+        T* b = xc + p[w] * kLanes + w;
+        const T t = *a;
+        *a = *b;
+        *b = t;
       }
     }
     T* xjj = x + (j + j * n) * kLanes;
@@ -281,8 +294,11 @@ void lu_solve_lanes(const T* x, int64_t n, const int64_t* piv, T* bx, int64_t k)
     T* bc = bx + c * n * kLanes;
     for (int64_t i = 0; i < n; ++i)
       for (int w = 0; w < kLanes; ++w) {
-        const int64_t p = piv[i * kLanes + w];
-        if (p != i) std::swap(bc[i * kLanes + w], bc[p * kLanes + w]);
+        T* a = bc + i * kLanes + w;
+        T* b = bc + piv[i * kLanes + w] * kLanes + w;
+        const T t = *a;
+        *a = *b;
+        *b = t;
       }
     for (int64_t j = 0; j < n; ++j) {
       const T* vj = bc + j * kLanes;
