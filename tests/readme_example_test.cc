@@ -9,6 +9,7 @@
 #include "tenferro/cpu_runtime/cpu_runtime.h"
 #include "tenferro/program/interpreter.h"
 #include "tenferro/eager/eager.h"
+#include "tenferro/linalg_eager/linalg_eager.h"
 
 namespace eager_readme {
 using namespace tenferro::eager;
@@ -29,6 +30,23 @@ Result<double> eager_example() {
 }
 // --- end README eager example ---
 }  // namespace eager_readme
+
+namespace linalg_readme {
+using namespace tenferro::eager;
+// --- begin README linalg example (kept identical to README.md) ---
+Result<double> linalg_example() {
+  auto rt = EagerRuntime::create().value();
+  // A batch of three symmetric 2 x 2 matrices: [[4, 1], [1, 3]], 2 I and I.
+  TENFERRO_TRY(EagerTensor a, rt->from_values<double>({3, 2, 2}, {4, 1, 1, 3, 2, 0, 0, 2, 1, 0, 0, 1}));
+  TENFERRO_TRY(linalg::Svd f, linalg::svd(a));       // U [3, 2, 2], S [3, 2] descending, Vh
+  TENFERRO_TRY(EagerTensor l, linalg::cholesky(a));  // A = L L^T for every item
+  TENFERRO_TRY(EagerTensor d, linalg::det(a));       // [11, 4, 1]
+  TENFERRO_TRY(c128 s, item(f.s, {1, 0}));           // the largest singular value of 2 I: 2
+  TENFERRO_TRY(c128 d0, item(d, {0}));               // 11
+  return d0.real() + s.real();                       // 13
+}
+// --- end README linalg example ---
+}  // namespace linalg_readme
 
 namespace readme {
 using namespace tenferro;
@@ -164,5 +182,6 @@ TEST(Readme, ExampleComputesWhatItSays) {
 }
 
 TEST(Readme, EagerExampleComputes) { EXPECT_EQ(::eager_readme::eager_example().value(), 276.0); }
+TEST(Readme, LinalgExampleComputes) { EXPECT_NEAR(::linalg_readme::linalg_example().value(), 13.0, 1e-12); }
 
 }  // namespace readme
