@@ -501,7 +501,8 @@ class LinalgModule final : public runtime::ExtensionModule {
     using Cap = runtime::PrepareCapability<std::shared_ptr<const runtime::NodeKernel>>;
     const auto* op = dynamic_cast<const LinalgOp*>(req.op->extension());
     if (op == nullptr) return Cap::unsupported("not a tenferro linalg op");
-    // Shares the op (immutable) with the program.
+    // The kernel keeps its own op with the same payload (the request lends the
+    // program's op only for the call).
     auto shared = LinalgOp::make(op->payload());
     return Cap::prepared(
         std::make_shared<LinalgKernel>(std::move(shared), req.determinism == runtime::DeterminismMode::kReproducible));
