@@ -21,7 +21,9 @@ namespace tenferro::program {
 //   operand extent 1 broadcasts.
 // - slice: 0 <= start <= limit <= extent, stride >= 1. dynamic_slice and
 //   dynamic_update_slice clamp their scalar integer start indices into range, as StableHLO.
-// - pad(x, value): low/high may be negative (cropping); interior >= 0.
+// - pad(x, value): low/high may be negative (cropping); interior >= 0. An axis of
+//   symbolic extent d padded with interior > 0 needs d >= 1 (a pad_c5 shape guard): its
+//   result extent d + (d-1)*interior + low + high is not polynomial at d = 0.
 // - gather(x, indices) {axis}: numpy `take`: result = x.shape[:axis] + indices.shape +
 //   x.shape[axis+1:], indices clamped into range; a non-empty result gathered from an
 //   axis of extent 0 is an out_of_range error at completion (nothing to clamp to, as
@@ -218,7 +220,7 @@ const std::vector<std::string>& constraint_ids() {
     add(OpCode::kDynamicSlice, 4);
     add(OpCode::kDynamicUpdateSlice, 5);
     add(OpCode::kConcatenate, 4);
-    add(OpCode::kPad, 5);
+    add(OpCode::kPad, 6);
     add(OpCode::kGather, 3);
     add(OpCode::kScatterAdd, 5);
     add(OpCode::kReduce, 3);
@@ -544,7 +546,13 @@ Result<ValueType> infer_rule(OpCode code, const Attrs& at, std::span<const Value
       for (size_t i = 0; i < r; ++i) {
         if (at.interior[i] < 0) return I.fail(3, ErrorCode::kInvalidArgument, "interior " + s(at.interior[i]) + " is negative");
         const Extent& d = x.shape[i];
-        // d + (d - 1) * interior + low + high, for d >= 1; exact 0 stays low + high.
+        // d + (d - 1) * interior + low + high, for d >= 1; exact 0 stays low + high. For a
+        // symbolic d with interior > 0 the extent is not a polynomial in d (d = 0 gives
+        // low + high, not low + high - interior), so the program guards d >= 1 (pad_c5)
+        // rather than infer a wrong extent for d = 0 (Note [Core op semantics]).
+        if (!d.is_exact() && at.interior[i] > 0) {
+          TENFERRO_TRY_VOID(I.at_most(Extent::exact(1), d, 5, "interior padding of axis " + s(static_cast<int64_t>(i))));
+        }
         Extent e = d.is_exact() && d.exact_value() == 0
                        ? Extent::exact(at.low[i] + at.high[i])
                        : d + (d - Extent::exact(1)) * Extent::exact(at.interior[i]) + Extent::exact(at.low[i] + at.high[i]);

@@ -386,6 +386,41 @@ TEST(SymbolicShapes, AlgebraProvesWhatItCanAndGuardsTheRest) {
   EXPECT_EQ(bound.error().code(), ErrorCode::kOutOfRange);
 }
 
+TEST(SymbolicShapes, InteriorPadOfASymbolicExtentGuardsNonEmpty) {
+  // d + (d-1)*interior + low + high holds for d >= 1 only; at d = 0 the result has
+  // low + high elements, which no polynomial in d gives: the program guards d >= 1.
+  ProgramBuilder b;
+  Extent n = b.symbol("n").value();
+  Value x = b.input(ValueType{DType::kF64, {n}}, "x").value();
+  Value v = b.input(ValueType{DType::kF64, {}}, "v").value();
+  Value p = b.op(OpCode::kPad, {x, v}, Attrs{.low = {1}, .high = {1}, .interior = {1}}).value();
+  CompiledGraph g = b.finish({p}).value();
+  ASSERT_EQ(g.program->guards().size(), 1u);
+  EXPECT_EQ(g.program->guards()[0].constraint, "pad_c5");
+  Tensor nine = tensor_f64({}, {9});
+  auto three = interpret(g, std::vector<Tensor>{tensor_f64({3}, {1, 2, 3}), nine});
+  ASSERT_TRUE(three) << three.error().to_string();
+  EXPECT_EQ(values_f64((*three)[0]), (std::vector<double>{9, 1, 9, 2, 9, 3, 9}));
+  auto one = interpret(g, std::vector<Tensor>{tensor_f64({1}, {5}), nine});
+  ASSERT_TRUE(one) << one.error().to_string();
+  EXPECT_EQ(values_f64((*one)[0]), (std::vector<double>{9, 5, 9}));
+  // n = 0: a typed guard failure, never a wrongly sized result.
+  auto zero = interpret(g, std::vector<Tensor>{tensor_f64({0}, {}), nine});
+  ASSERT_FALSE(zero);
+  EXPECT_EQ(zero.error().code(), ErrorCode::kShapeMismatch);
+  EXPECT_NE(zero.error().message().find("pad_c5"), std::string::npos) << zero.error().to_string();
+  // Exact extent 0 needs no guard: low + high elements.
+  ProgramBuilder e;
+  Value ex = e.input(ValueType{DType::kF64, {Extent::exact(0)}}).value();
+  Value ev = e.input(ValueType{DType::kF64, {}}).value();
+  Value ep = e.op(OpCode::kPad, {ex, ev}, Attrs{.low = {1}, .high = {1}, .interior = {1}}).value();
+  CompiledGraph eg = e.finish({ep}).value();
+  EXPECT_TRUE(eg.program->guards().empty());
+  auto empty = interpret(eg, std::vector<Tensor>{tensor_f64({0}, {}), nine});
+  ASSERT_TRUE(empty) << empty.error().to_string();
+  EXPECT_EQ(values_f64((*empty)[0]), (std::vector<double>{9, 9}));
+}
+
 TEST(SymbolicShapes, EverySymbolMustBeBoundByAnInput) {
   ProgramBuilder b;
   Extent n = b.symbol("n").value();
@@ -500,6 +535,11 @@ std::vector<NegCase> negative_cases() {
   add("pad_c2", [&](ProgramBuilder& b) { return b.op(O::kPad, {in(b, DType::kF64, {4}), in(b, DType::kF64, {})}, Attrs{.low = {0}}); });
   add("pad_c3", [&](ProgramBuilder& b) { return b.op(O::kPad, {in(b, DType::kF64, {4}), in(b, DType::kF64, {})}, Attrs{.low = {0}, .high = {0}, .interior = {-1}}); });
   add("pad_c4", [&](ProgramBuilder& b) { return b.op(O::kPad, {in(b, DType::kF64, {4}), in(b, DType::kF64, {})}, Attrs{.low = {-3}, .high = {-3}, .interior = {0}}); });
+  add("pad_c5", [&](ProgramBuilder& b) {
+    Extent z = b.symbol("z", 0).value();  // bounded by 0: interior padding is refuted
+    Value x = b.input(ValueType{DType::kF64, {z}}).value();
+    return b.op(O::kPad, {x, in(b, DType::kF64, {})}, Attrs{.low = {1}, .high = {1}, .interior = {1}});
+  });
   add("gather_c0", [&](ProgramBuilder& b) { return b.op(O::kGather, {in(b, DType::kF64, {4})}); });
   add("gather_c1", [&](ProgramBuilder& b) { return b.op(O::kGather, {in(b, DType::kF64, {4}), in(b, DType::kI64, {2})}, Attrs{.axis = 1}); });
   add("gather_c2", [&](ProgramBuilder& b) { return b.op(O::kGather, {in(b, DType::kF64, {4}), in(b, DType::kF64, {2})}); });
