@@ -85,6 +85,30 @@ Result<void> check_out(const Tensor& out, DType dtype, const Shape& shape, const
   return tenferro::detail::check_mutable(out.storage(), out.layout(), op);
 }
 
+// A planned destination (Destination::kPlanned): writable and injective like any
+// destination; exclusivity is the caller's plan, so only partial overlap with an input is
+// checked (exact aliasing is an in-place update, safe for element-wise maps).
+Result<void> check_planned_out(const Tensor& out, DType dtype, const Shape& shape, std::span<const Tensor* const> inputs,
+                               const char* op) {
+  if (!out.defined()) return usage_error(ErrorCode::kInvalidArgument, op, "destination handle is null");
+  if (out.dtype() != dtype || !(out.shape() == shape)) {
+    return usage_error(out.dtype() != dtype ? ErrorCode::kDTypeMismatch : ErrorCode::kShapeMismatch, op,
+                       "planned destination " + dn(out.dtype()) + format_dims(out.shape()) + " differs from the result " +
+                           dn(dtype) + format_dims(shape));
+  }
+  if (!out.storage()->writable() || !is_injective(out.layout())) {
+    return usage_error(ErrorCode::kIncompatibleLayout, op, "planned destination is read-only or not injective");
+  }
+  for (const Tensor* in : inputs) {
+    if (in->storage() == out.storage() &&
+        !(in->offset() == out.offset() && in->shape() == out.shape() && in->strides() == out.strides())) {
+      return usage_error(ErrorCode::kInvalidArgument, op,
+                         "planned destination overlaps an input without being exactly that input");
+    }
+  }
+  return ok();
+}
+
 Result<void> check_defined(const Tensor& t, const char* op) {
   if (!t.defined()) return usage_error(ErrorCode::kInvalidArgument, op, "tensor handle is null");
   return ok();
@@ -226,11 +250,17 @@ Result<DType> unary_result_dtype(UnaryOp op, DType d) {
   }
 }
 
-Result<void> unary_into(const CpuExecutionContext& ctx, UnaryOp op, const Tensor& x, Tensor& out) {
+Result<void> unary_into(const CpuExecutionContext& ctx, UnaryOp op, const Tensor& x, Tensor& out,
+                        Destination destination) {
   const std::string name(unary_op_name(op));
   TENFERRO_TRY_VOID(check_defined(x, name.c_str()));
   TENFERRO_TRY(DType rd, unary_result_dtype(op, x.dtype()));
-  TENFERRO_TRY_VOID(check_out(out, rd, x.shape(), name.c_str()));
+  if (destination == Destination::kPlanned) {
+    const Tensor* const ins[] = {&x};
+    TENFERRO_TRY_VOID(check_planned_out(out, rd, x.shape(), ins, name.c_str()));
+  } else {
+    TENFERRO_TRY_VOID(check_out(out, rd, x.shape(), name.c_str()));
+  }
   visit_dtype(x.dtype(), [&]<class T>() {
     if (rd == x.dtype()) {
       run_unary<T, T>(ctx, op, x, out);
@@ -369,14 +399,20 @@ Result<void> check_same_dtype(const Tensor& x, const Tensor& y, const char* op) 
 
 }  // namespace
 
-Result<void> binary_into(const CpuExecutionContext& ctx, BinaryOp op, const Tensor& x, const Tensor& y, Tensor& out) {
+Result<void> binary_into(const CpuExecutionContext& ctx, BinaryOp op, const Tensor& x, const Tensor& y, Tensor& out,
+                         Destination destination) {
   const std::string name(binary_op_name(op));
   TENFERRO_TRY_VOID(check_defined(x, name.c_str()));
   TENFERRO_TRY_VOID(check_defined(y, name.c_str()));
   TENFERRO_TRY_VOID(check_same_dtype(x, y, name.c_str()));
   TENFERRO_TRY_VOID(check_binary_dtype(op, x.dtype()));
   TENFERRO_TRY(Shape shape, broadcast_shapes(x.shape(), y.shape(), name.c_str()));
-  TENFERRO_TRY_VOID(check_out(out, x.dtype(), shape, name.c_str()));
+  if (destination == Destination::kPlanned) {
+    const Tensor* const ins[] = {&x, &y};
+    TENFERRO_TRY_VOID(check_planned_out(out, x.dtype(), shape, ins, name.c_str()));
+  } else {
+    TENFERRO_TRY_VOID(check_out(out, x.dtype(), shape, name.c_str()));
+  }
   return run_binary_checked(ctx, op, x, y, shape, out);
 }
 

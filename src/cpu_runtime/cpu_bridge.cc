@@ -98,6 +98,19 @@ int64_t scalar_int(const Tensor& t) {
   return v;
 }
 
+// Integer div/rem by zero and pow with a negative exponent are completion errors in the
+// program semantics (the kernels define values for them).
+Result<void> check_integer_operands(OpCode code, std::span<const Tensor> in) {
+  if (!is_int(in[1].dtype())) return ok();
+  if ((code == OpCode::kDiv || code == OpCode::kRem) && any_int(in[1], [](int64_t v) { return v == 0; })) {
+    return completion(ErrorCode::kInvalidArgument, program::op_name(code), "integer division by zero");
+  }
+  if (code == OpCode::kPow && any_int(in[1], [](int64_t v) { return v < 0; })) {
+    return completion(ErrorCode::kInvalidArgument, program::op_name(code), "negative integer exponent");
+  }
+  return ok();
+}
+
 // One core op's computation with the program semantics (Note [CPU bridge]); shared by
 // prepared CoreKernels and run_core_op (the eager fast path).
 class CoreOpRunner {
@@ -113,14 +126,7 @@ class CoreOpRunner {
       return cpu::unary(ctx, static_cast<cpu::UnaryOp>(static_cast<int>(code_)), in[0], pool);
     }
     if (code_ >= OpCode::kAdd && code_ <= OpCode::kMin) {
-      if (is_int(in[1].dtype())) {
-        if ((code_ == OpCode::kDiv || code_ == OpCode::kRem) && any_int(in[1], [](int64_t v) { return v == 0; })) {
-          return completion(ErrorCode::kInvalidArgument, name, "integer division by zero");
-        }
-        if (code_ == OpCode::kPow && any_int(in[1], [](int64_t v) { return v < 0; })) {
-          return completion(ErrorCode::kInvalidArgument, name, "negative integer exponent");
-        }
-      }
+      TENFERRO_TRY_VOID(check_integer_operands(code_, in));
       const auto op = static_cast<cpu::BinaryOp>(static_cast<int>(code_) - static_cast<int>(OpCode::kAdd));
       return cpu::binary(ctx, op, in[0], in[1], pool);
     }
@@ -366,8 +372,14 @@ class CoreKernel final : public runtime::NodeKernel {
     }
   }
 
+  // Element-wise unary and binary ops write into a planned destination (Note [Buffer
+  // plan] in the runtime), in place of an input when the plan says so.
+  bool writes_into() const override { return code_ <= OpCode::kMin; }
+  bool in_place_ok(size_t) const override { return writes_into(); }
+
   Result<void> run(runtime::EngineContext& engine_ctx, std::span<const Tensor> in, std::span<Tensor> out) const override {
     auto& c = static_cast<CpuContext&>(engine_ctx);
+    if (out[0].defined() && writes_into()) return run_into(c.ctx, in, out[0]);
     if (sequential_) {
       CpuExecutionContext seq = CpuExecutionContext::sequential();
       TENFERRO_TRY(out[0], compute(seq, c.pool, in));
@@ -378,6 +390,16 @@ class CoreKernel final : public runtime::NodeKernel {
   }
 
  private:
+  Result<void> run_into(CpuExecutionContext& ctx, std::span<const Tensor> in, Tensor& dst) const {
+    if (code_ <= OpCode::kImag) {
+      return cpu::unary_into(ctx, static_cast<cpu::UnaryOp>(static_cast<int>(code_)), in[0], dst,
+                             cpu::Destination::kPlanned);
+    }
+    TENFERRO_TRY_VOID(check_integer_operands(code_, in));
+    const auto op = static_cast<cpu::BinaryOp>(static_cast<int>(code_) - static_cast<int>(OpCode::kAdd));
+    return cpu::binary_into(ctx, op, in[0], in[1], dst, cpu::Destination::kPlanned);
+  }
+
   Result<Tensor> compute(CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool,
                          std::span<const Tensor> in) const {
     if (code_ == OpCode::kConstant) return constant_;
@@ -414,6 +436,13 @@ class CpuBridge final : public runtime::EngineBridge {
       TENFERRO_TRY_VOID(k->prepare_constant());
     }
     return Cap::prepared(std::move(k));
+  }
+
+  bool plans_buffers() const override { return true; }
+  Result<std::shared_ptr<Storage>> allocate(int32_t domain, int64_t bytes) const override {
+    // From the domain's pool: returned to it when the workspace is dropped.
+    TENFERRO_TRY(Tensor t, Tensor::uninitialized(DType::kF64, {std::max<int64_t>((bytes + 7) / 8, 1)}, engine_->pool(domain)));
+    return t.storage();
   }
 
   Result<void> enter(int32_t domain, FunctionRef<Result<void>(runtime::EngineContext&)> body) const override {

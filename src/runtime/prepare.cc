@@ -71,7 +71,7 @@ class LoweredKernel final : public NodeKernel {
  public:
   explicit LoweredKernel(std::shared_ptr<const PreparedProgram> sub) : sub_(std::move(sub)) {}
   Result<void> run(EngineContext& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs) const override {
-    std::unique_ptr<Workspace> ws = sub_->acquire();
+    TENFERRO_TRY(std::unique_ptr<Workspace> ws, sub_->acquire());
     for (size_t i = 0; i < inputs.size(); ++i) ws->slots[static_cast<size_t>(sub_->argument_values[i])] = inputs[i];
     const Result<void> r = run_nodes(*sub_, ctx, *ws);
     if (r) {
@@ -86,6 +86,58 @@ class LoweredKernel final : public NodeKernel {
  private:
   std::shared_ptr<const PreparedProgram> sub_;
 };
+
+std::string join(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const std::string& r : parts) out += (out.empty() ? "" : "; ") + r;
+  return out;
+}
+
+Result<void> check_options(const PrepareOptions& o, const program::SemanticProgram& prog, size_t arguments) {
+  const auto ops = static_cast<int32_t>(prog.ops().size());
+  for (size_t i = 0; i < o.overrides.size(); ++i) {
+    const int32_t op = o.overrides[i].op;
+    if (op < 0 || op >= ops) {
+      return prep_error(ErrorCode::kInvalidArgument, "override of op " + std::to_string(op) + ": the program has " +
+                                                         std::to_string(ops) + " ops");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (o.overrides[j].op == op) {
+        return prep_error(ErrorCode::kInvalidArgument, "op " + std::to_string(op) + " has two overrides");
+      }
+    }
+  }
+  for (size_t i = 0; i < o.donate_arguments.size(); ++i) {
+    const int32_t a = o.donate_arguments[i];
+    if (a < 0 || static_cast<size_t>(a) >= arguments) {
+      return prep_error(ErrorCode::kInvalidArgument, "donated argument " + std::to_string(a) + ": the program has " +
+                                                         std::to_string(arguments) + " arguments");
+    }
+    if (std::find(o.donate_arguments.begin(), o.donate_arguments.begin() + static_cast<std::ptrdiff_t>(i), a) !=
+        o.donate_arguments.begin() + static_cast<std::ptrdiff_t>(i)) {
+      return prep_error(ErrorCode::kInvalidArgument, "argument " + std::to_string(a) + " is donated twice");
+    }
+  }
+  return ok();
+}
+
+// The engine domain holding the most input bytes (ties: the lower id); inputs not placed
+// in one of the engine's CPU domains do not count; none: the engine's first domain.
+int32_t dominant_domain(std::span<const TensorSignature> inputs, std::span<const int32_t> domains) {
+  int32_t best = domains.front();
+  int64_t best_bytes = 0;
+  for (int32_t d : domains) {
+    int64_t bytes = 0;
+    for (const TensorSignature& t : inputs) {
+      if (t.placement == Placement::cpu_domain(d)) bytes = sat_add(bytes, bytes_of(t.dtype, t.shape));
+    }
+    if (bytes > best_bytes || (bytes == best_bytes && bytes > 0 && d < best)) {
+      best = d;
+      best_bytes = bytes;
+    }
+  }
+  return best;
+}
 
 std::vector<program::Extent> exact_extents(const Shape& s) {
   std::vector<program::Extent> out;
@@ -149,11 +201,11 @@ Result<std::shared_ptr<const PreparedProgram>> Runtime::prepare_uncached(const p
   p->engine = engine;
   p->bridge = snap.engines[engine.value];
   const std::span<const int32_t> domains = p->bridge->domains();
-  p->domain = options.domain.value_or(domains.front());
-  if (std::find(domains.begin(), domains.end(), p->domain) == domains.end()) {
+  if (std::find(domains.begin(), domains.end(), options.domain.value_or(domains.front())) == domains.end()) {
     return prep_error(ErrorCode::kInvalidArgument, "engine '" + std::string(p->bridge->name()) + "' has no domain " +
-                                                       std::to_string(p->domain));
+                                                       std::to_string(*options.domain));
   }
+  TENFERRO_TRY_VOID(check_options(options, prog, signature.size()));
 
   // (2) signature and shape guards, before any provider call
   std::vector<Shape> input_shapes;
@@ -172,7 +224,7 @@ Result<std::shared_ptr<const PreparedProgram>> Runtime::prepare_uncached(const p
   std::vector<TensorSignature> full(signature.begin(), signature.end());
   for (const Tensor& t : graph.bindings.tensors) {
     if (!t.defined()) return prep_error(ErrorCode::kInvalidArgument, "a binding of the graph is null");
-    full.push_back(TensorSignature{t.dtype(), t.shape()});
+    full.push_back(TensorSignature{t.dtype(), t.shape(), t.placement()});
   }
   size_t ai = 0, bi = 0;
   for (const program::InputInfo& in : prog.inputs()) {
@@ -192,15 +244,19 @@ Result<std::shared_ptr<const PreparedProgram>> Runtime::prepare_uncached(const p
     (in.binding ? p->binding_values : p->argument_values).push_back(in.value.index());
     (in.binding ? bi : ai)++;
   }
+  p->domain = options.domain ? *options.domain : dominant_domain(full, domains);
   p->signature = std::move(full);
   TENFERRO_TRY(std::vector<int64_t> symbols, prog.bind_shapes(input_shapes));
   p->value_shapes.resize(prog.value_count());
+  p->value_dtypes.resize(prog.value_count());
   for (const program::InputInfo& in : prog.inputs()) {
     TENFERRO_TRY(p->value_shapes[static_cast<size_t>(in.value.index())], prog.concrete_shape(in.value, symbols));
+    p->value_dtypes[static_cast<size_t>(in.value.index())] = prog.type(in.value).dtype;
   }
   for (const program::Operation& op : prog.ops()) {
     for (program::ValueRef r : op.results()) {
       TENFERRO_TRY(p->value_shapes[static_cast<size_t>(r.index())], prog.concrete_shape(r, symbols));
+      p->value_dtypes[static_cast<size_t>(r.index())] = prog.type(r).dtype;
     }
   }
 
@@ -243,21 +299,54 @@ Result<std::shared_ptr<const PreparedProgram>> Runtime::prepare_uncached(const p
       }
       return false;
     };
-    bool done = false;
     const std::string engine_name(p->bridge->name());
-    if (op.code() != program::OpCode::kExtension) {
-      TENFERRO_TRY(done, take(p->bridge->prepare_core(req), "native " + engine_name));
-    } else {
-      auto it = snap.modules.find(std::pair<std::string, uint32_t>(std::string(op.extension()->family_id()), engine.value));
-      if (it != snap.modules.end()) {
-        TENFERRO_TRY(done, take(it->second->prepare(req), "native " + engine_name + " module"));
-      } else {
-        reasons.push_back("no " + std::string(op.extension()->family_id()) + " module on engine '" + engine_name + "'");
+    const int32_t op_index = static_cast<int32_t>(p->nodes.size());
+    ProviderKind order[3] = {ProviderKind::kNative, ProviderKind::kLowering, ProviderKind::kFallback};
+    size_t candidates = 3;
+    const ProviderOverride* forced = nullptr;
+    for (const ProviderOverride& o : options.overrides) forced = o.op == op_index ? &o : forced;
+    if (forced != nullptr) {
+      order[0] = forced->kind;
+      candidates = 1;
+    } else if (op.code() == program::OpCode::kExtension) {
+      for (const FamilyPreference& f : snap.config.family_preferences) {
+        if (f.family != op.extension()->family_id()) continue;
+        // The preferred kind first, then the rest of the default order.
+        ProviderKind rest[3] = {ProviderKind::kNative, ProviderKind::kLowering, ProviderKind::kFallback};
+        order[0] = f.first;
+        size_t k = 1;
+        for (ProviderKind r : rest) {
+          if (r != f.first) order[k++] = r;
+        }
       }
-      if (!done) {
-        std::string why;
-        TENFERRO_TRY(std::optional<program::CompiledGraph> lowered, one_op_graph(op, in_dt, in_sh, true, &why));
-        if (lowered) {
+    }
+    bool done = false;
+    for (size_t c = 0; c < candidates && !done; ++c) {
+      switch (order[c]) {
+        case ProviderKind::kNative:
+          if (op.code() != program::OpCode::kExtension) {
+            TENFERRO_TRY(done, take(p->bridge->prepare_core(req), "native " + engine_name));
+            break;
+          }
+          if (auto it = snap.modules.find(std::pair<std::string, uint32_t>(std::string(op.extension()->family_id()),
+                                                                           engine.value));
+              it != snap.modules.end()) {
+            TENFERRO_TRY(done, take(it->second->prepare(req), "native " + engine_name + " module"));
+          } else {
+            reasons.push_back("no " + std::string(op.extension()->family_id()) + " module on engine '" + engine_name + "'");
+          }
+          break;
+        case ProviderKind::kLowering: {
+          if (op.code() != program::OpCode::kExtension) {
+            reasons.push_back("core lowering: a core op has none");
+            break;
+          }
+          std::string why;
+          TENFERRO_TRY(std::optional<program::CompiledGraph> lowered, one_op_graph(op, in_dt, in_sh, true, &why));
+          if (!lowered) {
+            reasons.push_back("core lowering: " + why);
+            break;
+          }
           std::vector<TensorSignature> sub_sig;
           for (size_t i = 0; i < in_dt.size(); ++i) sub_sig.push_back(TensorSignature{in_dt[i], in_sh[i]});
           PrepareOptions sub_opt;
@@ -265,27 +354,32 @@ Result<std::shared_ptr<const PreparedProgram>> Runtime::prepare_uncached(const p
           sub_opt.domain = p->domain;
           TENFERRO_TRY(std::shared_ptr<const PreparedProgram> sub, prepare_for(*lowered, sub_sig, sub_opt));
           node.kernel = std::make_shared<LoweredKernel>(std::move(sub));
-          node.how = "core lowering (" + reasons.back() + ")";
+          node.how = "core lowering" + (reasons.empty() ? std::string() : " (" + join(reasons) + ")");
           done = true;
-        } else {
-          reasons.push_back("core lowering: " + why);
+          break;
+        }
+        case ProviderKind::kFallback: {
+          if (snap.config.fallback != Fallback::kReferenceInterpreter) {
+            reasons.push_back("fallback: none is configured");
+            break;
+          }
+          std::string unused;
+          TENFERRO_TRY(std::optional<program::CompiledGraph> g, one_op_graph(op, in_dt, in_sh, false, &unused));
+          node.kernel = std::make_shared<InterpreterKernel>(std::move(*g));
+          node.how = "configured fallback" + (reasons.empty() ? std::string() : " (" + join(reasons) + ")");
+          done = true;
+          break;
         }
       }
     }
-    if (!done && snap.config.fallback == Fallback::kReferenceInterpreter) {
-      std::string unused;
-      TENFERRO_TRY(std::optional<program::CompiledGraph> g, one_op_graph(op, in_dt, in_sh, false, &unused));
-      node.kernel = std::make_shared<InterpreterKernel>(std::move(*g));
-      std::string why;
-      for (const std::string& r : reasons) why += (why.empty() ? "" : "; ") + r;
-      node.how = "configured fallback (" + why + ")";
-      done = true;
-    }
+    if (done && forced != nullptr) node.how += " [override of op " + std::to_string(op_index) + "]";
     if (!done) {
-      std::string why;
-      for (const std::string& r : reasons) why += (why.empty() ? "" : "; ") + r;
-      return prep_error(ErrorCode::kUnsupported, "no provider for " + op_label(op) + " on engine '" + engine_name +
-                                                     "' (" + why + ") and no fallback is configured");
+      return prep_error(ErrorCode::kUnsupported,
+                        "no provider for " + op_label(op) + " (op " + std::to_string(op_index) + ") on engine '" +
+                            engine_name + "'" +
+                            (forced != nullptr ? " with its override to " + std::string(provider_kind_name(forced->kind))
+                                               : std::string()) +
+                            ": " + join(reasons));
     }
     node.view = node.kernel->is_view();
     p->max_inputs = std::max(p->max_inputs, node.inputs.size());
@@ -294,41 +388,9 @@ Result<std::shared_ptr<const PreparedProgram>> Runtime::prepare_uncached(const p
   }
 
   // (4) buffer plan
+  for (program::ValueRef v : prog.outputs()) p->output_values.push_back(v.index());
+  plan_buffers(*p, options.donate_arguments, p->bridge->plans_buffers());
   const size_t nv = prog.value_count();
-  p->defined_at.assign(nv, -1);
-  p->last_use.assign(nv, -1);
-  std::vector<bool> is_output(nv, false);
-  for (program::ValueRef v : prog.outputs()) {
-    is_output[static_cast<size_t>(v.index())] = true;
-    p->output_values.push_back(v.index());
-  }
-  for (size_t i = 0; i < p->nodes.size(); ++i) {
-    for (int32_t v : p->nodes[i].inputs) p->last_use[static_cast<size_t>(v)] = static_cast<int32_t>(i);
-    for (int32_t v : p->nodes[i].outputs) p->defined_at[static_cast<size_t>(v)] = static_cast<int32_t>(i);
-  }
-  int64_t live = 0;
-  std::vector<int64_t> owned(nv, 0);
-  for (size_t i = 0; i < p->nodes.size(); ++i) {
-    PreparedNode& n = p->nodes[i];
-    for (size_t k = 0; k < n.outputs.size(); ++k) {
-      const auto v = static_cast<size_t>(n.outputs[k]);
-      owned[v] = n.view ? 0 : bytes_of(prog.type(prog.ops()[i].results()[k]).dtype, p->value_shapes[v]);
-      live = sat_add(live, owned[v]);
-      if (!is_output[v] && p->last_use[v] < 0) n.release.push_back(n.outputs[k]);  // dead at birth
-    }
-    p->peak_bytes = std::max(p->peak_bytes, live);
-    for (int32_t v : n.inputs) {
-      const auto u = static_cast<size_t>(v);
-      if (p->last_use[u] == static_cast<int32_t>(i) && !is_output[u] &&
-          std::find(n.release.begin(), n.release.end(), v) == n.release.end()) {
-        n.release.push_back(v);
-        live -= owned[u];
-      }
-    }
-    for (int32_t v : n.release) {
-      if (p->last_use[static_cast<size_t>(v)] < 0) live -= owned[static_cast<size_t>(v)];
-    }
-  }
   p->footprint_bytes = static_cast<int64_t>(sizeof(PreparedProgram)) + prog.footprint_bytes() +
                        static_cast<int64_t>(p->nodes.size() * (sizeof(PreparedNode) + 64)) +
                        static_cast<int64_t>(nv * (sizeof(Shape) + 2 * sizeof(int32_t)));
@@ -344,7 +406,8 @@ std::string Runtime::explain(const PreparedProgram& p) const {
   for (size_t i = 0; i < p.signature.size(); ++i) {
     o << (i ? ", " : " ") << dtype_name(p.signature[i].dtype) << format_dims(p.signature[i].shape);
   }
-  o << "\n  nodes: " << p.nodes.size() << ", estimated peak bytes: " << p.peak_bytes << "\n";
+  o << "\n  nodes: " << p.nodes.size() << ", estimated peak bytes: " << p.peak_bytes << ", workspace buffers: "
+    << p.buffer_bytes.size() << " (" << p.workspace_bytes << " bytes per workspace)\n";
   for (size_t i = 0; i < p.nodes.size(); ++i) {
     const PreparedNode& n = p.nodes[i];
     o << "  [" << i << "] " << op_label(*n.op) << " ->";
@@ -356,7 +419,14 @@ std::string Runtime::explain(const PreparedProgram& p) const {
       o << " (slot " << v << ", live " << i << ".." << (out ? std::string("output") : last < 0 ? std::string("dead") : std::to_string(last)) << ")";
     }
     o << "\n      provider " << n.kernel->provider() << (n.view ? " (view, no copy)" : " (writes " + std::to_string(n.output_bytes) + " bytes)")
-      << "; " << n.how << "\n";
+      << "; " << n.how;
+    if (n.dest_buffer >= 0) {
+      o << "; into buffer b" << n.dest_buffer;
+      if (n.in_place_of >= 0) o << " in place of %" << n.in_place_of;
+    } else if (n.donate_argument >= 0) {
+      o << "; in place of argument " << n.donate_argument << " when it is donated";
+    }
+    o << "\n";
   }
   return o.str();
 }

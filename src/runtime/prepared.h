@@ -29,12 +29,19 @@ struct PreparedNode {
   std::string how;                       // resolution: "native", "lowered", "fallback", with the reason
   int64_t output_bytes = 0;
   bool view = false;
+  // Note [Buffer plan]: where outputs[0] is written when the kernel writes_into().
+  int32_t dest_buffer = -1;       // a workspace buffer (-1: the kernel allocates)
+  int32_t in_place_of = -1;       // the value whose buffer dest_buffer continues (explain)
+  int32_t donate_argument = -1;   // in place of this donatable argument when donated at run
 };
 
-// Per-execution slots (reused across runs: no metadata allocation once warm).
+// Per-execution slots and planned buffers (reused across runs: no allocation once warm).
 struct Workspace {
   std::vector<Tensor> slots;  // one per program value
   std::vector<Tensor> in, out;
+  std::vector<std::shared_ptr<Storage>> buffers;  // one per planned buffer
+  std::vector<Tensor> dest;   // per value: its planned destination over its buffer (or empty)
+  std::vector<uint8_t> donated;  // per argument: donated in this execution
 };
 
 class PreparedProgram {
@@ -53,12 +60,19 @@ class PreparedProgram {
   std::vector<int32_t> output_values;
   std::vector<PreparedNode> nodes;
   std::vector<Shape> value_shapes;
+  std::vector<DType> value_dtypes;
+  std::vector<int32_t> value_buffer;         // planned buffer per value (-1: none)
+  std::vector<int64_t> buffer_bytes;         // capacity of each planned buffer
+  int64_t workspace_bytes = 0;               // sum of buffer_bytes (per workspace)
+  std::vector<uint8_t> donatable;            // per argument: declared donatable and planned
   std::vector<int32_t> defined_at, last_use;  // node index per value (-1: input / never)
   int64_t peak_bytes = 0;
   int64_t footprint_bytes = 0;
   size_t max_inputs = 0, max_outputs = 0;
 
-  std::unique_ptr<Workspace> acquire() const;
+  // A workspace with its planned buffers (allocated from the engine on first use).
+  // Errors: the engine's allocation errors.
+  Result<std::unique_ptr<Workspace>> acquire() const;
   void give_back(std::unique_ptr<Workspace> ws) const;
 
  private:
@@ -68,5 +82,9 @@ class PreparedProgram {
 
 // Runs the nodes of `p` inside an entered context, inputs already in ws.slots.
 Result<void> run_nodes(const PreparedProgram& p, EngineContext& ctx, Workspace& ws);
+
+// Step (4) of preparation: liveness, release lists, planned buffers with reuse and
+// in-place donation, peak bytes (Note [Buffer plan] in buffer_plan.cc).
+void plan_buffers(PreparedProgram& p, std::span<const int32_t> donate_arguments, bool engine_plans_buffers);
 
 }  // namespace tenferro::runtime

@@ -43,6 +43,14 @@ Result<void> validate(const RuntimeConfig& c) {
     return config_error(ErrorCode::kInvalidArgument, "runtime_config",
                         "plan_cache_capacity must be at least 1, got " + std::to_string(c.plan_cache_capacity));
   }
+  for (size_t i = 0; i < c.family_preferences.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (c.family_preferences[j].family == c.family_preferences[i].family) {
+        return config_error(ErrorCode::kInvalidArgument, "runtime_config",
+                            "two preferences for family '" + c.family_preferences[i].family + "'");
+      }
+    }
+  }
   return ok();
 }
 
@@ -54,8 +62,7 @@ int64_t now_ns() {
 struct PlanKey {
   program::Fingerprint fingerprint;
   uint64_t epoch = 0;
-  std::optional<EngineId> engine;
-  std::optional<int32_t> domain;
+  PrepareOptions options;
   std::vector<TensorSignature> signature;
   std::shared_ptr<const program::SemanticProgram> program;
 };
@@ -66,15 +73,21 @@ struct PlanKeyHash {
     for (const TensorSignature& s : k.signature) {
       h = (h ^ static_cast<uint64_t>(s.dtype)) * 0x100000001b3ULL;
       for (int64_t e : s.shape) h = (h ^ static_cast<uint64_t>(e)) * 0x100000001b3ULL;
+      h = (h ^ (static_cast<uint64_t>(s.placement.kind()) << 32 ^ static_cast<uint32_t>(s.placement.id()))) *
+          0x100000001b3ULL;
     }
-    if (k.engine) h ^= (static_cast<uint64_t>(k.engine->value) + 1) << 40;
-    if (k.domain) h ^= (static_cast<uint64_t>(*k.domain) + 1) << 20;
+    if (k.options.engine) h ^= (static_cast<uint64_t>(k.options.engine->value) + 1) << 40;
+    if (k.options.domain) h ^= (static_cast<uint64_t>(*k.options.domain) + 1) << 20;
+    for (int32_t a : k.options.donate_arguments) h = (h ^ static_cast<uint64_t>(a + 7)) * 0x100000001b3ULL;
+    for (const ProviderOverride& o : k.options.overrides) {
+      h = (h ^ (static_cast<uint64_t>(o.op) << 2 | static_cast<uint64_t>(o.kind))) * 0x100000001b3ULL;
+    }
     return static_cast<size_t>(h);
   }
 };
 struct PlanKeyEq {
   bool operator()(const PlanKey& a, const PlanKey& b) const {
-    if (!(a.fingerprint == b.fingerprint) || a.epoch != b.epoch || a.engine != b.engine || a.domain != b.domain ||
+    if (!(a.fingerprint == b.fingerprint) || a.epoch != b.epoch || !(a.options == b.options) ||
         a.signature != b.signature) {
       return false;
     }
@@ -84,16 +97,25 @@ struct PlanKeyEq {
 
 }  // namespace
 
+std::string_view provider_kind_name(ProviderKind kind) noexcept {
+  switch (kind) {
+    case ProviderKind::kNative: return "native";
+    case ProviderKind::kLowering: return "lowering";
+    case ProviderKind::kFallback: return "fallback";
+  }
+  return "?";
+}
+
 std::vector<TensorSignature> signature_of(std::span<const Tensor> tensors) {
   std::vector<TensorSignature> out;
   out.reserve(tensors.size());
-  for (const Tensor& t : tensors) out.push_back(TensorSignature{t.dtype(), t.shape()});
+  for (const Tensor& t : tensors) out.push_back(TensorSignature{t.dtype(), t.shape(), t.placement()});
   return out;
 }
 
 // ---- prepared program workspaces
 
-std::unique_ptr<Workspace> PreparedProgram::acquire() const {
+Result<std::unique_ptr<Workspace>> PreparedProgram::acquire() const {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!free_.empty()) {
@@ -106,6 +128,19 @@ std::unique_ptr<Workspace> PreparedProgram::acquire() const {
   ws->slots.resize(program->value_count());
   ws->in.resize(max_inputs);
   ws->out.resize(max_outputs);
+  ws->donated.assign(argument_values.size(), 0);
+  if (!buffer_bytes.empty()) {
+    ws->dest.resize(program->value_count());
+    for (int64_t bytes : buffer_bytes) {
+      TENFERRO_TRY(std::shared_ptr<Storage> st, bridge->allocate(domain, bytes));
+      ws->buffers.push_back(std::move(st));
+    }
+    for (size_t v = 0; v < value_buffer.size(); ++v) {
+      if (value_buffer[v] < 0) continue;
+      TENFERRO_TRY(ws->dest[v], Tensor::from_storage(value_dtypes[v], ws->buffers[static_cast<size_t>(value_buffer[v])],
+                                                     Layout::col_major(value_shapes[v])));
+    }
+  }
   return ws;
 }
 
@@ -122,6 +157,11 @@ Result<void> run_nodes(const PreparedProgram& p, EngineContext& ctx, Workspace& 
   for (size_t i = 0; i < p.nodes.size(); ++i) {
     const PreparedNode& n = p.nodes[i];
     for (size_t k = 0; k < n.inputs.size(); ++k) ws.in[k] = ws.slots[static_cast<size_t>(n.inputs[k])];
+    if (n.dest_buffer >= 0) {
+      ws.out[0] = ws.dest[static_cast<size_t>(n.outputs[0])];
+    } else if (n.donate_argument >= 0 && ws.donated[static_cast<size_t>(n.donate_argument)] != 0) {
+      ws.out[0] = ws.slots[static_cast<size_t>(p.argument_values[static_cast<size_t>(n.donate_argument)])];
+    }
     const Result<void> r = n.kernel->run(ctx, std::span<const Tensor>(ws.in.data(), n.inputs.size()),
                                          std::span<Tensor>(ws.out.data(), n.outputs.size()));
     for (size_t k = 0; k < n.inputs.size(); ++k) ws.in[k] = Tensor();
@@ -151,6 +191,12 @@ PreparedInfo prepared_info(const PreparedProgram& p) {
   info.nodes = static_cast<int64_t>(p.nodes.size());
   for (const PreparedNode& n : p.nodes) info.view_nodes += n.view ? 1 : 0;
   info.peak_bytes = p.peak_bytes;
+  info.planned_buffers = static_cast<int64_t>(p.buffer_bytes.size());
+  info.workspace_bytes = p.workspace_bytes;
+  for (const PreparedNode& n : p.nodes) {
+    info.in_place_nodes += n.in_place_of >= 0 ? 1 : 0;
+    info.donating_nodes += n.donate_argument >= 0 ? 1 : 0;
+  }
   return info;
 }
 
@@ -176,6 +222,7 @@ struct Runtime::Impl {
   PlanCacheStats stats;
 
   std::atomic<int64_t> preparations{0}, prepare_ns{0}, lookups{0}, lookup_ns{0}, executions{0}, execute_ns{0};
+  std::atomic<int64_t> donated{0};
   std::function<void(const program::Fingerprint&)> hook;
 
   void evict_locked(int64_t capacity) {
@@ -308,7 +355,7 @@ Result<std::shared_ptr<const PreparedProgram>> Runtime::prepare_for(const progra
     return Error(ErrorStage::kPrepare, ErrorCode::kInvalidArgument, "prepare_for", "the graph has no program");
   }
   const int64_t t0 = now_ns();
-  PlanKey key{graph.program->fingerprint(), epoch(), options.engine, options.domain,
+  PlanKey key{graph.program->fingerprint(), epoch(), options,
               std::vector<TensorSignature>(signature.begin(), signature.end()), graph.program};
   Impl& m = *impl_;
   std::shared_ptr<Impl::Entry> entry;
@@ -406,6 +453,7 @@ ExecutionMetrics Runtime::metrics() const {
   r.lookup_ns = m.lookup_ns.load();
   r.executions = m.executions.load();
   r.execute_ns = m.execute_ns.load();
+  r.donated_arguments = m.donated.load();
   return r;
 }
 
@@ -455,8 +503,18 @@ Result<std::vector<Tensor>> Runtime::execute_prepared(const PreparedProgram& p, 
     TENFERRO_TRY_VOID(check(bindings.tensors[i], p.signature[arguments.size() + i], i, "binding"));
   }
 
-  std::unique_ptr<Workspace> ws = p.acquire();
-  for (size_t i = 0; i < arguments.size(); ++i) ws->slots[static_cast<size_t>(p.argument_values[i])] = arguments[i];
+  TENFERRO_TRY(std::unique_ptr<Workspace> ws, p.acquire());
+  int64_t donated = 0;
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    // Donation (Note [Buffer plan]): only a declared argument, passed as the only handle
+    // to writable storage in the compact layout the plan writes.
+    const Tensor& a = arguments[i];
+    const bool give = p.donatable[i] != 0 && a.storage_use_count() == 1 && a.storage()->writable() &&
+                      a.offset() == 0 && a.is_contiguous();
+    ws->donated[i] = give ? 1 : 0;
+    donated += give ? 1 : 0;
+    ws->slots[static_cast<size_t>(p.argument_values[i])] = a;
+  }
   for (size_t i = 0; i < bindings.tensors.size(); ++i) {
     ws->slots[static_cast<size_t>(p.binding_values[i])] = bindings.tensors[i];
   }
@@ -470,6 +528,7 @@ Result<std::vector<Tensor>> Runtime::execute_prepared(const PreparedProgram& p, 
   for (int32_t v : p.output_values) outputs.push_back(ws->slots[static_cast<size_t>(v)]);
   p.give_back(std::move(ws));
   impl_->executions.fetch_add(1, std::memory_order_relaxed);
+  if (donated > 0) impl_->donated.fetch_add(donated, std::memory_order_relaxed);
   impl_->execute_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
   return outputs;
 }
@@ -480,7 +539,7 @@ Result<std::vector<Tensor>> Runtime::run(const program::CompiledGraph& graph, st
   sig.reserve(arguments.size());
   for (const Tensor& t : arguments) {
     if (!t.defined()) return usage_error(ErrorCode::kInvalidArgument, "run", "an argument is null");
-    sig.push_back(TensorSignature{t.dtype(), t.shape()});
+    sig.push_back(TensorSignature{t.dtype(), t.shape(), t.placement()});
   }
   TENFERRO_TRY(std::shared_ptr<const PreparedProgram> plan, prepare_for(graph, sig, options));
   Result<std::vector<Tensor>> out = execute_prepared(*plan, arguments, graph.bindings);

@@ -31,10 +31,19 @@ Result<Shape> broadcast_shapes(Dims a, Dims b, const char* op = "broadcast");
 /// need floating or complex; bool supports none but conj/real/imag.
 Result<DType> unary_result_dtype(UnaryOp op, DType dtype);
 
+/// Who vouches that an `*_into` destination is not observed by anyone else while the
+/// kernel writes it. kExclusive (default): the kernel checks that `out` is the only handle
+/// to its storage (passing the same handle as an input is an in-place update).
+/// kPlanned: the caller does — a runtime buffer plan whose workspace buffers only the plan
+/// reads; `out` may then be exactly an input (same storage, offset, shape and strides: in
+/// place) but must not otherwise share storage with an input (kInvalidArgument).
+enum class Destination : uint8_t { kExclusive, kPlanned };
+
 /// y = op(x). Integer and bool semantics: see Note [Integer edge cases] in elementwise.cc.
 Result<Tensor> unary(const CpuExecutionContext& ctx, UnaryOp op, const Tensor& x,
                      const std::shared_ptr<HostBufferPool>& pool = nullptr);
-Result<void> unary_into(const CpuExecutionContext& ctx, UnaryOp op, const Tensor& x, Tensor& out);
+Result<void> unary_into(const CpuExecutionContext& ctx, UnaryOp op, const Tensor& x, Tensor& out,
+                        Destination destination = Destination::kExclusive);
 
 /// z = op(x, y) with broadcasting. Supported dtypes: add/sub/mul/div/pow all but bool;
 /// rem, max and min real types (not complex, not bool). Integer add/sub/mul/pow wrap
@@ -44,7 +53,8 @@ Result<void> unary_into(const CpuExecutionContext& ctx, UnaryOp op, const Tensor
 /// XLA does); max/min propagate NaN (as numpy.maximum does).
 Result<Tensor> binary(const CpuExecutionContext& ctx, BinaryOp op, const Tensor& x, const Tensor& y,
                       const std::shared_ptr<HostBufferPool>& pool = nullptr);
-Result<void> binary_into(const CpuExecutionContext& ctx, BinaryOp op, const Tensor& x, const Tensor& y, Tensor& out);
+Result<void> binary_into(const CpuExecutionContext& ctx, BinaryOp op, const Tensor& x, const Tensor& y, Tensor& out,
+                         Destination destination = Destination::kExclusive);
 
 /// Boolean comparison with broadcasting. Complex supports only kEq and kNe.
 Result<Tensor> compare(const CpuExecutionContext& ctx, CompareOp op, const Tensor& x, const Tensor& y,

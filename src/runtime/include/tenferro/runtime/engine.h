@@ -85,6 +85,22 @@ class NodeKernel {
   virtual std::string_view provider() const = 0;
   /// True when the outputs are views sharing the first input's storage (no copy).
   virtual bool is_view() const { return false; }
+  /// True when the kernel has one output that it can write into a destination the
+  /// runtime passes in `outputs[0]` (Note [Buffer plan] in prepare.cc): on entry that
+  /// handle is either empty (allocate as usual) or exactly the result's dtype and shape,
+  /// compact column-major, in storage the runtime's plan reserves for this output (no
+  /// other reader observes it while the kernel runs; use Destination::kPlanned-style
+  /// checks, not a handle count). Such a kernel's output never shares storage with its
+  /// inputs, except in place (below). Kernels answering false may return outputs that
+  /// alias their inputs; the plan treats them so.
+  virtual bool writes_into() const { return false; }
+  /// For a writes_into() kernel: true when the destination may be the storage of input
+  /// `input` itself (same dtype, shape, compact layout), i.e. an element-wise map that
+  /// reads each element before writing the same position.
+  virtual bool in_place_ok(size_t input) const {
+    (void)input;
+    return false;
+  }
 };
 
 /// What a provider is asked to prepare: one operation with concrete input and output
@@ -113,6 +129,18 @@ class EngineBridge {
   /// Enters `domain` once and calls `body` with the entered context (one executor entry
   /// per call). Errors: the engine's entry errors (kReentered, kOutOfRange) or `body`'s.
   virtual Result<void> enter(int32_t domain, FunctionRef<Result<void>(EngineContext&)> body) const = 0;
+  /// True when allocate() provides workspace buffers; the runtime then plans buffers
+  /// for writes_into() kernels (Note [Buffer plan] in buffer_plan.cc). Default: false,
+  /// every node allocates its own outputs.
+  virtual bool plans_buffers() const { return false; }
+  /// Memory of `domain` for one planned workspace buffer of `bytes` bytes (aligned for
+  /// every dtype), held by a prepared program's workspace across executions. Called only
+  /// when plans_buffers(). Errors (kEnqueue stage): kAllocationFailed, kUnsupported.
+  virtual Result<std::shared_ptr<Storage>> allocate(int32_t domain, int64_t bytes) const {
+    (void)domain;
+    (void)bytes;
+    return Error(ErrorStage::kEnqueue, ErrorCode::kUnsupported, "allocate", std::string(name()) + " plans no buffers");
+  }
 };
 
 /// An engine's native implementation of one extension family. Thread-safe.

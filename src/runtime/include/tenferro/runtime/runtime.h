@@ -30,6 +30,23 @@ enum class Fallback : uint8_t {
   kReferenceInterpreter,  ///< run the op with program::interpret (slow, exact semantics)
 };
 
+/// A provider kind resolution can pick for an op (Note [Preparation order]).
+enum class ProviderKind : uint8_t {
+  kNative,    ///< the engine's core provider or its extension module for the family
+  kLowering,  ///< the extension's core lowering, prepared as a sub-program
+  kFallback,  ///< the configured fallback (Fallback::kReferenceInterpreter)
+};
+std::string_view provider_kind_name(ProviderKind kind) noexcept;
+
+/// A runtime-wide preference for one extension family: `first` is tried before the
+/// default order (native, lowering, fallback); if it answers kUnsupported, resolution
+/// continues with the rest of the default order.
+struct FamilyPreference {
+  std::string family;
+  ProviderKind first = ProviderKind::kNative;
+  friend bool operator==(const FamilyPreference&, const FamilyPreference&) = default;
+};
+
 /// Runtime configuration. Validated as a whole; published as an immutable snapshot.
 struct RuntimeConfig {
   /// Prepared programs the plan cache keeps (>= 1). Entries being prepared never count
@@ -37,23 +54,46 @@ struct RuntimeConfig {
   int64_t plan_cache_capacity = 64;
   DeterminismMode determinism = DeterminismMode::kDefault;
   Fallback fallback = Fallback::kNone;
+  /// At most one preference per family (a duplicate is a kConfiguration error).
+  std::vector<FamilyPreference> family_preferences{};
 };
 
-/// One element type and exact shape of a program input (argument or binding).
+/// One element type and exact shape of a program input (argument or binding), and where
+/// its storage lives (used to place the program: the domain holding most input bytes).
 struct TensorSignature {
   DType dtype = DType::kF64;
   Shape shape;
+  Placement placement = Placement::cpu_default();
   friend bool operator==(const TensorSignature&, const TensorSignature&) = default;
 };
 /// The signature of `tensors` (null handles are rejected by prepare).
 std::vector<TensorSignature> signature_of(std::span<const Tensor> tensors);
 
+/// An operation-local override: op `op` (its index in program order) must be provided by
+/// `kind`; if that provider answers kUnsupported, preparation fails with kUnsupported (no
+/// other candidate is tried).
+struct ProviderOverride {
+  int32_t op = 0;
+  ProviderKind kind = ProviderKind::kNative;
+  friend bool operator==(const ProviderOverride&, const ProviderOverride&) = default;
+};
+
 /// Options of one preparation (part of the plan cache key).
 struct PrepareOptions {
   /// The engine to run on; empty: the first registered engine.
   std::optional<EngineId> engine{};
-  /// The domain of that engine; empty: the engine's first domain.
+  /// The domain of that engine; empty: the domain of that engine holding the most input
+  /// bytes (inputs placed in a CPU domain the engine has; ties go to the lower domain
+  /// id; none: the engine's first domain).
   std::optional<int32_t> domain{};
+  /// Operation-local provider overrides (at most one per op).
+  std::vector<ProviderOverride> overrides{};
+  /// Arguments (by index) whose storage an execution may overwrite: an element-wise op
+  /// whose result has the argument's dtype and shape may be computed in place of it at
+  /// its last use (Note [Buffer plan]). After an execution, a donated argument's
+  /// contents are unspecified. Donation happens only when, at that execution, the passed
+  /// handle is the only one to its storage, writable and compact.
+  std::vector<int32_t> donate_arguments{};
   friend bool operator==(const PrepareOptions&, const PrepareOptions&) = default;
 };
 
@@ -68,6 +108,7 @@ struct ExecutionMetrics {
   int64_t preparations = 0, prepare_ns = 0;
   int64_t lookups = 0, lookup_ns = 0;
   int64_t executions = 0, execute_ns = 0;
+  int64_t donated_arguments = 0;  ///< arguments written in place (declared and eligible)
 };
 
 /// A program prepared for one engine domain and one input signature: resolved kernels,
@@ -186,6 +227,10 @@ struct PreparedInfo {
   int64_t nodes = 0;
   int64_t view_nodes = 0;
   int64_t peak_bytes = 0;  ///< estimated peak of live intermediate and output bytes
+  int64_t planned_buffers = 0;   ///< workspace buffers of the buffer plan
+  int64_t workspace_bytes = 0;   ///< their bytes, held by each cached workspace
+  int64_t in_place_nodes = 0;    ///< nodes writing in place of a dead internal value
+  int64_t donating_nodes = 0;    ///< nodes writing in place of a donated argument
 };
 PreparedInfo prepared_info(const PreparedProgram& prepared);
 
