@@ -37,6 +37,11 @@ int main(int argc, char** argv) {
   std::printf(", \"matmul 2x2\": %.4f", per_call_us(200000, [&] { auto c = at::matmul(a2, b2); }));
   std::printf(", \"einsum ij,jk->ik 2x2\": %.4f", per_call_us(50000, [&] { auto c = at::einsum("ij,jk->ik", {a2, b2}); }));
   std::printf(", \"sum 8\": %.4f", per_call_us(200000, [&] { auto c = a8.sum(); }));
-  std::printf(", \"exp 8\": %.4f}\n", per_call_us(200000, [&] { auto c = a8.exp(); }));
+  std::printf(", \"exp 8\": %.4f", per_call_us(200000, [&] { auto c = a8.exp(); }));
+  // The runtime bench's chain: 100 ops (add, mul, tanh in turn) on f64[8], per op.
+  std::printf(", \"chain100 per op\": %.4f}\n", per_call_us(2000, [&] {
+                auto v = a8;
+                for (int i = 0; i < 100; ++i) v = i % 3 == 0 ? v + b8 : i % 3 == 1 ? v * b8 : v.tanh();
+              }) / 100);
   return 0;
 }

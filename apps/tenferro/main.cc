@@ -25,6 +25,7 @@ void print_usage(std::FILE* out) {
       "  bench eager [--threads N] [--json] [--peer PATH | --no-peer] [--python-peer SCRIPT]\n"
       "             eager per-call times next to libtorch C++ and the kernels called directly\n"
       "  bench linalg [--threads N] [--json] [--only SUBSTRING]\n"
+      "  bench runtime [--threads N] [--json] [--peer PATH | --no-peer] [--instances DIR]\n"
       "             decompositions and solvers (cases of peer_linalg.py) next to raw LAPACKE calls\n"
       "  ir check FILE | ir compile FILE [--explain] | ir eval FILE IN.npy... [-o OUT.npy...]\n"
       "             check, compile or evaluate a semantic program in the text format\n"
@@ -54,6 +55,9 @@ int main(int argc, char** argv) {
   }
   if (cmd == "bench" && argc >= 3 && std::string_view(argv[2]) == "linalg") {
     return tenferro::cli::run_bench_linalg(argc - 3, argv + 3);
+  }
+  if (cmd == "bench" && argc >= 3 && std::string_view(argv[2]) == "runtime") {
+    return tenferro::cli::run_bench_runtime(argc - 3, argv + 3, argv[0]);
   }
   if (cmd == "ir") return tenferro::cli::run_ir(argc - 2, argv + 2);
   if (cmd == "version" || cmd == "--version") {
