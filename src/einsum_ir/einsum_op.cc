@@ -16,7 +16,8 @@ namespace tenferro::einsum {
 // A step is one dot_general: labels shared and still needed later are batch axes,
 // labels shared and not needed are contracted; the result's labels are [batch, lhs
 // free, rhs free] in operand order. The last value is reduced to the output's labels
-// and transposed into their order. Bool einsum (numpy: OR of ANDs) runs on i64 counts
+// and transposed into their order; an output that repeats a label gets embed_diag for
+// each repeat (zeros off the diagonal, as the native executor writes). Bool einsum (numpy: OR of ANDs) runs on i64 counts
 // that are tested for nonzero at the end. The lowering is what the reference
 // interpreter evaluates, so the native engine is checked against it.
 
@@ -204,12 +205,11 @@ Result<program::LoweringOutcome> EinsumOp::lower_to_core(ProgramBuilder& b, std:
   }
   TENFERRO_TRY(Subscripts parsed, parse_subscripts(subscripts_));
   TENFERRO_TRY(EinsumSpec spec, resolve(parsed, shapes));
-  for (size_t i = 0; i < spec.output.size(); ++i) {
-    if (std::count(spec.output.begin(), spec.output.end(), spec.output[i]) > 1) {
-      outcome.kind = program::LoweringOutcome::Kind::kUnsupported;
-      outcome.reason = "the output repeats label '" + format_label(spec.output[i]) + "'";
-      return outcome;
-    }
+  // An output that repeats a label is computed with each label once, then the repeats
+  // are embedded as diagonals (zeros elsewhere) at the end.
+  std::vector<Label> unique_out;
+  for (Label l : spec.output) {
+    if (std::find(unique_out.begin(), unique_out.end(), l) == unique_out.end()) unique_out.push_back(l);
   }
   const DType work = dtype == DType::kBool ? DType::kI64 : dtype;
 
@@ -262,7 +262,7 @@ Result<program::LoweringOutcome> EinsumOp::lower_to_core(ProgramBuilder& b, std:
 
   // Labels needed beyond a set of excluded nodes: the output's and every other live node's.
   const auto needed = [&](std::initializer_list<size_t> excluded) {
-    std::vector<Label> keep = spec.output;
+    std::vector<Label> keep = unique_out;
     for (size_t k = 0; k < live.size(); ++k) {
       if (!live[k] || std::find(excluded.begin(), excluded.end(), k) != excluded.end()) continue;
       keep.insert(keep.end(), live[k]->labels.begin(), live[k]->labels.end());
@@ -306,13 +306,31 @@ Result<program::LoweringOutcome> EinsumOp::lower_to_core(ProgramBuilder& b, std:
   }
   // The root: sum what the output lacks, transpose into the output's order.
   Node root = *live.back();
-  TENFERRO_TRY(root, sum_out(b, root, spec.output));
+  TENFERRO_TRY(root, sum_out(b, root, unique_out));
+  if (unique_out.size() < spec.output.size()) {
+    // Each further occurrence of a label: embed_diag doubles one of its axes.
+    std::vector<Label> seen;
+    for (Label l : spec.output) {
+      if (std::find(seen.begin(), seen.end(), l) == seen.end()) {
+        seen.push_back(l);
+        continue;
+      }
+      const auto at = std::find(root.labels.begin(), root.labels.end(), l) - root.labels.begin();
+      std::vector<Label> doubled = root.labels;
+      doubled.insert(doubled.begin() + at, l);
+      TENFERRO_TRY(root, apply(b, OpCode::kEmbedDiag, root, Attrs{.axis = static_cast<int64_t>(at)}, doubled));
+    }
+  }
+  // Into the output's order (the axes of a repeated label are interchangeable).
   Attrs perm;
   bool identity = true;
+  std::vector<bool> used(root.labels.size(), false);
   for (size_t i = 0; i < spec.output.size(); ++i) {
-    const auto at = std::find(root.labels.begin(), root.labels.end(), spec.output[i]) - root.labels.begin();
-    perm.dims.push_back(at);
-    identity = identity && at == static_cast<std::ptrdiff_t>(i);
+    size_t at = 0;
+    while (root.labels[at] != spec.output[i] || used[at]) ++at;
+    used[at] = true;
+    perm.dims.push_back(static_cast<int64_t>(at));
+    identity = identity && at == i;
   }
   if (!identity) {
     TENFERRO_TRY(root, apply(b, OpCode::kTranspose, root, std::move(perm), spec.output));

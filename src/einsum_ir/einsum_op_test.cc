@@ -118,5 +118,45 @@ TEST(EinsumOp, LoweringMatchesLoops) {
   }
 }
 
+// An output that repeats a label embeds a diagonal: zeros off it. The lowering (what the
+// interpreter runs) against loops.
+TEST(EinsumOp, RepeatedOutputLabelsLowerToEmbeddedDiagonals) {
+  ProgramBuilder b;
+  Value x = b.input(ValueType{DType::kF64, {Extent::exact(3), Extent::exact(2)}}).value();
+  Value y = b.input(ValueType{DType::kF64, {Extent::exact(2), Extent::exact(4)}}).value();
+  auto e1 = emit_einsum(b, "ij->iji", std::vector<Value>{x});
+  ASSERT_TRUE(e1) << e1.error().to_string();
+  auto e2 = emit_einsum(b, "ij,jk->kiik", std::vector<Value>{x, y});
+  ASSERT_TRUE(e2) << e2.error().to_string();
+  const auto g = b.finish({*e1, *e2}).value();
+  const Tensor xv = Tensor::random_normal(DType::kF64, {3, 2}, 5).value();
+  const Tensor yv = Tensor::random_normal(DType::kF64, {2, 4}, 6).value();
+  auto r = program::interpret(g, std::vector<Tensor>{xv, yv});
+  ASSERT_TRUE(r) << r.error().to_string();
+  ASSERT_EQ(r->at(0).shape(), (Shape{3, 2, 3}));
+  for (int64_t i = 0; i < 3; ++i) {
+    for (int64_t j = 0; j < 2; ++j) {
+      for (int64_t i2 = 0; i2 < 3; ++i2) {
+        const double want = i == i2 ? xv.get<double>({i, j}).value() : 0.0;
+        EXPECT_EQ(r->at(0).get<double>({i, j, i2}).value(), want);
+      }
+    }
+  }
+  ASSERT_EQ(r->at(1).shape(), (Shape{4, 3, 3, 4}));
+  for (int64_t k = 0; k < 4; ++k) {
+    for (int64_t i = 0; i < 3; ++i) {
+      for (int64_t i2 = 0; i2 < 3; ++i2) {
+        for (int64_t k2 = 0; k2 < 4; ++k2) {
+          double want = 0;
+          if (i == i2 && k == k2) {
+            for (int64_t j = 0; j < 2; ++j) want += xv.get<double>({i, j}).value() * yv.get<double>({j, k}).value();
+          }
+          EXPECT_NEAR(r->at(1).get<double>({k, i, i2, k2}).value(), want, 1e-12);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tenferro::einsum

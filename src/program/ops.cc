@@ -557,6 +557,9 @@ Result<ValueType> infer_rule(OpCode code, const Attrs& at, std::span<const Value
                        ? Extent::exact(at.low[i] + at.high[i])
                        : d + (d - Extent::exact(1)) * Extent::exact(at.interior[i]) + Extent::exact(at.low[i] + at.high[i]);
         if (e.is_exact() && e.exact_value() < 0) return I.fail(4, ErrorCode::kInvalidShape, "axis " + s(static_cast<int64_t>(i)) + " would have negative extent " + I.ext(e));
+        if (!e.is_exact() && at.low[i] + at.high[i] < 0) {  // cropping: guard a non-negative extent
+          TENFERRO_TRY_VOID(I.at_most(Extent::exact(0), e, 4, "extent of axis " + s(static_cast<int64_t>(i))));
+        }
         out.shape.push_back(std::move(e));
       }
       return out;
