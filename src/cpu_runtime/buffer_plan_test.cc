@@ -227,6 +227,32 @@ TEST(Resolution, OverridesAndFamilyPreferencesChooseTheProvider) {
   EXPECT_EQ(dup.error().stage(), ErrorStage::kConfiguration);
 }
 
+// One symbolic einsum graph run on a sequence of changing shapes: one plan per
+// signature, each a distinct cache entry; repeats hit.
+TEST(PlanCache, ChangingShapeEinsumsPopulateDistinctEntries) {
+  auto rt = cpu_runtime_with(runtime::RuntimeConfig{.plan_cache_capacity = 64});
+  ProgramBuilder b;
+  Extent m = b.symbol("m").value(), k = b.symbol("k").value(), n = b.symbol("n").value();
+  Value x = b.input(ValueType{DType::kF64, {m, k}}).value();
+  Value y = b.input(ValueType{DType::kF64, {k, n}}).value();
+  const auto g = b.finish({einsum::emit_einsum(b, "ij,jk->ik", std::vector<Value>{x, y}).value()}).value();
+  constexpr int kShapes = 12;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int64_t i = 0; i < kShapes; ++i) {
+      const Tensor xv = Tensor::random_normal(DType::kF64, {2 + i % 3, 1 + i}, 10 + static_cast<uint64_t>(i)).value();
+      const Tensor yv = Tensor::random_normal(DType::kF64, {1 + i, 3 + i % 2}, 50 + static_cast<uint64_t>(i)).value();
+      auto out = rt->run(g, std::vector<Tensor>{xv, yv});
+      ASSERT_TRUE(out) << out.error().to_string();
+      expect_near(values((*out)[0]), values(program::interpret(g, std::vector<Tensor>{xv, yv}).value()[0]));
+    }
+  }
+  const runtime::PlanCacheStats st = rt->plan_cache_stats();
+  EXPECT_EQ(st.entries, kShapes);
+  EXPECT_EQ(st.preparations, kShapes);
+  EXPECT_EQ(st.misses, kShapes);
+  EXPECT_EQ(st.hits, kShapes);
+}
+
 TEST(Placement, TheDomainHoldingMostInputBytesIsChosen) {
   auto rt = cpu_runtime_with({}, true, 2);
   const auto g = chain(3, 6);
