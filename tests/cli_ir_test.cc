@@ -136,6 +136,17 @@ TEST(CliIr, EinsumOpsRunNativelyAndInTheInterpreter) {
   }
 }
 
+// `tenferro bench runtime`: the MLP case runs and reports its reference; bad options
+// exit 2.
+TEST(CliIr, BenchRuntimeRunsAndValidatesOptions) {
+  ASSERT_EQ(run("bench runtime --no-peer --json --only mlp"), 0) << output();
+  EXPECT_NE(output().find("\"case\":\"MLP forward 3 x 512, batch 256, f64\""), std::string::npos) << output();
+  EXPECT_NE(output().find("\"ratio\":"), std::string::npos) << output();
+  EXPECT_EQ(run("bench runtime --only nothing"), 2) << output();
+  EXPECT_EQ(run("bench runtime --threads 0"), 2) << output();
+  EXPECT_EQ(run("bench runtime --bogus"), 2) << output();
+}
+
 TEST(CliIr, ErrorsAreTypedAndExitNonZero) {
   write("bad.tf", "program {\n  %0 = input \"x\" : f64[2]\n  %1 = input \"y\" : f64[3]\n  %2 = add(%0, %1) : f64[2]\n  output %2\n}\n");
   EXPECT_EQ(run("ir check " + dir() + "bad.tf"), 1);

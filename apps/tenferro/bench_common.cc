@@ -79,4 +79,33 @@ std::string default_peer(const char* argv0) {
   return {};
 }
 
+void print_rows(const std::vector<BenchRow>& rows, int threads, bool json) {
+  if (json) {
+    for (const BenchRow& r : rows) {
+      nlohmann::json j{{"case", r.name}, {"threads", threads}, {"tenferro_us", r.tenferro_us}, {"peer", r.peer}};
+      if (!r.target.empty()) j["target"] = r.target;
+      if (r.peer_us > 0) {
+        j["peer_us"] = r.peer_us;
+        j["ratio"] = r.tenferro_us / r.peer_us;
+      } else {
+        j["peer_us"] = nullptr;
+        j["ratio"] = nullptr;
+      }
+      std::printf("%s\n", j.dump().c_str());
+    }
+    return;
+  }
+  std::printf("%-56s %12s %-30s %12s %8s  %s\n", "case", "tenferro us", "reference", "ref us", "ratio", "target");
+  for (const BenchRow& r : rows) {
+    if (r.peer_us > 0) {
+      std::printf("%-56s %12.3f %-30s %12.3f %8.3f  %s\n", r.name.c_str(), r.tenferro_us, r.peer.c_str(), r.peer_us,
+                  r.tenferro_us / r.peer_us, r.target.c_str());
+    } else {
+      std::printf("%-56s %12.3f %-30s %12s %8s  %s\n", r.name.c_str(), r.tenferro_us, r.peer.c_str(), "-", "-",
+                  r.target.c_str());
+    }
+  }
+  std::printf("ratio = tenferro / reference (lower is better for tenferro)\n");
+}
+
 }  // namespace tenferro::cli

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace tenferro::cli {
 
@@ -24,5 +25,19 @@ std::map<std::string, double> run_peer(const std::string& path, int threads);
 /// The libtorch peer built beside this binary (build tree: bench/tenferro_peer_libtorch),
 /// or empty.
 std::string default_peer(const char* argv0);
+
+/// One measured case: tenferro's time next to a same-run reference (a peer library or the
+/// kernels called directly); peer_us 0 when there is no reference figure.
+struct BenchRow {
+  std::string name;
+  double tenferro_us = 0;
+  std::string peer;
+  double peer_us = 0;
+  std::string target{};  ///< the issue's target for this case, or empty
+};
+
+/// Prints `rows` as one JSON object per line (`--json`: case, threads, tenferro_us, peer,
+/// peer_us, ratio, target) or as a table, with ratio = tenferro / reference.
+void print_rows(const std::vector<BenchRow>& rows, int threads, bool json);
 
 }  // namespace tenferro::cli

@@ -28,7 +28,7 @@ int run_bench_eager(int argc, char** argv, const char* argv0);
 /// `tenferro bench linalg [--threads N] [--json] [--only SUBSTRING]`.
 int run_bench_linalg(int argc, char** argv);
 /// `tenferro bench runtime [--threads N] [--json] [--peer PATH | --no-peer] [--instances
-/// DIR]`: prepared-graph replay, run() overhead, GEMM-bound graph and einsum ops in graphs
+/// DIR] [--only chain|mlp|einsum]`: prepared-graph replay, run() overhead, GEMM-bound graph and einsum ops in graphs
 /// against same-run references.
 int run_bench_runtime(int argc, char** argv, const char* argv0);
 

@@ -32,12 +32,6 @@ using Clock = std::chrono::steady_clock;
 using eager::EagerTensor;
 
 
-struct Row {
-  std::string name;
-  double tenferro_us = 0;
-  std::string peer;
-  double peer_us = 0;  // 0: no peer figure
-};
 
 template <class T>
 T must(Result<T> r, const char* what) {
@@ -127,7 +121,7 @@ int run_bench_eager(int argc, char** argv, const char* argv0) {
     return it == peers.end() ? 0.0 : it->second;
   };
 
-  std::vector<Row> rows;
+  std::vector<BenchRow> rows;
   const auto small = [&](const std::string& name, int calls, const std::function<void()>& f) {
     rows.push_back({name, per_call_us(calls, f), "libtorch C++", peer_of(name)});
   };
@@ -238,30 +232,7 @@ int run_bench_eager(int argc, char** argv, const char* argv0) {
     rows.push_back({"matmul 2048^2 f64", me, "cpu::dot_general direct", mk});
   }
 
-  if (json) {
-    for (const Row& r : rows) {
-      nlohmann::json j{{"case", r.name}, {"threads", threads}, {"tenferro_us", r.tenferro_us}, {"peer", r.peer}};
-      if (r.peer_us > 0) {
-        j["peer_us"] = r.peer_us;
-        j["ratio"] = r.tenferro_us / r.peer_us;
-      } else {
-        j["peer_us"] = nullptr;
-        j["ratio"] = nullptr;
-      }
-      std::printf("%s\n", j.dump().c_str());
-    }
-    return 0;
-  }
-  std::printf("%-52s %12s %-24s %12s %8s\n", "case", "tenferro us", "peer", "peer us", "ratio");
-  for (const Row& r : rows) {
-    if (r.peer_us > 0) {
-      std::printf("%-52s %12.3f %-24s %12.3f %8.3f\n", r.name.c_str(), r.tenferro_us, r.peer.c_str(), r.peer_us,
-                  r.tenferro_us / r.peer_us);
-    } else {
-      std::printf("%-52s %12.3f %-24s %12s %8s\n", r.name.c_str(), r.tenferro_us, r.peer.c_str(), "-", "-");
-    }
-  }
-  std::printf("ratio = tenferro / peer (lower is better for tenferro)\n");
+  print_rows(rows, threads, json);
   return 0;
 }
 

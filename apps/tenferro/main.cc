@@ -26,6 +26,7 @@ void print_usage(std::FILE* out) {
       "             eager per-call times next to libtorch C++ and the kernels called directly\n"
       "  bench linalg [--threads N] [--json] [--only SUBSTRING]\n"
       "  bench runtime [--threads N] [--json] [--peer PATH | --no-peer] [--instances DIR]\n"
+      "                [--only chain|mlp|einsum]\n"
       "             decompositions and solvers (cases of peer_linalg.py) next to raw LAPACKE calls\n"
       "  ir check FILE | ir compile FILE [--explain] | ir eval FILE IN.npy... [-o OUT.npy...]\n"
       "             check, compile or evaluate a semantic program in the text format\n"

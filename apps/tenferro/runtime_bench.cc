@@ -42,13 +42,6 @@ T must(Result<T> r, const char* what) {
   return std::move(*r);
 }
 
-struct Row {
-  std::string name;
-  double tenferro_us = 0;
-  std::string peer;
-  double peer_us = 0;  // 0: no peer figure
-  std::string target;
-};
 
 std::vector<Extent> exact(const Shape& s) {
   std::vector<Extent> out;
@@ -121,6 +114,7 @@ int run_bench_runtime(int argc, char** argv, const char* argv0) {
   bool json = false;
   std::string peer = default_peer(argv0);
   std::string instances = "../shared/data/einsum-benchmark";
+  std::string only;
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) {
@@ -133,12 +127,20 @@ int run_bench_runtime(int argc, char** argv, const char* argv0) {
       peer.clear();
     } else if (a == "--instances" && i + 1 < argc) {
       instances = argv[++i];
+    } else if (a == "--only" && i + 1 < argc) {
+      only = argv[++i];
     } else {
       std::fprintf(stderr,
-                   "usage: tenferro bench runtime [--threads N] [--json] [--peer PATH | --no-peer] [--instances DIR]\n");
+                   "usage: tenferro bench runtime [--threads N] [--json] [--peer PATH | --no-peer] [--instances DIR] "
+                   "[--only chain|mlp|einsum]\n");
       return 2;
     }
   }
+  if (!only.empty() && only != "chain" && only != "mlp" && only != "einsum") {
+    std::fprintf(stderr, "tenferro bench runtime: --only takes chain, mlp or einsum\n");
+    return 2;
+  }
+  const auto selected = [&](const char* group) { return only.empty() || only == group; };
   const auto topo = must(cpu::CpuTopology::discover(), "topology");
   if (threads < 1 || static_cast<size_t>(threads) > topo.allowed_cpus.size()) {
     std::fprintf(stderr, "tenferro bench runtime: --threads must be in [1, %zu]\n", topo.allowed_cpus.size());
@@ -151,19 +153,20 @@ int run_bench_runtime(int argc, char** argv, const char* argv0) {
   auto engine = must(cpu::CpuEngine::create(cfg), "engine");
   auto rt = must(runtime::Runtime::create(), "runtime");
   must(cpu_runtime::register_cpu_engine(*rt, engine), "register");
-  const std::map<std::string, double> peers = run_peer(peer, threads);
+  const std::map<std::string, double> peers = selected("chain") ? run_peer(peer, threads) : std::map<std::string, double>{};
   const auto peer_of = [&](const std::string& name) {
     auto it = peers.find(name);
     return it == peers.end() ? 0.0 : it->second;
   };
-  std::vector<Row> rows;
+  std::vector<BenchRow> rows;
   const auto& pool = engine->pool(0);
   const auto direct = [&](const std::function<Result<void>(cpu::CpuExecutionContext&)>& body) {
     (void)engine->run(0, cpu::ParallelMode::kInner, [&](cpu::CpuExecutionContext& ctx) { return body(ctx); });
   };
 
+
   // 1. Replay of a 100-node chain: per-node time against libtorch's per-op time.
-  {
+  if (selected("chain")) {
     const auto g = chain_graph(100, 8);
     const std::vector<Tensor> in{must(Tensor::random_normal(DType::kF64, {8}, 1), "random"),
                                  must(Tensor::random_normal(DType::kF64, {8}, 2), "random")};
@@ -179,7 +182,7 @@ int run_bench_runtime(int argc, char** argv, const char* argv0) {
   }
 
   // 3. A GEMM-bound graph: 3-layer MLP forward against the same kernels called directly.
-  {
+  if (selected("mlp")) {
     constexpr int64_t kBatch = 256, kWidth = 512;
     const auto g = mlp_graph(kBatch, kWidth);
     std::vector<Tensor> in{must(Tensor::random_normal(DType::kF64, {kBatch, kWidth}, 3), "random")};
@@ -211,6 +214,7 @@ int run_bench_runtime(int argc, char** argv, const char* argv0) {
 
   // 4. An einsum op inside a graph against the native einsum executor called directly.
   for (const char* name : {"lm_batch_likelihood_brackets_4_4d", "str_mps_varying_inner_product_200"}) {
+    if (!selected("einsum")) break;
     const auto inst = load_instance(std::filesystem::path(instances) / (std::string(name) + ".json"));
     if (!inst) {
       std::fprintf(stderr, "tenferro bench runtime: instance %s not found under %s; skipped\n", name,
@@ -248,32 +252,7 @@ int run_bench_runtime(int argc, char** argv, const char* argv0) {
                     "<= 1.05"});
   }
 
-  if (json) {
-    for (const Row& r : rows) {
-      nlohmann::json j{{"case", r.name}, {"threads", threads}, {"tenferro_us", r.tenferro_us}, {"peer", r.peer},
-                       {"target", r.target}};
-      if (r.peer_us > 0) {
-        j["peer_us"] = r.peer_us;
-        j["ratio"] = r.tenferro_us / r.peer_us;
-      } else {
-        j["peer_us"] = nullptr;
-        j["ratio"] = nullptr;
-      }
-      std::printf("%s\n", j.dump().c_str());
-    }
-    return 0;
-  }
-  std::printf("%-56s %12s %-30s %12s %8s  %s\n", "case", "tenferro us", "reference", "ref us", "ratio", "target");
-  for (const Row& r : rows) {
-    if (r.peer_us > 0) {
-      std::printf("%-56s %12.3f %-30s %12.3f %8.3f  %s\n", r.name.c_str(), r.tenferro_us, r.peer.c_str(), r.peer_us,
-                  r.tenferro_us / r.peer_us, r.target.c_str());
-    } else {
-      std::printf("%-56s %12.3f %-30s %12s %8s  %s\n", r.name.c_str(), r.tenferro_us, r.peer.c_str(), "-", "-",
-                  r.target.c_str());
-    }
-  }
-  std::printf("ratio = tenferro / reference (lower is better for tenferro)\n");
+  print_rows(rows, threads, json);
   return 0;
 }
 

@@ -36,17 +36,6 @@ namespace tenferro::runtime {
 
 namespace {
 
-int64_t bytes_of(DType d, const Shape& s) {
-  int64_t n = dtype_size(d);
-  for (int64_t e : s) {
-    if (__builtin_mul_overflow(n, e, &n)) return std::numeric_limits<int64_t>::max();
-  }
-  return n;
-}
-int64_t sat_add(int64_t a, int64_t b) {
-  int64_t r;
-  return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<int64_t>::max() : r;
-}
 
 struct UnionFind {
   std::vector<int32_t> parent;

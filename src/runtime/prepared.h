@@ -2,6 +2,7 @@
 // Internal: the layout of a prepared program, shared by preparation, execution and
 // explain (not installed).
 
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -79,6 +80,20 @@ class PreparedProgram {
   mutable std::mutex mu_;
   mutable std::vector<std::unique_ptr<Workspace>> free_;
 };
+
+// Bytes of a compact tensor, saturating at INT64_MAX (an estimate for plans and explain;
+// the kernels check real sizes), and a saturating sum.
+inline int64_t bytes_of(DType d, const Shape& s) {
+  int64_t n = dtype_size(d);
+  for (int64_t e : s) {
+    if (__builtin_mul_overflow(n, e, &n)) return std::numeric_limits<int64_t>::max();
+  }
+  return n;
+}
+inline int64_t sat_add(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<int64_t>::max() : r;
+}
 
 // Runs the nodes of `p` inside an entered context, inputs already in ws.slots.
 Result<void> run_nodes(const PreparedProgram& p, EngineContext& ctx, Workspace& ws);
