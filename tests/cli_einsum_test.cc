@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 #include <filesystem>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tenferro/tensor/npy.h"
@@ -76,6 +77,65 @@ TEST(CliEinsum, BadInputsFailWithTypedMessages) {
   EXPECT_NE(run("einsum"), 0);
   ASSERT_EQ(run("einsum 'ii' " + dir() + "sq.npy"), 0) << output();  // trace, printed
   EXPECT_NE(output().find("2"), std::string::npos) << output();
+}
+
+int exit_code(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
+
+// Hostile or unusual command lines: typed errors and exit codes, never a crash.
+TEST(CliEinsum, HostileOptionsGiveTypedErrors) {
+  Tensor v = Tensor::from_col_major<double>({3}, {1, 2, 3}).value();
+  Tensor s = Tensor::from_col_major<double>({}, {2}).value();
+  ASSERT_TRUE(write_npy(dir() + "v.npy", v).has_value());
+  ASSERT_TRUE(write_npy(dir() + "s.npy", s).has_value());
+  const std::string vv = dir() + "v.npy " + dir() + "v.npy";
+  // Subscripts may begin with '-' (a scalar output) or be empty, as in numpy.
+  ASSERT_EQ(exit_code(run("einsum '->' " + dir() + "s.npy")), 0) << output();
+  EXPECT_NE(output().find("2"), std::string::npos) << output();
+  ASSERT_EQ(exit_code(run("einsum '' " + dir() + "s.npy")), 0) << output();
+  ASSERT_EQ(exit_code(run("einsum 'i,i->' " + vv)), 0) << output();
+  EXPECT_NE(output().find("14"), std::string::npos) << output();
+  // Path positions are non-negative integers; numbers past int32 are rejected.
+  EXPECT_EQ(exit_code(run("einsum 'i,i->' " + vv + " --optimize 'path=[(-1,0)]'")), 1);
+  EXPECT_NE(output().find("unexpected character '-'"), std::string::npos) << output();
+  EXPECT_EQ(exit_code(run("einsum 'i,i->' " + vv + " --optimize 'path=[(99999999999999999999,0)]'")), 1);
+  // Deep nesting is a parse error, not a stack overflow.
+  EXPECT_EQ(exit_code(run("einsum 'i,i->' " + vv + " --optimize 'path=" + std::string(30000, '(') + "'")), 1);
+  EXPECT_NE(output().find("nesting deeper"), std::string::npos) << output();
+  // Counts are checked whole numbers.
+  for (const char* bad : {"99999999999", "100000", "0", "-1", "2x", ""}) {
+    EXPECT_EQ(exit_code(run("einsum 'i,i->' " + vv + " --threads '" + bad + "'")), 2) << bad;
+  }
+  EXPECT_EQ(exit_code(run("einsum 'i,i->' " + vv + " --repeat 99999999999")), 2);
+  // A file name that is not UTF-8 still gives valid JSON (the bad byte replaced).
+  ASSERT_EQ(exit_code(run("einsum 'i,i->' " + vv + " --json -o \"" + dir() + "out$(printf '\\377').npy\"")), 0)
+      << output();
+  EXPECT_NE(output().find("\"output\""), std::string::npos) << output();
+  // Every subcommand answers --help with exit 0.
+  for (const char* cmd : {"einsum", "bench einsum", "bench kernels", "bench eager", "bench linalg", "bench runtime",
+                          "ir run", "ir eval", "demo"}) {
+    EXPECT_EQ(exit_code(run(std::string(cmd) + " --help")), 0) << cmd << ": " << output();
+    EXPECT_NE(output().find("usage"), std::string::npos) << cmd;
+  }
+}
+
+// Instance files of the wrong shape: one typed error each, the command goes on.
+TEST(CliEinsum, MalformedInstanceFilesAreTypedErrors) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"null", "not a JSON object"},
+      {R"({"format_string": 5, "shapes": [[2]]})", "not a string"},
+      {R"({"format_string": "i->", "shapes": [["4"]]})", "not an integer"},
+      {R"({"format_string": "i->", "shapes": [[-4]]})", "negative"},
+      {R"({"format_string": "ij->", "shapes": [[4611686018427387904, 4]]})", "2^62"},
+      {R"({"format_string": "i->", "shapes": [[2]], "paths": {"opt_flops": {"path": [["a"]]}}})", "path entry"},
+      {"{not json", "not a JSON object"},
+  };
+  int k = 0;
+  for (const auto& [text, want] : cases) {
+    const std::string f = dir() + "inst" + std::to_string(k++) + ".json";
+    std::ofstream(f) << text;
+    EXPECT_EQ(exit_code(run("bench einsum " + f)), 1) << text << ": " << output();
+    EXPECT_NE(output().find(want), std::string::npos) << text << ": " << output();
+  }
 }
 
 }  // namespace

@@ -147,6 +147,54 @@ TEST(CliIr, BenchRuntimeRunsAndValidatesOptions) {
   EXPECT_EQ(run("bench runtime --bogus"), 2) << output();
 }
 
+// Hostile programs: bounded parsing, bounded shape algebra, typed allocation failures, no
+// integer overflow (UBSan runs these too), all-or-nothing output files.
+TEST(CliIr, HostileProgramsGiveTypedErrors) {
+  write("deep.tf", "program {\n  symbol n\n  %0 = input \"x\" : f64[" + std::string(20000, '(') + "n" +
+                       std::string(20000, ')') + "]\n  output %0\n}\n");
+  EXPECT_EQ(run("ir check " + dir() + "deep.tf"), 1) << output();
+  EXPECT_NE(output().find("nests deeper"), std::string::npos) << output();
+  std::string syms, ins, sum;
+  for (int i = 0; i < 12; ++i) {
+    syms += "  symbol s" + std::to_string(i) + "\n";
+    ins += "  %" + std::to_string(i) + " = input \"x" + std::to_string(i) + "\" : f64[s" + std::to_string(i) + "]\n";
+    sum += (i ? "+s" : "s") + std::to_string(i);
+  }
+  std::string power;
+  for (int i = 0; i < 14; ++i) power += (i ? "*(" : "(") + sum + ")";
+  write("poly.tf", "program {\n" + syms + ins + "  guard " + power + " == s0 \"c\"\n  output %0\n}\n");
+  EXPECT_EQ(run("ir check " + dir() + "poly.tf"), 1) << output();
+  EXPECT_NE(output().find("size cap"), std::string::npos) << output();
+  write("iota.tf", "program {\n  %0 = iota() {shape=[4611686018427387904], axis=0, dtype=f32} : f32[4611686018427387904]\n  output %0\n}\n");
+  EXPECT_EQ(run("ir eval " + dir() + "iota.tf"), 1) << output();
+  EXPECT_NE(output().find("allocation_failed"), std::string::npos) << output();
+  write("lit.tf", "program {\n  %0 = constant() {value=f64[4611686018427387904]{}} : f64[4611686018427387904]\n  output %0\n}\n");
+  EXPECT_EQ(run("ir check " + dir() + "lit.tf"), 1) << output();
+  write("slice.tf", "program {\n  %0 = input \"x\" : f64[5]\n  %1 = slice(%0) {start=[1], limit=[5], stride=[9223372036854775807]} : f64[1]\n  output %1\n}\n");
+  EXPECT_EQ(run("ir check " + dir() + "slice.tf"), 0) << output();
+  // Two outputs, the second into a missing directory: neither file is written.
+  write("two.tf", "program {\n  %0 = input \"x\" : f64[2]\n  %1 = neg(%0) : f64[2]\n  output %0, %1\n}\n");
+  ASSERT_TRUE(write_npy(dir() + "x2.npy", Tensor::ones(DType::kF64, {2}).value()));
+  EXPECT_EQ(run("ir eval " + dir() + "two.tf " + dir() + "x2.npy -o " + dir() + "first.npy -o " + dir() +
+                "missing/second.npy"),
+            1)
+      << output();
+  EXPECT_FALSE(std::filesystem::exists(dir() + "first.npy"));
+  // A link where a fixed temporary name used to be is never written through.
+  std::ofstream(dir() + "victim.txt") << "keep";
+  std::filesystem::remove(dir() + "first.npy.tmp");
+  std::filesystem::create_symlink(dir() + "victim.txt", dir() + "first.npy.tmp");
+  ASSERT_EQ(run("ir eval " + dir() + "two.tf " + dir() + "x2.npy -o " + dir() + "first.npy -o " + dir() + "second.npy"),
+            0)
+      << output();
+  std::ifstream victim(dir() + "victim.txt");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(victim), std::istreambuf_iterator<char>()), "keep");
+  EXPECT_EQ(read_npy(dir() + "second.npy").value().get<double>({1}).value(), -1.0);
+  for (const auto& e : std::filesystem::directory_iterator(dir())) {
+    EXPECT_EQ(e.path().filename().string().find(".npy.tmp."), std::string::npos) << e.path();  // none left
+  }
+}
+
 TEST(CliIr, ErrorsAreTypedAndExitNonZero) {
   write("bad.tf", "program {\n  %0 = input \"x\" : f64[2]\n  %1 = input \"y\" : f64[3]\n  %2 = add(%0, %1) : f64[2]\n  output %2\n}\n");
   EXPECT_EQ(run("ir check " + dir() + "bad.tf"), 1);

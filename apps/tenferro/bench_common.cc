@@ -1,8 +1,13 @@
 #include "bench_common.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -10,6 +15,83 @@
 namespace tenferro::cli {
 
 using Clock = std::chrono::steady_clock;
+
+std::optional<int64_t> parse_count(const char* text, int64_t lo, int64_t hi) {
+  if (text == nullptr || *text == '\0') return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi) return std::nullopt;
+  return v;
+}
+
+std::string json_text(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
+Result<EinsumInstance> load_einsum_instance(const std::string& file, const std::string& strategy) {
+  const auto bad = [&](ErrorCode code, const std::string& what) {
+    return usage_error(code, "einsum instance", "'" + file + "': " + what);
+  };
+  std::ifstream in(file);
+  if (!in) return bad(ErrorCode::kIo, "cannot be read");
+  std::stringstream text;
+  text << in.rdbuf();
+  const nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return bad(ErrorCode::kParse, "not a JSON object");
+  EinsumInstance inst;
+  inst.name = std::filesystem::path(file).stem().string();
+  if (j.contains("name")) {
+    if (!j["name"].is_string()) return bad(ErrorCode::kParse, "\"name\" is not a string");
+    inst.name = j["name"].get<std::string>();
+  }
+  const char* fmt_key = j.contains("format_string_colmajor") ? "format_string_colmajor" : "format_string";
+  if (!j.contains(fmt_key) || !j[fmt_key].is_string()) return bad(ErrorCode::kParse, std::string("\"") + fmt_key + "\" is missing or not a string");
+  inst.subscripts = j[fmt_key].get<std::string>();
+  const char* shapes_key = j.contains("shapes_colmajor") ? "shapes_colmajor" : "shapes";
+  if (!j.contains(shapes_key) || !j[shapes_key].is_array()) return bad(ErrorCode::kParse, std::string("\"") + shapes_key + "\" is missing or not a list");
+  for (const auto& s : j[shapes_key]) {
+    if (!s.is_array()) return bad(ErrorCode::kParse, "a shape is not a list");
+    Shape sh;
+    int64_t n = 1;
+    for (const auto& e : s) {
+      if (!e.is_number_integer()) return bad(ErrorCode::kParse, "an extent is not an integer: " + json_text(e));
+      const int64_t v = e.get<int64_t>();
+      if (v < 0 || (e.is_number_unsigned() && e.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))) {
+        return bad(ErrorCode::kInvalidShape, "extent " + json_text(e) + " is negative or too large");
+      }
+      if (__builtin_mul_overflow(n, v, &n) || n > (int64_t{1} << 62)) {
+        return bad(ErrorCode::kInvalidShape, "an operand of shape " + json_text(s) + " has more than 2^62 elements");
+      }
+      sh.push_back(v);
+    }
+    inst.shapes.push_back(std::move(sh));
+  }
+  if (j.contains("dtype")) {
+    if (!j["dtype"].is_string()) return bad(ErrorCode::kParse, "\"dtype\" is not a string");
+    inst.dtype = j["dtype"].get<std::string>().find("complex") != std::string::npos ? DType::kC128 : DType::kF64;
+  }
+  if (!strategy.empty() && j.contains("paths")) {
+    const auto& paths = j["paths"];
+    if (!paths.is_object()) return bad(ErrorCode::kParse, "\"paths\" is not an object");
+    if (paths.contains(strategy)) {
+      const auto& p = paths[strategy];
+      if (!p.is_object() || !p.contains("path") || !p["path"].is_array()) {
+        return bad(ErrorCode::kParse, "paths." + strategy + ".path is missing or not a list");
+      }
+      for (const auto& pair : p["path"]) {
+        if (!pair.is_array()) return bad(ErrorCode::kParse, "a path entry is not a list");
+        std::vector<int32_t> v;
+        for (const auto& k : pair) {
+          if (!k.is_number_integer() || k.get<int64_t>() < 0 || k.get<int64_t>() > INT32_MAX) {
+            return bad(ErrorCode::kParse, "a path entry holds " + json_text(k) + ", not an operand position");
+          }
+          v.push_back(static_cast<int32_t>(k.get<int64_t>()));
+        }
+        inst.path.push_back(std::move(v));
+      }
+    }
+  }
+  return inst;
+}
 
 // Median over 7 repetitions of the per-call time of `calls` calls, in µs.
 double per_call_us(int calls, const std::function<void()>& f) {
@@ -91,7 +173,7 @@ void print_rows(const std::vector<BenchRow>& rows, int threads, bool json) {
         j["peer_us"] = nullptr;
         j["ratio"] = nullptr;
       }
-      std::printf("%s\n", j.dump().c_str());
+      std::printf("%s\n", json_text(j).c_str());
     }
     return;
   }

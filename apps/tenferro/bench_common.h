@@ -1,14 +1,49 @@
 #pragma once
-// Timing helpers shared by the `tenferro bench` subcommands, and the libtorch C++ peer
-// process (bench/peer_libtorch_eager.cc) they run for same-run peer figures.
+// Helpers shared by the CLI's subcommands: checked option values, JSON output that never
+// throws, einsum-benchmark instance files read with every field checked, timing helpers
+// of the `tenferro bench` subcommands, and the libtorch C++ peer process
+// (bench/peer_libtorch_eager.cc) they run for same-run peer figures.
 
+#include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "tenferro/core/result.h"
+#include "tenferro/core/dtype.h"
+#include "tenferro/core/shape.h"
+
 namespace tenferro::cli {
+
+/// The most worker threads any command accepts (`--threads`).
+inline constexpr int64_t kMaxThreads = 1024;
+
+/// A whole decimal number in [lo, hi] (no sign other than a leading '-', no junk, no
+/// overflow), or nullopt.
+std::optional<int64_t> parse_count(const char* text, int64_t lo, int64_t hi);
+
+/// `j` as one line of JSON text; strings that are not valid UTF-8 (e.g. file names) have
+/// the bad bytes replaced instead of throwing.
+std::string json_text(const nlohmann::json& j);
+
+/// An einsum-benchmark instance (../shared/data/einsum-benchmark/*.json).
+struct EinsumInstance {
+  std::string name;        ///< "name", else the file's stem
+  std::string subscripts;  ///< column-major form when present ("format_string_colmajor")
+  std::vector<Shape> shapes;
+  DType dtype = DType::kF64;
+  std::vector<std::vector<int32_t>> path;  ///< paths.<strategy>.path (empty if absent)
+};
+/// Reads and checks an instance file: every field has the expected JSON type, extents
+/// are non-negative and each operand holds at most 2^62 elements. `strategy` names the
+/// path to read ("opt_flops"; empty: none). Errors (kUsage stage): kIo, kParse
+/// (malformed JSON or a field of the wrong type), kInvalidShape.
+Result<EinsumInstance> load_einsum_instance(const std::string& file, const std::string& strategy);
 
 /// Median over 7 repetitions of the per-call time of `calls` calls of `f`, in µs (after
 /// a warm-up of min(calls, 1000) calls).

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_common.h"
 #include "commands.h"
 #include "tenferro/cpu/dot_general.h"
 #include "tenferro/cpu/elementwise.h"
@@ -95,20 +96,21 @@ int run_bench_kernels(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) {
-      threads = std::atoi(argv[++i]);
+      threads = static_cast<int>(parse_count(argv[++i], 1, kMaxThreads).value_or(0));  // 0: rejected below
     } else if (a == "--json") {
       json = true;
     } else if (a == "--only" && i + 1 < argc) {
       only = argv[++i];
     } else if (a == "--max-n" && i + 1 < argc) {
-      max_n = std::atoi(argv[++i]);
+      max_n = static_cast<int>(parse_count(argv[++i], 1, 1 << 20).value_or(0));
     } else {
       std::fprintf(stderr, "usage: tenferro bench kernels [--threads N] [--json] [--only SUBSTRING] [--max-n N]\n");
       return 2;
     }
   }
-  if (threads < 1) {
-    std::fprintf(stderr, "tenferro bench kernels: --threads must be >= 1\n");
+  if (threads < 1 || max_n < 1) {
+    std::fprintf(stderr, "tenferro bench kernels: --threads takes 1 to %lld and --max-n 1 to 1048576\n",
+                 static_cast<long long>(kMaxThreads));
     return 2;
   }
   auto executor = cpu::make_tbb_executor(threads);

@@ -87,7 +87,7 @@ int run_bench_eager(int argc, char** argv, const char* argv0) {
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) {
-      threads = std::atoi(argv[++i]);
+      threads = static_cast<int>(parse_count(argv[++i], 1, kMaxThreads).value_or(0));  // 0: rejected below
     } else if (a == "--json") {
       json = true;
     } else if (a == "--peer" && i + 1 < argc) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_common.h"
 #include "commands.h"
 #include "tenferro/cpu/engine.h"
 #include "tenferro/einsum_cpu/einsum.h"
@@ -51,6 +52,13 @@ Result<PathPolicy> parse_optimize(const std::string& v, int32_t operands) {
       for (char c : text) {
         if (c >= '0' && c <= '9') {
           num = (num < 0 ? 0 : num * 10) + (c - '0');
+          if (num > INT32_MAX) {
+            return usage_error(ErrorCode::kInvalidArgument, "tenferro einsum", "--optimize path: a position is too large");
+          }
+        } else if (c != '[' && c != ']' && c != '(' && c != ')' && c != ',' && c != ' ') {
+          return usage_error(ErrorCode::kInvalidArgument, "tenferro einsum",
+                             std::string("--optimize path: unexpected character '") + c +
+                                 "' (positions are non-negative integers)");
         } else {
           if (num >= 0) cur.push_back(static_cast<int32_t>(num));
           num = -1;
@@ -108,32 +116,33 @@ int fail(const Error& e) {
 }  // namespace
 
 int run_einsum(int argc, char** argv) {
-  std::string subscripts, out_path, optimize = "greedy";
+  std::string out_path, optimize = "greedy";
+  std::optional<std::string> subscripts;  // may be empty ('' : a product of scalars)
   std::vector<std::string> inputs;
   int threads = 1, repeat = 1;
-  bool json = false;
+  bool json = false, bad_value = false;
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "-o" && i + 1 < argc) {
       out_path = argv[++i];
     } else if (a == "--optimize" && i + 1 < argc) {
       optimize = argv[++i];
-    } else if (a == "--threads" && i + 1 < argc) {
-      threads = std::atoi(argv[++i]);
-    } else if (a == "--repeat" && i + 1 < argc) {
-      repeat = std::atoi(argv[++i]);
+    } else if ((a == "--threads" || a == "--repeat") && i + 1 < argc) {
+      const auto v = parse_count(argv[++i], 1, a == "--threads" ? kMaxThreads : 1000000000);
+      bad_value = bad_value || !v;
+      (a == "--threads" ? threads : repeat) = static_cast<int>(v.value_or(1));
     } else if (a == "--json") {
       json = true;
-    } else if (!a.empty() && a[0] == '-' && a != "-") {
+    } else if (!subscripts && (a.empty() || a.find("->") != std::string::npos || a[0] != '-')) {
+      subscripts = a;  // subscripts may begin with '-' ('->': the scalar output of vectors)
+    } else if (a.size() > 1 && a[0] == '-') {
       std::fprintf(stderr, "tenferro einsum: unknown option '%s'\n", a.c_str());
       return 2;
-    } else if (subscripts.empty()) {
-      subscripts = a;
     } else {
       inputs.push_back(a);
     }
   }
-  if (subscripts.empty() || inputs.empty() || threads < 1 || repeat < 1) {
+  if (!subscripts || inputs.empty() || bad_value) {
     std::fprintf(stderr,
                  "usage: tenferro einsum SUBSCRIPTS A.npy [B.npy ...] [-o OUT.npy] [--optimize "
                  "greedy|optimal|treesa|left-to-right|path=...] [--threads N] [--repeat K] [--json]\n");
@@ -156,7 +165,7 @@ int run_einsum(int argc, char** argv) {
   }
   auto policy = parse_optimize(optimize, static_cast<int32_t>(ops.size()));
   if (!policy) return fail(policy.error());
-  auto plan = einsum::EinsumPlan::prepare(subscripts, shapes, ops[0].dtype(), *policy);
+  auto plan = einsum::EinsumPlan::prepare(*subscripts, shapes, ops[0].dtype(), *policy);
   if (!plan) return fail(plan.error());
   auto engine = make_engine(threads);
   if (!engine) return fail(engine.error());
@@ -179,7 +188,7 @@ int run_einsum(int argc, char** argv) {
   const einsum::PathCost& c = (*plan)->cost();
   if (json) {
     nlohmann::json j;
-    j["subscripts"] = subscripts;
+    j["subscripts"] = *subscripts;
     j["dtype"] = std::string(dtype_name(ops[0].dtype()));
     j["output_shape"] = std::vector<int64_t>(result.shape().begin(), result.shape().end());
     j["optimize"] = optimize;
@@ -193,10 +202,10 @@ int run_einsum(int argc, char** argv) {
     auto pairs = einsum::pairs_from_tree((*plan)->tree());
     j["path"] = pairs;
     if (!out_path.empty()) j["output"] = out_path;
-    std::printf("%s\n", j.dump().c_str());
+    std::printf("%s\n", json_text(j).c_str());
   } else {
     std::printf("einsum %s: %s %s, path %s (log10 flops %.3f, largest intermediate %.0f elements, search %.2f ms)\n",
-                subscripts.c_str(), std::string(dtype_name(ops[0].dtype())).c_str(),
+                subscripts->c_str(), std::string(dtype_name(ops[0].dtype())).c_str(),
                 format_dims(result.shape()).c_str(), optimize.c_str(), c.log10_flops(), c.largest,
                 (*plan)->search_seconds() * 1e3);
     std::printf("time: median %.3f ms over %d run(s) at %d thread(s)\n", tm.median_ms, tm.runs, threads);
@@ -227,11 +236,15 @@ int run_bench_einsum(int argc, char** argv) {
     } else if (a == "--strategy" && i + 1 < argc) {
       strategy = argv[++i];
     } else if (a == "--threads" && i + 1 < argc) {
-      threads = std::atoi(argv[++i]);
+      const auto v = parse_count(argv[++i], 1, kMaxThreads);
+      threads = v ? static_cast<int>(*v) : 0;  // 0: rejected below
     } else if (a == "--json") {
       json = true;
     } else if (a == "--min-time" && i + 1 < argc) {
-      min_time_s = std::atof(argv[++i]);
+      char* end = nullptr;
+      const char* text = argv[++i];
+      min_time_s = std::strtod(text, &end);
+      if (end == text || *end != '\0' || !(min_time_s >= 0 && min_time_s <= 3600)) min_time_s = -1;
     } else if (a == "--provider" && i + 1 < argc) {
       provider = argv[++i];
     } else if (a == "--profile") {
@@ -242,7 +255,7 @@ int run_bench_einsum(int argc, char** argv) {
     } else if (a == "--no-workspace") {
       use_workspace = false;
     } else if (a == "--pool-mib" && i + 1 < argc) {
-      pool_mib = std::atoll(argv[++i]);
+      pool_mib = parse_count(argv[++i], 0, int64_t{1} << 30).value_or(-1);
     } else if (!a.empty() && a[0] == '-') {
       std::fprintf(stderr, "tenferro bench einsum: unknown option '%s'\n", a.c_str());
       return 2;
@@ -250,7 +263,7 @@ int run_bench_einsum(int argc, char** argv) {
       targets.push_back(a);
     }
   }
-  if (targets.empty() || threads < 1 || (path_mode != "instance" && path_mode != "greedy" && path_mode != "treesa") ||
+  if (targets.empty() || threads < 1 || min_time_s < 0 || pool_mib < 0 || (path_mode != "instance" && path_mode != "greedy" && path_mode != "treesa") ||
       (strategy != "opt_flops" && strategy != "opt_size")) {
     std::fprintf(stderr,
                  "usage: tenferro bench einsum FILE_OR_DIR... [--path instance|greedy|treesa] [--strategy "
@@ -287,36 +300,23 @@ int run_bench_einsum(int argc, char** argv) {
   }
   int failures = 0;
   for (size_t fi = 0; fi < files.size(); ++fi) {
-    std::ifstream in(files[fi]);
-    nlohmann::json inst;
-    try {
-      in >> inst;
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "tenferro bench einsum: %s: %s\n", files[fi].c_str(), e.what());
+    auto loaded = load_einsum_instance(files[fi], path_mode == "instance" ? strategy : std::string());
+    if (!loaded) {
+      std::fprintf(stderr, "tenferro bench einsum: %s\n", loaded.error().to_string().c_str());
       ++failures;
       continue;
     }
-    const std::string name = inst.value("name", std::filesystem::path(files[fi]).stem().string());
+    const std::string& name = loaded->name;
     (*engine)->pool(0)->clear();  // each instance starts with an empty pool
     std::fprintf(stderr, "[%zu/%zu] %s: planning (%s path)...\n", fi + 1, files.size(), name.c_str(), path_mode.c_str());
     // Column-major data: the instance's column-major subscripts and shapes describe the
     // same contraction as the row-major ones on numpy's data.
-    const std::string fmt = inst.contains("format_string_colmajor") ? inst["format_string_colmajor"].get<std::string>()
-                                                                     : inst["format_string"].get<std::string>();
-    const auto& jshapes = inst.contains("shapes_colmajor") ? inst["shapes_colmajor"] : inst["shapes"];
-    std::vector<Shape> shapes;
-    for (const auto& s : jshapes) {
-      Shape sh;
-      for (const auto& e : s) sh.push_back(e.get<int64_t>());
-      shapes.push_back(sh);
-    }
-    const std::string dt = inst.value("dtype", "float64");
-    const DType dtype = dt.find("complex") != std::string::npos ? DType::kC128 : DType::kF64;
+    const std::string& fmt = loaded->subscripts;
+    const std::vector<Shape>& shapes = loaded->shapes;
+    const DType dtype = loaded->dtype;
     PathPolicy policy;
     if (path_mode == "instance") {
-      std::vector<std::vector<int32_t>> pairs;
-      for (const auto& p : inst["paths"][strategy]["path"]) pairs.push_back(p.get<std::vector<int32_t>>());
-      auto tree = einsum::tree_from_pairs(static_cast<int32_t>(shapes.size()), pairs);
+      auto tree = einsum::tree_from_pairs(static_cast<int32_t>(shapes.size()), loaded->path);
       if (!tree) {
         std::fprintf(stderr, "%s: %s\n", name.c_str(), tree.error().to_string().c_str());
         ++failures;
@@ -338,7 +338,16 @@ int run_bench_einsum(int argc, char** argv) {
     const einsum::PathCost& c = (*plan)->cost();
     std::vector<Tensor> ops;
     for (size_t i = 0; i < shapes.size(); ++i) {
-      ops.push_back(Tensor::random_normal(dtype, shapes[i], 1234 + i).value());
+      auto t = Tensor::random_normal(dtype, shapes[i], 1234 + i);
+      if (!t) {
+        std::fprintf(stderr, "%s: operand %zu: %s\n", name.c_str(), i, t.error().to_string().c_str());
+        break;
+      }
+      ops.push_back(std::move(*t));
+    }
+    if (ops.size() != shapes.size()) {
+      ++failures;
+      continue;
     }
     std::fprintf(stderr, "[%zu/%zu] %s: running...\n", fi + 1, files.size(), name.c_str());
     std::vector<double> times;
@@ -423,7 +432,7 @@ int run_bench_einsum(int argc, char** argv) {
       j["log10_flops"] = c.log10_flops();
       j["largest_intermediate"] = c.largest;
       j["search_ms"] = (*plan)->search_seconds() * 1e3;
-      std::printf("%s\n", j.dump().c_str());
+      std::printf("%s\n", json_text(j).c_str());
     } else {
       std::printf("%-48s %8d %10.3f %9.3f %9.2f %8.3f %11.0f %10.2f\n", name.c_str(), threads, tm.median_ms, tm.iqr_ms,
                   gflops, c.log10_flops(), c.largest, (*plan)->search_seconds() * 1e3);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_common.h"
 #include "commands.h"
 #include "tenferro/compiler/compiler.h"
 #include "tenferro/cpu_runtime/cpu_runtime.h"
@@ -41,15 +42,16 @@ int fail(const Error& e) {
 using Clock = std::chrono::steady_clock;
 double micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
+// Output files are written all-or-nothing (write_npy_files).
 int write_outputs(const std::vector<Tensor>& r, const std::vector<std::string>& outputs, bool quiet) {
-  for (size_t i = 0; i < r.size(); ++i) {
-    if (!outputs.empty()) {
-      if (auto w = write_npy(outputs[i], r[i]); !w) return fail(w.error());
-      if (!quiet) std::printf("wrote %s\n", outputs[i].c_str());
-    } else if (!quiet) {
-      std::printf("output %zu:\n%s\n", i, r[i].to_string().c_str());
+  if (!outputs.empty()) {
+    if (auto w = write_npy_files(outputs, r); !w) return fail(w.error());
+    for (const std::string& o : outputs) {
+      if (!quiet) std::printf("wrote %s\n", o.c_str());
     }
+    return 0;
   }
+  for (size_t i = 0; i < r.size() && !quiet; ++i) std::printf("output %zu:\n%s\n", i, r[i].to_string().c_str());
   return 0;
 }
 
@@ -111,14 +113,6 @@ int run_ir(int argc, char** argv) {
   std::vector<std::string> positional, outputs, binding_files;
   bool explain = false, compiled = false, json = false;
   int64_t threads = 1, repeat = 1;
-  const auto parse_count = [](const char* text, int64_t lo, int64_t hi, int64_t* out) {
-    char* end = nullptr;
-    errno = 0;
-    const long long v = std::strtoll(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi) return false;
-    *out = v;
-    return true;
-  };
   compiler::CompilerOptions options;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
@@ -141,11 +135,14 @@ int run_ir(int argc, char** argv) {
       const char* v = value(a.c_str());
       if (!v) return 2;
       const bool t = a == "--threads";
-      if (!parse_count(v, 1, t ? 1024 : 1000000, t ? &threads : &repeat)) {
-        std::fprintf(stderr, "tenferro ir run: %s takes a whole number from 1 to %d, got '%s'\n", a.c_str(),
-                     t ? 1024 : 1000000, v);
+      const int64_t hi = t ? kMaxThreads : 1000000;
+      const auto n = parse_count(v, 1, hi);
+      if (!n) {
+        std::fprintf(stderr, "tenferro ir run: %s takes a whole number from 1 to %lld, got '%s'\n", a.c_str(),
+                     static_cast<long long>(hi), v);
         return 2;
       }
+      (t ? threads : repeat) = *n;
     } else if (a == "--json" && sub == "run") {
       json = true;
     } else if (a == "--explain" && (sub == "compile" || sub == "run")) {

@@ -20,6 +20,7 @@
 #define lapack_complex_double std::complex<double>
 #include <lapacke.h>
 
+#include "bench_common.h"
 #include "commands.h"
 #include "tenferro/cpu/engine.h"
 #include "tenferro/cpu/openblas.h"
@@ -117,7 +118,7 @@ int run_bench_linalg(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) {
-      threads = std::atoi(argv[++i]);
+      threads = static_cast<int>(parse_count(argv[++i], 1, kMaxThreads).value_or(0));  // 0: rejected below
     } else if (a == "--json") {
       json = true;
     } else if (a == "--only" && i + 1 < argc) {
@@ -128,7 +129,8 @@ int run_bench_linalg(int argc, char** argv) {
     }
   }
   if (threads < 1) {
-    std::fprintf(stderr, "tenferro bench linalg: --threads must be >= 1\n");
+    std::fprintf(stderr, "tenferro bench linalg: --threads takes a whole number from 1 to %lld\n",
+                 static_cast<long long>(kMaxThreads));
     return 2;
   }
   cpu::CpuTopology topo = must(cpu::CpuTopology::discover(), "topology");
@@ -348,7 +350,7 @@ int run_bench_linalg(int argc, char** argv) {
     if (json) {
       nlohmann::json j{{"case", row.name}, {"tenferro_ms", row.tenferro_ms}, {"threads", threads}};
       if (row.lapacke_ms > 0) j["lapacke_ms"] = row.lapacke_ms;
-      std::printf("%s\n", j.dump().c_str());
+      std::printf("%s\n", json_text(j).c_str());
     } else {
       std::printf("%-34s %10.4f ms", row.name.c_str(), row.tenferro_ms);
       if (row.lapacke_ms > 0) std::printf("   lapacke %10.4f ms  ratio %.2f", row.lapacke_ms, row.tenferro_ms / row.lapacke_ms);

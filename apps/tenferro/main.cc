@@ -1,6 +1,7 @@
 // The tenferro command-line program. Subcommands grow with the library.
 
 #include <cstdio>
+#include <exception>
 #include <cstring>
 #include <string_view>
 
@@ -37,7 +38,7 @@ void print_usage(std::FILE* out) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int dispatch(int argc, char** argv) {
   if (argc < 2) {
     print_usage(stderr);
     return 2;
@@ -72,4 +73,24 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "tenferro: unknown command '%s'\n\n", argv[1]);
   print_usage(stderr);
   return 2;
+}
+
+// Every subcommand answers --help / -h with the usage (exit 0). No exception reaches
+// the shell: commands return typed errors; anything else (a bug) is reported, exit 1.
+int main(int argc, char** argv) {
+  for (int i = 2; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--help" || a == "-h") {
+      print_usage(stdout);
+      return 0;
+    }
+  }
+  try {
+    return dispatch(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tenferro: internal error: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "tenferro: internal error\n");
+  }
+  return 1;
 }

@@ -83,30 +83,6 @@ program::CompiledGraph mlp_graph(int64_t batch, int64_t width) {
   return must(b.finish({h}), "finish");
 }
 
-struct Instance {
-  std::string name, subscripts;
-  std::vector<Shape> shapes;
-  DType dtype = DType::kF64;
-};
-
-std::optional<Instance> load_instance(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) return std::nullopt;
-  const auto j = nlohmann::json::parse(in, nullptr, false);
-  if (!j.is_object()) return std::nullopt;
-  Instance inst;
-  inst.name = file.stem().string();
-  inst.subscripts = j.contains("format_string_colmajor") ? j["format_string_colmajor"].get<std::string>()
-                                                         : j["format_string"].get<std::string>();
-  for (const auto& s : j.contains("shapes_colmajor") ? j["shapes_colmajor"] : j["shapes"]) {
-    Shape sh;
-    for (const auto& e : s) sh.push_back(e.get<int64_t>());
-    inst.shapes.push_back(sh);
-  }
-  inst.dtype = j.value("dtype", "float64").find("complex") != std::string::npos ? DType::kC128 : DType::kF64;
-  return inst;
-}
-
 }  // namespace
 
 int run_bench_runtime(int argc, char** argv, const char* argv0) {
@@ -118,7 +94,7 @@ int run_bench_runtime(int argc, char** argv, const char* argv0) {
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) {
-      threads = std::atoi(argv[++i]);
+      threads = static_cast<int>(parse_count(argv[++i], 1, kMaxThreads).value_or(0));  // 0: rejected below
     } else if (a == "--json") {
       json = true;
     } else if (a == "--peer" && i + 1 < argc) {
@@ -215,10 +191,9 @@ int run_bench_runtime(int argc, char** argv, const char* argv0) {
   // 4. An einsum op inside a graph against the native einsum executor called directly.
   for (const char* name : {"lm_batch_likelihood_brackets_4_4d", "str_mps_varying_inner_product_200"}) {
     if (!selected("einsum")) break;
-    const auto inst = load_instance(std::filesystem::path(instances) / (std::string(name) + ".json"));
+    const auto inst = load_einsum_instance((std::filesystem::path(instances) / (std::string(name) + ".json")).string(), "");
     if (!inst) {
-      std::fprintf(stderr, "tenferro bench runtime: instance %s not found under %s; skipped\n", name,
-                   instances.c_str());
+      std::fprintf(stderr, "tenferro bench runtime: %s; skipped\n", inst.error().to_string().c_str());
       continue;
     }
     std::vector<Tensor> in;

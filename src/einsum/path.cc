@@ -227,11 +227,18 @@ Result<ContractionTree> tree_from_nested(int32_t leaves, std::string_view text) 
   auto perr = [&](const std::string& what) {
     return usage_error(ErrorCode::kParse, "einsum path", what + " at byte " + s(static_cast<int64_t>(pos)));
   };
-  // Recursive descent: node := int | '(' node ',' node ')'.
+  // Recursive descent: node := int | '(' node ',' node ')'. A valid tree nests at most
+  // leaves - 1 deep; deeper text is rejected before it can exhaust the stack.
+  constexpr int kMaxDepth = 4096;
+  int depth = 0;
   std::function<Result<int32_t>()> node = [&]() -> Result<int32_t> {
     skip();
     if (pos >= text.size()) return perr("unexpected end");
     if (text[pos] == '(') {
+      if (++depth > std::min(kMaxDepth, std::max(leaves, 1))) {
+        return perr("nesting deeper than " + s(std::min(kMaxDepth, std::max(leaves, 1))) +
+                    " levels (a tree of " + s(leaves) + " operands nests less)");
+      }
       ++pos;
       TENFERRO_TRY(int32_t a, node());
       skip();
@@ -241,6 +248,7 @@ Result<ContractionTree> tree_from_nested(int32_t leaves, std::string_view text) 
       skip();
       if (pos >= text.size() || text[pos] != ')') return perr("expected ')'");
       ++pos;
+      --depth;
       tree.steps.emplace_back(a, b);
       return next++;
     }

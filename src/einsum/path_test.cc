@@ -88,6 +88,9 @@ TEST(Path, TreeConversionsRoundTrip) {
   EXPECT_EQ(n.steps.size(), 3u);
   EXPECT_EQ(n.steps[2], std::make_pair(4, 5));
   EXPECT_EQ(tree_from_nested(3, "((0,1),1)").error().code(), ErrorCode::kInvalidArgument);
+  // Nesting deeper than any tree of the operands is a parse error (no deep recursion).
+  EXPECT_EQ(tree_from_nested(3, std::string(100000, '(')).error().code(), ErrorCode::kParse);
+  EXPECT_EQ(tree_from_nested(3, "((((0,1),2),1),0)").error().code(), ErrorCode::kParse);
   EXPECT_EQ(tree_from_nested(3, "((0,1),2").error().code(), ErrorCode::kParse);
   EXPECT_EQ(tree_from_nested(3, "((0,1))").error().code(), ErrorCode::kParse);
   EXPECT_EQ(tree_from_pairs(3, {{0, 0}}).error().code(), ErrorCode::kInvalidArgument);

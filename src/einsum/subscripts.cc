@@ -191,6 +191,12 @@ Result<EinsumSpec> resolve(const Subscripts& subscripts, std::span<const Shape> 
   for (size_t i = 0; i < shapes.size(); ++i) {
     const Term& t = subscripts.inputs[i];
     const int64_t rank = shapes[i].ssize();
+    for (int64_t e : shapes[i]) {
+      if (e < 0) {
+        return usage_error(ErrorCode::kInvalidShape, "einsum",
+                           "operand " + s(static_cast<int64_t>(i)) + " has a negative extent " + s(e));
+      }
+    }
     const int64_t named = static_cast<int64_t>(t.labels.size());
     if ((t.ellipsis < 0 && named != rank) || (t.ellipsis >= 0 && named > rank)) {
       return usage_error(ErrorCode::kInvalidShape, "einsum",

@@ -91,6 +91,7 @@ TEST(Subscripts, ResolveErrors) {
   auto p = parse_subscripts("ij,jk->ik").value();
   EXPECT_EQ(resolve(p, shapes({{2, 3}})).error().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(resolve(p, shapes({{2, 3}, {4, 4}})).error().code(), ErrorCode::kShapeMismatch);
+  EXPECT_EQ(resolve(p, shapes({{2, -3}, {3, 4}})).error().code(), ErrorCode::kInvalidShape);  // negative extent
   EXPECT_EQ(resolve(p, shapes({{2, 3, 1}, {3, 4}})).error().code(), ErrorCode::kInvalidShape);
   auto q = parse_subscripts("ij->iz").value();
   EXPECT_EQ(resolve(q, shapes({{2, 3}})).error().code(), ErrorCode::kInvalidArgument);

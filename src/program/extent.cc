@@ -88,6 +88,21 @@ Extent operator*(const Extent& a, const Extent& b) {
     if (__builtin_mul_overflow(t.coeff, c, &out.coeff)) r.overflow_ = true;
     return out;
   };
+  // Note [Extent size cap]: shape polynomials of real programs have a handful of terms;
+  // a product past kMaxTerms terms or kMaxDegree symbols per term is marked overflowed
+  // (builders reject it with kOverflow) instead of being expanded, so hostile text such
+  // as a 14th power of a 12-symbol sum cannot take unbounded time and memory.
+  constexpr size_t kMaxTerms = 256, kMaxDegree = 16;
+  size_t degree = 0;
+  for (const auto& ta : a.terms_) degree = std::max(degree, ta.syms.size());
+  size_t degree_b = 0;
+  for (const auto& tb : b.terms_) degree_b = std::max(degree_b, tb.syms.size());
+  if (a.terms_.size() * b.terms_.size() + a.terms_.size() + b.terms_.size() > kMaxTerms ||
+      degree + degree_b > kMaxDegree) {
+    r.overflow_ = true;
+    r.terms_ = a.terms_.empty() ? b.terms_ : a.terms_;  // symbolic, flagged: never evaluated
+    return r;
+  }
   for (const auto& t : a.terms_) r.terms_.push_back(scaled(t, b.constant_));
   for (const auto& t : b.terms_) r.terms_.push_back(scaled(t, a.constant_));
   for (const auto& ta : a.terms_) {

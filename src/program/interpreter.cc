@@ -2,6 +2,8 @@
 #include "tenferro/core/complex_math.h"
 
 #include <algorithm>
+#include <new>
+#include <stdexcept>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -57,11 +59,19 @@ Data make_data(DType d, int64_t n) {
   return Vec<double>(count);
 }
 
+// Note [Interpreter allocation]: the reference interpreter keeps values in std::vector;
+// a size that overflows, or an allocation that fails, throws std::bad_alloc here and is
+// turned into a typed kAllocationFailed error at interpret()'s boundary.
 Buf make(DType d, std::vector<int64_t> shape) {
   Buf b;
   b.dtype = d;
   b.shape = std::move(shape);
-  b.data = make_data(d, b.numel());
+  int64_t n = 1, bytes = 0;
+  for (int64_t e : b.shape) {
+    if (e < 0 || __builtin_mul_overflow(n, e, &n)) throw std::bad_alloc();
+  }
+  if (__builtin_mul_overflow(n, dtype_size(d), &bytes)) throw std::bad_alloc();
+  b.data = make_data(d, n);
   return b;
 }
 
@@ -943,8 +953,17 @@ class Eval {
 
 Result<std::vector<Tensor>> interpret(const SemanticProgram& program, std::span<const Tensor> arguments,
                                       const ProgramBindings& bindings) {
-  Eval e(program);
-  return e.run(arguments, bindings);
+  // Note [Interpreter allocation]: the only exceptions the evaluation can raise.
+  try {
+    Eval e(program);
+    return e.run(arguments, bindings);
+  } catch (const std::bad_alloc&) {
+    return Error(ErrorStage::kCompletion, ErrorCode::kAllocationFailed, "interpret",
+                 "a value of the program does not fit in memory");
+  } catch (const std::length_error&) {
+    return Error(ErrorStage::kCompletion, ErrorCode::kAllocationFailed, "interpret",
+                 "a value of the program is larger than a vector can hold");
+  }
 }
 
 Result<std::vector<Tensor>> interpret(const CompiledGraph& graph, std::span<const Tensor> arguments) {

@@ -483,7 +483,9 @@ Result<ValueType> infer_rule(OpCode code, const Attrs& at, std::span<const Value
           return I.fail(2, ErrorCode::kOutOfRange, "axis " + s(static_cast<int64_t>(i)) + ": need 0 <= start " + s(at.start[i]) + " <= limit " + s(at.limit[i]));
         }
         TENFERRO_TRY_VOID(I.at_most(Extent::exact(at.limit[i]), x.shape[i], 2, "axis " + s(static_cast<int64_t>(i)) + " limit"));
-        out.shape.push_back(Extent::exact((at.limit[i] - at.start[i] + at.stride[i] - 1) / at.stride[i]));
+        // ceil((limit - start) / stride) without overflow (0 <= start <= limit here).
+        const int64_t span = at.limit[i] - at.start[i];
+        out.shape.push_back(Extent::exact(span == 0 ? 0 : (span - 1) / at.stride[i] + 1));
       }
       return out;
     }
@@ -660,7 +662,7 @@ Result<ValueType> infer_core(OpCode code, const Attrs& attrs, std::span<const Va
   // Common to every op (constraint c9): result extents are non-negative and finite.
   Infer I(code, symbols, guards);
   for (const Extent& e : r->shape) {
-    if (e.overflowed()) return I.fail(9, ErrorCode::kOverflow, "a result extent overflows int64");
+    if (e.overflowed()) return I.fail(9, ErrorCode::kOverflow, "a result extent overflows int64 or exceeds the size cap of shape polynomials");
     if (e.is_exact() && e.exact_value() < 0) {
       guards.resize(mark);
       return I.fail(9, ErrorCode::kInvalidShape, "result shape " + I.shape(r->shape) + " has a negative extent");

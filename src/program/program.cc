@@ -379,7 +379,7 @@ Result<void> check_extent_owner(const Extent& e, uint64_t id, size_t symbol_coun
   for (int32_t sym : e.symbols()) {
     if (sym < 0 || static_cast<size_t>(sym) >= symbol_count) return builder_error(ErrorCode::kInvalidArgument, op, "extent uses an undeclared symbol");
   }
-  if (e.overflowed()) return builder_error(ErrorCode::kOverflow, op, "extent overflows int64");
+  if (e.overflowed()) return builder_error(ErrorCode::kOverflow, op, "extent overflows int64 or exceeds the size cap of shape polynomials");
   return {};
 }
 }  // namespace

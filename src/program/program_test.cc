@@ -421,6 +421,36 @@ TEST(SymbolicShapes, InteriorPadOfASymbolicExtentGuardsNonEmpty) {
   EXPECT_EQ(values_f64((*empty)[0]), (std::vector<double>{9, 9}));
 }
 
+// Shape polynomials are size-capped: a product that would expand past the cap is an
+// overflowed extent (builders reject it), computed in bounded time.
+TEST(SymbolicShapes, PolynomialSizeIsCapped) {
+  ProgramBuilder b;
+  Extent sum = Extent::exact(0);
+  for (int i = 0; i < 12; ++i) {
+    std::string name("s");
+    name.append(std::to_string(i));
+    sum = sum + b.symbol(name).value();
+  }
+  Extent p = sum;
+  for (int i = 0; i < 13; ++i) p = p * sum;
+  EXPECT_TRUE(p.overflowed());
+  EXPECT_FALSE((sum * sum).overflowed());  // 78 terms: within the cap
+  Value x = b.input(ValueType{DType::kF64, {sum}}).value_or(Value());
+  (void)x;
+  auto g = b.guard(p, Extent::exact(1), true);
+  ASSERT_FALSE(g);
+  EXPECT_EQ(g.error().code(), ErrorCode::kOverflow);
+}
+
+// A program whose values cannot be held is a typed allocation failure, not an abort.
+TEST(Interpreter, ValuesTooLargeForMemoryAreTypedErrors) {
+  ProgramBuilder b;
+  Value big = b.op(OpCode::kIota, {}, Attrs{.shape = {Extent::exact(int64_t{1} << 62)}, .axis = 0, .dtype = DType::kF32}).value();
+  auto r = interpret(b.finish({big}).value(), std::vector<Tensor>{});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ErrorCode::kAllocationFailed);
+}
+
 TEST(SymbolicShapes, EverySymbolMustBeBoundByAnInput) {
   ProgramBuilder b;
   Extent n = b.symbol("n").value();

@@ -382,8 +382,11 @@ class Parser {
   Result<Extent> factor() {
     skip();
     if (try_consume("(")) {
+      // Nesting is bounded so hostile text cannot exhaust the stack.
+      if (++extent_depth_ > kMaxExtentDepth) return err("extent nests deeper than " + s(kMaxExtentDepth) + " levels");
       TENFERRO_TRY(Extent e, extent());
       TENFERRO_TRY_VOID(expect(')'));
+      --extent_depth_;
       return e;
     }
     if (std::isdigit(static_cast<unsigned char>(peek()))) {
@@ -529,7 +532,8 @@ class Parser {
     for (int64_t e : shape) {
       if (e < 0 || __builtin_mul_overflow(n, e, &n)) return err("invalid literal shape");
     }
-    if (static_cast<int64_t>(l.bytes.size()) != n * dtype_size(d)) {
+    int64_t want_bytes = 0;
+    if (__builtin_mul_overflow(n, dtype_size(d), &want_bytes) || static_cast<int64_t>(l.bytes.size()) != want_bytes) {
       return err("literal shape " + s(n) + " elements but " + s(static_cast<int64_t>(l.bytes.size()) / dtype_size(d)) + " values");
     }
     return l;
@@ -778,6 +782,8 @@ class Parser {
   size_t line_start_ = 0;
   ProgramBuilder b_;
   std::map<std::string, Extent> symbols_;
+  static constexpr int kMaxExtentDepth = 64;
+  int extent_depth_ = 0;
   std::map<int64_t, Value> values_;
 };
 

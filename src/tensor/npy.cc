@@ -6,6 +6,10 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <vector>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace tenferro {
 
@@ -233,25 +237,81 @@ Result<Tensor> read_npy(const std::string& path) {
   return r;
 }
 
-Result<void> write_npy(const std::string& path, const Tensor& tensor) {
-  TENFERRO_TRY(std::string bytes, npy_encode(tensor));
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return usage_error(ErrorCode::kIo, "npy", "cannot create '" + tmp + "': " + std::strerror(errno));
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return usage_error(ErrorCode::kIo, "npy", "cannot write '" + tmp + "'");
+// Note [Atomic npy writes]: each file goes to a temporary created with mkstemp beside
+// its target (O_CREAT|O_EXCL: an existing file or link there is never opened or
+// followed), is written fully, fsync'ed and closed, and is then renamed over the target
+// (rename replaces a link at the target, not the file it points to). Temporaries get
+// mode 0644. Several files are renamed only after all were written.
+namespace {
+
+Error io_error(const std::string& msg) { return usage_error(ErrorCode::kIo, "npy", msg); }
+
+Result<std::string> write_temporary(const std::string& path, const std::string& bytes) {
+  std::string name = path + ".tmp.XXXXXX";
+  const int fd = ::mkstemp(name.data());
+  if (fd < 0) return io_error("cannot create a temporary file beside '" + path + "': " + std::strerror(errno));
+  const auto fail = [&](const std::string& what) {
+    const std::string why = std::strerror(errno);
+    ::close(fd);
+    ::unlink(name.c_str());
+    return io_error("cannot " + what + " '" + name + "': " + why);
+  };
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return fail("write");
+    }
+    done += static_cast<size_t>(w);
+  }
+  if (::fchmod(fd, 0644) != 0) return fail("set the mode of");
+  if (::fsync(fd) != 0) return fail("flush");
+  if (::close(fd) != 0) {
+    const std::string why = std::strerror(errno);
+    ::unlink(name.c_str());
+    return io_error("cannot close '" + name + "': " + why);
+  }
+  return name;
+}
+
+}  // namespace
+
+Result<void> write_npy_files(std::span<const std::string> paths, std::span<const Tensor> tensors) {
+  if (paths.size() != tensors.size()) {
+    return usage_error(ErrorCode::kInvalidArgument, "npy",
+                       std::to_string(paths.size()) + " paths for " + std::to_string(tensors.size()) + " tensors");
+  }
+  std::vector<std::string> bytes;
+  for (const Tensor& t : tensors) {
+    TENFERRO_TRY(std::string b, npy_encode(t));
+    bytes.push_back(std::move(b));
+  }
+  std::vector<std::string> temps;
+  const auto discard = [&] {
+    for (const std::string& t : temps) ::unlink(t.c_str());
+  };
+  for (size_t i = 0; i < paths.size(); ++i) {
+    Result<std::string> t = write_temporary(paths[i], bytes[i]);
+    if (!t) {
+      discard();
+      return t.error();
+    }
+    temps.push_back(std::move(*t));
+  }
+  for (size_t i = 0; i < paths.size(); ++i) {
+    if (std::rename(temps[i].c_str(), paths[i].c_str()) != 0) {
+      const std::string why = std::strerror(errno);
+      for (size_t k = i; k < temps.size(); ++k) ::unlink(temps[k].c_str());
+      return io_error("cannot rename '" + temps[i] + "' to '" + paths[i] + "': " + why +
+                      (i > 0 ? " (" + std::to_string(i) + " earlier files were already in place)" : ""));
     }
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    return usage_error(ErrorCode::kIo, "npy", "cannot rename '" + tmp + "' to '" + path + "': " + why);
-  }
   return ok();
+}
+
+Result<void> write_npy(const std::string& path, const Tensor& tensor) {
+  return write_npy_files(std::span<const std::string>(&path, 1), std::span<const Tensor>(&tensor, 1));
 }
 
 }  // namespace tenferro

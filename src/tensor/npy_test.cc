@@ -7,6 +7,9 @@
 
 #include <cstdio>
 #include <fstream>
+#include <vector>
+#include <unistd.h>
+#include <filesystem>
 
 namespace tenferro {
 namespace {
@@ -108,6 +111,34 @@ TEST(Npy, FilesAreWrittenWholeOrNotAtAll) {
   std::remove(path.c_str());
   EXPECT_EQ(read_npy(path).error().code(), ErrorCode::kIo);
   EXPECT_EQ(write_npy("/nonexistent-dir/x.npy", t).error().code(), ErrorCode::kIo);
+}
+
+// Several files are written all-or-nothing through unique temporaries (never through a
+// link at a fixed temporary name); nothing is left behind.
+TEST(Npy, WritesSeveralFilesAllOrNothing) {
+  const std::string dir = ::testing::TempDir() + "tenferro_npy_" + std::to_string(::getpid()) + "/";
+  std::filesystem::create_directories(dir);
+  const Tensor a = Tensor::from_col_major<double>({2}, {1, 2}).value();
+  const Tensor b = Tensor::from_col_major<double>({3}, {3, 4, 5}).value();
+  const std::vector<Tensor> both{a, b};
+  const std::vector<std::string> bad{dir + "a.npy", dir + "no/such/dir/b.npy"};
+  auto r = write_npy_files(bad, both);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ErrorCode::kIo);
+  EXPECT_FALSE(std::filesystem::exists(dir + "a.npy"));
+  std::ofstream(dir + "victim") << "keep";
+  std::filesystem::create_symlink(dir + "victim", dir + "a.npy.tmp");
+  const std::vector<std::string> good{dir + "a.npy", dir + "b.npy"};
+  ASSERT_TRUE(write_npy_files(good, both));
+  EXPECT_EQ(read_npy(dir + "b.npy").value().get<double>({2}).value(), 5.0);
+  EXPECT_EQ(read_npy(dir + "a.npy").value().get<double>({1}).value(), 2.0);
+  std::ifstream victim(dir + "victim");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(victim), std::istreambuf_iterator<char>()), "keep");
+  int files = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++files;
+  EXPECT_EQ(files, 4);  // a.npy, b.npy, victim, the link
+  EXPECT_EQ(write_npy_files(good, std::vector<Tensor>{a}).error().code(), ErrorCode::kInvalidArgument);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

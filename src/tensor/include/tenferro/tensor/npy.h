@@ -2,6 +2,7 @@
 /// \file
 /// numpy .npy files (format versions 1.0, 2.0 and 3.0): read into and write from tensors.
 
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -27,8 +28,14 @@ Result<std::string> npy_encode(const Tensor& tensor);
 /// Reads a .npy file. Errors: kIo (with the path and the system's reason) and those of
 /// npy_decode.
 Result<Tensor> read_npy(const std::string& path);
-/// Writes a .npy file (to a temporary name in the same directory, then renamed, so a
-/// failed write never leaves a partial file). Errors: kIo, those of npy_encode.
+/// Writes a .npy file (Note [Atomic npy writes]: a unique temporary in the same
+/// directory, flushed to disk, then renamed over `path`; a failed write leaves no partial
+/// file and never writes through a link). Errors: kIo, those of npy_encode.
 Result<void> write_npy(const std::string& path, const Tensor& tensor);
+/// Writes several .npy files all-or-nothing: every tensor is encoded and written to its
+/// temporary first; the targets are renamed into place only when all were written, and
+/// on any error before that no target is touched and the temporaries are removed.
+/// Errors: kInvalidArgument (count mismatch), kIo, those of npy_encode.
+Result<void> write_npy_files(std::span<const std::string> paths, std::span<const Tensor> tensors);
 
 }  // namespace tenferro
