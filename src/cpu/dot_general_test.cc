@@ -70,54 +70,88 @@ Config random_config(std::mt19937_64& rng) {
   return c;
 }
 
-// Naive reference over the full index space, in complex<long double>.
+// Naive reference over the full index space, in complex<long double>. The operands are
+// first copied into dense column-major long double arrays (conjugated when asked); then
+// every output element sums its products with offsets walked by strides, so a term costs
+// one multiply-add (no per-term allocation or checked element access).
 std::vector<std::complex<long double>> reference(const Tensor& lhs, const Tensor& rhs, const Config& c, bool cl,
                                                  bool cr, const Shape& out_shape, std::vector<long double>* mag) {
+  using LD = long double;
   const int64_t n_out = element_count(out_shape);
-  std::vector<std::complex<long double>> out(static_cast<size_t>(n_out));
+  std::vector<std::complex<LD>> out(static_cast<size_t>(n_out));
   mag->assign(static_cast<size_t>(n_out), 0);
-  std::vector<int> lrole(lhs.shape().size(), 2), rrole(rhs.shape().size(), 2);
-  for (int64_t a : c.dims.lhs_batch) lrole[static_cast<size_t>(a)] = 0;
-  for (int64_t a : c.dims.lhs_contracting) lrole[static_cast<size_t>(a)] = 1;
-  for (int64_t a : c.dims.rhs_batch) rrole[static_cast<size_t>(a)] = 0;
-  for (int64_t a : c.dims.rhs_contracting) rrole[static_cast<size_t>(a)] = 1;
-  Shape kshape;
-  for (int64_t a : c.dims.lhs_contracting) kshape.push_back(lhs.shape()[static_cast<size_t>(a)]);
-  const size_t nb = c.dims.lhs_batch.size();
-  for_each_index(out_shape, [&](const Index& oi) {
-    std::complex<long double> acc = 0;
-    long double m = 0;
-    for_each_index(kshape, [&](const Index& ki) {
-      Index li(lhs.shape().size()), ri(rhs.shape().size());
-      for (size_t i = 0; i < nb; ++i) {
-        li[static_cast<size_t>(c.dims.lhs_batch[i])] = oi[i];
-        ri[static_cast<size_t>(c.dims.rhs_batch[i])] = oi[i];
-      }
-      for (size_t i = 0; i < kshape.size(); ++i) {
-        li[static_cast<size_t>(c.dims.lhs_contracting[i])] = ki[i];
-        ri[static_cast<size_t>(c.dims.rhs_contracting[i])] = ki[i];
-      }
-      size_t o = nb;
-      for (size_t a = 0; a < lrole.size(); ++a)
-        if (lrole[a] == 2) li[a] = oi[o++];
-      for (size_t a = 0; a < rrole.size(); ++a)
-        if (rrole[a] == 2) ri[a] = oi[o++];
-      c128 x = lhs.get_as_c128(li).value(), y = rhs.get_as_c128(ri).value();
-      if (cl) x = std::conj(x);
-      if (cr) y = std::conj(y);
-      const std::complex<long double> p = std::complex<long double>(x.real(), x.imag()) *
-                                          std::complex<long double>(y.real(), y.imag());
-      acc += p;
-      m += std::abs(p);
+  const auto col_strides = [](const Shape& s) {
+    std::vector<int64_t> st(s.size(), 1);
+    for (size_t i = 1; i < s.size(); ++i) st[i] = st[i - 1] * s[i - 1];
+    return st;
+  };
+  const auto dense = [&](const Tensor& t, bool conj) {
+    const std::vector<int64_t> st = col_strides(t.shape());
+    std::vector<LD> re(static_cast<size_t>(t.numel())), im(re.size());
+    for_each_index(t.shape(), [&](const Index& idx) {
+      int64_t off = 0;
+      for (size_t k = 0; k < idx.size(); ++k) off += idx[k] * st[k];
+      const c128 x = t.get_as_c128(idx).value();
+      re[static_cast<size_t>(off)] = x.real();
+      im[static_cast<size_t>(off)] = conj ? -x.imag() : x.imag();
     });
-    int64_t lin = 0, mul = 1;
-    for (size_t k = 0; k < oi.size(); ++k) {
-      lin += oi[k] * mul;
-      mul *= out_shape[k];
+    return std::pair<std::vector<LD>, std::vector<LD>>(std::move(re), std::move(im));
+  };
+  const auto [lre, lim] = dense(lhs, cl);
+  const auto [rre, rim] = dense(rhs, cr);
+  const std::vector<int64_t> lst = col_strides(lhs.shape()), rst = col_strides(rhs.shape());
+  // Per output axis and per contracted axis: the step of each operand's offset.
+  std::vector<int64_t> o_l, o_r, k_l, k_r;
+  Shape kshape;
+  const size_t nb = c.dims.lhs_batch.size();
+  for (size_t b = 0; b < nb; ++b) {
+    o_l.push_back(lst[static_cast<size_t>(c.dims.lhs_batch[b])]);
+    o_r.push_back(rst[static_cast<size_t>(c.dims.rhs_batch[b])]);
+  }
+  const auto is_in = [](const auto& v, int64_t a) { return std::find(v.begin(), v.end(), a) != v.end(); };
+  for (size_t a = 0; a < lhs.shape().size(); ++a) {
+    const auto ia = static_cast<int64_t>(a);
+    if (!is_in(c.dims.lhs_batch, ia) && !is_in(c.dims.lhs_contracting, ia)) o_l.push_back(lst[a]), o_r.push_back(0);
+  }
+  for (size_t a = 0; a < rhs.shape().size(); ++a) {
+    const auto ia = static_cast<int64_t>(a);
+    if (!is_in(c.dims.rhs_batch, ia) && !is_in(c.dims.rhs_contracting, ia)) o_l.push_back(0), o_r.push_back(rst[a]);
+  }
+  for (size_t i = 0; i < c.dims.lhs_contracting.size(); ++i) {
+    kshape.push_back(lhs.shape()[static_cast<size_t>(c.dims.lhs_contracting[i])]);
+    k_l.push_back(lst[static_cast<size_t>(c.dims.lhs_contracting[i])]);
+    k_r.push_back(rst[static_cast<size_t>(c.dims.rhs_contracting[i])]);
+  }
+  const int64_t n_k = element_count(kshape);
+  std::vector<int64_t> oi(out_shape.size(), 0), ki(kshape.size(), 0);
+  int64_t lo = 0, ro = 0;
+  for (int64_t lin = 0; lin < n_out; ++lin) {  // column-major: the first axis fastest
+    LD ar = 0, ai = 0, m = 0;
+    int64_t l = lo, r = ro;
+    std::fill(ki.begin(), ki.end(), 0);
+    for (int64_t t = 0; t < n_k; ++t) {
+      const LD xr = lre[static_cast<size_t>(l)], xi = lim[static_cast<size_t>(l)];
+      const LD yr = rre[static_cast<size_t>(r)], yi = rim[static_cast<size_t>(r)];
+      const LD pr = xr * yr - xi * yi, pi = xr * yi + xi * yr;
+      ar += pr;
+      ai += pi;
+      m += std::sqrt(pr * pr + pi * pi);
+      for (size_t k = 0; k < ki.size(); ++k) {
+        l += k_l[k], r += k_r[k];
+        if (++ki[k] < kshape[k]) break;
+        l -= k_l[k] * kshape[k], r -= k_r[k] * kshape[k];
+        ki[k] = 0;
+      }
     }
-    out[static_cast<size_t>(lin)] = acc;
+    out[static_cast<size_t>(lin)] = std::complex<LD>(ar, ai);
     (*mag)[static_cast<size_t>(lin)] = m;
-  });
+    for (size_t k = 0; k < oi.size(); ++k) {
+      lo += o_l[k], ro += o_r[k];
+      if (++oi[k] < out_shape[k]) break;
+      lo -= o_l[k] * out_shape[k], ro -= o_r[k] * out_shape[k];
+      oi[k] = 0;
+    }
+  }
   return out;
 }
 
