@@ -35,7 +35,15 @@ Result<EinsumInstance> load_einsum_instance(const std::string& file, const std::
   if (!in) return bad(ErrorCode::kIo, "cannot be read");
   std::stringstream text;
   text << in.rdbuf();
-  const nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  return parse_einsum_instance(text.str(), file, strategy);
+}
+
+Result<EinsumInstance> parse_einsum_instance(std::string_view text, const std::string& file,
+                                             const std::string& strategy) {
+  const auto bad = [&](ErrorCode code, const std::string& what) {
+    return usage_error(code, "einsum instance", "'" + file + "': " + what);
+  };
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return bad(ErrorCode::kParse, "not a JSON object");
   EinsumInstance inst;
   inst.name = std::filesystem::path(file).stem().string();

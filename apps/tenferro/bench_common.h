@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <string_view>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,6 +45,9 @@ struct EinsumInstance {
 /// path to read ("opt_flops"; empty: none). Errors (kUsage stage): kIo, kParse
 /// (malformed JSON or a field of the wrong type), kInvalidShape.
 Result<EinsumInstance> load_einsum_instance(const std::string& file, const std::string& strategy);
+/// The same from the file's text (`file` names it in errors and gives the default name).
+Result<EinsumInstance> parse_einsum_instance(std::string_view text, const std::string& file,
+                                             const std::string& strategy);
 
 /// Median over 7 repetitions of the per-call time of `calls` calls of `f`, in µs (after
 /// a warm-up of min(calls, 1000) calls).

@@ -46,30 +46,7 @@ Result<PathPolicy> parse_optimize(const std::string& v, int32_t operands) {
     const std::string text = v.substr(5);
     p.algorithm = PathAlgorithm::kExplicit;
     if (!text.empty() && text[0] == '[') {
-      std::vector<std::vector<int32_t>> pairs;
-      std::vector<int32_t> cur;
-      int64_t num = -1;
-      for (char c : text) {
-        if (c >= '0' && c <= '9') {
-          num = (num < 0 ? 0 : num * 10) + (c - '0');
-          if (num > INT32_MAX) {
-            return usage_error(ErrorCode::kInvalidArgument, "tenferro einsum", "--optimize path: a position is too large");
-          }
-        } else if (c != '[' && c != ']' && c != '(' && c != ')' && c != ',' && c != ' ') {
-          return usage_error(ErrorCode::kInvalidArgument, "tenferro einsum",
-                             std::string("--optimize path: unexpected character '") + c +
-                                 "' (positions are non-negative integers)");
-        } else {
-          if (num >= 0) cur.push_back(static_cast<int32_t>(num));
-          num = -1;
-          // A pair closes with ')' (opt_einsum's Python form, [(0, 1), ...]) or with an
-          // inner ']' (its JSON form, [[0, 1], ...], as in the einsum-benchmark files).
-          if (c == ')' || (c == ']' && !cur.empty())) {
-            pairs.push_back(cur);
-            cur.clear();
-          }
-        }
-      }
+      TENFERRO_TRY(auto pairs, einsum::pairs_from_text(text));
       TENFERRO_TRY(p.explicit_tree, einsum::tree_from_pairs(operands, pairs));
     } else {
       TENFERRO_TRY(p.explicit_tree, einsum::tree_from_nested(operands, text));

@@ -215,6 +215,36 @@ std::vector<std::pair<int32_t, int32_t>> pairs_from_tree(const ContractionTree& 
   return out;
 }
 
+Result<std::vector<std::vector<int32_t>>> pairs_from_text(std::string_view text) {
+  std::vector<std::vector<int32_t>> pairs;
+  std::vector<int32_t> cur;
+  int64_t num = -1;
+  for (size_t pos = 0; pos < text.size(); ++pos) {
+    const char c = text[pos];
+    if (c >= '0' && c <= '9') {
+      num = (num < 0 ? 0 : num * 10) + (c - '0');
+      if (num > INT32_MAX) {
+        return usage_error(ErrorCode::kParse, "einsum path", "a position is too large at byte " + s(static_cast<int64_t>(pos)));
+      }
+      continue;
+    }
+    if (c != '[' && c != ']' && c != '(' && c != ')' && c != ',' && c != ' ') {
+      return usage_error(ErrorCode::kParse, "einsum path",
+                         std::string("unexpected character '") + c + "' at byte " + s(static_cast<int64_t>(pos)) +
+                             " (positions are non-negative integers)");
+    }
+    if (num >= 0) cur.push_back(static_cast<int32_t>(num));
+    num = -1;
+    // A pair closes with ')' (Python form) or with an inner ']' (JSON form).
+    if (c == ')' || (c == ']' && !cur.empty())) {
+      pairs.push_back(cur);
+      cur.clear();
+    }
+  }
+  if (num >= 0 || !cur.empty()) return usage_error(ErrorCode::kParse, "einsum path", "unterminated path entry");
+  return pairs;
+}
+
 Result<ContractionTree> tree_from_nested(int32_t leaves, std::string_view text) {
   ContractionTree tree;
   tree.leaves = leaves;

@@ -293,6 +293,15 @@ TEST(ProgramText, ExactRoundTripOfEveryOp) {
   EXPECT_NE(text.find("0.12345678901234568"), std::string::npos);  // 17 significant digits
 }
 
+// Found by fuzz/fuzz_ir_text: text that ends where a value number is expected.
+TEST(ProgramText, TextEndingInsideAValueNameIsAParseError) {
+  for (const char* text : {"program {\n  %", "program {\n  %  ", "program {\n  %+", "program {\n  %0 = input \"x\" : f64[-"}) {
+    auto r = parse_program(text);
+    ASSERT_FALSE(r) << text;
+    EXPECT_EQ(r.error().code(), ErrorCode::kParse) << r.error().to_string();
+  }
+}
+
 TEST(ProgramText, ParseErrorsGiveLineAndColumn) {
   struct Case {
     const char* text;

@@ -341,7 +341,7 @@ class Parser {
     if (peek() == '-' || peek() == '+') ++pos_;
     while (!at_end() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) ++pos_;
     int64_t v = 0;
-    const char* first = text_.data() + b + (text_[b] == '+' ? 1 : 0);
+    const char* first = text_.data() + b + (b < text_.size() && text_[b] == '+' ? 1 : 0);
     auto [p, ec] = std::from_chars(first, text_.data() + pos_, v);
     if (ec != std::errc() || p != text_.data() + pos_) {
       pos_ = b;
@@ -727,6 +727,19 @@ class Parser {
     return {};
   }
 
+  // An enum value by its text name (names(i) for i in [0, count)). Defined before its use
+  // in attribute()'s generic lambda, where clang would not instantiate a later template.
+  template <class E>
+  Result<E> named(int count, std::string_view (*names)(E) noexcept, const char* what) {
+    const size_t at = (skip(), pos_);
+    TENFERRO_TRY(std::string w, identifier());
+    for (int i = 0; i < count; ++i) {
+      if (names(static_cast<E>(i)) == w) return static_cast<E>(i);
+    }
+    pos_ = at;
+    return err(std::string("unknown ") + what + " '" + w + "'");
+  }
+
   Result<void> attribute(OpCode code, const std::string& key, size_t key_at, Attrs& a) {
     const auto& keys = op_schema(code).keys;
     std::optional<AttrKey> k;
@@ -759,18 +772,6 @@ class Parser {
           return {};
         },
         attr_field(a, *k));
-  }
-
-  // An enum value by its text name (names(i) for i in [0, count)).
-  template <class E>
-  Result<E> named(int count, std::string_view (*names)(E) noexcept, const char* what) {
-    const size_t at = (skip(), pos_);
-    TENFERRO_TRY(std::string w, identifier());
-    for (int i = 0; i < count; ++i) {
-      if (names(static_cast<E>(i)) == w) return static_cast<E>(i);
-    }
-    pos_ = at;
-    return err(std::string("unknown ") + what + " '" + w + "'");
   }
 
   std::string_view text_;

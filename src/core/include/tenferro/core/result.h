@@ -103,7 +103,7 @@ class [[nodiscard]] Result {
     if (!has_value()) return Result<U>(std::get<1>(v_));
     if constexpr (std::is_void_v<U>) {
       std::forward<F>(f)(std::get<0>(v_));
-      return Result<void>();
+      return Result<U>();  // U is void here (dependent, so clang defers it too)
     } else {
       return Result<U>(std::forward<F>(f)(std::get<0>(v_)));
     }
@@ -114,7 +114,7 @@ class [[nodiscard]] Result {
     if (!has_value()) return Result<U>(std::get<1>(std::move(v_)));
     if constexpr (std::is_void_v<U>) {
       std::forward<F>(f)(std::get<0>(std::move(v_)));
-      return Result<void>();
+      return Result<U>();  // U is void here (dependent, so clang defers it too)
     } else {
       return Result<U>(std::forward<F>(f)(std::get<0>(std::move(v_))));
     }
@@ -159,7 +159,7 @@ class [[nodiscard]] Result<void> {
     if (error_) return Result<U>(*error_);
     if constexpr (std::is_void_v<U>) {
       std::forward<F>(f)();
-      return Result<void>();
+      return Result<U>();  // U is void here (dependent, so clang defers it too)
     } else {
       return Result<U>(std::forward<F>(f)());
     }

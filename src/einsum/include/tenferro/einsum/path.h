@@ -53,6 +53,11 @@ struct PathCost {
 /// missing steps).
 Result<PathCost> evaluate(const Network& network, const ContractionTree& tree);
 
+/// Parses an opt_einsum pair list, in Python form `[(0, 1), (0, 1)]` or JSON form
+/// `[[0, 1], [0, 1]]`: one entry per step (one or two positions, non-negative integers
+/// below 2^31). Errors (kParse): any other character, a position too large.
+Result<std::vector<std::vector<int32_t>>> pairs_from_text(std::string_view text);
+
 /// An opt_einsum path: each entry names positions in the current operand list; those
 /// operands are removed and their contraction appended. Entries with one position are
 /// accepted as no-ops on that operand (moved to the end). Errors: kInvalidArgument.

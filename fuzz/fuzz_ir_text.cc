@@ -1,0 +1,22 @@
+// libFuzzer target: the program text parser with the einsum family (scripts/fuzz). A
+// parsed program prints to text that parses to the same fingerprint.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "tenferro/einsum_ir/einsum_op.h"
+#include "tenferro/program/text.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace tenferro;
+  static const program::ExtensionRegistry* families = [] {
+    auto* r = new program::ExtensionRegistry();
+    (void)einsum::register_einsum_family(*r);
+    return r;
+  }();
+  auto g = program::parse_program(std::string_view(reinterpret_cast<const char*>(data), size), families, {}, true);
+  if (!g) return 0;
+  auto again = program::parse_program(program::print_program(*g->program), families, {}, true);
+  if (!again || !(again->program->fingerprint() == g->program->fingerprint())) __builtin_trap();
+  return 0;
+}
