@@ -120,6 +120,30 @@ TEST(BufferPlan, DeadBuffersAreReusedAndViewsKeepTheirBaseAlive) {
   }
 }
 
+// A value read through a view of itself at the node that consumes it (u + u^T) is not
+// overwritten in place; the same for a donated argument.
+TEST(BufferPlan, NoInPlaceWriteWhileAViewOfTheInputIsRead) {
+  auto rt = cpu_runtime_with();
+  ProgramBuilder b;
+  Value x = b.input(ValueType{DType::kF64, {Extent::exact(3), Extent::exact(3)}}).value();
+  Value u = b.op(OpCode::kExp, {x}).value();
+  Value ut = b.op(OpCode::kTranspose, {u}, Attrs{.dims = {1, 0}}).value();
+  Value s = b.op(OpCode::kAdd, {u, ut}).value();
+  Value xt = b.op(OpCode::kTranspose, {x}, Attrs{.dims = {1, 0}}).value();
+  Value t = b.op(OpCode::kSub, {x, xt}).value();
+  Value out = b.op(OpCode::kMul, {b.op(OpCode::kNeg, {s}).value(), t}).value();
+  const auto g = b.finish({out}).value();
+  const Tensor xv = Tensor::random_normal(DType::kF64, {3, 3}, 21).value();
+  const auto want = program::interpret(g, std::vector<Tensor>{xv}).value();
+  auto plan = rt->prepare_for(g, runtime::signature_of(std::vector<Tensor>{xv}), PrepareOptions{.donate_arguments = {0}})
+                  .value();
+  EXPECT_EQ(runtime::prepared_info(*plan).donating_nodes, 0) << rt->explain(*plan);
+  std::vector<Tensor> args{xv.clone().value()};
+  auto got = rt->execute_prepared(*plan, args);
+  ASSERT_TRUE(got) << got.error().to_string() << "\n" << rt->explain(*plan);
+  expect_near(values((*got)[0]), values(want[0]));
+}
+
 TEST(BufferPlan, DeclaredArgumentsAreDonatedOnlyWhenExclusive) {
   auto rt = cpu_runtime_with();
   ProgramBuilder b;

@@ -24,7 +24,8 @@ namespace tenferro::runtime {
 //   where its class dies (best fit by capacity, else the largest free one grows, else a
 //   new buffer).
 // - Donation of internal values: when a writes_into() kernel's input is the planned value
-//   itself (not a view of it), dies at this node, has the output's dtype and shape, and
+//   itself (not a view of it), dies at this node, has the output's dtype and shape, no
+//   other input of the node shares its storage (a view of it read in another order), and
 //   the kernel accepts it in place (in_place_ok), the output takes over its buffer.
 // - Donation of arguments: only arguments declared in PrepareOptions::donate_arguments,
 //   under the same conditions, for outputs that get no workspace buffer (typically
@@ -115,6 +116,14 @@ void plan_buffers(PreparedProgram& p, std::span<const int32_t> donate_arguments,
     if (is_output[v] || is_input[v]) pinned[c] = true;
   }
   const auto class_end = [&](int32_t v) { return end[static_cast<size_t>(uf.find(v))]; };
+  // In place of input u only when no other input of the node shares u's storage (e.g. a
+  // transposed view of u read while u is overwritten).
+  const auto sole_alias = [&](const PreparedNode& n, int32_t u) {
+    for (int32_t w : n.inputs) {
+      if (w != u && uf.find(w) == uf.find(u)) return false;
+    }
+    return true;
+  };
   const auto is_pinned = [&](int32_t v) { return pinned[static_cast<size_t>(uf.find(v))]; };
   std::vector<int32_t> argument_index(nv, -1);
   for (int32_t k : donate_arguments) {
@@ -140,7 +149,7 @@ void plan_buffers(PreparedProgram& p, std::span<const int32_t> donate_arguments,
           const int32_t u = n.inputs[k];
           const int32_t b = p.value_buffer[static_cast<size_t>(u)];
           if (b >= 0 && owner[static_cast<size_t>(b)] == u && class_end(u) == i && same_type(u) &&
-              n.kernel->in_place_ok(k)) {
+              n.kernel->in_place_ok(k) && sole_alias(n, u)) {
             buf = b;
             n.in_place_of = u;
           }
@@ -178,7 +187,7 @@ void plan_buffers(PreparedProgram& p, std::span<const int32_t> donate_arguments,
           const int32_t arg = argument_index[static_cast<size_t>(u)];
           // The argument's whole class (it and its views) dies here, and it is not itself
           // (a view of) a program output.
-          if (arg >= 0 && class_end(u) == i && same_type(u) && n.kernel->in_place_ok(k) &&
+          if (arg >= 0 && class_end(u) == i && same_type(u) && n.kernel->in_place_ok(k) && sole_alias(n, u) &&
               p.donatable[static_cast<size_t>(arg)] == 0) {
             bool output_alias = false;
             for (int32_t o : p.output_values) output_alias = output_alias || (o != v && uf.find(o) == uf.find(u));
