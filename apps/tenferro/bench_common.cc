@@ -16,6 +16,11 @@ namespace tenferro::cli {
 
 using Clock = std::chrono::steady_clock;
 
+void bench_fail(const char* what, const Error& error) {
+  std::fprintf(stderr, "tenferro bench: %s: %s\n", what, error.to_string().c_str());
+  std::exit(1);
+}
+
 std::optional<int64_t> parse_count(const char* text, int64_t lo, int64_t hi) {
   if (text == nullptr || *text == '\0') return std::nullopt;
   char* end = nullptr;

@@ -65,6 +65,19 @@ std::map<std::string, double> run_peer(const std::string& path, int threads);
 /// or empty.
 std::string default_peer(const char* argv0);
 
+/// Prints "tenferro bench: WHAT: ERROR" and exits with status 1 (benchmark setup
+/// failures, which leave nothing to measure).
+[[noreturn]] void bench_fail(const char* what, const Error& error);
+/// The value of `r`, or bench_fail.
+template <class T>
+T must(Result<T> r, const char* what) {
+  if (!r) bench_fail(what, r.error());
+  return std::move(*r);
+}
+inline void must(Result<void> r, const char* what) {
+  if (!r) bench_fail(what, r.error());
+}
+
 /// One measured case: tenferro's time next to a same-run reference (a peer library or the
 /// kernels called directly); peer_us 0 when there is no reference figure.
 struct BenchRow {

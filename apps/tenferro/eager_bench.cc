@@ -33,14 +33,6 @@ using eager::EagerTensor;
 
 
 
-template <class T>
-T must(Result<T> r, const char* what) {
-  if (!r) {
-    std::fprintf(stderr, "tenferro bench eager: %s: %s\n", what, r.error().to_string().c_str());
-    std::exit(1);
-  }
-  return std::move(*r);
-}
 
 EagerTensor random_tensor(eager::EagerRuntime& rt, Dims shape, uint64_t seed) {
   return must(rt.from_host(must(Tensor::random_normal(DType::kF64, shape, seed), "random")), "from_host");

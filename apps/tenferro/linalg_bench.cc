@@ -47,21 +47,6 @@ double median_ms(const std::function<void()>& f) {
   return ts[ts.size() / 2];
 }
 
-template <class T>
-T must(Result<T> r, const char* what) {
-  if (!r) {
-    std::fprintf(stderr, "tenferro bench linalg: %s: %s\n", what, r.error().to_string().c_str());
-    std::exit(1);
-  }
-  return std::move(*r);
-}
-void must(Result<void> r, const char* what) {
-  if (!r) {
-    std::fprintf(stderr, "tenferro bench linalg: %s: %s\n", what, r.error().to_string().c_str());
-    std::exit(1);
-  }
-}
-
 // Column-major f64 items: batch x n x n, as a tensor and as a raw array.
 struct Input {
   Tensor t;

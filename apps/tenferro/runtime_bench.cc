@@ -33,14 +33,6 @@ using program::ProgramBuilder;
 using program::Value;
 using program::ValueType;
 
-template <class T>
-T must(Result<T> r, const char* what) {
-  if (!r) {
-    std::fprintf(stderr, "tenferro bench runtime: %s: %s\n", what, r.error().to_string().c_str());
-    std::exit(1);
-  }
-  return std::move(*r);
-}
 
 
 std::vector<Extent> exact(const Shape& s) {
