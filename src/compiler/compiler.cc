@@ -87,8 +87,8 @@ class Rewriter {
   explicit Rewriter(const CompiledGraph& src) : src_(src), p_(*src.program), num_(numbering(p_)) {}
 
   Result<void> begin() {
-    for (const auto& sym : p_.symbols()) {
-      TENFERRO_TRY(Extent e, b_.symbol(sym.name, sym.upper_bound));
+    for (const auto& sym : p_.symbols()) {  // derived ones mention earlier symbols only
+      TENFERRO_TRY(Extent e, sym.max0_of ? b_.max0(sym.max0_of->substitute(smap_), sym.name) : b_.symbol(sym.name, sym.upper_bound));
       smap_.push_back(std::move(e));
     }
     size_t nb = 0;

@@ -372,6 +372,31 @@ TEST(Compiler, EffectfulExtensionsAreNeverRemovedOrMerged) {
   EXPECT_EQ(pure, 1);
 }
 
+// Compilation rebuilds the program pass by pass; a derived symbol (interior pad of a
+// symbolic axis) must survive with its definition, so n = 0 still gives low + high.
+TEST(Compiler, DerivedSymbolsSurviveCompilation) {
+  TraceContext tc;
+  const Extent n = tc.symbol("n").value();
+  Value x = tc.input(ValueType{DType::kF64, {n}}).value();
+  Value v = tc.input(vt(DType::kF64, {})).value();
+  Value p = tc.op(OpCode::kPad, {x, v}, Attrs{.low = {2}, .high = {0}, .interior = {1}}).value();
+  Value q = tc.op(OpCode::kNeg, {tc.op(OpCode::kNeg, {p}).value()}).value();  // folded away
+  GraphCompiler c;
+  auto r = c.compile(tc.finish({q}).value());
+  ASSERT_TRUE(r) << r.error().to_string();
+  const auto& syms = r->program->symbols();
+  ASSERT_EQ(syms.size(), 2u);
+  ASSERT_TRUE(syms[1].max0_of.has_value());
+  EXPECT_EQ(syms[1].max0_of->to_string(syms), "2*n - 1");
+  const Tensor three = Tensor::from_col_major<double>(Dims{}, std::vector<double>{3}).value();
+  for (int64_t len : {0, 2}) {
+    std::vector<double> xs(static_cast<size_t>(len), 1.0);
+    auto out = program::interpret(*r, std::vector<Tensor>{Tensor::from_col_major<double>(Dims{len}, xs).value(), three});
+    ASSERT_TRUE(out) << out.error().to_string();
+    EXPECT_EQ((*out)[0].numel(), len == 0 ? 2 : 5);  // 2 + max(0, 2n - 1)
+  }
+}
+
 struct InPlaceOp final : ExtensionOp {
   std::string_view family_id() const override { return "test.inplace"; }
   uint64_t payload_hash() const override { return 7; }

@@ -853,7 +853,8 @@ Result<EagerTensor> Context::core(program::OpCode code, std::span<const EagerTen
     in.push_back(Detail::physical(t));
   }
   std::vector<program::PendingGuard> guards;
-  Result<program::ValueType> inferred = program::infer_core(code, attrs, types, {}, guards);
+  std::vector<program::SymbolInfo> no_symbols;  // exact shapes: inference adds none
+  Result<program::ValueType> inferred = program::infer_core(code, attrs, types, no_symbols, guards);
   if (!inferred) return Error(ErrorStage::kUsage, inferred.error().code(), op, inferred.error().message());
   if (code >= OpCode::kAdd && code <= OpCode::kMin && !operands.empty() && operands[0].dtype() == DType::kBool) {
     return usage_error(ErrorCode::kDTypeMismatch, op, "no arithmetic on bool tensors (convert them with astype)");

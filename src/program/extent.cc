@@ -11,7 +11,8 @@ namespace tenferro::program {
 // without a solver; anything the algebra cannot prove (n == m for distinct symbols) is
 // turned by op inference into a shape guard that is evaluated before execution. Inputs
 // may only carry exact extents or single symbols, so binding concrete input shapes
-// assigns every symbol directly (ProgramBuilder::input).
+// assigns every symbol directly (ProgramBuilder::input), except derived symbols, which
+// follow from their definitions (Note [Derived symbols]).
 
 namespace {
 constexpr uint64_t kMixedOwner = std::numeric_limits<uint64_t>::max();
@@ -138,6 +139,59 @@ Extent product(std::span<const Extent> extents) {
   Extent r = Extent::exact(1);
   for (const Extent& e : extents) r = r * e;
   return r;
+}
+
+Extent Extent::positive_part() const {
+  Extent out;
+  out.constant_ = std::max<int64_t>(constant_, 0);
+  out.owner_ = owner_;
+  out.overflow_ = overflow_;
+  for (const Term& t : terms_) {
+    if (t.coeff > 0) out.terms_.push_back(t);
+  }
+  if (out.terms_.empty() && owner_ != kMixedOwner) out.owner_ = 0;
+  return out;
+}
+
+bool Extent::nonnegative_coefficients() const noexcept {
+  if (constant_ < 0) return false;
+  for (const Term& t : terms_) {
+    if (t.coeff < 0) return false;
+  }
+  return true;
+}
+
+// Note [Derived symbols]: some extents are not polynomials of the input extents; the
+// one core inference needs is max(0, p), e.g. interior padding of an axis of extent d,
+// which has max(0, d + (d-1)*interior) elements besides low + high (d = 0 gives none,
+// where the polynomial would give -interior). Such a value becomes a *derived symbol*
+// z = max(0, p): appended to the symbol table after the symbols p mentions, so that
+// binding concrete shapes assigns the input symbols first and then every derived symbol
+// in table order (SemanticProgram::bind_shapes). The algebra treats z as an opaque
+// symbol: equal polynomials over z are still provably equal, and the same definition
+// always yields the same symbol (reuse below), so two pads of one axis agree. Programs
+// carry the definitions in their encoding (fingerprints), text (`symbol _z0 = max(0,
+// 2*n - 1)`), imports and compiler rebuilds re-derive them in order.
+Extent max0(const Extent& p, std::vector<SymbolInfo>& symbols, std::string_view wanted) {
+  if (p.is_exact()) return Extent::exact(std::max<int64_t>(p.exact_value(), 0));
+  if (p.nonnegative_coefficients() || p.overflowed()) return p;
+  for (size_t i = 0; i < symbols.size(); ++i) {
+    if (symbols[i].max0_of && *symbols[i].max0_of == p) return Extent::symbol(static_cast<int32_t>(i), p.owner());
+  }
+  auto in_use = [&](const std::string& n) {
+    return std::any_of(symbols.begin(), symbols.end(), [&](const SymbolInfo& si) { return si.name == n; });
+  };
+  std::string name(wanted);
+  for (int64_t k = 0; name.empty() || in_use(name); ++k) {
+    name = "_z";
+    name.append(std::to_string(k));
+  }
+  SymbolInfo info;
+  info.name = std::move(name);
+  if (auto ub = p.positive_part().upper_bound(symbols)) info.upper_bound = std::max<int64_t>(*ub, 0);
+  info.max0_of = p;
+  symbols.push_back(std::move(info));
+  return Extent::symbol(static_cast<int32_t>(symbols.size() - 1), p.owner());
 }
 
 std::optional<int64_t> Extent::evaluate(std::span<const int64_t> values) const noexcept {

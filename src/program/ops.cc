@@ -21,9 +21,9 @@ namespace tenferro::program {
 //   operand extent 1 broadcasts.
 // - slice: 0 <= start <= limit <= extent, stride >= 1. dynamic_slice and
 //   dynamic_update_slice clamp their scalar integer start indices into range, as StableHLO.
-// - pad(x, value): low/high may be negative (cropping); interior >= 0. An axis of
-//   symbolic extent d padded with interior > 0 needs d >= 1 (a pad_c5 shape guard): its
-//   result extent d + (d-1)*interior + low + high is not polynomial at d = 0.
+// - pad(x, value): low/high may be negative (cropping); interior >= 0. An axis of extent
+//   d becomes low + high + max(0, d + (d-1)*interior) long (d = 0: low + high, as
+//   numpy/StableHLO); for a symbolic d with interior > 0 that is a derived symbol.
 // - gather(x, indices) {axis}: numpy `take`: result = x.shape[:axis] + indices.shape +
 //   x.shape[axis+1:], indices clamped into range; a non-empty result gathered from an
 //   axis of extent 0 is an out_of_range error at completion (nothing to clamp to, as
@@ -220,7 +220,7 @@ const std::vector<std::string>& constraint_ids() {
     add(OpCode::kDynamicSlice, 4);
     add(OpCode::kDynamicUpdateSlice, 5);
     add(OpCode::kConcatenate, 4);
-    add(OpCode::kPad, 6);
+    add(OpCode::kPad, 5);
     add(OpCode::kGather, 3);
     add(OpCode::kScatterAdd, 5);
     add(OpCode::kReduce, 3);
@@ -246,7 +246,7 @@ namespace {
 
 class Infer {
  public:
-  Infer(OpCode code, std::span<const SymbolInfo> symbols, std::vector<PendingGuard>& guards)
+  Infer(OpCode code, std::vector<SymbolInfo>& symbols, std::vector<PendingGuard>& guards)
       : code_(code), symbols_(symbols), guards_(guards) {}
 
   Error fail(int id, ErrorCode ec, const std::string& msg) const {
@@ -320,8 +320,11 @@ class Infer {
     return fail(id, ErrorCode::kDTypeMismatch, std::string("dtype ").append(dtype_name(t.dtype)).append(" is not ") + need);
   }
 
+  // max(0, p), possibly a new derived symbol of the table (Note [Derived symbols]).
+  Extent max0(const Extent& p) { return program::max0(p, symbols_); }
+
   OpCode code_;
-  std::span<const SymbolInfo> symbols_;
+  std::vector<SymbolInfo>& symbols_;
   std::vector<PendingGuard>& guards_;
 };
 
@@ -332,7 +335,7 @@ bool ordered(DType d) { return !is_complex(d); }
 
 namespace {
 Result<ValueType> infer_rule(OpCode code, const Attrs& at, std::span<const ValueType> in,
-                             std::span<const SymbolInfo> symbols, std::vector<PendingGuard>& guards) {
+                             std::vector<SymbolInfo>& symbols, std::vector<PendingGuard>& guards) {
   Infer I(code, symbols, guards);
   const OpSchema& sc = op_schema(code);
   const int n = static_cast<int>(in.size());
@@ -548,16 +551,10 @@ Result<ValueType> infer_rule(OpCode code, const Attrs& at, std::span<const Value
       for (size_t i = 0; i < r; ++i) {
         if (at.interior[i] < 0) return I.fail(3, ErrorCode::kInvalidArgument, "interior " + s(at.interior[i]) + " is negative");
         const Extent& d = x.shape[i];
-        // d + (d - 1) * interior + low + high, for d >= 1; exact 0 stays low + high. For a
-        // symbolic d with interior > 0 the extent is not a polynomial in d (d = 0 gives
-        // low + high, not low + high - interior), so the program guards d >= 1 (pad_c5)
-        // rather than infer a wrong extent for d = 0 (Note [Core op semantics]).
-        if (!d.is_exact() && at.interior[i] > 0) {
-          TENFERRO_TRY_VOID(I.at_most(Extent::exact(1), d, 5, "interior padding of axis " + s(static_cast<int64_t>(i))));
-        }
-        Extent e = d.is_exact() && d.exact_value() == 0
-                       ? Extent::exact(at.low[i] + at.high[i])
-                       : d + (d - Extent::exact(1)) * Extent::exact(at.interior[i]) + Extent::exact(at.low[i] + at.high[i]);
+        // low + high + max(0, d + (d - 1) * interior): d = 0 has no interior padding. For a
+        // symbolic d with interior > 0 the max is a derived symbol (Note [Derived symbols]).
+        const Extent inner = d + (d - Extent::exact(1)) * Extent::exact(at.interior[i]);
+        Extent e = I.max0(inner) + Extent::exact(at.low[i] + at.high[i]);
         if (e.is_exact() && e.exact_value() < 0) return I.fail(4, ErrorCode::kInvalidShape, "axis " + s(static_cast<int64_t>(i)) + " would have negative extent " + I.ext(e));
         if (!e.is_exact() && at.low[i] + at.high[i] < 0) {  // cropping: guard a non-negative extent
           TENFERRO_TRY_VOID(I.at_most(Extent::exact(0), e, 4, "extent of axis " + s(static_cast<int64_t>(i))));
@@ -649,23 +646,25 @@ Result<ValueType> infer_rule(OpCode code, const Attrs& at, std::span<const Value
 }  // namespace
 
 Result<ValueType> infer_core(OpCode code, const Attrs& attrs, std::span<const ValueType> operands,
-                             std::span<const SymbolInfo> symbols, std::vector<PendingGuard>& guards) {
+                             std::vector<SymbolInfo>& symbols, std::vector<PendingGuard>& guards) {
   if (code == OpCode::kExtension) {
     return Error(ErrorStage::kCompile, ErrorCode::kInvalidArgument, "extension", "infer_core called for an extension op");
   }
   const size_t mark = guards.size();
-  auto r = infer_rule(code, attrs, operands, symbols, guards);
-  if (!r) {
+  const size_t symbol_mark = symbols.size();
+  auto undo = [&](Error e) -> Result<ValueType> {
     guards.resize(mark);
-    return r;
-  }
+    symbols.resize(symbol_mark);
+    return e;
+  };
+  auto r = infer_rule(code, attrs, operands, symbols, guards);
+  if (!r) return undo(r.error());
   // Common to every op (constraint c9): result extents are non-negative and finite.
   Infer I(code, symbols, guards);
   for (const Extent& e : r->shape) {
-    if (e.overflowed()) return I.fail(9, ErrorCode::kOverflow, "a result extent overflows int64 or exceeds the size cap of shape polynomials");
+    if (e.overflowed()) return undo(I.fail(9, ErrorCode::kOverflow, "a result extent overflows int64 or exceeds the size cap of shape polynomials"));
     if (e.is_exact() && e.exact_value() < 0) {
-      guards.resize(mark);
-      return I.fail(9, ErrorCode::kInvalidShape, "result shape " + I.shape(r->shape) + " has a negative extent");
+      return undo(I.fail(9, ErrorCode::kInvalidShape, "result shape " + I.shape(r->shape) + " has a negative extent"));
     }
   }
   return r;

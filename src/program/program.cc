@@ -192,7 +192,11 @@ std::vector<uint8_t> SemanticProgram::encode() const {
   };
   std::vector<uint8_t> out;
   put(out, symbols_.size());
-  for (const SymbolInfo& sym : symbols_) put(out, sym.upper_bound ? static_cast<uint64_t>(*sym.upper_bound) + 1 : 0);
+  for (const SymbolInfo& sym : symbols_) {
+    put(out, sym.upper_bound ? static_cast<uint64_t>(*sym.upper_bound) + 1 : 0);
+    out.push_back(sym.max0_of ? 1 : 0);
+    if (sym.max0_of) sym.max0_of->encode(out);
+  }
   put(out, inputs_.size());
   for (const InputInfo& in : inputs_) {
     put_type(out, type(in.value));
@@ -282,6 +286,16 @@ Result<std::vector<int64_t>> SemanticProgram::bind_shapes(std::span<const Shape>
       slot = sh[d];
     }
   }
+  // Derived symbols, in table order: each mentions earlier symbols only (Note [Derived
+  // symbols]).
+  for (size_t j = 0; j < symbols_.size(); ++j) {
+    if (!symbols_[j].max0_of) continue;
+    const auto v = symbols_[j].max0_of->evaluate(values);
+    if (!v) {
+      return fail(ErrorCode::kOverflow, "derived symbol " + symbols_[j].name + " = max(0, " + symbols_[j].max0_of->to_string(symbols_) + ") overflows int64");
+    }
+    values[j] = std::max<int64_t>(*v, 0);
+  }
   for (const ShapeGuard& g : guards_) {
     const auto l = g.lhs.evaluate(values);
     const auto r = g.rhs.evaluate(values);
@@ -357,10 +371,16 @@ std::span<const SymbolInfo> ProgramBuilder::symbols() const noexcept { return st
 void ProgramBuilder::set_provenance(std::string provenance) { state_->provenance = std::move(provenance); }
 void ProgramBuilder::set_core_only(bool core_only) noexcept { state_->core_only = core_only; }
 
+namespace {
+bool is_identifier(const std::string& name) {
+  auto valid_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  return !name.empty() && std::all_of(name.begin(), name.end(), valid_char) && !std::isdigit(static_cast<unsigned char>(name[0]));
+}
+}  // namespace
+
 Result<Extent> ProgramBuilder::symbol(std::string name, std::optional<int64_t> upper_bound) {
   TENFERRO_TRY_VOID(check_usable("symbol"));
-  auto valid_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  if (name.empty() || !std::all_of(name.begin(), name.end(), valid_char) || std::isdigit(static_cast<unsigned char>(name[0]))) {
+  if (!is_identifier(name)) {
     return builder_error(ErrorCode::kInvalidArgument, "symbol", "symbol name '" + name + "' must be an identifier");
   }
   for (const SymbolInfo& sym : state_->symbols) {
@@ -384,15 +404,25 @@ Result<void> check_extent_owner(const Extent& e, uint64_t id, size_t symbol_coun
 }
 }  // namespace
 
+Result<Extent> ProgramBuilder::max0(const Extent& p, std::string name) {
+  TENFERRO_TRY_VOID(check_usable("max0"));
+  TENFERRO_TRY_VOID(check_extent_owner(p, id_, state_->symbols.size(), "max0"));
+  if (!name.empty() && !is_identifier(name)) {
+    return builder_error(ErrorCode::kInvalidArgument, "max0", "symbol name '" + name + "' must be an identifier");
+  }
+  return program::max0(p, state_->symbols, name);
+}
+
 Result<Value> ProgramBuilder::input(ValueType type, std::string name) {
   TENFERRO_TRY_VOID(check_usable("input"));
   for (size_t d = 0; d < type.shape.size(); ++d) {
     const Extent& e = type.shape[d];
     TENFERRO_TRY_VOID(check_extent_owner(e, id_, state_->symbols.size(), "input"));
-    if (e.is_exact() ? e.exact_value() < 0 : !e.as_symbol()) {
+    const auto sym = e.as_symbol();
+    if (e.is_exact() ? e.exact_value() < 0 : (!sym || state_->symbols[static_cast<size_t>(*sym)].max0_of)) {
       return builder_error(ErrorCode::kInvalidShape, "input",
                            "input_c1: axis " + s(static_cast<int64_t>(d)) + " extent " + e.to_string(state_->symbols) +
-                               " must be an exact size >= 0 or a single symbol");
+                               " must be an exact size >= 0 or a single (not derived) symbol");
     }
   }
   state_->types.push_back(std::move(type));
@@ -582,7 +612,16 @@ Result<std::vector<Value>> ProgramBuilder::import(const CompiledGraph& graph, st
     value_map[static_cast<size_t>(in.value.index_)] = mine;
   }
   std::vector<Extent> smap;
-  for (auto& e : sym_map) smap.push_back(e ? *e : Extent::exact(0));
+  for (size_t j = 0; j < sym_map.size(); ++j) {
+    const auto& def = p.symbols()[j].max0_of;
+    if (!def) {
+      smap.push_back(sym_map[j] ? *sym_map[j] : Extent::exact(0));
+      continue;
+    }
+    auto z = max0(def->substitute(smap));  // mentions earlier symbols only
+    if (!z) return rollback(z.error());
+    smap.push_back(std::move(*z));
+  }
   for (const ShapeGuard& g : p.guards()) {
     if (auto r = guard(g.lhs.substitute(smap), g.rhs.substitute(smap), g.equality, g.constraint); !r) return rollback(r.error());
   }
@@ -625,6 +664,7 @@ Result<CompiledGraph> ProgramBuilder::finish(std::span<const Value> outputs) {
   // program_c1: every symbol is bound by an input extent.
   const State& st = *state_;
   std::vector<bool> bound(st.symbols.size(), false);
+  for (size_t i = 0; i < bound.size(); ++i) bound[i] = st.symbols[i].max0_of.has_value();
   for (const InputInfo& in : st.inputs) {
     for (const Extent& e : st.types[static_cast<size_t>(in.value.index_)].shape) {
       if (auto sym = e.as_symbol()) bound[static_cast<size_t>(*sym)] = true;

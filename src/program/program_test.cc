@@ -395,39 +395,81 @@ TEST(SymbolicShapes, AlgebraProvesWhatItCanAndGuardsTheRest) {
   EXPECT_EQ(bound.error().code(), ErrorCode::kOutOfRange);
 }
 
-TEST(SymbolicShapes, InteriorPadOfASymbolicExtentGuardsNonEmpty) {
-  // d + (d-1)*interior + low + high holds for d >= 1 only; at d = 0 the result has
-  // low + high elements, which no polynomial in d gives: the program guards d >= 1.
+TEST(SymbolicShapes, InteriorPadOfASymbolicExtentIsExactAtZero) {
+  // pad of f64[n] {low 1, high 1, interior 1} has 2 + max(0, 2n - 1) elements: 2n + 1 for
+  // n >= 1 and 2 (not 1) for n = 0. The max is a derived symbol, not a guard.
   ProgramBuilder b;
-  Extent n = b.symbol("n").value();
+  Extent n = b.symbol("n", 5).value();
   Value x = b.input(ValueType{DType::kF64, {n}}, "x").value();
   Value v = b.input(ValueType{DType::kF64, {}}, "v").value();
-  Value p = b.op(OpCode::kPad, {x, v}, Attrs{.low = {1}, .high = {1}, .interior = {1}}).value();
+  const Attrs at{.low = {1}, .high = {1}, .interior = {1}};
+  Value p = b.op(OpCode::kPad, {x, v}, at).value();
+  Value q = b.op(OpCode::kPad, {x, v}, at).value();  // same definition: same symbol
+  Value sum = b.op(OpCode::kAdd, {p, q}).value();
+  Value tight = b.op(OpCode::kPad, {x, v}, Attrs{.low = {0}, .high = {0}, .interior = {1}}).value();
+  CompiledGraph g = b.finish({sum, tight}).value();
+  const SemanticProgram& prog = *g.program;
+  EXPECT_TRUE(prog.guards().empty());
+  ASSERT_EQ(prog.symbols().size(), 2u);
+  ASSERT_TRUE(prog.symbols()[1].max0_of.has_value());
+  EXPECT_EQ(prog.symbols()[1].max0_of->to_string(prog.symbols()), "2*n - 1");
+  // Bound of the positive part 2n at n = 5: valid (9 is reached at most), not tight.
+  EXPECT_EQ(prog.symbols()[1].upper_bound, std::optional<int64_t>(10));
+  EXPECT_EQ(print_type(prog.type(prog.outputs()[0]), prog.symbols()), "f64[_z0 + 2]");
+  EXPECT_EQ(print_type(prog.type(prog.outputs()[1]), prog.symbols()), "f64[_z0]");
+  Tensor nine = tensor_f64({}, {9});
+  auto run = [&](std::vector<double> xs) {
+    const auto len = static_cast<int64_t>(xs.size());
+    auto r = interpret(g, std::vector<Tensor>{tensor_f64({len}, xs), nine});
+    EXPECT_TRUE(r) << r.error().to_string();
+    return r ? std::make_pair(values_f64((*r)[0]), values_f64((*r)[1])) : std::make_pair(std::vector<double>{}, std::vector<double>{});
+  };
+  EXPECT_EQ(run({1, 2, 3}), std::make_pair(std::vector<double>{18, 2, 18, 4, 18, 6, 18}, std::vector<double>{1, 9, 2, 9, 3}));
+  EXPECT_EQ(run({5}), std::make_pair(std::vector<double>{18, 10, 18}, std::vector<double>{5}));
+  EXPECT_EQ(run({}), std::make_pair(std::vector<double>{18, 18}, std::vector<double>{}));
+  // Text round trip keeps the definition and the identity.
+  const std::string text = print_program(prog);
+  EXPECT_NE(text.find("symbol _z0 = max(0, 2*n - 1)"), std::string::npos) << text;
+  auto parsed = parse_program(text);
+  ASSERT_TRUE(parsed) << parsed.error().to_string();
+  EXPECT_EQ(print_program(*parsed->program), text);
+  EXPECT_EQ(parsed->program->fingerprint(), prog.fingerprint());
+  // Import re-derives the symbol from the importer's extents.
+  ProgramBuilder outer;
+  Extent m = outer.symbol("m").value();
+  Value ox = outer.input(ValueType{DType::kF64, {m}}).value();
+  Value ov = outer.input(ValueType{DType::kF64, {}}).value();
+  auto outs = outer.import(g, std::vector<Value>{ox, ov});
+  ASSERT_TRUE(outs) << outs.error().to_string();
+  CompiledGraph og = outer.finish(*outs).value();
+  auto zero = interpret(og, std::vector<Tensor>{tensor_f64({0}, {}), nine});
+  ASSERT_TRUE(zero) << zero.error().to_string();
+  EXPECT_EQ(values_f64((*zero)[0]), (std::vector<double>{18, 18}));
+}
+
+TEST(SymbolicShapes, DerivedSymbolsAreNotInputExtentsAndCroppingIsGuarded) {
+  ProgramBuilder b;
+  Extent n = b.symbol("n").value();
+  Value x = b.input(ValueType{DType::kF64, {n}}).value();
+  Value v = b.input(ValueType{DType::kF64, {}}).value();
+  // low -2: 2*max(0, 3n - 2) ... extent -2 + max(0, 3n - 2) needs a pad_c4 guard.
+  Value p = b.op(OpCode::kPad, {x, v}, Attrs{.low = {-2}, .high = {0}, .interior = {2}}).value();
+  const Extent z = b.type(p).value().shape[0] + Extent::exact(2);
+  ASSERT_TRUE(z.as_symbol().has_value());
+  auto bad = b.input(ValueType{DType::kF64, {z}});
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("input_c1"), std::string::npos) << bad.error().to_string();
   CompiledGraph g = b.finish({p}).value();
   ASSERT_EQ(g.program->guards().size(), 1u);
-  EXPECT_EQ(g.program->guards()[0].constraint, "pad_c5");
+  EXPECT_EQ(g.program->guards()[0].constraint, "pad_c4");
   Tensor nine = tensor_f64({}, {9});
-  auto three = interpret(g, std::vector<Tensor>{tensor_f64({3}, {1, 2, 3}), nine});
-  ASSERT_TRUE(three) << three.error().to_string();
-  EXPECT_EQ(values_f64((*three)[0]), (std::vector<double>{9, 1, 9, 2, 9, 3, 9}));
-  auto one = interpret(g, std::vector<Tensor>{tensor_f64({1}, {5}), nine});
-  ASSERT_TRUE(one) << one.error().to_string();
-  EXPECT_EQ(values_f64((*one)[0]), (std::vector<double>{9, 5, 9}));
-  // n = 0: a typed guard failure, never a wrongly sized result.
-  auto zero = interpret(g, std::vector<Tensor>{tensor_f64({0}, {}), nine});
-  ASSERT_FALSE(zero);
-  EXPECT_EQ(zero.error().code(), ErrorCode::kShapeMismatch);
-  EXPECT_NE(zero.error().message().find("pad_c5"), std::string::npos) << zero.error().to_string();
-  // Exact extent 0 needs no guard: low + high elements.
-  ProgramBuilder e;
-  Value ex = e.input(ValueType{DType::kF64, {Extent::exact(0)}}).value();
-  Value ev = e.input(ValueType{DType::kF64, {}}).value();
-  Value ep = e.op(OpCode::kPad, {ex, ev}, Attrs{.low = {1}, .high = {1}, .interior = {1}}).value();
-  CompiledGraph eg = e.finish({ep}).value();
-  EXPECT_TRUE(eg.program->guards().empty());
-  auto empty = interpret(eg, std::vector<Tensor>{tensor_f64({0}, {}), nine});
-  ASSERT_TRUE(empty) << empty.error().to_string();
-  EXPECT_EQ(values_f64((*empty)[0]), (std::vector<double>{9, 9}));
+  auto two = interpret(g, std::vector<Tensor>{tensor_f64({2}, {1, 2}), nine});  // 1 9 9 2 cropped by 2
+  ASSERT_TRUE(two) << two.error().to_string();
+  EXPECT_EQ(values_f64((*two)[0]), (std::vector<double>{9, 2}));
+  auto empty = interpret(g, std::vector<Tensor>{tensor_f64({0}, {}), nine});  // -2 elements
+  ASSERT_FALSE(empty);
+  EXPECT_EQ(empty.error().code(), ErrorCode::kShapeMismatch);
+  EXPECT_NE(empty.error().message().find("pad_c4"), std::string::npos) << empty.error().to_string();
 }
 
 // Shape polynomials are size-capped: a product that would expand past the cap is an
@@ -574,11 +616,6 @@ std::vector<NegCase> negative_cases() {
   add("pad_c2", [&](ProgramBuilder& b) { return b.op(O::kPad, {in(b, DType::kF64, {4}), in(b, DType::kF64, {})}, Attrs{.low = {0}}); });
   add("pad_c3", [&](ProgramBuilder& b) { return b.op(O::kPad, {in(b, DType::kF64, {4}), in(b, DType::kF64, {})}, Attrs{.low = {0}, .high = {0}, .interior = {-1}}); });
   add("pad_c4", [&](ProgramBuilder& b) { return b.op(O::kPad, {in(b, DType::kF64, {4}), in(b, DType::kF64, {})}, Attrs{.low = {-3}, .high = {-3}, .interior = {0}}); });
-  add("pad_c5", [&](ProgramBuilder& b) {
-    Extent z = b.symbol("z", 0).value();  // bounded by 0: interior padding is refuted
-    Value x = b.input(ValueType{DType::kF64, {z}}).value();
-    return b.op(O::kPad, {x, in(b, DType::kF64, {})}, Attrs{.low = {1}, .high = {1}, .interior = {1}});
-  });
   add("gather_c0", [&](ProgramBuilder& b) { return b.op(O::kGather, {in(b, DType::kF64, {4})}); });
   add("gather_c1", [&](ProgramBuilder& b) { return b.op(O::kGather, {in(b, DType::kF64, {4}), in(b, DType::kI64, {2})}, Attrs{.axis = 1}); });
   add("gather_c2", [&](ProgramBuilder& b) { return b.op(O::kGather, {in(b, DType::kF64, {4}), in(b, DType::kF64, {2})}); });

@@ -12,6 +12,7 @@ namespace tenferro::program {
 
 // Note [Program text]: one item per line inside `program { ... }`:
 //   symbol NAME [<= BOUND]
+//   symbol NAME = max(0, EXTENT)        (derived symbol, Note [Derived symbols])
 //   %N = input "NAME" : TYPE            (argument input)
 //   %N = binding "NAME" : TYPE          (binding input; tensor supplied to the parser)
 //   %N = OP(%A, %B) {key=value, ...} : TYPE [loc("PROVENANCE")]
@@ -135,7 +136,11 @@ std::string print_program(const SemanticProgram& p) {
   std::string out = "program {\n";
   for (const SymbolInfo& sym : syms) {
     out.append("  symbol ").append(sym.name);
-    if (sym.upper_bound) out.append(" <= ").append(s(*sym.upper_bound));
+    if (sym.max0_of) {
+      out.append(" = max(0, ").append(sym.max0_of->to_string(syms)).append(")");
+    } else if (sym.upper_bound) {
+      out.append(" <= ").append(s(*sym.upper_bound));
+    }
     out += "\n";
   }
   for (const InputInfo& in : p.inputs()) {
@@ -222,6 +227,19 @@ class Parser {
       if (word == "symbol") {
         TENFERRO_TRY(std::string name, identifier());
         std::optional<int64_t> bound;
+        if (try_consume("=")) {  // derived: `= max(0, EXTENT)`
+          if (symbols_.count(name)) return err("symbol " + name + " is already declared");
+          TENFERRO_TRY_VOID(expect_word("max"));
+          TENFERRO_TRY_VOID(expect('('));
+          TENFERRO_TRY(int64_t zero, integer());
+          if (zero != 0) return err("a derived symbol is max(0, EXTENT)");
+          TENFERRO_TRY_VOID(expect(','));
+          TENFERRO_TRY(Extent def, extent());
+          TENFERRO_TRY_VOID(expect(')'));
+          TENFERRO_TRY(Extent e, wrap(b_.max0(def, name)));
+          symbols_[name] = e;
+          continue;
+        }
         if (try_consume("<=")) {
           TENFERRO_TRY(int64_t b, integer());
           bound = b;

@@ -7,17 +7,12 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tenferro::program {
 
-/// A symbol of one program: a name and an optional inclusive upper bound. A symbol with
-/// a bound is a *bounded* extent, one without an *unknown* extent.
-struct SymbolInfo {
-  std::string name;
-  std::optional<int64_t> upper_bound;
-  friend bool operator==(const SymbolInfo&, const SymbolInfo&) = default;
-};
+struct SymbolInfo;
 
 /// One extent: an integer polynomial over the symbols of one builder (or program).
 /// Exact extents are constant polynomials. Equality is structural on the canonical form
@@ -44,6 +39,13 @@ class Extent {
   std::optional<int32_t> as_symbol() const noexcept;
   /// Indices of the symbols this extent mentions, sorted, unique.
   std::vector<int32_t> symbols() const;
+
+  /// The terms with positive coefficients and max(constant, 0): an upper bound of this
+  /// extent for every value of its (non-negative) symbols.
+  Extent positive_part() const;
+  /// True when no coefficient and not the constant is negative (so the extent is >= 0
+  /// for all non-negative symbol values).
+  bool nonnegative_coefficients() const noexcept;
 
   /// Evaluates with `values[s]` for symbol s. nullopt on int64 overflow.
   std::optional<int64_t> evaluate(std::span<const int64_t> values) const noexcept;
@@ -91,5 +93,24 @@ class Extent {
 
 /// The product of extents (exact 1 for an empty list).
 Extent product(std::span<const Extent> extents);
+
+/// A symbol of one program: a name and an optional inclusive upper bound. A symbol with
+/// a bound is a *bounded* extent, one without an *unknown* extent. A *derived* symbol
+/// (`max0_of` set) is not bound by an input: its value is max(0, definition), where the
+/// definition mentions earlier symbols only (Note [Derived symbols]); its bound follows
+/// from the definition's.
+struct SymbolInfo {
+  std::string name;
+  std::optional<int64_t> upper_bound{};
+  std::optional<Extent> max0_of{};
+  friend bool operator==(const SymbolInfo&, const SymbolInfo&) = default;
+};
+
+/// max(0, p) as an extent of the table `symbols` (p's symbols index it): exact when p is
+/// exact; p itself when no coefficient of p is negative; otherwise a derived symbol with
+/// definition p, reused when `symbols` already holds one with that definition, else
+/// appended (named `name` when given and not in use, else `_z<k>`, the first such name
+/// not in use). The result carries p's owner.
+Extent max0(const Extent& p, std::vector<SymbolInfo>& symbols, std::string_view name = {});
 
 }  // namespace tenferro::program

@@ -144,13 +144,15 @@ const std::vector<std::string>& constraint_ids();
 /// Infers the result type of a core op from its operand types and attributes, or returns
 /// a kCompile error whose message starts with the violated constraint id
 /// (`dot_general_c3: ...`). Relations the symbolic algebra cannot decide are appended
-/// to `guards` as (lhs, rhs, constraint id, is_equality) instead of failing.
+/// to `guards` as (lhs, rhs, constraint id, is_equality) instead of failing. Extents that
+/// are not polynomials (max(0, p)) append derived symbols to `symbols`. On error neither
+/// `guards` nor `symbols` is changed.
 struct PendingGuard {
   Extent lhs, rhs;
   bool equality = true;  ///< lhs == rhs, else lhs <= rhs
   std::string constraint;
 };
 Result<ValueType> infer_core(OpCode code, const Attrs& attrs, std::span<const ValueType> operands,
-                             std::span<const SymbolInfo> symbols, std::vector<PendingGuard>& guards);
+                             std::vector<SymbolInfo>& symbols, std::vector<PendingGuard>& guards);
 
 }  // namespace tenferro::program

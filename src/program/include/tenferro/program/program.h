@@ -177,8 +177,14 @@ class ProgramBuilder {
   /// Declares a symbol (unknown extent, or bounded by `upper_bound`). Errors:
   /// kInvalidArgument (empty or duplicate name, negative bound).
   Result<Extent> symbol(std::string name, std::optional<int64_t> upper_bound = std::nullopt);
-  /// Declares an argument input. Each extent is exact (>= 0) or one symbol of this
-  /// builder (constraint input_c1).
+  /// max(0, p) as an extent of this builder: exact, p itself, or a derived symbol
+  /// (Note [Derived symbols]; reused for an equal definition; a new one is called `name`
+  /// when that is a free identifier, else `_z<k>`). Used by the text parser and rebuilds;
+  /// inference derives its own. Errors: kInvalidArgument (foreign or undeclared symbols,
+  /// `name` not an identifier), kOverflow.
+  Result<Extent> max0(const Extent& p, std::string name = {});
+  /// Declares an argument input. Each extent is exact (>= 0) or one non-derived symbol
+  /// of this builder (constraint input_c1).
   Result<Value> input(ValueType type, std::string name = {});
   /// Declares a binding input holding `tensor` (exact shape; host tensor).
   Result<Value> capture(Tensor tensor, std::string name = {});
