@@ -218,5 +218,21 @@ TEST(CliIr, ErrorsAreTypedAndExitNonZero) {
   EXPECT_EQ(run("ir eval " + dir() + "p.tf " + dir() + "big.npy --binding " + dir() + "w.npy -o " + dir() + "only_one.npy"), 2);
 }
 
+// `tenferro info`: the capabilities report, as text and as one JSON object.
+TEST(CliInfo, ReportsCapabilitiesAsTextAndJson) {
+  ASSERT_EQ(run("info"), 0) << output();
+  for (const char* field : {"cpu ", "isa ", "blis ", "openblas ", "engine "}) {
+    EXPECT_NE(output().find(field), std::string::npos) << field << "\n" << output();
+  }
+  ASSERT_EQ(run("info --json"), 0) << output();
+  const std::string json = output();
+  EXPECT_EQ(json.front(), '{');
+  for (const char* key : {"\"detected_isa\"", "\"blis_tuned\"", "\"openblas_core\"", "\"l1d_bytes\""}) {
+    EXPECT_NE(json.find(key), std::string::npos) << key << "\n" << json;
+  }
+  EXPECT_EQ(run("info --help"), 0);
+  EXPECT_EQ(run("info --bogus"), 2);
+}
+
 }  // namespace
 }  // namespace tenferro

@@ -32,4 +32,8 @@ int run_bench_linalg(int argc, char** argv);
 /// against same-run references.
 int run_bench_runtime(int argc, char** argv, const char* argv0);
 
+/// `tenferro info [--json]`: the CPU capabilities a default engine plans with (ISA,
+/// BLIS/OpenBLAS kernels and whether they are tuned for this CPU, caches).
+int run_info(int argc, char** argv);
+
 }  // namespace tenferro::cli

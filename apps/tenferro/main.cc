@@ -15,6 +15,8 @@ void print_usage(std::FILE* out) {
       "\n"
       "commands:\n"
       "  demo       show what the library does so far (tensors, views, errors)\n"
+      "  info [--json]\n"
+      "             CPU capabilities the engine plans with (ISA, BLIS/OpenBLAS kernels, caches)\n"
       "  bench kernels [--threads N] [--json] [--only S] [--max-n N]\n"
       "             CPU kernels next to a same-run reference (BLAS, memcpy)\n"
       "  einsum SUBSCRIPTS A.npy [B.npy ...] [-o OUT.npy] [--optimize greedy|optimal|treesa|\n"
@@ -64,6 +66,7 @@ static int dispatch(int argc, char** argv) {
     return tenferro::cli::run_bench_runtime(argc - 3, argv + 3, argv[0]);
   }
   if (cmd == "ir") return tenferro::cli::run_ir(argc - 2, argv + 2);
+  if (cmd == "info") return tenferro::cli::run_info(argc - 2, argv + 2);
   if (cmd == "version" || cmd == "--version") {
     std::printf("tenferro %s\n", tenferro::cli::kVersion);
     return 0;

@@ -293,15 +293,23 @@ Result<Route> resolve_route(const CpuExecutionContext& ctx, const DotOptions& op
                        "outer-parallel batch of " + s(batch) + " products: that would be two fan-out levels");
   }
   if (r.provider == GemmProvider::kAuto) {
-    // Note [Untuned BLIS]: every automatic BLIS route below requires detail::blis_tuned().
-    // BLIS 0.9 picks its 'generic' sub-configuration on CPUs it does not know (AMD family
-    // 0x1A, Zen 5, 2026-11-30): `tenferro bench kernels`, one thread, dot_general f64
-    // n = 2048 forced to blis 16.1 GFLOP/s against cblas_dgemm (OpenBLAS) 51.0. There
-    // the batches BLIS would run (outer-parallel, sequential) make one-thread OpenBLAS
-    // calls instead, and single products stay with OpenBLAS (no column split, no thin
-    // BLIS products). A product forced to provider blis still runs BLIS.
-    r.provider = r.policy == BatchPolicy::kProviderItems || !detail::blis_tuned() ? GemmProvider::kOpenBlas
-                                                                                  : GemmProvider::kBlis;
+    // Note [Untuned BLIS]: every automatic BLIS route below requires caps.blis_tuned
+    // (Note [CPU capabilities] in caps.cc). BLIS 0.9 picks its 'generic' sub-configuration
+    // on CPUs it does not know (AMD family 0x1A, Zen 5, 2026-11-30): `tenferro bench
+    // kernels`, one thread, dot_general f64 n = 2048 forced to blis 16.1 GFLOP/s against
+    // cblas_dgemm (OpenBLAS) 51.0. There the batches BLIS would run (outer-parallel,
+    // sequential) make one-thread OpenBLAS calls instead, and single products stay with
+    // OpenBLAS (no column split, no thin BLIS products). A product forced to provider
+    // blis still runs BLIS.
+    // Note [Untuned OpenBLAS]: the mirror case. OpenBLAS 0.3.21 runs SSE3 'Prescott'
+    // kernels on some CPUs it does not know (a Sapphire Rapids class Xeon, 2026-12-01:
+    // cblas_dgemm 2048 at 1 thread 10 GFLOP/s against 29 with its Haswell kernels; c128
+    // n = 512 8.4 against 28 through BLIS). When OpenBLAS is untuned and BLIS tuned, the
+    // products OpenBLAS would run as provider items go to BLIS instead.
+    const CpuCaps& caps = ctx.caps();
+    const bool blis_items = caps.blis_tuned && !caps.openblas_tuned;
+    r.provider = (r.policy == BatchPolicy::kProviderItems && !blis_items) || !caps.blis_tuned ? GemmProvider::kOpenBlas
+                                                                                               : GemmProvider::kBlis;
     // Matrix-vector shaped products (a side of 1) pay a GEMM call's setup for little
     // work: plain loops up to 16x the threshold (Note [Tiny products]).
     const int64_t tiny = r.provider == GemmProvider::kOpenBlas ? bs.tiny_flops : bs.tiny_flops_blis;
@@ -1069,7 +1077,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
       if (small_form || thin_form || short_form || stream_form || wide_form || out_form) {
         route.provider = GemmProvider::kNaive;
       } else if (std::min(M, N) <= 32 && std::min(M, N) >= 8 && (K >= 64 || ctx.threads() > 1) &&
-                 detail::blis_tuned()) {
+                 ctx.caps().blis_tuned) {
         route.provider = GemmProvider::kBlis;
       }
     } else if (opt.provider == GemmProvider::kAuto && route.policy != BatchPolicy::kWholeBatchVendor) {
@@ -1093,7 +1101,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   // slower than OpenBLAS's on this machine (28 against 36 GFLOP/s on one thread).
   if constexpr (!std::is_integral_v<T> && !std::is_same_v<T, bool>) {
     if (opt.provider == GemmProvider::kAuto && route.policy == BatchPolicy::kProviderItems &&
-        route.provider == GemmProvider::kOpenBlas && detail::blis_tuned() && ctx.threads() > 1 &&
+        route.provider == GemmProvider::kOpenBlas && ctx.caps().blis_tuned && ctx.threads() > 1 &&
         flops >= bs_min_parallel && M <= 4 * N &&
         std::max(M, N) >= 32 * ctx.threads() && std::max(M, N) >= 4 * K) {
       route.provider = GemmProvider::kBlis;

@@ -174,8 +174,18 @@ TEST(DotGeneral, MatchesNaiveOnRandomConfigurations) {
   const DType dtypes[] = {DType::kF64, DType::kF32, DType::kC128, DType::kC64, DType::kI64, DType::kI32};
   const GemmProvider providers[] = {GemmProvider::kAuto, GemmProvider::kOpenBlas, GemmProvider::kBlis,
                                     GemmProvider::kNaive};
+  // Every automatic route is planned under each BLAS trust combination (Note [CPU
+  // capabilities]), whatever this machine's libraries run: the values never change.
+  std::vector<CpuCaps> caps_variants;
+  for (int v = 0; v < 4; ++v) {
+    CpuCaps caps = host_caps();
+    caps.blis_tuned = v & 1;
+    caps.openblas_tuned = v & 2;
+    caps_variants.push_back(caps);
+  }
   int checked = 0;
   for (int trial = 0; trial < 600; ++trial) {
+    const CpuCaps* caps = &caps_variants[static_cast<size_t>(trial / 6) % caps_variants.size()];
     const DType d = dtypes[trial % 6];
     Config c = random_config(rng);
     Tensor lhs = strided_operand(rng, d, c.lhs_shape);
@@ -221,7 +231,7 @@ TEST(DotGeneral, MatchesNaiveOnRandomConfigurations) {
       before = out.clone().value();
       const bool use_scratch = rng() % 2;
       executor->install([&] {
-        CpuExecutionContext ctx(executor.get(), mode, 2);
+        CpuExecutionContext ctx(executor.get(), mode, 2, {}, caps);
         if (use_scratch) {
           // A first call warms the scratch buffers (Note [Dot scratch]); the second reuses them.
           DotScratch scratch;
@@ -234,7 +244,7 @@ TEST(DotGeneral, MatchesNaiveOnRandomConfigurations) {
       });
     } else {
       executor->install([&] {
-        CpuExecutionContext ctx(executor.get(), mode, 2);
+        CpuExecutionContext ctx(executor.get(), mode, 2, {}, caps);
         auto r = dot_general(ctx, lhs, rhs, c.dims, opt);
         if (r) out = *r; else status = r.error();
       });

@@ -223,6 +223,7 @@ Result<std::shared_ptr<CpuEngine>> CpuEngine::create(CpuEngineConfig config, con
     engine->slots_.push_back(std::move(slot));
   }
   engine->providers_ = bundle;
+  engine->caps_ = config.caps ? *config.caps : host_caps();
   engine->config_ = std::move(config);
   return engine;
 }
@@ -248,7 +249,7 @@ Result<void> CpuEngine::run(int32_t domain_id, ParallelMode mode, FunctionRef<Re
   Result<void> result;
   d->executor->install([&] {
     detail::EnteredMark mark;
-    CpuExecutionContext ctx(d->executor.get(), mode, d->info.threads, config_.batch);
+    CpuExecutionContext ctx(d->executor.get(), mode, d->info.threads, config_.batch, &caps_);
     result = f(ctx);
   });
   return result;
@@ -272,11 +273,12 @@ Result<CpuCompletion> CpuEngine::submit(int32_t domain_id, std::function<Result<
     d->outstanding++;
   }
   d->entries.fetch_add(1, std::memory_order_relaxed);
-  d->executor->submit([d, state = c.state_, fn = std::move(f), batch = config_.batch]() {
+  // The engine outlives its submissions (its destructor waits), so &caps_ stays valid.
+  d->executor->submit([d, state = c.state_, fn = std::move(f), batch = config_.batch, caps = &caps_]() {
     Result<void> r;
     {
       detail::EnteredMark mark;
-      CpuExecutionContext ctx(d->executor.get(), ParallelMode::kOuter, 1, batch);
+      CpuExecutionContext ctx(d->executor.get(), ParallelMode::kOuter, 1, batch, caps);
       try {
         r = fn(ctx);
       } catch (const std::exception& e) {

@@ -57,11 +57,6 @@ void set_openblas_threads(int threads) {
 
 namespace tenferro::cpu::detail {
 
-bool blis_tuned() noexcept {
-  static const bool tuned = bli_arch_query_id() != BLIS_ARCH_GENERIC;  // immutable once read
-  return tuned;
-}
-
 bool blas_form(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool transposed, int64_t* ld) {
   if (!transposed) {
     // element (i, p) at i + p * ld

@@ -55,12 +55,6 @@ bool gemm_openblas(const GemmArgs<T>& g, int threads);
 template <class T>
 bool gemm_blis(const GemmArgs<T>& g);
 
-/// Whether BLIS runs kernels tuned for this CPU: false when it selected its 'generic'
-/// sub-configuration (a CPU it does not know, e.g. AMD family 0x1A with BLIS 0.9),
-/// whose reference kernels ran at a third of OpenBLAS's rate. Queried once; a fact of the
-/// machine, never changed afterwards (Note [Untuned BLIS] in dot_general.cc).
-bool blis_tuned() noexcept;
-
 /// Whether an r x c operand with element strides (rs, cs) has the column-major BLAS form
 /// 'N' (`transposed` false: element (i, p) at i + p * ld) or 'T' (element at i * ld + p);
 /// sets the leading dimension. Extent-1 dimensions accept any stride.

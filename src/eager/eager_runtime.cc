@@ -307,7 +307,7 @@ Result<Tensor> Detail::execute(const Call& call, bool native, int64_t work, Dire
       return f(*call.session, pool);
     case Entry::kInline: {
       n.fast_inline.fetch_add(1, std::memory_order_relaxed);
-      cpu::CpuExecutionContext ctx(nullptr, cpu::ParallelMode::kSequential, 1, engine.config().batch);
+      cpu::CpuExecutionContext ctx(nullptr, cpu::ParallelMode::kSequential, 1, engine.config().batch, &engine.caps());
       return f(ctx, pool);
     }
     default: {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "tenferro/cpu/caps.h"
 #include "tenferro/core/function_ref.h"
 #include "tenferro/core/result.h"
 
@@ -104,9 +105,11 @@ struct EnteredMark {
 /// created it.
 class CpuExecutionContext {
  public:
+  /// `caps` (borrowed; must outlive the context) are the capabilities planners read;
+  /// null means host_caps(). Engines pass their own (CpuEngine::caps()).
   CpuExecutionContext(CpuDomainExecutor* executor, ParallelMode mode, int threads,
-                      BatchSettings batch = {}) noexcept
-      : executor_(executor), mode_(mode), threads_(threads), batch_(batch) {}
+                      BatchSettings batch = {}, const CpuCaps* caps = nullptr) noexcept
+      : executor_(executor), mode_(mode), threads_(threads), batch_(batch), caps_(caps) {}
   CpuExecutionContext(const CpuExecutionContext&) = delete;
   CpuExecutionContext& operator=(const CpuExecutionContext&) = delete;
 
@@ -133,6 +136,8 @@ class CpuExecutionContext {
 
   /// Current batch settings (engine default or a scoped override).
   const BatchSettings& batch() const noexcept { return batch_; }
+  /// The capabilities planners decide with (Note [CPU capabilities] in caps.cc).
+  const CpuCaps& caps() const { return caps_ != nullptr ? *caps_ : host_caps(); }
 
  private:
   friend class ScopedBatchOverride;
@@ -140,6 +145,7 @@ class CpuExecutionContext {
   ParallelMode mode_;
   int threads_;
   BatchSettings batch_;
+  const CpuCaps* caps_;
 };
 
 /// Overrides a context's batch settings for a scope; restores them on destruction,

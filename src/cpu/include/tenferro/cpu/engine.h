@@ -76,6 +76,10 @@ struct CpuEngineConfig {
   BatchSettings batch;
   /// Limits of each domain's buffer pool (retained bytes and buffers).
   HostBufferPoolConfig pool;
+  /// Capabilities to plan with; unset: probed once at create (CpuCaps::probe). Setting
+  /// them plans as if on another machine (e.g. a BLAS treated as untuned); kernels
+  /// still run on this one.
+  std::optional<CpuCaps> caps{};
 };
 
 /// Facts about one created domain.
@@ -123,6 +127,9 @@ class CpuEngine {
   const std::vector<CpuDomainInfo>& domains() const noexcept { return domains_; }
   const ProviderBundle& providers() const noexcept { return providers_; }
   const CpuEngineConfig& config() const noexcept { return config_; }
+  /// The capabilities this engine plans with (probed at create or configured); every
+  /// context it enters carries them. Immutable.
+  const CpuCaps& caps() const noexcept { return caps_; }
 
   /// Runs `f` inside domain `domain_id` with one executor entry. Errors: kOutOfRange
   /// (unknown domain), kReentered; otherwise whatever `f` returns.
@@ -155,6 +162,7 @@ class CpuEngine {
   Domain* find(int32_t id) const;
 
   CpuEngineConfig config_;
+  CpuCaps caps_;
   std::vector<CpuDomainInfo> domains_;
   std::vector<std::unique_ptr<Domain>> slots_;
   ProviderBundle providers_;

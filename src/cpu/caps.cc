@@ -1,0 +1,198 @@
+#include "tenferro/cpu/caps.h"
+
+#include <cpuid.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstring>
+
+#include <cblas.h>
+
+#include <blis.h>
+
+namespace tenferro::cpu {
+
+// Note [CPU capabilities]: which code is fast depends on facts only known at run time:
+// the processor's vector ISA, and which kernels the BLAS libraries picked for it. BLIS
+// and OpenBLAS both choose a sub-configuration when loaded; on a CPU newer than the
+// library they fall back to slow generic code (BLIS 0.9 on Zen 5: "generic"; OpenBLAS
+// 0.3.21 on some Sapphire Rapids class CPUs: "Prescott", SSE3 only). The engine probes
+// these facts once (CpuCaps::probe, at CpuEngine::create), keeps them immutable, and
+// the dot_general planner reads them from the execution context, never from a global:
+// a library that runs generic kernels on a CPU with AVX2 is planned as slow (not
+// trusted), and tests plan for any capability set on any machine. Probing reads cpuid,
+// sysconf and the libraries' query functions; it changes no state.
+
+std::string_view isa_name(IsaLevel level) noexcept {
+  switch (level) {
+    case IsaLevel::kScalar: return "scalar";
+    case IsaLevel::kAvx2: return "avx2";
+    case IsaLevel::kAvx512: return "avx512";
+  }
+  return "?";
+}
+
+Result<IsaLevel> parse_isa(std::string_view text) {
+  for (IsaLevel l : {IsaLevel::kScalar, IsaLevel::kAvx2, IsaLevel::kAvx512}) {
+    if (text == isa_name(l)) return l;
+  }
+  return Error(ErrorStage::kConfiguration, ErrorCode::kInvalidArgument, "parse_isa",
+               std::string("unknown ISA level '").append(text).append("' (expected scalar, avx2 or avx512)"));
+}
+
+bool openblas_core_tuned(std::string_view core, IsaLevel cpu_level) noexcept {
+  if (cpu_level == IsaLevel::kScalar) return true;  // SSE kernels are the best there is
+  // OpenBLAS cores whose kernels use AVX2/FMA (or AVX-512).
+  constexpr std::array<std::string_view, 6> kVectorCores = {"haswell", "zen", "skylakex", "cooperlake",
+                                                            "sapphirerapids", "excavator"};
+  std::string lower(core);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return std::find(kVectorCores.begin(), kVectorCores.end(), lower) != kVectorCores.end();
+}
+
+namespace {
+
+IsaLevel built_level() noexcept {
+#if defined(__AVX512F__) && defined(__AVX512DQ__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+  return IsaLevel::kAvx512;
+#elif defined(__AVX2__) && defined(__FMA__)
+  return IsaLevel::kAvx2;
+#else
+  return IsaLevel::kScalar;
+#endif
+}
+
+IsaLevel detected_level() noexcept {
+  __builtin_cpu_init();
+  // __builtin_cpu_supports reports features the OS has enabled (XSAVE state included).
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl")) {
+    return IsaLevel::kAvx512;
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return IsaLevel::kAvx2;
+  return IsaLevel::kScalar;
+}
+
+std::string trimmed(const char* text, size_t max_len) {
+  std::string s(text, strnlen(text, max_len));
+  const auto first = s.find_first_not_of(' ');
+  if (first == std::string::npos) return {};
+  const auto last = s.find_last_not_of(' ');
+  return s.substr(first, last - first + 1);
+}
+
+void probe_cpuid(CpuCaps& caps) {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return;
+  char vendor[12];
+  std::memcpy(vendor, &b, 4);
+  std::memcpy(vendor + 4, &d, 4);
+  std::memcpy(vendor + 8, &c, 4);
+  caps.cpu_vendor = trimmed(vendor, sizeof vendor);
+  if (__get_cpuid(1, &a, &b, &c, &d)) {
+    const auto base_family = static_cast<int32_t>((a >> 8) & 0xf);
+    const auto base_model = static_cast<int32_t>((a >> 4) & 0xf);
+    caps.cpu_family = base_family == 0xf ? base_family + static_cast<int32_t>((a >> 20) & 0xff) : base_family;
+    caps.cpu_model_id = base_family == 0x6 || base_family == 0xf ? base_model + (static_cast<int32_t>((a >> 16) & 0xf) << 4)
+                                                                 : base_model;
+  }
+  unsigned max_ext = __get_cpuid_max(0x80000000u, nullptr);
+  if (max_ext >= 0x80000004u) {
+    char brand[48];
+    for (unsigned leaf = 0; leaf < 3; ++leaf) {
+      unsigned r[4] = {0, 0, 0, 0};
+      __get_cpuid(0x80000002u + leaf, &r[0], &r[1], &r[2], &r[3]);
+      std::memcpy(brand + 16 * leaf, r, 16);
+    }
+    caps.cpu_model = trimmed(brand, sizeof brand);
+  }
+}
+
+int64_t cache_bytes(int name) noexcept {
+  const long v = sysconf(name);
+  return v > 0 ? static_cast<int64_t>(v) : 0;
+}
+
+std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  for (char ch : text) {
+    const auto u = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (u < 0x20 || u >= 0x7f) {  // control or non-ASCII bytes: escaped
+      static const char* hex = "0123456789abcdef";
+      out.append("\\u00").append(1, hex[u >> 4]).append(1, hex[u & 0xf]);
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+CpuCaps CpuCaps::probe() {
+  CpuCaps caps;
+  probe_cpuid(caps);
+  caps.detected_isa = detected_level();
+  caps.built_isa = built_level();
+  const arch_t arch = bli_arch_query_id();
+  caps.blis_arch = bli_arch_string(arch);
+  caps.blis_tuned = arch != BLIS_ARCH_GENERIC;
+  caps.openblas_core = openblas_get_corename();
+  caps.openblas_tuned = openblas_core_tuned(caps.openblas_core, caps.detected_isa);
+  caps.openblas_threaded = openblas_get_parallel() != 0;
+  caps.l1d_bytes = cache_bytes(_SC_LEVEL1_DCACHE_SIZE);
+  caps.l2_bytes = cache_bytes(_SC_LEVEL2_CACHE_SIZE);
+  caps.l3_bytes = cache_bytes(_SC_LEVEL3_CACHE_SIZE);
+  return caps;
+}
+
+const CpuCaps& host_caps() {
+  static const CpuCaps caps = CpuCaps::probe();  // immutable once probed
+  return caps;
+}
+
+std::string CpuCaps::describe() const {
+  auto kib = [](int64_t b) { return b > 0 ? std::to_string(b / 1024).append(" KiB") : std::string("unknown"); };
+  std::string out;
+  out.append("cpu        ").append(cpu_model.empty() ? "unknown" : cpu_model);
+  out.append(" (").append(cpu_vendor).append(", family ").append(std::to_string(cpu_family));
+  out.append(" model ").append(std::to_string(cpu_model_id)).append(")\n");
+  out.append("isa        detected ").append(isa_name(detected_isa)).append(", built for ").append(isa_name(built_isa));
+  out.append(", usable ").append(isa_name(usable_isa()));
+  if (built_isa > detected_isa) out.append("  (WARNING: the build uses instructions this CPU lacks)");
+  out.append("\ncaches     L1d ").append(kib(l1d_bytes)).append(", L2 ").append(kib(l2_bytes));
+  out.append(", L3 ").append(kib(l3_bytes)).append("\n");
+  out.append("blis       ").append(blis_arch).append(blis_tuned ? " (tuned)" : " (generic kernels: planned as slow)");
+  out.append("\nopenblas   ").append(openblas_core);
+  out.append(openblas_tuned ? " (tuned)" : " (kernels below this CPU's ISA: planned as slow)");
+  out.append(openblas_threaded ? ", threaded build (global thread count)" : ", serial build").append("\n");
+  return out;
+}
+
+std::string CpuCaps::to_json() const {
+  auto b = [](bool v) { return v ? std::string("true") : std::string("false"); };
+  std::string out = "{";
+  out.append("\"cpu_vendor\": ").append(json_string(cpu_vendor));
+  out.append(", \"cpu_model\": ").append(json_string(cpu_model));
+  out.append(", \"cpu_family\": ").append(std::to_string(cpu_family));
+  out.append(", \"cpu_model_id\": ").append(std::to_string(cpu_model_id));
+  out.append(", \"detected_isa\": \"").append(isa_name(detected_isa)).append("\"");
+  out.append(", \"built_isa\": \"").append(isa_name(built_isa)).append("\"");
+  out.append(", \"usable_isa\": \"").append(isa_name(usable_isa())).append("\"");
+  out.append(", \"blis_arch\": ").append(json_string(blis_arch));
+  out.append(", \"blis_tuned\": ").append(b(blis_tuned));
+  out.append(", \"openblas_core\": ").append(json_string(openblas_core));
+  out.append(", \"openblas_tuned\": ").append(b(openblas_tuned));
+  out.append(", \"openblas_threaded\": ").append(b(openblas_threaded));
+  out.append(", \"l1d_bytes\": ").append(std::to_string(l1d_bytes));
+  out.append(", \"l2_bytes\": ").append(std::to_string(l2_bytes));
+  out.append(", \"l3_bytes\": ").append(std::to_string(l3_bytes));
+  return out + "}";
+}
+
+}  // namespace tenferro::cpu

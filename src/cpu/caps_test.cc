@@ -1,0 +1,127 @@
+#include "tenferro/cpu/caps.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "tenferro/cpu/engine.h"
+
+namespace tenferro::cpu {
+namespace {
+
+TEST(CpuCaps, IsaNamesRoundTripAndUnknownNamesAreTypedErrors) {
+  for (IsaLevel l : {IsaLevel::kScalar, IsaLevel::kAvx2, IsaLevel::kAvx512}) {
+    auto p = parse_isa(isa_name(l));
+    ASSERT_TRUE(p) << p.error().to_string();
+    EXPECT_EQ(*p, l);
+  }
+  auto bad = parse_isa("sse4");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(bad.error().stage(), ErrorStage::kConfiguration);
+  EXPECT_NE(bad.error().message().find("sse4"), std::string::npos);
+  EXPECT_LT(IsaLevel::kScalar, IsaLevel::kAvx2);
+  EXPECT_LT(IsaLevel::kAvx2, IsaLevel::kAvx512);
+}
+
+TEST(CpuCaps, OpenBlasCoresBelowTheCpusIsaAreNotTrusted) {
+  EXPECT_FALSE(openblas_core_tuned("Prescott", IsaLevel::kAvx2));
+  EXPECT_FALSE(openblas_core_tuned("Prescott", IsaLevel::kAvx512));
+  EXPECT_FALSE(openblas_core_tuned("Core2", IsaLevel::kAvx512));
+  EXPECT_FALSE(openblas_core_tuned("Nehalem", IsaLevel::kAvx2));
+  EXPECT_FALSE(openblas_core_tuned("Sandybridge", IsaLevel::kAvx2));  // AVX without FMA
+  EXPECT_TRUE(openblas_core_tuned("Prescott", IsaLevel::kScalar));   // nothing better there
+  EXPECT_TRUE(openblas_core_tuned("Haswell", IsaLevel::kAvx2));
+  EXPECT_TRUE(openblas_core_tuned("Haswell", IsaLevel::kAvx512));
+  EXPECT_TRUE(openblas_core_tuned("SKYLAKEX", IsaLevel::kAvx512));
+  EXPECT_TRUE(openblas_core_tuned("Zen", IsaLevel::kAvx2));
+}
+
+// The probe against an independent source: the kernel's /proc/cpuinfo.
+TEST(CpuCaps, ProbeAgreesWithProcCpuinfo) {
+  const CpuCaps caps = CpuCaps::probe();
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, model, vendor;
+  std::set<std::string> flags;
+  while (std::getline(in, line)) {
+    auto value = [&] { return line.substr(line.find(':') + 2); };
+    if (line.rfind("model name", 0) == 0 && model.empty()) model = value();
+    if (line.rfind("vendor_id", 0) == 0 && vendor.empty()) vendor = value();
+    if (line.rfind("flags", 0) == 0 && flags.empty()) {
+      std::istringstream words(value());
+      for (std::string w; words >> w;) flags.insert(w);
+    }
+  }
+  if (flags.empty()) GTEST_SKIP() << "/proc/cpuinfo has no flags line";
+  IsaLevel want = IsaLevel::kScalar;
+  if (flags.count("avx2") && flags.count("fma")) want = IsaLevel::kAvx2;
+  if (want == IsaLevel::kAvx2 && flags.count("avx512f") && flags.count("avx512dq") && flags.count("avx512bw") &&
+      flags.count("avx512vl")) {
+    want = IsaLevel::kAvx512;
+  }
+  EXPECT_EQ(caps.detected_isa, want);
+  EXPECT_EQ(caps.cpu_vendor, vendor);
+  EXPECT_EQ(caps.cpu_model, model);
+  EXPECT_LE(caps.usable_isa(), caps.detected_isa);
+  EXPECT_LE(caps.usable_isa(), caps.built_isa);
+  EXPECT_FALSE(caps.blis_arch.empty());
+  EXPECT_EQ(caps.blis_tuned, caps.blis_arch != "generic");
+  EXPECT_FALSE(caps.openblas_core.empty());
+  EXPECT_EQ(caps.openblas_tuned, openblas_core_tuned(caps.openblas_core, caps.detected_isa));
+  EXPECT_EQ(CpuCaps::probe(), caps);  // probing is deterministic and changes nothing
+}
+
+TEST(CpuCaps, JsonAndTextReportsCarryEveryField) {
+  CpuCaps caps;
+  caps.cpu_vendor = "GenuineIntel";
+  caps.cpu_model = "Test \"CPU\" \x01";
+  caps.cpu_family = 6;
+  caps.cpu_model_id = 167;
+  caps.detected_isa = IsaLevel::kAvx512;
+  caps.built_isa = IsaLevel::kAvx2;
+  caps.blis_arch = "generic";
+  caps.openblas_core = "Prescott";
+  caps.openblas_threaded = true;
+  caps.l2_bytes = 2 << 20;
+  const auto j = nlohmann::json::parse(caps.to_json());
+  EXPECT_EQ(j.at("cpu_model").get<std::string>(), caps.cpu_model);
+  EXPECT_EQ(j.at("cpu_model_id").get<int>(), 167);
+  EXPECT_EQ(j.at("detected_isa").get<std::string>(), "avx512");
+  EXPECT_EQ(j.at("usable_isa").get<std::string>(), "avx2");
+  EXPECT_EQ(j.at("blis_tuned").get<bool>(), false);
+  EXPECT_EQ(j.at("openblas_core").get<std::string>(), "Prescott");
+  EXPECT_EQ(j.at("openblas_threaded").get<bool>(), true);
+  EXPECT_EQ(j.at("l2_bytes").get<int64_t>(), int64_t{2} << 20);
+  const std::string text = caps.describe();
+  EXPECT_NE(text.find("generic kernels: planned as slow"), std::string::npos) << text;
+  EXPECT_NE(text.find("usable avx2"), std::string::npos) << text;
+  EXPECT_NE(text.find("L2 2048 KiB"), std::string::npos) << text;
+}
+
+TEST(CpuCaps, EnginesProbeOnceOrTakeTheConfiguredCaps) {
+  auto probed = CpuEngine::create();
+  ASSERT_TRUE(probed) << probed.error().to_string();
+  EXPECT_EQ((*probed)->caps(), CpuCaps::probe());
+  CpuEngineConfig cfg;
+  CpuCaps slow = CpuCaps::probe();
+  slow.blis_tuned = false;
+  slow.openblas_tuned = false;
+  cfg.caps = slow;
+  auto configured = CpuEngine::create(cfg);
+  ASSERT_TRUE(configured) << configured.error().to_string();
+  EXPECT_EQ((*configured)->caps(), slow);
+  // Contexts the engine enters plan with the engine's caps.
+  bool seen = false;
+  ASSERT_TRUE((*configured)->run((*configured)->domains()[0].id, ParallelMode::kSequential, [&](CpuExecutionContext& ctx) -> Result<void> {
+    seen = !ctx.caps().blis_tuned && !ctx.caps().openblas_tuned;
+    return {};
+  }));
+  EXPECT_TRUE(seen);
+}
+
+}  // namespace
+}  // namespace tenferro::cpu

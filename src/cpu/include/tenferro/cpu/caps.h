@@ -1,0 +1,67 @@
+#pragma once
+/// \file
+/// CPU capabilities probed at run time (Note [CPU capabilities] in caps.cc): the ISA level
+/// the processor supports and the library was built for, which kernels BLIS and
+/// OpenBLAS actually run on this processor, and cache sizes. The engine probes them once
+/// at creation; the dot_general planner reads them from the execution context, so a test
+/// can plan for any capability set on any machine.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "tenferro/core/result.h"
+
+namespace tenferro::cpu {
+
+/// SIMD level, ordered. kAvx2 means AVX2 + FMA; kAvx512 means AVX-512 F/DQ/BW/VL.
+enum class IsaLevel : uint8_t { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
+
+/// "scalar", "avx2", "avx512".
+std::string_view isa_name(IsaLevel level) noexcept;
+
+/// Parses an ISA name ("scalar", "avx2", "avx512"). Errors: kInvalidArgument naming the
+/// text and the accepted names (stage kConfiguration).
+Result<IsaLevel> parse_isa(std::string_view text);
+
+/// What the engine knows about the processor and its BLAS libraries. A value type:
+/// probed by `probe()`, or written by hand (tests, planners asked "what if").
+struct CpuCaps {
+  std::string cpu_vendor;  ///< "GenuineIntel", "AuthenticAMD", ... (cpuid)
+  std::string cpu_model;   ///< cpuid brand string, trimmed
+  int32_t cpu_family = 0;  ///< cpuid display family
+  int32_t cpu_model_id = 0;  ///< cpuid display model
+  IsaLevel detected_isa = IsaLevel::kScalar;  ///< supported by the CPU and the OS
+  IsaLevel built_isa = IsaLevel::kScalar;     ///< highest level the kernels were compiled for
+  std::string blis_arch;     ///< BLIS's chosen sub-configuration ("haswell", "zen3", "generic")
+  bool blis_tuned = false;   ///< BLIS runs kernels written for this CPU (not "generic")
+  std::string openblas_core;  ///< OpenBLAS's chosen core ("Haswell", "SkylakeX", "Prescott")
+  bool openblas_tuned = false;     ///< that core uses this CPU's vector ISA (not SSE-only)
+  bool openblas_threaded = false;  ///< OpenBLAS's own threads (global thread count) vs serial
+  int64_t l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;  ///< per-core L1d/L2, shared L3; 0 = unknown
+
+  /// Probes this process's CPU and the linked BLIS/OpenBLAS (cheap; no global state is
+  /// changed). Never fails: unknown facts stay at their defaults.
+  static CpuCaps probe();
+
+  /// The ISA level kernels may use: min(detected, built).
+  IsaLevel usable_isa() const noexcept { return detected_isa < built_isa ? detected_isa : built_isa; }
+
+  /// Multi-line human-readable report (`tenferro info`).
+  std::string describe() const;
+  /// One JSON object (`tenferro info --json`).
+  std::string to_json() const;
+
+  friend bool operator==(const CpuCaps&, const CpuCaps&) = default;
+};
+
+/// This process's capabilities, probed on first use and immutable afterwards (module
+/// metadata, ARCHITECTURE §3.3). Contexts built without an engine plan with these.
+const CpuCaps& host_caps();
+
+/// Whether an OpenBLAS core name uses the vector ISA `level` offers: on an AVX2 or
+/// AVX-512 CPU, SSE-only cores (Prescott, Core2, Nehalem, ..., the fallbacks OpenBLAS
+/// picks for CPUs it does not know) are not tuned. Pure function of its arguments.
+bool openblas_core_tuned(std::string_view core, IsaLevel cpu_level) noexcept;
+
+}  // namespace tenferro::cpu
