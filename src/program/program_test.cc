@@ -892,6 +892,26 @@ TEST(Interpreter, ScalarSemanticsPerDType) {
   EXPECT_EQ(im, (std::vector<double>{4, 0}));
 }
 
+// gather along an axis of extent 0: non-empty indices have nothing to take (numpy's take
+// raises, StableHLO rejects): a typed out_of_range, never zeros; empty indices give an
+// empty result.
+TEST(Interpreter, GatherFromAnEmptyAxisIsATypedError) {
+  auto build = [](int64_t count) {
+    ProgramBuilder b;
+    Value x = b.input(ValueType{DType::kF64, {Extent::exact(3), Extent::exact(0)}}).value();
+    Value i = b.input(ValueType{DType::kI64, {Extent::exact(count)}}).value();
+    return b.finish({b.op(OpCode::kGather, {x, i}, Attrs{.axis = 1}).value()}).value();
+  };
+  const Tensor x = tensor_f64({3, 0}, {});
+  auto bad = interpret(build(2), std::vector<Tensor>{x, Tensor::from_col_major<int64_t>({2}, std::vector<int64_t>{0, 1}).value()});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code(), ErrorCode::kOutOfRange);
+  EXPECT_NE(bad.error().message().find("extent 0"), std::string::npos) << bad.error().to_string();
+  auto empty = interpret(build(0), std::vector<Tensor>{x, Tensor::from_col_major<int64_t>({0}, std::vector<int64_t>{}).value()});
+  ASSERT_TRUE(empty) << empty.error().to_string();
+  EXPECT_EQ((*empty)[0].shape(), (Shape{3, 0}));
+}
+
 TEST(Interpreter, ComplexExpm1AndLog1pAreAccurateNearZero) {
   ProgramBuilder b;
   Value x = b.input(ValueType{DType::kC128, {Extent::exact(1)}}).value();
