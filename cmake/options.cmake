@@ -5,6 +5,7 @@ option(TENFERRO_BUILD_TESTS "Build the GoogleTest suites and register them with 
 option(TENFERRO_BUILD_BENCHMARKS "Build the Google Benchmark programs under bench/" ON)
 option(TENFERRO_BUILD_APPS "Build the tenferro command-line program" ON)
 option(TENFERRO_WARNINGS_AS_ERRORS "Treat compiler warnings as errors" OFF)
+option(TENFERRO_PYTHON "Build the Python package (python/) when Python 3 and pybind11 are found" ON)
 option(TENFERRO_NATIVE_ARCH "Compile for the host's SIMD level (-march=native)" ON)
 
 set(TENFERRO_ENABLE_CUDA "AUTO" CACHE STRING "Build the CUDA engine: AUTO (when nvcc is found), ON (required) or OFF")

@@ -1,0 +1,117 @@
+#include "convert.h"
+
+#include <cstdint>
+#include <memory>
+
+#include "tenferro/tensor/storage.h"
+
+namespace tenferro::python {
+
+// Note [Zero-copy interop]: a numpy array becomes a tensor over the same bytes: a
+// foreign storage spanning every element the array's strides reach (negative strides
+// included: the storage starts at the lowest address and the layout's offset points
+// back at the array's first element), holding a reference to the array that is dropped
+// with the GIL held. The other way, an array is built over the tensor's storage with the
+// tensor's strides in bytes, its base a capsule owning a tensor handle, so the buffer
+// lives as long as either side. Nothing is copied in either direction; the Python layer
+// copies only what tenferro cannot address (non-native byte order, misaligned data) and
+// says so in its documentation.
+
+void raise(const Error& e) {
+  throw PyError{std::string(error_code_name(e.code())), std::string(error_stage_name(e.stage())), std::string(e.op()),
+                e.message()};
+}
+
+void register_error_translator() {
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const PyError& e) {
+      py::object cls = py::module_::import("tenferro._errors").attr("error_class")(e.code);
+      py::object exc = cls(e.op.empty() ? e.message : e.op + ": " + e.message, e.code, e.stage, e.op);
+      PyErr_SetObject(cls.ptr(), exc.ptr());
+    }
+  });
+}
+
+DType dtype_of(const py::dtype& dt) {
+  const char kind = dt.kind();
+  const auto size = dt.itemsize();
+  const char order = dt.byteorder();
+  if (order == '>') throw py::type_error("tenferro: non-native byte order (big-endian " + std::string(py::str(py::handle(dt))) + ")");
+  if (kind == 'b' && size == 1) return DType::kBool;
+  if (kind == 'i' && size == 4) return DType::kI32;
+  if (kind == 'i' && size == 8) return DType::kI64;
+  if (kind == 'f' && size == 4) return DType::kF32;
+  if (kind == 'f' && size == 8) return DType::kF64;
+  if (kind == 'c' && size == 8) return DType::kC64;
+  if (kind == 'c' && size == 16) return DType::kC128;
+  throw py::type_error("tenferro: unsupported dtype " + std::string(py::str(py::handle(dt))) +
+                       " (supported: bool, int32, int64, float32, float64, complex64, complex128)");
+}
+
+Tensor from_numpy(const py::array& array) {
+  const DType dtype = dtype_of(array.dtype());
+  const auto item = static_cast<int64_t>(array.itemsize());
+  const auto rank = static_cast<size_t>(array.ndim());
+  Shape shape;
+  Strides strides;
+  int64_t lo = 0, hi = 0;  // byte offsets of the lowest and highest element from data()
+  bool empty = false;
+  for (size_t d = 0; d < rank; ++d) {
+    const auto n = static_cast<int64_t>(array.shape(static_cast<py::ssize_t>(d)));
+    const auto st = static_cast<int64_t>(array.strides(static_cast<py::ssize_t>(d)));
+    if (st % item != 0) {
+      throw py::value_error("tenferro: array strides must be multiples of the item size (axis " + std::to_string(d) +
+                            " has stride " + std::to_string(st) + " bytes for " + std::to_string(item) + "-byte items)");
+    }
+    shape.push_back(n);
+    strides.push_back(st / item);
+    if (n == 0) empty = true;
+    if (n > 1) (st < 0 ? lo : hi) += st * (n - 1);
+  }
+  auto* base = static_cast<char*>(const_cast<void*>(array.data()));
+  const bool writable = array.writeable();
+  // The reference is released with the GIL held, whichever thread drops the storage.
+  std::shared_ptr<const void> keep(new py::object(array), [](const void* p) {
+    py::gil_scoped_acquire gil;
+    delete static_cast<const py::object*>(p);
+  });
+  const int64_t bytes = empty ? 0 : hi - lo + item;
+  auto storage = ExternalStorage::foreign(base + (empty ? 0 : lo), bytes, std::move(keep), writable);
+  Layout layout{shape, strides, empty ? 0 : -lo / item};
+  if (empty) layout.strides = Strides(rank, 0);
+  return unwrap(Tensor::from_storage(dtype, std::move(storage), std::move(layout)));
+}
+
+namespace {
+py::dtype numpy_dtype(DType d) {
+  switch (d) {
+    case DType::kBool: return py::dtype::of<bool>();
+    case DType::kI32: return py::dtype::of<int32_t>();
+    case DType::kI64: return py::dtype::of<int64_t>();
+    case DType::kF32: return py::dtype::of<float>();
+    case DType::kF64: return py::dtype::of<double>();
+    case DType::kC64: return py::dtype::of<std::complex<float>>();
+    case DType::kC128: return py::dtype::of<std::complex<double>>();
+  }
+  throw py::type_error("tenferro: no numpy dtype for " + std::string(dtype_name(d)));
+}
+}  // namespace
+
+py::array to_numpy(const Tensor& tensor) {
+  const py::dtype dt = numpy_dtype(tensor.dtype());
+  const auto item = static_cast<int64_t>(dt.itemsize());
+  std::vector<py::ssize_t> shape, strides;
+  for (size_t d = 0; d < tensor.shape().size(); ++d) {
+    shape.push_back(static_cast<py::ssize_t>(tensor.shape()[d]));
+    strides.push_back(static_cast<py::ssize_t>(tensor.strides()[d] * item));
+  }
+  auto* data = static_cast<char*>(tensor.storage()->data()) + tensor.offset() * item;
+  py::capsule owner(new Tensor(tensor), [](void* p) { delete static_cast<Tensor*>(p); });
+  py::array out(dt, shape, strides, data, owner);
+  if (!tensor.storage()->writable()) out.attr("setflags")(py::arg("write") = false);
+  return out;
+}
+
+}  // namespace tenferro::python

@@ -1,0 +1,47 @@
+#pragma once
+// numpy <-> tenferro conversions without copies, and tenferro::Error -> Python exception
+// (Note [Zero-copy interop] in convert.cc).
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <string>
+
+#include "tenferro/core/error.h"
+#include "tenferro/tensor/tensor.h"
+
+namespace tenferro::python {
+
+namespace py = pybind11;
+
+/// A tenferro::Error on its way to Python; the registered translator raises the
+/// tenferro._errors class for its code (a ValueError/TypeError/... subclass).
+struct PyError {
+  std::string code, stage, op, message;
+};
+/// Throws PyError for `e`.
+[[noreturn]] void raise(const Error& e);
+/// The value of `r`, or raise(r.error()).
+template <class T>
+T unwrap(Result<T> r) {
+  if (!r) raise(r.error());
+  return std::move(*r);
+}
+inline void unwrap(Result<void> r) {
+  if (!r) raise(r.error());
+}
+/// Installs the translator of PyError (once, at module import).
+void register_error_translator();
+
+/// The tenferro dtype of a numpy dtype; TypeError for unsupported ones (float16, object,
+/// strings, structured, non-native byte order).
+DType dtype_of(const py::dtype& dt);
+/// A tensor sharing `array`'s memory (any strides, negative included); the array is
+/// kept alive by the tensor's storage. Read-only arrays give read-only storage.
+/// TypeError (dtype) / ValueError (strides not a multiple of the item size, misaligned).
+Tensor from_numpy(const py::array& array);
+/// An array sharing `tensor`'s memory (its layout as strides); the tensor's storage is
+/// kept alive by the array. Read-only storage gives a read-only array.
+py::array to_numpy(const Tensor& tensor);
+
+}  // namespace tenferro::python

@@ -1,0 +1,49 @@
+"""tenferro: tensor-network and scientific computing on a fast C++ core.
+
+    import numpy as np, tenferro
+    a, b = np.random.rand(30, 40), np.random.rand(40, 50)
+    c = tenferro.einsum("ij,jk->ik", a, b)          # numpy.einsum's semantics
+    path, info = tenferro.contract_path("ij,jk,kl->il", a, b, b.T)
+
+numpy arrays go in and come out without copies (``from_numpy``, ``Tensor.numpy()``);
+errors are ``tenferro.Error`` subclasses of the matching built-in exceptions.
+"""
+
+import json as _json
+
+import numpy as _np
+
+from . import _tenferro
+from ._einsum import Engine, PathInfo, contract_path, default_engine, einsum
+from ._errors import (AllocationError, DTypeError, Error, InternalError, InvalidArgumentError, LinAlgError,
+                      ReadOnlyError, ShapeError, UnsupportedError)
+
+Tensor = _tenferro.Tensor
+__version__ = "0.1.0"
+
+
+def from_numpy(array):
+    """A tenferro Tensor over `array`'s memory (no copy; the array stays alive as long as
+    the tensor). Read-only arrays give read-only tensors. TypeError for unsupported
+    dtypes."""
+    if not isinstance(array, _np.ndarray):
+        raise TypeError("tenferro.from_numpy: expected a numpy.ndarray, got " + type(array).__name__)
+    return _tenferro.from_numpy(array)
+
+
+def _tensor_array(self, dtype=None, copy=None):
+    a = self.numpy()
+    return a if dtype is None else a.astype(dtype, copy=False)
+
+
+Tensor.__array__ = _tensor_array
+
+
+def info(threads=None):
+    """The CPU capabilities the engine plans with (ISA, BLIS/OpenBLAS kernels, caches)."""
+    return _json.loads(default_engine(threads).caps_json())
+
+
+__all__ = ["einsum", "contract_path", "PathInfo", "Engine", "default_engine", "from_numpy", "Tensor", "info",
+           "Error", "InvalidArgumentError", "ShapeError", "DTypeError", "UnsupportedError", "ReadOnlyError",
+           "LinAlgError", "AllocationError", "InternalError"]

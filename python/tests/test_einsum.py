@@ -1,0 +1,289 @@
+"""tenferro.einsum / contract_path against numpy.einsum, zero-copy interop, errors,
+leaks and threads."""
+
+import gc
+import string
+import sys
+import threading
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import tenferro
+
+DTYPES = [np.bool_, np.int32, np.int64, np.float32, np.float64, np.complex64, np.complex128]
+
+
+def random_array(rng, shape, dtype):
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    if np.issubdtype(dtype, np.integer):
+        return rng.integers(-3, 4, size=shape).astype(dtype)
+    a = rng.standard_normal(shape)
+    if np.issubdtype(dtype, np.complexfloating):
+        a = a + 1j * rng.standard_normal(shape)
+    return a.astype(dtype)
+
+
+def with_layout(rng, a, kind):
+    """The same values in another memory layout: C, Fortran, strided, negative strides."""
+    if a.ndim == 0:
+        return np.array(a)  # ascontiguousarray would make it 1-d
+    if kind == 0:
+        return np.ascontiguousarray(a)
+    if kind == 1:
+        return np.asfortranarray(a)
+    if kind == 2:  # every other element of a larger array
+        big = np.zeros(tuple(2 * n for n in a.shape), dtype=a.dtype)
+        view = big[tuple(slice(None, None, 2) for _ in a.shape)]
+        view[...] = a
+        return view
+    # negative strides on every axis
+    rev = np.ascontiguousarray(a[tuple(slice(None, None, -1) for _ in a.shape)])
+    return rev[tuple(slice(None, None, -1) for _ in a.shape)]
+
+
+def assert_matches(got, want, dtype, what):
+    got = np.asarray(got)
+    assert got.shape == want.shape, what
+    assert got.dtype == want.dtype, what
+    if dtype in (np.float32, np.complex64):
+        np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4, err_msg=what)
+    elif dtype in (np.float64, np.complex128):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10, err_msg=what)
+    else:
+        np.testing.assert_array_equal(got, want, err_msg=what)
+
+
+def random_case(rng):
+    """(subscripts, shapes) covering implicit/explicit outputs, repeated labels,
+    ellipsis with broadcasting and upper-case labels."""
+    alphabet = "abcdefgABC"
+    extent = {c: int(rng.integers(1, 5)) for c in alphabet}
+    n_ops = int(rng.integers(1, 5))
+    use_ell = rng.random() < 0.25
+    ell_shape = [int(rng.integers(1, 4)) for _ in range(int(rng.integers(0, 3)))]
+    terms, shapes, used = [], [], []
+    for _ in range(n_ops):
+        rank = int(rng.integers(0, 4))
+        labels = [alphabet[int(rng.integers(0, len(alphabet)))] for _ in range(rank)]
+        shape = [extent[c] for c in labels]
+        term = "".join(labels)
+        used += labels
+        if use_ell and rng.random() < 0.7:
+            k = int(rng.integers(0, len(ell_shape) + 1))
+            sub = ell_shape[len(ell_shape) - k:]
+            sub = [1 if rng.random() < 0.2 else n for n in sub]  # broadcasting of 1
+            term = "..." + term
+            shape = sub + shape
+        terms.append(term)
+        shapes.append(tuple(shape))
+    subs = ",".join(terms)
+    if rng.random() < 0.6:
+        pool = sorted(set(used))
+        rng.shuffle(pool)
+        out = "".join(pool[: int(rng.integers(0, len(pool) + 1))])
+        if use_ell and any("..." in t for t in terms) and rng.random() < 0.7:
+            out = "..." + out
+        subs += "->" + out
+    return subs, shapes
+
+
+def test_random_einsums_match_numpy():
+    rng = np.random.default_rng(20261202)
+    checked = 0
+    for trial in range(1200):
+        subs, shapes = random_case(rng)
+        dtype = DTYPES[trial % len(DTYPES)]
+        ops = [with_layout(rng, random_array(rng, s, dtype), int(rng.integers(0, 4))) for s in shapes]
+        try:
+            want = np.einsum(subs, *ops, optimize=False)
+        except ValueError as e:
+            if "no '...' ellipsis" not in str(e):
+                with pytest.raises(ValueError):
+                    tenferro.einsum(subs, *ops)
+                continue
+            # tenferro sums broadcast dimensions an explicit output leaves out (numpy
+            # rejects that): the reference keeps them, then sums them.
+            lhs, out = subs.split("->")
+            full = np.einsum(lhs + "->..." + out, *ops, optimize=False)
+            want = np.asarray(full).sum(axis=tuple(range(full.ndim - len(out))), dtype=full.dtype)
+            if dtype == np.bool_:
+                want = np.asarray(full).any(axis=tuple(range(full.ndim - len(out))))
+        optimize = ["greedy", "optimal", "left-to-right"][trial % 3]
+        got = tenferro.einsum(subs, *ops, optimize=optimize)
+        assert_matches(got, np.asarray(want), dtype, f"{subs} {np.dtype(dtype)} {shapes}")
+        checked += 1
+    assert checked >= 1000
+
+
+def test_interleaved_form_and_numpy_paths():
+    rng = np.random.default_rng(1)
+    a, b, c = rng.random((3, 4)), rng.random((4, 5)), rng.random((5, 2, 6))
+    want = np.einsum("ij,jk,klm->im", a, b, c)
+    np.testing.assert_allclose(tenferro.einsum(a, [0, 1], b, [1, 2], c, [2, 3, 4], [0, 4]), want)
+    np.testing.assert_allclose(tenferro.einsum(a, [0, 1], b, [1, 2]), a @ b)  # implicit output
+    x = rng.random((2, 3, 4))
+    np.testing.assert_allclose(tenferro.einsum(x, [Ellipsis, 0], [Ellipsis]), x.sum(-1))
+    path = np.einsum_path("ij,jk,klm->im", a, b, c, optimize="greedy")[0]
+    np.testing.assert_allclose(tenferro.einsum("ij,jk,klm->im", a, b, c, optimize=path), want)
+    np.testing.assert_allclose(tenferro.einsum("ij,jk,klm->im", a, b, c, optimize=[(1, 2), (0, 1)]), want)
+    np.testing.assert_allclose(tenferro.einsum("ij,jk,klm->im", a, b, c, optimize="treesa"), want)
+    np.testing.assert_allclose(tenferro.einsum("ij,jk,klm->im", a, b, c, optimize=False), want)
+    s = tenferro.einsum("ij,ij", a, a)
+    assert np.isscalar(s) and np.isclose(s, (a * a).sum())
+    # Mixed dtypes follow numpy's promotion.
+    i = np.arange(12, dtype=np.int32).reshape(3, 4)
+    r = tenferro.einsum("ij,jk->ik", i, b)
+    assert r.dtype == np.float64
+    np.testing.assert_allclose(r, i @ b)
+
+
+def test_out_argument():
+    rng = np.random.default_rng(2)
+    a, b = rng.random((3, 4)), rng.random((4, 5))
+    out = np.empty((5, 3)).T  # a transposed destination
+    r = tenferro.einsum("ij,jk->ik", a, b, out=out)
+    assert r is out
+    np.testing.assert_allclose(out, a @ b)
+    sq = rng.random((4, 4))
+    want = sq.T.copy()
+    r = tenferro.einsum("ij->ji", sq, out=sq)  # out overlaps the operand
+    np.testing.assert_allclose(r, want)
+    with pytest.raises(tenferro.ShapeError):
+        tenferro.einsum("ij,jk->ik", a, b, out=np.empty((3, 4)))
+    with pytest.raises(TypeError):
+        tenferro.einsum("ij,jk->ik", a, b, out=np.empty((3, 5), dtype=np.float32))
+
+
+def test_zero_copy_both_ways():
+    a = np.arange(24, dtype=np.float64).reshape(4, 6)
+    for view in (a, a.T, a[::-1, ::2], a[1:, 2:5], np.asfortranarray(a)):
+        t = tenferro.from_numpy(view)
+        back = t.numpy()
+        assert np.shares_memory(back, view)
+        np.testing.assert_array_equal(back, view)
+        assert t.shape == view.shape
+    r = tenferro.einsum("ij->ij", a)
+    assert not np.shares_memory(r, a)  # a new result ...
+    assert np.shares_memory(tenferro.from_numpy(r).numpy(), r)  # ... handed out without a copy
+    ro = np.ones((3, 3))
+    ro.setflags(write=False)
+    t = tenferro.from_numpy(ro)
+    assert not t.writable
+    assert not t.numpy().flags.writeable
+    for dt in DTYPES:
+        x = np.ones((2, 3), dtype=dt)
+        assert tenferro.from_numpy(x).numpy().dtype == x.dtype
+    # The array stays alive through the tensor.
+    t = tenferro.from_numpy(np.arange(5.0))
+    gc.collect()
+    np.testing.assert_array_equal(t.numpy(), np.arange(5.0))
+
+
+@pytest.mark.parametrize("bad", [np.zeros(3, dtype=np.float16), np.array(["a", "b"]), np.array([object(), 1]),
+                                 np.zeros(3, dtype=[("x", "f8")]), np.zeros(3, dtype=np.uint8)])
+def test_unsupported_dtypes_are_type_errors(bad):
+    with pytest.raises(TypeError):
+        tenferro.einsum("i->i", bad)
+
+
+def test_bad_inputs_raise_documented_exceptions():
+    a = np.ones((2, 3))
+    with pytest.raises(tenferro.InvalidArgumentError):  # operand count
+        tenferro.einsum("ij,jk->ik", a)
+    with pytest.raises(ValueError):
+        tenferro.einsum("ij,jk->ik", a)
+    for bad in ("ij->ik", "i..j->i", "ij->i->j", "ijk->i"):  # bad subscripts
+        with pytest.raises(ValueError):
+            tenferro.einsum(bad, a)
+    with pytest.raises(tenferro.ShapeError):  # mismatched extents
+        tenferro.einsum("ij,ij->i", a, np.ones((3, 2)))
+    with pytest.raises(tenferro.InvalidArgumentError):  # bad path
+        tenferro.einsum("ij,jk,kl->il", a, a.T, a, optimize=[(0, 5)])
+    with pytest.raises(ValueError):
+        tenferro.einsum("ij->i", a, optimize="fastest")
+    with pytest.raises(TypeError):
+        tenferro.from_numpy([1, 2, 3])
+    with pytest.raises(TypeError):
+        tenferro.einsum("i->i", object())
+    with pytest.raises(tenferro.InvalidArgumentError):
+        tenferro.einsum(a, [0, 99])
+    try:
+        tenferro.einsum("ij,ij->i", a, np.ones((3, 2)))
+    except tenferro.Error as e:
+        assert e.code == "shape_mismatch" and e.stage and e.op
+
+
+def test_contract_path():
+    rng = np.random.default_rng(3)
+    a, b, c = rng.random((8, 9)), rng.random((9, 10)), rng.random((10, 3))
+    path, info = tenferro.contract_path("ij,jk,kl->il", a, b, c)
+    assert len(path) == 2 and all(len(p) == 2 for p in path)
+    assert info.opt_cost > 0 and info.output_shape == (8, 3)
+    np.testing.assert_allclose(tenferro.einsum("ij,jk,kl->il", a, b, c, optimize=path), a @ b @ c)
+    p2, _ = tenferro.contract_path("ij,jk,kl->il", (8, 9), (9, 10), (10, 3), shapes=True)
+    assert p2 == path
+    assert "Contraction path" in str(info)
+
+
+def test_engines_threads_and_plan_reuse():
+    rng = np.random.default_rng(4)
+    a, b = rng.random((64, 80)), rng.random((80, 32))
+    eng = tenferro.Engine(threads=1)
+    r1 = tenferro.einsum("ij,jk->ik", a, b, engine=eng)
+    r2 = tenferro.einsum("ij,jk->ik", a, b, threads=2)
+    np.testing.assert_allclose(r1, a @ b)
+    np.testing.assert_allclose(r2, a @ b)
+    before = eng.plan_cache_stats()
+    for _ in range(5):
+        tenferro.einsum("ij,jk->ik", a, b, engine=eng)
+    after = eng.plan_cache_stats()
+    assert after["hits"] == before["hits"] + 5 and after["entries"] == before["entries"]
+    with pytest.raises(ValueError):
+        tenferro.Engine(threads=0)
+
+
+def test_four_python_threads_at_once():
+    rng = np.random.default_rng(5)
+    inputs = [(rng.random((40, 50)), rng.random((50, 30))) for _ in range(4)]
+    errors = []
+
+    def work(k):
+        a, b = inputs[k]
+        try:
+            for _ in range(50):
+                np.testing.assert_allclose(tenferro.einsum("ij,jk->ik", a, b), a @ b)
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
+def test_no_leaks_over_many_calls():
+    a, b = np.ones((2, 2)), np.ones((2, 2))
+    for _ in range(1000):  # warm: plan cache, pools
+        tenferro.einsum("ij,jk->ik", a, b)
+    refs = (sys.getrefcount(a), sys.getrefcount(b))
+    gc.collect()
+    tracemalloc.start()
+    start, _ = tracemalloc.get_traced_memory()
+    for _ in range(100000):
+        tenferro.einsum("ij,jk->ik", a, b)
+    gc.collect()
+    end, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert (sys.getrefcount(a), sys.getrefcount(b)) == refs
+    assert end - start < 64 * 1024, f"Python memory grew by {end - start} bytes over 1e5 calls"
+
+
+def test_info_reports_capabilities():
+    caps = tenferro.info()
+    assert caps["detected_isa"] in ("scalar", "avx2", "avx512")
+    assert isinstance(caps["blis_tuned"], bool) and caps["openblas_core"]
