@@ -71,47 +71,50 @@ Tensor from_numpy(const py::array& array) {
     if (n > 1) (st < 0 ? lo : hi) += st * (n - 1);
   }
   auto* base = static_cast<char*>(const_cast<void*>(array.data()));
-  const bool writable = array.writeable();
-  // The reference is released with the GIL held, whichever thread drops the storage.
-  std::shared_ptr<const void> keep(new py::object(array), [](const void* p) {
-    py::gil_scoped_acquire gil;
-    delete static_cast<const py::object*>(p);
-  });
   const int64_t bytes = empty ? 0 : hi - lo + item;
-  auto storage = ExternalStorage::foreign(base + (empty ? 0 : lo), bytes, std::move(keep), writable);
+  auto storage = std::make_shared<NumpyStorage>(base + (empty ? 0 : lo), bytes, array.writeable(), array.ptr());
   Layout layout{shape, strides, empty ? 0 : -lo / item};
   if (empty) layout.strides = Strides(rank, 0);
   return unwrap(Tensor::from_storage(dtype, std::move(storage), std::move(layout)));
 }
 
 namespace {
-py::dtype numpy_dtype(DType d) {
+int numpy_type(DType d) {
+  using api = py::detail::npy_api;
   switch (d) {
-    case DType::kBool: return py::dtype::of<bool>();
-    case DType::kI32: return py::dtype::of<int32_t>();
-    case DType::kI64: return py::dtype::of<int64_t>();
-    case DType::kF32: return py::dtype::of<float>();
-    case DType::kF64: return py::dtype::of<double>();
-    case DType::kC64: return py::dtype::of<std::complex<float>>();
-    case DType::kC128: return py::dtype::of<std::complex<double>>();
+    case DType::kBool: return api::NPY_BOOL_;
+    case DType::kI32: return api::NPY_INT32_;
+    case DType::kI64: return api::NPY_INT64_;
+    case DType::kF32: return api::NPY_FLOAT_;
+    case DType::kF64: return api::NPY_DOUBLE_;
+    case DType::kC64: return api::NPY_CFLOAT_;
+    case DType::kC128: return api::NPY_CDOUBLE_;
   }
   throw py::type_error("tenferro: no numpy dtype for " + std::string(dtype_name(d)));
 }
 }  // namespace
 
 py::array to_numpy(const Tensor& tensor) {
-  const py::dtype dt = numpy_dtype(tensor.dtype());
-  const auto item = static_cast<int64_t>(dt.itemsize());
-  std::vector<py::ssize_t> shape, strides;
-  for (size_t d = 0; d < tensor.shape().size(); ++d) {
-    shape.push_back(static_cast<py::ssize_t>(tensor.shape()[d]));
-    strides.push_back(static_cast<py::ssize_t>(tensor.strides()[d] * item));
+  // numpy's C API directly: shape and strides from the stack, one capsule as the base.
+  auto& api = py::detail::npy_api::get();
+  const auto rank = tensor.shape().size();
+  if (rank > 64) throw py::value_error("tenferro: numpy arrays have at most 64 dimensions");
+  const int64_t item = dtype_size(tensor.dtype());
+  Py_intptr_t shape[64], strides[64];
+  for (size_t d = 0; d < rank; ++d) {
+    shape[d] = static_cast<Py_intptr_t>(tensor.shape()[d]);
+    strides[d] = static_cast<Py_intptr_t>(tensor.strides()[d] * item);
   }
   auto* data = static_cast<char*>(tensor.storage()->data()) + tensor.offset() * item;
+  const int flags = tensor.storage()->writable() ? py::detail::npy_api::NPY_ARRAY_WRITEABLE_ : 0;
+  PyObject* descr = api.PyArray_DescrFromType_(numpy_type(tensor.dtype()));
+  if (descr == nullptr) throw py::error_already_set();
+  auto arr = py::reinterpret_steal<py::object>(api.PyArray_NewFromDescr_(
+      api.PyArray_Type_, descr, static_cast<int>(rank), shape, strides, data, flags, nullptr));
+  if (!arr) throw py::error_already_set();
   py::capsule owner(new Tensor(tensor), [](void* p) { delete static_cast<Tensor*>(p); });
-  py::array out(dt, shape, strides, data, owner);
-  if (!tensor.storage()->writable()) out.attr("setflags")(py::arg("write") = false);
-  return out;
+  if (api.PyArray_SetBaseObject_(arr.ptr(), owner.release().ptr()) != 0) throw py::error_already_set();
+  return py::reinterpret_steal<py::array>(arr.release());
 }
 
 }  // namespace tenferro::python

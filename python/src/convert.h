@@ -8,6 +8,7 @@
 #include <string>
 
 #include "tenferro/core/error.h"
+#include "tenferro/tensor/storage.h"
 #include "tenferro/tensor/tensor.h"
 
 namespace tenferro::python {
@@ -32,6 +33,24 @@ inline void unwrap(Result<void> r) {
 }
 /// Installs the translator of PyError (once, at module import).
 void register_error_translator();
+
+/// Storage over a numpy array's bytes holding a reference to the array (one allocation
+/// with its control block via make_shared). The reference is dropped with the GIL held,
+/// whichever thread releases the storage.
+class NumpyStorage final : public Storage {
+ public:
+  NumpyStorage(void* data, int64_t byte_size, bool writable, PyObject* array) noexcept
+      : Storage(data, byte_size, StorageKind::kForeign, writable), array_(array) {
+    Py_INCREF(array_);
+  }
+  ~NumpyStorage() override {
+    py::gil_scoped_acquire gil;
+    Py_DECREF(array_);
+  }
+
+ private:
+  PyObject* array_;
+};
 
 /// The tenferro dtype of a numpy dtype; TypeError for unsupported ones (float16, object,
 /// strings, structured, non-native byte order).

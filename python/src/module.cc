@@ -26,7 +26,26 @@ struct Engine {
   std::shared_ptr<cpu::CpuEngine> engine;
   std::shared_ptr<einsum::PlanCache> plans;
   int threads = 1;
+  // Workspaces of recently inlined plans (Note [Python fast path]): used with the GIL held
+  // only, so never by two executions at once; each entry pins its plan. Bounded.
+  struct Inline {
+    std::shared_ptr<const einsum::EinsumPlan> plan;
+    einsum::EinsumWorkspace workspace;
+  };
+  std::shared_ptr<std::vector<Inline>> inline_ws = std::make_shared<std::vector<Inline>>();
 };
+constexpr size_t kInlineWorkspaces = 32;
+
+// The inline workspace of `plan` (created, or the oldest replaced, on a miss).
+einsum::EinsumWorkspace& inline_workspace(Engine& e, const std::shared_ptr<const einsum::EinsumPlan>& plan) {
+  auto& v = *e.inline_ws;
+  for (auto& w : v) {
+    if (w.plan == plan) return w.workspace;
+  }
+  if (v.size() >= kInlineWorkspaces) v.erase(v.begin());
+  v.push_back(Engine::Inline{plan, plan->make_workspace()});
+  return v.back().workspace;
+}
 
 Engine make_engine(std::optional<int> threads, size_t plan_capacity) {
   auto topo = unwrap(cpu::CpuTopology::discover());
@@ -79,6 +98,13 @@ einsum::PathPolicy path_policy(const py::object& optimize, size_t operands) {
   return p;
 }
 
+bool supported(const py::dtype& dt) {
+  const char kind = dt.kind();
+  const auto size = dt.itemsize();
+  return (kind == 'b' && size == 1) || (kind == 'i' && (size == 4 || size == 8)) ||
+         (kind == 'f' && (size == 4 || size == 8)) || (kind == 'c' && (size == 8 || size == 16));
+}
+
 struct Prepared {
   std::vector<Tensor> operands;
   std::shared_ptr<const einsum::EinsumPlan> plan;
@@ -107,24 +133,87 @@ Prepared prepare(Engine& e, const std::string& subscripts, const py::list& array
   return p;
 }
 
-py::array run_einsum(Engine& e, const std::string& subscripts, const py::list& arrays, const py::object& optimize,
-                     const py::object& out) {
+// Note [Python fast path]: a call's fixed cost is what small-tensor users feel, so a plan
+// whose work is below kInlineFlops runs on the calling thread with the GIL held and a
+// sequential context (no executor entry, no GIL hand-off: each costs more than such a
+// product); larger ones release the GIL and enter the engine's domain with all its
+// threads. einsum_fast takes numpy's string form with ndarray operands of one supported
+// dtype straight from the argument tuple and answers NotImplemented for anything else,
+// which the Python layer then handles (promotion, array-likes, interleaved form, out=).
+constexpr double kInlineFlops = 16384;
+
+Result<void> execute(Engine& e, const std::shared_ptr<const einsum::EinsumPlan>& plan_ptr, std::span<const Tensor> operands,
+                     Tensor* dst, Tensor& result) {
+  const einsum::EinsumPlan& plan = *plan_ptr;
+  auto body = [&](const cpu::CpuExecutionContext& ctx) -> Result<void> {
+    if (dst != nullptr) return plan.execute_into(ctx, operands, *dst, e.engine->pool(0));
+    TENFERRO_TRY(result, plan.execute(ctx, operands, e.engine->pool(0)));
+    return {};
+  };
+  if (plan.cost().flops <= kInlineFlops) {
+    cpu::CpuExecutionContext ctx(nullptr, cpu::ParallelMode::kSequential, 1, e.engine->config().batch, &e.engine->caps());
+    einsum::EinsumWorkspace& ws = inline_workspace(e, plan_ptr);
+    if (dst != nullptr) return plan.execute_into(ctx, operands, *dst, ws, e.engine->pool(0));
+    TENFERRO_TRY(result, plan.execute(ctx, operands, ws, e.engine->pool(0)));
+    return {};
+  }
+  py::gil_scoped_release nogil;
+  return e.engine->run(0, cpu::ParallelMode::kInner, [&](cpu::CpuExecutionContext& ctx) { return body(ctx); });
+}
+
+py::object scalar_or_array(const Tensor& t) {
+  py::array a = to_numpy(t);
+  if (t.rank() == 0) return a[py::tuple()];  // numpy returns a scalar for a scalar result
+  return a;
+}
+
+py::object run_einsum(Engine& e, const std::string& subscripts, const py::list& arrays, const py::object& optimize,
+                      const py::object& out) {
   Prepared p = prepare(e, subscripts, arrays, optimize);
   std::optional<Tensor> dst;
   if (!out.is_none()) dst = from_numpy(py::reinterpret_borrow<py::array>(out));
   Tensor result;
-  Result<void> status;
-  {
-    py::gil_scoped_release nogil;
-    status = e.engine->run(0, cpu::ParallelMode::kInner, [&](cpu::CpuExecutionContext& ctx) -> Result<void> {
-      if (dst) return p.plan->execute_into(ctx, p.operands, *dst, e.engine->pool(0));
-      TENFERRO_TRY(result, p.plan->execute(ctx, p.operands, e.engine->pool(0)));
-      return {};
-    });
+  unwrap(execute(e, p.plan, p.operands, dst ? &*dst : nullptr, result));
+  if (dst) return out;
+  return scalar_or_array(result);
+}
+
+py::object einsum_fast(Engine& e, const py::tuple& args, const py::object& optimize) {
+  const auto n = args.size();
+  if (n < 2 || !PyUnicode_Check(args[0].ptr()) || !PyUnicode_Check(optimize.ptr())) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+  Py_ssize_t len = 0;
+  const char* text = PyUnicode_AsUTF8AndSize(args[0].ptr(), &len);
+  if (text == nullptr) throw py::error_already_set();
+  std::vector<Tensor> operands;
+  std::vector<Shape> shapes;
+  operands.reserve(n - 1);
+  shapes.reserve(n - 1);
+  const py::dtype* first = nullptr;
+  py::dtype first_dt;
+  for (size_t i = 1; i < n; ++i) {
+    PyObject* o = args[i].ptr();
+    if (!py::isinstance<py::array>(o)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+    const auto a = py::reinterpret_borrow<py::array>(o);
+    if (first == nullptr) {
+      first_dt = a.dtype();
+      first = &first_dt;
+    } else if (!a.dtype().is(first_dt) && !a.dtype().equal(first_dt)) {
+      return py::reinterpret_borrow<py::object>(Py_NotImplemented);  // mixed dtypes: numpy's promotion first
+    }
+    const char order = a.dtype().byteorder();
+    if (order == '>' || !(a.flags() & py::detail::npy_api::NPY_ARRAY_ALIGNED_) || !supported(a.dtype())) {
+      return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+    }
+    operands.push_back(from_numpy(a));
+    shapes.push_back(operands.back().shape());
   }
-  unwrap(std::move(status));
-  if (dst) return py::reinterpret_borrow<py::array>(out);
-  return to_numpy(result);
+  einsum::PathPolicy policy = path_policy(optimize, operands.size());
+  const std::string_view subscripts(text, static_cast<size_t>(len));
+  auto plan = e.plans->get(subscripts, std::span<const Shape>(shapes.data(), shapes.size()), operands[0].dtype(), policy);
+  if (!plan) raise(plan.error());
+  Tensor result;
+  unwrap(execute(e, *plan, std::span<const Tensor>(operands.data(), operands.size()), nullptr, result));
+  return scalar_or_array(result);
 }
 
 py::tuple contract_path(Engine& e, const std::string& subscripts, const py::list& arrays, const py::object& optimize) {
@@ -190,6 +279,7 @@ PYBIND11_MODULE(_tenferro, m) {
       .def("numpy", [](const Tensor& t) { return tp::to_numpy(t); });
 
   m.def("from_numpy", [](const py::array& a) { return tp::from_numpy(a); }, py::arg("array"));
+  m.def("einsum_fast", &tp::einsum_fast, py::arg("engine"), py::arg("args"), py::arg("optimize"));
   m.def("einsum", &tp::run_einsum, py::arg("engine"), py::arg("subscripts"), py::arg("operands"), py::arg("optimize"),
         py::arg("out"));
   m.def("contract_path", &tp::contract_path, py::arg("engine"), py::arg("subscripts"), py::arg("operands"),

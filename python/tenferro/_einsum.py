@@ -16,14 +16,21 @@ _engines = {}
 _engines_lock = threading.Lock()
 
 
+_default = None  # default_engine(None), once created
+_einsum_fast = _tenferro.einsum_fast
+
+
 def default_engine(threads=None):
     """The shared engine with `threads` workers (None: every CPU this process may use)."""
+    global _default
     key = threads
     with _engines_lock:
         eng = _engines.get(key)
         if eng is None:
             eng = _tenferro.Engine(threads)
             _engines[key] = eng
+        if key is None:
+            _default = eng
         return eng
 
 
@@ -134,13 +141,17 @@ def einsum(*operands, optimize="greedy", out=None, threads=None, engine=None):
     dtypes are first converted to numpy's common type (a copy of the converted ones).
     The result is a new array over tenferro's buffer (no copy) or ``out``.
     """
+    if out is None and threads is None:
+        # Note [Python fast path] (module.cc): string form, ndarrays of one dtype.
+        r = _einsum_fast(engine if engine is not None else (_default or default_engine()), operands, optimize)
+        if r is not NotImplemented:
+            return r
     subscripts, ops = _parse_args(operands)
     arrays = _as_operands(ops)
     eng = _engine(engine, threads)
     policy = _policy(optimize)
     if out is None:
-        r = _tenferro.einsum(eng, subscripts, arrays, policy, None)
-        return r[()] if r.ndim == 0 else r  # a numpy scalar for a scalar result, as numpy
+        return _tenferro.einsum(eng, subscripts, arrays, policy, None)
     if not isinstance(out, np.ndarray):
         raise TypeError("tenferro.einsum: out must be a numpy.ndarray")
     if out.dtype != arrays[0].dtype:

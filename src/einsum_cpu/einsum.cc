@@ -857,10 +857,18 @@ Result<Tensor> EinsumPlan::run(const cpu::CpuExecutionContext& ctx, std::span<co
 
 Result<std::shared_ptr<const EinsumPlan>> PlanCache::get(std::string_view subscripts, std::span<const Shape> shapes,
                                                           DType dtype, const PathPolicy& policy) {
-  std::string key(subscripts);
-  key.append("|").append(dtype_name(dtype));
-  for (const Shape& sh : shapes) key.append("|").append(format_dims(sh));
-  key.append("|").append(policy.key());
+  // Binary key: subscripts, dtype, each rank and extent, the policy (no formatting: this
+  // runs on every cached call).
+  std::string key;
+  key.reserve(subscripts.size() + 16 + 8 * shapes.size() * 5);
+  key.append(subscripts).push_back('\0');
+  key.push_back(static_cast<char>(dtype));
+  for (const Shape& sh : shapes) {
+    const auto rank = static_cast<uint32_t>(sh.size());
+    key.append(reinterpret_cast<const char*>(&rank), sizeof rank);
+    key.append(reinterpret_cast<const char*>(sh.data()), sh.size() * sizeof(int64_t));
+  }
+  key.append(policy.key());
   {
     std::lock_guard lock(mu_);
     auto it = index_.find(key);
