@@ -118,6 +118,34 @@ def test_random_einsums_match_numpy():
     assert checked >= 1000
 
 
+def test_row_major_operands_are_planned_as_their_mirror():
+    """Large C-ordered operands take the mirrored plan (Note [Row-major operands]): results
+    must not change, for explicit/implicit outputs, ellipses, repeated labels and out=."""
+    rng = np.random.default_rng(7)
+    cases = [
+        ("ijk,kl->il", [(20, 30, 16), (16, 25)]),
+        ("ijk,kl", [(20, 30, 16), (16, 25)]),  # implicit output
+        ("...ij,...jk->...ik", [(5, 40, 30), (5, 30, 20)]),
+        ("...ij,jk", [(3, 1, 40, 30), (30, 20)]),  # broadcasting ellipsis, implicit output
+        ("iij,jk->ik", [(30, 30, 40), (40, 10)]),  # repeated label
+        ("ab,bc,cd,de->ae", [(40, 50), (50, 60), (60, 30), (30, 20)]),
+        ("ijkl->lkji", [(8, 9, 10, 11)]),
+    ]
+    for subs, shapes in cases:
+        for dtype in (np.float64, np.complex64, np.int64):
+            ops = [random_array(rng, s, dtype) for s in shapes]
+            want = np.einsum(subs, *ops, optimize=False)
+            got = tenferro.einsum(subs, *ops)
+            assert_matches(got, np.asarray(want), dtype, subs)
+            out = np.empty_like(np.asarray(want))
+            if out.ndim:
+                r = tenferro.einsum(subs, *ops, out=out)
+                assert r is out
+                assert_matches(out, np.asarray(want), dtype, subs + " out=")
+        path, info = tenferro.contract_path(subs, *[random_array(rng, s, np.float64) for s in shapes])
+        assert info.output_shape == np.einsum(subs, *[np.ones(s) for s in shapes]).shape
+
+
 def test_interleaved_form_and_numpy_paths():
     rng = np.random.default_rng(1)
     a, b, c = rng.random((3, 4)), rng.random((4, 5)), rng.random((5, 2, 6))
