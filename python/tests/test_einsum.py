@@ -315,3 +315,16 @@ def test_info_reports_capabilities():
     caps = tenferro.info()
     assert caps["detected_isa"] in ("scalar", "avx2", "avx512")
     assert isinstance(caps["blis_tuned"], bool) and caps["openblas_core"]
+
+
+def test_readme_python_example_runs():
+    """The README's Python example, executed as written."""
+    import os
+    import re
+    readme = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
+    with open(readme) as f:
+        text = f.read()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert blocks, "README has no python example"
+    for code in blocks:
+        exec(compile(code, "README.md", "exec"), {})
