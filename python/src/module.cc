@@ -163,24 +163,6 @@ bool mirror_wanted(std::span<const Tensor> operands) {
   return total >= kMirrorMinElements && row > col;
 }
 
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
 // The mirrored subscripts of a resolved einsum, or nullopt when a label collides with the
 // code points used for ellipsis dimensions (then the einsum runs unmirrored).
 std::optional<std::string> mirrored_subscripts(const einsum::EinsumSpec& spec) {
@@ -188,8 +170,12 @@ std::optional<std::string> mirrored_subscripts(const einsum::EinsumSpec& spec) {
   auto term = [&](const std::vector<einsum::Label>& labels) {
     for (auto it = labels.rbegin(); it != labels.rend(); ++it) {
       const einsum::Label l = *it;
-      if (l >= kEllipsisBase) return false;
-      append_utf8(out, l >= 0 ? static_cast<uint32_t>(l) : static_cast<uint32_t>(kEllipsisBase + (-l - 1)));
+      // Labels format_label cannot write back as one code point stay unmirrored.
+      if (l >= kEllipsisBase || (l >= 0 && (l < 0x21 || l == ',' || l == '-' || l == '>' || l == '.' ||
+                                            (l >= 0xD800 && l <= 0xDFFF)))) {
+        return false;
+      }
+      out.append(einsum::format_label(l >= 0 ? l : kEllipsisBase + (-l - 1)));  // UTF-8 of the code point
     }
     return true;
   };
