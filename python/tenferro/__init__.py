@@ -14,6 +14,7 @@ import json as _json
 import numpy as _np
 
 from . import _tenferro
+from . import linalg
 from ._einsum import Engine, PathInfo, contract_path, default_engine, einsum
 from ._errors import (AllocationError, DTypeError, Error, InternalError, InvalidArgumentError, LinAlgError,
                       ReadOnlyError, ShapeError, UnsupportedError)
@@ -44,6 +45,6 @@ def info(threads=None):
     return _json.loads(default_engine(threads).caps_json())
 
 
-__all__ = ["einsum", "contract_path", "PathInfo", "Engine", "default_engine", "from_numpy", "Tensor", "info",
+__all__ = ["linalg", "einsum", "contract_path", "PathInfo", "Engine", "default_engine", "from_numpy", "Tensor", "info",
            "Error", "InvalidArgumentError", "ShapeError", "DTypeError", "UnsupportedError", "ReadOnlyError",
            "LinAlgError", "AllocationError", "InternalError"]

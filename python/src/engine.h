@@ -1,0 +1,74 @@
+#pragma once
+// The Python package's engine object: a CPU engine, its einsum plan cache and a pool of
+// einsum workspaces (Note [Python fast path] in module.cc).
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <pybind11/pybind11.h>
+
+#include "tenferro/cpu/engine.h"
+#include "tenferro/einsum_cpu/einsum.h"
+
+namespace tenferro::python {
+
+// Workspaces of recently run plans (Note [Python fast path]): an execution takes one of
+// its plan's idle workspaces out of the list (or makes one) and puts it back afterwards,
+// so concurrent calls never share one, and repeated calls reuse their intermediate and
+// packing buffers (fresh memory is slow to touch). Each entry pins its plan; at most
+// kWorkspaces idle entries are kept (the oldest go first).
+class WorkspacePool {
+ public:
+  struct Entry {
+    std::shared_ptr<const einsum::EinsumPlan> plan;
+    einsum::EinsumWorkspace workspace;
+  };
+  Entry take(const std::shared_ptr<const einsum::EinsumPlan>& plan) {
+    {
+      std::lock_guard lock(mu_);
+      for (auto it = idle_.begin(); it != idle_.end(); ++it) {
+        if (it->plan == plan) {
+          Entry e = std::move(*it);
+          idle_.erase(it);
+          return e;
+        }
+      }
+    }
+    return Entry{plan, plan->make_workspace()};
+  }
+  void give_back(Entry e) {
+    std::lock_guard lock(mu_);
+    idle_.push_back(std::move(e));
+    while (idle_.size() > kWorkspaces) idle_.erase(idle_.begin());
+  }
+  void clear() {
+    std::lock_guard lock(mu_);
+    idle_.clear();
+  }
+  int64_t retained_bytes() const {
+    std::lock_guard lock(mu_);
+    int64_t n = 0;
+    for (const Entry& e : idle_) n += e.workspace.retained_bytes();
+    return n;
+  }
+
+ private:
+  static constexpr size_t kWorkspaces = 32;
+  mutable std::mutex mu_;
+  std::vector<Entry> idle_;
+};
+
+// A CPU engine with one domain of `threads` workers, its einsum plan cache and its
+// workspaces. Owned by Python objects (no global engine); thread-safe, so several Python
+// threads may call it.
+struct Engine {
+  std::shared_ptr<cpu::CpuEngine> engine;
+  std::shared_ptr<einsum::PlanCache> plans;
+  std::shared_ptr<WorkspacePool> workspaces = std::make_shared<WorkspacePool>();
+  int threads = 1;
+};
+
+void bind_linalg(pybind11::module_& m);
+
+}  // namespace tenferro::python

@@ -1,0 +1,174 @@
+"""tenferro.linalg: decompositions and solvers on numpy arrays, with numpy.linalg's names
+and return conventions, computed by tenferro's CPU engine (batched over leading axes,
+any strides, inputs never modified).
+
+Differences from numpy.linalg: integer and bool inputs become float64 as in numpy;
+`eig`/`eigvals` always return complex arrays; `cholesky(a, upper=True)` gives the upper
+factor; `svd(..., gauge_fix=True)` fixes the singular vectors' phases (each column of U
+has its largest-magnitude entry real and positive); `truncated_svd` keeps a rank and/or
+a relative discarded weight. Every call takes `engine=` or `threads=` like
+tenferro.einsum.
+"""
+
+import numpy as np
+
+from . import _tenferro
+from ._einsum import _engine
+from ._errors import LinAlgError, UnsupportedError
+
+_L = _tenferro.linalg
+
+__all__ = ["svd", "qr", "eigh", "eigvalsh", "eig", "eigvals", "cholesky", "solve", "inv", "det", "slogdet",
+           "pinv", "lstsq", "norm", "matrix_norm", "vector_norm", "truncated_svd"]
+
+
+def _arr(a, name, matrix=True):
+    a = np.asarray(a)
+    if a.dtype.kind in "biu":
+        a = a.astype(np.float64)  # numpy.linalg's conversion of integer input
+    if matrix and a.ndim < 2:
+        raise LinAlgError(f"{name}: {a.ndim}-dimensional array given; array must be at least two-dimensional",
+                          "invalid_shape", "usage", name)
+    if not a.dtype.isnative:
+        a = a.astype(a.dtype.newbyteorder("="))
+    if not a.flags.aligned:
+        a = np.require(a, requirements="A")
+    return a
+
+
+def _common(a, b):
+    t = np.result_type(a, b)
+    return a.astype(t, copy=False), b.astype(t, copy=False)
+
+
+def _scalar(r):
+    return r[()] if r.ndim == 0 else r
+
+
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False, *, gauge_fix=False, engine=None, threads=None):
+    """(U, S, Vh) with a = U @ diag(S) @ Vh (S descending), or S alone when compute_uv is
+    False (no vectors are computed then). `hermitian` is accepted for numpy compatibility
+    and ignored (the general SVD is used)."""
+    a = _arr(a, "svd")
+    return _L.svd(_engine(engine, threads), a, bool(full_matrices), bool(compute_uv), bool(gauge_fix))
+
+
+def qr(a, mode="reduced", *, engine=None, threads=None):
+    """(Q, R) for mode 'reduced' or 'complete'; R alone for mode 'r'."""
+    return _L.qr(_engine(engine, threads), _arr(a, "qr"), mode)
+
+
+def eigh(a, UPLO="L", *, engine=None, threads=None):
+    """(w, v): ascending real eigenvalues and eigenvectors (columns) of Hermitian a."""
+    return _L.eigh(_engine(engine, threads), _arr(a, "eigh"), UPLO, True)
+
+
+def eigvalsh(a, UPLO="L", *, engine=None, threads=None):
+    return _L.eigh(_engine(engine, threads), _arr(a, "eigvalsh"), UPLO, False)
+
+
+def eig(a, *, engine=None, threads=None):
+    """(w, v), complex, with a @ v = v * w (unit-norm columns, LAPACK's order)."""
+    return _L.eig(_engine(engine, threads), _arr(a, "eig"), True)
+
+
+def eigvals(a, *, engine=None, threads=None):
+    return _L.eig(_engine(engine, threads), _arr(a, "eigvals"), False)
+
+
+def cholesky(a, upper=False, *, engine=None, threads=None):
+    """L with a = L @ L^H (or U with a = U^H @ U when upper=True). LinAlgError when a is
+    not positive definite."""
+    return _L.cholesky(_engine(engine, threads), _arr(a, "cholesky"), "U" if upper else "L")
+
+
+def solve(a, b, *, engine=None, threads=None):
+    """x with a @ x = b; b is [.., n, k] or a vector [n]. LinAlgError for singular a."""
+    a, b = _common(_arr(a, "solve"), _arr(b, "solve", matrix=False))
+    return _L.solve(_engine(engine, threads), a, b)
+
+
+def inv(a, *, engine=None, threads=None):
+    return _L.inv(_engine(engine, threads), _arr(a, "inv"))
+
+
+def det(a, *, engine=None, threads=None):
+    return _scalar(_L.det(_engine(engine, threads), _arr(a, "det")))
+
+
+def slogdet(a, *, engine=None, threads=None):
+    """(sign, logabsdet) with det = sign * exp(logabsdet)."""
+    s, l = _L.slogdet(_engine(engine, threads), _arr(a, "slogdet"))
+    return _scalar(s), _scalar(l)
+
+
+def pinv(a, rcond=None, hermitian=False, *, rtol=None, engine=None, threads=None):
+    """Moore-Penrose pseudo-inverse: singular values at most rcond (or rtol) times the
+    largest are dropped (default: max(m, n) * machine epsilon)."""
+    cut = rtol if rtol is not None else rcond
+    return _L.pinv(_engine(engine, threads), _arr(a, "pinv"), None if cut is None else float(cut))
+
+
+def lstsq(a, b, rcond=None, *, engine=None, threads=None):
+    """(x, residuals, rank, s) as numpy.linalg.lstsq (minimum-norm solution)."""
+    a, b = _common(_arr(a, "lstsq"), _arr(b, "lstsq", matrix=False))
+    x, res, rank, s = _L.lstsq(_engine(engine, threads), a, b, None if rcond is None else float(rcond))
+    return x, res, _scalar(rank), s
+
+
+_MATRIX_ORDS = {"fro": "fro", "nuc": "nuc", 2: "2", 1: "1", np.inf: "inf"}
+
+
+def matrix_norm(x, ord="fro", keepdims=False, *, engine=None, threads=None):
+    """Norm of each matrix over the last two axes: 'fro', 'nuc', 2, 1 or inf."""
+    x = _arr(x, "matrix_norm")
+    if ord not in _MATRIX_ORDS:
+        raise UnsupportedError(f"matrix_norm: ord {ord!r} is not 'fro', 'nuc', 2, 1 or inf",
+                               "unsupported", "usage", "matrix_norm")
+    r = _L.matrix_norm(_engine(engine, threads), x, _MATRIX_ORDS[ord])
+    if keepdims:
+        r = r[..., None, None]
+    return _scalar(r)
+
+
+def vector_norm(x, ord=2, axis=None, keepdims=False, *, engine=None, threads=None):
+    """p-norm over `axis` (None: all axes): any p > 0, inf, -inf, 0."""
+    x = _arr(x, "vector_norm", matrix=False)
+    axes = [] if axis is None else [axis] if np.isscalar(axis) else list(axis)
+    axes = [a + x.ndim if a < 0 else a for a in axes]
+    return _scalar(_L.vector_norm(_engine(engine, threads), x, float(ord), axes, bool(keepdims)))
+
+
+def norm(x, ord=None, axis=None, keepdims=False, *, engine=None, threads=None):
+    """numpy.linalg.norm: vector norms over one axis (or all axes when ord is None),
+    matrix norms over two axes ('fro', 'nuc', 2, 1, inf)."""
+    x = _arr(x, "norm", matrix=False)
+    kw = {"engine": engine, "threads": threads}
+    if axis is None:
+        if ord is None:
+            return vector_norm(x, 2, None, keepdims, **kw)
+        if x.ndim == 1:
+            return vector_norm(x, ord, None, keepdims, **kw)
+        if x.ndim == 2:
+            return matrix_norm(x, ord, keepdims, **kw)
+        raise ValueError("norm: improper number of dimensions to norm")
+    if np.isscalar(axis) or len(axis) == 1:
+        return vector_norm(x, 2 if ord is None else ord, axis, keepdims, **kw)
+    r0, r1 = (a + x.ndim if a < 0 else a for a in axis)
+    moved = np.moveaxis(x, (r0, r1), (-2, -1))
+    r = matrix_norm(moved, "fro" if ord is None else ord, False, **kw)
+    if keepdims:
+        r = np.expand_dims(np.asarray(r), (min(r0, r1), max(r0, r1)))
+    return r
+
+
+def truncated_svd(a, max_rank=None, rel_cutoff=0.0, method="auto", seed=0, gauge_fix=False, *, engine=None,
+                  threads=None):
+    """(U, S, Vh, discarded_weight): the leading singular triplets, keeping at most
+    max_rank and dropping the longest tail whose squared weight is at most rel_cutoff of
+    the total; discarded_weight = sum of the dropped S**2. method: 'auto', 'exact' or
+    'randomized' (seeded, deterministic)."""
+    u, s, vh, dw, _rank = _L.truncated_svd(_engine(engine, threads), _arr(a, "truncated_svd"),
+                                           None if max_rank is None else int(max_rank), float(rel_cutoff), method,
+                                           int(seed), bool(gauge_fix))
+    return u, s, vh, _scalar(dw)

@@ -1,0 +1,135 @@
+"""tenferro.linalg against numpy.linalg: reconstructions and numpy's own results, batched
+and strided inputs, every floating dtype, numpy's return conventions and errors."""
+
+import numpy as np
+import pytest
+
+import tenferro
+from tenferro import linalg as L
+
+FLOATS = [np.float32, np.float64, np.complex64, np.complex128]
+
+
+def tol(dtype):
+    return 2e-4 if dtype in (np.float32, np.complex64) else 1e-10
+
+
+def rand(rng, shape, dtype):
+    a = rng.standard_normal(shape)
+    if np.issubdtype(dtype, np.complexfloating):
+        a = a + 1j * rng.standard_normal(shape)
+    return a.astype(dtype)
+
+
+def hermitian_pd(rng, n, dtype, batch=()):
+    a = rand(rng, batch + (n, n), dtype)
+    return (a @ np.conj(np.swapaxes(a, -1, -2)) + n * np.eye(n)).astype(dtype)
+
+
+def close(x, y, dtype, what=""):
+    np.testing.assert_allclose(x, y, rtol=tol(dtype), atol=tol(dtype) * 10, err_msg=what)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4), (2, 3, 6, 4)])
+def test_svd_qr_reconstruct_and_match_numpy(dtype, shape):
+    rng = np.random.default_rng(1)
+    a = rand(rng, shape, dtype)
+    view = np.swapaxes(np.swapaxes(a, -1, -2).copy(), -1, -2)  # F-ordered matrices, same values
+    for x in (a, view):
+        u, s, vh = L.svd(x, full_matrices=False)
+        close((u * s[..., None, :]) @ vh, x, dtype, "svd thin")
+        close(s, np.linalg.svd(x, compute_uv=False), dtype, "singular values")
+        uf, sf, vhf = L.svd(x)
+        assert uf.shape == np.linalg.svd(x)[0].shape and vhf.shape == np.linalg.svd(x)[2].shape
+        close(np.conj(np.swapaxes(uf, -1, -2)) @ uf, np.broadcast_to(np.eye(uf.shape[-1]), uf.shape), dtype, "U unitary")
+        close(L.svd(x, compute_uv=False), s, dtype)
+        q, r = L.qr(x)
+        close(q @ r, x, dtype, "qr")
+        assert np.allclose(np.tril(r, -1), 0)
+        assert L.qr(x, mode="r").shape == np.linalg.qr(x, mode="r").shape
+        qc, rc = L.qr(x, mode="complete")
+        close(qc @ rc, x, dtype, "qr complete")
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_eigh_eig_cholesky(dtype):
+    rng = np.random.default_rng(2)
+    h = hermitian_pd(rng, 6, dtype, (3,))
+    w, v = L.eigh(h)
+    close(h @ v, v * w[..., None, :], dtype, "eigh")
+    close(w, np.linalg.eigvalsh(h), dtype, "eigenvalues")
+    close(L.eigvalsh(h, UPLO="U"), w, dtype)
+    lo = L.cholesky(h)
+    close(lo @ np.conj(np.swapaxes(lo, -1, -2)), h, dtype, "cholesky")
+    close(lo, np.linalg.cholesky(h), dtype)
+    up = L.cholesky(h, upper=True)
+    close(np.conj(np.swapaxes(up, -1, -2)) @ up, h, dtype, "cholesky upper")
+    g = rand(rng, (2, 5, 5), dtype)
+    ew, ev = L.eig(g)
+    assert np.iscomplexobj(ew) and np.iscomplexobj(ev)
+    close(g @ ev, ev * ew[..., None, :], dtype, "eig")
+    close(np.sort_complex(L.eigvals(g)[0]), np.sort_complex(np.linalg.eigvals(g)[0]), dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_solvers_determinants_and_norms(dtype):
+    rng = np.random.default_rng(3)
+    a = rand(rng, (4, 5, 5), dtype) + 5 * np.eye(5, dtype=dtype)
+    b = rand(rng, (4, 5, 2), dtype)
+    close(L.solve(a, b), np.linalg.solve(a, b), dtype, "solve")
+    vec = rand(rng, (5,), dtype)
+    close(L.solve(a[0], vec), np.linalg.solve(a[0], vec), dtype, "solve vector")
+    close(L.inv(a), np.linalg.inv(a), dtype, "inv")
+    close(L.det(a), np.linalg.det(a), dtype, "det")
+    sign, logdet = L.slogdet(a)
+    nsign, nlog = np.linalg.slogdet(a)
+    close(sign, nsign, dtype)
+    close(logdet, nlog, dtype)
+    m = rand(rng, (6, 4), dtype)
+    close(L.pinv(m), np.linalg.pinv(m), dtype, "pinv")
+    rhs = rand(rng, (6, 2), dtype)
+    x, res, rank, s = L.lstsq(m, rhs)
+    nx, nres, nrank, ns = np.linalg.lstsq(m, rhs, rcond=None)
+    close(x, nx, dtype, "lstsq")
+    close(res, nres, dtype)
+    assert rank == nrank
+    close(s, ns, dtype)
+    for ord_ in (None, "fro", "nuc", 2, 1, np.inf):
+        close(L.norm(m, ord_), np.linalg.norm(m, ord_), dtype, f"norm {ord_}")
+    for ord_ in (None, 1, 2, 3, np.inf, -np.inf, 0):
+        close(L.norm(m, ord_, axis=1), np.linalg.norm(m, ord_, axis=1), dtype, f"vector norm {ord_}")
+    close(L.norm(a, axis=(1, 2)), np.linalg.norm(a, axis=(1, 2)), dtype)
+    close(L.norm(a, axis=(0, 2), keepdims=True), np.linalg.norm(a, axis=(0, 2), keepdims=True), dtype)
+
+
+def test_truncated_svd_discards_what_it_reports():
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((60, 8)) @ rng.standard_normal((8, 50)) + 1e-3 * rng.standard_normal((60, 50))
+    u, s, vh, dw = L.truncated_svd(a, max_rank=8, method="exact")
+    assert u.shape == (60, 8) and s.shape == (8,) and vh.shape == (8, 50)
+    full = np.linalg.svd(a, compute_uv=False)
+    np.testing.assert_allclose(s, full[:8], rtol=1e-10)
+    np.testing.assert_allclose(dw, np.sum(full[8:] ** 2), rtol=1e-8)
+    np.testing.assert_allclose(np.linalg.norm(a - (u * s) @ vh) ** 2, dw, rtol=1e-8)
+
+
+def test_integer_input_and_errors():
+    i = np.array([[2, 1], [1, 3]], dtype=np.int64)
+    np.testing.assert_allclose(L.inv(i), np.linalg.inv(i))
+    assert L.det(i).dtype == np.float64
+    with pytest.raises(tenferro.LinAlgError):
+        L.inv(np.zeros((3, 3)))
+    with pytest.raises(tenferro.LinAlgError):
+        L.cholesky(-np.eye(3))
+    with pytest.raises(tenferro.LinAlgError):
+        L.svd(np.ones(3))  # one-dimensional
+    with pytest.raises(ValueError):
+        L.qr(np.ones((3, 3)), mode="economic")
+    with pytest.raises(TypeError):
+        L.inv(np.eye(2, dtype=np.float16))
+    with pytest.raises(tenferro.ShapeError):
+        L.solve(np.eye(3), np.ones(4))
+    ro = np.eye(3)
+    ro.setflags(write=False)
+    np.testing.assert_allclose(L.inv(ro), np.eye(3))  # read-only input is only read
