@@ -70,7 +70,8 @@ def instance(path, threads, cli, runs):
     p = paths.get("opt_flops", {}).get("path")
     optimize = [tuple(step) for step in p] if p else "greedy"
     eng = tenferro.Engine(threads=threads)
-    tenferro.einsum(subs, *arrays, optimize=optimize, engine=eng)  # plan + warm
+    for _ in range(3):  # plan, lane schedule, pool and thread warm-up
+        tenferro.einsum(subs, *arrays, optimize=optimize, engine=eng)
     times = []
     deadline = time.perf_counter() + 20
     for _ in range(runs):
