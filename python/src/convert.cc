@@ -94,6 +94,8 @@ int numpy_type(DType d) {
 }
 }  // namespace
 
+py::dtype numpy_dtype(DType d) { return py::dtype(numpy_type(d)); }
+
 py::array to_numpy(const Tensor& tensor) {
   // numpy's C API directly: shape and strides from the stack, one capsule as the base.
   auto& api = py::detail::npy_api::get();

@@ -70,5 +70,6 @@ struct Engine {
 };
 
 void bind_linalg(pybind11::module_& m);
+void bind_eager(pybind11::module_& m);
 
 }  // namespace tenferro::python

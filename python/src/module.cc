@@ -353,6 +353,7 @@ PYBIND11_MODULE(_tenferro, m) {
   m.def("from_numpy", [](const py::array& a) { return tp::from_numpy(a); }, py::arg("array"));
   py::module_ linalg = m.def_submodule("linalg", "linalg bindings (use tenferro.linalg)");
   tp::bind_linalg(linalg);
+  tp::bind_eager(m);
   m.def("einsum_fast", &tp::einsum_fast, py::arg("engine"), py::arg("args"), py::arg("optimize"));
   m.def("einsum", &tp::run_einsum, py::arg("engine"), py::arg("subscripts"), py::arg("operands"), py::arg("optimize"),
         py::arg("out"));

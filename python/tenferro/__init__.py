@@ -7,6 +7,8 @@
 
 numpy arrays go in and come out without copies (``from_numpy``, ``Tensor.numpy()``);
 errors are ``tenferro.Error`` subclasses of the matching built-in exceptions.
+``tenferro.linalg`` has numpy.linalg's functions; ``tenferro.Runtime()`` makes eager
+tensors (``rt.tensor(array)``, no copy) with operators, reductions and views.
 """
 
 import json as _json
@@ -20,6 +22,13 @@ from ._errors import (AllocationError, DTypeError, Error, InternalError, Invalid
                       ReadOnlyError, ShapeError, UnsupportedError)
 
 Tensor = _tenferro.Tensor
+Runtime = _tenferro.Runtime
+EagerTensor = _tenferro.EagerTensor
+
+
+def where(pred, on_true, on_false):
+    """Elementwise selection of eager tensors (one runtime, one dtype for the branches)."""
+    return _tenferro.eager_where(pred, on_true, on_false)
 __version__ = "0.1.0"
 
 
@@ -45,6 +54,6 @@ def info(threads=None):
     return _json.loads(default_engine(threads).caps_json())
 
 
-__all__ = ["linalg", "einsum", "contract_path", "PathInfo", "Engine", "default_engine", "from_numpy", "Tensor", "info",
+__all__ = ["linalg", "Runtime", "EagerTensor", "where", "einsum", "contract_path", "PathInfo", "Engine", "default_engine", "from_numpy", "Tensor", "info",
            "Error", "InvalidArgumentError", "ShapeError", "DTypeError", "UnsupportedError", "ReadOnlyError",
            "LinAlgError", "AllocationError", "InternalError"]

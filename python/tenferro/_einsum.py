@@ -139,7 +139,9 @@ def einsum(*operands, optimize="greedy", out=None, threads=None, engine=None):
     Operands are numpy arrays (or array-likes) of bool, int32, int64, float32, float64,
     complex64 or complex128, read in place whatever their strides; operands of different
     dtypes are first converted to numpy's common type (a copy of the converted ones).
-    The result is a new array over tenferro's buffer (no copy) or ``out``.
+    The result is a new array over tenferro's buffer (no copy) or ``out``. With
+    ``tenferro.EagerTensor`` operands (all of one ``tenferro.Runtime``) the einsum runs on
+    their runtime and returns an EagerTensor.
     """
     if out is None and threads is None:
         # Note [Python fast path] (module.cc): string form, ndarrays of one dtype.
@@ -147,6 +149,11 @@ def einsum(*operands, optimize="greedy", out=None, threads=None, engine=None):
         if r is not NotImplemented:
             return r
     subscripts, ops = _parse_args(operands)
+    if ops and all(isinstance(o, _tenferro.EagerTensor) for o in ops):
+        if out is not None or engine is not None or threads is not None:
+            raise InvalidArgumentError("einsum: eager tensors run on their runtime (no out=, engine= or threads=)",
+                                       "invalid_argument", "usage", "einsum")
+        return _tenferro.eager_einsum(subscripts, ops)  # on the tensors' runtime, an EagerTensor
     arrays = _as_operands(ops)
     eng = _engine(engine, threads)
     policy = _policy(optimize)

@@ -1,0 +1,274 @@
+// tenferro.Runtime / tenferro.EagerTensor: the eager API (src/eager) for Python. Every
+// operation is one call of the C++ eager API with the GIL released; tensors share memory
+// with the numpy arrays they come from and go to (Note [Zero-copy interop]).
+
+#include <pybind11/numpy.h>
+#include <pybind11/operators.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "convert.h"
+#include "engine.h"
+#include "tenferro/eager/eager.h"
+
+namespace tenferro::python {
+namespace {
+
+namespace eg = tenferro::eager;
+using eg::EagerTensor;
+
+// Runs `f` (no Python objects inside) with the GIL released and unwraps its result.
+template <class F>
+auto nogil(F&& f) {
+  std::optional<decltype(f())> r;
+  {
+    py::gil_scoped_release release;
+    r.emplace(f());
+  }
+  return unwrap(std::move(*r));
+}
+
+Shape dims_of(const std::vector<int64_t>& v) {
+  Shape s;
+  for (int64_t x : v) s.push_back(x);
+  return s;
+}
+
+// Axes argument: None (all), an int, or a sequence; negative axes count from the end.
+Shape axes_of(const py::object& axis, int64_t rank) {
+  Shape out;
+  auto add = [&](int64_t a) { out.push_back(a < 0 ? a + rank : a); };
+  if (axis.is_none()) return out;
+  if (py::isinstance<py::int_>(axis)) {
+    add(axis.cast<int64_t>());
+  } else {
+    for (const py::handle a : axis) add(a.cast<int64_t>());
+  }
+  return out;
+}
+
+DType dtype_from(const py::object& dt) { return dtype_of(py::dtype::from_args(dt)); }
+
+// An operand of a binary operation: a tensor, or a Python/numpy scalar in the tensor's
+// dtype (scalars never change the result dtype; arrays must be converted explicitly).
+EagerTensor operand(const EagerTensor& like, const py::object& o) {
+  if (py::isinstance<EagerTensor>(o)) return o.cast<EagerTensor>();
+  if (py::isinstance<py::array>(o)) {
+    return unwrap(like.runtime()->from_host(from_numpy(py::reinterpret_borrow<py::array>(o))));
+  }
+  c128 v;
+  if (PyComplex_Check(o.ptr())) {
+    v = c128(PyComplex_RealAsDouble(o.ptr()), PyComplex_ImagAsDouble(o.ptr()));
+  } else {
+    v = c128(o.cast<double>(), 0.0);
+  }
+  return unwrap(eg::Context::of(like).scalar(v, like.dtype()));
+}
+
+using Binary = Result<EagerTensor> (eg::Context::*)(const EagerTensor&, const EagerTensor&) const;
+using Unary = Result<EagerTensor> (eg::Context::*)(const EagerTensor&) const;
+
+py::object binary(const EagerTensor& x, const py::object& y, Binary op, bool reflected) {
+  const EagerTensor other = operand(x, y);
+  const EagerTensor& lhs = reflected ? other : x;
+  const EagerTensor& rhs = reflected ? x : other;
+  return py::cast(nogil([&] { return (eg::Context::of(lhs).*op)(lhs, rhs); }));
+}
+
+EagerTensor unary(const EagerTensor& x, Unary op) {
+  return nogil([&] { return (eg::Context::of(x).*op)(x); });
+}
+
+py::array numpy_of(const EagerTensor& t) { return to_numpy(unwrap(eg::to_host(t))); }
+
+// Basic indexing: ints and slices (any step), one per leading axis.
+EagerTensor index(const EagerTensor& x, const py::object& key) {
+  py::tuple k = py::isinstance<py::tuple>(key) ? key.cast<py::tuple>() : py::make_tuple(key);
+  if (static_cast<int64_t>(k.size()) > x.rank()) throw py::index_error("tenferro: too many indices");
+  Shape start, limit, stride, keep;
+  bool any_int = false;
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    const int64_t n = x.shape()[static_cast<size_t>(d)];
+    if (d >= static_cast<int64_t>(k.size())) {
+      start.push_back(0), limit.push_back(n), stride.push_back(1), keep.push_back(n);
+      continue;
+    }
+    py::handle item = k[static_cast<size_t>(d)];
+    if (py::isinstance<py::slice>(item)) {
+      py::ssize_t b = 0, e = 0, s = 0, len = 0;
+      if (!item.cast<py::slice>().compute(static_cast<py::ssize_t>(n), &b, &e, &s, &len)) throw py::error_already_set();
+      if (s < 0) throw py::index_error("tenferro: negative slice steps are not supported (use flip)");
+      start.push_back(b), limit.push_back(len == 0 ? b : b + (len - 1) * s + 1), stride.push_back(s), keep.push_back(len);
+    } else if (py::isinstance<py::int_>(item)) {
+      int64_t i = item.cast<int64_t>();
+      if (i < 0) i += n;
+      if (i < 0 || i >= n) throw py::index_error("tenferro: index " + std::to_string(item.cast<int64_t>()) + " is out of bounds for axis " + std::to_string(d) + " with size " + std::to_string(n));
+      start.push_back(i), limit.push_back(i + 1), stride.push_back(1);
+      any_int = true;
+    } else {
+      throw py::index_error("tenferro: only integers and slices are valid indices");
+    }
+  }
+  EagerTensor r = nogil([&] { return eg::Context::of(x).slice(x, start, limit, stride); });
+  if (!any_int) return r;
+  return nogil([&] { return eg::Context::of(r).reshape(r, keep); });
+}
+
+}  // namespace
+
+void bind_eager(py::module_& m) {
+  py::class_<eg::EagerRuntime, std::shared_ptr<eg::EagerRuntime>>(m, "Runtime")
+      .def(py::init([](std::optional<int> threads) {
+             eg::EagerConfig cfg;
+             if (threads) {
+               auto topo = unwrap(cpu::CpuTopology::discover());
+               std::vector<int> cpus = topo.allowed_cpus;
+               if (*threads < 1 || *threads > 1024) throw py::value_error("tenferro.Runtime: threads must be in [1, 1024]");
+               if (static_cast<int>(cpus.size()) > *threads) cpus.resize(static_cast<size_t>(*threads));
+               cfg.engine.domains = {cpu::CpuDomainConfig{0, cpus, *threads, nullptr}};
+             }
+             cfg.engine.pin_workers = false;
+             return unwrap(eg::EagerRuntime::create(cfg));
+           }),
+           py::arg("threads") = py::none())
+      .def("tensor", [](eg::EagerRuntime& rt, const py::array& a) { return unwrap(rt.from_host(from_numpy(a))); },
+           py::arg("array"))
+      .def("zeros", [](eg::EagerRuntime& rt, std::vector<int64_t> shape, const py::object& dt) {
+             return unwrap(rt.context().zeros(dims_of(shape), dtype_from(dt)));
+           }, py::arg("shape"), py::arg("dtype") = py::str("float64"))
+      .def("ones", [](eg::EagerRuntime& rt, std::vector<int64_t> shape, const py::object& dt) {
+             return unwrap(rt.context().ones(dims_of(shape), dtype_from(dt)));
+           }, py::arg("shape"), py::arg("dtype") = py::str("float64"))
+      .def("metrics", [](const eg::EagerRuntime& rt) {
+        const eg::EagerMetrics mt = rt.metrics();
+        py::dict d;
+        d["fast_inline"] = mt.fast_inline;
+        d["fast_entered"] = mt.fast_entered;
+        d["fast_session"] = mt.fast_session;
+        d["views"] = mt.views;
+        d["promoted"] = mt.promoted;
+        return d;
+      });
+
+  auto t = py::class_<EagerTensor>(m, "EagerTensor");
+  t.def_property_readonly("shape", [](const EagerTensor& x) { return py::tuple(py::cast(std::vector<int64_t>(x.shape().begin(), x.shape().end()))); })
+      .def_property_readonly("ndim", &EagerTensor::rank)
+      .def_property_readonly("size", &EagerTensor::numel)
+      .def_property_readonly("dtype", [](const EagerTensor& x) { return numpy_dtype(x.dtype()); })
+      .def("numpy", &numpy_of)
+      .def("__array__", [](const EagerTensor& x, const py::object& dtype, const py::object&) {
+        py::array a = numpy_of(x);
+        return dtype.is_none() ? py::object(a) : a.attr("astype")(dtype);
+      }, py::arg("dtype") = py::none(), py::arg("copy") = py::none())
+      .def("__repr__", [](const EagerTensor& x) { return "tenferro.EagerTensor(" + std::string(py::repr(numpy_of(x))) + ")"; })
+      .def("__len__", [](const EagerTensor& x) {
+        if (x.rank() == 0) throw py::type_error("len() of a 0-d tensor");
+        return x.shape()[0];
+      })
+      .def("__getitem__", &index)
+      .def("__add__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::add, false); }, py::is_operator())
+      .def("__radd__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::add, true); }, py::is_operator())
+      .def("__sub__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::sub, false); }, py::is_operator())
+      .def("__rsub__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::sub, true); }, py::is_operator())
+      .def("__mul__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::mul, false); }, py::is_operator())
+      .def("__rmul__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::mul, true); }, py::is_operator())
+      .def("__truediv__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::div, false); }, py::is_operator())
+      .def("__rtruediv__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::div, true); }, py::is_operator())
+      .def("__pow__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::pow, false); }, py::is_operator())
+      .def("__matmul__", [](const EagerTensor& x, const EagerTensor& y) { return nogil([&] { return eg::Context::of(x).matmul(x, y); }); }, py::is_operator())
+      .def("__lt__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::lt, false); }, py::is_operator())
+      .def("__le__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::le, false); }, py::is_operator())
+      .def("__gt__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::gt, false); }, py::is_operator())
+      .def("__ge__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::ge, false); }, py::is_operator())
+      .def("__neg__", [](const EagerTensor& x) { return unary(x, &eg::Context::neg); })
+      .def("__abs__", [](const EagerTensor& x) { return unary(x, &eg::Context::abs); })
+      .def("exp", [](const EagerTensor& x) { return unary(x, &eg::Context::exp); })
+      .def("log", [](const EagerTensor& x) { return unary(x, &eg::Context::log); })
+      .def("sin", [](const EagerTensor& x) { return unary(x, &eg::Context::sin); })
+      .def("cos", [](const EagerTensor& x) { return unary(x, &eg::Context::cos); })
+      .def("tanh", [](const EagerTensor& x) { return unary(x, &eg::Context::tanh); })
+      .def("sqrt", [](const EagerTensor& x) { return unary(x, &eg::Context::sqrt); })
+      .def("conj", [](const EagerTensor& x) { return unary(x, &eg::Context::conj); })
+      .def_property_readonly("real", [](const EagerTensor& x) { return unary(x, &eg::Context::real); })
+      .def_property_readonly("imag", [](const EagerTensor& x) { return unary(x, &eg::Context::imag); })
+      .def_property_readonly("T", [](const EagerTensor& x) {
+        Shape perm;
+        for (int64_t d = x.rank() - 1; d >= 0; --d) perm.push_back(d);
+        return nogil([&] { return eg::Context::of(x).permute(x, perm); });
+      })
+      .def("transpose", [](const EagerTensor& x, py::args axes) {
+        Shape perm;
+        if (axes.size() == 1 && !py::isinstance<py::int_>(axes[0])) {
+          for (const py::handle a : axes[0]) perm.push_back(a.cast<int64_t>());
+        } else if (axes.size() == 0) {
+          for (int64_t d = x.rank() - 1; d >= 0; --d) perm.push_back(d);
+        } else {
+          for (const py::handle a : axes) perm.push_back(a.cast<int64_t>());
+        }
+        return nogil([&] { return eg::Context::of(x).permute(x, perm); });
+      })
+      .def("reshape", [](const EagerTensor& x, py::args shape) {
+        Shape s;
+        if (shape.size() == 1 && !py::isinstance<py::int_>(shape[0])) {
+          for (const py::handle a : shape[0]) s.push_back(a.cast<int64_t>());
+        } else {
+          for (const py::handle a : shape) s.push_back(a.cast<int64_t>());
+        }
+        // numpy's (row-major) reshape: reverse the axes, reshape column-major to the
+        // reversed shape, reverse back; views where the layout allows, as numpy.
+        Shape rs, rev_in, rev_out;
+        for (size_t i = s.size(); i-- > 0;) rs.push_back(s[i]);
+        for (int64_t d = x.rank() - 1; d >= 0; --d) rev_in.push_back(d);
+        for (int64_t d = static_cast<int64_t>(s.size()) - 1; d >= 0; --d) rev_out.push_back(d);
+        return nogil([&]() -> Result<EagerTensor> {
+          const eg::Context c = eg::Context::of(x);
+          TENFERRO_TRY(EagerTensor flipped, c.permute(x, rev_in));
+          TENFERRO_TRY(EagerTensor r, c.reshape(flipped, rs));
+          return c.permute(r, rev_out);
+        });
+      })
+      .def("astype", [](const EagerTensor& x, const py::object& dt) {
+        const DType d = dtype_from(dt);
+        return nogil([&] { return eg::Context::of(x).astype(x, d); });
+      })
+      .def("sum", [](const EagerTensor& x, const py::object& axis, bool keepdims) {
+        const Shape ax = axes_of(axis, x.rank());
+        return nogil([&] { return eg::Context::of(x).sum(x, ax, keepdims); });
+      }, py::arg("axis") = py::none(), py::arg("keepdims") = false)
+      .def("prod", [](const EagerTensor& x, const py::object& axis, bool keepdims) {
+        const Shape ax = axes_of(axis, x.rank());
+        return nogil([&] { return eg::Context::of(x).prod(x, ax, keepdims); });
+      }, py::arg("axis") = py::none(), py::arg("keepdims") = false)
+      .def("max", [](const EagerTensor& x, const py::object& axis, bool keepdims) {
+        const Shape ax = axes_of(axis, x.rank());
+        return nogil([&] { return eg::Context::of(x).amax(x, ax, keepdims); });
+      }, py::arg("axis") = py::none(), py::arg("keepdims") = false)
+      .def("min", [](const EagerTensor& x, const py::object& axis, bool keepdims) {
+        const Shape ax = axes_of(axis, x.rank());
+        return nogil([&] { return eg::Context::of(x).amin(x, ax, keepdims); });
+      }, py::arg("axis") = py::none(), py::arg("keepdims") = false)
+      .def("mean", [](const EagerTensor& x, const py::object& axis, bool keepdims) {
+        const Shape ax = axes_of(axis, x.rank());
+        return nogil([&] { return eg::Context::of(x).mean(x, ax, keepdims); });
+      }, py::arg("axis") = py::none(), py::arg("keepdims") = false)
+      .def("item", [](const EagerTensor& x) -> py::object {
+        if (x.numel() != 1) throw py::value_error("tenferro: item() needs a tensor with one element");
+        return numpy_of(x).attr("item")();
+      });
+  t.attr("__hash__") = py::none();
+
+  m.def("eager_einsum", [](const std::string& subscripts, const std::vector<EagerTensor>& operands) {
+    if (operands.empty()) throw py::value_error("tenferro.einsum: no operands");
+    return nogil([&] { return eg::Context::of(operands[0]).einsum(subscripts, operands); });
+  });
+  m.def("eager_matmul", [](const EagerTensor& a, const EagerTensor& b) { return nogil([&] { return eg::Context::of(a).matmul(a, b); }); });
+  m.def("eager_where", [](const EagerTensor& p, const EagerTensor& a, const EagerTensor& b) {
+    return nogil([&] { return eg::Context::of(p).where(p, a, b); });
+  });
+}
+
+}  // namespace tenferro::python

@@ -1,0 +1,64 @@
+"""tenferro.Runtime / EagerTensor: operators, reductions, views and indexing against numpy;
+zero-copy; typed errors."""
+
+import numpy as np
+import pytest
+
+import tenferro
+
+
+@pytest.fixture(scope="module")
+def rt():
+    return tenferro.Runtime()
+
+
+def test_operators_and_reductions_match_numpy(rt):
+    rng = np.random.default_rng(0)
+    for dtype in (np.float32, np.float64, np.complex128):
+        a = rng.standard_normal((4, 5)).astype(dtype)
+        b = rng.standard_normal((4, 5)).astype(dtype)
+        x, y = rt.tensor(a), rt.tensor(b)
+        tol = 1e-5 if dtype == np.float32 else 1e-12
+        for got, want in [(x + y, a + b), (x - y, a - b), (x * y, a * b), (x / (y * y + 1), a / (b * b + 1)),
+                          (-x, -a), (x * 2 + 1, a * 2 + 1), (3 - x, 3 - a), (2 / (x * x + 1), 2 / (a * a + 1)),
+                          (x @ y.T, a @ b.T), (x.exp(), np.exp(a)), (x.sum(), a.sum()),
+                          (x.sum(axis=1), a.sum(axis=1)), (x.mean(axis=0, keepdims=True), a.mean(axis=0, keepdims=True)),
+                          (x.prod(axis=-1), a.prod(axis=-1)), (x.T, a.T), (x.reshape(5, 4), a.reshape(5, 4)), (x.reshape(20), a.reshape(20)),
+                          (x[1], a[1]), (x[:, 1:4:2], a[:, 1:4:2]), (x[2, 3], a[2, 3])]:
+            np.testing.assert_allclose(np.asarray(got), want, rtol=tol, atol=tol)
+            assert got.dtype == np.asarray(want).dtype
+        if dtype != np.complex128:
+            np.testing.assert_array_equal((x > y).numpy(), a > b)
+            np.testing.assert_allclose(x.max().item(), a.max())
+            np.testing.assert_allclose(x.min(axis=0).numpy(), a.min(axis=0), rtol=tol)
+
+
+def test_views_share_memory_and_inputs_are_not_copied(rt):
+    a = np.arange(12.0).reshape(3, 4)
+    x = rt.tensor(a)
+    assert np.shares_memory(x.numpy(), a)
+    assert np.shares_memory(x.T.numpy(), a)
+    assert np.shares_memory(x[1:, ::2].numpy(), a)
+    assert np.shares_memory(x.reshape(4, 3).numpy(), a)  # numpy's row-major reshape, a view here
+    np.testing.assert_array_equal(x.reshape(2, 6).numpy(), a.reshape(2, 6))
+    e = tenferro.einsum("ij,kj->ik", x, x)
+    assert isinstance(e, tenferro.EagerTensor)
+    np.testing.assert_allclose(e.numpy(), a @ a.T)
+    np.testing.assert_array_equal(tenferro.where(x > 5, x, x * 0).numpy(), np.where(a > 5, a, 0))
+
+
+def test_errors_are_typed(rt):
+    x = rt.tensor(np.ones((2, 3)))
+    with pytest.raises(tenferro.ShapeError):
+        x + rt.tensor(np.ones((4, 3)))
+    with pytest.raises(tenferro.DTypeError):
+        x + rt.tensor(np.ones((2, 3), dtype=np.float32))  # no implicit promotion
+    other = tenferro.Runtime(threads=1)
+    with pytest.raises(tenferro.Error) as e:
+        x + other.tensor(np.ones((2, 3)))
+    assert e.value.code == "runtime_mismatch"
+    with pytest.raises(IndexError):
+        x[5]
+    with pytest.raises(TypeError):
+        rt.tensor(np.ones(3, dtype=np.float16))
+    np.testing.assert_allclose((x.astype("float32") * 2).numpy(), np.full((2, 3), 2, dtype=np.float32))
