@@ -38,7 +38,8 @@ DType dtype_of(const py::dtype& dt) {
   const char kind = dt.kind();
   const auto size = dt.itemsize();
   const char order = dt.byteorder();
-  if (order == '>') throw py::type_error("tenferro: non-native byte order (big-endian " + std::string(py::str(py::handle(dt))) + ")");
+  if (order == '>')
+    throw py::type_error("tenferro: non-native byte order (big-endian " + std::string(py::str(py::handle(dt))) + ")");
   if (kind == 'b' && size == 1) return DType::kBool;
   if (kind == 'i' && size == 4) return DType::kI32;
   if (kind == 'i' && size == 8) return DType::kI64;
@@ -63,7 +64,8 @@ Tensor from_numpy(const py::array& array) {
     const auto st = static_cast<int64_t>(array.strides(static_cast<py::ssize_t>(d)));
     if (st % item != 0) {
       throw py::value_error("tenferro: array strides must be multiples of the item size (axis " + std::to_string(d) +
-                            " has stride " + std::to_string(st) + " bytes for " + std::to_string(item) + "-byte items)");
+                            " has stride " + std::to_string(st) + " bytes for " + std::to_string(item) +
+                            "-byte items)");
     }
     shape.push_back(n);
     strides.push_back(st / item);

@@ -102,11 +102,14 @@ EagerTensor index(const EagerTensor& x, const py::object& key) {
       py::ssize_t b = 0, e = 0, s = 0, len = 0;
       if (!item.cast<py::slice>().compute(static_cast<py::ssize_t>(n), &b, &e, &s, &len)) throw py::error_already_set();
       if (s < 0) throw py::index_error("tenferro: negative slice steps are not supported (use flip)");
-      start.push_back(b), limit.push_back(len == 0 ? b : b + (len - 1) * s + 1), stride.push_back(s), keep.push_back(len);
+      start.push_back(b), limit.push_back(len == 0 ? b : b + (len - 1) * s + 1), stride.push_back(s),
+          keep.push_back(len);
     } else if (py::isinstance<py::int_>(item)) {
       int64_t i = item.cast<int64_t>();
       if (i < 0) i += n;
-      if (i < 0 || i >= n) throw py::index_error("tenferro: index " + std::to_string(item.cast<int64_t>()) + " is out of bounds for axis " + std::to_string(d) + " with size " + std::to_string(n));
+      if (i < 0 || i >= n)
+        throw py::index_error("tenferro: index " + std::to_string(item.cast<int64_t>()) +
+                              " is out of bounds for axis " + std::to_string(d) + " with size " + std::to_string(n));
       start.push_back(i), limit.push_back(i + 1), stride.push_back(1);
       any_int = true;
     } else {
@@ -127,7 +130,8 @@ void bind_eager(py::module_& m) {
              if (threads) {
                auto topo = unwrap(cpu::CpuTopology::discover());
                std::vector<int> cpus = topo.allowed_cpus;
-               if (*threads < 1 || *threads > 1024) throw py::value_error("tenferro.Runtime: threads must be in [1, 1024]");
+               if (*threads < 1 || *threads > 1024)
+                 throw py::value_error("tenferro.Runtime: threads must be in [1, 1024]");
                if (static_cast<int>(cpus.size()) > *threads) cpus.resize(static_cast<size_t>(*threads));
                cfg.engine.domains = {cpu::CpuDomainConfig{0, cpus, *threads, nullptr}};
              }
@@ -135,14 +139,21 @@ void bind_eager(py::module_& m) {
              return unwrap(eg::EagerRuntime::create(cfg));
            }),
            py::arg("threads") = py::none())
-      .def("tensor", [](eg::EagerRuntime& rt, const py::array& a) { return unwrap(rt.from_host(from_numpy(a))); },
-           py::arg("array"))
-      .def("zeros", [](eg::EagerRuntime& rt, std::vector<int64_t> shape, const py::object& dt) {
-             return unwrap(rt.context().zeros(dims_of(shape), dtype_from(dt)));
-           }, py::arg("shape"), py::arg("dtype") = py::str("float64"))
-      .def("ones", [](eg::EagerRuntime& rt, std::vector<int64_t> shape, const py::object& dt) {
-             return unwrap(rt.context().ones(dims_of(shape), dtype_from(dt)));
-           }, py::arg("shape"), py::arg("dtype") = py::str("float64"))
+      .def(
+          "tensor", [](eg::EagerRuntime& rt, const py::array& a) { return unwrap(rt.from_host(from_numpy(a))); },
+          py::arg("array"))
+      .def(
+          "zeros",
+          [](eg::EagerRuntime& rt, std::vector<int64_t> shape, const py::object& dt) {
+            return unwrap(rt.context().zeros(dims_of(shape), dtype_from(dt)));
+          },
+          py::arg("shape"), py::arg("dtype") = py::str("float64"))
+      .def(
+          "ones",
+          [](eg::EagerRuntime& rt, std::vector<int64_t> shape, const py::object& dt) {
+            return unwrap(rt.context().ones(dims_of(shape), dtype_from(dt)));
+          },
+          py::arg("shape"), py::arg("dtype") = py::str("float64"))
       .def("metrics", [](const eg::EagerRuntime& rt) {
         const eg::EagerMetrics mt = rt.metrics();
         py::dict d;
@@ -155,35 +166,76 @@ void bind_eager(py::module_& m) {
       });
 
   auto t = py::class_<EagerTensor>(m, "EagerTensor");
-  t.def_property_readonly("shape", [](const EagerTensor& x) { return py::tuple(py::cast(std::vector<int64_t>(x.shape().begin(), x.shape().end()))); })
+  t.def_property_readonly("shape",
+                          [](const EagerTensor& x) {
+                            return py::tuple(py::cast(std::vector<int64_t>(x.shape().begin(), x.shape().end())));
+                          })
       .def_property_readonly("ndim", &EagerTensor::rank)
       .def_property_readonly("size", &EagerTensor::numel)
       .def_property_readonly("dtype", [](const EagerTensor& x) { return numpy_dtype(x.dtype()); })
       .def("numpy", &numpy_of)
-      .def("__array__", [](const EagerTensor& x, const py::object& dtype, const py::object&) {
-        py::array a = numpy_of(x);
-        return dtype.is_none() ? py::object(a) : a.attr("astype")(dtype);
-      }, py::arg("dtype") = py::none(), py::arg("copy") = py::none())
-      .def("__repr__", [](const EagerTensor& x) { return "tenferro.EagerTensor(" + std::string(py::repr(numpy_of(x))) + ")"; })
-      .def("__len__", [](const EagerTensor& x) {
-        if (x.rank() == 0) throw py::type_error("len() of a 0-d tensor");
-        return x.shape()[0];
-      })
+      .def(
+          "__array__",
+          [](const EagerTensor& x, const py::object& dtype, const py::object&) {
+            py::array a = numpy_of(x);
+            return dtype.is_none() ? py::object(a) : a.attr("astype")(dtype);
+          },
+          py::arg("dtype") = py::none(), py::arg("copy") = py::none())
+      .def("__repr__",
+           [](const EagerTensor& x) { return "tenferro.EagerTensor(" + std::string(py::repr(numpy_of(x))) + ")"; })
+      .def("__len__",
+           [](const EagerTensor& x) {
+             if (x.rank() == 0) throw py::type_error("len() of a 0-d tensor");
+             return x.shape()[0];
+           })
       .def("__getitem__", &index)
-      .def("__add__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::add, false); }, py::is_operator())
-      .def("__radd__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::add, true); }, py::is_operator())
-      .def("__sub__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::sub, false); }, py::is_operator())
-      .def("__rsub__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::sub, true); }, py::is_operator())
-      .def("__mul__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::mul, false); }, py::is_operator())
-      .def("__rmul__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::mul, true); }, py::is_operator())
-      .def("__truediv__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::div, false); }, py::is_operator())
-      .def("__rtruediv__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::div, true); }, py::is_operator())
-      .def("__pow__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::pow, false); }, py::is_operator())
-      .def("__matmul__", [](const EagerTensor& x, const EagerTensor& y) { return nogil([&] { return eg::Context::of(x).matmul(x, y); }); }, py::is_operator())
-      .def("__lt__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::lt, false); }, py::is_operator())
-      .def("__le__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::le, false); }, py::is_operator())
-      .def("__gt__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::gt, false); }, py::is_operator())
-      .def("__ge__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::ge, false); }, py::is_operator())
+      .def(
+          "__add__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::add, false); },
+          py::is_operator())
+      .def(
+          "__radd__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::add, true); },
+          py::is_operator())
+      .def(
+          "__sub__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::sub, false); },
+          py::is_operator())
+      .def(
+          "__rsub__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::sub, true); },
+          py::is_operator())
+      .def(
+          "__mul__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::mul, false); },
+          py::is_operator())
+      .def(
+          "__rmul__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::mul, true); },
+          py::is_operator())
+      .def(
+          "__truediv__",
+          [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::div, false); },
+          py::is_operator())
+      .def(
+          "__rtruediv__",
+          [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::div, true); },
+          py::is_operator())
+      .def(
+          "__pow__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::pow, false); },
+          py::is_operator())
+      .def(
+          "__matmul__",
+          [](const EagerTensor& x, const EagerTensor& y) {
+            return nogil([&] { return eg::Context::of(x).matmul(x, y); });
+          },
+          py::is_operator())
+      .def(
+          "__lt__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::lt, false); },
+          py::is_operator())
+      .def(
+          "__le__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::le, false); },
+          py::is_operator())
+      .def(
+          "__gt__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::gt, false); },
+          py::is_operator())
+      .def(
+          "__ge__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::ge, false); },
+          py::is_operator())
       .def("__neg__", [](const EagerTensor& x) { return unary(x, &eg::Context::neg); })
       .def("__abs__", [](const EagerTensor& x) { return unary(x, &eg::Context::abs); })
       .def("exp", [](const EagerTensor& x) { return unary(x, &eg::Context::exp); })
@@ -195,66 +247,85 @@ void bind_eager(py::module_& m) {
       .def("conj", [](const EagerTensor& x) { return unary(x, &eg::Context::conj); })
       .def_property_readonly("real", [](const EagerTensor& x) { return unary(x, &eg::Context::real); })
       .def_property_readonly("imag", [](const EagerTensor& x) { return unary(x, &eg::Context::imag); })
-      .def_property_readonly("T", [](const EagerTensor& x) {
-        Shape perm;
-        for (int64_t d = x.rank() - 1; d >= 0; --d) perm.push_back(d);
-        return nogil([&] { return eg::Context::of(x).permute(x, perm); });
-      })
-      .def("transpose", [](const EagerTensor& x, py::args axes) {
-        Shape perm;
-        if (axes.size() == 1 && !py::isinstance<py::int_>(axes[0])) {
-          for (const py::handle a : axes[0]) perm.push_back(a.cast<int64_t>());
-        } else if (axes.size() == 0) {
-          for (int64_t d = x.rank() - 1; d >= 0; --d) perm.push_back(d);
-        } else {
-          for (const py::handle a : axes) perm.push_back(a.cast<int64_t>());
-        }
-        return nogil([&] { return eg::Context::of(x).permute(x, perm); });
-      })
-      .def("reshape", [](const EagerTensor& x, py::args shape) {
-        Shape s;
-        if (shape.size() == 1 && !py::isinstance<py::int_>(shape[0])) {
-          for (const py::handle a : shape[0]) s.push_back(a.cast<int64_t>());
-        } else {
-          for (const py::handle a : shape) s.push_back(a.cast<int64_t>());
-        }
-        // numpy's (row-major) reshape: reverse the axes, reshape column-major to the
-        // reversed shape, reverse back; views where the layout allows, as numpy.
-        Shape rs, rev_in, rev_out;
-        for (size_t i = s.size(); i-- > 0;) rs.push_back(s[i]);
-        for (int64_t d = x.rank() - 1; d >= 0; --d) rev_in.push_back(d);
-        for (int64_t d = static_cast<int64_t>(s.size()) - 1; d >= 0; --d) rev_out.push_back(d);
-        return nogil([&]() -> Result<EagerTensor> {
-          const eg::Context c = eg::Context::of(x);
-          TENFERRO_TRY(EagerTensor flipped, c.permute(x, rev_in));
-          TENFERRO_TRY(EagerTensor r, c.reshape(flipped, rs));
-          return c.permute(r, rev_out);
-        });
-      })
-      .def("astype", [](const EagerTensor& x, const py::object& dt) {
-        const DType d = dtype_from(dt);
-        return nogil([&] { return eg::Context::of(x).astype(x, d); });
-      })
-      .def("sum", [](const EagerTensor& x, const py::object& axis, bool keepdims) {
-        const Shape ax = axes_of(axis, x.rank());
-        return nogil([&] { return eg::Context::of(x).sum(x, ax, keepdims); });
-      }, py::arg("axis") = py::none(), py::arg("keepdims") = false)
-      .def("prod", [](const EagerTensor& x, const py::object& axis, bool keepdims) {
-        const Shape ax = axes_of(axis, x.rank());
-        return nogil([&] { return eg::Context::of(x).prod(x, ax, keepdims); });
-      }, py::arg("axis") = py::none(), py::arg("keepdims") = false)
-      .def("max", [](const EagerTensor& x, const py::object& axis, bool keepdims) {
-        const Shape ax = axes_of(axis, x.rank());
-        return nogil([&] { return eg::Context::of(x).amax(x, ax, keepdims); });
-      }, py::arg("axis") = py::none(), py::arg("keepdims") = false)
-      .def("min", [](const EagerTensor& x, const py::object& axis, bool keepdims) {
-        const Shape ax = axes_of(axis, x.rank());
-        return nogil([&] { return eg::Context::of(x).amin(x, ax, keepdims); });
-      }, py::arg("axis") = py::none(), py::arg("keepdims") = false)
-      .def("mean", [](const EagerTensor& x, const py::object& axis, bool keepdims) {
-        const Shape ax = axes_of(axis, x.rank());
-        return nogil([&] { return eg::Context::of(x).mean(x, ax, keepdims); });
-      }, py::arg("axis") = py::none(), py::arg("keepdims") = false)
+      .def_property_readonly("T",
+                             [](const EagerTensor& x) {
+                               Shape perm;
+                               for (int64_t d = x.rank() - 1; d >= 0; --d) perm.push_back(d);
+                               return nogil([&] { return eg::Context::of(x).permute(x, perm); });
+                             })
+      .def("transpose",
+           [](const EagerTensor& x, py::args axes) {
+             Shape perm;
+             if (axes.size() == 1 && !py::isinstance<py::int_>(axes[0])) {
+               for (const py::handle a : axes[0]) perm.push_back(a.cast<int64_t>());
+             } else if (axes.size() == 0) {
+               for (int64_t d = x.rank() - 1; d >= 0; --d) perm.push_back(d);
+             } else {
+               for (const py::handle a : axes) perm.push_back(a.cast<int64_t>());
+             }
+             return nogil([&] { return eg::Context::of(x).permute(x, perm); });
+           })
+      .def("reshape",
+           [](const EagerTensor& x, py::args shape) {
+             Shape s;
+             if (shape.size() == 1 && !py::isinstance<py::int_>(shape[0])) {
+               for (const py::handle a : shape[0]) s.push_back(a.cast<int64_t>());
+             } else {
+               for (const py::handle a : shape) s.push_back(a.cast<int64_t>());
+             }
+             // numpy's (row-major) reshape: reverse the axes, reshape column-major to the
+             // reversed shape, reverse back; views where the layout allows, as numpy.
+             Shape rs, rev_in, rev_out;
+             for (size_t i = s.size(); i-- > 0;) rs.push_back(s[i]);
+             for (int64_t d = x.rank() - 1; d >= 0; --d) rev_in.push_back(d);
+             for (int64_t d = static_cast<int64_t>(s.size()) - 1; d >= 0; --d) rev_out.push_back(d);
+             return nogil([&]() -> Result<EagerTensor> {
+               const eg::Context c = eg::Context::of(x);
+               TENFERRO_TRY(EagerTensor flipped, c.permute(x, rev_in));
+               TENFERRO_TRY(EagerTensor r, c.reshape(flipped, rs));
+               return c.permute(r, rev_out);
+             });
+           })
+      .def("astype",
+           [](const EagerTensor& x, const py::object& dt) {
+             const DType d = dtype_from(dt);
+             return nogil([&] { return eg::Context::of(x).astype(x, d); });
+           })
+      .def(
+          "sum",
+          [](const EagerTensor& x, const py::object& axis, bool keepdims) {
+            const Shape ax = axes_of(axis, x.rank());
+            return nogil([&] { return eg::Context::of(x).sum(x, ax, keepdims); });
+          },
+          py::arg("axis") = py::none(), py::arg("keepdims") = false)
+      .def(
+          "prod",
+          [](const EagerTensor& x, const py::object& axis, bool keepdims) {
+            const Shape ax = axes_of(axis, x.rank());
+            return nogil([&] { return eg::Context::of(x).prod(x, ax, keepdims); });
+          },
+          py::arg("axis") = py::none(), py::arg("keepdims") = false)
+      .def(
+          "max",
+          [](const EagerTensor& x, const py::object& axis, bool keepdims) {
+            const Shape ax = axes_of(axis, x.rank());
+            return nogil([&] { return eg::Context::of(x).amax(x, ax, keepdims); });
+          },
+          py::arg("axis") = py::none(), py::arg("keepdims") = false)
+      .def(
+          "min",
+          [](const EagerTensor& x, const py::object& axis, bool keepdims) {
+            const Shape ax = axes_of(axis, x.rank());
+            return nogil([&] { return eg::Context::of(x).amin(x, ax, keepdims); });
+          },
+          py::arg("axis") = py::none(), py::arg("keepdims") = false)
+      .def(
+          "mean",
+          [](const EagerTensor& x, const py::object& axis, bool keepdims) {
+            const Shape ax = axes_of(axis, x.rank());
+            return nogil([&] { return eg::Context::of(x).mean(x, ax, keepdims); });
+          },
+          py::arg("axis") = py::none(), py::arg("keepdims") = false)
       .def("item", [](const EagerTensor& x) -> py::object {
         if (x.numel() != 1) throw py::value_error("tenferro: item() needs a tensor with one element");
         return numpy_of(x).attr("item")();
@@ -265,7 +336,9 @@ void bind_eager(py::module_& m) {
     if (operands.empty()) throw py::value_error("tenferro.einsum: no operands");
     return nogil([&] { return eg::Context::of(operands[0]).einsum(subscripts, operands); });
   });
-  m.def("eager_matmul", [](const EagerTensor& a, const EagerTensor& b) { return nogil([&] { return eg::Context::of(a).matmul(a, b); }); });
+  m.def("eager_matmul", [](const EagerTensor& a, const EagerTensor& b) {
+    return nogil([&] { return eg::Context::of(a).matmul(a, b); });
+  });
   m.def("eager_where", [](const EagerTensor& p, const EagerTensor& a, const EagerTensor& b) {
     return nogil([&] { return eg::Context::of(p).where(p, a, b); });
   });

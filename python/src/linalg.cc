@@ -24,10 +24,11 @@ R run(Engine& e, F&& f) {
   std::optional<Result<R>> out;
   {
     py::gil_scoped_release nogil;
-    Result<void> status = e.engine->run(0, cpu::ParallelMode::kInner, [&](cpu::CpuExecutionContext& ctx) -> Result<void> {
-      out.emplace(f(ctx, e.engine->pool(0)));
-      return {};
-    });
+    Result<void> status =
+        e.engine->run(0, cpu::ParallelMode::kInner, [&](cpu::CpuExecutionContext& ctx) -> Result<void> {
+          out.emplace(f(ctx, e.engine->pool(0)));
+          return {};
+        });
     if (!status) out.emplace(status.error());
   }
   return unwrap(std::move(*out));
@@ -71,7 +72,8 @@ void bind_linalg(py::module_& m) {
   m.def("eigh", [](Engine& e, A a, const std::string& uplo, bool vectors) -> py::object {
     const Tensor t = from_numpy(a);
     const la::Uplo u = uplo_of(uplo);
-    if (!vectors) return to_numpy(run<Tensor>(e, [&](auto& ctx, auto& pool) { return la::eigvalsh(ctx, t, u, {}, pool); }));
+    if (!vectors)
+      return to_numpy(run<Tensor>(e, [&](auto& ctx, auto& pool) { return la::eigvalsh(ctx, t, u, {}, pool); }));
     auto r = run<la::EighResult>(e, [&](auto& ctx, auto& pool) { return la::eigh(ctx, t, u, {}, pool); });
     return py::make_tuple(to_numpy(r.values), to_numpy(r.vectors));
   });
@@ -134,10 +136,11 @@ void bind_linalg(py::module_& m) {
     const Tensor t = from_numpy(a);
     Shape ax;
     for (int64_t v : axes) ax.push_back(v);
-    return to_numpy(run<Tensor>(e, [&](auto& ctx, auto& pool) { return la::vector_norm(ctx, t, ord, ax, keepdims, pool); }));
+    return to_numpy(
+        run<Tensor>(e, [&](auto& ctx, auto& pool) { return la::vector_norm(ctx, t, ord, ax, keepdims, pool); }));
   });
-  m.def("truncated_svd", [](Engine& e, A a, std::optional<int64_t> max_rank, double rel_cutoff, const std::string& method,
-                            uint64_t seed, bool gauge) {
+  m.def("truncated_svd", [](Engine& e, A a, std::optional<int64_t> max_rank, double rel_cutoff,
+                            const std::string& method, uint64_t seed, bool gauge) {
     const Tensor t = from_numpy(a);
     la::TruncatedSvdOptions o;
     o.max_rank = max_rank;

@@ -29,7 +29,8 @@ Engine make_engine(std::optional<int> threads, size_t plan_capacity) {
   auto topo = unwrap(cpu::CpuTopology::discover());
   const int available = static_cast<int>(topo.allowed_cpus.size());
   const int n = threads.value_or(available);
-  if (n < 1 || n > 1024) throw py::value_error("tenferro.Engine: threads must be in [1, 1024], got " + std::to_string(n));
+  if (n < 1 || n > 1024)
+    throw py::value_error("tenferro.Engine: threads must be in [1, 1024], got " + std::to_string(n));
   cpu::CpuEngineConfig cfg;
   std::vector<int> cpus = topo.allowed_cpus;
   if (static_cast<int>(cpus.size()) > n) cpus.resize(static_cast<size_t>(n));
@@ -66,7 +67,8 @@ einsum::PathPolicy path_policy(const py::object& optimize, size_t operands) {
     std::vector<int32_t> entry;
     for (const py::handle i : step) {
       const auto v = i.cast<int64_t>();
-      if (v < 0 || v > (int64_t{1} << 30)) throw py::value_error("tenferro.einsum: path position " + std::to_string(v) + " is out of range");
+      if (v < 0 || v > (int64_t{1} << 30))
+        throw py::value_error("tenferro.einsum: path position " + std::to_string(v) + " is out of range");
       entry.push_back(static_cast<int32_t>(v));
     }
     pairs.push_back(std::move(entry));
@@ -116,8 +118,8 @@ std::optional<std::string> mirrored_subscripts(const einsum::EinsumSpec& spec) {
     for (auto it = labels.rbegin(); it != labels.rend(); ++it) {
       const einsum::Label l = *it;
       // Labels format_label cannot write back as one code point stay unmirrored.
-      if (l >= kEllipsisBase || (l >= 0 && (l < 0x21 || l == ',' || l == '-' || l == '>' || l == '.' ||
-                                            (l >= 0xD800 && l <= 0xDFFF)))) {
+      if (l >= kEllipsisBase ||
+          (l >= 0 && (l < 0x21 || l == ',' || l == '-' || l == '>' || l == '.' || (l >= 0xD800 && l <= 0xDFFF)))) {
         return false;
       }
       out.append(einsum::format_label(l >= 0 ? l : kEllipsisBase + (-l - 1)));  // UTF-8 of the code point
@@ -142,8 +144,9 @@ Tensor reversed(const Tensor& t) {
 // Plans `subscripts` over `operands`, mirrored when that is faster (Note [Row-major
 // operands]); on return `operands` are the tensors to pass to the plan and `mirrored`
 // says whether the plan's result (and an out= destination) is the reversed one.
-std::shared_ptr<const einsum::EinsumPlan> plan_for(Engine& e, std::string_view subscripts, std::vector<Tensor>& operands,
-                                                   DType dtype, const einsum::PathPolicy& policy, bool& mirrored) {
+std::shared_ptr<const einsum::EinsumPlan> plan_for(Engine& e, std::string_view subscripts,
+                                                   std::vector<Tensor>& operands, DType dtype,
+                                                   const einsum::PathPolicy& policy, bool& mirrored) {
   std::vector<Shape> shapes;
   shapes.reserve(operands.size());
   mirrored = false;
@@ -206,8 +209,8 @@ Prepared prepare(Engine& e, const std::string& subscripts, const py::list& array
 // which the Python layer then handles (promotion, array-likes, interleaved form, out=).
 constexpr double kInlineFlops = 16384;
 
-Result<void> execute(Engine& e, const std::shared_ptr<const einsum::EinsumPlan>& plan_ptr, std::span<const Tensor> operands,
-                     Tensor* dst, Tensor& result) {
+Result<void> execute(Engine& e, const std::shared_ptr<const einsum::EinsumPlan>& plan_ptr,
+                     std::span<const Tensor> operands, Tensor* dst, Tensor& result) {
   const einsum::EinsumPlan& plan = *plan_ptr;
   WorkspacePool::Entry ws = e.workspaces->take(plan_ptr);
   auto body = [&](const cpu::CpuExecutionContext& ctx) -> Result<void> {
@@ -217,7 +220,8 @@ Result<void> execute(Engine& e, const std::shared_ptr<const einsum::EinsumPlan>&
   };
   Result<void> status;
   if (plan.cost().flops <= kInlineFlops) {
-    cpu::CpuExecutionContext ctx(nullptr, cpu::ParallelMode::kSequential, 1, e.engine->config().batch, &e.engine->caps());
+    cpu::CpuExecutionContext ctx(nullptr, cpu::ParallelMode::kSequential, 1, e.engine->config().batch,
+                                 &e.engine->caps());
     status = body(ctx);
   } else {
     py::gil_scoped_release nogil;
@@ -249,7 +253,8 @@ py::object run_einsum(Engine& e, const std::string& subscripts, const py::list& 
 
 py::object einsum_fast(Engine& e, const py::tuple& args, const py::object& optimize) {
   const auto n = args.size();
-  if (n < 2 || !PyUnicode_Check(args[0].ptr()) || !PyUnicode_Check(optimize.ptr())) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+  if (n < 2 || !PyUnicode_Check(args[0].ptr()) || !PyUnicode_Check(optimize.ptr()))
+    return py::reinterpret_borrow<py::object>(Py_NotImplemented);
   Py_ssize_t len = 0;
   const char* text = PyUnicode_AsUTF8AndSize(args[0].ptr(), &len);
   if (text == nullptr) throw py::error_already_set();
@@ -311,7 +316,9 @@ PYBIND11_MODULE(_tenferro, m) {
   tp::register_error_translator();
 
   py::class_<tp::Engine>(m, "Engine")
-      .def(py::init([](std::optional<int> threads, size_t plan_capacity) { return tp::make_engine(threads, plan_capacity); }),
+      .def(py::init([](std::optional<int> threads, size_t plan_capacity) {
+             return tp::make_engine(threads, plan_capacity);
+           }),
            py::arg("threads") = py::none(), py::arg("plan_capacity") = 256)
       .def_property_readonly("threads", [](const tp::Engine& e) { return e.threads; })
       .def("plan_cache_stats",
@@ -350,7 +357,8 @@ PYBIND11_MODULE(_tenferro, m) {
       .def_property_readonly("writable", [](const Tensor& t) { return t.storage()->writable(); })
       .def("numpy", [](const Tensor& t) { return tp::to_numpy(t); });
 
-  m.def("from_numpy", [](const py::array& a) { return tp::from_numpy(a); }, py::arg("array"));
+  m.def(
+      "from_numpy", [](const py::array& a) { return tp::from_numpy(a); }, py::arg("array"));
   py::module_ linalg = m.def_submodule("linalg", "linalg bindings (use tenferro.linalg)");
   tp::bind_linalg(linalg);
   tp::bind_eager(m);

@@ -45,7 +45,7 @@ Result<IsaLevel> parse_isa(std::string_view text) {
 bool openblas_core_tuned(std::string_view core, IsaLevel cpu_level) noexcept {
   if (cpu_level == IsaLevel::kScalar) return true;  // SSE kernels are the best there is
   // OpenBLAS cores whose kernels use AVX2/FMA (or AVX-512).
-  constexpr std::array<std::string_view, 6> kVectorCores = {"haswell", "zen", "skylakex", "cooperlake",
+  constexpr std::array<std::string_view, 6> kVectorCores = {"haswell",        "zen",      "skylakex", "cooperlake",
                                                             "sapphirerapids", "excavator"};
   std::string lower(core);
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -95,8 +95,9 @@ void probe_cpuid(CpuCaps& caps) {
     const auto base_family = static_cast<int32_t>((a >> 8) & 0xf);
     const auto base_model = static_cast<int32_t>((a >> 4) & 0xf);
     caps.cpu_family = base_family == 0xf ? base_family + static_cast<int32_t>((a >> 20) & 0xff) : base_family;
-    caps.cpu_model_id = base_family == 0x6 || base_family == 0xf ? base_model + (static_cast<int32_t>((a >> 16) & 0xf) << 4)
-                                                                 : base_model;
+    caps.cpu_model_id = base_family == 0x6 || base_family == 0xf
+                            ? base_model + (static_cast<int32_t>((a >> 16) & 0xf) << 4)
+                            : base_model;
   }
   unsigned max_ext = __get_cpuid_max(0x80000000u, nullptr);
   if (max_ext >= 0x80000004u) {

@@ -34,7 +34,7 @@ TEST(CpuCaps, OpenBlasCoresBelowTheCpusIsaAreNotTrusted) {
   EXPECT_FALSE(openblas_core_tuned("Core2", IsaLevel::kAvx512));
   EXPECT_FALSE(openblas_core_tuned("Nehalem", IsaLevel::kAvx2));
   EXPECT_FALSE(openblas_core_tuned("Sandybridge", IsaLevel::kAvx2));  // AVX without FMA
-  EXPECT_TRUE(openblas_core_tuned("Prescott", IsaLevel::kScalar));   // nothing better there
+  EXPECT_TRUE(openblas_core_tuned("Prescott", IsaLevel::kScalar));    // nothing better there
   EXPECT_TRUE(openblas_core_tuned("Haswell", IsaLevel::kAvx2));
   EXPECT_TRUE(openblas_core_tuned("Haswell", IsaLevel::kAvx512));
   EXPECT_TRUE(openblas_core_tuned("SKYLAKEX", IsaLevel::kAvx512));
@@ -116,10 +116,12 @@ TEST(CpuCaps, EnginesProbeOnceOrTakeTheConfiguredCaps) {
   EXPECT_EQ((*configured)->caps(), slow);
   // Contexts the engine enters plan with the engine's caps.
   bool seen = false;
-  ASSERT_TRUE((*configured)->run((*configured)->domains()[0].id, ParallelMode::kSequential, [&](CpuExecutionContext& ctx) -> Result<void> {
-    seen = !ctx.caps().blis_tuned && !ctx.caps().openblas_tuned;
-    return {};
-  }));
+  ASSERT_TRUE((*configured)
+                  ->run((*configured)->domains()[0].id, ParallelMode::kSequential,
+                        [&](CpuExecutionContext& ctx) -> Result<void> {
+                          seen = !ctx.caps().blis_tuned && !ctx.caps().openblas_tuned;
+                          return {};
+                        }));
   EXPECT_TRUE(seen);
 }
 
