@@ -10,6 +10,7 @@
 #include "tenferro/test_support/strided.h"
 
 #include <random>
+#include <thread>
 
 #include "gemm.h"
 
@@ -1584,6 +1585,54 @@ TEST(DotGeneral, BooleanSemiringMatchesNaiveCounts) {
   EXPECT_GT(checked, 2000);
   EXPECT_GT(trues, checked / 5);          // both values occur
   EXPECT_LT(trues, checked - checked / 5);
+}
+
+}  // namespace
+}  // namespace tenferro::cpu
+
+extern "C" int openblas_get_num_threads(void);
+extern "C" void openblas_set_num_threads(int);
+
+namespace tenferro::cpu {
+namespace {
+
+// Note [OpenBLAS threads]: whatever counts the library's OpenBLAS calls need, the
+// process's own setting is back once they finished, also after concurrent calls from
+// two engines with different budgets.
+TEST(DotGeneral, OpenBlasThreadCountIsGivenBack) {
+  const int original = openblas_get_num_threads();
+  openblas_set_num_threads(3);
+  ASSERT_EQ(openblas_get_num_threads(), 3);
+  Tensor lhs = Tensor::random_normal(DType::kF64, {64, 48, 4}, 1).value();
+  Tensor rhs = Tensor::random_normal(DType::kF64, {48, 40, 4}, 2).value();
+  Config c;
+  c.lhs_shape = lhs.shape();
+  c.rhs_shape = rhs.shape();
+  c.dims.lhs_batch = {2};
+  c.dims.rhs_batch = {2};
+  c.dims.lhs_contracting = {1};
+  c.dims.rhs_contracting = {0};
+  auto run = [&](int threads, BatchPolicy policy) {
+    auto executor = make_tbb_executor(threads).value();
+    executor->install([&] {
+      CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
+      DotOptions opt;
+      opt.provider = GemmProvider::kOpenBlas;
+      opt.batch_policy = policy;
+      auto out = dot_general(ctx, lhs, rhs, c.dims, opt);
+      ASSERT_TRUE(out) << out.error().to_string();
+      expect_real_product(lhs, rhs, c, *out);
+    });
+  };
+  run(2, BatchPolicy::kSequential);     // one-thread OpenBLAS calls
+  EXPECT_EQ(openblas_get_num_threads(), 3);
+  run(2, BatchPolicy::kProviderItems);  // OpenBLAS with its own two threads
+  EXPECT_EQ(openblas_get_num_threads(), 3);
+  std::thread other([&] { run(1, BatchPolicy::kSequential); });  // a second engine at once
+  run(2, BatchPolicy::kProviderItems);
+  other.join();
+  EXPECT_EQ(openblas_get_num_threads(), 3);
+  openblas_set_num_threads(original);
 }
 
 }  // namespace

@@ -23,21 +23,34 @@
 namespace tenferro::cpu::detail {
 
 // Note [OpenBLAS threads]: OpenBLAS controls its thread count only globally
-// (openblas_set_num_threads). The provider sets it before a call when it differs from
-// the requested budget; concurrent callers with different budgets would race on that
-// global, so the engine runs OpenBLAS with several threads only in kInner mode, never
-// from several outer workers at once (capability "global thread control"). Outer
-// workers that all run it on one thread (einsum lanes, Note [Einsum lanes]) agree on
-// the setting: the first sets it under the mutex, the others then find it set, and
-// OpenBLAS runs a one-thread call on the caller's thread. dot_general's automatic
-// routes only make one-thread calls (Note [OpenBLAS pieces] in dot_general.cc), so
-// OpenBLAS's own threads run only for products forced to provider openblas.
+// (openblas_set_num_threads). Every OpenBLAS call of the library runs inside an
+// OpenBlasThreads scope: the first scope to begin saves the process's setting, each
+// scope sets the count it needs when it differs, and the last scope to end restores the
+// saved setting, so nothing outside tenferro (numpy in a Python process, the
+// application's own BLAS calls) ever sees the count tenferro chose once no tenferro
+// OpenBLAS call is running. While calls run, concurrent callers with different budgets
+// would race on that global, so the engine runs OpenBLAS with several threads only in
+// kInner mode, never from several outer workers at once (capability "global thread
+// control"); outer workers that all run it on one thread (einsum lanes, Note [Einsum
+// lanes]) agree on the setting, and OpenBLAS runs a one-thread call on the caller's
+// thread. dot_general's automatic routes only make one-thread calls (Note [OpenBLAS
+// pieces] in dot_general.cc), so OpenBLAS's own threads run only for products forced to
+// provider openblas. The bookkeeping is one short lock per call, never held across it.
+// Why not Debian's serial OpenBLAS: it cannot be loaded next to the threaded build that
+// numpy and LAPACKE use in the same process (one set of symbols), and a process-wide
+// switch to it would leave products forced to provider openblas without threads.
 
 namespace {
 
-std::mutex& openblas_mutex() {
-  static std::mutex m;  // immutable identity; serializes the global thread setting
-  return m;
+struct ThreadState {
+  std::mutex mu;      // serializes the global thread setting and the counters below
+  int active = 0;     // scopes alive in the process
+  int saved = 0;      // the process's own setting, saved by the first scope
+};
+
+ThreadState& thread_state() {
+  static ThreadState s;  // mirrors OpenBLAS's own process-global setting
+  return s;
 }
 
 }  // namespace
@@ -46,11 +59,24 @@ std::mutex& openblas_mutex() {
 
 namespace tenferro::cpu {
 
+OpenBlasThreads::OpenBlasThreads(int threads) {
+  detail::ThreadState& st = detail::thread_state();
+  std::lock_guard lock(st.mu);
+  if (st.active++ == 0) st.saved = openblas_get_num_threads();
+  if (openblas_get_num_threads() != threads) openblas_set_num_threads(threads);
+}
+
+OpenBlasThreads::~OpenBlasThreads() {
+  detail::ThreadState& st = detail::thread_state();
+  std::lock_guard lock(st.mu);
+  if (--st.active == 0 && openblas_get_num_threads() != st.saved) openblas_set_num_threads(st.saved);
+}
+
 void set_openblas_threads(int threads) {
-  if (openblas_get_num_threads() != threads) {
-    std::lock_guard lock(detail::openblas_mutex());
-    if (openblas_get_num_threads() != threads) openblas_set_num_threads(threads);
-  }
+  detail::ThreadState& st = detail::thread_state();
+  std::lock_guard lock(st.mu);
+  if (st.active > 0) st.saved = threads;  // the setting to come back to
+  if (openblas_get_num_threads() != threads) openblas_set_num_threads(threads);
 }
 
 }  // namespace tenferro::cpu
@@ -181,7 +207,7 @@ bool gemm_openblas(const GemmArgs<T>& g, int threads) {
       tb = tb == CblasConjNoTrans ? CblasNoTrans : tb == CblasConjTrans ? CblasTrans : tb;
     }
   }
-  set_openblas_threads(threads);
+  const OpenBlasThreads scope(threads);
   const auto m = static_cast<blasint>(x.m), n = static_cast<blasint>(x.n), k = static_cast<blasint>(x.k);
   if constexpr (std::is_same_v<T, float>) {
     cblas_sgemm(CblasColMajor, ta, tb, m, n, k, x.alpha, x.a, static_cast<blasint>(lda), x.b,

@@ -3,6 +3,7 @@
 // items (offsets, broadcasting), strided matrix copies, per-lane scratch, the lane
 // driver that executes a Route, and item-failure collection.
 
+#include <optional>
 #include <algorithm>
 #include <climits>
 #include <complex>
@@ -196,13 +197,14 @@ class Failures {
 Error item_error(ErrorCode code, const char* op, const Batch& batch, int64_t item, const std::string& what);
 
 /// Executes a route: f(begin, end, lane) over contiguous item ranges, one range per
-/// lane (outer-parallel) or the whole batch on the calling worker. Sets OpenBLAS's
-/// thread count first (1 for lanes, provider_threads otherwise).
+/// lane (outer-parallel) or the whole batch on the calling worker. OpenBLAS's thread
+/// count is held for the run (1 for lanes, provider_threads otherwise) and given back
+/// afterwards (cpu::OpenBlasThreads).
 template <class F>
 void run_items(const CpuExecutionContext& ctx, const Route& route, int64_t items, F&& f) {
   if (items <= 0) return;
   if (route.policy == BatchPolicy::kOuterParallel && route.lanes > 1) {
-    cpu::set_openblas_threads(1);
+    const cpu::OpenBlasThreads scope(1);  // the lanes' OpenBLAS calls run on their own thread
     const int64_t lanes = route.lanes;
     ctx.parallel_for(lanes, 1, [&](int64_t b, int64_t e) {
       for (int64_t lane = b; lane < e; ++lane) {
@@ -211,7 +213,8 @@ void run_items(const CpuExecutionContext& ctx, const Route& route, int64_t items
     });
     return;
   }
-  if (route.kernel == Kernel::kLapack) cpu::set_openblas_threads(std::max(1, route.provider_threads));
+  std::optional<cpu::OpenBlasThreads> scope;
+  if (route.kernel == Kernel::kLapack) scope.emplace(std::max(1, route.provider_threads));
   f(0, items, 0);
 }
 
