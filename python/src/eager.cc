@@ -190,61 +190,13 @@ void bind_eager(py::module_& m) {
            })
       .def("__getitem__", &index)
       .def(
-          "__add__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::add, false); },
-          py::is_operator())
-      .def(
-          "__radd__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::add, true); },
-          py::is_operator())
-      .def(
-          "__sub__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::sub, false); },
-          py::is_operator())
-      .def(
-          "__rsub__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::sub, true); },
-          py::is_operator())
-      .def(
-          "__mul__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::mul, false); },
-          py::is_operator())
-      .def(
-          "__rmul__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::mul, true); },
-          py::is_operator())
-      .def(
-          "__truediv__",
-          [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::div, false); },
-          py::is_operator())
-      .def(
-          "__rtruediv__",
-          [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::div, true); },
-          py::is_operator())
-      .def(
-          "__pow__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::pow, false); },
-          py::is_operator())
-      .def(
           "__matmul__",
           [](const EagerTensor& x, const EagerTensor& y) {
             return nogil([&] { return eg::Context::of(x).matmul(x, y); });
           },
           py::is_operator())
-      .def(
-          "__lt__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::lt, false); },
-          py::is_operator())
-      .def(
-          "__le__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::le, false); },
-          py::is_operator())
-      .def(
-          "__gt__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::gt, false); },
-          py::is_operator())
-      .def(
-          "__ge__", [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::ge, false); },
-          py::is_operator())
       .def("__neg__", [](const EagerTensor& x) { return unary(x, &eg::Context::neg); })
       .def("__abs__", [](const EagerTensor& x) { return unary(x, &eg::Context::abs); })
-      .def("exp", [](const EagerTensor& x) { return unary(x, &eg::Context::exp); })
-      .def("log", [](const EagerTensor& x) { return unary(x, &eg::Context::log); })
-      .def("sin", [](const EagerTensor& x) { return unary(x, &eg::Context::sin); })
-      .def("cos", [](const EagerTensor& x) { return unary(x, &eg::Context::cos); })
-      .def("tanh", [](const EagerTensor& x) { return unary(x, &eg::Context::tanh); })
-      .def("sqrt", [](const EagerTensor& x) { return unary(x, &eg::Context::sqrt); })
-      .def("conj", [](const EagerTensor& x) { return unary(x, &eg::Context::conj); })
       .def_property_readonly("real", [](const EagerTensor& x) { return unary(x, &eg::Context::real); })
       .def_property_readonly("imag", [](const EagerTensor& x) { return unary(x, &eg::Context::imag); })
       .def_property_readonly("T",
@@ -291,46 +243,56 @@ void bind_eager(py::module_& m) {
              const DType d = dtype_from(dt);
              return nogil([&] { return eg::Context::of(x).astype(x, d); });
            })
-      .def(
-          "sum",
-          [](const EagerTensor& x, const py::object& axis, bool keepdims) {
-            const Shape ax = axes_of(axis, x.rank());
-            return nogil([&] { return eg::Context::of(x).sum(x, ax, keepdims); });
-          },
-          py::arg("axis") = py::none(), py::arg("keepdims") = false)
-      .def(
-          "prod",
-          [](const EagerTensor& x, const py::object& axis, bool keepdims) {
-            const Shape ax = axes_of(axis, x.rank());
-            return nogil([&] { return eg::Context::of(x).prod(x, ax, keepdims); });
-          },
-          py::arg("axis") = py::none(), py::arg("keepdims") = false)
-      .def(
-          "max",
-          [](const EagerTensor& x, const py::object& axis, bool keepdims) {
-            const Shape ax = axes_of(axis, x.rank());
-            return nogil([&] { return eg::Context::of(x).amax(x, ax, keepdims); });
-          },
-          py::arg("axis") = py::none(), py::arg("keepdims") = false)
-      .def(
-          "min",
-          [](const EagerTensor& x, const py::object& axis, bool keepdims) {
-            const Shape ax = axes_of(axis, x.rank());
-            return nogil([&] { return eg::Context::of(x).amin(x, ax, keepdims); });
-          },
-          py::arg("axis") = py::none(), py::arg("keepdims") = false)
-      .def(
-          "mean",
-          [](const EagerTensor& x, const py::object& axis, bool keepdims) {
-            const Shape ax = axes_of(axis, x.rank());
-            return nogil([&] { return eg::Context::of(x).mean(x, ax, keepdims); });
-          },
-          py::arg("axis") = py::none(), py::arg("keepdims") = false)
       .def("item", [](const EagerTensor& x) -> py::object {
         if (x.numel() != 1) throw py::value_error("tenferro: item() needs a tensor with one element");
         return numpy_of(x).attr("item")();
       });
   t.attr("__hash__") = py::none();
+  // Arithmetic and comparison operators; "__r*__" forms swap the operands.
+  struct BinaryOperator {
+    const char* name;
+    Binary op;
+    bool reflected;
+  };
+  const BinaryOperator binaries[] = {
+      {"__add__", &eg::Context::add, false},     {"__radd__", &eg::Context::add, true},
+      {"__sub__", &eg::Context::sub, false},     {"__rsub__", &eg::Context::sub, true},
+      {"__mul__", &eg::Context::mul, false},     {"__rmul__", &eg::Context::mul, true},
+      {"__truediv__", &eg::Context::div, false}, {"__rtruediv__", &eg::Context::div, true},
+      {"__pow__", &eg::Context::pow, false},     {"__lt__", &eg::Context::lt, false},
+      {"__le__", &eg::Context::le, false},       {"__gt__", &eg::Context::gt, false},
+      {"__ge__", &eg::Context::ge, false}};
+  for (const BinaryOperator& b : binaries) {
+    t.def(
+        b.name,
+        [op = b.op, reflected = b.reflected](const EagerTensor& x, const py::object& y) {
+          return binary(x, y, op, reflected);
+        },
+        py::is_operator());
+  }
+  // Reductions over `axis` (None, an int or a sequence) with numpy's keepdims.
+  using Reduce = Result<EagerTensor> (eg::Context::*)(const EagerTensor&, Dims, bool) const;
+  const std::pair<const char*, Reduce> reductions[] = {{"sum", &eg::Context::sum},
+                                                       {"prod", &eg::Context::prod},
+                                                       {"max", &eg::Context::amax},
+                                                       {"min", &eg::Context::amin},
+                                                       {"mean", &eg::Context::mean}};
+  for (const auto& [name, op] : reductions) {
+    t.def(
+        name,
+        [op = op](const EagerTensor& x, const py::object& axis, bool keepdims) {
+          const Shape ax = axes_of(axis, x.rank());
+          return nogil([&] { return (eg::Context::of(x).*op)(x, ax, keepdims); });
+        },
+        py::arg("axis") = py::none(), py::arg("keepdims") = false);
+  }
+  const std::pair<const char*, Unary> unaries[] = {{"exp", &eg::Context::exp},   {"log", &eg::Context::log},
+                                                   {"sin", &eg::Context::sin},   {"cos", &eg::Context::cos},
+                                                   {"tanh", &eg::Context::tanh}, {"sqrt", &eg::Context::sqrt},
+                                                   {"conj", &eg::Context::conj}};
+  for (const auto& [name, op] : unaries) {
+    t.def(name, [op = op](const EagerTensor& x) { return unary(x, op); });
+  }
 
   m.def("eager_einsum", [](const std::string& subscripts, const std::vector<EagerTensor>& operands) {
     if (operands.empty()) throw py::value_error("tenferro.einsum: no operands");
