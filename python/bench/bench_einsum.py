@@ -25,9 +25,9 @@ import numpy as np
 import tenferro
 
 
-def per_call(rounds=7, number=20000):
+def per_call(eng, rounds=7, number=20000):
     a, b = np.random.rand(2, 2), np.random.rand(2, 2)
-    cands = {"tenferro": lambda: tenferro.einsum("ij,jk->ik", a, b),
+    cands = {"tenferro": lambda: tenferro.einsum("ij,jk->ik", a, b, engine=eng),
              "numpy": lambda: np.einsum("ij,jk->ik", a, b)}
     try:
         import torch
@@ -58,7 +58,8 @@ def load(path):
     return d.get("name", os.path.splitext(os.path.basename(path))[0]), d["format_string"], shapes, dtype, paths
 
 
-def instance(path, threads, cli, runs):
+def instance(path, eng, cli, runs):
+    threads = eng.threads
     name, subs, shapes, dtype, paths = load(path)
     rng = np.random.default_rng(1)
     arrays = []
@@ -69,7 +70,6 @@ def instance(path, threads, cli, runs):
         arrays.append(np.ascontiguousarray(x, dtype=dtype))
     p = paths.get("opt_flops", {}).get("path")
     optimize = [tuple(step) for step in p] if p else "greedy"
-    eng = tenferro.Engine(threads=threads)
     for _ in range(3):  # plan, lane schedule, pool and thread warm-up
         tenferro.einsum(subs, *arrays, optimize=optimize, engine=eng)
     times = []
@@ -101,13 +101,16 @@ def main():
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     rows = []
-    pc = per_call()
+    # One engine for the whole run, as the CLI has (a second engine's idle workers would
+    # share the cores).
+    eng = tenferro.Engine(threads=args.threads)
+    pc = per_call(eng)
     rows.append({"case": "per-call 2x2 ij,jk->ik", **{k + "_us": v for k, v in pc.items()}})
     files = []
     for p in args.instances:
         files += sorted(os.path.join(p, f) for f in os.listdir(p) if f.endswith(".json")) if os.path.isdir(p) else [p]
     for f in files:
-        rows.append(instance(f, args.threads, args.cli, args.runs))
+        rows.append(instance(f, eng, args.cli, args.runs))
     if args.json:
         for r in rows:
             print(json.dumps(r))

@@ -121,4 +121,87 @@ py::array to_numpy(const Tensor& tensor) {
   return py::reinterpret_steal<py::array>(arr.release());
 }
 
+// Note [DLPack export]: the structures of the DLPack exchange format (dlpack.h, ABI of
+// the "dltensor" capsule protocol that numpy.from_dlpack and torch.from_dlpack read),
+// declared here because Debian ships no dlpack header. Strides are in elements.
+namespace {
+struct DLDevice {
+  int32_t device_type;  // 1: CPU
+  int32_t device_id;
+};
+struct DLDataType {
+  uint8_t code;  // 0 int, 1 uint, 2 float, 5 complex, 6 bool
+  uint8_t bits;
+  uint16_t lanes;
+};
+struct DLTensor {
+  void* data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t* shape;
+  int64_t* strides;
+  uint64_t byte_offset;
+};
+struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensor* self);
+};
+
+// Owns what the exported DLTensor points into: the tensor handle (its storage) and the
+// shape/stride arrays.
+struct DLHolder {
+  Tensor tensor;
+  std::vector<int64_t> shape, strides;
+  DLManagedTensor managed{};
+};
+
+void dl_delete(DLManagedTensor* self) { delete static_cast<DLHolder*>(self->manager_ctx); }
+
+DLDataType dl_dtype(DType d) {
+  switch (d) {
+    case DType::kBool: return {6, 8, 1};
+    case DType::kI32: return {0, 32, 1};
+    case DType::kI64: return {0, 64, 1};
+    case DType::kF32: return {2, 32, 1};
+    case DType::kF64: return {2, 64, 1};
+    case DType::kC64: return {5, 64, 1};
+    case DType::kC128: return {5, 128, 1};
+  }
+  return {0, 0, 0};
+}
+}  // namespace
+
+py::capsule to_dlpack(const Tensor& tensor) {
+  auto holder = std::make_unique<DLHolder>();
+  holder->tensor = tensor;
+  holder->shape.assign(tensor.shape().begin(), tensor.shape().end());
+  holder->strides.assign(tensor.strides().begin(), tensor.strides().end());
+  DLTensor& dl = holder->managed.dl_tensor;
+  dl.data = tensor.storage()->data();
+  dl.device = {1, 0};
+  dl.ndim = static_cast<int32_t>(tensor.rank());
+  dl.dtype = dl_dtype(tensor.dtype());
+  dl.shape = holder->shape.data();
+  dl.strides = holder->strides.data();
+  dl.byte_offset = static_cast<uint64_t>(tensor.offset() * dtype_size(tensor.dtype()));
+  holder->managed.manager_ctx = holder.get();
+  holder->managed.deleter = &dl_delete;
+  DLManagedTensor* managed = &holder.release()->managed;
+  // An unconsumed capsule frees the export itself; a consumer renames it to
+  // "used_dltensor" and calls the deleter when done.
+  PyObject* cap = PyCapsule_New(managed, "dltensor", [](PyObject* c) {
+    if (PyCapsule_IsValid(c, "dltensor")) {
+      auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(c, "dltensor"));
+      m->deleter(m);
+    }
+  });
+  if (cap == nullptr) {
+    managed->deleter(managed);
+    throw py::error_already_set();
+  }
+  return py::reinterpret_steal<py::capsule>(cap);
+}
+
 }  // namespace tenferro::python

@@ -65,4 +65,9 @@ py::dtype numpy_dtype(DType d);
 /// kept alive by the array. Read-only storage gives a read-only array.
 py::array to_numpy(const Tensor& tensor);
 
+/// A DLPack capsule ("dltensor", DLManagedTensor) over `tensor`'s memory (no copy; the
+/// storage stays alive until the consumer calls the deleter, or the unconsumed capsule
+/// dies). For `__dlpack__`.
+py::capsule to_dlpack(const Tensor& tensor);
+
 }  // namespace tenferro::python

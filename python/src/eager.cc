@@ -175,6 +175,10 @@ void bind_eager(py::module_& m) {
       .def_property_readonly("dtype", [](const EagerTensor& x) { return numpy_dtype(x.dtype()); })
       .def("numpy", &numpy_of)
       .def(
+          "__dlpack__", [](const EagerTensor& x, const py::object&) { return to_dlpack(unwrap(eg::to_host(x))); },
+          py::arg("stream") = py::none())
+      .def("__dlpack_device__", [](const EagerTensor&) { return py::make_tuple(1, 0); })
+      .def(
           "__array__",
           [](const EagerTensor& x, const py::object& dtype, const py::object&) {
             py::array a = numpy_of(x);

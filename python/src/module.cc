@@ -355,7 +355,11 @@ PYBIND11_MODULE(_tenferro, m) {
                              })
       .def_property_readonly("dtype", [](const Tensor& t) { return std::string(tenferro::dtype_name(t.dtype())); })
       .def_property_readonly("writable", [](const Tensor& t) { return t.storage()->writable(); })
-      .def("numpy", [](const Tensor& t) { return tp::to_numpy(t); });
+      .def("numpy", [](const Tensor& t) { return tp::to_numpy(t); })
+      .def(
+          "__dlpack__", [](const Tensor& t, const py::object&) { return tp::to_dlpack(t); },
+          py::arg("stream") = py::none())
+      .def("__dlpack_device__", [](const Tensor&) { return py::make_tuple(1, 0); });
 
   m.def(
       "from_numpy", [](const py::array& a) { return tp::from_numpy(a); }, py::arg("array"));

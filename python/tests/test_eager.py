@@ -62,3 +62,18 @@ def test_errors_are_typed(rt):
     with pytest.raises(TypeError):
         rt.tensor(np.ones(3, dtype=np.float16))
     np.testing.assert_allclose((x.astype("float32") * 2).numpy(), np.full((2, 3), 2, dtype=np.float32))
+
+
+def test_dlpack_export_shares_memory(rt):
+    """numpy.from_dlpack reads tenferro tensors without copying (DLPack CPU export)."""
+    for dtype in (np.int32, np.int64, np.float32, np.float64, np.complex64, np.complex128):
+        a = (np.arange(12).reshape(3, 4) * 3).astype(dtype)
+        for src in (rt.tensor(a), rt.tensor(a).T, tenferro.from_numpy(a[::-1, ::2])):
+            got = np.from_dlpack(src)
+            want = np.asarray(src)
+            np.testing.assert_array_equal(got, want)
+            assert np.shares_memory(got, a)
+    x = rt.tensor(np.ones((2, 2)))
+    assert x.__dlpack_device__() == (1, 0)
+    cap = x.__dlpack__()  # never consumed: freed with the capsule
+    del cap
