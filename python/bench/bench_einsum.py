@@ -58,8 +58,10 @@ def load(path):
     return d.get("name", os.path.splitext(os.path.basename(path))[0]), d["format_string"], shapes, dtype, paths
 
 
-def instance(path, eng, cli, runs):
-    threads = eng.threads
+def instance(path, threads, cli, runs):
+    # A fresh engine per instance (an empty buffer pool, as the CLI clears its pool per
+    # instance); only one engine is alive at a time, so no idle workers share the cores.
+    eng = tenferro.Engine(threads=threads)
     name, subs, shapes, dtype, paths = load(path)
     rng = np.random.default_rng(1)
     arrays = []
@@ -101,16 +103,13 @@ def main():
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     rows = []
-    # One engine for the whole run, as the CLI has (a second engine's idle workers would
-    # share the cores).
-    eng = tenferro.Engine(threads=args.threads)
-    pc = per_call(eng)
+    pc = per_call(tenferro.Engine(threads=args.threads))  # dropped before the instances run
     rows.append({"case": "per-call 2x2 ij,jk->ik", **{k + "_us": v for k, v in pc.items()}})
     files = []
     for p in args.instances:
         files += sorted(os.path.join(p, f) for f in os.listdir(p) if f.endswith(".json")) if os.path.isdir(p) else [p]
     for f in files:
-        rows.append(instance(f, eng, args.cli, args.runs))
+        rows.append(instance(f, args.threads, args.cli, args.runs))
     if args.json:
         for r in rows:
             print(json.dumps(r))
