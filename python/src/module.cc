@@ -35,7 +35,8 @@ Engine make_engine(std::optional<int> threads, size_t plan_capacity) {
   std::vector<int> cpus = topo.allowed_cpus;
   if (static_cast<int>(cpus.size()) > n) cpus.resize(static_cast<size_t>(n));
   cfg.domains = {cpu::CpuDomainConfig{0, cpus, n, nullptr}};
-  cfg.pin_workers = false;  // the Python process owns its threads' placement
+  // Workers pinned to their CPUs as the CLI does (only the engine's own threads).
+  cfg.pin_workers = static_cast<int>(topo.allowed_cpus.size()) >= n;
   Engine e;
   e.engine = unwrap(cpu::CpuEngine::create(cfg, &topo));
   e.plans = std::make_shared<einsum::PlanCache>(plan_capacity);
