@@ -128,14 +128,10 @@ void bind_eager(py::module_& m) {
       .def(py::init([](std::optional<int> threads) {
              eg::EagerConfig cfg;
              if (threads) {
-               auto topo = unwrap(cpu::CpuTopology::discover());
-               std::vector<int> cpus = topo.allowed_cpus;
-               if (*threads < 1 || *threads > 1024)
-                 throw py::value_error("tenferro.Runtime: threads must be in [1, 1024]");
-               if (static_cast<int>(cpus.size()) > *threads) cpus.resize(static_cast<size_t>(*threads));
-               cfg.engine.domains = {cpu::CpuDomainConfig{0, cpus, *threads, nullptr}};
+               const auto topo = unwrap(cpu::CpuTopology::discover());
+               cfg.engine = engine_config(threads, topo, "tenferro.Runtime");
              }
-             cfg.engine.pin_workers = false;
+             cfg.engine.pin_workers = false;  // unchanged: the eager runtime's workers are not pinned
              return unwrap(eg::EagerRuntime::create(cfg));
            }),
            py::arg("threads") = py::none())

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include <pybind11/pybind11.h>
@@ -68,6 +69,11 @@ struct Engine {
   std::shared_ptr<WorkspacePool> workspaces = std::make_shared<WorkspacePool>();
   int threads = 1;
 };
+
+/// Engine configuration for `threads` workers (default: every CPU the process may use) in
+/// one domain on the first allowed CPUs, pinned when there are enough CPUs (as the CLI's
+/// engines). `what` names the caller in the ValueError for a count outside [1, 1024].
+cpu::CpuEngineConfig engine_config(std::optional<int> threads, const cpu::CpuTopology& topo, const char* what);
 
 void bind_linalg(pybind11::module_& m);
 void bind_eager(pybind11::module_& m);

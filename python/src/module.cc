@@ -21,26 +21,32 @@
 #include "tenferro/einsum_cpu/einsum.h"
 
 namespace tenferro::python {
-namespace {
 
-// A CPU engine with one domain of `threads` workers and its einsum plan cache. Owned by
-// Python objects (no global engine); thread-safe, so several Python threads may call it.
-Engine make_engine(std::optional<int> threads, size_t plan_capacity) {
-  auto topo = unwrap(cpu::CpuTopology::discover());
-  const int available = static_cast<int>(topo.allowed_cpus.size());
-  const int n = threads.value_or(available);
-  if (n < 1 || n > 1024)
-    throw py::value_error("tenferro.Engine: threads must be in [1, 1024], got " + std::to_string(n));
+cpu::CpuEngineConfig engine_config(std::optional<int> threads, const cpu::CpuTopology& topo, const char* what) {
+  const int n = threads.value_or(static_cast<int>(topo.allowed_cpus.size()));
+  if (n < 1 || n > 1024) {
+    throw py::value_error(std::string(what) + ": threads must be in [1, 1024], got " + std::to_string(n));
+  }
   cpu::CpuEngineConfig cfg;
   std::vector<int> cpus = topo.allowed_cpus;
   if (static_cast<int>(cpus.size()) > n) cpus.resize(static_cast<size_t>(n));
   cfg.domains = {cpu::CpuDomainConfig{0, cpus, n, nullptr}};
   // Workers pinned to their CPUs as the CLI does (only the engine's own threads).
   cfg.pin_workers = static_cast<int>(topo.allowed_cpus.size()) >= n;
+  return cfg;
+}
+
+namespace {
+
+// A CPU engine with one domain of `threads` workers and its einsum plan cache. Owned by
+// Python objects (no global engine); thread-safe, so several Python threads may call it.
+Engine make_engine(std::optional<int> threads, size_t plan_capacity) {
+  auto topo = unwrap(cpu::CpuTopology::discover());
+  const cpu::CpuEngineConfig cfg = engine_config(threads, topo, "tenferro.Engine");
   Engine e;
   e.engine = unwrap(cpu::CpuEngine::create(cfg, &topo));
   e.plans = std::make_shared<einsum::PlanCache>(plan_capacity);
-  e.threads = n;
+  e.threads = cfg.domains[0].threads;
   return e;
 }
 

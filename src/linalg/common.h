@@ -3,7 +3,6 @@
 // items (offsets, broadcasting), strided matrix copies, per-lane scratch, the lane
 // driver that executes a Route, and item-failure collection.
 
-#include <optional>
 #include <algorithm>
 #include <climits>
 #include <complex>
@@ -13,6 +12,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <type_traits>
 
