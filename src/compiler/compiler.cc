@@ -87,23 +87,9 @@ class Rewriter {
   explicit Rewriter(const CompiledGraph& src) : src_(src), p_(*src.program), num_(numbering(p_)) {}
 
   Result<void> begin() {
-    for (const auto& sym : p_.symbols()) {  // derived ones mention earlier symbols only
-      TENFERRO_TRY(Extent e, sym.max0_of ? b_.max0(sym.max0_of->substitute(smap_), sym.name) : b_.symbol(sym.name, sym.upper_bound));
-      smap_.push_back(std::move(e));
-    }
-    size_t nb = 0;
-    for (const auto& in : p_.inputs()) {
-      Value v;
-      if (in.binding) {
-        if (nb >= src_.bindings.tensors.size()) {
-          return compile_error(ErrorCode::kInvalidArgument, "compile", "graph has fewer binding tensors than binding inputs");
-        }
-        TENFERRO_TRY(v, b_.capture(src_.bindings.tensors[nb++], in.name));
-      } else {
-        TENFERRO_TRY(v, b_.input(translate(p_.type(in.value)), in.name));
-      }
-      map_[in.value] = v;
-    }
+    TENFERRO_TRY(program::ReplayedInputs r, program::replay_inputs(b_, src_));
+    for (size_t i = 0; i < r.inputs.size(); ++i) map_[p_.inputs()[i].value] = r.inputs[i];
+    smap_ = std::move(r.symbols);
     return {};
   }
 

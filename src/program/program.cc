@@ -708,4 +708,40 @@ Result<CompiledGraph> ProgramBuilder::finish(std::span<const Value> outputs) {
   return g;
 }
 
+ValueType ReplayedInputs::translate(const ValueType& t) const {
+  ValueType out{t.dtype, {}};
+  out.shape.reserve(t.shape.size());
+  for (const Extent& e : t.shape) out.shape.push_back(e.substitute(symbols));
+  return out;
+}
+
+Result<ReplayedInputs> replay_inputs(ProgramBuilder& builder, const CompiledGraph& graph, const std::vector<bool>& omit) {
+  const SemanticProgram& p = *graph.program;
+  ReplayedInputs r;
+  for (const SymbolInfo& sym : p.symbols()) {  // derived ones mention earlier symbols only
+    TENFERRO_TRY(Extent e, sym.max0_of ? builder.max0(sym.max0_of->substitute(r.symbols), sym.name)
+                                       : builder.symbol(sym.name, sym.upper_bound));
+    r.symbols.push_back(std::move(e));
+  }
+  size_t nb = 0;
+  for (size_t i = 0; i < p.inputs().size(); ++i) {
+    const InputInfo& in = p.inputs()[i];
+    Value v;
+    if (i < omit.size() && omit[i]) {
+      nb += in.binding ? 1 : 0;
+    } else if (in.binding) {
+      if (nb >= graph.bindings.tensors.size()) {
+        return Error(ErrorStage::kCompile, ErrorCode::kInvalidArgument, "replay_inputs",
+                     "graph has " + std::to_string(graph.bindings.tensors.size()) +
+                         " binding tensors, fewer than its binding inputs");
+      }
+      TENFERRO_TRY(v, builder.capture(graph.bindings.tensors[nb++], in.name));
+    } else {
+      TENFERRO_TRY(v, builder.input(r.translate(p.type(in.value)), in.name));
+    }
+    r.inputs.push_back(v);
+  }
+  return r;
+}
+
 }  // namespace tenferro::program

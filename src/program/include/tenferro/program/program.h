@@ -236,6 +236,26 @@ class ProgramBuilder {
   int steps_ = 0;
 };
 
+/// The symbols and inputs of one graph declared again in another builder (the start of
+/// every program-to-program rewrite: compiler passes, AD transforms).
+struct ReplayedInputs {
+  std::vector<Extent> symbols;  ///< source symbol index -> the target builder's extent
+  std::vector<Value> inputs;    ///< one per source input, in input order (invalid if omitted)
+  /// `t` with its extents moved into the target builder.
+  ValueType translate(const ValueType& t) const;
+  /// `e` moved into the target builder.
+  Extent translate(const Extent& e) const { return e.substitute(symbols); }
+};
+/// Declares in `builder` the symbols of `graph` (names, bounds, derived definitions, in
+/// order) and its inputs (types, names and roles; binding inputs captured from
+/// `graph.bindings`), except the inputs with `omit[i]` (an empty `omit` omits none; a
+/// symbol bound only by an omitted input must be bound by a later input of the target
+/// builder, else its finish fails with program_c1). Not atomic: on error the builder may hold part of the declarations
+/// and should be discarded. Errors: kInvalidArgument (fewer binding tensors than binding
+/// inputs), those of ProgramBuilder::symbol/max0/input/capture.
+Result<ReplayedInputs> replay_inputs(ProgramBuilder& builder, const CompiledGraph& graph,
+                                     const std::vector<bool>& omit = {});
+
 /// Test-only access: make the `n`-th internal step of the next import or finish fail
 /// with kInternal, to prove atomicity.
 struct ProgramBuilderTestHook {
