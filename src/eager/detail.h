@@ -8,6 +8,7 @@
 
 #include "tenferro/core/small_vector.h"
 #include "tenferro/cpu/engine.h"
+#include "tenferro/eager/autograd.h"
 #include "tenferro/eager/eager.h"
 #include "tenferro/einsum_cpu/einsum.h"
 #include "tenferro/program/program.h"
@@ -62,6 +63,30 @@ struct Detail {
     return EagerTensor(std::move(t), owner(call), x.domain_);
   }
   static const Tensor& physical(const EagerTensor& t) noexcept { return t.t_; }
+  // Whether a call records onto the tape (Note [Eager tape]): grad enabled and an input
+  // that requires grad. Nothing else is looked at, so an untraced call pays a few loads.
+  static bool tracing(const Context& c, std::span<const EagerTensor* const> inputs) noexcept {
+    if (!c.grad_) return false;
+    for (const EagerTensor* t : inputs) {
+      if (t->ad_) return true;
+    }
+    return false;
+  }
+  static bool tracing(const Context& c, std::initializer_list<const EagerTensor*> inputs) noexcept {
+    return tracing(c, std::span<const EagerTensor* const>(inputs.begin(), inputs.size()));
+  }
+  // Attaches a record to a successful inexact result: `build` re-emits the op over
+  // program values of `inputs` (it must own everything it captures).
+  static Result<EagerTensor> record(Result<EagerTensor> r, std::span<const EagerTensor* const> inputs, const char* op,
+                                    AdNode::Build build);
+  static Result<EagerTensor> record(Result<EagerTensor> r, std::initializer_list<const EagerTensor*> inputs,
+                                    const char* op, AdNode::Build build) {
+    return record(std::move(r), std::span<const EagerTensor* const>(inputs.begin(), inputs.size()), op,
+                  std::move(build));
+  }
+  // Marks the results of an op that has no program form (and so no AD rule yet).
+  static void record_unsupported(std::vector<EagerTensor>& results, std::span<const EagerTensor* const> inputs,
+                                 const char* op);
   static EagerRuntime::Counters& counters(EagerRuntime& rt) noexcept { return *rt.counters_; }
   static einsum::PlanCache& einsum_plans(EagerRuntime& rt) noexcept { return *rt.einsum_plans_; }
   static Context session_context(const Context& c, int32_t domain, cpu::CpuExecutionContext* ctx) {

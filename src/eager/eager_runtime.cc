@@ -5,6 +5,7 @@
 #include "detail.h"
 #include "tenferro/cpu/kernels.h"
 #include "tenferro/cpu_runtime/cpu_runtime.h"
+#include "tenferro/ad/ad.h"
 #include "tenferro/einsum_ir/einsum_op.h"
 #include "tenferro/tensor/npy.h"
 
@@ -84,7 +85,9 @@ Result<int32_t> choose_domain(std::span<const InputAffinity> inputs, CpuAffinity
 
 // ---- EagerRuntime ----
 
-EagerRuntime::EagerRuntime() : counters_(std::make_unique<Counters>()) {}
+EagerRuntime::EagerRuntime()
+    : counters_(std::make_unique<Counters>()),
+      ad_(std::make_unique<ad::AdContext>(ad::AdContext::with_standard_rules())) {}
 EagerRuntime::~EagerRuntime() = default;
 
 Result<std::shared_ptr<EagerRuntime>> EagerRuntime::create(EagerConfig config) {
@@ -344,6 +347,7 @@ Result<std::vector<EagerTensor>> Context::run_native(std::span<const EagerTensor
   std::vector<EagerTensor> res;
   res.reserve(outs.size());
   for (Tensor& t : outs) res.push_back(t.defined() ? Detail::wrap(call, std::move(t)) : EagerTensor());
+  if (Detail::tracing(*this, inputs)) Detail::record_unsupported(res, inputs, op);
   return res;
 }
 

@@ -70,6 +70,54 @@ Result<Value> bcast(ProgramBuilder& b, Value v, const Shape& from, const Shape& 
   return b.op(OpCode::kBroadcastInDim, {v}, std::move(a));
 }
 
+// The program forms of the broadcasting elementwise ops and of reductions (shared by
+// promotion and the AD record).
+Result<Value> emit_binary(ProgramBuilder& b, std::span<const Value> v, OpCode code, const Attrs& attrs,
+                          const Shape& xs, const Shape& ys, const Shape& shape) {
+  TENFERRO_TRY(Value bx, bcast(b, v[0], xs, shape));
+  TENFERRO_TRY(Value by, bcast(b, v[1], ys, shape));
+  return b.op(code, {bx, by}, attrs);
+}
+Result<Value> emit_ternary(ProgramBuilder& b, std::span<const Value> v, OpCode code, const Shape& s0, const Shape& s1,
+                           const Shape& s2, const Shape& shape) {
+  TENFERRO_TRY(Value a0, bcast(b, v[0], s0, shape));
+  TENFERRO_TRY(Value a1, bcast(b, v[1], s1, shape));
+  TENFERRO_TRY(Value a2, bcast(b, v[2], s2, shape));
+  return b.op(code, {a0, a1, a2});
+}
+Shape kept_shape(const Shape& in, std::span<const int64_t> axes, bool keep);
+Result<Value> emit_reduce(ProgramBuilder& b, Value x, program::ReduceKind kind, std::span<const int64_t> axes,
+                          const Shape& in, bool keep) {
+  Attrs a;
+  a.dims.assign(axes.begin(), axes.end());
+  a.reduce = kind;
+  TENFERRO_TRY(Value r, b.op(OpCode::kReduce, {x}, std::move(a)));
+  if (!keep) return r;
+  Attrs rs;
+  rs.shape = extents(kept_shape(in, axes, true));
+  return b.op(OpCode::kReshape, {r}, std::move(rs));
+}
+
+// A one-element literal of `dtype` holding `value` (real part for real dtypes).
+Result<program::Literal> scalar_literal(DType dtype, c128 value);
+
+// mean: sum over `axes` divided by the count `n`.
+Result<Value> emit_mean(ProgramBuilder& b, Value x, std::span<const int64_t> axes, const Shape& in, DType dtype,
+                        c128 n, bool keep) {
+  Attrs a;
+  a.dims.assign(axes.begin(), axes.end());
+  TENFERRO_TRY(Value s, b.op(OpCode::kReduce, {x}, std::move(a)));
+  const Shape out = kept_shape(in, axes, false);
+  TENFERRO_TRY(program::Literal lit, scalar_literal(dtype, n));
+  TENFERRO_TRY(Value c, b.constant(std::move(lit)));
+  TENFERRO_TRY(Value cb, bcast(b, c, Shape{}, out));
+  TENFERRO_TRY(Value m, b.op(OpCode::kDiv, {s, cb}));
+  if (!keep) return m;
+  Attrs rs;
+  rs.shape = extents(kept_shape(in, axes, true));
+  return b.op(OpCode::kReshape, {m}, std::move(rs));
+}
+
 // A one-element literal of `dtype` holding `value` (real part for real dtypes).
 Result<program::Literal> scalar_literal(DType dtype, c128 value) {
   return visit_dtype(dtype, [&]<class T>() -> Result<program::Literal> {
@@ -149,6 +197,16 @@ Result<Shape> resolve_shape(Dims shape, int64_t numel, const char* op) {
   return out;
 }
 
+// A record of a single-operand op whose program form is `code` with `attrs`.
+Result<EagerTensor> record_op(const Context& c, Result<EagerTensor> r, const EagerTensor& x, const char* op,
+                              OpCode code, Attrs attrs) {
+  if (!Detail::tracing(c, {&x})) return r;
+  return Detail::record(std::move(r), {&x}, op,
+                        [code, attrs = std::move(attrs)](ProgramBuilder& b, std::span<const Value> v) {
+                          return b.op(code, {v[0]}, attrs);
+                        });
+}
+
 Result<EagerTensor> finish(const Call& call, Result<Tensor>&& r) {
   if (!r) return r.error();
   return Detail::wrap(call, std::move(*r));  // one move of the tensor handle
@@ -157,12 +215,16 @@ Result<EagerTensor> finish(const Call& call, Result<Tensor>&& r) {
 Result<EagerTensor> unary(const Context& c, OpCode code, const EagerTensor& x, const char* op) {
   TENFERRO_TRY(Call call, Detail::begin(c, {&x}, op));
   const Tensor& t = Detail::physical(x);
-  return finish(call, Detail::execute(
-                          call, true, t.numel(),
-                          [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) {
-                            return cpu_runtime::run_core_op(ctx, pool, code, no_attrs(), {&t, 1}, t.dtype(), t.shape());
-                          },
-                          {&t, 1}, [&](ProgramBuilder& b, std::span<const Value> v) { return b.op(code, {v[0]}); }, op));
+  Result<EagerTensor> r = finish(
+      call, Detail::execute(
+                call, true, t.numel(),
+                [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) {
+                  return cpu_runtime::run_core_op(ctx, pool, code, no_attrs(), {&t, 1}, t.dtype(), t.shape());
+                },
+                {&t, 1}, [&](ProgramBuilder& b, std::span<const Value> v) { return b.op(code, {v[0]}); }, op));
+  if (!Detail::tracing(c, {&x})) return r;
+  return Detail::record(std::move(r), {&x}, op,
+                        [code](ProgramBuilder& b, std::span<const Value> v) { return b.op(code, {v[0]}); });
 }
 
 const Attrs& compare_attrs(program::CompareDirection dir) {
@@ -192,7 +254,7 @@ Result<EagerTensor> binary(const Context& c, OpCode code, const EagerTensor& x, 
   std::optional<std::array<Tensor, 2>> copies;
   if (call.slots->cpu == nullptr) copies.emplace(std::array<Tensor, 2>{tx, ty});
   const std::span<const Tensor> ins = copies ? std::span<const Tensor>(*copies) : std::span<const Tensor>();
-  return finish(call, Detail::execute(
+  Result<EagerTensor> r = finish(call, Detail::execute(
                           call, true, element_count(shape),
                           [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) -> Result<Tensor> {
                             if (integral) {  // integer division/pow checks of the program semantics
@@ -205,12 +267,15 @@ Result<EagerTensor> binary(const Context& c, OpCode code, const EagerTensor& x, 
                                 tx, ty, pool);
                           },
                           ins,
-                          [&](ProgramBuilder& b, std::span<const Value> v) -> Result<Value> {
-                            TENFERRO_TRY(Value bx, bcast(b, v[0], x.shape(), shape));
-                            TENFERRO_TRY(Value by, bcast(b, v[1], y.shape(), shape));
-                            return b.op(code, {bx, by}, attrs);
+                          [&](ProgramBuilder& b, std::span<const Value> v) {
+                            return emit_binary(b, v, code, attrs, x.shape(), y.shape(), shape);
                           },
                           op));
+  if (!Detail::tracing(c, {&x, &y})) return r;
+  return Detail::record(std::move(r), {&x, &y}, op,
+                        [code, attrs, xs = x.shape(), ys = y.shape(), shape](ProgramBuilder& b, std::span<const Value> v) {
+                          return emit_binary(b, v, code, attrs, xs, ys, shape);
+                        });
 }
 
 // where / clamp: three broadcast operands; `order` maps program operand slots to them.
@@ -221,19 +286,22 @@ Result<EagerTensor> ternary(const Context& c, OpCode code, const EagerTensor& p0
   TENFERRO_TRY(Shape shape, cpu::broadcast_shapes(s01, p2.shape(), op));
   const Tensor in[3] = {Detail::physical(p0), Detail::physical(p1), Detail::physical(p2)};
   const DType out = p1.dtype();  // select(pred, t, f) and clamp(lo, x, hi): the middle operand's
-  return finish(call, Detail::execute(
+  Result<EagerTensor> r = finish(call, Detail::execute(
                           call, true, element_count(shape),
                           [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) {
                             return cpu_runtime::run_core_op(ctx, pool, code, no_attrs(), in, out, shape);
                           },
                           in,
-                          [&](ProgramBuilder& b, std::span<const Value> v) -> Result<Value> {
-                            TENFERRO_TRY(Value a0, bcast(b, v[0], p0.shape(), shape));
-                            TENFERRO_TRY(Value a1, bcast(b, v[1], p1.shape(), shape));
-                            TENFERRO_TRY(Value a2, bcast(b, v[2], p2.shape(), shape));
-                            return b.op(code, {a0, a1, a2});
+                          [&](ProgramBuilder& b, std::span<const Value> v) {
+                            return emit_ternary(b, v, code, p0.shape(), p1.shape(), p2.shape(), shape);
                           },
                           op));
+  if (!Detail::tracing(c, {&p0, &p1, &p2})) return r;
+  return Detail::record(std::move(r), {&p0, &p1, &p2}, op,
+                        [code, s0 = p0.shape(), s1 = p1.shape(), s2 = p2.shape(), shape](ProgramBuilder& b,
+                                                                                         std::span<const Value> v) {
+                          return emit_ternary(b, v, code, s0, s1, s2, shape);
+                        });
 }
 
 Result<EagerTensor> reduce(const Context& c, program::ReduceKind kind, const EagerTensor& x, Dims axes, bool keep,
@@ -241,24 +309,22 @@ Result<EagerTensor> reduce(const Context& c, program::ReduceKind kind, const Eag
   TENFERRO_TRY(Call call, Detail::begin(c, {&x}, op));
   TENFERRO_TRY(auto ax, reduce_axes(axes, x.rank(), op));
   const Tensor& t = Detail::physical(x);
-  return finish(call, Detail::execute(
+  Result<EagerTensor> r = finish(call, Detail::execute(
                           call, true, t.numel(),
                           [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) {
                             return cpu::reduce(ctx, static_cast<cpu::ReduceOp>(static_cast<int>(kind)), t, ax, keep,
                                                pool);
                           },
                           {&t, 1},
-                          [&](ProgramBuilder& b, std::span<const Value> v) -> Result<Value> {
-                            Attrs a;
-                            a.dims.assign(ax.begin(), ax.end());
-                            a.reduce = kind;
-                            TENFERRO_TRY(Value r, b.op(OpCode::kReduce, {v[0]}, std::move(a)));
-                            if (!keep) return r;
-                            Attrs rs;
-                            rs.shape = extents(kept_shape(t.shape(), ax, true));
-                            return b.op(OpCode::kReshape, {r}, std::move(rs));
+                          [&](ProgramBuilder& b, std::span<const Value> v) {
+                            return emit_reduce(b, v[0], kind, ax, t.shape(), keep);
                           },
                           op));
+  if (!Detail::tracing(c, {&x})) return r;
+  return Detail::record(std::move(r), {&x}, op,
+                        [ax, shape = t.shape(), kind, keep](ProgramBuilder& b, std::span<const Value> v) {
+                          return emit_reduce(b, v[0], kind, ax, shape, keep);
+                        });
 }
 
 }  // namespace
@@ -282,17 +348,17 @@ Result<EagerTensor> Context::real(const EagerTensor& x) const {
   if (x.defined() && is_complex(x.dtype())) {
     TENFERRO_TRY(Call call, Detail::begin(*this, {&x}, "real"));
     TENFERRO_TRY(Tensor v, Detail::physical(x).real());
-    return Detail::view(call, x, std::move(v));
+    return record_op(*this, Detail::view(call, x, std::move(v)), x, "real", OpCode::kReal, {});
   }
   TENFERRO_TRY(Call call, Detail::begin(*this, {&x}, "real"));
-  return Detail::view(call, x, Tensor(Detail::physical(x)));
+  return record_op(*this, Detail::view(call, x, Tensor(Detail::physical(x))), x, "real", OpCode::kReal, {});
 }
 
 Result<EagerTensor> Context::imag(const EagerTensor& x) const {
   if (x.defined() && is_complex(x.dtype())) {
     TENFERRO_TRY(Call call, Detail::begin(*this, {&x}, "imag"));
     TENFERRO_TRY(Tensor v, Detail::physical(x).imag());
-    return Detail::view(call, x, std::move(v));
+    return record_op(*this, Detail::view(call, x, std::move(v)), x, "imag", OpCode::kImag, {});
   }
   return unary(*this, OpCode::kImag, x, "imag");
 }
@@ -371,14 +437,16 @@ Result<EagerTensor> Context::astype(const EagerTensor& x, DType dtype) const {
   const Tensor& t = Detail::physical(x);
   Attrs a;
   a.dtype = dtype;
-  return finish(call, Detail::execute(
-                          call, true, t.numel(),
-                          [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) {
-                            return cpu_runtime::run_core_op(ctx, pool, OpCode::kConvert, a, {&t, 1}, dtype, t.shape());
-                          },
-                          {&t, 1},
-                          [&](ProgramBuilder& b, std::span<const Value> v) { return b.op(OpCode::kConvert, {v[0]}, a); },
-                          "astype"));
+  Result<EagerTensor> r = finish(
+      call, Detail::execute(
+                call, true, t.numel(),
+                [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) {
+                  return cpu_runtime::run_core_op(ctx, pool, OpCode::kConvert, a, {&t, 1}, dtype, t.shape());
+                },
+                {&t, 1}, [&](ProgramBuilder& b, std::span<const Value> v) { return b.op(OpCode::kConvert, {v[0]}, a); },
+                "astype"));
+  if (!Detail::tracing(*this, {&x})) return r;
+  return record_op(*this, std::move(r), x, "astype", OpCode::kConvert, a);
 }
 
 // ---- creation ----
@@ -417,7 +485,12 @@ Result<EagerTensor> Context::iota(Dims shape, int64_t axis, DType dtype) const {
 Result<EagerTensor> Context::permute(const EagerTensor& x, Dims perm) const {
   TENFERRO_TRY(Call call, Detail::begin(*this, {&x}, "permute"));
   TENFERRO_TRY(Tensor v, Detail::physical(x).permute(perm));
-  return Detail::view(call, x, std::move(v));
+  Result<EagerTensor> r = Detail::view(call, x, std::move(v));
+  if (!Detail::tracing(*this, {&x})) return r;
+  Attrs a;
+  a.dims.assign(perm.begin(), perm.end());
+  for (int64_t& d : a.dims) d = d < 0 ? d + x.rank() : d;
+  return record_op(*this, std::move(r), x, "permute", OpCode::kTranspose, std::move(a));
 }
 
 Result<EagerTensor> Context::transpose(const EagerTensor& x) const {
@@ -440,10 +513,16 @@ Result<EagerTensor> Context::reshape(const EagerTensor& x, Dims shape) const {
   const Tensor& t = Detail::physical(x);
   TENFERRO_TRY(Shape target, resolve_shape(shape, t.numel(), "reshape"));
   Result<Tensor> v = t.reshape(target);
-  if (v) return Detail::view(call, x, std::move(*v));
+  auto recorded = [&](Result<EagerTensor> r) {
+    if (!Detail::tracing(*this, {&x})) return r;
+    Attrs a;
+    a.shape = extents(target);
+    return record_op(*this, std::move(r), x, "reshape", OpCode::kReshape, std::move(a));
+  };
+  if (v) return recorded(Detail::view(call, x, std::move(*v)));
   if (v.error().code() != ErrorCode::kIncompatibleLayout) return v.error();
   // Not expressible as a view: a compact copy, then the (now valid) view.
-  return finish(call, Detail::execute(
+  return recorded(finish(call, Detail::execute(
                           call, true, t.numel(),
                           [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) -> Result<Tensor> {
                             TENFERRO_TRY(Tensor m, cpu::materialize(ctx, t, pool));
@@ -455,13 +534,18 @@ Result<EagerTensor> Context::reshape(const EagerTensor& x, Dims shape) const {
                             a.shape = extents(target);
                             return b.op(OpCode::kReshape, {val[0]}, std::move(a));
                           },
-                          "reshape"));
+                          "reshape")));
 }
 
 Result<EagerTensor> Context::broadcast_to(const EagerTensor& x, Dims shape) const {
   TENFERRO_TRY(Call call, Detail::begin(*this, {&x}, "broadcast_to"));
   TENFERRO_TRY(Tensor v, Detail::physical(x).broadcast_to(shape));
-  return Detail::view(call, x, std::move(v));
+  Result<EagerTensor> r = Detail::view(call, x, std::move(v));
+  if (!Detail::tracing(*this, {&x})) return r;
+  return Detail::record(std::move(r), {&x}, "broadcast_to",
+                        [from = x.shape(), to = Shape(shape)](ProgramBuilder& b, std::span<const Value> val) {
+                          return bcast(b, val[0], from, to);
+                        });
 }
 
 Result<EagerTensor> Context::broadcast_in_dim(const EagerTensor& x, Dims shape, Dims dims) const {
@@ -476,7 +560,30 @@ Result<EagerTensor> Context::slice(const EagerTensor& x, int64_t axis, int64_t s
   TENFERRO_TRY(Call call, Detail::begin(*this, {&x}, "slice"));
   TENFERRO_TRY(int64_t a, norm_axis(axis, x.rank(), "slice"));
   TENFERRO_TRY(Tensor v, Detail::physical(x).slice(a, start, stop, step));
-  return Detail::view(call, x, std::move(v));
+  const int64_t n = v.shape()[static_cast<size_t>(a)];
+  Result<EagerTensor> r = Detail::view(call, x, std::move(v));
+  if (!Detail::tracing(*this, {&x})) return r;
+  // Program form: a slice with stride |step| (of the reversed axis for a negative step).
+  const int64_t e = x.shape()[static_cast<size_t>(a)];
+  const int64_t s0 = step > 0 ? start : e - 1 - start, st = step > 0 ? step : -step;
+  Attrs at;
+  for (int64_t i = 0; i < x.rank(); ++i) {
+    const bool ax = i == a;
+    at.start.push_back(ax ? (n == 0 ? 0 : s0) : 0);
+    at.limit.push_back(ax ? (n == 0 ? 0 : s0 + (n - 1) * st + 1) : x.shape()[static_cast<size_t>(i)]);
+    at.stride.push_back(ax ? st : 1);
+  }
+  return Detail::record(std::move(r), {&x}, "slice",
+                        [at = std::move(at), a, reversed = step < 0](ProgramBuilder& b,
+                                                                     std::span<const Value> val) -> Result<Value> {
+                          Value src = val[0];
+                          if (reversed) {
+                            Attrs rv;
+                            rv.dims = {a};
+                            TENFERRO_TRY(src, b.op(OpCode::kReverse, {src}, std::move(rv)));
+                          }
+                          return b.op(OpCode::kSlice, {src}, at);
+                        });
 }
 
 Result<EagerTensor> Context::slice(const EagerTensor& x, Dims start, Dims limit, Dims stride) const {
@@ -496,7 +603,13 @@ Result<EagerTensor> Context::slice(const EagerTensor& x, Dims start, Dims limit,
     }
     TENFERRO_TRY(t, t.slice(static_cast<int64_t>(i), start[i], limit[i], stride[i]));
   }
-  return Detail::view(call, x, std::move(t));
+  Result<EagerTensor> res = Detail::view(call, x, std::move(t));
+  if (!Detail::tracing(*this, {&x})) return res;
+  Attrs at;
+  at.start.assign(start.begin(), start.end());
+  at.limit.assign(limit.begin(), limit.end());
+  at.stride.assign(stride.begin(), stride.end());
+  return record_op(*this, std::move(res), x, "slice", OpCode::kSlice, std::move(at));
 }
 
 Result<EagerTensor> Context::flip(const EagerTensor& x, Dims axes) const {
@@ -506,7 +619,11 @@ Result<EagerTensor> Context::flip(const EagerTensor& x, Dims axes) const {
   for (int64_t a : ax) {
     TENFERRO_TRY(t, t.flip(a));
   }
-  return Detail::view(call, x, std::move(t));
+  Result<EagerTensor> r = Detail::view(call, x, std::move(t));
+  if (!Detail::tracing(*this, {&x})) return r;
+  Attrs at;
+  at.dims.assign(ax.begin(), ax.end());
+  return record_op(*this, std::move(r), x, "flip", OpCode::kReverse, std::move(at));
 }
 
 Result<EagerTensor> Context::diagonal(const EagerTensor& x, int64_t a, int64_t b) const {
@@ -528,12 +645,40 @@ Result<EagerTensor> Context::diagonal(const EagerTensor& x, int64_t a, int64_t b
   }
   perm.push_back(at);
   TENFERRO_TRY(Tensor v, d.permute(perm));
-  return Detail::view(call, x, std::move(v));
+  Result<EagerTensor> r = Detail::view(call, x, std::move(v));
+  if (!Detail::tracing(*this, {&x})) return r;
+  // Program form: slice both axes to `len`, move them last (na, nb), extract_diag there.
+  return Detail::record(std::move(r), {&x}, "diagonal",
+                        [shape = x.shape(), na, nb, len](ProgramBuilder& pb, std::span<const Value> val) -> Result<Value> {
+                          const auto rank = static_cast<int64_t>(shape.size());
+                          Attrs sl;
+                          for (int64_t i = 0; i < rank; ++i) {
+                            sl.start.push_back(0);
+                            sl.limit.push_back(i == na || i == nb ? len : shape[static_cast<size_t>(i)]);
+                            sl.stride.push_back(1);
+                          }
+                          TENFERRO_TRY(Value s, pb.op(OpCode::kSlice, {val[0]}, std::move(sl)));
+                          Attrs tr;
+                          for (int64_t i = 0; i < rank; ++i) {
+                            if (i != na && i != nb) tr.dims.push_back(i);
+                          }
+                          tr.dims.push_back(na);
+                          tr.dims.push_back(nb);
+                          TENFERRO_TRY(Value t, pb.op(OpCode::kTranspose, {s}, std::move(tr)));
+                          Attrs ed;
+                          ed.axis = rank - 2;
+                          return pb.op(OpCode::kExtractDiag, {t}, std::move(ed));
+                        });
 }
 
 Result<EagerTensor> Context::contiguous(const EagerTensor& x) const {
   TENFERRO_TRY(Call call, Detail::begin(*this, {&x}, "contiguous"));
   const Tensor& t = Detail::physical(x);
+  if (Detail::tracing(*this, {&x})) {  // the same values: the program form is a no-op convert
+    Attrs a;
+    a.dtype = t.dtype();
+    return record_op(*this, Context(no_grad()).contiguous(x), x, "contiguous", OpCode::kConvert, std::move(a));
+  }
   return finish(call, Detail::execute(
                           call, true, t.numel(),
                           [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) {
@@ -643,7 +788,7 @@ Result<EagerTensor> Context::mean(const EagerTensor& x, Dims axes, bool keep) co
   for (int64_t a : ax) count *= t.shape()[static_cast<size_t>(a)];
   const c128 n(static_cast<double>(count), 0.0);
   // One operation-local composite on the direct path (sum, then one scaling pass).
-  return finish(call, Detail::execute(
+  Result<EagerTensor> r = finish(call, Detail::execute(
                           call, true, t.numel(),
                           [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) -> Result<Tensor> {
                             TENFERRO_TRY(Tensor s, cpu::reduce(ctx, cpu::ReduceOp::kSum, t, ax, keep, pool));
@@ -651,21 +796,15 @@ Result<EagerTensor> Context::mean(const EagerTensor& x, Dims axes, bool keep) co
                             return cpu::binary(ctx, cpu::BinaryOp::kDiv, s, d, pool);
                           },
                           {&t, 1},
-                          [&](ProgramBuilder& b, std::span<const Value> v) -> Result<Value> {
-                            Attrs a;
-                            a.dims.assign(ax.begin(), ax.end());
-                            TENFERRO_TRY(Value s, b.op(OpCode::kReduce, {v[0]}, std::move(a)));
-                            const Shape out = kept_shape(t.shape(), ax, false);
-                            TENFERRO_TRY(program::Literal lit, scalar_literal(t.dtype(), n));
-                            TENFERRO_TRY(Value c, b.constant(std::move(lit)));
-                            TENFERRO_TRY(Value cb, bcast(b, c, Shape{}, out));
-                            TENFERRO_TRY(Value m, b.op(OpCode::kDiv, {s, cb}));
-                            if (!keep) return m;
-                            Attrs rs;
-                            rs.shape = extents(kept_shape(t.shape(), ax, true));
-                            return b.op(OpCode::kReshape, {m}, std::move(rs));
+                          [&](ProgramBuilder& b, std::span<const Value> v) {
+                            return emit_mean(b, v[0], ax, t.shape(), t.dtype(), n, keep);
                           },
                           "mean"));
+  if (!Detail::tracing(*this, {&x})) return r;
+  return Detail::record(std::move(r), {&x}, "mean",
+                        [ax, shape = t.shape(), dtype = t.dtype(), n, keep](ProgramBuilder& b, std::span<const Value> v) {
+                          return emit_mean(b, v[0], ax, shape, dtype, n, keep);
+                        });
 }
 
 // ---- contractions ----
@@ -693,7 +832,7 @@ Result<EagerTensor> Context::matmul(const EagerTensor& a, const EagerTensor& b) 
     std::optional<std::array<Tensor, 2>> copies;  // only for promotion
     if (call.slots->cpu == nullptr) copies.emplace(std::array<Tensor, 2>{pa, pb});
     const std::span<const Tensor> ins = copies ? std::span<const Tensor>(*copies) : std::span<const Tensor>();
-    return finish(call, Detail::execute(
+    Result<EagerTensor> r = finish(call, Detail::execute(
                             call, true, m * n * std::max<int64_t>(k, 1),
                             [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) {
                               return cpu::dot_general(ctx, pa, pb, kPlain, {}, pool);
@@ -706,6 +845,13 @@ Result<EagerTensor> Context::matmul(const EagerTensor& a, const EagerTensor& b) 
                               return pb2.op(OpCode::kDotGeneral, {v[0], v[1]}, std::move(at));
                             },
                             "matmul"));
+    if (!Detail::tracing(*this, {&a, &b})) return r;
+    return Detail::record(std::move(r), {&a, &b}, "matmul", [](ProgramBuilder& pb2, std::span<const Value> v) {
+      Attrs at;
+      at.lhs_contract = {1};
+      at.rhs_contract = {0};
+      return pb2.op(OpCode::kDotGeneral, {v[0], v[1]}, std::move(at));
+    });
   }
   Tensor ta = Detail::physical(a), tb = Detail::physical(b);
   const bool a1 = ta.rank() == 1, b1 = tb.rank() == 1;
@@ -747,7 +893,7 @@ Result<EagerTensor> Context::matmul(const EagerTensor& a, const EagerTensor& b) 
   if (!b1) out.push_back(n);
   const int64_t work = element_count(batch) * m * n * std::max<int64_t>(k, 1);
   const Tensor in[2] = {ta, tb};
-  return finish(call, Detail::execute(
+  Result<EagerTensor> res = finish(call, Detail::execute(
                           call, true, work,
                           [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) -> Result<Tensor> {
                             TENFERRO_TRY(Tensor r, cpu::dot_general(ctx, ta, tb, dims, {}, pool));
@@ -768,6 +914,40 @@ Result<EagerTensor> Context::matmul(const EagerTensor& a, const EagerTensor& b) 
                             return pb.op(OpCode::kReshape, {r}, std::move(rs));
                           },
                           "matmul"));
+  if (!Detail::tracing(*this, {&a, &b})) return res;
+  // Program form from the original operands: 1-D promotion, numpy batch broadcast,
+  // dot_general, the 1-D squeeze.
+  return Detail::record(
+      std::move(res), {&a, &b}, "matmul",
+      [sa = a.shape(), sb = b.shape(), full_a, full_b, a1, b1, nb, out](
+          ProgramBuilder& pb, std::span<const Value> v) -> Result<Value> {
+        Value va = v[0], vb = v[1];
+        if (a1) {
+          Attrs rs;
+          rs.shape = extents(Shape{1, sa[0]});
+          TENFERRO_TRY(va, pb.op(OpCode::kReshape, {va}, std::move(rs)));
+        }
+        if (b1) {
+          Attrs rs;
+          rs.shape = extents(Shape{sb[0], 1});
+          TENFERRO_TRY(vb, pb.op(OpCode::kReshape, {vb}, std::move(rs)));
+        }
+        const Shape pa = a1 ? Shape{1, sa[0]} : sa, pbs = b1 ? Shape{sb[0], 1} : sb;
+        TENFERRO_TRY(va, bcast(pb, va, pa, full_a));
+        TENFERRO_TRY(vb, bcast(pb, vb, pbs, full_b));
+        Attrs at;
+        for (int64_t i = 0; i < nb; ++i) {
+          at.lhs_batch.push_back(i);
+          at.rhs_batch.push_back(i);
+        }
+        at.lhs_contract = {nb + 1};
+        at.rhs_contract = {nb};
+        TENFERRO_TRY(Value prod, pb.op(OpCode::kDotGeneral, {va, vb}, std::move(at)));
+        if (!a1 && !b1) return prod;
+        Attrs rs;
+        rs.shape = extents(out);
+        return pb.op(OpCode::kReshape, {prod}, std::move(rs));
+      });
 }
 
 Result<EagerTensor> Context::dot_general(const EagerTensor& lhs, const EagerTensor& rhs, const DotDims& dims) const {
@@ -816,7 +996,7 @@ Result<EagerTensor> Context::einsum(std::string_view subscripts, std::span<const
     work = static_cast<int64_t>(std::min(plan->cost().flops, 9.0e18));
   }
   const std::span<const Tensor> ins(in.data(), in.size());
-  return finish(call, Detail::execute(
+  Result<EagerTensor> r = finish(call, Detail::execute(
                           call, native, work,
                           [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) {
                             return plan->execute(ctx, ins, pool);
@@ -826,6 +1006,12 @@ Result<EagerTensor> Context::einsum(std::string_view subscripts, std::span<const
                             return einsum::emit_einsum(b, std::string(subscripts), v);
                           },
                           "einsum"));
+  const std::span<const EagerTensor* const> inputs(ptrs.data(), ptrs.size());
+  if (!Detail::tracing(*this, inputs)) return r;
+  return Detail::record(std::move(r), inputs, "einsum",
+                        [sub = std::string(subscripts)](ProgramBuilder& b, std::span<const Value> v) {
+                          return einsum::emit_einsum(b, sub, v);
+                        });
 }
 
 Result<EagerTensor> einsum(std::string_view subscripts, std::span<const EagerTensor> operands) {
@@ -862,13 +1048,17 @@ Result<EagerTensor> Context::core(program::OpCode code, std::span<const EagerTen
   Shape out_shape;
   for (const program::Extent& e : inferred->shape) out_shape.push_back(e.exact_value());
   const DType out_dtype = inferred->dtype;
-  return finish(call, Detail::execute(
+  Result<EagerTensor> r = finish(call, Detail::execute(
                           call, true, element_count(out_shape),
                           [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) {
                             return cpu_runtime::run_core_op(ctx, pool, code, attrs, in, out_dtype, out_shape);
                           },
                           in, [&](ProgramBuilder& b, std::span<const Value> v) { return b.op(code, v, attrs); },
                           op.c_str()));
+  const std::span<const EagerTensor* const> inputs(ptrs.data(), ptrs.size());
+  if (!Detail::tracing(*this, inputs)) return r;
+  return Detail::record(std::move(r), inputs, program::op_name(code).data(),
+                        [code, attrs](ProgramBuilder& b, std::span<const Value> v) { return b.op(code, v, attrs); });
 }
 
 // ---- operators ----

@@ -34,6 +34,9 @@
 namespace tenferro::einsum {
 class PlanCache;
 }
+namespace tenferro::ad {
+class AdContext;
+}
 
 namespace tenferro::eager {
 
@@ -430,6 +433,10 @@ class EagerRuntime : public std::enable_shared_from_this<EagerRuntime> {
   Result<EagerTensor> import(const EagerTensor& t, ImportMode mode = ImportMode::kShare);
 
   EagerMetrics metrics() const;
+  /// The AD rule sets and transform cache backward() uses (the standard rules installed;
+  /// install more before recording from several threads: installation is not
+  /// synchronized with transforms).
+  ad::AdContext& ad_context() noexcept { return *ad_; }
   /// Statistics of the eager einsum plan cache.
   struct EinsumCacheStats {
     int64_t hits = 0, misses = 0, evictions = 0, entries = 0, retained_bytes = 0;
@@ -454,6 +461,7 @@ class EagerRuntime : public std::enable_shared_from_this<EagerRuntime> {
   int64_t inline_work_ = 0;
   std::unique_ptr<einsum::PlanCache> einsum_plans_;
   std::unique_ptr<Counters> counters_;
+  std::unique_ptr<ad::AdContext> ad_;
   std::atomic<const Slots*> slots_{nullptr};
   std::mutex slots_mu_;
   std::vector<std::unique_ptr<const Slots>> all_slots_;  // one per epoch seen (kept: readers hold raw pointers)

@@ -1,0 +1,317 @@
+// Eager reverse-mode AD: the tape records and backward by program replay.
+
+#include "tenferro/eager/autograd.h"
+
+#include <unordered_map>
+
+#include "detail.h"
+#include "tenferro/ad/ad.h"
+
+namespace tenferro::eager {
+
+// Note [Eager tape]: a call records only when its context has grad enabled and an input
+// carries a record (Detail::tracing: a few pointer loads, nothing built otherwise). The
+// record (AdNode) owns the op's program form (a closure over exact shapes and
+// attributes) and its operands as EagerTensors, so the values it needs survive the
+// caller dropping them, and the graph of records is a DAG kept alive by its results.
+//
+// backward(loss) replays the DAG reachable from `loss` into one program: leaves become
+// argument inputs (first reached first), operands without a record become binding
+// inputs (captured, never copied), every record re-emits its op. The runtime's
+// AdContext takes the gradient (grad: linearize then transpose, the rules of the
+// program path; cached by program fingerprint, so a training loop that records the same
+// computation each step transforms once), and the runtime runs it through its prepared
+// plan cache. The replay recomputes the forward values the derivative needs inside the
+// gradient program (rematerialization) instead of keeping every intermediate result.
+// Gradients are computed in full before any accumulator changes. Ops without a program
+// form (linalg entry points that run natively) mark their results unsupported: backward
+// through them is a typed kUnsupported error, never a silently wrong gradient.
+
+Result<EagerTensor> Detail::record(Result<EagerTensor> r, std::span<const EagerTensor* const> inputs, const char* op,
+                                   AdNode::Build build) {
+  if (!r || !is_inexact(r->dtype())) return r;
+  auto node = std::make_shared<AdNode>();
+  node->build = std::move(build);
+  node->op = op;
+  node->inputs.reserve(inputs.size());
+  for (const EagerTensor* t : inputs) node->inputs.push_back(*t);
+  r->ad_ = std::move(node);
+  return r;
+}
+
+void Detail::record_unsupported(std::vector<EagerTensor>& results, std::span<const EagerTensor* const> inputs,
+                                const char* op) {
+  for (EagerTensor& t : results) {
+    if (!t.defined() || !is_inexact(t.dtype())) continue;
+    auto node = std::make_shared<AdNode>();
+    node->op = op;
+    node->unsupported = std::string(op) + " has no AD rule yet (it runs natively, without a program form)";
+    for (const EagerTensor* in : inputs) node->inputs.push_back(*in);
+    t.ad_ = std::move(node);
+  }
+}
+
+Result<EagerTensor> requires_grad(const EagerTensor& x) {
+  if (!x.defined()) return usage_error(ErrorCode::kInvalidArgument, "requires_grad", "undefined tensor");
+  if (!is_inexact(x.dtype())) {
+    return usage_error(ErrorCode::kDTypeMismatch, "requires_grad",
+                       "only f32, f64, c64 and c128 tensors can require grad, not " + std::string(dtype_name(x.dtype())));
+  }
+  EagerTensor leaf = x;
+  leaf.set_ad_node(std::make_shared<AdNode>());
+  return leaf;
+}
+
+EagerTensor detach(const EagerTensor& x) {
+  EagerTensor d = x;
+  d.set_ad_node(nullptr);
+  return d;
+}
+
+EagerTensor grad_of(const EagerTensor& leaf) {
+  const auto& node = leaf.ad_node();
+  if (!node) return {};
+  std::lock_guard lock(node->mu);
+  return node->grad;
+}
+
+void zero_grad(const EagerTensor& leaf) {
+  const auto& node = leaf.ad_node();
+  if (!node) return;
+  std::lock_guard lock(node->mu);
+  node->grad = EagerTensor();
+}
+
+namespace {
+
+struct Replay {
+  program::CompiledGraph graph;
+  std::vector<std::shared_ptr<AdNode>> leaves;  // argument inputs, in order
+  std::vector<Tensor> leaf_values;
+};
+
+program::ValueType type_of(const EagerTensor& t) {
+  program::ValueType v{t.dtype(), {}};
+  for (int64_t e : t.shape()) v.shape.push_back(program::Extent::exact(e));
+  return v;
+}
+
+// The program of the records reachable from `root` (Note [Eager tape]), iteratively
+// (long chains of records do not grow the call stack).
+Result<Replay> replay(const EagerTensor& root, const char* op) {
+  Replay out;
+  program::ProgramBuilder b;
+  std::unordered_map<const AdNode*, program::Value> done;
+  struct Frame {
+    const EagerTensor* t;
+    size_t next;
+  };
+  std::vector<Frame> stack{{&root, 0}};
+  while (!stack.empty()) {
+    Frame& f = stack.back();
+    const AdNode* node = f.t->ad_node().get();
+    if (done.count(node)) {
+      stack.pop_back();
+      continue;
+    }
+    if (!node->unsupported.empty()) return usage_error(ErrorCode::kUnsupported, op, node->unsupported);
+    if (node->leaf()) {
+      TENFERRO_TRY(program::Value v, b.input(type_of(*f.t)));
+      done.emplace(node, v);
+      out.leaves.push_back(f.t->ad_node());
+      out.leaf_values.push_back(f.t->tensor());
+      stack.pop_back();
+      continue;
+    }
+    if (f.next < node->inputs.size()) {
+      const EagerTensor& in = node->inputs[f.next++];
+      if (in.ad_node() && !done.count(in.ad_node().get())) stack.push_back(Frame{&in, 0});  // invalidates f
+      continue;
+    }
+    std::vector<program::Value> operands;
+    operands.reserve(node->inputs.size());
+    for (const EagerTensor& in : node->inputs) {
+      if (in.ad_node()) {
+        operands.push_back(done.at(in.ad_node().get()));
+      } else {
+        TENFERRO_TRY(program::Value c, b.capture(in.tensor()));
+        operands.push_back(c);
+      }
+    }
+    b.set_provenance(node->op);
+    TENFERRO_TRY(program::Value v, node->build(b, operands));
+    done.emplace(node, v);
+    stack.pop_back();
+  }
+  TENFERRO_TRY(out.graph, b.finish({done.at(root.ad_node().get())}));
+  return out;
+}
+
+// Runs a transformed graph on the root's runtime; arguments are the replay's leaves plus
+// `extra`.
+Result<std::vector<Tensor>> run(const EagerTensor& root, const program::CompiledGraph& g, const Replay& r,
+                                std::span<const Tensor> extra) {
+  EagerRuntime& rt = *root.runtime();
+  std::vector<Tensor> args = r.leaf_values;
+  args.insert(args.end(), extra.begin(), extra.end());
+  runtime::PrepareOptions opts;
+  opts.engine = rt.engine();
+  if (root.domain()) opts.domain = *root.domain();
+  return rt.runtime().run(g, args, opts);
+}
+
+Result<void> check_root(const EagerTensor& t, const char* op) {
+  if (!t.defined()) return usage_error(ErrorCode::kInvalidArgument, op, "undefined tensor");
+  if (!t.ad_node()) {
+    return usage_error(ErrorCode::kInvalidArgument, op,
+                       "the tensor does not require grad (no input of its computation was made with requires_grad, "
+                       "or it was computed with grad disabled)");
+  }
+  return ok();
+}
+
+Result<void> check_seed(const EagerTensor& root, const EagerTensor& seed, const char* op) {
+  if (seed.dtype() != root.dtype() || seed.shape() != root.shape()) {
+    return usage_error(ErrorCode::kInvalidArgument, op,
+                       "the cotangent must have the output's dtype " + std::string(dtype_name(root.dtype())) +
+                           " and shape");
+  }
+  return ok();
+}
+
+// Gradients of `root` by the replay's leaves: grad for a real scalar without seed, vjp
+// with it.
+Result<std::pair<Replay, std::vector<Tensor>>> reverse(const EagerTensor& root, const EagerTensor& seed, const char* op) {
+  TENFERRO_TRY_VOID(check_root(root, op));
+  const bool scalar = root.rank() == 0 && is_floating(root.dtype());
+  if (!seed.defined() && !scalar) {
+    return usage_error(ErrorCode::kDTypeMismatch, op,
+                       "the output is not a real scalar (dtype " + std::string(dtype_name(root.dtype())) + ", rank " +
+                           std::to_string(root.rank()) + "): pass a cotangent");
+  }
+  if (seed.defined()) TENFERRO_TRY_VOID(check_seed(root, seed, op));
+  TENFERRO_TRY(Replay r, replay(root, op));
+  ad::AdContext& ad = root.runtime()->ad_context();
+  std::vector<Tensor> outs;
+  if (seed.defined()) {
+    TENFERRO_TRY(program::CompiledGraph g, ad.vjp(r.graph));
+    const Tensor extra[1] = {seed.tensor()};
+    TENFERRO_TRY(outs, run(root, g, r, extra));
+  } else {
+    TENFERRO_TRY(program::CompiledGraph g, ad.grad(r.graph));
+    TENFERRO_TRY(outs, run(root, g, r, {}));
+  }
+  outs.erase(outs.begin());  // the primal output
+  return std::pair<Replay, std::vector<Tensor>>{std::move(r), std::move(outs)};
+}
+
+}  // namespace
+
+Result<void> backward(const EagerTensor& loss, const EagerTensor& seed) {
+  TENFERRO_TRY(auto rg, reverse(loss, seed, "backward"));
+  auto& [r, grads] = rg;
+  EagerRuntime& rt = *loss.runtime();
+  std::vector<EagerTensor> wrapped;
+  for (Tensor& g : grads) {
+    TENFERRO_TRY(EagerTensor w, rt.from_host(std::move(g), loss.domain() ? std::optional(CpuPlacement::domain(*loss.domain()))
+                                                                         : std::nullopt));
+    wrapped.push_back(std::move(w));
+  }
+  const Context nograd = Context::of(loss).no_grad();
+  for (size_t i = 0; i < r.leaves.size(); ++i) {
+    AdNode& leaf = *r.leaves[i];
+    std::lock_guard lock(leaf.mu);
+    if (leaf.grad.defined()) {
+      TENFERRO_TRY(leaf.grad, nograd.add(leaf.grad, wrapped[i]));
+    } else {
+      leaf.grad = std::move(wrapped[i]);
+    }
+  }
+  return ok();
+}
+
+namespace {
+// Fresh leaves sharing the storage of `xs` (inexact ones), the rest as they are.
+Result<std::vector<EagerTensor>> fresh_leaves(std::span<const EagerTensor> xs) {
+  std::vector<EagerTensor> leaves;
+  for (const EagerTensor& x : xs) {
+    if (x.defined() && is_inexact(x.dtype())) {
+      TENFERRO_TRY(EagerTensor l, requires_grad(detach(x)));
+      leaves.push_back(std::move(l));
+    } else {
+      leaves.push_back(detach(x));
+    }
+  }
+  return leaves;
+}
+
+// Per entry of `leaves`: the gradient for the replay's leaf it is, zeros where f did not
+// reach it, undefined for non-differentiable entries.
+Result<std::vector<EagerTensor>> scatter_grads(const std::vector<EagerTensor>& leaves, const Replay& r,
+                                               std::vector<Tensor>& grads, const EagerTensor& root) {
+  std::vector<EagerTensor> out;
+  EagerRuntime& rt = *root.runtime();
+  for (const EagerTensor& l : leaves) {
+    if (!l.ad_node()) {
+      out.emplace_back();
+      continue;
+    }
+    size_t k = 0;
+    while (k < r.leaves.size() && r.leaves[k] != l.ad_node()) ++k;
+    if (k == r.leaves.size()) {
+      TENFERRO_TRY(EagerTensor z, Context::of(l).no_grad().zeros(l.shape(), l.dtype()));
+      out.push_back(std::move(z));
+    } else {
+      TENFERRO_TRY(EagerTensor g, rt.from_host(std::move(grads[k])));
+      out.push_back(std::move(g));
+    }
+  }
+  return out;
+}
+}  // namespace
+
+Result<std::vector<EagerTensor>> grad(const EagerFn& f, std::span<const EagerTensor> xs) {
+  TENFERRO_TRY(std::vector<EagerTensor> leaves, fresh_leaves(xs));
+  TENFERRO_TRY(EagerTensor y, f(leaves));
+  TENFERRO_TRY(auto rg, reverse(y, {}, "grad"));
+  return scatter_grads(leaves, rg.first, rg.second, y);
+}
+
+Result<std::pair<EagerTensor, std::vector<EagerTensor>>> vjp(const EagerFn& f, std::span<const EagerTensor> xs,
+                                                             const EagerTensor& ct) {
+  TENFERRO_TRY(std::vector<EagerTensor> leaves, fresh_leaves(xs));
+  TENFERRO_TRY(EagerTensor y, f(leaves));
+  if (!ct.defined()) return usage_error(ErrorCode::kInvalidArgument, "vjp", "undefined cotangent");
+  TENFERRO_TRY(auto rg, reverse(y, ct, "vjp"));
+  TENFERRO_TRY(std::vector<EagerTensor> g, scatter_grads(leaves, rg.first, rg.second, y));
+  return std::pair<EagerTensor, std::vector<EagerTensor>>{detach(y), std::move(g)};
+}
+
+Result<std::pair<EagerTensor, EagerTensor>> jvp(const EagerFn& f, std::span<const EagerTensor> xs,
+                                                std::span<const EagerTensor> vs) {
+  if (vs.size() != xs.size()) {
+    return usage_error(ErrorCode::kInvalidArgument, "jvp",
+                       std::to_string(xs.size()) + " inputs but " + std::to_string(vs.size()) + " tangents");
+  }
+  TENFERRO_TRY(std::vector<EagerTensor> leaves, fresh_leaves(xs));
+  TENFERRO_TRY(EagerTensor y, f(leaves));
+  TENFERRO_TRY_VOID(check_root(y, "jvp"));
+  TENFERRO_TRY(Replay r, replay(y, "jvp"));
+  // Tangents in the order of the replay's leaves; leaves f did not reach have none.
+  std::vector<Tensor> tangents;
+  for (const auto& node : r.leaves) {
+    size_t i = 0;
+    while (leaves[i].ad_node() != node) ++i;
+    if (!vs[i].defined() || vs[i].dtype() != leaves[i].dtype() || vs[i].shape() != leaves[i].shape()) {
+      return usage_error(ErrorCode::kInvalidArgument, "jvp",
+                         "tangent " + std::to_string(i) + " must have the dtype and shape of input " + std::to_string(i));
+    }
+    tangents.push_back(vs[i].tensor());
+  }
+  TENFERRO_TRY(program::CompiledGraph g, y.runtime()->ad_context().jvp(r.graph));
+  TENFERRO_TRY(std::vector<Tensor> outs, run(y, g, r, tangents));
+  TENFERRO_TRY(EagerTensor dy, y.runtime()->from_host(std::move(outs[1])));
+  return std::pair<EagerTensor, EagerTensor>{detach(y), std::move(dy)};
+}
+
+}  // namespace tenferro::eager

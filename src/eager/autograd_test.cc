@@ -1,0 +1,328 @@
+// Eager reverse mode: tape gradients against analytic values, central finite
+// differences and the program transforms (random programs run eagerly op by op).
+
+#include "tenferro/eager/autograd.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "tenferro/ad/ad.h"
+#include "tenferro/einsum_ir/einsum_op.h"
+#include "tenferro/program/interpreter.h"
+#include "tenferro/program/text.h"
+#include "tenferro/test_support/index.h"
+#include "tenferro/test_support/random_program.h"
+#include "tenferro/test_support/strided.h"
+
+namespace tenferro::eager {
+namespace {
+
+std::shared_ptr<EagerRuntime> runtime() {
+  static std::shared_ptr<EagerRuntime> rt = EagerRuntime::create().value();
+  return rt;
+}
+
+std::vector<c128> values(const Tensor& t) {
+  std::vector<c128> out;
+  test_support::for_each_index(t.shape(), [&](const test_support::Index& i) {
+    out.push_back(t.get_as_c128(Dims(std::span<const int64_t>(i))).value());
+  });
+  return out;
+}
+std::vector<c128> values(const EagerTensor& t) { return values(t.tensor()); }
+
+EagerTensor random(std::mt19937_64& rng, DType d, const Shape& s, double lo = -1.0, double hi = 1.0) {
+  return runtime()->from_host(test_support::strided_random(rng, d, s, lo, hi)).value();
+}
+
+// x + h v, eagerly without recording.
+EagerTensor axpy(const EagerTensor& x, double h, const EagerTensor& v) {
+  Context c = Context::of(x).no_grad();
+  EagerTensor hv = c.mul(c.scalar(c128(h, 0.0), x.dtype()).value(), v).value();
+  return c.add(x, hv).value();
+}
+
+double inner(const std::vector<c128>& a, const std::vector<c128>& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += (std::conj(a[i]) * b[i]).real();
+  return s;
+}
+
+double scalar_value(const EagerTensor& t) { return values(t)[0].real(); }
+
+// grad(f) at xs against central differences along random directions.
+void check_grad_fd(const EagerFn& f, const std::vector<EagerTensor>& xs, uint64_t seed, const std::string& what,
+                   double tol = 1e-6) {
+  SCOPED_TRACE(what);
+  auto g = grad(f, xs);
+  ASSERT_TRUE(g) << g.error().to_string();
+  std::mt19937_64 rng(seed);
+  std::vector<EagerTensor> vs, xp, xm;
+  double predicted = 0;
+  const double h = 1e-6;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    EagerTensor v = random(rng, xs[i].dtype(), xs[i].shape());
+    vs.push_back(v);
+    predicted += inner(values((*g)[i]), values(v));
+    xp.push_back(axpy(xs[i], h, v));
+    xm.push_back(axpy(xs[i], -h, v));
+  }
+  const double fd = (scalar_value(f(xp).value()) - scalar_value(f(xm).value())) / (2 * h);
+  EXPECT_NEAR(predicted, fd, tol * (1 + std::abs(fd)));
+}
+
+TEST(Autograd, SumOfMatmulMatchesTheAnalyticGradient) {
+  auto rt = runtime();
+  EagerTensor x = requires_grad(rt->from_values<double>({2, 3}, {1, 2, 3, 4, 5, 6}).value()).value();
+  EagerTensor y = requires_grad(rt->from_values<double>({3, 2}, {1, -1, 2, 0, 0.5, 3}).value()).value();
+  EagerTensor loss = sum(matmul(x, y).value()).value();
+  ASSERT_TRUE(backward(loss));
+  // d/dx sum(x y) = ones(2,2) y^T; d/dy = x^T ones(2,2)
+  const std::vector<c128> gx = values(grad_of(x)), gy = values(grad_of(y));
+  for (int64_t i = 0; i < 2; ++i) {
+    for (int64_t k = 0; k < 3; ++k) {
+      double want = 0;
+      for (int64_t j = 0; j < 2; ++j) want += item(y, {k, j}).value().real();
+      EXPECT_DOUBLE_EQ(grad_of(x).tensor().get_as_c128({i, k}).value().real(), want);
+    }
+  }
+  for (int64_t k = 0; k < 3; ++k) {
+    for (int64_t j = 0; j < 2; ++j) {
+      double want = 0;
+      for (int64_t i = 0; i < 2; ++i) want += item(x, {i, k}).value().real();
+      EXPECT_DOUBLE_EQ(grad_of(y).tensor().get_as_c128({k, j}).value().real(), want);
+    }
+  }
+  (void)gx;
+  (void)gy;
+}
+
+TEST(Autograd, GradientsAccumulateAndSavedValuesOutliveTheirHandles) {
+  auto rt = runtime();
+  EagerTensor x = requires_grad(rt->from_values<double>({3}, {1, 2, 3}).value()).value();
+  EagerTensor loss;
+  {
+    EagerTensor sq = x * x;        // dropped at scope end; the record keeps it
+    EagerTensor e = exp(sq).value();
+    loss = sum(e).value();
+  }
+  ASSERT_TRUE(backward(loss));
+  ASSERT_TRUE(backward(loss));
+  const std::vector<c128> g = values(grad_of(x));
+  for (int i = 0; i < 3; ++i) {
+    const double xi = i + 1.0;
+    EXPECT_NEAR(g[static_cast<size_t>(i)].real(), 2 * 2 * xi * std::exp(xi * xi), 1e-9 * std::exp(xi * xi));
+  }
+  zero_grad(x);
+  EXPECT_FALSE(grad_of(x).defined());
+}
+
+TEST(Autograd, UntracedAndNoGradCallsRecordNothing) {
+  auto rt = runtime();
+  EagerTensor a = rt->from_values<double>({2}, {1, 2}).value();
+  EXPECT_FALSE(requires_grad_of(a + a));
+  EagerTensor x = requires_grad(a).value();
+  EXPECT_TRUE(requires_grad_of(x + a));
+  EXPECT_FALSE(requires_grad_of(Context::of(x).no_grad().add(x, a).value()));
+  EXPECT_FALSE(requires_grad_of(detach(x) + a));
+  EXPECT_FALSE(requires_grad_of(lt(x, a).value()));  // bool results never record
+}
+
+TEST(Autograd, BinaryAndNaryEinsumGiveTheSameGradients) {
+  std::mt19937_64 rng(11);
+  std::vector<EagerTensor> xs = {random(rng, DType::kF64, {2, 3}), random(rng, DType::kF64, {3, 4}),
+                                 random(rng, DType::kF64, {4, 2})};
+  EagerFn nary = [](std::span<const EagerTensor> v) { return einsum("ij,jk,ki->", {v[0], v[1], v[2]}); };
+  EagerFn binary = [](std::span<const EagerTensor> v) -> Result<EagerTensor> {
+    TENFERRO_TRY(EagerTensor ab, einsum("ij,jk->ik", {v[0], v[1]}));
+    return einsum("ik,ki->", {ab, v[2]});
+  };
+  auto g1 = grad(nary, xs).value(), g2 = grad(binary, xs).value();
+  for (size_t i = 0; i < 3; ++i) {
+    const auto a = values(g1[i]), b = values(g2[i]);
+    for (size_t k = 0; k < a.size(); ++k) EXPECT_NEAR(a[k].real(), b[k].real(), 1e-12);
+  }
+  check_grad_fd(nary, xs, 5, "nary einsum");
+}
+
+TEST(Autograd, ViewsBroadcastingReductionsAndComplex) {
+  std::mt19937_64 rng(21);
+  uint64_t seed = 100;
+  auto x = random(rng, DType::kF64, {3, 4});
+  auto y = random(rng, DType::kF64, {4});
+  auto z = random(rng, DType::kC128, {3, 3});
+  auto w = random(rng, DType::kF64, {3});
+  auto sq = [](const EagerTensor& t) -> Result<EagerTensor> { return sum(mul(t, t).value()); };
+  check_grad_fd([&](std::span<const EagerTensor> v) { return sq(permute(v[0], {1, 0}).value() * v[1]); }, {x, w},
+                seed++, "permute broadcast mul");
+  check_grad_fd([&](std::span<const EagerTensor> v) { return sq(reshape(v[0], {2, 6}).value()); }, {x}, seed++, "reshape");
+  check_grad_fd([&](std::span<const EagerTensor> v) { return sq(slice(v[0], 1, 3, 0, -2).value()); }, {x}, seed++,
+                "negative-step slice");
+  check_grad_fd([&](std::span<const EagerTensor> v) { return sq(diagonal(v[0]).value()); }, {x}, seed++, "diagonal");
+  check_grad_fd([&](std::span<const EagerTensor> v) { return sq(flip(v[0], {0}).value() + 1.0); }, {x}, seed++, "flip");
+  check_grad_fd([&](std::span<const EagerTensor> v) { return sq(broadcast_to(v[0], {3, 4}).value()); }, {y}, seed++,
+                "broadcast_to");
+  check_grad_fd([&](std::span<const EagerTensor> v) { return sq(amax(v[0], {1}, true).value()); }, {x}, seed++, "amax");
+  check_grad_fd([&](std::span<const EagerTensor> v) { return sq(mean(v[0], {0}).value()); }, {x}, seed++, "mean");
+  check_grad_fd([&](std::span<const EagerTensor> v) { return sq(tanh(matmul(v[0], v[1]).value()).value()); }, {x, y},
+                seed++, "matrix-vector matmul");
+  check_grad_fd(
+      [&](std::span<const EagerTensor> v) -> Result<EagerTensor> {
+        TENFERRO_TRY(EagerTensor p, matmul(v[0], conj(v[0]).value()));
+        TENFERRO_TRY(EagerTensor r, real(p));
+        TENFERRO_TRY(EagerTensor i, imag(p));
+        return sum(add(mul(r, r).value(), mul(i, i).value()).value());
+      },
+      {z}, seed++, "complex matmul, real and imag views");
+  check_grad_fd(
+      [&](std::span<const EagerTensor> v) -> Result<EagerTensor> {
+        EagerTensor zero = Context::of(v[0]).zeros({3, 4}).value();
+        EagerTensor sel = where(gt(v[0], zero).value(), v[0], exp(v[0]).value()).value();
+        return sq(contiguous(sel).value());
+      },
+      {x}, seed++, "where");
+}
+
+// Runs `p` eagerly op by op (core ops through Context::core, einsum through einsum).
+Result<std::vector<EagerTensor>> run_eagerly(const program::CompiledGraph& g, std::span<const EagerTensor> args) {
+  const auto& p = *g.program;
+  std::vector<EagerTensor> val(p.value_count());
+  size_t a = 0, nb = 0;
+  for (const auto& in : p.inputs()) {
+    if (in.binding) {
+      TENFERRO_TRY(val[static_cast<size_t>(in.value.index())], runtime()->from_host(g.bindings.tensors[nb++]));
+    } else {
+      val[static_cast<size_t>(in.value.index())] = args[a++];
+    }
+  }
+  Context c = runtime()->context();
+  for (const auto& op : p.ops()) {
+    std::vector<EagerTensor> ins;
+    for (auto v : op.operands()) ins.push_back(val[static_cast<size_t>(v.index())]);
+    EagerTensor out;
+    if (op.code() == program::OpCode::kConstant) {
+      const program::Literal& l = *op.attrs().literal;
+      std::vector<c128> xs;
+      for (int64_t i = 0; i < l.element_count(); ++i) xs.push_back(l.element_as_c128(i));
+      TENFERRO_TRY(out, c.full(Dims(std::span<const int64_t>(l.shape)), xs.empty() ? c128() : xs[0], l.dtype));
+      if (xs.size() > 1) {  // integer index tensors of the generator
+        std::vector<int64_t> ints;
+        for (const c128& z : xs) ints.push_back(static_cast<int64_t>(z.real()));
+        TENFERRO_TRY(Tensor t, Tensor::from_col_major<int64_t>(Dims(std::span<const int64_t>(l.shape)), ints));
+        TENFERRO_TRY(out, runtime()->from_host(std::move(t)));
+      }
+    } else if (op.code() == program::OpCode::kExtension) {
+      const auto* e = dynamic_cast<const einsum::EinsumOp*>(op.extension());
+      if (!e) return usage_error(ErrorCode::kUnsupported, "run_eagerly", "extension");
+      TENFERRO_TRY(out, c.einsum(e->subscripts(), ins));
+    } else {
+      TENFERRO_TRY(out, c.core(op.code(), ins, op.attrs()));
+    }
+    val[static_cast<size_t>(op.results()[0].index())] = out;
+  }
+  std::vector<EagerTensor> outs;
+  for (auto v : p.outputs()) outs.push_back(val[static_cast<size_t>(v.index())]);
+  return outs;
+}
+
+TEST(Autograd, RandomProgramsEagerTapeEqualsProgramTransform) {
+  const ad::AdContext ctx = ad::AdContext::with_standard_rules();
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    test_support::RandomProgram rp = test_support::random_program(seed);
+    const auto& p = *rp.graph.program;
+    std::mt19937_64 rng(seed * 7);
+    std::vector<EagerTensor> xs;
+    for (const Tensor& t : rp.inputs) xs.push_back(runtime()->from_host(t).value());
+    std::vector<Tensor> us;
+    for (auto v : p.outputs()) {
+      Shape s;
+      for (const auto& e : p.type(v).shape) s.push_back(e.exact_value());
+      us.push_back(test_support::strided_random(rng, p.type(v).dtype, s, -1.0, 1.0));
+    }
+    // Eager: loss = sum_k Re <u_k, y_k>, backward through the tape.
+    EagerFn loss = [&](std::span<const EagerTensor> v) -> Result<EagerTensor> {
+      TENFERRO_TRY(std::vector<EagerTensor> ys, run_eagerly(rp.graph, v));
+      EagerTensor total;
+      for (size_t k = 0; k < ys.size(); ++k) {
+        TENFERRO_TRY(EagerTensor u, runtime()->from_host(us[k]));
+        TENFERRO_TRY(EagerTensor cu, conj(u));
+        TENFERRO_TRY(EagerTensor prod, mul(cu, ys[k]));
+        TENFERRO_TRY(EagerTensor re, real(prod));
+        TENFERRO_TRY(EagerTensor s, sum(re));
+        if (total.defined()) {
+          TENFERRO_TRY(total, add(total, s));
+        } else {
+          total = s;
+        }
+      }
+      return total;
+    };
+    auto eager_grads = grad(loss, xs);
+    ASSERT_TRUE(eager_grads) << eager_grads.error().to_string() << "\n" << program::print_program(p);
+    // Program: vjp with cotangents u.
+    std::vector<Tensor> args = rp.inputs;
+    args.insert(args.end(), us.begin(), us.end());
+    auto v = program::interpret(ctx.vjp(rp.graph).value(), args);
+    ASSERT_TRUE(v) << v.error().to_string();
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const auto a = values((*eager_grads)[i]), b = values((*v)[p.outputs().size() + i]);
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t k = 0; k < a.size(); ++k) {
+        EXPECT_NEAR(std::abs(a[k] - b[k]), 0.0, 1e-10 * (1 + std::abs(b[k]))) << "input " << i << " element " << k;
+      }
+    }
+    check_grad_fd(loss, xs, seed, "finite differences");
+    if (HasFailure()) break;
+  }
+}
+
+TEST(Autograd, FunctionalVjpAndJvp) {
+  std::mt19937_64 rng(31);
+  EagerTensor x = random(rng, DType::kF64, {3});
+  EagerFn f = [](std::span<const EagerTensor> v) { return mul(v[0], sin(v[0]).value()); };
+  EagerTensor ct = random(rng, DType::kF64, {3});
+  auto [y, g] = vjp(f, std::span<const EagerTensor>(&x, 1), ct).value();
+  auto [y2, dy] = jvp(f, std::span<const EagerTensor>(&x, 1), std::span<const EagerTensor>(&ct, 1)).value();
+  const auto xv = values(x), cv = values(ct), gv = values(g[0]), dv = values(dy);
+  for (size_t i = 0; i < 3; ++i) {
+    const double d = std::sin(xv[i].real()) + xv[i].real() * std::cos(xv[i].real());
+    EXPECT_NEAR(gv[i].real(), cv[i].real() * d, 1e-12);
+    EXPECT_NEAR(dv[i].real(), cv[i].real() * d, 1e-12);
+  }
+  EXPECT_EQ(values(y), values(y2));
+}
+
+TEST(Autograd, TypedErrors) {
+  auto rt = runtime();
+  EagerTensor a = rt->from_values<double>({2}, {1, 2}).value();
+  auto no = backward(sum(a).value());
+  ASSERT_FALSE(no);
+  EXPECT_EQ(no.error().code(), ErrorCode::kInvalidArgument);
+  EagerTensor x = requires_grad(a).value();
+  auto vec = backward(x * x);
+  ASSERT_FALSE(vec);
+  EXPECT_EQ(vec.error().code(), ErrorCode::kDTypeMismatch);
+  EXPECT_TRUE(backward(x * x, a));  // with a cotangent
+  EXPECT_EQ(values(grad_of(x)), (std::vector<c128>{2.0, 8.0}));
+  auto ints = requires_grad(rt->from_values<int64_t>({2}, {1, 2}).value());
+  ASSERT_FALSE(ints);
+  EXPECT_EQ(ints.error().code(), ErrorCode::kDTypeMismatch);
+  // An op without a program form (a native family entry) is a typed error at backward.
+  const EagerTensor* ins[1] = {&x};
+  auto native = Context::of(x).run_native(ins, "test.native", 1,
+                                          [&](cpu::CpuExecutionContext&, const std::shared_ptr<HostBufferPool>&,
+                                              std::vector<Tensor>& outs) -> Result<void> {
+                                            outs.push_back(x.tensor());
+                                            return ok();
+                                          });
+  ASSERT_TRUE(native);
+  auto through = backward(sum((*native)[0]).value());
+  ASSERT_FALSE(through);
+  EXPECT_EQ(through.error().code(), ErrorCode::kUnsupported);
+}
+
+}  // namespace
+}  // namespace tenferro::eager

@@ -1,0 +1,79 @@
+#pragma once
+/// \file
+/// Eager reverse-mode AD (ARCHITECTURE `eager`; Note [Eager tape] in autograd.cc).
+///
+///     EagerTensor x = requires_grad(rt->from_values<double>({2, 2}, {...}).value()).value();
+///     EagerTensor loss = sum(matmul(x, x).value()).value();
+///     backward(loss).value();
+///     EagerTensor g = grad_of(x);   // d loss / d x
+///
+/// A call records only when an input requires grad and its context has grad enabled
+/// (Context::no_grad() turns recording off); an untraced call builds nothing. Each
+/// record holds the program expression of its op and its operands (so saved values
+/// survive dropped forward handles). backward() replays the record into a program,
+/// takes its gradient with the runtime's AdContext (ad::AdContext::grad: the same rules
+/// as the program path, cached by program fingerprint) and runs it as a prepared graph.
+
+#include <functional>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tenferro/ad/ad.h"
+#include "tenferro/eager/eager.h"
+#include "tenferro/program/program.h"
+
+namespace tenferro::eager {
+
+/// One record of the eager tape. A leaf (made by requires_grad) has no build function and
+/// accumulates its gradient; an op record re-emits its operation into a program over its
+/// saved operands. Immutable after creation except a leaf's gradient (mutex-guarded).
+struct AdNode {
+  using Build = std::function<Result<program::Value>(program::ProgramBuilder&, std::span<const program::Value>)>;
+  Build build;                      ///< empty for a leaf
+  std::vector<EagerTensor> inputs;  ///< the saved operands
+  std::string op;                   ///< the op's name, for errors
+  std::string unsupported;          ///< non-empty: why this op cannot be differentiated
+  mutable std::mutex mu;            ///< guards `grad`
+  EagerTensor grad;                 ///< a leaf's accumulated gradient (undefined until a backward)
+  bool leaf() const noexcept { return !build && unsupported.empty(); }
+};
+
+/// A tensor sharing `x`'s storage that requires grad: a new leaf. Errors:
+/// kInvalidArgument (undefined), kDTypeMismatch (an integer or bool dtype).
+Result<EagerTensor> requires_grad(const EagerTensor& x);
+/// True when `x` is a leaf or the result of a recorded op.
+inline bool requires_grad_of(const EagerTensor& x) noexcept { return x.ad_node() != nullptr; }
+/// `x` without its record (same storage; a constant for AD).
+EagerTensor detach(const EagerTensor& x);
+
+/// Accumulates d loss / d leaf into every leaf `loss` depends on. `loss` must be a real
+/// scalar (f32/f64, rank 0) unless `seed` (the cotangent, of loss's dtype and shape) is
+/// given. Gradients add to what earlier backward calls left. The record is kept (backward
+/// may run again). Errors (kUsage): kInvalidArgument (loss does not require grad, a seed
+/// of the wrong shape), kDTypeMismatch (a non-scalar loss without seed), kUnsupported (an
+/// op without an AD rule on the path, naming it); the transform's and the run's errors.
+/// Nothing is accumulated on error.
+Result<void> backward(const EagerTensor& loss, const EagerTensor& seed = {});
+/// The accumulated gradient of a leaf (undefined before any backward reached it).
+EagerTensor grad_of(const EagerTensor& leaf);
+/// Clears a leaf's accumulated gradient.
+void zero_grad(const EagerTensor& leaf);
+
+/// A function of eager tensors to one eager tensor (for the functional transforms).
+using EagerFn = std::function<Result<EagerTensor>(std::span<const EagerTensor>)>;
+/// d f / d xs at `xs` for a real scalar f, without touching any accumulator: `f` runs on
+/// fresh leaves sharing the storage of `xs`. Entries of integer or bool dtype get an
+/// undefined tensor. Errors: those of f and backward.
+Result<std::vector<EagerTensor>> grad(const EagerFn& f, std::span<const EagerTensor> xs);
+/// (f(xs), vjp) with vjp[i] = <ct, d f / d xs[i]> (the adjoint of the Jacobian applied to
+/// `ct`; Note [Complex cotangents] in ad/transforms.cc).
+Result<std::pair<EagerTensor, std::vector<EagerTensor>>> vjp(const EagerFn& f, std::span<const EagerTensor> xs,
+                                                             const EagerTensor& ct);
+/// (f(xs), J v): forward-mode derivative along `vs` (one tangent per x of an inexact
+/// dtype, undefined entries for the others).
+Result<std::pair<EagerTensor, EagerTensor>> jvp(const EagerFn& f, std::span<const EagerTensor> xs,
+                                                std::span<const EagerTensor> vs);
+
+}  // namespace tenferro::eager
