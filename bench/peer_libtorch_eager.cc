@@ -39,9 +39,20 @@ int main(int argc, char** argv) {
   std::printf(", \"sum 8\": %.4f", per_call_us(200000, [&] { auto c = a8.sum(); }));
   std::printf(", \"exp 8\": %.4f", per_call_us(200000, [&] { auto c = a8.exp(); }));
   // The runtime bench's chain: 100 ops (add, mul, tanh in turn) on f64[8], per op.
-  std::printf(", \"chain100 per op\": %.4f}\n", per_call_us(2000, [&] {
+  std::printf(", \"chain100 per op\": %.4f", per_call_us(2000, [&] {
                 auto v = a8;
                 for (int i = 0; i < 100; ++i) v = i % 3 == 0 ? v + b8 : i % 3 == 1 ? v * b8 : v.tanh();
               }) / 100);
+  {
+    // Eager reverse mode: forward + backward of sum(mm(x, y)) 2x2 (grad mode on).
+    torch::AutoGradMode grad_mode(true);
+    auto x = torch::randn({2, 2}, torch::dtype(f64).requires_grad(true));
+    auto y = torch::randn({2, 2}, torch::dtype(f64).requires_grad(true));
+    std::printf(", \"fwd+bwd sum(matmul 2x2)\": %.4f", per_call_us(20000, [&] {
+                  auto l = at::mm(x, y).sum();
+                  l.backward();
+                }));
+  }
+  std::printf("}\n");
   return 0;
 }

@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "tenferro/ad/ad.h"
 #include "tenferro/core/result.h"
 #include "tenferro/linalg/linalg.h"
 #include "tenferro/program/extension.h"
@@ -52,8 +53,8 @@ struct Payload {
   linalg::QrMode qr_mode = linalg::QrMode::kReduced;
   linalg::Uplo uplo = linalg::Uplo::kLower;
   bool vectors = true;                        ///< eigh / eig
-  linalg::TriangularOptions triangular;       ///< left, uplo, unit_diagonal, transpose
-  std::optional<double> rtol;                 ///< pinv
+  linalg::TriangularOptions triangular{};     ///< left, uplo, unit_diagonal, transpose
+  std::optional<double> rtol{};               ///< pinv
   linalg::MatrixNorm norm = linalg::MatrixNorm::kFrobenius;
   friend bool operator==(const Payload& a, const Payload& b) noexcept;
 };
@@ -103,6 +104,19 @@ Result<void> register_linalg_family(program::ExtensionRegistry& registry);
 /// Emits one linalg op over `operands` into `builder`; returns its outputs.
 Result<std::vector<program::Value>> emit_linalg(program::ProgramBuilder& builder, const Payload& payload,
                                                 std::span<const program::Value> operands);
+
+/// Options of the family's AD rules (Note [Linalg rules] in linalg_rule.cc).
+struct LinalgAdOptions {
+  /// Lorentzian broadening ε: every 1/x of a spectral gap (SVD: s_j² − s_i²; eigh:
+  /// w_j − w_i) and every 1/s becomes x / (x² + ε). 0: exact, with 0 where x = 0.
+  double broadening = 1e-12;
+};
+/// The linalg family's differentiation rules, for AdContext::install. JVPs of svd (thin,
+/// values-only), eigh/eigvalsh, qr (reduced or R-only, rows >= columns), cholesky, lu
+/// (square), solve, triangular_solve, inv, det, slogdet, matrix_norm and eigvals; the
+/// transposes of solve and triangular_solve in their right-hand side. Other cases (full
+/// SVD, complete QR, eig vectors, pinv) are kUnsupported at transform time.
+std::shared_ptr<const ad::ExtensionRule> linalg_rule(LinalgAdOptions options = {});
 
 /// The CPU engine's native module for the family (one immutable instance per process).
 /// Register it with Runtime::register_extension(cpu_engine_id, cpu_linalg_module()).
