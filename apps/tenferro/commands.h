@@ -7,6 +7,10 @@ inline constexpr const char* kVersion = "0.1.0";
 
 /// `tenferro demo`: builds tensors, takes views, shows typed errors.
 int run_demo(int argc, char** argv);
+/// `tenferro demo trg`: the 2D Ising model by TRG with AD derivatives (ad_cmd.cc).
+int run_demo_trg(int argc, char** argv);
+/// `tenferro bench ad`: gradient against forward cost, torch as the peer (ad_cmd.cc).
+int run_bench_ad(int argc, char** argv);
 
 /// `tenferro bench kernels [--threads N] [--json]`: CPU kernels vs same-run references.
 int run_bench_kernels(int argc, char** argv);

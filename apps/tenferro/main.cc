@@ -15,6 +15,8 @@ void print_usage(std::FILE* out) {
       "\n"
       "commands:\n"
       "  demo       show what the library does so far (tensors, views, errors)\n"
+      "  demo trg --beta B [--chi C] [--steps S] [--json]\n"
+      "             2D Ising model by TRG: free energy, energy and specific heat by AD\n"
       "  info [--json]\n"
       "             CPU capabilities the engine plans with (ISA, BLIS/OpenBLAS kernels, caches)\n"
       "  bench kernels [--threads N] [--json] [--only S] [--max-n N]\n"
@@ -25,6 +27,7 @@ void print_usage(std::FILE* out) {
       "  bench einsum FILE_OR_DIR... [--path instance|greedy|treesa] [--strategy opt_flops|opt_size]\n"
       "         [--threads N] [--json]\n"
       "             time einsum-benchmark instances (median, IQR, GFLOP/s, path cost)\n"
+      "  bench ad [--threads N] [--json] [--python-peer SCRIPT] [--trg-chi C] [--trg-steps S]\n"
       "  bench eager [--threads N] [--json] [--peer PATH | --no-peer] [--python-peer SCRIPT]\n"
       "             eager per-call times next to libtorch C++ and the kernels called directly\n"
       "  bench linalg [--threads N] [--json] [--only SUBSTRING]\n"
@@ -48,7 +51,13 @@ static int dispatch(int argc, char** argv) {
     return 2;
   }
   const std::string_view cmd = argv[1];
+  if (cmd == "demo" && argc >= 3 && std::string_view(argv[2]) == "trg") {
+    return tenferro::cli::run_demo_trg(argc - 3, argv + 3);
+  }
   if (cmd == "demo") return tenferro::cli::run_demo(argc - 2, argv + 2);
+  if (cmd == "bench" && argc >= 3 && std::string_view(argv[2]) == "ad") {
+    return tenferro::cli::run_bench_ad(argc - 3, argv + 3);
+  }
   if (cmd == "bench" && argc >= 3 && std::string_view(argv[2]) == "kernels") {
     return tenferro::cli::run_bench_kernels(argc - 3, argv + 3);
   }

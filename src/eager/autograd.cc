@@ -39,6 +39,25 @@ Result<EagerTensor> Detail::record(Result<EagerTensor> r, std::span<const EagerT
   return r;
 }
 
+void Detail::record_outputs(std::vector<EagerTensor>& results, std::span<const EagerTensor* const> inputs,
+                            const char* op, Context::ProgramForm form) {
+  // One shared form; each output's record emits it and takes its output (the replayed
+  // program holds one op per used output, merged by the compiler's CSE).
+  auto shared = std::make_shared<const Context::ProgramForm>(std::move(form));
+  for (size_t k = 0; k < results.size(); ++k) {
+    EagerTensor& t = results[k];
+    if (!t.defined() || !is_inexact(t.dtype())) continue;
+    auto node = std::make_shared<AdNode>();
+    node->op = op;
+    node->build = [shared, k](program::ProgramBuilder& b, std::span<const program::Value> v) -> Result<program::Value> {
+      TENFERRO_TRY(std::vector<program::Value> outs, (*shared)(b, v));
+      return outs.at(k);
+    };
+    for (const EagerTensor* in : inputs) node->inputs.push_back(*in);
+    t.ad_ = std::move(node);
+  }
+}
+
 void Detail::record_unsupported(std::vector<EagerTensor>& results, std::span<const EagerTensor* const> inputs,
                                 const char* op) {
   for (EagerTensor& t : results) {

@@ -84,6 +84,9 @@ struct Detail {
     return record(std::move(r), std::span<const EagerTensor* const>(inputs.begin(), inputs.size()), op,
                   std::move(build));
   }
+  // Records every inexact result k of a multi-output op as output k of `form`.
+  static void record_outputs(std::vector<EagerTensor>& results, std::span<const EagerTensor* const> inputs,
+                             const char* op, Context::ProgramForm form);
   // Marks the results of an op that has no program form (and so no AD rule yet).
   static void record_unsupported(std::vector<EagerTensor>& results, std::span<const EagerTensor* const> inputs,
                                  const char* op);

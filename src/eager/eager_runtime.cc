@@ -7,6 +7,7 @@
 #include "tenferro/cpu_runtime/cpu_runtime.h"
 #include "tenferro/ad/ad.h"
 #include "tenferro/einsum_ir/einsum_op.h"
+#include "tenferro/linalg_ir/linalg_op.h"
 #include "tenferro/tensor/npy.h"
 
 namespace tenferro::eager {
@@ -87,7 +88,9 @@ Result<int32_t> choose_domain(std::span<const InputAffinity> inputs, CpuAffinity
 
 EagerRuntime::EagerRuntime()
     : counters_(std::make_unique<Counters>()),
-      ad_(std::make_unique<ad::AdContext>(ad::AdContext::with_standard_rules())) {}
+      ad_(std::make_unique<ad::AdContext>(ad::AdContext::with_standard_rules())) {
+  (void)ad_->install(linalg_ir::linalg_rule());  // a fresh context: no conflict possible
+}
 EagerRuntime::~EagerRuntime() = default;
 
 Result<std::shared_ptr<EagerRuntime>> EagerRuntime::create(EagerConfig config) {
@@ -95,6 +98,9 @@ Result<std::shared_ptr<EagerRuntime>> EagerRuntime::create(EagerConfig config) {
   TENFERRO_TRY(std::shared_ptr<runtime::Runtime> rt, runtime::Runtime::create(config.runtime));
   TENFERRO_TRY(runtime::EngineId id,
                cpu_runtime::register_cpu_engine(*rt, std::move(engine), {.einsum_module = config.einsum_module}));
+  if (config.linalg_module) {
+    TENFERRO_TRY_VOID(rt->register_extension(id, linalg_ir::cpu_linalg_module()));
+  }
   return adopt(std::move(rt), id,
                AdoptOptions{.affinity = config.affinity,
                             .default_domain = config.default_domain,
@@ -348,6 +354,13 @@ Result<std::vector<EagerTensor>> Context::run_native(std::span<const EagerTensor
   res.reserve(outs.size());
   for (Tensor& t : outs) res.push_back(t.defined() ? Detail::wrap(call, std::move(t)) : EagerTensor());
   if (Detail::tracing(*this, inputs)) Detail::record_unsupported(res, inputs, op);
+  return res;
+}
+
+Result<std::vector<EagerTensor>> Context::run_native(std::span<const EagerTensor* const> inputs, const char* op,
+                                                     int64_t work, NativeFn f, FunctionRef<ProgramForm()> form) const {
+  TENFERRO_TRY(std::vector<EagerTensor> res, no_grad().run_native(inputs, op, work, f));
+  if (Detail::tracing(*this, inputs)) Detail::record_outputs(res, inputs, op, form());
   return res;
 }
 

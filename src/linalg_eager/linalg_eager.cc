@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "tenferro/linalg_ir/linalg_op.h"
+
 namespace tenferro::eager::linalg {
 
 namespace ops = tenferro::linalg;
@@ -22,6 +24,37 @@ Result<std::vector<EagerTensor>> run(const Context& c, std::initializer_list<con
   return c.run_native(std::span<const EagerTensor* const>(ins.begin(), ins.size()), op, work_of(**ins.begin()), f);
 }
 
+// The program form of a linalg call (for the AD tape): `payload` over the inputs, its
+// outputs in the native function's order (native output k = program output order[k]).
+Result<std::vector<EagerTensor>> run(const Context& c, std::initializer_list<const EagerTensor*> ins, const char* op,
+                                     Context::NativeFn f, const linalg_ir::Payload& payload,
+                                     std::span<const int> order) {
+  return c.run_native(std::span<const EagerTensor* const>(ins.begin(), ins.size()), op, work_of(**ins.begin()), f,
+                      [&]() -> Context::ProgramForm {
+                        return [payload, ord = std::vector<int>(order.begin(), order.end())](
+                                   program::ProgramBuilder& b,
+                                   std::span<const program::Value> v) -> Result<std::vector<program::Value>> {
+                          TENFERRO_TRY(std::vector<program::Value> outs, linalg_ir::emit_linalg(b, payload, v));
+                          std::vector<program::Value> r;
+                          for (int k : ord) r.push_back(outs.at(static_cast<size_t>(k)));
+                          return r;
+                        };
+                      });
+}
+
+// Native output orders (native output k = program output order[k]).
+constexpr int kOne[] = {0};
+constexpr int kSame2[] = {0, 1};
+constexpr int kSame3[] = {0, 1, 2};
+constexpr int kSvdOrder[] = {1, 0, 2};  // native [S, U, Vh], program [U, S, Vh]
+constexpr int kQrOrder[] = {1, 0};      // native [R, Q], program [Q, R]
+
+linalg_ir::Payload payload_of(linalg_ir::Kind kind) {
+  linalg_ir::Payload p;
+  p.kind = kind;
+  return p;
+}
+
 Result<void> defined(const EagerTensor& a, const char* op) {
   if (!a.defined()) return usage_error(ErrorCode::kInvalidArgument, op, "undefined tensor");
   return ok();
@@ -39,7 +72,15 @@ Result<Svd> svd(const Context& c, const EagerTensor& a, const SvdOptions& option
                                  o.push_back(std::move(r.vh));
                                }
                                return ok();
-                             }));
+                             },
+                             [&] {
+                               linalg_ir::Payload p = payload_of(linalg_ir::Kind::kSvd);
+                               p.svd_mode = options.mode;
+                               p.gauge_fix = options.gauge_fix;
+                               return p;
+                             }(),
+                             options.mode == ops::SvdMode::kValuesOnly ? std::span<const int>(kOne)
+                                                                       : std::span<const int>(kSvdOrder)));
   Svd r;
   r.s = std::move(out[0]);
   if (out.size() == 3) {
@@ -59,7 +100,13 @@ Result<Qr> qr(const Context& c, const EagerTensor& a, QrMode mode) {
                                TENFERRO_TRY(ops::QrResult r, ops::qr(ctx, a.tensor(), mode, {}, pool));
                                o = {std::move(r.r), std::move(r.q)};
                                return ok();
-                             }));
+                             },
+                             [&] {
+                               linalg_ir::Payload p = payload_of(linalg_ir::Kind::kQr);
+                               p.qr_mode = mode;
+                               return p;
+                             }(),
+                             mode == QrMode::kR ? std::span<const int>(kOne) : std::span<const int>(kQrOrder)));
   Qr r;
   r.r = std::move(out[0]);
   if (out[1].defined()) r.q = std::move(out[1]);
@@ -76,7 +123,13 @@ Result<Eigh> eigh(const Context& c, const EagerTensor& a, Uplo uplo) {
                                TENFERRO_TRY(ops::EighResult r, ops::eigh(ctx, a.tensor(), uplo, {}, pool));
                                o = {std::move(r.values), std::move(r.vectors)};
                                return ok();
-                             }));
+                             },
+                             [&] {
+                               linalg_ir::Payload p = payload_of(linalg_ir::Kind::kEigh);
+                               p.uplo = uplo;
+                               return p;
+                             }(),
+                             kSame2));
   return Eigh{std::move(out[0]), std::move(out[1])};
 }
 Result<Eigh> eigh(const EagerTensor& a, Uplo uplo) {
@@ -91,7 +144,14 @@ Result<EagerTensor> eigvalsh(const EagerTensor& a, Uplo uplo) {
                                TENFERRO_TRY(Tensor w, ops::eigvalsh(ctx, a.tensor(), uplo, {}, pool));
                                o = {std::move(w)};
                                return ok();
-                             }));
+                             },
+                             [&] {
+                               linalg_ir::Payload p = payload_of(linalg_ir::Kind::kEigh);
+                               p.uplo = uplo;
+                               p.vectors = false;
+                               return p;
+                             }(),
+                             kOne));
   return std::move(out[0]);
 }
 
@@ -102,7 +162,8 @@ Result<Eig> eig(const EagerTensor& a) {
                                TENFERRO_TRY(ops::EigResult r, ops::eig(ctx, a.tensor(), {}, pool));
                                o = {std::move(r.values), std::move(r.vectors)};
                                return ok();
-                             }));
+                             },
+                             payload_of(linalg_ir::Kind::kEig), kSame2));
   return Eig{std::move(out[0]), std::move(out[1])};
 }
 
@@ -113,7 +174,13 @@ Result<EagerTensor> eigvals(const EagerTensor& a) {
                                TENFERRO_TRY(Tensor w, ops::eigvals(ctx, a.tensor(), {}, pool));
                                o = {std::move(w)};
                                return ok();
-                             }));
+                             },
+                             [&] {
+                               linalg_ir::Payload p = payload_of(linalg_ir::Kind::kEig);
+                               p.vectors = false;
+                               return p;
+                             }(),
+                             kOne));
   return std::move(out[0]);
 }
 
@@ -123,7 +190,13 @@ Result<EagerTensor> cholesky(const Context& c, const EagerTensor& a, Uplo uplo) 
                                TENFERRO_TRY(Tensor l, ops::cholesky(ctx, a.tensor(), uplo, {}, pool));
                                o = {std::move(l)};
                                return ok();
-                             }));
+                             },
+                             [&] {
+                               linalg_ir::Payload p = payload_of(linalg_ir::Kind::kCholesky);
+                               p.uplo = uplo;
+                               return p;
+                             }(),
+                             kOne));
   return std::move(out[0]);
 }
 Result<EagerTensor> cholesky(const EagerTensor& a, Uplo uplo) {
@@ -138,7 +211,8 @@ Result<Lu> lu(const EagerTensor& a) {
                                TENFERRO_TRY(ops::LuResult r, ops::lu(ctx, a.tensor(), {}, pool));
                                o = {std::move(r.p), std::move(r.l), std::move(r.u)};
                                return ok();
-                             }));
+                             },
+                             payload_of(linalg_ir::Kind::kLu), kSame3));
   return Lu{std::move(out[0]), std::move(out[1]), std::move(out[2])};
 }
 
@@ -148,7 +222,8 @@ Result<EagerTensor> solve(const Context& c, const EagerTensor& a, const EagerTen
                                TENFERRO_TRY(Tensor x, ops::solve(ctx, a.tensor(), b.tensor(), {}, pool));
                                o = {std::move(x)};
                                return ok();
-                             }));
+                             },
+                             payload_of(linalg_ir::Kind::kSolve), kOne));
   return std::move(out[0]);
 }
 Result<EagerTensor> solve(const EagerTensor& a, const EagerTensor& b) {
@@ -163,7 +238,13 @@ Result<EagerTensor> triangular_solve(const EagerTensor& a, const EagerTensor& b,
                                TENFERRO_TRY(Tensor x, ops::triangular_solve(ctx, a.tensor(), b.tensor(), options, pool));
                                o = {std::move(x)};
                                return ok();
-                             }));
+                             },
+                             [&] {
+                               linalg_ir::Payload p = payload_of(linalg_ir::Kind::kTriangularSolve);
+                               p.triangular = options;
+                               return p;
+                             }(),
+                             kOne));
   return std::move(out[0]);
 }
 
@@ -174,7 +255,8 @@ Result<EagerTensor> inv(const EagerTensor& a) {
                                TENFERRO_TRY(Tensor x, ops::inv(ctx, a.tensor(), {}, pool));
                                o = {std::move(x)};
                                return ok();
-                             }));
+                             },
+                             payload_of(linalg_ir::Kind::kInv), kOne));
   return std::move(out[0]);
 }
 
@@ -185,7 +267,8 @@ Result<EagerTensor> det(const EagerTensor& a) {
                                TENFERRO_TRY(Tensor x, ops::det(ctx, a.tensor(), {}, pool));
                                o = {std::move(x)};
                                return ok();
-                             }));
+                             },
+                             payload_of(linalg_ir::Kind::kDet), kOne));
   return std::move(out[0]);
 }
 
@@ -196,7 +279,8 @@ Result<Slogdet> slogdet(const EagerTensor& a) {
                                TENFERRO_TRY(ops::SlogdetResult r, ops::slogdet(ctx, a.tensor(), {}, pool));
                                o = {std::move(r.sign), std::move(r.logabsdet)};
                                return ok();
-                             }));
+                             },
+                             payload_of(linalg_ir::Kind::kSlogdet), kSame2));
   return Slogdet{std::move(out[0]), std::move(out[1])};
 }
 
@@ -207,7 +291,13 @@ Result<EagerTensor> pinv(const EagerTensor& a, std::optional<double> rtol) {
                                TENFERRO_TRY(Tensor x, ops::pinv(ctx, a.tensor(), rtol, {}, pool));
                                o = {std::move(x)};
                                return ok();
-                             }));
+                             },
+                             [&] {
+                               linalg_ir::Payload p = payload_of(linalg_ir::Kind::kPinv);
+                               p.rtol = rtol;
+                               return p;
+                             }(),
+                             kOne));
   return std::move(out[0]);
 }
 
@@ -230,7 +320,13 @@ Result<EagerTensor> matrix_norm(const EagerTensor& a, MatrixNorm kind) {
                                TENFERRO_TRY(Tensor x, ops::matrix_norm(ctx, a.tensor(), kind, {}, pool));
                                o = {std::move(x)};
                                return ok();
-                             }));
+                             },
+                             [&] {
+                               linalg_ir::Payload p = payload_of(linalg_ir::Kind::kMatrixNorm);
+                               p.norm = kind;
+                               return p;
+                             }(),
+                             kOne));
   return std::move(out[0]);
 }
 

@@ -1,5 +1,7 @@
 #include "tenferro/linalg_eager/linalg_eager.h"
 
+#include "tenferro/eager/autograd.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -81,6 +83,62 @@ TEST(LinalgEager, ResultsLiveInTheChosenDomain) {
   const linalg::TruncatedSvd t = linalg::truncated_svd(a, o).value();
   EXPECT_EQ(t.s.shape(), Shape({2}));
   EXPECT_EQ(t.rank.tensor().get<int64_t>({}).value(), 2);
+}
+
+// Eager AD through linalg entry points: gradients against central differences.
+TEST(LinalgEager, GradientsThroughDecompositionsMatchFiniteDifferences) {
+  auto rt = EagerRuntime::create().value();
+  const EagerTensor a = rt->from_host(Tensor::random_normal(DType::kF64, {4, 3}, 7).value()).value();
+  const EagerTensor sq = rt->from_host(Tensor::random_normal(DType::kF64, {3, 3}, 8).value()).value();
+  const EagerTensor b = rt->from_host(Tensor::random_normal(DType::kF64, {3, 2}, 9).value()).value();
+  struct Case {
+    const char* name;
+    EagerFn f;
+    EagerTensor x;
+  };
+  auto total = [](const EagerTensor& t) { return sum(mul(t, t).value()); };
+  const std::vector<Case> cases = {
+      {"svd values", [](std::span<const EagerTensor> v) { return sum(linalg::svd(v[0]).value().s); }, a},
+      {"svd vectors", [&](std::span<const EagerTensor> v) {
+         const linalg::Svd r = linalg::svd(v[0]).value();
+         return total(matmul(r.u, r.vh).value());  // sign-invariant
+       }, a},
+      {"qr", [&](std::span<const EagerTensor> v) { return total(linalg::qr(v[0]).value().r); }, a},
+      {"eigh", [&](std::span<const EagerTensor> v) {
+         const linalg::Eigh e = linalg::eigh(v[0]).value();
+         return add(sum(e.values).value(), total(mul(e.vectors, e.vectors).value()).value());
+       }, sq},
+      {"solve", [&](std::span<const EagerTensor> v) {
+         const EagerTensor m = add(v[0], Context::of(v[0]).full({3, 3}, c128(0.0), DType::kF64).value()).value();
+         return total(linalg::solve(add(m, mul(Context::of(m).scalar(c128(4.0)).value(),
+                                                   Context::of(m).ones({3, 3}).value()).value()).value(), b).value());
+       }, sq},
+      {"det", [](std::span<const EagerTensor> v) { return linalg::det(v[0]); }, sq},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto g = grad(c.f, std::span<const EagerTensor>(&c.x, 1));
+    ASSERT_TRUE(g) << g.error().to_string();
+    // Directional derivative along a fixed direction vs central differences.
+    const EagerTensor d = rt->from_host(Tensor::random_normal(DType::kF64, c.x.shape(), 11).value()).value();
+    const double h = 1e-6;
+    Context nc = Context::of(c.x).no_grad();
+    auto at = [&](double t) {
+      const EagerTensor xt = nc.add(c.x, nc.mul(nc.scalar(c128(t)).value(), d).value()).value();
+      return item(c.f(std::span<const EagerTensor>(&xt, 1)).value()).value().real();
+    };
+    const double fd = (at(h) - at(-h)) / (2 * h);
+    const double ad = item(sum(mul((*g)[0], d).value()).value()).value().real();
+    EXPECT_NEAR(ad, fd, 1e-6 * (1 + std::abs(fd)));
+  }
+  // Ops without a program form (truncated_svd) are a typed error at backward.
+  linalg::TruncatedSvdOptions to;
+  to.max_rank = 2;
+  auto x = requires_grad(a).value();
+  auto t = linalg::truncated_svd(x, to).value();
+  auto r = backward(sum(t.s).value());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ErrorCode::kUnsupported);
 }
 
 }  // namespace

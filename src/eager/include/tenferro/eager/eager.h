@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <iosfwd>
 #include <memory>
@@ -84,6 +85,9 @@ struct EagerConfig {
   /// Register the CPU's native einsum module (without it eager einsum is promoted to a
   /// prepared graph of its core lowering).
   bool einsum_module = true;
+  /// Register the CPU's native linalg module (promoted programs with linalg ops, which
+  /// backward builds when it differentiates linalg calls, need it).
+  bool linalg_module = true;
   CpuAffinityPolicy affinity = CpuAffinityPolicy::kDominantInputBytes;
   /// The domain of calls with no input affinity; empty: the engine's first domain.
   std::optional<int32_t> default_domain{};
@@ -359,6 +363,16 @@ class Context {
   /// falls back to another engine), and f's errors.
   Result<std::vector<EagerTensor>> run_native(std::span<const EagerTensor* const> inputs, const char* op, int64_t work,
                                               NativeFn f) const;
+  /// The program form of a native call, for the AD tape (Note [Eager tape]): emits the
+  /// family's program op(s) over program values of the inputs and returns one value per
+  /// output of the native function, in its order. Owns what it captures.
+  using ProgramForm = std::function<Result<std::vector<program::Value>>(program::ProgramBuilder&,
+                                                                        std::span<const program::Value>)>;
+  /// run_native whose results can be differentiated: when the call records (an input
+  /// requires grad, grad enabled), `form()` is called once and every inexact result
+  /// records its output of the form. Untraced calls never call `form`.
+  Result<std::vector<EagerTensor>> run_native(std::span<const EagerTensor* const> inputs, const char* op, int64_t work,
+                                              NativeFn f, FunctionRef<ProgramForm()> form) const;
 
  private:
   friend class EagerRuntime;
