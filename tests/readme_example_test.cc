@@ -8,6 +8,7 @@
 #include "tenferro/compiler/compiler.h"
 #include "tenferro/cpu_runtime/cpu_runtime.h"
 #include "tenferro/program/interpreter.h"
+#include "tenferro/eager/autograd.h"
 #include "tenferro/eager/eager.h"
 #include "tenferro/linalg_eager/linalg_eager.h"
 
@@ -47,6 +48,22 @@ Result<double> linalg_example() {
 }
 // --- end README linalg example ---
 }  // namespace linalg_readme
+
+namespace autograd_readme {
+using namespace tenferro::eager;
+// --- begin README autograd example (kept identical to README.md) ---
+Result<double> autograd_example() {
+  auto rt = EagerRuntime::create().value();
+  TENFERRO_TRY(EagerTensor a, rt->from_values<double>({2, 2}, {1, 2, 3, 4}));
+  TENFERRO_TRY(EagerTensor x, requires_grad(a));     // a leaf: calls on it record
+  TENFERRO_TRY(EagerTensor y, matmul(x, x));
+  TENFERRO_TRY(EagerTensor loss, sum(y));            // sum(x x)
+  TENFERRO_TRY_VOID(backward(loss));                 // d loss / d x = 1 x^T + x^T 1
+  TENFERRO_TRY(c128 g, item(grad_of(x), {0, 0}));    // 3 + 4
+  return g.real();                                   // 7
+}
+// --- end README autograd example ---
+}  // namespace autograd_readme
 
 namespace readme {
 using namespace tenferro;
@@ -183,5 +200,6 @@ TEST(Readme, ExampleComputesWhatItSays) {
 
 TEST(Readme, EagerExampleComputes) { EXPECT_EQ(::eager_readme::eager_example().value(), 276.0); }
 TEST(Readme, LinalgExampleComputes) { EXPECT_NEAR(::linalg_readme::linalg_example().value(), 13.0, 1e-12); }
+TEST(Readme, AutogradExampleComputes) { EXPECT_DOUBLE_EQ(::autograd_readme::autograd_example().value(), 7.0); }
 
 }  // namespace readme

@@ -20,6 +20,7 @@
 #include "commands.h"
 #include "tenferro/cpu/dot_general.h"
 #include "tenferro/cpu/elementwise.h"
+#include "tenferro/eager/autograd.h"
 #include "tenferro/eager/eager.h"
 #include "tenferro/einsum_cpu/einsum.h"
 #include "tenferro/tensor/random.h"
@@ -124,6 +125,14 @@ int run_bench_eager(int argc, char** argv, const char* argv0) {
   small("einsum ij,jk->ik 2x2", 100000, [&] { (void)eager::einsum("ij,jk->ik", {a2, b2}); });
   small("sum 8", 200000, [&] { (void)eager::sum(a8); });
   small("exp 8", 200000, [&] { (void)eager::exp(a8); });
+  {
+    // Reverse mode: record, replay as a program, differentiate (cached), run.
+    EagerTensor x = must(eager::requires_grad(a2), "requires_grad"), y = must(eager::requires_grad(b2), "requires_grad");
+    small("fwd+bwd sum(matmul 2x2)", 20000, [&] {
+      EagerTensor l = must(eager::sum(must(eager::matmul(x, y), "matmul")), "sum");
+      (void)eager::backward(l);
+    });
+  }
   // The same calls from Python (numpy and torch), when a peer script is given.
   {
     const std::map<std::string, double> py = run_python_peer(python_peer, threads);

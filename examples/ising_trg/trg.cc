@@ -58,9 +58,14 @@ struct Builder {
     TENFERRO_TRY(Value u, slice(usv[0], {rows, keep}));
     TENFERRO_TRY(Value s, slice(usv[1], {keep}));
     TENFERRO_TRY(Value vh, slice(usv[2], {keep, cols}));
-    TENFERRO_TRY(Value rs, tc.op(OpCode::kSqrt, {s}));
-    TENFERRO_TRY(Value left, einsum("ia,a->ia", {u, rs}));
-    TENFERRO_TRY(Value right, einsum("a,aj->aj", {rs, vh}));
+    // s = (s / g) g with g = √(s + δ): Note [TRG program].
+    TENFERRO_TRY(Value delta, scalar(1e-10));
+    TENFERRO_TRY(Value delta_v, tc.op(OpCode::kBroadcastInDim, {delta}, Attrs{.shape = {Extent::exact(keep)}}));
+    TENFERRO_TRY(Value shifted, tc.op(OpCode::kAdd, {s, delta_v}));
+    TENFERRO_TRY(Value g, tc.op(OpCode::kSqrt, {shifted}));
+    TENFERRO_TRY(Value sg, tc.op(OpCode::kDiv, {s, g}));
+    TENFERRO_TRY(Value left, einsum("ia,a->ia", {u, sg}));
+    TENFERRO_TRY(Value right, einsum("a,aj->aj", {g, vh}));
     return std::pair<Value, Value>{left, right};
   }
 };
@@ -77,6 +82,14 @@ struct Builder {
 // corners: the new left, up, right and down). Every tensor is divided by its norm n_k;
 // ln Z / N = ln n_0 + Σ_k ln(n_k) / 2^k + ln(tr T_K) / 2^K on a periodic lattice of 2^K
 // sites. Reshapes are column-major: T[(l,u),(r,d)] has row l + χ u.
+//
+// The split gives each side s / g and g with g = √(s + δ), δ = 1e-10 (the tensors are
+// normalized, so s <= 1), not √s and √s: the product is s exactly, the two sides stay
+// balanced (≈ √s) for every singular value that matters, and both are smooth at s = 0.
+// Early steps keep all χ² values of rank-deficient matrices, whose zero singular values
+// would give √s infinite derivatives (of every order) whose products with zero
+// cotangents are NaN; with the shifted split the first and second derivatives stay
+// finite and exact up to rounding of terms of size 1/δ.
 Result<program::CompiledGraph> trg_program(const TrgOptions& o) {
   if (o.chi < 2 || o.steps < 1) {
     return usage_error(ErrorCode::kInvalidArgument, "trg_program", "needs chi >= 2 and steps >= 1");

@@ -13,6 +13,7 @@
 
 #include "convert.h"
 #include "engine.h"
+#include "tenferro/eager/autograd.h"
 #include "tenferro/eager/eager.h"
 
 namespace tenferro::python {
@@ -293,6 +294,40 @@ void bind_eager(py::module_& m) {
   for (const auto& [name, op] : unaries) {
     t.def(name, [op = op](const EagerTensor& x) { return unary(x, op); });
   }
+
+  // Reverse-mode AD (src/eager autograd.h): leaves, backward, accumulated gradients.
+  t.def_property_readonly("requires_grad", [](const EagerTensor& x) { return eg::requires_grad_of(x); })
+      .def(
+          "requires_grad_",
+          [](EagerTensor& x) -> EagerTensor& {
+            EagerTensor leaf = unwrap(eg::requires_grad(x));
+            x.set_ad_node(leaf.ad_node());
+            return x;
+          },
+          py::return_value_policy::reference_internal)
+      .def_property_readonly("grad",
+                             [](const EagerTensor& x) -> py::object {
+                               EagerTensor g = eg::grad_of(x);
+                               return g.defined() ? py::cast(g) : py::none();
+                             })
+      .def("zero_grad", [](const EagerTensor& x) { eg::zero_grad(x); })
+      .def("detach", [](const EagerTensor& x) { return eg::detach(x); })
+      .def(
+          "backward",
+          [](const EagerTensor& x, const py::object& seed) {
+            const EagerTensor s = seed.is_none() ? EagerTensor() : seed.cast<EagerTensor>();
+            nogil([&] { return eg::backward(x, s); });
+          },
+          py::arg("cotangent") = py::none());
+  // grad(f, xs): d f / d xs for a Python function of eager tensors returning a real scalar.
+  m.def("eager_grad", [](const py::function& f, const std::vector<EagerTensor>& xs) {
+    eg::EagerFn fn = [&f](std::span<const EagerTensor> v) -> Result<EagerTensor> {
+      py::list args;
+      for (const EagerTensor& x : v) args.append(py::cast(x));
+      return f(*args).cast<EagerTensor>();  // Python exceptions propagate as they are
+    };
+    return unwrap(eg::grad(fn, xs));
+  });
 
   m.def("eager_einsum", [](const std::string& subscripts, const std::vector<EagerTensor>& operands) {
     if (operands.empty()) throw py::value_error("tenferro.einsum: no operands");

@@ -8,7 +8,9 @@
 numpy arrays go in and come out without copies (``from_numpy``, ``Tensor.numpy()``);
 errors are ``tenferro.Error`` subclasses of the matching built-in exceptions.
 ``tenferro.linalg`` has numpy.linalg's functions; ``tenferro.Runtime()`` makes eager
-tensors (``rt.tensor(array)``, no copy) with operators, reductions and views.
+tensors (``rt.tensor(array)``, no copy) with operators, reductions and views, and
+reverse-mode AD: ``x.requires_grad_()``, ``loss.backward()``, ``x.grad``,
+``tenferro.grad(f)``.
 """
 
 import json as _json
@@ -24,6 +26,16 @@ from ._errors import (AllocationError, DTypeError, Error, InternalError, Invalid
 Tensor = _tenferro.Tensor
 Runtime = _tenferro.Runtime
 EagerTensor = _tenferro.EagerTensor
+
+
+def grad(f):
+    """The gradient function of `f`, a function of eager tensors returning a real scalar
+    eager tensor: ``tenferro.grad(f)(x, y)`` returns ``(df/dx, df/dy)`` (eager tensors;
+    complex inputs get dL/dRe + i dL/dIm). Recorded eagerly, differentiated by the
+    program transforms (docs/design/0009-ad.md)."""
+    def g(*xs):
+        return tuple(_tenferro.eager_grad(f, list(xs)))
+    return g
 
 
 def where(pred, on_true, on_false):
@@ -54,6 +66,6 @@ def info(threads=None):
     return _json.loads(default_engine(threads).caps_json())
 
 
-__all__ = ["linalg", "Runtime", "EagerTensor", "where", "einsum", "contract_path", "PathInfo", "Engine", "default_engine", "from_numpy", "Tensor", "info",
+__all__ = ["linalg", "Runtime", "EagerTensor", "where", "grad", "einsum", "contract_path", "PathInfo", "Engine", "default_engine", "from_numpy", "Tensor", "info",
            "Error", "InvalidArgumentError", "ShapeError", "DTypeError", "UnsupportedError", "ReadOnlyError",
            "LinAlgError", "AllocationError", "InternalError"]
