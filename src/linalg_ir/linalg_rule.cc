@@ -42,7 +42,8 @@ using program::ValueType;
 //   re tr(A⁻¹ dA), d sign = i im tr(A⁻¹ dA) sign (complex; zero for real).
 // - matrix_norm: fro re⟨A, dA⟩ / ‖A‖; nuclear re⟨U Vh, dA⟩; spectral re⟨u₁ vh₁, dA⟩;
 //   one / inf: re⟨sign(A), dA⟩ over the maximal column (row), ties averaged.
-// - eig: eigenvalues dλ = diag(V⁻¹ dA V); eigenvectors and pinv are unsupported (typed).
+// - pinv (locally constant rank): dX = −X dA X + X Xᴴ dAᴴ (I − A X) + (I − X A) dAᴴ Xᴴ X.
+// - eig: eigenvalues dλ = diag(V⁻¹ dA V); eigenvectors are unsupported (typed).
 
 namespace {
 
@@ -583,8 +584,27 @@ class LinalgRule final : public ad::ExtensionRule {
         TENFERRO_TRY(Value dl, x.diag(t2));
         return std::vector<MaybeValue>{dl};
       }
-      case Kind::kPinv:
-        return rule_error(ErrorCode::kUnsupported, "the derivative of pinv is not implemented");
+      case Kind::kPinv: {
+        // dX = −X dA X + X Xᴴ dAᴴ (I − A X) + (I − X A) dAᴴ Xᴴ X (constant rank).
+        const Value xo = outputs[0];
+        TENFERRO_TRY(Value xh, x.h(xo));
+        TENFERRO_TRY(Value dah, x.h(da));
+        TENFERRO_TRY(Value dax, x.mm(da, xo));
+        TENFERRO_TRY(Value t1, x.mm(xo, dax));
+        TENFERRO_TRY(Value xxh, x.mm(xo, xh));
+        TENFERRO_TRY(Value xxhdah, x.mm(xxh, dah));
+        TENFERRO_TRY(Value ax, x.mm(a, xo));
+        TENFERRO_TRY(Value t2b, x.mm(xxhdah, ax));
+        TENFERRO_TRY(Value t2, e.sub(xxhdah, t2b));
+        TENFERRO_TRY(Value xhx, x.mm(xh, xo));
+        TENFERRO_TRY(Value dahxhx, x.mm(dah, xhx));
+        TENFERRO_TRY(Value xa, x.mm(xo, a));
+        TENFERRO_TRY(Value t3b, x.mm(xa, dahxhx));
+        TENFERRO_TRY(Value t3, e.sub(dahxhx, t3b));
+        TENFERRO_TRY(Value s23, e.add(t2, t3));
+        TENFERRO_TRY(Value d, e.sub(s23, t1));
+        return std::vector<MaybeValue>{d};
+      }
       case Kind::kSolve:
       case Kind::kTriangularSolve: break;
     }

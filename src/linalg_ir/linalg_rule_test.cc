@@ -219,11 +219,23 @@ TEST(LinalgRules, SolversInverseDeterminantsNorms) {
   }, seed++, ctx);
 }
 
+TEST(LinalgRules, Pinv) {
+  const auto ctx = context();
+  uint64_t seed = 300;
+  for (DType d : {DType::kF64, DType::kC128}) {
+    for (std::vector<int64_t> shape : {std::vector<int64_t>{4, 3}, std::vector<int64_t>{2, 3, 5}}) {
+      check("pinv " + std::string(dtype_name(d)), {vt(d, shape)}, [](TraceContext& tc, std::vector<Value> in) {
+        return linalg(tc, Payload{.kind = Kind::kPinv}, {in[0]});
+      }, seed++, ctx);
+    }
+  }
+}
+
 TEST(LinalgRules, UnsupportedDerivativesAreTypedErrors) {
   const auto ctx = context();
   TraceContext tc;
   Value m = tc.input(vt(DType::kF64, {3, 3})).value();
-  auto g = tc.finish(linalg(tc, Payload{.kind = Kind::kPinv}, {m})).value();
+  auto g = tc.finish(linalg(tc, Payload{.kind = Kind::kEig}, {m})).value();
   auto r = ctx.jvp(g.graph());
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code(), ErrorCode::kUnsupported);

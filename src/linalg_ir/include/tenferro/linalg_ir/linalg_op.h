@@ -113,9 +113,9 @@ struct LinalgAdOptions {
 };
 /// The linalg family's differentiation rules, for AdContext::install. JVPs of svd (thin,
 /// values-only), eigh/eigvalsh, qr (reduced or R-only, rows >= columns), cholesky, lu
-/// (square), solve, triangular_solve, inv, det, slogdet, matrix_norm and eigvals; the
+/// (square), solve, triangular_solve, inv, det, slogdet, pinv, matrix_norm and eigvals; the
 /// transposes of solve and triangular_solve in their right-hand side. Other cases (full
-/// SVD, complete QR, eig vectors, pinv) are kUnsupported at transform time.
+/// SVD, complete QR, eig vectors) are kUnsupported at transform time.
 std::shared_ptr<const ad::ExtensionRule> linalg_rule(LinalgAdOptions options = {});
 
 /// The CPU engine's native module for the family (one immutable instance per process).
