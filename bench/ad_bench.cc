@@ -44,6 +44,28 @@ void BM_CachedGradLookup(benchmark::State& state) {
 }
 BENCHMARK(BM_CachedGradLookup);
 
+// The gradient program of sum(matmul(x, y)) 2x2 run through the runtime's plan cache
+// alone (what backward runs after the replay and the cached transform).
+void BM_GradProgramRun(benchmark::State& state) {
+  compiler::TraceContext tc;
+  program::ValueType t{DType::kF64, {program::Extent::exact(2), program::Extent::exact(2)}};
+  auto x = tc.input(t).value(), y = tc.input(t).value();
+  auto m = tc.op(program::OpCode::kDotGeneral, {x, y}, program::Attrs{.lhs_contract = {1}, .rhs_contract = {0}}).value();
+  auto g = tc.finish({tc.op(program::OpCode::kReduce, {m}, program::Attrs{.dims = {0, 1}}).value()}).value();
+  const ad::AdContext ctx = ad::AdContext::with_standard_rules();
+  auto gp = ctx.grad(g.graph()).value();
+  auto rt = EagerRuntime::create().value();
+  std::vector<Tensor> args = {Tensor::from_col_major<double>({2, 2}, std::vector<double>{1, 2, 3, 4}).value(),
+                              Tensor::from_col_major<double>({2, 2}, std::vector<double>{1, 0, 2, 1}).value()};
+  if (state.range(0) == 0) {
+    for (auto _ : state) benchmark::DoNotOptimize(rt->runtime().run(gp, args));
+  } else {
+    auto plan = rt->runtime().prepare_for(gp, runtime::signature_of(args)).value();
+    for (auto _ : state) benchmark::DoNotOptimize(rt->runtime().execute_prepared(*plan, args));
+  }
+}
+BENCHMARK(BM_GradProgramRun)->Arg(0)->Arg(1);
+
 }  // namespace
 
 BENCHMARK_MAIN();
