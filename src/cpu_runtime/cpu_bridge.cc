@@ -452,13 +452,6 @@ class CpuBridge final : public runtime::EngineBridge {
       return body(c);
     });
   }
-  // Note [Inline execution] (runtime): a sequential context on the calling thread, the
-  // domain's pool for memory.
-  Result<void> enter_inline(int32_t domain, FunctionRef<Result<void>(runtime::EngineContext&)> body) const override {
-    CpuExecutionContext seq = CpuExecutionContext::sequential();
-    CpuContext c(seq, engine_->pool(domain));
-    return body(c);
-  }
 
  const std::shared_ptr<cpu::CpuEngine>& engine() const noexcept { return engine_; }
 

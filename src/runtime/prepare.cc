@@ -1,7 +1,6 @@
 // Preparation (resolution, placement, buffer plan, schedule) and explain().
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <sstream>
 
@@ -166,33 +165,6 @@ Result<std::optional<program::CompiledGraph>> one_op_graph(const program::Operat
 }
 
 }  // namespace
-
-int64_t estimate_work(const PreparedProgram& p) {
-  constexpr int64_t kUnknown = std::numeric_limits<int64_t>::max();
-  const auto numel = [&](int32_t v) {
-    int64_t n = 1;
-    for (int64_t e : p.value_shapes[static_cast<size_t>(v)]) {
-      if (__builtin_mul_overflow(n, e, &n)) return kUnknown;
-    }
-    return n;
-  };
-  int64_t work = 0;
-  for (const PreparedNode& node : p.nodes) {
-    if (node.op->code() == program::OpCode::kExtension) return kUnknown;
-    int64_t w = 0;
-    for (int32_t v : node.inputs) w = sat_add(w, numel(v));
-    for (int32_t v : node.outputs) w = sat_add(w, numel(v));
-    if (node.op->code() == program::OpCode::kDotGeneral) {
-      // multiply-adds: sqrt(lhs · rhs · out) (= m k n for a plain product; an upper bound
-      // with batch axes).
-      const double f = std::sqrt(static_cast<double>(numel(node.inputs[0])) * static_cast<double>(numel(node.inputs[1])) *
-                                 static_cast<double>(numel(node.outputs[0])));
-      w = sat_add(w, f >= 9.0e18 ? kUnknown : static_cast<int64_t>(f));
-    }
-    work = sat_add(work, w);
-  }
-  return work;
-}
 
 Result<std::shared_ptr<const PreparedProgram>> Runtime::prepare_uncached(const program::CompiledGraph& graph,
                                                                         std::span<const TensorSignature> signature,
@@ -406,7 +378,6 @@ Result<std::shared_ptr<const PreparedProgram>> Runtime::prepare_uncached(const p
   // (4) buffer plan
   for (program::ValueRef v : prog.outputs()) p->output_values.push_back(v.index());
   plan_buffers(*p, options.donate_arguments, p->bridge->plans_buffers());
-  p->work = estimate_work(*p);
   const size_t nv = prog.value_count();
   p->footprint_bytes = static_cast<int64_t>(sizeof(PreparedProgram)) + prog.footprint_bytes() +
                        static_cast<int64_t>(p->nodes.size() * (sizeof(PreparedNode) + 64)) +

@@ -69,7 +69,6 @@ class PreparedProgram {
   std::vector<int32_t> defined_at, last_use;  // node index per value (-1: input / never)
   int64_t peak_bytes = 0;
   int64_t footprint_bytes = 0;
-  int64_t work = 0;  // estimated elements touched + multiply-adds (Note [Inline execution])
   size_t max_inputs = 0, max_outputs = 0;
 
   // A workspace with its planned buffers (allocated from the engine on first use).
@@ -95,17 +94,6 @@ inline int64_t sat_add(int64_t a, int64_t b) {
   int64_t r;
   return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<int64_t>::max() : r;
 }
-
-// Note [Inline execution]: a prepared plan whose estimated work (elements its core ops
-// read and write, multiply-adds of its contractions) is at most kInlineWork runs on the
-// calling thread (EngineBridge::enter_inline) instead of entering the engine's executor:
-// for a handful of tiny kernels the entry (arena hand-off, wake-up) costs more than the
-// work, as for eager calls below their inline threshold. Plans with extension ops never
-// run inline (their work is not estimated). The decision is runs_inline(); the estimate
-// estimate_work() at preparation.
-inline constexpr int64_t kInlineWork = int64_t{1} << 15;
-int64_t estimate_work(const PreparedProgram& p);
-inline bool runs_inline(int64_t work) noexcept { return work <= kInlineWork; }
 
 // Runs the nodes of `p` inside an entered context, inputs already in ws.slots.
 Result<void> run_nodes(const PreparedProgram& p, EngineContext& ctx, Workspace& ws);

@@ -518,8 +518,7 @@ Result<std::vector<Tensor>> Runtime::execute_prepared(const PreparedProgram& p, 
   for (size_t i = 0; i < bindings.tensors.size(); ++i) {
     ws->slots[static_cast<size_t>(p.binding_values[i])] = bindings.tensors[i];
   }
-  const auto body = [&](EngineContext& ctx) { return run_nodes(p, ctx, *ws); };
-  const Result<void> r = runs_inline(p.work) ? p.bridge->enter_inline(p.domain, body) : p.bridge->enter(p.domain, body);
+  const Result<void> r = p.bridge->enter(p.domain, [&](EngineContext& ctx) { return run_nodes(p, ctx, *ws); });
   if (!r) {
     p.give_back(std::move(ws));
     return r.error();

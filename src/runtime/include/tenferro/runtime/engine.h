@@ -129,12 +129,6 @@ class EngineBridge {
   /// Enters `domain` once and calls `body` with the entered context (one executor entry
   /// per call). Errors: the engine's entry errors (kReentered, kOutOfRange) or `body`'s.
   virtual Result<void> enter(int32_t domain, FunctionRef<Result<void>(EngineContext&)> body) const = 0;
-  /// Calls `body` for a plan with too little work to be worth an executor entry (Note
-  /// [Inline execution] in runtime.cc): on the calling thread when the engine can, with
-  /// `domain`'s memory. Default: enter().
-  virtual Result<void> enter_inline(int32_t domain, FunctionRef<Result<void>(EngineContext&)> body) const {
-    return enter(domain, body);
-  }
   /// True when allocate() provides workspace buffers; the runtime then plans buffers
   /// for writes_into() kernels (Note [Buffer plan] in buffer_plan.cc). Default: false,
   /// every node allocates its own outputs.
