@@ -13,10 +13,15 @@ namespace {
 using namespace tenferro;
 using namespace tenferro::eager;
 
-void BM_EagerForwardBackwardMatmul2x2(benchmark::State& state) {
-  auto rt = EagerRuntime::create().value();
+struct Leaves {
+  std::shared_ptr<EagerRuntime> rt = EagerRuntime::create().value();
   EagerTensor x = requires_grad(rt->from_values<double>({2, 2}, {1, 2, 3, 4}).value()).value();
   EagerTensor y = requires_grad(rt->from_values<double>({2, 2}, {0.5, -1, 2, 0}).value()).value();
+};
+
+void BM_EagerForwardBackwardMatmul2x2(benchmark::State& state) {
+  Leaves l2;
+  const EagerTensor &x = l2.x, &y = l2.y;
   for (auto _ : state) {
     EagerTensor l = sum(matmul(x, y).value()).value();
     benchmark::DoNotOptimize(backward(l));
@@ -25,35 +30,33 @@ void BM_EagerForwardBackwardMatmul2x2(benchmark::State& state) {
 BENCHMARK(BM_EagerForwardBackwardMatmul2x2);
 
 void BM_EagerForwardOnlyMatmul2x2Recorded(benchmark::State& state) {
-  auto rt = EagerRuntime::create().value();
-  EagerTensor x = requires_grad(rt->from_values<double>({2, 2}, {1, 2, 3, 4}).value()).value();
-  EagerTensor y = requires_grad(rt->from_values<double>({2, 2}, {0.5, -1, 2, 0}).value()).value();
-  for (auto _ : state) benchmark::DoNotOptimize(sum(matmul(x, y).value()));
+  Leaves l2;
+  for (auto _ : state) benchmark::DoNotOptimize(sum(matmul(l2.x, l2.y).value()));
 }
 BENCHMARK(BM_EagerForwardOnlyMatmul2x2Recorded);
 
-void BM_CachedGradLookup(benchmark::State& state) {
+// sum(x y) for 2 x 2 inputs as a program.
+program::CompiledGraph matmul_sum_graph() {
   compiler::TraceContext tc;
   program::ValueType t{DType::kF64, {program::Extent::exact(2), program::Extent::exact(2)}};
   auto x = tc.input(t).value(), y = tc.input(t).value();
   auto m = tc.op(program::OpCode::kDotGeneral, {x, y}, program::Attrs{.lhs_contract = {1}, .rhs_contract = {0}}).value();
-  auto g = tc.finish({tc.op(program::OpCode::kReduce, {m}, program::Attrs{.dims = {0, 1}}).value()}).value();
+  return tc.finish({tc.op(program::OpCode::kReduce, {m}, program::Attrs{.dims = {0, 1}}).value()}).value().graph();
+}
+
+void BM_CachedGradLookup(benchmark::State& state) {
+  const program::CompiledGraph g = matmul_sum_graph();
   const ad::AdContext ctx = ad::AdContext::with_standard_rules();
-  benchmark::DoNotOptimize(ctx.grad(g.graph()));
-  for (auto _ : state) benchmark::DoNotOptimize(ctx.grad(g.graph()));
+  benchmark::DoNotOptimize(ctx.grad(g));
+  for (auto _ : state) benchmark::DoNotOptimize(ctx.grad(g));
 }
 BENCHMARK(BM_CachedGradLookup);
 
 // The gradient program of sum(matmul(x, y)) 2x2 run through the runtime's plan cache
 // alone (what backward runs after the replay and the cached transform).
 void BM_GradProgramRun(benchmark::State& state) {
-  compiler::TraceContext tc;
-  program::ValueType t{DType::kF64, {program::Extent::exact(2), program::Extent::exact(2)}};
-  auto x = tc.input(t).value(), y = tc.input(t).value();
-  auto m = tc.op(program::OpCode::kDotGeneral, {x, y}, program::Attrs{.lhs_contract = {1}, .rhs_contract = {0}}).value();
-  auto g = tc.finish({tc.op(program::OpCode::kReduce, {m}, program::Attrs{.dims = {0, 1}}).value()}).value();
   const ad::AdContext ctx = ad::AdContext::with_standard_rules();
-  auto gp = ctx.grad(g.graph()).value();
+  auto gp = ctx.grad(matmul_sum_graph()).value();
   auto rt = EagerRuntime::create().value();
   std::vector<Tensor> args = {Tensor::from_col_major<double>({2, 2}, std::vector<double>{1, 2, 3, 4}).value(),
                               Tensor::from_col_major<double>({2, 2}, std::vector<double>{1, 0, 2, 1}).value()};
