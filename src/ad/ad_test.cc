@@ -463,6 +463,14 @@ TEST(AdContextTest, ExtensionsNeedARuleOrTheExplicitLoweringFallback) {
   ASSERT_TRUE(yes) << yes.error().to_string();
   auto r = run(*yes, {Tensor::from_col_major<double>({3}, std::vector<double>{1, 2, 3}).value()});
   EXPECT_EQ(values(r[1]), (std::vector<c128>{2.5, 2.5, 2.5}));
+  // An effectful extension is never differentiated through its lowering.
+  TraceContext tc2;
+  Value x2 = tc2.input(vt(DType::kF64, {3})).value();
+  auto eff = tc2.extension(test_support::make_scale(2.5, 1, true), std::vector<Value>{x2}).value();
+  auto g2 = tc2.finish({tc2.op(OpCode::kReduce, {eff[0]}, Attrs{.dims = {0}}).value()}).value().graph();
+  auto refused = ctx.grad(g2);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), ErrorCode::kUnsupported);
   // Duplicate install.
   EXPECT_FALSE(ctx.install(ad::einsum_rule()));
   EXPECT_TRUE(ctx.install(ad::einsum_rule(), true));

@@ -89,6 +89,12 @@ Result<CompiledGraph> lower_unruled(const AdContext& ctx, const CompiledGraph& g
     } else if (ctx.find(op.extension()->family_id())) {
       TENFERRO_TRY(outs, b.extension(op.extension_ptr(), ins));
     } else {
+      if (!op.extension()->effects().empty()) {
+        return ad_error(ErrorCode::kUnsupported, transform,
+                        "the " + std::string(op.extension()->family_id()) +
+                            " extension has effects and no rule: effectful operations are differentiated only by "
+                            "an installed rule, never through their lowering");
+      }
       b.set_core_only(true);
       Result<program::LoweringOutcome> lo = op.extension()->lower_to_core(b, ins);
       b.set_core_only(false);

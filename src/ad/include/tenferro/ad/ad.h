@@ -105,7 +105,8 @@ std::shared_ptr<const ExtensionRule> einsum_rule();
 /// Policies of the transforms; part of every cache key.
 struct AdOptions {
   /// Differentiate an extension without an installed rule through its core lowering
-  /// (an explicit fallback). Off: such an extension is a kUnsupported error.
+  /// (an explicit fallback; never an effectful extension). Off: such an extension is a
+  /// kUnsupported error.
   bool differentiate_lowerings = false;
   /// Run the fixed compiler pipeline (DCE, CSE, canonicalization) on every result.
   bool compile_results = true;
