@@ -41,14 +41,10 @@ using test_support::make;
 using test_support::random_like;
 using test_support::run;
 using test_support::values;
+using test_support::vt;
 
 // ---- per-op programs ---------------------------------------------------------------------------------
 
-ValueType vt(DType d, std::vector<int64_t> s) {
-  ValueType t{d, {}};
-  for (int64_t e : s) t.shape.push_back(Extent::exact(e));
-  return t;
-}
 
 Value splat(TraceContext& tc, DType d, double v, std::vector<int64_t> shape) {
   Tensor s = make(d, {}, {c128(v)});

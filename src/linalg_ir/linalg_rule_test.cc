@@ -24,6 +24,7 @@ using program::OpCode;
 using program::Value;
 using program::ValueType;
 using test_support::check_derivatives;
+using test_support::vt;
 
 ad::AdContext context(double broadening = 1e-12) {
   ad::AdContext c = ad::AdContext::with_standard_rules();
@@ -31,11 +32,6 @@ ad::AdContext context(double broadening = 1e-12) {
   return c;
 }
 
-ValueType vt(DType d, std::vector<int64_t> s) {
-  ValueType t{d, {}};
-  for (int64_t e : s) t.shape.push_back(Extent::exact(e));
-  return t;
-}
 
 std::vector<Value> linalg(TraceContext& tc, Payload p, std::vector<Value> ins) {
   return tc.extension(LinalgOp::make(p), ins).value();

@@ -18,6 +18,13 @@
 
 namespace tenferro::test_support {
 
+/// The exact-shape program type of `d` with extents `s`.
+inline program::ValueType vt(DType d, const std::vector<int64_t>& s) {
+  program::ValueType t{d, {}};
+  for (int64_t e : s) t.shape.push_back(program::Extent::exact(e));
+  return t;
+}
+
 // ---- tensor helpers (test oracle side) --------------------------------------------------------------
 
 inline std::vector<c128> values(const Tensor& t) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tenferro/compiler/compiler.h"
+#include "tenferro/test_support/ad_check.h"
 #include "tenferro/einsum_ir/einsum_op.h"
 #include "tenferro/test_support/strided.h"
 
@@ -18,11 +19,6 @@ struct RandomProgram {
 };
 
 namespace random_program_detail {
-inline program::ValueType vt(DType d, const std::vector<int64_t>& s) {
-  program::ValueType t{d, {}};
-  for (int64_t e : s) t.shape.push_back(program::Extent::exact(e));
-  return t;
-}
 inline program::Value splat(compiler::TraceContext& tc, DType d, double v, const std::vector<int64_t>& shape) {
   Tensor s = Tensor::full(d, {}, c128(v, 0.0)).value();
   program::Value c = tc.constant(s).value();
