@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 
@@ -307,6 +308,42 @@ TEST(Engine, DestructorWaitsForRunningSubmissions) {
   }
   e.reset();
   EXPECT_EQ(finished.load(), 4);
+}
+
+// Note [Worker pinning]: the arena's workers run on the domain's CPUs; the thread that
+// calls install() keeps its own affinity.
+TEST(Executor, PinsWorkersNotTheCaller) {
+  CpuTopology t = CpuTopology::discover().value();
+  if (t.allowed_cpus.size() < 2) GTEST_SKIP() << "needs two allowed CPUs to tell the sets apart";
+  const int pinned_cpu = t.allowed_cpus.back();
+  auto ex = make_tbb_executor(2, {pinned_cpu}).value();
+  auto affinity = [] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    EXPECT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+    return set;
+  };
+  const cpu_set_t before = affinity();
+  const std::thread::id caller = std::this_thread::get_id();
+  std::mutex mu;
+  std::vector<cpu_set_t> worker_sets;
+  for (int round = 0; round < 3; ++round) {
+    ex->install([&] {
+      ex->parallel_for(64, 1, [&](int64_t, int64_t) {
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+        if (std::this_thread::get_id() == caller) return;
+        const cpu_set_t s = affinity();
+        std::lock_guard lock(mu);
+        worker_sets.push_back(s);
+      });
+    });
+  }
+  const cpu_set_t after = affinity();
+  EXPECT_TRUE(CPU_EQUAL(&before, &after)) << "install() changed the calling thread's affinity";
+  for (const cpu_set_t& s : worker_sets) {
+    EXPECT_EQ(CPU_COUNT(&s), 1);
+    EXPECT_TRUE(CPU_ISSET(pinned_cpu, &s));
+  }
 }
 
 }  // namespace

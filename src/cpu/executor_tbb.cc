@@ -35,24 +35,39 @@ std::string_view batch_policy_name(BatchPolicy policy) noexcept {
 
 namespace {
 
-// Pins every thread that enters the arena to the domain's CPU set.
+// Note [Worker pinning]: pins the arena's worker threads to the domain's CPU set. The
+// thread that calls install() is the user's and keeps its affinity (it only runs the
+// arena's work while it is inside). oneTBB calls on_scheduler_entry every time a thread
+// joins the arena (for a worker: after each idle period), so each thread remembers the
+// observer it was last pinned for (a per-observer serial, never reused) and makes the
+// system call only when that changes: once per worker and domain, not once per run.
 class PinningObserver : public tbb::task_scheduler_observer {
  public:
   PinningObserver(tbb::task_arena& arena, std::vector<int> cpus)
-      : tbb::task_scheduler_observer(arena), cpus_(std::move(cpus)) {
+      : tbb::task_scheduler_observer(arena), cpus_(std::move(cpus)), serial_(next_serial()) {
     observe(true);
   }
   ~PinningObserver() override { observe(false); }
-  void on_scheduler_entry(bool /*is_worker*/) override {
+  void on_scheduler_entry(bool is_worker) override {
+    if (!is_worker || tls_pinned_for == serial_) return;
     cpu_set_t set;
     CPU_ZERO(&set);
     for (int c : cpus_) CPU_SET(c, &set);
     (void)sched_setaffinity(0, sizeof(set), &set);
+    tls_pinned_for = serial_;
   }
 
  private:
+  static uint64_t next_serial() {
+    static std::atomic<uint64_t> counter{1};
+    return counter.fetch_add(1, std::memory_order_relaxed);
+  }
+  static thread_local uint64_t tls_pinned_for;
   std::vector<int> cpus_;
+  uint64_t serial_;
 };
+
+thread_local uint64_t PinningObserver::tls_pinned_for = 0;
 
 class TbbExecutor final : public CpuDomainExecutor {
  public:

@@ -27,8 +27,9 @@ namespace tenferro::program {
 // semantic content: symbol bounds (not names), value types, input roles (not names),
 // ops with their used attributes, extension family id, payload hash, effects and
 // aliases, outputs and guards. Provenance and bindings are excluded. Exact equality
-// compares the same encoding and, for extension ops, payload_equal, so a fingerprint
-// collision never merges different programs.
+// compares the same encoding (kept from freeze, so a cache lookup encodes nothing) and,
+// for extension ops, payload_equal, so a fingerprint collision never merges different
+// programs.
 
 namespace {
 
@@ -243,7 +244,7 @@ std::vector<uint8_t> SemanticProgram::encode() const {
 
 bool SemanticProgram::structurally_equal(const SemanticProgram& other) const {
   if (this == &other) return true;
-  if (ops_.size() != other.ops_.size() || encode() != other.encode()) return false;
+  if (ops_.size() != other.ops_.size() || encoding_ != other.encoding_) return false;
   for (size_t i = 0; i < ops_.size(); ++i) {
     const auto& a = ops_[i].extension_;
     const auto& b = other.ops_[i].extension_;
@@ -695,7 +696,8 @@ Result<CompiledGraph> ProgramBuilder::finish(std::span<const Value> outputs) {
   move_in();
   prog->outputs_ = std::move(outs);
   if (auto r = step(name); !r) return move_back(r.error());
-  const std::vector<uint8_t> bytes = prog->encode();
+  prog->encoding_ = prog->encode();
+  const std::vector<uint8_t>& bytes = prog->encoding_;
   const XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());
   prog->fingerprint_ = Fingerprint{h.high64, h.low64};
   prog->footprint_ = static_cast<int64_t>(sizeof(SemanticProgram) + bytes.size() +

@@ -147,6 +147,7 @@ class SemanticProgram {
   std::vector<Operation> ops_;
   std::vector<ValueRef> outputs_;
   std::vector<ShapeGuard> guards_;
+  std::vector<uint8_t> encoding_;  // encode() at freeze: the fingerprint's bytes, kept for equality
   Fingerprint fingerprint_;
   int64_t footprint_ = 0;
 };
