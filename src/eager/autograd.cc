@@ -1,4 +1,4 @@
-// Eager reverse-mode AD: the tape records and backward by program replay.
+// Eager reverse-mode AD: the tape, backward by direct rules or by program replay.
 
 #include "tenferro/eager/autograd.h"
 
@@ -15,7 +15,9 @@ namespace tenferro::eager {
 // attributes) and its operands as EagerTensors, so the values it needs survive the
 // caller dropping them, and the graph of records is a DAG kept alive by its results.
 //
-// backward(loss) replays the DAG reachable from `loss` into one program: leaves become
+// A reverse pass takes one of two routes (decide_backward_route): the direct rules
+// (Note [Eager direct backward]) when every record on the path has one, else the replay.
+// The replay turns the DAG reachable from `loss` into one program: leaves become
 // argument inputs (first reached first), operands without a record become binding
 // inputs (captured, never copied), every record re-emits its op. The runtime's
 // AdContext takes the gradient (grad: linearize then transpose, the rules of the
@@ -28,10 +30,11 @@ namespace tenferro::eager {
 // through them is a typed kUnsupported error, never a silently wrong gradient.
 
 Result<EagerTensor> Detail::record(Result<EagerTensor> r, std::span<const EagerTensor* const> inputs, const char* op,
-                                   AdNode::Build build) {
+                                   AdNode::Build build, AdNode::Vjp vjp) {
   if (!r || !is_inexact(r->dtype())) return r;
   auto node = std::make_shared<AdNode>();
   node->build = std::move(build);
+  node->vjp = std::move(vjp);
   node->op = op;
   node->inputs.reserve(inputs.size());
   for (const EagerTensor* t : inputs) node->inputs.push_back(*t);
@@ -198,17 +201,101 @@ Result<void> check_seed(const EagerTensor& root, const EagerTensor& seed, const 
   return ok();
 }
 
+// The records reachable from `root` in post-order (every input before its users, the
+// root last), iteratively; and the first record without a direct rule.
+struct TapeWalk {
+  std::vector<const EagerTensor*> order;
+  std::unordered_map<const AdNode*, size_t> index;
+  const AdNode* without_direct = nullptr;
+};
+
+Result<TapeWalk> walk(const EagerTensor& root, const char* op) {
+  TapeWalk w;
+  struct Frame {
+    const EagerTensor* t;
+    size_t next;
+  };
+  std::vector<Frame> stack{{&root, 0}};
+  std::unordered_map<const AdNode*, bool> seen;  // pushed (the walk meets a DAG)
+  seen.emplace(root.ad_node().get(), true);
+  while (!stack.empty()) {
+    Frame& f = stack.back();
+    const AdNode* node = f.t->ad_node().get();
+    if (!node->unsupported.empty()) return usage_error(ErrorCode::kUnsupported, op, node->unsupported);
+    if (!node->leaf() && f.next < node->inputs.size()) {
+      const EagerTensor& in = node->inputs[f.next++];
+      if (in.ad_node() && seen.emplace(in.ad_node().get(), true).second) stack.push_back(Frame{&in, 0});
+      continue;
+    }
+    if (!node->leaf() && !node->vjp && w.without_direct == nullptr) w.without_direct = node;
+    w.index.emplace(node, w.order.size());
+    w.order.push_back(f.t);
+    stack.pop_back();
+  }
+  return w;
+}
+
+// The gradients of one reverse pass: per leaf reached, its cotangent (undefined: zero).
+struct Gradients {
+  std::vector<std::shared_ptr<AdNode>> leaves;
+  std::vector<EagerTensor> grads;
+};
+
+// Note [Eager direct backward]: the direct route walks the records from the root to the
+// leaves in reverse post-order, calls each record's direct rule (vjp.cc) on its
+// accumulated cotangent and adds the results into its inputs' cotangents, all with
+// eager operations under the loss's context with grad disabled: no program is built,
+// compiled or looked up, which is what makes a small backward cheap (the replay pays
+// for building and fingerprinting the tape's program on every call). The direct rules
+// are the program path's rules written with eager operations (same formulas, same
+// complex convention), and the tests compare both routes on every op that has one.
+// decide_backward_route is the one place that chooses.
+Result<Gradients> direct_reverse(const EagerTensor& root, const EagerTensor& seed, const TapeWalk& w, const char* op) {
+  const Context c = Context::of(root).no_grad();
+  std::vector<EagerTensor> cts(w.order.size());
+  if (seed.defined()) {
+    cts.back() = seed;
+  } else {
+    TENFERRO_TRY(cts.back(), c.full({}, c128(1.0, 0.0), root.dtype()));
+  }
+  std::vector<EagerTensor> in_cts;
+  for (size_t i = w.order.size(); i-- > 0;) {
+    const AdNode& node = *w.order[i]->ad_node();
+    if (node.leaf() || !cts[i].defined()) continue;
+    in_cts.assign(node.inputs.size(), EagerTensor());
+    TENFERRO_TRY_VOID(node.vjp(c, node, cts[i], in_cts));
+    cts[i] = EagerTensor();  // released as soon as it is used
+    for (size_t j = 0; j < in_cts.size(); ++j) {
+      const EagerTensor& in = node.inputs[j];
+      if (!in_cts[j].defined() || !in.ad_node()) continue;
+      if (in_cts[j].dtype() != in.dtype() || in_cts[j].shape() != in.shape()) {
+        return Error(ErrorStage::kUsage, ErrorCode::kInternal, op,
+                     "the direct rule of " + node.op + " gave a cotangent of the wrong type for operand " +
+                         std::to_string(j));
+      }
+      EagerTensor& acc = cts[w.index.at(in.ad_node().get())];
+      if (acc.defined()) {
+        TENFERRO_TRY(acc, c.add(acc, in_cts[j]));
+      } else {
+        acc = std::move(in_cts[j]);
+      }
+    }
+  }
+  Gradients g;
+  for (size_t i = 0; i < w.order.size(); ++i) {
+    if (!w.order[i]->ad_node()->leaf()) continue;
+    g.leaves.push_back(w.order[i]->ad_node());
+    if (!cts[i].defined()) {  // reached only through constant parts (imag of a real tensor)
+      TENFERRO_TRY(cts[i], c.zeros(w.order[i]->shape(), w.order[i]->dtype()));
+    }
+    g.grads.push_back(std::move(cts[i]));
+  }
+  return g;
+}
+
 // Gradients of `root` by the replay's leaves: grad for a real scalar without seed, vjp
 // with it.
-Result<std::pair<Replay, std::vector<Tensor>>> reverse(const EagerTensor& root, const EagerTensor& seed, const char* op) {
-  TENFERRO_TRY_VOID(check_root(root, op));
-  const bool scalar = root.rank() == 0 && is_floating(root.dtype());
-  if (!seed.defined() && !scalar) {
-    return usage_error(ErrorCode::kDTypeMismatch, op,
-                       "the output is not a real scalar (dtype " + std::string(dtype_name(root.dtype())) + ", rank " +
-                           std::to_string(root.rank()) + "): pass a cotangent");
-  }
-  if (seed.defined()) TENFERRO_TRY_VOID(check_seed(root, seed, op));
+Result<Gradients> replay_reverse(const EagerTensor& root, const EagerTensor& seed, const char* op) {
   TENFERRO_TRY(Replay r, replay(root, op));
   ad::AdContext& ad = root.runtime()->ad_context();
   std::vector<Tensor> outs;
@@ -220,31 +307,88 @@ Result<std::pair<Replay, std::vector<Tensor>>> reverse(const EagerTensor& root, 
     TENFERRO_TRY(program::CompiledGraph g, ad.grad(r.graph));
     TENFERRO_TRY(outs, run(root, g, r, {}));
   }
-  outs.erase(outs.begin());  // the primal output
-  return std::pair<Replay, std::vector<Tensor>>{std::move(r), std::move(outs)};
+  Gradients g;
+  g.leaves = std::move(r.leaves);
+  EagerRuntime& rt = *root.runtime();
+  const std::optional<CpuPlacement> where =
+      root.domain() ? std::optional(CpuPlacement::domain(*root.domain())) : std::nullopt;
+  for (size_t i = 1; i < outs.size(); ++i) {  // outs[0]: the primal output
+    TENFERRO_TRY(EagerTensor w, rt.from_host(std::move(outs[i]), where));
+    g.grads.push_back(std::move(w));
+  }
+  return g;
+}
+
+Result<Gradients> reverse(const EagerTensor& root, const EagerTensor& seed, BackwardRoute requested, const char* op) {
+  TENFERRO_TRY_VOID(check_root(root, op));
+  const bool scalar = root.rank() == 0 && is_floating(root.dtype());
+  if (!seed.defined() && !scalar) {
+    return usage_error(ErrorCode::kDTypeMismatch, op,
+                       "the output is not a real scalar (dtype " + std::string(dtype_name(root.dtype())) + ", rank " +
+                           std::to_string(root.rank()) + "): pass a cotangent");
+  }
+  if (seed.defined()) TENFERRO_TRY_VOID(check_seed(root, seed, op));
+  TENFERRO_TRY(TapeWalk w, walk(root, op));
+  const BackwardDecision d =
+      decide_backward_route(requested, w.without_direct ? w.without_direct->op.c_str() : nullptr);
+  if (d.route == BackwardRoute::kDirect) return direct_reverse(root, seed, w, op);
+  if (requested == BackwardRoute::kDirect) return usage_error(ErrorCode::kUnsupported, op, d.reason);
+  return replay_reverse(root, seed, op);
 }
 
 }  // namespace
 
-Result<void> backward(const EagerTensor& loss, const EagerTensor& seed) {
-  TENFERRO_TRY(auto rg, reverse(loss, seed, "backward"));
-  auto& [r, grads] = rg;
-  EagerRuntime& rt = *loss.runtime();
-  std::vector<EagerTensor> wrapped;
-  for (Tensor& g : grads) {
-    TENFERRO_TRY(EagerTensor w, rt.from_host(std::move(g), loss.domain() ? std::optional(CpuPlacement::domain(*loss.domain()))
-                                                                         : std::nullopt));
-    wrapped.push_back(std::move(w));
+BackwardDecision decide_backward_route(BackwardRoute requested, const char* op_without_direct_rule) {
+  const std::string missing = op_without_direct_rule == nullptr ? std::string() : std::string(op_without_direct_rule);
+  switch (requested) {
+    case BackwardRoute::kReplay: return {BackwardRoute::kReplay, "replay was requested"};
+    case BackwardRoute::kDirect:
+      if (!missing.empty()) return {BackwardRoute::kReplay, "direct was requested but " + missing + " has no direct rule"};
+      return {BackwardRoute::kDirect, "direct was requested"};
+    case BackwardRoute::kAuto: break;
   }
+  if (!missing.empty()) {
+    return {BackwardRoute::kReplay, missing + " has no direct rule: the tape replays as a program (its gradient "
+                                              "transform is cached by program fingerprint)"};
+  }
+  return {BackwardRoute::kDirect,
+          "every record on the path has a direct rule: eager rules run without building a program"};
+}
+
+Result<BackwardDecision> explain_backward(const EagerTensor& loss, BackwardRoute requested) {
+  TENFERRO_TRY_VOID(check_root(loss, "explain_backward"));
+  TENFERRO_TRY(TapeWalk w, walk(loss, "explain_backward"));
+  return decide_backward_route(requested, w.without_direct ? w.without_direct->op.c_str() : nullptr);
+}
+
+Result<void> backward(const EagerTensor& loss, const EagerTensor& seed, BackwardRoute route) {
+  TENFERRO_TRY(Gradients g, reverse(loss, seed, route, "backward"));
   const Context nograd = Context::of(loss).no_grad();
-  for (size_t i = 0; i < r.leaves.size(); ++i) {
-    AdNode& leaf = *r.leaves[i];
-    std::lock_guard lock(leaf.mu);
-    if (leaf.grad.defined()) {
-      TENFERRO_TRY(leaf.grad, nograd.add(leaf.grad, wrapped[i]));
-    } else {
-      leaf.grad = std::move(wrapped[i]);
+  // Every sum is computed before any accumulator changes (nothing accumulated on error);
+  // stored gradients are contiguous (a direct rule may give a broadcast or permuted view).
+  std::vector<EagerTensor> next(g.leaves.size());
+  for (size_t i = 0; i < g.leaves.size(); ++i) {
+    AdNode& leaf = *g.leaves[i];
+    EagerTensor d = std::move(g.grads[i]);
+    if (!d.defined()) continue;
+    EagerTensor prev;
+    {
+      std::lock_guard lock(leaf.mu);
+      prev = leaf.grad;
     }
+    if (prev.defined()) {
+      TENFERRO_TRY(next[i], nograd.add(prev, d));
+    } else if (d.tensor().is_contiguous()) {
+      next[i] = std::move(d);
+    } else {
+      TENFERRO_TRY(next[i], nograd.contiguous(d));
+    }
+  }
+  for (size_t i = 0; i < g.leaves.size(); ++i) {
+    if (!next[i].defined()) continue;
+    AdNode& leaf = *g.leaves[i];
+    std::lock_guard lock(leaf.mu);
+    leaf.grad = std::move(next[i]);
   }
   return ok();
 }
@@ -264,46 +408,46 @@ Result<std::vector<EagerTensor>> fresh_leaves(std::span<const EagerTensor> xs) {
   return leaves;
 }
 
-// Per entry of `leaves`: the gradient for the replay's leaf it is, zeros where f did not
-// reach it, undefined for non-differentiable entries.
-Result<std::vector<EagerTensor>> scatter_grads(const std::vector<EagerTensor>& leaves, const Replay& r,
-                                               std::vector<Tensor>& grads, const EagerTensor& root) {
+// Per entry of `leaves`: its gradient, zeros where f did not reach it (or reached it
+// only through a zero cotangent), undefined for non-differentiable entries.
+Result<std::vector<EagerTensor>> scatter_grads(const std::vector<EagerTensor>& leaves, Gradients& g) {
   std::vector<EagerTensor> out;
-  EagerRuntime& rt = *root.runtime();
   for (const EagerTensor& l : leaves) {
     if (!l.ad_node()) {
       out.emplace_back();
       continue;
     }
     size_t k = 0;
-    while (k < r.leaves.size() && r.leaves[k] != l.ad_node()) ++k;
-    if (k == r.leaves.size()) {
+    while (k < g.leaves.size() && g.leaves[k] != l.ad_node()) ++k;
+    if (k == g.leaves.size() || !g.grads[k].defined()) {
       TENFERRO_TRY(EagerTensor z, Context::of(l).no_grad().zeros(l.shape(), l.dtype()));
       out.push_back(std::move(z));
+    } else if (g.grads[k].tensor().is_contiguous()) {
+      out.push_back(std::move(g.grads[k]));
     } else {
-      TENFERRO_TRY(EagerTensor g, rt.from_host(std::move(grads[k])));
-      out.push_back(std::move(g));
+      TENFERRO_TRY(EagerTensor d, Context::of(l).no_grad().contiguous(g.grads[k]));
+      out.push_back(std::move(d));
     }
   }
   return out;
 }
 }  // namespace
 
-Result<std::vector<EagerTensor>> grad(const EagerFn& f, std::span<const EagerTensor> xs) {
+Result<std::vector<EagerTensor>> grad(const EagerFn& f, std::span<const EagerTensor> xs, BackwardRoute route) {
   TENFERRO_TRY(std::vector<EagerTensor> leaves, fresh_leaves(xs));
   TENFERRO_TRY(EagerTensor y, f(leaves));
-  TENFERRO_TRY(auto rg, reverse(y, {}, "grad"));
-  return scatter_grads(leaves, rg.first, rg.second, y);
+  TENFERRO_TRY(Gradients g, reverse(y, {}, route, "grad"));
+  return scatter_grads(leaves, g);
 }
 
 Result<std::pair<EagerTensor, std::vector<EagerTensor>>> vjp(const EagerFn& f, std::span<const EagerTensor> xs,
-                                                             const EagerTensor& ct) {
+                                                             const EagerTensor& ct, BackwardRoute route) {
   TENFERRO_TRY(std::vector<EagerTensor> leaves, fresh_leaves(xs));
   TENFERRO_TRY(EagerTensor y, f(leaves));
   if (!ct.defined()) return usage_error(ErrorCode::kInvalidArgument, "vjp", "undefined cotangent");
-  TENFERRO_TRY(auto rg, reverse(y, ct, "vjp"));
-  TENFERRO_TRY(std::vector<EagerTensor> g, scatter_grads(leaves, rg.first, rg.second, y));
-  return std::pair<EagerTensor, std::vector<EagerTensor>>{detach(y), std::move(g)};
+  TENFERRO_TRY(Gradients g, reverse(y, ct, route, "vjp"));
+  TENFERRO_TRY(std::vector<EagerTensor> out, scatter_grads(leaves, g));
+  return std::pair<EagerTensor, std::vector<EagerTensor>>{detach(y), std::move(out)};
 }
 
 Result<std::pair<EagerTensor, EagerTensor>> jvp(const EagerFn& f, std::span<const EagerTensor> xs,

@@ -185,6 +185,98 @@ TEST(Autograd, ViewsBroadcastingReductionsAndComplex) {
       {x}, seed++, "where");
 }
 
+// Note [Eager direct backward]: every op with a direct rule, real and complex, with
+// broadcasting and strided inputs: the direct route equals the replay route and finite
+// differences, and the default takes the direct route.
+TEST(Autograd, DirectRulesEqualReplayAndFiniteDifferences) {
+  std::mt19937_64 rng(41);
+  uint64_t seed = 500;
+  for (DType d : {DType::kF64, DType::kC128}) {
+    SCOPED_TRACE(dtype_name(d));
+    auto a = random(rng, d, {3, 4});
+    auto b = random(rng, d, {4});
+    auto m = random(rng, d, {4, 2});
+    auto p = random(rng, d, {3, 1}, 0.5, 2.0);  // positive real part (log, sqrt, division)
+    // A real loss of a complex tensor: sum |t|^2 through real and imag views.
+    auto sq = [](const EagerTensor& t) -> Result<EagerTensor> {
+      TENFERRO_TRY(EagerTensor r, real(t));
+      TENFERRO_TRY(EagerTensor i, imag(t));
+      TENFERRO_TRY(EagerTensor s, add(mul(r, r).value(), mul(i, i).value()));
+      return sum(s);
+    };
+    const std::vector<std::pair<std::string, EagerFn>> cases = {
+        {"add sub broadcast", [&](std::span<const EagerTensor> v) { return sq(sub(add(v[0], v[1]).value(), v[2]).value()); }},
+        {"mul div broadcast", [&](std::span<const EagerTensor> v) { return sq(div(mul(v[0], v[1]).value(), v[2]).value()); }},
+        {"neg conj exp", [&](std::span<const EagerTensor> v) { return sq(exp(conj(neg(v[0]).value()).value()).value()); }},
+        {"log sqrt", [&](std::span<const EagerTensor> v) { return sq(mul(log(v[2]).value(), sqrt(v[2]).value()).value()); }},
+        {"sin cos tanh", [&](std::span<const EagerTensor> v) {
+           return sq(add(sin(v[0]).value(), mul(cos(v[0]).value(), tanh(v[1]).value()).value()).value());
+         }},
+        {"matmul permute", [&](std::span<const EagerTensor> v) {
+           return sq(matmul(permute(v[3], {1, 0}).value(), permute(v[0], {1, 0}).value()).value());
+         }},
+        {"sum axes keep, mean, reshape", [&](std::span<const EagerTensor> v) {
+           EagerTensor s = sum(v[0], {1}, true).value();
+           EagerTensor t = mean(reshape(v[0], {2, 6}).value(), {0}).value();
+           return add(sq(mul(s, v[2]).value()).value(), sq(t).value());
+         }},
+        {"broadcast_to, astype", [&](std::span<const EagerTensor> v) {
+           return sq(astype(broadcast_to(v[1], {3, 4}).value(), v[1].dtype()).value() * v[0]);
+         }},
+        {"repeated operand", [&](std::span<const EagerTensor> v) { return sq(mul(v[0], v[0]).value() + v[0]); }},
+    };
+    const std::vector<EagerTensor> xs = {a, b, p, m};
+    for (const auto& [what, f] : cases) {
+      SCOPED_TRACE(what);
+      std::vector<EagerTensor> leaves;
+      for (const EagerTensor& x : xs) leaves.push_back(requires_grad(x).value());
+      auto route = explain_backward(f(leaves).value());
+      ASSERT_TRUE(route) << route.error().to_string();
+      EXPECT_EQ(route->route, BackwardRoute::kDirect) << route->reason;
+      auto direct = grad(f, xs, BackwardRoute::kDirect);
+      auto replayed = grad(f, xs, BackwardRoute::kReplay);
+      ASSERT_TRUE(direct) << direct.error().to_string();
+      ASSERT_TRUE(replayed) << replayed.error().to_string();
+      for (size_t i = 0; i < xs.size(); ++i) {
+        EXPECT_TRUE((*direct)[i].tensor().is_contiguous());
+        const auto u = values((*direct)[i]), w = values((*replayed)[i]);
+        ASSERT_EQ(u.size(), w.size());
+        for (size_t k = 0; k < u.size(); ++k) {
+          EXPECT_NEAR(std::abs(u[k] - w[k]), 0.0, 1e-12 * (1 + std::abs(w[k]))) << "input " << i << " element " << k;
+        }
+      }
+      check_grad_fd(f, xs, seed++, "finite differences");
+    }
+  }
+}
+
+TEST(Autograd, BackwardRouteDecision) {
+  EXPECT_EQ(decide_backward_route(BackwardRoute::kAuto, nullptr).route, BackwardRoute::kDirect);
+  const BackwardDecision replay = decide_backward_route(BackwardRoute::kAuto, "slice");
+  EXPECT_EQ(replay.route, BackwardRoute::kReplay);
+  EXPECT_NE(replay.reason.find("slice"), std::string::npos);
+  EXPECT_EQ(decide_backward_route(BackwardRoute::kReplay, nullptr).route, BackwardRoute::kReplay);
+  EXPECT_EQ(decide_backward_route(BackwardRoute::kDirect, nullptr).route, BackwardRoute::kDirect);
+  EXPECT_EQ(decide_backward_route(BackwardRoute::kDirect, "slice").route, BackwardRoute::kReplay);
+  // A tape with a record without a direct rule: auto replays, a direct request is a typed error
+  // that accumulates nothing; backward by either route accumulates the same gradient.
+  auto rt = runtime();
+  EagerTensor x = requires_grad(rt->from_values<double>({4}, {1, -2, 3, 0.5}).value()).value();
+  EagerTensor loss = sum(mul(slice(x, 0, 0, 4, 2).value(), slice(x, 0, 1, 4, 2).value()).value()).value();
+  EXPECT_EQ(explain_backward(loss).value().route, BackwardRoute::kReplay);
+  auto refused = backward(loss, {}, BackwardRoute::kDirect);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(refused.error().message().find("slice"), std::string::npos) << refused.error().message();
+  EXPECT_FALSE(grad_of(x).defined());
+  ASSERT_TRUE(backward(loss));
+  EXPECT_EQ(values(grad_of(x)), (std::vector<c128>{-2, 1, 0.5, 3}));
+  // The direct route on a direct-only tape accumulates onto it.
+  EagerTensor loss2 = sum(mul(x, x).value()).value();
+  ASSERT_TRUE(backward(loss2, {}, BackwardRoute::kDirect));
+  EXPECT_EQ(values(grad_of(x)), (std::vector<c128>{0, -3, 6.5, 4}));
+}
+
 // Runs `p` eagerly op by op (core ops through Context::core, einsum through einsum).
 Result<std::vector<EagerTensor>> run_eagerly(const program::CompiledGraph& g, std::span<const EagerTensor> args) {
   const auto& p = *g.program;
@@ -229,6 +321,7 @@ Result<std::vector<EagerTensor>> run_eagerly(const program::CompiledGraph& g, st
 
 TEST(Autograd, RandomProgramsEagerTapeEqualsProgramTransform) {
   const ad::AdContext ctx = ad::AdContext::with_standard_rules();
+  int direct_programs = 0;
   for (uint64_t seed = 1; seed <= 300; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     test_support::RandomProgram rp = test_support::random_program(seed);
@@ -262,21 +355,34 @@ TEST(Autograd, RandomProgramsEagerTapeEqualsProgramTransform) {
     };
     auto eager_grads = grad(loss, xs);
     ASSERT_TRUE(eager_grads) << eager_grads.error().to_string() << "\n" << program::print_program(p);
+    {  // which route the default took (both routes are checked below)
+      std::vector<EagerTensor> leaves;
+      for (const EagerTensor& x : xs) leaves.push_back(is_inexact(x.dtype()) ? requires_grad(x).value() : x);
+      auto route = explain_backward(loss(leaves).value());
+      ASSERT_TRUE(route) << route.error().to_string();
+      direct_programs += route->route == BackwardRoute::kDirect ? 1 : 0;
+    }
+    auto replayed = grad(loss, xs, BackwardRoute::kReplay);
+    ASSERT_TRUE(replayed) << replayed.error().to_string();
     // Program: vjp with cotangents u.
     std::vector<Tensor> args = rp.inputs;
     args.insert(args.end(), us.begin(), us.end());
     auto v = program::interpret(ctx.vjp(rp.graph).value(), args);
     ASSERT_TRUE(v) << v.error().to_string();
     for (size_t i = 0; i < xs.size(); ++i) {
-      const auto a = values((*eager_grads)[i]), b = values((*v)[p.outputs().size() + i]);
+      const auto a = values((*eager_grads)[i]), r = values((*replayed)[i]), b = values((*v)[p.outputs().size() + i]);
       ASSERT_EQ(a.size(), b.size());
+      ASSERT_EQ(r.size(), b.size());
       for (size_t k = 0; k < a.size(); ++k) {
         EXPECT_NEAR(std::abs(a[k] - b[k]), 0.0, 1e-10 * (1 + std::abs(b[k]))) << "input " << i << " element " << k;
+        EXPECT_NEAR(std::abs(r[k] - b[k]), 0.0, 1e-10 * (1 + std::abs(b[k]))) << "replayed, input " << i;
       }
     }
     check_grad_fd(loss, xs, seed, "finite differences");
     if (HasFailure()) break;
   }
+  // Programs of direct-rule ops only (elementwise arithmetic) take the direct route.
+  EXPECT_GT(direct_programs, 10);
 }
 
 TEST(Autograd, FunctionalVjpAndJvp) {

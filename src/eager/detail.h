@@ -77,12 +77,13 @@ struct Detail {
   }
   // Attaches a record to a successful inexact result: `build` re-emits the op over
   // program values of `inputs` (it must own everything it captures).
+  // `vjp`: the op's direct reverse rule, if it has one (Note [Eager direct backward]).
   static Result<EagerTensor> record(Result<EagerTensor> r, std::span<const EagerTensor* const> inputs, const char* op,
-                                    AdNode::Build build);
+                                    AdNode::Build build, AdNode::Vjp vjp = {});
   static Result<EagerTensor> record(Result<EagerTensor> r, std::initializer_list<const EagerTensor*> inputs,
-                                    const char* op, AdNode::Build build) {
+                                    const char* op, AdNode::Build build, AdNode::Vjp vjp = {}) {
     return record(std::move(r), std::span<const EagerTensor* const>(inputs.begin(), inputs.size()), op,
-                  std::move(build));
+                  std::move(build), std::move(vjp));
   }
   // Records every inexact result k of a multi-output op as output k of `form`.
   static void record_outputs(std::vector<EagerTensor>& results, std::span<const EagerTensor* const> inputs,

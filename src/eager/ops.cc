@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "detail.h"
+#include "vjp.h"
 #include "tenferro/cpu/dot_general.h"
 #include "tenferro/cpu/elementwise.h"
 #include "tenferro/cpu/kernels.h"
@@ -199,12 +200,12 @@ Result<Shape> resolve_shape(Dims shape, int64_t numel, const char* op) {
 
 // A record of a single-operand op whose program form is `code` with `attrs`.
 Result<EagerTensor> record_op(const Context& c, Result<EagerTensor> r, const EagerTensor& x, const char* op,
-                              OpCode code, Attrs attrs) {
+                              OpCode code, Attrs attrs, AdNode::Vjp vjp = {}) {
   if (!Detail::tracing(c, {&x})) return r;
-  return Detail::record(std::move(r), {&x}, op,
-                        [code, attrs = std::move(attrs)](ProgramBuilder& b, std::span<const Value> v) {
-                          return b.op(code, {v[0]}, attrs);
-                        });
+  return Detail::record(
+      std::move(r), {&x}, op,
+      [code, attrs = std::move(attrs)](ProgramBuilder& b, std::span<const Value> v) { return b.op(code, {v[0]}, attrs); },
+      std::move(vjp));
 }
 
 Result<EagerTensor> finish(const Call& call, Result<Tensor>&& r) {
@@ -223,8 +224,9 @@ Result<EagerTensor> unary(const Context& c, OpCode code, const EagerTensor& x, c
                 },
                 {&t, 1}, [&](ProgramBuilder& b, std::span<const Value> v) { return b.op(code, {v[0]}); }, op));
   if (!Detail::tracing(c, {&x})) return r;
-  return Detail::record(std::move(r), {&x}, op,
-                        [code](ProgramBuilder& b, std::span<const Value> v) { return b.op(code, {v[0]}); });
+  return Detail::record(
+      std::move(r), {&x}, op, [code](ProgramBuilder& b, std::span<const Value> v) { return b.op(code, {v[0]}); },
+      vjp_unary(code));
 }
 
 const Attrs& compare_attrs(program::CompareDirection dir) {
@@ -275,7 +277,8 @@ Result<EagerTensor> binary(const Context& c, OpCode code, const EagerTensor& x, 
   return Detail::record(std::move(r), {&x, &y}, op,
                         [code, attrs, xs = x.shape(), ys = y.shape(), shape](ProgramBuilder& b, std::span<const Value> v) {
                           return emit_binary(b, v, code, attrs, xs, ys, shape);
-                        });
+                        },
+                        vjp_binary(code));
 }
 
 // where / clamp: three broadcast operands; `order` maps program operand slots to them.
@@ -324,7 +327,8 @@ Result<EagerTensor> reduce(const Context& c, program::ReduceKind kind, const Eag
   return Detail::record(std::move(r), {&x}, op,
                         [ax, shape = t.shape(), kind, keep](ProgramBuilder& b, std::span<const Value> v) {
                           return emit_reduce(b, v[0], kind, ax, shape, keep);
-                        });
+                        },
+                        kind == program::ReduceKind::kSum ? vjp_sum(ax, t.shape(), keep) : AdNode::Vjp());
 }
 
 }  // namespace
@@ -348,17 +352,18 @@ Result<EagerTensor> Context::real(const EagerTensor& x) const {
   if (x.defined() && is_complex(x.dtype())) {
     TENFERRO_TRY(Call call, Detail::begin(*this, {&x}, "real"));
     TENFERRO_TRY(Tensor v, Detail::physical(x).real());
-    return record_op(*this, Detail::view(call, x, std::move(v)), x, "real", OpCode::kReal, {});
+    return record_op(*this, Detail::view(call, x, std::move(v)), x, "real", OpCode::kReal, {}, vjp_unary(OpCode::kReal));
   }
   TENFERRO_TRY(Call call, Detail::begin(*this, {&x}, "real"));
-  return record_op(*this, Detail::view(call, x, Tensor(Detail::physical(x))), x, "real", OpCode::kReal, {});
+  return record_op(*this, Detail::view(call, x, Tensor(Detail::physical(x))), x, "real", OpCode::kReal, {},
+                   vjp_unary(OpCode::kReal));
 }
 
 Result<EagerTensor> Context::imag(const EagerTensor& x) const {
   if (x.defined() && is_complex(x.dtype())) {
     TENFERRO_TRY(Call call, Detail::begin(*this, {&x}, "imag"));
     TENFERRO_TRY(Tensor v, Detail::physical(x).imag());
-    return record_op(*this, Detail::view(call, x, std::move(v)), x, "imag", OpCode::kImag, {});
+    return record_op(*this, Detail::view(call, x, std::move(v)), x, "imag", OpCode::kImag, {}, vjp_unary(OpCode::kImag));
   }
   return unary(*this, OpCode::kImag, x, "imag");
 }
@@ -446,7 +451,7 @@ Result<EagerTensor> Context::astype(const EagerTensor& x, DType dtype) const {
                 {&t, 1}, [&](ProgramBuilder& b, std::span<const Value> v) { return b.op(OpCode::kConvert, {v[0]}, a); },
                 "astype"));
   if (!Detail::tracing(*this, {&x})) return r;
-  return record_op(*this, std::move(r), x, "astype", OpCode::kConvert, a);
+  return record_op(*this, std::move(r), x, "astype", OpCode::kConvert, a, vjp_unary(OpCode::kConvert));
 }
 
 // ---- creation ----
@@ -490,7 +495,8 @@ Result<EagerTensor> Context::permute(const EagerTensor& x, Dims perm) const {
   Attrs a;
   a.dims.assign(perm.begin(), perm.end());
   for (int64_t& d : a.dims) d = d < 0 ? d + x.rank() : d;
-  return record_op(*this, std::move(r), x, "permute", OpCode::kTranspose, std::move(a));
+  AdNode::Vjp vjp = vjp_permute(a.dims);
+  return record_op(*this, std::move(r), x, "permute", OpCode::kTranspose, std::move(a), std::move(vjp));
 }
 
 Result<EagerTensor> Context::transpose(const EagerTensor& x) const {
@@ -517,7 +523,7 @@ Result<EagerTensor> Context::reshape(const EagerTensor& x, Dims shape) const {
     if (!Detail::tracing(*this, {&x})) return r;
     Attrs a;
     a.shape = extents(target);
-    return record_op(*this, std::move(r), x, "reshape", OpCode::kReshape, std::move(a));
+    return record_op(*this, std::move(r), x, "reshape", OpCode::kReshape, std::move(a), vjp_reshape(t.shape()));
   };
   if (v) return recorded(Detail::view(call, x, std::move(*v)));
   if (v.error().code() != ErrorCode::kIncompatibleLayout) return v.error();
@@ -545,7 +551,8 @@ Result<EagerTensor> Context::broadcast_to(const EagerTensor& x, Dims shape) cons
   return Detail::record(std::move(r), {&x}, "broadcast_to",
                         [from = x.shape(), to = Shape(shape)](ProgramBuilder& b, std::span<const Value> val) {
                           return bcast(b, val[0], from, to);
-                        });
+                        },
+                        vjp_broadcast_to(x.shape()));
 }
 
 Result<EagerTensor> Context::broadcast_in_dim(const EagerTensor& x, Dims shape, Dims dims) const {
@@ -677,7 +684,8 @@ Result<EagerTensor> Context::contiguous(const EagerTensor& x) const {
   if (Detail::tracing(*this, {&x})) {  // the same values: the program form is a no-op convert
     Attrs a;
     a.dtype = t.dtype();
-    return record_op(*this, Context(no_grad()).contiguous(x), x, "contiguous", OpCode::kConvert, std::move(a));
+    return record_op(*this, Context(no_grad()).contiguous(x), x, "contiguous", OpCode::kConvert, std::move(a),
+                     vjp_unary(OpCode::kConvert));
   }
   return finish(call, Detail::execute(
                           call, true, t.numel(),
@@ -804,7 +812,8 @@ Result<EagerTensor> Context::mean(const EagerTensor& x, Dims axes, bool keep) co
   return Detail::record(std::move(r), {&x}, "mean",
                         [ax, shape = t.shape(), dtype = t.dtype(), n, keep](ProgramBuilder& b, std::span<const Value> v) {
                           return emit_mean(b, v[0], ax, shape, dtype, n, keep);
-                        });
+                        },
+                        vjp_mean(ax, t.shape(), n, keep));
 }
 
 // ---- contractions ----
@@ -846,12 +855,15 @@ Result<EagerTensor> Context::matmul(const EagerTensor& a, const EagerTensor& b) 
                             },
                             "matmul"));
     if (!Detail::tracing(*this, {&a, &b})) return r;
-    return Detail::record(std::move(r), {&a, &b}, "matmul", [](ProgramBuilder& pb2, std::span<const Value> v) {
-      Attrs at;
-      at.lhs_contract = {1};
-      at.rhs_contract = {0};
-      return pb2.op(OpCode::kDotGeneral, {v[0], v[1]}, std::move(at));
-    });
+    return Detail::record(
+        std::move(r), {&a, &b}, "matmul",
+        [](ProgramBuilder& pb2, std::span<const Value> v) {
+          Attrs at;
+          at.lhs_contract = {1};
+          at.rhs_contract = {0};
+          return pb2.op(OpCode::kDotGeneral, {v[0], v[1]}, std::move(at));
+        },
+        vjp_matmul2d());
   }
   Tensor ta = Detail::physical(a), tb = Detail::physical(b);
   const bool a1 = ta.rank() == 1, b1 = tb.rank() == 1;
@@ -1057,8 +1069,11 @@ Result<EagerTensor> Context::core(program::OpCode code, std::span<const EagerTen
                           op.c_str()));
   const std::span<const EagerTensor* const> inputs(ptrs.data(), ptrs.size());
   if (!Detail::tracing(*this, inputs)) return r;
-  return Detail::record(std::move(r), inputs, program::op_name(code).data(),
-                        [code, attrs](ProgramBuilder& b, std::span<const Value> v) { return b.op(code, v, attrs); });
+  // Core elementwise ops have equal operand shapes: the broadcasting rules apply as they are.
+  AdNode::Vjp vjp = operands.size() == 1 ? vjp_unary(code) : operands.size() == 2 ? vjp_binary(code) : AdNode::Vjp();
+  return Detail::record(
+      std::move(r), inputs, program::op_name(code).data(),
+      [code, attrs](ProgramBuilder& b, std::span<const Value> v) { return b.op(code, v, attrs); }, std::move(vjp));
 }
 
 // ---- operators ----
