@@ -22,6 +22,19 @@ namespace {
 namespace eg = tenferro::eager;
 using eg::EagerTensor;
 
+// Note [Python no_grad]: `with tenferro.no_grad():` turns AD recording off for the eager
+// calls the current Python thread makes inside the block (as torch.no_grad does). The
+// C++ core keeps no such state (an op records when its Context has grad enabled;
+// Context::no_grad() is the C++ scope); the binding keeps a per-thread depth and derives
+// each call's Context from it, so other threads and runtimes are unaffected.
+thread_local int tls_no_grad_depth = 0;
+
+// The context of a call on `t` (its runtime's default placement policy).
+eg::Context ctx_of(const EagerTensor& t) {
+  const eg::Context c = eg::Context::of(t);
+  return tls_no_grad_depth > 0 ? c.no_grad() : c;
+}
+
 // Runs `f` (no Python objects inside) with the GIL released and unwraps its result.
 template <class F>
 auto nogil(F&& f) {
@@ -67,7 +80,7 @@ EagerTensor operand(const EagerTensor& like, const py::object& o) {
   } else {
     v = c128(o.cast<double>(), 0.0);
   }
-  return unwrap(eg::Context::of(like).scalar(v, like.dtype()));
+  return unwrap(ctx_of(like).scalar(v, like.dtype()));
 }
 
 using Binary = Result<EagerTensor> (eg::Context::*)(const EagerTensor&, const EagerTensor&) const;
@@ -77,11 +90,11 @@ py::object binary(const EagerTensor& x, const py::object& y, Binary op, bool ref
   const EagerTensor other = operand(x, y);
   const EagerTensor& lhs = reflected ? other : x;
   const EagerTensor& rhs = reflected ? x : other;
-  return py::cast(nogil([&] { return (eg::Context::of(lhs).*op)(lhs, rhs); }));
+  return py::cast(nogil([&] { return (ctx_of(lhs).*op)(lhs, rhs); }));
 }
 
 EagerTensor unary(const EagerTensor& x, Unary op) {
-  return nogil([&] { return (eg::Context::of(x).*op)(x); });
+  return nogil([&] { return (ctx_of(x).*op)(x); });
 }
 
 py::array numpy_of(const EagerTensor& t) { return to_numpy(unwrap(eg::to_host(t))); }
@@ -117,9 +130,9 @@ EagerTensor index(const EagerTensor& x, const py::object& key) {
       throw py::index_error("tenferro: only integers and slices are valid indices");
     }
   }
-  EagerTensor r = nogil([&] { return eg::Context::of(x).slice(x, start, limit, stride); });
+  EagerTensor r = nogil([&] { return ctx_of(x).slice(x, start, limit, stride); });
   if (!any_int) return r;
-  return nogil([&] { return eg::Context::of(r).reshape(r, keep); });
+  return nogil([&] { return ctx_of(r).reshape(r, keep); });
 }
 
 }  // namespace
@@ -193,7 +206,7 @@ void bind_eager(py::module_& m) {
       .def(
           "__matmul__",
           [](const EagerTensor& x, const EagerTensor& y) {
-            return nogil([&] { return eg::Context::of(x).matmul(x, y); });
+            return nogil([&] { return ctx_of(x).matmul(x, y); });
           },
           py::is_operator())
       .def("__neg__", [](const EagerTensor& x) { return unary(x, &eg::Context::neg); })
@@ -204,7 +217,7 @@ void bind_eager(py::module_& m) {
                              [](const EagerTensor& x) {
                                Shape perm;
                                for (int64_t d = x.rank() - 1; d >= 0; --d) perm.push_back(d);
-                               return nogil([&] { return eg::Context::of(x).permute(x, perm); });
+                               return nogil([&] { return ctx_of(x).permute(x, perm); });
                              })
       .def("transpose",
            [](const EagerTensor& x, py::args axes) {
@@ -216,7 +229,7 @@ void bind_eager(py::module_& m) {
              } else {
                for (const py::handle a : axes) perm.push_back(a.cast<int64_t>());
              }
-             return nogil([&] { return eg::Context::of(x).permute(x, perm); });
+             return nogil([&] { return ctx_of(x).permute(x, perm); });
            })
       .def("reshape",
            [](const EagerTensor& x, py::args shape) {
@@ -233,7 +246,7 @@ void bind_eager(py::module_& m) {
              for (int64_t d = x.rank() - 1; d >= 0; --d) rev_in.push_back(d);
              for (int64_t d = static_cast<int64_t>(s.size()) - 1; d >= 0; --d) rev_out.push_back(d);
              return nogil([&]() -> Result<EagerTensor> {
-               const eg::Context c = eg::Context::of(x);
+               const eg::Context c = ctx_of(x);
                TENFERRO_TRY(EagerTensor flipped, c.permute(x, rev_in));
                TENFERRO_TRY(EagerTensor r, c.reshape(flipped, rs));
                return c.permute(r, rev_out);
@@ -242,7 +255,7 @@ void bind_eager(py::module_& m) {
       .def("astype",
            [](const EagerTensor& x, const py::object& dt) {
              const DType d = dtype_from(dt);
-             return nogil([&] { return eg::Context::of(x).astype(x, d); });
+             return nogil([&] { return ctx_of(x).astype(x, d); });
            })
       .def("item", [](const EagerTensor& x) -> py::object {
         if (x.numel() != 1) throw py::value_error("tenferro: item() needs a tensor with one element");
@@ -283,7 +296,7 @@ void bind_eager(py::module_& m) {
         name,
         [op = op](const EagerTensor& x, const py::object& axis, bool keepdims) {
           const Shape ax = axes_of(axis, x.rank());
-          return nogil([&] { return (eg::Context::of(x).*op)(x, ax, keepdims); });
+          return nogil([&] { return (ctx_of(x).*op)(x, ax, keepdims); });
         },
         py::arg("axis") = py::none(), py::arg("keepdims") = false);
   }
@@ -319,6 +332,12 @@ void bind_eager(py::module_& m) {
             nogil([&] { return eg::backward(x, s); });
           },
           py::arg("cotangent") = py::none());
+  m.def("_no_grad_enter", [] { ++tls_no_grad_depth; });
+  m.def("_no_grad_exit", [] {
+    if (tls_no_grad_depth > 0) --tls_no_grad_depth;
+  });
+  m.def("is_grad_enabled", [] { return tls_no_grad_depth == 0; },
+        "False inside a `with tenferro.no_grad():` block of the calling thread.");
   // grad(f, xs): d f / d xs for a Python function of eager tensors returning a real scalar.
   m.def("eager_grad", [](const py::function& f, const std::vector<EagerTensor>& xs) {
     eg::EagerFn fn = [&f](std::span<const EagerTensor> v) -> Result<EagerTensor> {
@@ -331,13 +350,13 @@ void bind_eager(py::module_& m) {
 
   m.def("eager_einsum", [](const std::string& subscripts, const std::vector<EagerTensor>& operands) {
     if (operands.empty()) throw py::value_error("tenferro.einsum: no operands");
-    return nogil([&] { return eg::Context::of(operands[0]).einsum(subscripts, operands); });
+    return nogil([&] { return ctx_of(operands[0]).einsum(subscripts, operands); });
   });
   m.def("eager_matmul", [](const EagerTensor& a, const EagerTensor& b) {
-    return nogil([&] { return eg::Context::of(a).matmul(a, b); });
+    return nogil([&] { return ctx_of(a).matmul(a, b); });
   });
   m.def("eager_where", [](const EagerTensor& p, const EagerTensor& a, const EagerTensor& b) {
-    return nogil([&] { return eg::Context::of(p).where(p, a, b); });
+    return nogil([&] { return ctx_of(p).where(p, a, b); });
   });
 }
 

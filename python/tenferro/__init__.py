@@ -10,7 +10,7 @@ errors are ``tenferro.Error`` subclasses of the matching built-in exceptions.
 ``tenferro.linalg`` has numpy.linalg's functions; ``tenferro.Runtime()`` makes eager
 tensors (``rt.tensor(array)``, no copy) with operators, reductions and views, and
 reverse-mode AD: ``x.requires_grad_()``, ``loss.backward()``, ``x.grad``,
-``tenferro.grad(f)``.
+``tenferro.grad(f)``, ``with tenferro.no_grad():``.
 """
 
 import json as _json
@@ -36,6 +36,32 @@ def grad(f):
     def g(*xs):
         return tuple(_tenferro.eager_grad(f, list(xs)))
     return g
+
+
+class no_grad:
+    """``with tenferro.no_grad(): ...`` — eager operations of this thread inside the block
+    record nothing for AD (results do not require grad), as ``torch.no_grad``. Also a
+    decorator: ``@tenferro.no_grad()``. Nests; other threads are unaffected."""
+
+    def __enter__(self):
+        _tenferro._no_grad_enter()
+        return self
+
+    def __exit__(self, *exc):
+        _tenferro._no_grad_exit()
+        return False
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapped(*args, **kwargs):
+            with no_grad():
+                return fn(*args, **kwargs)
+        return wrapped
+
+
+is_grad_enabled = _tenferro.is_grad_enabled
 
 
 def where(pred, on_true, on_false):
@@ -66,6 +92,6 @@ def info(threads=None):
     return _json.loads(default_engine(threads).caps_json())
 
 
-__all__ = ["linalg", "Runtime", "EagerTensor", "where", "grad", "einsum", "contract_path", "PathInfo", "Engine", "default_engine", "from_numpy", "Tensor", "info",
+__all__ = ["linalg", "Runtime", "EagerTensor", "where", "grad", "no_grad", "is_grad_enabled", "einsum", "contract_path", "PathInfo", "Engine", "default_engine", "from_numpy", "Tensor", "info",
            "Error", "InvalidArgumentError", "ShapeError", "DTypeError", "UnsupportedError", "ReadOnlyError",
            "LinAlgError", "AllocationError", "InternalError"]

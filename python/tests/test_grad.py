@@ -54,3 +54,40 @@ def test_backward_errors_are_typed(rt):
         (y * y).backward()  # not a scalar, no cotangent
     with pytest.raises(tenferro.DTypeError):
         rt.tensor(np.ones(2, dtype=np.int64)).requires_grad_()
+
+
+def test_no_grad_scope_records_nothing_and_nests(rt):
+    x = rt.tensor(np.array([1.0, 2.0, 3.0])).requires_grad_()
+    assert tenferro.is_grad_enabled()
+    with tenferro.no_grad():
+        assert not tenferro.is_grad_enabled()
+        y = (x * x).sum()
+        with tenferro.no_grad():
+            z = x.exp()
+        assert not tenferro.is_grad_enabled()  # the inner block left the outer one on
+        assert not y.requires_grad and not z.requires_grad
+    assert tenferro.is_grad_enabled()
+    assert (x * x).sum().requires_grad
+    np.testing.assert_allclose(np.asarray(y), 14.0)
+    with pytest.raises(tenferro.InvalidArgumentError):
+        y.backward()  # nothing was recorded
+
+    @tenferro.no_grad()
+    def step(t):
+        return t * 2.0
+
+    assert not step(x).requires_grad
+    assert tenferro.is_grad_enabled()
+    # The scope is per thread: another thread records while this one is inside.
+    import threading
+    seen = []
+    with tenferro.no_grad():
+        th = threading.Thread(target=lambda: seen.append((x * x).requires_grad))
+        th.start()
+        th.join()
+    assert seen == [True]
+    # An exception inside the block still leaves it.
+    with pytest.raises(ValueError):
+        with tenferro.no_grad():
+            raise ValueError("inside")
+    assert tenferro.is_grad_enabled()
