@@ -1,6 +1,8 @@
 #include "tenferro/linalg_eager/linalg_eager.h"
 
 #include <algorithm>
+#include <array>
+#include <string>
 
 #include "tenferro/linalg_ir/linalg_op.h"
 
@@ -341,14 +343,76 @@ Result<EagerTensor> vector_norm(const EagerTensor& x, double ord, std::vector<in
   return std::move(out[0]);
 }
 
+// Note [Eager truncated SVD derivative]: a truncated SVD that kept rank r is, near its
+// input, the thin SVD with every factor sliced to its first r singular triples (the rank
+// is locally constant away from ties at the cut), and the discarded weight is
+// ||A||_F^2 - sum(S_kept^2). That is the program form the tape records, so the thin SVD
+// rule gives the derivative, including the terms that couple kept and discarded vectors
+// (the truncated-SVD correction). It holds for the exact method when every batch item
+// kept the same rank; a randomized result, or items padded to a common rank, are not
+// the sliced thin SVD: their form refuses (typed kUnsupported at backward).
 Result<TruncatedSvd> truncated_svd(const Context& c, const EagerTensor& a, const TruncatedSvdOptions& options) {
-  TENFERRO_TRY(auto out, run(c, {&a}, "truncated_svd",
-                             [&](CpuExecutionContext& ctx, const PoolPtr& pool, std::vector<Tensor>& o) -> Result<void> {
-                               TENFERRO_TRY(ops::TruncatedSvdResult r, ops::truncated_svd(ctx, a.tensor(), options, pool));
-                               o = {std::move(r.u), std::move(r.s), std::move(r.vh), std::move(r.discarded_weight),
-                                    std::move(r.rank)};
-                               return ok();
-                             }));
+  int64_t kept = 0;
+  std::string refused;  // why the result is not the sliced thin SVD, if it is not
+  auto native = [&](CpuExecutionContext& ctx, const PoolPtr& pool, std::vector<Tensor>& o) -> Result<void> {
+    TENFERRO_TRY(ops::TruncatedSvdResult r, ops::truncated_svd(ctx, a.tensor(), options, pool));
+    kept = r.s.shape().empty() ? 0 : r.s.shape().back();
+    if (r.method_used != ops::TruncatedSvdMethod::kExact) {
+      refused = "a randomized truncated SVD has no derivative (use the exact method)";
+    } else {
+      TENFERRO_TRY(const Tensor ranks, r.rank.reshape({r.rank.numel()}));
+      for (int64_t i = 0; i < ranks.numel() && refused.empty(); ++i) {
+        TENFERRO_TRY(const c128 item, ranks.get_as_c128({i}));
+        if (item.real() != static_cast<double>(kept)) {
+          refused = "batch items kept different ranks (zero-padded to the largest): no derivative";
+        }
+      }
+    }
+    o = {std::move(r.u), std::move(r.s), std::move(r.vh), std::move(r.discarded_weight), std::move(r.rank)};
+    return ok();
+  };
+  auto form = [&]() -> Context::ProgramForm {
+    linalg_ir::Payload p = payload_of(linalg_ir::Kind::kSvd);
+    p.svd_mode = ops::SvdMode::kThin;
+    p.gauge_fix = options.gauge_fix;
+    return [p, kept, refused](program::ProgramBuilder& b,
+                              std::span<const program::Value> v) -> Result<std::vector<program::Value>> {
+      if (!refused.empty()) return usage_error(ErrorCode::kUnsupported, "truncated_svd", refused);
+      TENFERRO_TRY(std::vector<program::Value> usv, linalg_ir::emit_linalg(b, p, v));
+      std::vector<program::Value> out;
+      for (size_t k = 0; k < 3; ++k) {  // U [.., m, r], S [.., r], Vh [.., r, n]
+        TENFERRO_TRY(const program::ValueType t, b.type(usv[k]));
+        const size_t rank = t.shape.size();
+        const size_t axis = k == 2 ? rank - 2 : rank - 1;
+        program::Attrs at;
+        for (size_t i = 0; i < rank; ++i) {
+          at.start.push_back(0);
+          at.limit.push_back(i == axis ? kept : t.shape[i].exact_value());
+          at.stride.push_back(1);
+        }
+        TENFERRO_TRY(program::Value sl, b.op(program::OpCode::kSlice, {usv[k]}, std::move(at)));
+        out.push_back(sl);
+      }
+      // discarded weight = sum |A|^2 over the matrix axes - sum S_kept^2.
+      TENFERRO_TRY(const program::ValueType ta, b.type(v[0]));
+      const size_t ra = ta.shape.size();
+      TENFERRO_TRY(program::Value ca, b.op(program::OpCode::kConj, {v[0]}));
+      TENFERRO_TRY(program::Value aa, b.op(program::OpCode::kMul, {ca, v[0]}));
+      TENFERRO_TRY(program::Value re, b.op(program::OpCode::kReal, {aa}));
+      program::Attrs fro;
+      fro.dims = {static_cast<int64_t>(ra - 2), static_cast<int64_t>(ra - 1)};
+      TENFERRO_TRY(program::Value total, b.op(program::OpCode::kReduce, {re}, std::move(fro)));
+      TENFERRO_TRY(program::Value s2, b.op(program::OpCode::kMul, {out[1], out[1]}));
+      program::Attrs last;
+      last.dims = {static_cast<int64_t>(ra - 2)};
+      TENFERRO_TRY(program::Value kept_sq, b.op(program::OpCode::kReduce, {s2}, std::move(last)));
+      TENFERRO_TRY(program::Value dw, b.op(program::OpCode::kSub, {total, kept_sq}));
+      out.push_back(dw);
+      return out;
+    };
+  };
+  const EagerTensor* const ins[1] = {&a};
+  TENFERRO_TRY(auto out, c.run_native(ins, "truncated_svd", work_of(a), native, form));
   return TruncatedSvd{std::move(out[0]), std::move(out[1]), std::move(out[2]), std::move(out[3]), std::move(out[4])};
 }
 Result<TruncatedSvd> truncated_svd(const EagerTensor& a, const TruncatedSvdOptions& options) {

@@ -114,6 +114,21 @@ TEST(LinalgEager, GradientsThroughDecompositionsMatchFiniteDifferences) {
                                                    Context::of(m).ones({3, 3}).value()).value()).value(), b).value());
        }, sq},
       {"det", [](std::span<const EagerTensor> v) { return linalg::det(v[0]); }, sq},
+      // Note [Eager truncated SVD derivative]: the truncated reconstruction, the kept
+      // values and the discarded weight (finite differences of the truncated result).
+      {"truncated svd reconstruction", [&](std::span<const EagerTensor> v) {
+         linalg::TruncatedSvdOptions o;
+         o.max_rank = 2;
+         const linalg::TruncatedSvd t = linalg::truncated_svd(v[0], o).value();
+         const EagerTensor us = mul(t.u, reshape(t.s, {1, 2}).value()).value();
+         return total(add(matmul(us, t.vh).value(), v[0]).value());
+       }, a},
+      {"truncated svd values and discarded weight", [&](std::span<const EagerTensor> v) {
+         linalg::TruncatedSvdOptions o;
+         o.max_rank = 2;
+         const linalg::TruncatedSvd t = linalg::truncated_svd(v[0], o).value();
+         return add(sum(t.s).value(), mul(t.discarded_weight, t.discarded_weight).value());
+       }, a},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -131,14 +146,30 @@ TEST(LinalgEager, GradientsThroughDecompositionsMatchFiniteDifferences) {
     const double ad = item(sum(mul((*g)[0], d).value()).value()).value().real();
     EXPECT_NEAR(ad, fd, 1e-6 * (1 + std::abs(fd)));
   }
-  // Ops without a program form (truncated_svd) are a typed error at backward.
-  linalg::TruncatedSvdOptions to;
-  to.max_rank = 2;
+  // Truncated results that are not the sliced thin SVD are a typed error at backward:
+  // batch items that kept different ranks, and the randomized method.
+  std::vector<double> items(18, 0.0);  // column-major [2, 3, 3]: item 0 = diag(3, 2, 1), item 1 = e00
+  items[0] = 3.0;
+  items[8] = 2.0;
+  items[16] = 1.0;
+  items[1] = 1.0;
+  const Tensor batch = Tensor::from_col_major<double>({2, 3, 3}, items).value();
+  linalg::TruncatedSvdOptions cut;
+  cut.rel_cutoff = 1e-6;
+  auto xb = requires_grad(rt->from_host(batch).value()).value();
+  auto tb = linalg::truncated_svd(xb, cut).value();
+  auto rb = backward(sum(tb.s).value());
+  ASSERT_FALSE(rb);
+  EXPECT_EQ(rb.error().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(rb.error().message().find("different ranks"), std::string::npos) << rb.error().message();
+  linalg::TruncatedSvdOptions randomized;
+  randomized.max_rank = 2;
+  randomized.method = tenferro::linalg::TruncatedSvdMethod::kRandomized;
   auto x = requires_grad(a).value();
-  auto t = linalg::truncated_svd(x, to).value();
-  auto r = backward(sum(t.s).value());
-  ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().code(), ErrorCode::kUnsupported);
+  auto rr = backward(sum(linalg::truncated_svd(x, randomized).value().s).value());
+  ASSERT_FALSE(rr);
+  EXPECT_EQ(rr.error().code(), ErrorCode::kUnsupported);
+  EXPECT_FALSE(grad_of(x).defined());
 }
 
 }  // namespace

@@ -83,6 +83,10 @@ Result<EagerTensor> vector_norm(const EagerTensor& x, double ord = 2.0, std::vec
 struct TruncatedSvd {
   EagerTensor u, s, vh, discarded_weight, rank;
 };
+/// Records for AD as the thin SVD sliced to the kept rank (Note [Eager truncated SVD
+/// derivative]): differentiable for the exact method when every batch item kept the same
+/// rank; otherwise backward through it is a typed kUnsupported. lstsq and vector_norm
+/// record no program form: backward through them is kUnsupported.
 Result<TruncatedSvd> truncated_svd(const Context& c, const EagerTensor& a, const TruncatedSvdOptions& options);
 Result<TruncatedSvd> truncated_svd(const EagerTensor& a, const TruncatedSvdOptions& options);
 
