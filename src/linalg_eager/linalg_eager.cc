@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <string>
 
 #include "tenferro/linalg_ir/linalg_op.h"
@@ -332,14 +333,84 @@ Result<EagerTensor> matrix_norm(const EagerTensor& a, MatrixNorm kind) {
   return std::move(out[0]);
 }
 
+namespace {
+// The program form of vector_norm (for the AD tape) from core ops over |x|: sum (ord 1),
+// max/min (ord +-inf), sqrt(sum |x|^2) (ord 2), (sum |x|^p)^(1/p) otherwise. ord 0 (a
+// count) is piecewise constant: its form refuses.
+Result<program::Value> emit_vector_norm(program::ProgramBuilder& b, program::Value x, double ord,
+                                        std::span<const int64_t> axes, bool keep_dims) {
+  using program::OpCode;
+  if (ord == 0.0) {
+    return usage_error(ErrorCode::kUnsupported, "vector_norm", "ord 0 counts nonzeros: it has no derivative");
+  }
+  TENFERRO_TRY(const program::ValueType tx, b.type(x));
+  const auto rank = static_cast<int64_t>(tx.shape.size());
+  std::vector<bool> reduced(static_cast<size_t>(rank), axes.empty());
+  for (int64_t a : axes) reduced[static_cast<size_t>(a < 0 ? a + rank : a)] = true;
+  program::Attrs red;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (reduced[static_cast<size_t>(i)]) red.dims.push_back(i);
+  }
+  TENFERRO_TRY(program::Value ax, b.op(OpCode::kAbs, {x}));
+  TENFERRO_TRY(const program::ValueType ta, b.type(ax));
+  auto scalar = [&](double v, const std::vector<program::Extent>& shape) -> Result<program::Value> {
+    Result<program::Literal> lit = ta.dtype == DType::kF32
+                                       ? program::Literal::from_values<float>({}, std::array<float, 1>{static_cast<float>(v)})
+                                       : program::Literal::from_values<double>({}, std::array<double, 1>{v});
+    if (!lit) return lit.error();
+    TENFERRO_TRY(program::Value c, b.constant(std::move(*lit)));
+    program::Attrs bc;
+    bc.shape = shape;
+    return b.op(OpCode::kBroadcastInDim, {c}, std::move(bc));
+  };
+  std::vector<program::Extent> out_shape;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (!reduced[static_cast<size_t>(i)]) out_shape.push_back(tx.shape[static_cast<size_t>(i)]);
+  }
+  program::Value r;
+  if (std::isinf(ord)) {
+    red.reduce = ord > 0 ? program::ReduceKind::kMax : program::ReduceKind::kMin;
+    TENFERRO_TRY(r, b.op(OpCode::kReduce, {ax}, red));
+  } else if (ord == 1.0) {
+    TENFERRO_TRY(r, b.op(OpCode::kReduce, {ax}, red));
+  } else if (ord == 2.0) {
+    TENFERRO_TRY(program::Value sq, b.op(OpCode::kMul, {ax, ax}));
+    TENFERRO_TRY(program::Value s2, b.op(OpCode::kReduce, {sq}, red));
+    TENFERRO_TRY(r, b.op(OpCode::kSqrt, {s2}));
+  } else {
+    TENFERRO_TRY(program::Value p, scalar(ord, ta.shape));
+    TENFERRO_TRY(program::Value pw, b.op(OpCode::kPow, {ax, p}));
+    TENFERRO_TRY(program::Value sp, b.op(OpCode::kReduce, {pw}, red));
+    TENFERRO_TRY(program::Value q, scalar(1.0 / ord, out_shape));
+    TENFERRO_TRY(r, b.op(OpCode::kPow, {sp, q}));
+  }
+  if (!keep_dims) return r;
+  program::Attrs rs;
+  for (int64_t i = 0; i < rank; ++i) {
+    rs.shape.push_back(reduced[static_cast<size_t>(i)] ? program::Extent::exact(1) : tx.shape[static_cast<size_t>(i)]);
+  }
+  return b.op(OpCode::kReshape, {r}, std::move(rs));
+}
+}  // namespace
+
 Result<EagerTensor> vector_norm(const EagerTensor& x, double ord, std::vector<int64_t> axes, bool keep_dims) {
   TENFERRO_TRY_VOID(defined(x, "vector_norm"));
-  TENFERRO_TRY(auto out, run(Context::of(x), {&x}, "vector_norm",
-                             [&](CpuExecutionContext& ctx, const PoolPtr& pool, std::vector<Tensor>& o) -> Result<void> {
-                               TENFERRO_TRY(Tensor y, ops::vector_norm(ctx, x.tensor(), ord, axes, keep_dims, pool));
-                               o = {std::move(y)};
-                               return ok();
-                             }));
+  const EagerTensor* const ins[1] = {&x};
+  TENFERRO_TRY(auto out,
+               Context::of(x).run_native(
+                   ins, "vector_norm", work_of(x),
+                   [&](CpuExecutionContext& ctx, const PoolPtr& pool, std::vector<Tensor>& o) -> Result<void> {
+                     TENFERRO_TRY(Tensor y, ops::vector_norm(ctx, x.tensor(), ord, axes, keep_dims, pool));
+                     o = {std::move(y)};
+                     return ok();
+                   },
+                   [&]() -> Context::ProgramForm {
+                     return [ord, axes, keep_dims](program::ProgramBuilder& b, std::span<const program::Value> v)
+                                -> Result<std::vector<program::Value>> {
+                       TENFERRO_TRY(program::Value r, emit_vector_norm(b, v[0], ord, axes, keep_dims));
+                       return std::vector<program::Value>{r};
+                     };
+                   }));
   return std::move(out[0]);
 }
 

@@ -114,6 +114,15 @@ TEST(LinalgEager, GradientsThroughDecompositionsMatchFiniteDifferences) {
                                                    Context::of(m).ones({3, 3}).value()).value()).value(), b).value());
        }, sq},
       {"det", [](std::span<const EagerTensor> v) { return linalg::det(v[0]); }, sq},
+      {"vector norms", [&](std::span<const EagerTensor> v) -> Result<EagerTensor> {
+         EagerTensor t = linalg::vector_norm(v[0]).value();  // 2-norm of everything
+         for (double ord : {1.0, 3.0, HUGE_VAL, -HUGE_VAL}) {
+           TENFERRO_TRY(EagerTensor n, linalg::vector_norm(v[0], ord, {1}, true));
+           TENFERRO_TRY(EagerTensor s, sum(n));
+           TENFERRO_TRY(t, add(t, s));
+         }
+         return t;
+       }, a},
       // Note [Eager truncated SVD derivative]: the truncated reconstruction, the kept
       // values and the discarded weight (finite differences of the truncated result).
       {"truncated svd reconstruction", [&](std::span<const EagerTensor> v) {

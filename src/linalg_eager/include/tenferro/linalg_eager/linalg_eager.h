@@ -85,8 +85,9 @@ struct TruncatedSvd {
 };
 /// Records for AD as the thin SVD sliced to the kept rank (Note [Eager truncated SVD
 /// derivative]): differentiable for the exact method when every batch item kept the same
-/// rank; otherwise backward through it is a typed kUnsupported. lstsq and vector_norm
-/// record no program form: backward through them is kUnsupported.
+/// rank; otherwise backward through it is a typed kUnsupported. lstsq records no program
+/// form (backward through it is kUnsupported); vector_norm records core ops over |x|
+/// (ord 0 refuses at backward).
 Result<TruncatedSvd> truncated_svd(const Context& c, const EagerTensor& a, const TruncatedSvdOptions& options);
 Result<TruncatedSvd> truncated_svd(const EagerTensor& a, const TruncatedSvdOptions& options);
 
