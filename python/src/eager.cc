@@ -348,6 +348,28 @@ void bind_eager(py::module_& m) {
     return unwrap(eg::grad(fn, xs));
   });
 
+  // vjp(f, xs, ct) -> (f(xs), grads); jvp(f, xs, vs) -> (f(xs), J vs) (eager autograd.h).
+  m.def("eager_vjp", [](const py::function& f, const std::vector<EagerTensor>& xs, const EagerTensor& ct) {
+    eg::EagerFn fn = [&f](std::span<const EagerTensor> v) -> Result<EagerTensor> {
+      py::list args;
+      for (const EagerTensor& x : v) args.append(py::cast(x));
+      return f(*args).cast<EagerTensor>();
+    };
+    auto [y, g] = unwrap(eg::vjp(fn, xs, ct));
+    py::list grads;
+    for (EagerTensor& gi : g) grads.append(gi.defined() ? py::cast(std::move(gi)) : py::none());
+    return py::make_tuple(std::move(y), py::tuple(grads));
+  });
+  m.def("eager_jvp", [](const py::function& f, const std::vector<EagerTensor>& xs, const std::vector<EagerTensor>& vs) {
+    eg::EagerFn fn = [&f](std::span<const EagerTensor> v) -> Result<EagerTensor> {
+      py::list args;
+      for (const EagerTensor& x : v) args.append(py::cast(x));
+      return f(*args).cast<EagerTensor>();
+    };
+    auto [y, dy] = unwrap(eg::jvp(fn, xs, vs));
+    return py::make_tuple(std::move(y), std::move(dy));
+  });
+
   m.def("eager_einsum", [](const std::string& subscripts, const std::vector<EagerTensor>& operands) {
     if (operands.empty()) throw py::value_error("tenferro.einsum: no operands");
     return nogil([&] { return ctx_of(operands[0]).einsum(subscripts, operands); });

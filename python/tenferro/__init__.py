@@ -10,7 +10,7 @@ errors are ``tenferro.Error`` subclasses of the matching built-in exceptions.
 ``tenferro.linalg`` has numpy.linalg's functions; ``tenferro.Runtime()`` makes eager
 tensors (``rt.tensor(array)``, no copy) with operators, reductions and views, and
 reverse-mode AD: ``x.requires_grad_()``, ``loss.backward()``, ``x.grad``,
-``tenferro.grad(f)``, ``with tenferro.no_grad():``.
+``tenferro.grad(f)``, ``tenferro.vjp``/``jvp``, ``with tenferro.no_grad():``.
 """
 
 import json as _json
@@ -36,6 +36,34 @@ def grad(f):
     def g(*xs):
         return tuple(_tenferro.eager_grad(f, list(xs)))
     return g
+
+
+def _tensors(xs, what):
+    if isinstance(xs, EagerTensor):
+        return [xs], True
+    xs = list(xs)
+    if not all(isinstance(x, EagerTensor) for x in xs):
+        raise TypeError(f"tenferro.{what}: expected an EagerTensor or a sequence of them")
+    return xs, False
+
+
+def vjp(f, xs, cotangent):
+    """``(f(*xs), grads)`` with ``grads[i] = <cotangent, d f / d xs[i]>`` (the adjoint of
+    f's Jacobian applied to `cotangent`, of f's output dtype and shape), as
+    ``torch.autograd.functional.vjp``. `xs`: an EagerTensor or a sequence of them (a single
+    tensor gives a single gradient); entries of integer or bool dtype get None. Complex:
+    the adjoint under Re<u, v> (docs/design/0009-ad.md). Accumulates nothing."""
+    ts, single = _tensors(xs, "vjp")
+    y, grads = _tenferro.eager_vjp(f, ts, cotangent)
+    return y, (grads[0] if single else grads)
+
+
+def jvp(f, xs, tangents):
+    """``(f(*xs), J v)``: the forward-mode derivative of f along `tangents` (one per x, of
+    its dtype and shape), as ``torch.autograd.functional.jvp``."""
+    ts, single = _tensors(xs, "jvp")
+    vs, _ = _tensors(tangents, "jvp")
+    return tuple(_tenferro.eager_jvp(f, ts, vs))
 
 
 class no_grad:
@@ -92,6 +120,6 @@ def info(threads=None):
     return _json.loads(default_engine(threads).caps_json())
 
 
-__all__ = ["linalg", "Runtime", "EagerTensor", "where", "grad", "no_grad", "is_grad_enabled", "einsum", "contract_path", "PathInfo", "Engine", "default_engine", "from_numpy", "Tensor", "info",
+__all__ = ["linalg", "Runtime", "EagerTensor", "where", "grad", "vjp", "jvp", "no_grad", "is_grad_enabled", "einsum", "contract_path", "PathInfo", "Engine", "default_engine", "from_numpy", "Tensor", "info",
            "Error", "InvalidArgumentError", "ShapeError", "DTypeError", "UnsupportedError", "ReadOnlyError",
            "LinAlgError", "AllocationError", "InternalError"]

@@ -91,3 +91,29 @@ def test_no_grad_scope_records_nothing_and_nests(rt):
         with tenferro.no_grad():
             raise ValueError("inside")
     assert tenferro.is_grad_enabled()
+
+
+def test_vjp_and_jvp_match_the_analytic_derivatives(rt):
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 2))
+    ct, da, db = rng.standard_normal((3, 2)), rng.standard_normal((3, 4)), rng.standard_normal((4, 2))
+
+    def f(x, y):
+        return (x @ y).sin()
+
+    y, (ga, gb) = tenferro.vjp(f, (rt.tensor(a), rt.tensor(b)), rt.tensor(ct))
+    np.testing.assert_allclose(np.asarray(y), np.sin(a @ b), rtol=1e-12)
+    g = ct * np.cos(a @ b)
+    np.testing.assert_allclose(np.asarray(ga), g @ b.T, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(gb), a.T @ g, rtol=1e-12)
+    y2, dy = tenferro.jvp(f, (rt.tensor(a), rt.tensor(b)), (rt.tensor(da), rt.tensor(db)))
+    np.testing.assert_allclose(np.asarray(y2), np.sin(a @ b), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(dy), np.cos(a @ b) * (da @ b + a @ db), rtol=1e-12)
+    # A single tensor gives a single gradient; <vjp(u), v> = <u, jvp(v)>.
+    _, gs = tenferro.vjp(lambda x: x.exp(), rt.tensor(a), rt.tensor(da))
+    _, js = tenferro.jvp(lambda x: x.exp(), rt.tensor(a), rt.tensor(ct @ np.ones((2, 4))))
+    np.testing.assert_allclose(np.sum(np.asarray(gs) * (ct @ np.ones((2, 4)))), np.sum(da * np.asarray(js)), rtol=1e-12)
+    with pytest.raises(TypeError):
+        tenferro.vjp(f, [a, b], rt.tensor(ct))  # numpy arrays are not eager tensors
+    with pytest.raises(tenferro.InvalidArgumentError):
+        tenferro.vjp(f, (rt.tensor(a), rt.tensor(b)), rt.tensor(np.ones((2, 2))))  # wrong cotangent shape
