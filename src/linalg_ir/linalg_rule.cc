@@ -35,6 +35,9 @@ using program::ValueType;
 //   (the truncated-SVD correction), because the rule differentiates all k vectors.
 // - qr (reduced, m >= n): X = Qᴴ dA R⁻¹, Ω = tril(X, −1) − tril(X, −1)ᴴ (+ i Im diag X
 //   for complex: R keeps a real diagonal), dQ = Q Ω + dA R⁻¹ − Q X, dR = (X − Ω) R.
+//   Wide (m < n): A = [X | Y], X square: dQ, dR₁ by the rule above on X, dR₂ = Qᴴ (dY −
+//   dQ R₂). The complete QR of a tall matrix is unsupported (Q's extra columns are not
+//   unique).
 // - cholesky: dL = L Φ(L⁻¹ dA_h L⁻ᴴ), Φ = strict lower part + half the diagonal.
 // - lu (square): X = L⁻¹ Pᵀ dA U⁻¹, dL = L tril(X, −1), dU = triu(X) U, P constant.
 // - solve: dX = solve(A, dB − dA X); triangular_solve: the same with op(A) and the read
@@ -319,16 +322,58 @@ Result<std::vector<MaybeValue>> eigh_jvp(Helpers& x, const Payload& p, Value a, 
   return std::vector<MaybeValue>{dw, dv};
 }
 
+// Columns [lo, hi) of a [.., r, c] value (exact extents).
+Result<Value> columns(Helpers& x, Value a, int64_t lo, int64_t hi) {
+  TENFERRO_TRY(ValueType t, x.type(a));
+  program::Attrs at;
+  for (size_t i = 0; i < t.shape.size(); ++i) {
+    const bool last = i + 1 == t.shape.size();
+    at.start.push_back(last ? lo : 0);
+    at.limit.push_back(last ? hi : t.shape[i].exact_value());
+    at.stride.push_back(1);
+  }
+  return x.e().op(OpCode::kSlice, {a}, std::move(at));
+}
+
+// The reduced QR derivative of a matrix with rows >= columns (A = Q R, R square).
+Result<std::pair<Value, Value>> qr_tall_jvp(Helpers& x, Value q, Value r, Value da, DType dtype) {
+  Emitter& e = x.e();
+  TENFERRO_TRY(Value rinv, x.inv(r));
+  TENFERRO_TRY(Value qh, x.h(q));
+  TENFERRO_TRY(Value dar, x.mm(da, rinv));
+  TENFERRO_TRY(Value xm, x.mm(qh, dar));
+  TENFERRO_TRY(Value low, x.tril(xm, -1));
+  TENFERRO_TRY(Value lowh, x.h(low));
+  TENFERRO_TRY(Value om, e.sub(low, lowh));
+  if (is_complex(dtype)) {
+    TENFERRO_TRY(Value xd, x.diag(xm));
+    TENFERRO_TRY(Value ixd, x.im(xd));
+    TENFERRO_TRY(Value ixc, x.to(ixd, dtype));
+    TENFERRO_TRY(Value i1, e.splat_like(ixc, 0.0, 1.0));
+    TENFERRO_TRY(Value iim, e.mul(ixc, i1));
+    TENFERRO_TRY(Value dg, x.embed(iim));
+    TENFERRO_TRY(om, e.add(om, dg));
+  }
+  TENFERRO_TRY(Value xmo, e.sub(xm, om));
+  TENFERRO_TRY(Value dr, x.mm(xmo, r));
+  TENFERRO_TRY(Value qom, x.mm(q, om));
+  TENFERRO_TRY(Value qx, x.mm(q, xm));
+  TENFERRO_TRY(Value rest, e.sub(dar, qx));
+  TENFERRO_TRY(Value dq, e.add(qom, rest));
+  return std::pair<Value, Value>{dq, dr};
+}
+
 Result<std::vector<MaybeValue>> qr_jvp(Helpers& x, const Payload& p, Value a, std::span<const Value> outputs, Value da) {
   Emitter& e = x.e();
   TENFERRO_TRY(ValueType at, x.type(a));
   const int64_t m = at.shape[at.shape.size() - 2].exact_value(), n = at.shape.back().exact_value();
-  if (m < n || p.qr_mode == linalg::QrMode::kComplete) {
+  if (m > n && p.qr_mode == linalg::QrMode::kComplete) {
     return rule_error(ErrorCode::kUnsupported,
-                      "the QR derivative is implemented for the reduced (or R-only) QR of matrices with rows >= columns");
+                      "the complete QR of a matrix with more rows than columns has no derivative: the columns of Q "
+                      "beyond the column count are not unique (use the reduced QR)");
   }
   Value q, r;
-  if (p.qr_mode == linalg::QrMode::kReduced) {
+  if (p.qr_mode != linalg::QrMode::kR) {  // reduced, or complete with rows <= columns (the same factors)
     q = outputs[0];
     r = outputs[1];
   } else {
@@ -338,30 +383,27 @@ Result<std::vector<MaybeValue>> qr_jvp(Helpers& x, const Payload& p, Value a, st
     q = o[0];
     r = o[1];
   }
-  TENFERRO_TRY(Value rinv, x.inv(r));
-  TENFERRO_TRY(Value qh, x.h(q));
-  TENFERRO_TRY(Value dar, x.mm(da, rinv));
-  TENFERRO_TRY(Value xm, x.mm(qh, dar));
-  TENFERRO_TRY(Value low, x.tril(xm, -1));
-  TENFERRO_TRY(Value lowh, x.h(low));
-  TENFERRO_TRY(Value om, e.sub(low, lowh));
-  if (is_complex(at.dtype)) {
-    TENFERRO_TRY(Value xd, x.diag(xm));
-    TENFERRO_TRY(Value ixd, x.im(xd));
-    TENFERRO_TRY(Value ixc, x.to(ixd, at.dtype));
-    TENFERRO_TRY(Value i1, e.splat_like(ixc, 0.0, 1.0));
-    TENFERRO_TRY(Value iim, e.mul(ixc, i1));
-    TENFERRO_TRY(Value dg, x.embed(iim));
-    TENFERRO_TRY(om, e.add(om, dg));
+  if (m >= n) {
+    TENFERRO_TRY(auto d, qr_tall_jvp(x, q, r, da, at.dtype));
+    if (p.qr_mode == linalg::QrMode::kR) return std::vector<MaybeValue>{d.second};
+    return std::vector<MaybeValue>{d.first, d.second};
   }
-  TENFERRO_TRY(Value xmo, e.sub(xm, om));
-  TENFERRO_TRY(Value dr, x.mm(xmo, r));
+  // Wide: A = [X | Y] with X square: Q, R1 = qr(X) and R2 = Qᴴ Y, so dQ and dR1 follow
+  // from the square rule on X, and dR2 = Qᴴ (dY − dQ R2).
+  TENFERRO_TRY(Value dx, columns(x, da, 0, m));
+  TENFERRO_TRY(Value dy, columns(x, da, m, n));
+  TENFERRO_TRY(Value r1, columns(x, r, 0, m));
+  TENFERRO_TRY(Value r2, columns(x, r, m, n));
+  TENFERRO_TRY(auto d, qr_tall_jvp(x, q, r1, dx, at.dtype));
+  TENFERRO_TRY(Value dqr2, x.mm(d.first, r2));
+  TENFERRO_TRY(Value diff, e.sub(dy, dqr2));
+  TENFERRO_TRY(Value qh, x.h(q));
+  TENFERRO_TRY(Value dr2, x.mm(qh, diff));
+  program::Attrs cat;
+  cat.axis = static_cast<int64_t>(at.shape.size()) - 1;
+  TENFERRO_TRY(Value dr, e.op(OpCode::kConcatenate, {d.second, dr2}, std::move(cat)));
   if (p.qr_mode == linalg::QrMode::kR) return std::vector<MaybeValue>{dr};
-  TENFERRO_TRY(Value qom, x.mm(q, om));
-  TENFERRO_TRY(Value qx, x.mm(q, xm));
-  TENFERRO_TRY(Value rest, e.sub(dar, qx));
-  TENFERRO_TRY(Value dq, e.add(qom, rest));
-  return std::vector<MaybeValue>{dq, dr};
+  return std::vector<MaybeValue>{d.first, dr};
 }
 
 Result<std::vector<MaybeValue>> cholesky_jvp(Helpers& x, const Payload& p, std::span<const Value> outputs, Value da) {

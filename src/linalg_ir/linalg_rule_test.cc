@@ -160,6 +160,11 @@ TEST(LinalgRules, EighQrCholeskyLu) {
     check("qr r " + dn, {vt(d, {2, 4, 4})}, [](TraceContext& tc, std::vector<Value> in) {
       return linalg(tc, Payload{.kind = Kind::kQr, .qr_mode = linalg::QrMode::kR}, {in[0]});
     }, seed++, ctx);
+    for (linalg::QrMode mode : {linalg::QrMode::kReduced, linalg::QrMode::kComplete, linalg::QrMode::kR}) {
+      check("wide qr " + dn, {vt(d, {2, 3, 5})}, [mode](TraceContext& tc, std::vector<Value> in) {
+        return linalg(tc, Payload{.kind = Kind::kQr, .qr_mode = mode}, {in[0]});
+      }, seed++, ctx);
+    }
     check("lu " + dn, {vt(d, {4, 4})}, [](TraceContext& tc, std::vector<Value> in) {
       auto o = linalg(tc, Payload{.kind = Kind::kLu}, {shift(tc, in[0], 3.0)});
       return std::vector<Value>{o[1], o[2]};
@@ -235,6 +240,13 @@ TEST(LinalgRules, UnsupportedDerivativesAreTypedErrors) {
   auto r = ctx.jvp(g.graph());
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code(), ErrorCode::kUnsupported);
+  TraceContext tc2;
+  Value tall = tc2.input(vt(DType::kF64, {4, 2})).value();
+  auto complete = tc2.finish(linalg(tc2, Payload{.kind = Kind::kQr, .qr_mode = linalg::QrMode::kComplete}, {tall}));
+  auto rc = ctx.jvp(complete.value().graph());
+  ASSERT_FALSE(rc);
+  EXPECT_EQ(rc.error().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(rc.error().message().find("complete QR"), std::string::npos) << rc.error().message();
 }
 
 }  // namespace
