@@ -177,9 +177,12 @@ std::shared_ptr<const einsum::EinsumPlan> plan_for(Engine& e, std::string_view s
   }
   for (const Tensor& t : operands) shapes.push_back(t.shape());
   const std::string_view text = mirrored ? std::string_view(mirror_text) : subscripts;
+  // A cached plan is taken with the GIL held (releasing and retaking it costs more than
+  // the lookup); only a miss, whose path search may take a while, releases it.
+  if (auto cached = e.plans->find(text, shapes, dtype, policy)) return cached;
   std::optional<Result<std::shared_ptr<const einsum::EinsumPlan>>> plan;
   {
-    py::gil_scoped_release nogil;  // path search may take a while
+    py::gil_scoped_release nogil;
     plan.emplace(e.plans->get(text, shapes, dtype, policy));
   }
   return unwrap(std::move(*plan));

@@ -855,10 +855,11 @@ Result<Tensor> EinsumPlan::run(const cpu::CpuExecutionContext& ctx, std::span<co
 
 // ---- Plan cache -------------------------------------------------------------------------------
 
-Result<std::shared_ptr<const EinsumPlan>> PlanCache::get(std::string_view subscripts, std::span<const Shape> shapes,
-                                                          DType dtype, const PathPolicy& policy) {
-  // Binary key: subscripts, dtype, each rank and extent, the policy (no formatting: this
-  // runs on every cached call).
+namespace {
+// Binary key: subscripts, dtype, each rank and extent, the policy (no formatting: this
+// runs on every cached call).
+std::string plan_key(std::string_view subscripts, std::span<const Shape> shapes, DType dtype,
+                     const PathPolicy& policy) {
   std::string key;
   key.reserve(subscripts.size() + 16 + 8 * shapes.size() * 5);
   key.append(subscripts).push_back('\0');
@@ -869,6 +870,24 @@ Result<std::shared_ptr<const EinsumPlan>> PlanCache::get(std::string_view subscr
     key.append(reinterpret_cast<const char*>(sh.data()), sh.size() * sizeof(int64_t));
   }
   key.append(policy.key());
+  return key;
+}
+}  // namespace
+
+std::shared_ptr<const EinsumPlan> PlanCache::find(std::string_view subscripts, std::span<const Shape> shapes,
+                                                  DType dtype, const PathPolicy& policy) {
+  const std::string key = plan_key(subscripts, shapes, dtype, policy);
+  std::lock_guard lock(mu_);
+  auto it = index_.find(key);
+  if (it == index_.end()) return nullptr;
+  lru_.splice(lru_.begin(), lru_, it->second);
+  stats_.hits++;
+  return it->second->second;
+}
+
+Result<std::shared_ptr<const EinsumPlan>> PlanCache::get(std::string_view subscripts, std::span<const Shape> shapes,
+                                                          DType dtype, const PathPolicy& policy) {
+  std::string key = plan_key(subscripts, shapes, dtype, policy);
   {
     std::lock_guard lock(mu_);
     auto it = index_.find(key);

@@ -299,8 +299,15 @@ TEST(Einsum, PlanCacheHitsEvictsAndClears) {
   EXPECT_GT(st.retained_bytes, 0);
   PathPolicy other;
   other.algorithm = PathAlgorithm::kOptimal;
+  EXPECT_EQ(cache.find("ij,jk->ik", s3, DType::kF64, other), nullptr);  // a find miss plans nothing
+  EXPECT_EQ(cache.stats().misses, 3);
   cache.get("ij,jk->ik", s3, DType::kF64, other).value();  // the policy is part of the key
   EXPECT_EQ(cache.stats().misses, 4);
+  auto found = cache.find("ij,jk->ik", s3, DType::kF64, other);
+  ASSERT_NE(found, nullptr);
+  EXPECT_EQ(found.get(), cache.get("ij,jk->ik", s3, DType::kF64, other).value().get());
+  EXPECT_EQ(cache.find("ij,jk->ik", s1, DType::kF64), nullptr);  // evicted
+  EXPECT_EQ(cache.stats().hits, 3);
   cache.clear();
   EXPECT_EQ(cache.stats().entries, 0);
   EXPECT_EQ(cache.stats().retained_bytes, 0);

@@ -176,6 +176,10 @@ class PlanCache {
   };
   Result<std::shared_ptr<const EinsumPlan>> get(std::string_view subscripts, std::span<const Shape> shapes, DType dtype,
                                                 const PathPolicy& policy = {});
+  /// The cached plan for this key, or null on a miss; never plans (a caller that must
+  /// not block, e.g. one holding a language lock, tries this first). A hit counts as one.
+  std::shared_ptr<const EinsumPlan> find(std::string_view subscripts, std::span<const Shape> shapes, DType dtype,
+                                         const PathPolicy& policy = {});
   Stats stats() const;
   void clear();
 
