@@ -29,10 +29,22 @@ namespace tenferro::eager {
 // form (linalg entry points that run natively) mark their results unsupported: backward
 // through them is a typed kUnsupported error, never a silently wrong gradient.
 
+namespace {
+bool any_traced(std::span<const EagerTensor* const> inputs) noexcept {
+  for (const EagerTensor* t : inputs) {
+    if (t->ad_node() && t->ad_node()->traced) return true;
+  }
+  return false;
+}
+}  // namespace
+
 Result<EagerTensor> Detail::record(Result<EagerTensor> r, std::span<const EagerTensor* const> inputs, const char* op,
                                    AdNode::Build build, AdNode::Vjp vjp) {
-  if (!r || !is_inexact(r->dtype())) return r;
+  if (!r) return r;
+  const bool traced = any_traced(inputs);
+  if (!is_inexact(r->dtype()) && !traced) return r;
   auto node = std::make_shared<AdNode>();
+  node->traced = traced;
   node->build = std::move(build);
   node->vjp = std::move(vjp);
   node->op = op;
@@ -47,10 +59,12 @@ void Detail::record_outputs(std::vector<EagerTensor>& results, std::span<const E
   // One shared form; each output's record emits it and takes its output (the replayed
   // program holds one op per used output, merged by the compiler's CSE).
   auto shared = std::make_shared<const Context::ProgramForm>(std::move(form));
+  const bool traced = any_traced(inputs);
   for (size_t k = 0; k < results.size(); ++k) {
     EagerTensor& t = results[k];
-    if (!t.defined() || !is_inexact(t.dtype())) continue;
+    if (!t.defined() || (!is_inexact(t.dtype()) && !traced)) continue;
     auto node = std::make_shared<AdNode>();
+    node->traced = traced;
     node->op = op;
     node->build = [shared, k](program::ProgramBuilder& b, std::span<const program::Value> v) -> Result<program::Value> {
       TENFERRO_TRY(std::vector<program::Value> outs, (*shared)(b, v));
@@ -63,9 +77,11 @@ void Detail::record_outputs(std::vector<EagerTensor>& results, std::span<const E
 
 void Detail::record_unsupported(std::vector<EagerTensor>& results, std::span<const EagerTensor* const> inputs,
                                 const char* op) {
+  const bool traced = any_traced(inputs);
   for (EagerTensor& t : results) {
-    if (!t.defined() || !is_inexact(t.dtype())) continue;
+    if (!t.defined() || (!is_inexact(t.dtype()) && !traced)) continue;
     auto node = std::make_shared<AdNode>();
+    node->traced = traced;
     node->op = op;
     node->unsupported = std::string(op) + " has no AD rule yet (it runs natively, without a program form)";
     for (const EagerTensor* in : inputs) node->inputs.push_back(*in);
@@ -81,6 +97,15 @@ Result<EagerTensor> requires_grad(const EagerTensor& x) {
   }
   EagerTensor leaf = x;
   leaf.set_ad_node(std::make_shared<AdNode>());
+  return leaf;
+}
+
+Result<EagerTensor> trace_input(const EagerTensor& x) {
+  if (!x.defined()) return usage_error(ErrorCode::kInvalidArgument, "trace_input", "undefined tensor");
+  EagerTensor leaf = x;
+  auto node = std::make_shared<AdNode>();
+  node->traced = true;
+  leaf.set_ad_node(std::move(node));
   return leaf;
 }
 
@@ -118,55 +143,84 @@ program::ValueType type_of(const EagerTensor& t) {
   return v;
 }
 
-// The program of the records reachable from `root` (Note [Eager tape]), iteratively
-// (long chains of records do not grow the call stack).
-Result<Replay> replay(const EagerTensor& root, const char* op) {
+// The program of the records reachable from `roots` (Note [Eager tape]), iteratively
+// (long chains of records do not grow the call stack). `bound` leaves become the first
+// argument inputs, in order; other leaves reached become argument inputs as they are
+// first reached (`capture_other_leaves` false: the AD replay) or captured bindings
+// (true: program_of). Roots without a record are captured.
+Result<Replay> replay(std::span<const EagerTensor* const> roots, std::span<const EagerTensor> bound,
+                      bool capture_other_leaves, const char* op) {
   Replay out;
   program::ProgramBuilder b;
   std::unordered_map<const AdNode*, program::Value> done;
+  for (const EagerTensor& leaf : bound) {
+    TENFERRO_TRY(program::Value v, b.input(type_of(leaf)));
+    done.emplace(leaf.ad_node().get(), v);
+    out.leaves.push_back(leaf.ad_node());
+    out.leaf_values.push_back(leaf.tensor());
+  }
   struct Frame {
     const EagerTensor* t;
     size_t next;
   };
-  std::vector<Frame> stack{{&root, 0}};
-  while (!stack.empty()) {
-    Frame& f = stack.back();
-    const AdNode* node = f.t->ad_node().get();
-    if (done.count(node)) {
-      stack.pop_back();
+  std::vector<program::Value> outputs;
+  for (const EagerTensor* root : roots) {
+    if (!root->ad_node()) {
+      TENFERRO_TRY(program::Value c, b.capture(root->tensor()));
+      outputs.push_back(c);
       continue;
     }
-    if (!node->unsupported.empty()) return usage_error(ErrorCode::kUnsupported, op, node->unsupported);
-    if (node->leaf()) {
-      TENFERRO_TRY(program::Value v, b.input(type_of(*f.t)));
-      done.emplace(node, v);
-      out.leaves.push_back(f.t->ad_node());
-      out.leaf_values.push_back(f.t->tensor());
-      stack.pop_back();
-      continue;
-    }
-    if (f.next < node->inputs.size()) {
-      const EagerTensor& in = node->inputs[f.next++];
-      if (in.ad_node() && !done.count(in.ad_node().get())) stack.push_back(Frame{&in, 0});  // invalidates f
-      continue;
-    }
-    std::vector<program::Value> operands;
-    operands.reserve(node->inputs.size());
-    for (const EagerTensor& in : node->inputs) {
-      if (in.ad_node()) {
-        operands.push_back(done.at(in.ad_node().get()));
-      } else {
-        TENFERRO_TRY(program::Value c, b.capture(in.tensor()));
-        operands.push_back(c);
+    std::vector<Frame> stack{{root, 0}};
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      const AdNode* node = f.t->ad_node().get();
+      if (done.count(node)) {
+        stack.pop_back();
+        continue;
       }
+      if (!node->unsupported.empty()) return usage_error(ErrorCode::kUnsupported, op, node->unsupported);
+      if (node->leaf()) {
+        program::Value v;
+        if (capture_other_leaves) {
+          TENFERRO_TRY(v, b.capture(f.t->tensor()));
+        } else {
+          TENFERRO_TRY(v, b.input(type_of(*f.t)));
+          out.leaves.push_back(f.t->ad_node());
+          out.leaf_values.push_back(f.t->tensor());
+        }
+        done.emplace(node, v);
+        stack.pop_back();
+        continue;
+      }
+      if (f.next < node->inputs.size()) {
+        const EagerTensor& in = node->inputs[f.next++];
+        if (in.ad_node() && !done.count(in.ad_node().get())) stack.push_back(Frame{&in, 0});  // invalidates f
+        continue;
+      }
+      std::vector<program::Value> operands;
+      operands.reserve(node->inputs.size());
+      for (const EagerTensor& in : node->inputs) {
+        if (in.ad_node()) {
+          operands.push_back(done.at(in.ad_node().get()));
+        } else {
+          TENFERRO_TRY(program::Value c, b.capture(in.tensor()));
+          operands.push_back(c);
+        }
+      }
+      b.set_provenance(node->op);
+      TENFERRO_TRY(program::Value v, node->build(b, operands));
+      done.emplace(node, v);
+      stack.pop_back();
     }
-    b.set_provenance(node->op);
-    TENFERRO_TRY(program::Value v, node->build(b, operands));
-    done.emplace(node, v);
-    stack.pop_back();
+    outputs.push_back(done.at(root->ad_node().get()));
   }
-  TENFERRO_TRY(out.graph, b.finish({done.at(root.ad_node().get())}));
+  TENFERRO_TRY(out.graph, b.finish(outputs));
   return out;
+}
+
+Result<Replay> replay(const EagerTensor& root, const char* op) {
+  const EagerTensor* const roots[1] = {&root};
+  return replay(roots, {}, false, op);
 }
 
 // Runs a transformed graph on the root's runtime; arguments are the replay's leaves plus
@@ -353,6 +407,38 @@ BackwardDecision decide_backward_route(BackwardRoute requested, const char* op_w
   }
   return {BackwardRoute::kDirect,
           "every record on the path has a direct rule: eager rules run without building a program"};
+}
+
+// Note [Eager trace]: a leaf made by trace_input marks every record computed from it
+// `traced`; such records are made for integer and bool results too, and under no_grad,
+// so that the records from the trace inputs to the outputs are the whole computation
+// (nothing that depends on an input is frozen as a constant). program_of replays them
+// with the given leaves as the program's inputs, exactly as backward's replay does;
+// tensors without a record are constants of the program (captured bindings). What a
+// traced function reads back to the host (to_host, item) and turns into new tensors is
+// a constant: the Python binding refuses such reads while it traces.
+Result<program::CompiledGraph> program_of(std::span<const EagerTensor> outputs, std::span<const EagerTensor> inputs) {
+  const char* op = "program_of";
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const EagerTensor& x = inputs[i];
+    if (!x.defined() || !x.ad_node() || !x.ad_node()->leaf()) {
+      return usage_error(ErrorCode::kInvalidArgument, op,
+                         "input " + std::to_string(i) + " is not a leaf (make it with trace_input or requires_grad)");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (inputs[j].ad_node() == x.ad_node()) {
+        return usage_error(ErrorCode::kInvalidArgument, op,
+                           "inputs " + std::to_string(j) + " and " + std::to_string(i) + " are the same leaf");
+      }
+    }
+  }
+  std::vector<const EagerTensor*> roots;
+  for (const EagerTensor& y : outputs) {
+    if (!y.defined()) return usage_error(ErrorCode::kInvalidArgument, op, "undefined output");
+    roots.push_back(&y);
+  }
+  TENFERRO_TRY(Replay r, replay(roots, inputs, true, op));
+  return std::move(r.graph);
 }
 
 Result<BackwardDecision> explain_backward(const EagerTensor& loss, BackwardRoute requested) {

@@ -277,6 +277,62 @@ TEST(Autograd, BackwardRouteDecision) {
   EXPECT_EQ(values(grad_of(x)), (std::vector<c128>{0, -3, 6.5, 4}));
 }
 
+// Note [Eager trace]: a function recorded from trace inputs becomes a program that gives
+// the function's values on other inputs, including the parts that pass through bool and
+// integer values and no_grad calls; tensors without a record are constants.
+TEST(Autograd, ProgramOfATracedFunctionRunsOnNewInputs) {
+  auto rt = runtime();
+  std::mt19937_64 rng(61);
+  const EagerTensor w = random(rng, DType::kF64, {3, 2});  // a constant of the function
+  auto f = [&](const EagerTensor& x, const EagerTensor& k) -> std::vector<EagerTensor> {
+    Context c = Context::of(x);
+    EagerTensor mask = gt(x, c.zeros(x.shape()).value()).value();  // bool, from the input
+    EagerTensor relu = where(mask, x, c.zeros(x.shape()).value()).value();
+    EagerTensor n = c.no_grad().sum(relu, {1}, true).value();  // recorded while tracing
+    EagerTensor scaled = mul(relu, add(n, c.scalar(c128(1.0)).value()).value()).value();
+    EagerTensor counted = astype(k, DType::kF64).value();  // an integer input
+    return {matmul(scaled, w).value(), sum(mul(counted, x).value()).value(), astype(mask, DType::kI64).value()};
+  };
+  const EagerTensor x0 = random(rng, DType::kF64, {4, 3});
+  const EagerTensor k0 = rt->from_values<int64_t>({4, 3}, std::vector<int64_t>(12, 2)).value();
+  const std::vector<EagerTensor> leaves = {trace_input(x0).value(), trace_input(k0).value()};
+  const std::vector<EagerTensor> traced = f(leaves[0], leaves[1]);
+  auto g = program_of(traced, leaves);
+  ASSERT_TRUE(g) << g.error().to_string();
+  int64_t arguments = 0;  // x and k; w and the zeros and ones are captured constants
+  for (const auto& in : g->program->inputs()) arguments += in.binding ? 0 : 1;
+  EXPECT_EQ(arguments, 2);
+  for (uint64_t trial = 0; trial < 3; ++trial) {
+    const EagerTensor x1 = random(rng, DType::kF64, {4, 3});
+    std::vector<int64_t> ks(12);
+    for (int64_t i = 0; i < 12; ++i) ks[static_cast<size_t>(i)] = static_cast<int64_t>((i * 7 + trial) % 5) - 2;
+    const EagerTensor k1 = rt->from_values<int64_t>({4, 3}, ks).value();
+    const std::vector<EagerTensor> expected = f(x1, k1);
+    const std::vector<Tensor> args = {x1.tensor(), k1.tensor()};
+    auto got = rt->runtime().run(*g, args);
+    ASSERT_TRUE(got) << got.error().to_string();
+    ASSERT_EQ(got->size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_EQ((*got)[i].dtype(), expected[i].dtype());
+      const auto a = values((*got)[i]), b = values(expected[i]);
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t e = 0; e < a.size(); ++e) EXPECT_NEAR(std::abs(a[e] - b[e]), 0.0, 1e-12) << i << " " << e;
+    }
+  }
+  // Outputs without a record are constants; inputs must be distinct leaves.
+  const EagerTensor outs[1] = {w};
+  auto constant = program_of(outs, leaves);
+  ASSERT_TRUE(constant) << constant.error().to_string();
+  EXPECT_EQ(constant->program->outputs().size(), 1u);
+  const EagerTensor twice[2] = {leaves[0], leaves[0]};
+  EXPECT_EQ(program_of(traced, twice).error().code(), ErrorCode::kInvalidArgument);
+  const EagerTensor not_leaf[1] = {traced[0]};
+  EXPECT_EQ(program_of(traced, not_leaf).error().code(), ErrorCode::kInvalidArgument);
+  // A plain AD leaf: bool results still record nothing (Note [Eager tape]).
+  EagerTensor x = requires_grad(x0).value();
+  EXPECT_FALSE(requires_grad_of(gt(x, x0).value()));
+}
+
 // Runs `p` eagerly op by op (core ops through Context::core, einsum through einsum).
 Result<std::vector<EagerTensor>> run_eagerly(const program::CompiledGraph& g, std::span<const EagerTensor> args) {
   const auto& p = *g.program;

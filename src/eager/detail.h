@@ -66,9 +66,8 @@ struct Detail {
   // Whether a call records onto the tape (Note [Eager tape]): grad enabled and an input
   // that requires grad. Nothing else is looked at, so an untraced call pays a few loads.
   static bool tracing(const Context& c, std::span<const EagerTensor* const> inputs) noexcept {
-    if (!c.grad_) return false;
     for (const EagerTensor* t : inputs) {
-      if (t->ad_) return true;
+      if (t->ad_ && (c.grad_ || t->ad_->traced)) return true;
     }
     return false;
   }

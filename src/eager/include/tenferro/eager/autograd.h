@@ -45,12 +45,26 @@ struct AdNode {
   std::string unsupported;          ///< non-empty: why this op cannot be differentiated
   mutable std::mutex mu;            ///< guards `grad`
   EagerTensor grad;                 ///< a leaf's accumulated gradient (undefined until a backward)
+  bool traced = false;              ///< depends on a trace_input: every result records (Note [Eager trace])
   bool leaf() const noexcept { return !build && unsupported.empty(); }
 };
 
 /// A tensor sharing `x`'s storage that requires grad: a new leaf. Errors:
 /// kInvalidArgument (undefined), kDTypeMismatch (an integer or bool dtype).
 Result<EagerTensor> requires_grad(const EagerTensor& x);
+/// A leaf for tracing a computation into a program (program_of): like requires_grad but
+/// for any dtype, and every result computed from it records, integer and bool results
+/// and calls under Context::no_grad() included, so the records hold the whole
+/// computation (Note [Eager trace]). Errors: kInvalidArgument (undefined).
+Result<EagerTensor> trace_input(const EagerTensor& x);
+/// The program the records from `inputs` to `outputs` describe: `inputs` (leaves made
+/// by trace_input or requires_grad, distinct) are its argument inputs in this order,
+/// `outputs` its outputs; every record re-emits its op, and tensors without a record
+/// (and leaves not in `inputs`) are captured as binding inputs (their values, shared).
+/// Errors: kInvalidArgument (an input that is not a leaf, or repeated), kUnsupported (a
+/// record without a program form, naming it).
+Result<program::CompiledGraph> program_of(std::span<const EagerTensor> outputs, std::span<const EagerTensor> inputs);
+
 /// True when `x` is a leaf or the result of a recorded op.
 inline bool requires_grad_of(const EagerTensor& x) noexcept { return x.ad_node() != nullptr; }
 /// `x` without its record (same storage; a constant for AD).
