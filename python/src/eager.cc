@@ -13,8 +13,10 @@
 
 #include "convert.h"
 #include "engine.h"
+#include "tenferro/ad/ad.h"
 #include "tenferro/eager/autograd.h"
 #include "tenferro/eager/eager.h"
+#include "tenferro/program/text.h"
 
 namespace tenferro::python {
 namespace {
@@ -28,6 +30,18 @@ using eg::EagerTensor;
 // Context::no_grad() is the C++ scope); the binding keeps a per-thread depth and derives
 // each call's Context from it, so other threads and runtimes are unaffected.
 thread_local int tls_no_grad_depth = 0;
+// Note [Python trace]: while tenferro.trace runs the user's function (per thread), a
+// value computed from the trace inputs must not be read back to the host: it would
+// enter the program as a constant of this one trace. Such reads raise.
+thread_local int tls_trace_depth = 0;
+
+void refuse_traced_read(const EagerTensor& x, const char* what) {
+  if (tls_trace_depth > 0 && x.ad_node() && x.ad_node()->traced) {
+    throw py::type_error(std::string("tenferro.trace: ") + what +
+                         " of a traced value inside the traced function would freeze it as a constant of the "
+                         "program; compute with tenferro operations instead");
+  }
+}
 
 // The context of a call on `t` (its runtime's default placement policy).
 eg::Context ctx_of(const EagerTensor& t) {
@@ -97,7 +111,37 @@ EagerTensor unary(const EagerTensor& x, Unary op) {
   return nogil([&] { return (ctx_of(x).*op)(x); });
 }
 
-py::array numpy_of(const EagerTensor& t) { return to_numpy(unwrap(eg::to_host(t))); }
+py::array numpy_of(const EagerTensor& t) {
+  refuse_traced_read(t, "reading the values");
+  return to_numpy(unwrap(eg::to_host(t)));
+}
+
+// A program traced from a Python function (tenferro.trace), run on its runtime.
+struct TracedProgram {
+  program::CompiledGraph graph;
+  std::shared_ptr<eg::EagerRuntime> rt;
+};
+
+TracedProgram traced_program(program::CompiledGraph g, const std::shared_ptr<eg::EagerRuntime>& rt) {
+  return TracedProgram{std::move(g), rt};
+}
+
+py::list run_program(const TracedProgram& p, const py::sequence& args) {
+  std::vector<Tensor> ins;
+  for (const py::handle a : args) {
+    if (py::isinstance<EagerTensor>(a)) {
+      ins.push_back(a.cast<EagerTensor>().tensor());
+    } else {
+      ins.push_back(from_numpy(py::array::ensure(a)));
+    }
+  }
+  runtime::PrepareOptions opts;
+  opts.engine = p.rt->engine();
+  std::vector<Tensor> outs = nogil([&] { return p.rt->runtime().run(p.graph, ins, opts); });
+  py::list r;
+  for (const Tensor& t : outs) r.append(to_numpy(t));
+  return r;
+}
 
 // Basic indexing: ints and slices (any step), one per leading axis.
 EagerTensor index(const EagerTensor& x, const py::object& key) {
@@ -181,11 +225,16 @@ void bind_eager(py::module_& m) {
                             return py::tuple(py::cast(std::vector<int64_t>(x.shape().begin(), x.shape().end())));
                           })
       .def_property_readonly("ndim", &EagerTensor::rank)
+      .def_property_readonly("runtime", [](const EagerTensor& x) { return x.runtime()->shared_from_this(); })
       .def_property_readonly("size", &EagerTensor::numel)
       .def_property_readonly("dtype", [](const EagerTensor& x) { return numpy_dtype(x.dtype()); })
       .def("numpy", &numpy_of)
       .def(
-          "__dlpack__", [](const EagerTensor& x, const py::object&) { return to_dlpack(unwrap(eg::to_host(x))); },
+          "__dlpack__",
+          [](const EagerTensor& x, const py::object&) {
+            refuse_traced_read(x, "exporting");
+            return to_dlpack(unwrap(eg::to_host(x)));
+          },
           py::arg("stream") = py::none())
       .def("__dlpack_device__", [](const EagerTensor&) { return py::make_tuple(1, 0); })
       .def(
@@ -196,7 +245,14 @@ void bind_eager(py::module_& m) {
           },
           py::arg("dtype") = py::none(), py::arg("copy") = py::none())
       .def("__repr__",
-           [](const EagerTensor& x) { return "tenferro.EagerTensor(" + std::string(py::repr(numpy_of(x))) + ")"; })
+           [](const EagerTensor& x) -> std::string {
+             if (tls_trace_depth > 0 && x.ad_node() && x.ad_node()->traced) {
+               return "tenferro.EagerTensor(traced, shape=" + std::string(py::repr(py::cast(std::vector<int64_t>(
+                                                                  x.shape().begin(), x.shape().end())))) +
+                      ", dtype=" + std::string(dtype_name(x.dtype())) + ")";
+             }
+             return "tenferro.EagerTensor(" + std::string(py::repr(numpy_of(x))) + ")";
+           })
       .def("__len__",
            [](const EagerTensor& x) {
              if (x.rank() == 0) throw py::type_error("len() of a 0-d tensor");
@@ -205,8 +261,16 @@ void bind_eager(py::module_& m) {
       .def("__getitem__", &index)
       .def(
           "__matmul__",
-          [](const EagerTensor& x, const EagerTensor& y) {
-            return nogil([&] { return ctx_of(x).matmul(x, y); });
+          [](const EagerTensor& x, const py::object& y) {
+            const EagerTensor other = operand(x, y);  // a numpy array: a constant tensor (no copy)
+            return nogil([&] { return ctx_of(x).matmul(x, other); });
+          },
+          py::is_operator())
+      .def(
+          "__rmatmul__",
+          [](const EagerTensor& x, const py::object& y) {
+            const EagerTensor other = operand(x, y);
+            return nogil([&] { return ctx_of(x).matmul(other, x); });
           },
           py::is_operator())
       .def("__neg__", [](const EagerTensor& x) { return unary(x, &eg::Context::neg); })
@@ -324,7 +388,11 @@ void bind_eager(py::module_& m) {
                                return g.defined() ? py::cast(g) : py::none();
                              })
       .def("zero_grad", [](const EagerTensor& x) { eg::zero_grad(x); })
-      .def("detach", [](const EagerTensor& x) { return eg::detach(x); })
+      .def("detach",
+           [](const EagerTensor& x) {
+             refuse_traced_read(x, "detach");
+             return eg::detach(x);
+           })
       .def(
           "backward",
           [](const EagerTensor& x, const py::object& seed) {
@@ -368,6 +436,36 @@ void bind_eager(py::module_& m) {
     };
     auto [y, dy] = unwrap(eg::jvp(fn, xs, vs));
     return py::make_tuple(std::move(y), std::move(dy));
+  });
+
+  // Tracing (Note [Python trace]; eager trace_input/program_of).
+  m.def("_trace_enter", [] { ++tls_trace_depth; });
+  m.def("_trace_exit", [] {
+    if (tls_trace_depth > 0) --tls_trace_depth;
+  });
+  m.def("trace_input", [](const EagerTensor& x) { return unwrap(eg::trace_input(x)); });
+  py::class_<TracedProgram>(m, "Program")
+      .def_property_readonly("num_inputs",
+                             [](const TracedProgram& p) {
+                               int64_t n = 0;
+                               for (const auto& in : p.graph.program->inputs()) n += in.binding ? 0 : 1;
+                               return n;
+                             })
+      .def_property_readonly("num_outputs",
+                             [](const TracedProgram& p) { return p.graph.program->outputs().size(); })
+      .def("run", &run_program, py::arg("args"))
+      .def("text", [](const TracedProgram& p) { return program::print_program(*p.graph.program); })
+      .def(
+          "grad",
+          [](const TracedProgram& p, int64_t output) {
+            return traced_program(unwrap(p.rt->ad_context().grad(p.graph, output)), p.rt);
+          },
+          py::arg("output") = 0)
+      .def("vjp", [](const TracedProgram& p) { return traced_program(unwrap(p.rt->ad_context().vjp(p.graph)), p.rt); })
+      .def("jvp", [](const TracedProgram& p) { return traced_program(unwrap(p.rt->ad_context().jvp(p.graph)), p.rt); });
+  m.def("program_of", [](const std::vector<EagerTensor>& outputs, const std::vector<EagerTensor>& inputs,
+                         const std::shared_ptr<eg::EagerRuntime>& rt) {
+    return traced_program(unwrap(eg::program_of(outputs, inputs)), rt);
   });
 
   m.def("eager_einsum", [](const std::string& subscripts, const std::vector<EagerTensor>& operands) {

@@ -10,7 +10,8 @@ errors are ``tenferro.Error`` subclasses of the matching built-in exceptions.
 ``tenferro.linalg`` has numpy.linalg's functions; ``tenferro.Runtime()`` makes eager
 tensors (``rt.tensor(array)``, no copy) with operators, reductions and views, and
 reverse-mode AD: ``x.requires_grad_()``, ``loss.backward()``, ``x.grad``,
-``tenferro.grad(f)``, ``tenferro.vjp``/``jvp``, ``with tenferro.no_grad():``.
+``tenferro.grad(f)``, ``tenferro.vjp``/``jvp``, ``with tenferro.no_grad():``; and
+``tenferro.trace(f, *examples)`` records a function into a compiled ``Program``.
 """
 
 import json as _json
@@ -64,6 +65,82 @@ def jvp(f, xs, tangents):
     ts, single = _tensors(xs, "jvp")
     vs, _ = _tensors(tangents, "jvp")
     return tuple(_tenferro.eager_jvp(f, ts, vs))
+
+
+_default_runtime = None
+
+
+class Program:
+    """A program traced from a Python function by :func:`trace`: call it with numpy arrays
+    (or eager tensors) of the traced inputs' dtypes and shapes to get numpy arrays (a
+    tuple when the function returned several values). ``text()`` prints its IR;
+    ``grad(output=0)`` is the program of (outputs..., d output / d input for every float
+    or complex input), ``vjp()`` / ``jvp()`` the reverse- and forward-mode programs
+    (docs/design/0009-ad.md: extra inputs are the cotangents / tangents)."""
+
+    def __init__(self, compiled, single):
+        self._p = compiled
+        self._single = single
+
+    def __call__(self, *args):
+        outs = self._p.run(list(args))
+        return outs[0] if self._single and len(outs) == 1 else tuple(outs)
+
+    @property
+    def num_inputs(self):
+        return self._p.num_inputs
+
+    @property
+    def num_outputs(self):
+        return self._p.num_outputs
+
+    def text(self):
+        return self._p.text()
+
+    def grad(self, output=0):
+        return Program(self._p.grad(output), False)
+
+    def vjp(self):
+        return Program(self._p.vjp(), False)
+
+    def jvp(self):
+        return Program(self._p.jvp(), False)
+
+    def __repr__(self):
+        return f"tenferro.Program({self.num_inputs} inputs, {self.num_outputs} outputs)"
+
+
+def trace(f, *examples, runtime=None):
+    """Traces ``f`` on example inputs into a :class:`Program` (compiled once, run many
+    times). ``examples``: numpy arrays (or eager tensors) giving each input's dtype and
+    shape; ``f`` receives eager tensors and returns one or a tuple of eager tensors,
+    computed with tenferro operations (operators, reductions, views, einsum, linalg).
+    Every value computed from an input is recorded, bool and integer ones included; other
+    tensors the function uses (closures, numpy arrays, scalars) are constants of the
+    program. Reading a traced value back inside ``f`` (``numpy()``, ``item()``,
+    ``np.asarray``, ``detach()``) raises TypeError: it would freeze it as a constant.
+    ``runtime``: the tenferro.Runtime to record and run on (default: the examples'
+    runtime, else a shared default one)."""
+    global _default_runtime
+    rt = runtime
+    if rt is None:
+        rt = next((e.runtime for e in examples if isinstance(e, EagerTensor)), None)
+    if rt is None:
+        if _default_runtime is None:
+            _default_runtime = Runtime()
+        rt = _default_runtime
+    xs = [e if isinstance(e, EagerTensor) else rt.tensor(_np.asarray(e)) for e in examples]
+    leaves = [_tenferro.trace_input(x) for x in xs]
+    _tenferro._trace_enter()
+    try:
+        out = f(*leaves)
+    finally:
+        _tenferro._trace_exit()
+    single = isinstance(out, EagerTensor)
+    outs = [out] if single else list(out)
+    if not all(isinstance(o, EagerTensor) for o in outs):
+        raise TypeError("tenferro.trace: the function must return an EagerTensor or a tuple of them")
+    return Program(_tenferro.program_of(outs, leaves, rt), single)
 
 
 class no_grad:
@@ -120,6 +197,6 @@ def info(threads=None):
     return _json.loads(default_engine(threads).caps_json())
 
 
-__all__ = ["linalg", "Runtime", "EagerTensor", "where", "grad", "vjp", "jvp", "no_grad", "is_grad_enabled", "einsum", "contract_path", "PathInfo", "Engine", "default_engine", "from_numpy", "Tensor", "info",
+__all__ = ["linalg", "Runtime", "EagerTensor", "where", "grad", "vjp", "jvp", "trace", "Program", "no_grad", "is_grad_enabled", "einsum", "contract_path", "PathInfo", "Engine", "default_engine", "from_numpy", "Tensor", "info",
            "Error", "InvalidArgumentError", "ShapeError", "DTypeError", "UnsupportedError", "ReadOnlyError",
            "LinAlgError", "AllocationError", "InternalError"]
