@@ -224,6 +224,14 @@ TEST(Autograd, DirectRulesEqualReplayAndFiniteDifferences) {
            return sq(astype(broadcast_to(v[1], {3, 4}).value(), v[1].dtype()).value() * v[0]);
          }},
         {"repeated operand", [&](std::span<const EagerTensor> v) { return sq(mul(v[0], v[0]).value() + v[0]); }},
+        {"einsum", [&](std::span<const EagerTensor> v) {
+           const EagerTensor ops[3] = {v[0], v[3], v[2]};
+           return sq(Context::of(v[0]).einsum("ij,jk,il->ikl", ops).value());
+         }},
+        {"einsum with ellipsis and a shared operand", [&](std::span<const EagerTensor> v) {
+           const EagerTensor ops[2] = {v[0], v[0]};
+           return sq(Context::of(v[0]).einsum("i...,k...->ik...", ops).value());
+         }},
     };
     const std::vector<EagerTensor> xs = {a, b, p, m};
     for (const auto& [what, f] : cases) {
@@ -247,6 +255,33 @@ TEST(Autograd, DirectRulesEqualReplayAndFiniteDifferences) {
       }
       check_grad_fd(f, xs, seed++, "finite differences");
     }
+  }
+}
+
+// Einsums outside the direct rule's conditions (a label summed within one operand, a
+// repeated label, a broadcast operand) replay, with the same gradients as the program
+// transforms and finite differences.
+TEST(Autograd, EinsumsWithoutADirectRuleReplay) {
+  std::mt19937_64 rng(43);
+  uint64_t seed = 700;
+  auto a = random(rng, DType::kC128, {3, 3});
+  auto b = random(rng, DType::kC128, {3, 1});
+  auto sq = [](const EagerTensor& t) -> Result<EagerTensor> {
+    TENFERRO_TRY(EagerTensor m, mul(conj(t).value(), t));
+    return sum(real(m).value());
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"ij,jk->k", "summed within one operand"}, {"ii,ik->k", "repeated label"}, {"ij,ij->ij", "broadcast operand"}};
+  for (const auto& [sub, what] : cases) {
+    SCOPED_TRACE(what);
+    EagerFn f = [&, sub = sub](std::span<const EagerTensor> v) {
+      const EagerTensor ops[2] = {v[0], v[1]};
+      return sq(Context::of(v[0]).einsum(sub, ops).value());
+    };
+    const std::vector<EagerTensor> xs = {a, b};
+    std::vector<EagerTensor> leaves = {requires_grad(a).value(), requires_grad(b).value()};
+    EXPECT_EQ(explain_backward(f(leaves).value()).value().route, BackwardRoute::kReplay);
+    check_grad_fd(f, xs, seed++, "finite differences");
   }
 }
 

@@ -1020,10 +1020,12 @@ Result<EagerTensor> Context::einsum(std::string_view subscripts, std::span<const
                           "einsum"));
   const std::span<const EagerTensor* const> inputs(ptrs.data(), ptrs.size());
   if (!Detail::tracing(*this, inputs)) return r;
-  return Detail::record(std::move(r), inputs, "einsum",
-                        [sub = std::string(subscripts)](ProgramBuilder& b, std::span<const Value> v) {
-                          return einsum::emit_einsum(b, sub, v);
-                        });
+  return Detail::record(
+      std::move(r), inputs, "einsum",
+      [sub = std::string(subscripts)](ProgramBuilder& b, std::span<const Value> v) {
+        return einsum::emit_einsum(b, sub, v);
+      },
+      vjp_einsum(subscripts, std::span<const Shape>(shapes.data(), shapes.size())));
 }
 
 Result<EagerTensor> einsum(std::string_view subscripts, std::span<const EagerTensor> operands) {

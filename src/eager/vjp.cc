@@ -5,6 +5,10 @@
 
 #include "vjp.h"
 
+#include <string>
+
+#include "tenferro/einsum/subscripts.h"
+
 namespace tenferro::eager {
 
 namespace {
@@ -246,6 +250,72 @@ AdNode::Vjp vjp_reshape(const Shape& in) {
 AdNode::Vjp vjp_broadcast_to(const Shape& from) {
   return [from](const Context& c, const AdNode&, const EagerTensor& ct, std::span<EagerTensor> out) -> Result<void> {
     TENFERRO_TRY(out[0], unbroadcast(c, ct, from));
+    return ok();
+  };
+}
+
+// Note [Eager einsum rule]: Z = einsum(A_1, ..., A_N) is linear in each operand, and the
+// cotangent of A_i is the einsum of Z̄ with the conjugated other operands onto A_i's
+// labels (the program path's einsum rule, Note [Einsum rules]). Written as one eager
+// einsum when A_i's labels are distinct, each of them also occurs in the output or in
+// another operand (nothing summed within A_i alone), and A_i is not broadcast (its
+// extents are the resolved ones); otherwise the record has no direct rule and backward
+// replays. Ellipsis dimensions are written as private-use code points.
+AdNode::Vjp vjp_einsum(std::string_view subscripts, std::span<const Shape> shapes) {
+  constexpr einsum::Label kEllipsisBase = 0xF0000;
+  auto parsed = einsum::parse_subscripts(subscripts);
+  if (!parsed) return {};
+  auto spec = einsum::resolve(*parsed, shapes);
+  if (!spec) return {};
+  auto text = [&](const std::vector<einsum::Label>& labels, std::string& out) {
+    for (einsum::Label l : labels) {
+      if (l >= kEllipsisBase) return false;
+      out += einsum::format_label(l >= 0 ? l : kEllipsisBase + (-l - 1));
+    }
+    return true;
+  };
+  const size_t n = spec->inputs.size();
+  std::vector<std::string> grads(n);
+  for (size_t i = 0; i < n; ++i) {
+    const std::vector<einsum::Label>& li = spec->inputs[i];
+    for (size_t a = 0; a < li.size(); ++a) {
+      const einsum::Label l = li[a];
+      if (std::count(li.begin(), li.end(), l) != 1) return {};
+      if (shapes[i][a] != spec->extent(l)) return {};
+      bool elsewhere = std::count(spec->output.begin(), spec->output.end(), l) > 0;
+      for (size_t j = 0; j < n && !elsewhere; ++j) {
+        elsewhere = j != i && std::count(spec->inputs[j].begin(), spec->inputs[j].end(), l) > 0;
+      }
+      if (!elsewhere) return {};
+    }
+    std::string& g = grads[i];
+    if (!text(spec->output, g)) return {};
+    for (size_t j = 0; j < n; ++j) {
+      if (j == i) continue;
+      g.push_back(',');
+      if (!text(spec->inputs[j], g)) return {};
+    }
+    g += "->";
+    if (!text(li, g)) return {};
+  }
+  return [grads = std::move(grads)](const Context& c, const AdNode& node, const EagerTensor& ct,
+                                    std::span<EagerTensor> out) -> Result<void> {
+    const size_t count = node.inputs.size();
+    std::vector<EagerTensor> conj_inputs;
+    conj_inputs.reserve(count);
+    for (const EagerTensor& x : node.inputs) {
+      TENFERRO_TRY(EagerTensor cx, conj_of(c, x));
+      conj_inputs.push_back(std::move(cx));
+    }
+    std::vector<EagerTensor> ops;
+    for (size_t i = 0; i < count; ++i) {
+      if (!wants(node, i)) continue;
+      ops.assign(1, ct);
+      for (size_t j = 0; j < count; ++j) {
+        if (j != i) ops.push_back(conj_inputs[j]);
+      }
+      TENFERRO_TRY(out[i], c.einsum(grads[i], ops));
+    }
     return ok();
   };
 }

@@ -3,6 +3,7 @@
 // backward] in autograd.cc). Each returns an empty Vjp where the op has no direct rule.
 
 #include <span>
+#include <string_view>
 
 #include "tenferro/eager/autograd.h"
 #include "tenferro/program/ops.h"
@@ -22,5 +23,7 @@ AdNode::Vjp vjp_matmul2d();
 AdNode::Vjp vjp_permute(std::span<const int64_t> perm);
 AdNode::Vjp vjp_reshape(const Shape& in);
 AdNode::Vjp vjp_broadcast_to(const Shape& from);
+/// N-ary einsum (Note [Eager einsum rule]); empty where the rule does not apply.
+AdNode::Vjp vjp_einsum(std::string_view subscripts, std::span<const Shape> shapes);
 
 }  // namespace tenferro::eager
