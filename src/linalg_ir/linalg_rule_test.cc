@@ -232,6 +232,37 @@ TEST(LinalgRules, Pinv) {
   }
 }
 
+// The rules in single precision (f32, c64): central differences with the single-
+// precision tolerance of check_derivatives, on well-conditioned inputs.
+TEST(LinalgRules, SinglePrecision) {
+  const auto ctx = context();
+  uint64_t seed = 300;
+  for (DType d : {DType::kF32, DType::kC64}) {
+    const std::string dn(dtype_name(d));
+    check("svd " + dn, {vt(d, {4, 3})}, [](TraceContext& tc, std::vector<Value> in) {
+      auto o = linalg(tc, Payload{.kind = Kind::kSvd}, {in[0]});
+      return std::vector<Value>{o[1], abs2(tc, o[0]), einsum(tc, "...ik,...kj->...ij", {o[0], o[2]})};
+    }, seed++, ctx);
+    check("eigh " + dn, {vt(d, {3, 3})}, [](TraceContext& tc, std::vector<Value> in) {
+      auto o = linalg(tc, Payload{.kind = Kind::kEigh}, {in[0]});
+      return std::vector<Value>{o[0], abs2(tc, o[1])};
+    }, seed++, ctx);
+    check("qr " + dn, {vt(d, {4, 3})}, [](TraceContext& tc, std::vector<Value> in) {
+      return linalg(tc, Payload{.kind = Kind::kQr}, {in[0]});
+    }, seed++, ctx);
+    check("cholesky " + dn, {vt(d, {3, 3})}, [](TraceContext& tc, std::vector<Value> in) {
+      Value a = shift(tc, einsum(tc, "ik,jk->ij", {in[0], tc.op(OpCode::kConj, {in[0]}).value()}), 3.0);
+      return linalg(tc, Payload{.kind = Kind::kCholesky}, {a});
+    }, seed++, ctx);
+    check("solve inv det " + dn, {vt(d, {3, 3}), vt(d, {3, 2})}, [](TraceContext& tc, std::vector<Value> in) {
+      Value a = shift(tc, in[0], 3.0);
+      return std::vector<Value>{linalg(tc, Payload{.kind = Kind::kSolve}, {a, in[1]})[0],
+                                linalg(tc, Payload{.kind = Kind::kInv}, {a})[0],
+                                linalg(tc, Payload{.kind = Kind::kDet}, {a})[0]};
+    }, seed++, ctx);
+  }
+}
+
 TEST(LinalgRules, UnsupportedDerivativesAreTypedErrors) {
   const auto ctx = context();
   TraceContext tc;
