@@ -1,6 +1,6 @@
-// Costs of the AD paths per call: eager forward + backward of a tiny loss (record,
-// replay into a program, cached gradient transform, cached prepared plan, run), the
-// replay alone, and a cached AdContext::grad lookup.
+// Costs of the AD paths per call: eager forward + backward of a tiny loss (the direct
+// rules; for einsum too), an eager einsum's fixed cost, a cached AdContext::grad lookup,
+// and a gradient program run through the runtime.
 
 #include <benchmark/benchmark.h>
 
@@ -34,6 +34,28 @@ void BM_EagerForwardOnlyMatmul2x2Recorded(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(sum(matmul(l2.x, l2.y).value()));
 }
 BENCHMARK(BM_EagerForwardOnlyMatmul2x2Recorded);
+
+// An eager 2 x 2 einsum per call (a warm plan): the einsum plan's fixed cost.
+void BM_EagerEinsum2x2(benchmark::State& state) {
+  Leaves l2;
+  const EagerTensor x = detach(l2.x), y = detach(l2.y);
+  const EagerTensor ops[2] = {x, y};
+  const Context c = Context::of(x);
+  for (auto _ : state) benchmark::DoNotOptimize(c.einsum("ij,jk->ik", ops));
+}
+BENCHMARK(BM_EagerEinsum2x2);
+
+// Eager forward + backward of sum(einsum("ij,jk->ik", x, y)) 2 x 2 (the einsum direct rule).
+void BM_EagerForwardBackwardEinsum2x2(benchmark::State& state) {
+  Leaves l2;
+  const EagerTensor ops[2] = {l2.x, l2.y};
+  const Context c = Context::of(l2.x);
+  for (auto _ : state) {
+    EagerTensor l = sum(c.einsum("ij,jk->ik", ops).value()).value();
+    benchmark::DoNotOptimize(backward(l));
+  }
+}
+BENCHMARK(BM_EagerForwardBackwardEinsum2x2);
 
 // sum(x y) for 2 x 2 inputs as a program.
 program::CompiledGraph matmul_sum_graph() {

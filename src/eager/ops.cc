@@ -1025,7 +1025,7 @@ Result<EagerTensor> Context::einsum(std::string_view subscripts, std::span<const
       [sub = std::string(subscripts)](ProgramBuilder& b, std::span<const Value> v) {
         return einsum::emit_einsum(b, sub, v);
       },
-      vjp_einsum(subscripts, std::span<const Shape>(shapes.data(), shapes.size())));
+      vjp_einsum(plan, std::span<const Shape>(shapes.data(), shapes.size())));
 }
 
 Result<EagerTensor> einsum(std::string_view subscripts, std::span<const EagerTensor> operands) {

@@ -5,9 +5,11 @@
 
 #include "vjp.h"
 
+#include <algorithm>
 #include <string>
 
 #include "tenferro/einsum/subscripts.h"
+#include "tenferro/einsum_cpu/einsum.h"
 
 namespace tenferro::eager {
 
@@ -261,45 +263,34 @@ AdNode::Vjp vjp_broadcast_to(const Shape& from) {
 // another operand (nothing summed within A_i alone), and A_i is not broadcast (its
 // extents are the resolved ones); otherwise the record has no direct rule and backward
 // replays. Ellipsis dimensions are written as private-use code points.
-AdNode::Vjp vjp_einsum(std::string_view subscripts, std::span<const Shape> shapes) {
+AdNode::Vjp vjp_einsum(std::shared_ptr<const einsum::EinsumPlan> plan, std::span<const Shape> shapes) {
   constexpr einsum::Label kEllipsisBase = 0xF0000;
-  auto parsed = einsum::parse_subscripts(subscripts);
-  if (!parsed) return {};
-  auto spec = einsum::resolve(*parsed, shapes);
-  if (!spec) return {};
-  auto text = [&](const std::vector<einsum::Label>& labels, std::string& out) {
-    for (einsum::Label l : labels) {
-      if (l >= kEllipsisBase) return false;
-      out += einsum::format_label(l >= 0 ? l : kEllipsisBase + (-l - 1));
-    }
-    return true;
+  if (!plan) return {};
+  const einsum::EinsumSpec& spec = plan->spec();
+  const size_t n = spec.inputs.size();
+  auto occurs = [](const std::vector<einsum::Label>& labels, einsum::Label l) {
+    return std::find(labels.begin(), labels.end(), l) != labels.end();
   };
-  const size_t n = spec->inputs.size();
-  std::vector<std::string> grads(n);
-  for (size_t i = 0; i < n; ++i) {
-    const std::vector<einsum::Label>& li = spec->inputs[i];
+  for (einsum::Label l : spec.output) {
+    if (l >= kEllipsisBase) return {};
+  }
+  for (size_t i = 0; i < n; ++i) {  // the rule's conditions, checked without allocating
+    const std::vector<einsum::Label>& li = spec.inputs[i];
     for (size_t a = 0; a < li.size(); ++a) {
       const einsum::Label l = li[a];
-      if (std::count(li.begin(), li.end(), l) != 1) return {};
-      if (shapes[i][a] != spec->extent(l)) return {};
-      bool elsewhere = std::count(spec->output.begin(), spec->output.end(), l) > 0;
-      for (size_t j = 0; j < n && !elsewhere; ++j) {
-        elsewhere = j != i && std::count(spec->inputs[j].begin(), spec->inputs[j].end(), l) > 0;
-      }
+      if (l >= kEllipsisBase || std::count(li.begin(), li.end(), l) != 1) return {};
+      if (shapes[i][a] != spec.extent(l)) return {};
+      bool elsewhere = occurs(spec.output, l);
+      for (size_t j = 0; j < n && !elsewhere; ++j) elsewhere = j != i && occurs(spec.inputs[j], l);
       if (!elsewhere) return {};
     }
-    std::string& g = grads[i];
-    if (!text(spec->output, g)) return {};
-    for (size_t j = 0; j < n; ++j) {
-      if (j == i) continue;
-      g.push_back(',');
-      if (!text(spec->inputs[j], g)) return {};
-    }
-    g += "->";
-    if (!text(li, g)) return {};
   }
-  return [grads = std::move(grads)](const Context& c, const AdNode& node, const EagerTensor& ct,
-                                    std::span<EagerTensor> out) -> Result<void> {
+  return [plan = std::move(plan)](const Context& c, const AdNode& node, const EagerTensor& ct,
+                                  std::span<EagerTensor> out) -> Result<void> {
+    const einsum::EinsumSpec& sp = plan->spec();
+    auto text = [](const std::vector<einsum::Label>& labels, std::string& dst) {
+      for (einsum::Label l : labels) dst += einsum::format_label(l >= 0 ? l : kEllipsisBase + (-l - 1));
+    };
     const size_t count = node.inputs.size();
     std::vector<EagerTensor> conj_inputs;
     conj_inputs.reserve(count);
@@ -308,13 +299,21 @@ AdNode::Vjp vjp_einsum(std::string_view subscripts, std::span<const Shape> shape
       conj_inputs.push_back(std::move(cx));
     }
     std::vector<EagerTensor> ops;
+    std::string sub;
     for (size_t i = 0; i < count; ++i) {
       if (!wants(node, i)) continue;
+      sub.clear();
+      text(sp.output, sub);
       ops.assign(1, ct);
       for (size_t j = 0; j < count; ++j) {
-        if (j != i) ops.push_back(conj_inputs[j]);
+        if (j == i) continue;
+        sub.push_back(',');
+        text(sp.inputs[j], sub);
+        ops.push_back(conj_inputs[j]);
       }
-      TENFERRO_TRY(out[i], c.einsum(grads[i], ops));
+      sub += "->";
+      text(sp.inputs[i], sub);
+      TENFERRO_TRY(out[i], c.einsum(sub, ops));
     }
     return ok();
   };

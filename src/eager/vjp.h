@@ -2,10 +2,11 @@
 // Private to the eager module: the direct reverse rules of the tape (Note [Eager direct
 // backward] in autograd.cc). Each returns an empty Vjp where the op has no direct rule.
 
+#include <memory>
 #include <span>
-#include <string_view>
 
 #include "tenferro/eager/autograd.h"
+#include "tenferro/einsum_cpu/einsum.h"
 #include "tenferro/program/ops.h"
 
 namespace tenferro::eager {
@@ -24,6 +25,7 @@ AdNode::Vjp vjp_permute(std::span<const int64_t> perm);
 AdNode::Vjp vjp_reshape(const Shape& in);
 AdNode::Vjp vjp_broadcast_to(const Shape& from);
 /// N-ary einsum (Note [Eager einsum rule]); empty where the rule does not apply.
-AdNode::Vjp vjp_einsum(std::string_view subscripts, std::span<const Shape> shapes);
+/// `plan`: the forward call's plan (its resolved spec); null gives no rule.
+AdNode::Vjp vjp_einsum(std::shared_ptr<const einsum::EinsumPlan> plan, std::span<const Shape> shapes);
 
 }  // namespace tenferro::eager

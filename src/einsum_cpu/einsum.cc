@@ -673,8 +673,22 @@ Result<Tensor> EinsumPlan::run(const cpu::CpuExecutionContext& ctx, std::span<co
       for (Tensor& t : s) t = Tensor();
     }
   } clear_slots{slots};
+  // Note [Einsum fixed cost]: a small einsum's time is its metadata work, so operands
+  // that need no leaf transform are read in place (not copied into a slot) and identity
+  // permutations make no view: one dot_general call is most of what a one-step plan costs.
+  auto is_identity = [](const auto& perm) {
+    for (size_t i = 0; i < perm.size(); ++i) {
+      if (perm[i] != static_cast<int64_t>(i)) return false;
+    }
+    return true;
+  };
+  auto plain = [&](size_t i) {
+    const Leaf& leaf = *leaves_[i];
+    return !steps_.empty() && leaf.diagonals.empty() && !leaf.broadcast && leaf.sum_axes.empty();
+  };
   for (size_t i = 0; i < n; ++i) {
     const Leaf& leaf = *leaves_[i];
+    if (plain(i)) continue;  // read from `operands` (slots[i] stays empty)
     Tensor t = operands[i];
     for (const auto& axes : leaf.diagonals) {
       TENFERRO_TRY(t, t.diagonal(Dims(axes.span())));
@@ -716,8 +730,23 @@ Result<Tensor> EinsumPlan::run(const cpu::CpuExecutionContext& ctx, std::span<co
   auto run_step = [&](size_t k, const cpu::CpuExecutionContext& c, std::mutex* mu, int32_t lane) -> Result<void> {
     auto guard = [mu] { return mu != nullptr ? std::unique_lock<std::mutex>(*mu) : std::unique_lock<std::mutex>(); };
     const Step& st = *steps_[k];
-    TENFERRO_TRY(Tensor va, slots[static_cast<size_t>(st.a)].permute(Dims(st.perm_a.span())));
-    TENFERRO_TRY(Tensor vb, slots[static_cast<size_t>(st.b)].permute(Dims(st.perm_b.span())));
+    auto source = [&](int32_t slot) -> const Tensor& {
+      const auto s = static_cast<size_t>(slot);
+      return s < n && plain(s) ? operands[s] : slots[s];
+    };
+    Tensor pa, pb;  // the permuted views, when a permutation is not the identity
+    const Tensor* a_ptr = &source(st.a);
+    const Tensor* b_ptr = &source(st.b);
+    if (!is_identity(st.perm_a)) {
+      TENFERRO_TRY(pa, a_ptr->permute(Dims(st.perm_a.span())));
+      a_ptr = &pa;
+    }
+    if (!is_identity(st.perm_b)) {
+      TENFERRO_TRY(pb, b_ptr->permute(Dims(st.perm_b.span())));
+      b_ptr = &pb;
+    }
+    const Tensor& va = *a_ptr;
+    const Tensor& vb = *b_ptr;
     const auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     auto record = [&] {
       if (!profile) return;
@@ -739,8 +768,8 @@ Result<Tensor> EinsumPlan::run(const cpu::CpuExecutionContext& ctx, std::span<co
     // Last use of an intermediate: its storage returns to the workspace once the views
     // of this step are gone (Note [Einsum workspace]).
     auto release_operands = [&] {
-      va = Tensor();
-      vb = Tensor();
+      pa = Tensor();
+      pb = Tensor();
       for (int32_t slot : {st.a, st.b}) {
         Tensor& t = slots[static_cast<size_t>(slot)];
         if (static_cast<size_t>(slot) >= n && t.defined()) {
@@ -841,6 +870,7 @@ Result<Tensor> EinsumPlan::run(const cpu::CpuExecutionContext& ctx, std::span<co
     SmallVector<int64_t, 8> inv(root_to_out_.size(), 0);
     for (size_t i = 0; i < root_to_out_.size(); ++i) inv[static_cast<size_t>(root_to_out_[i])] = static_cast<int64_t>(i);
     if (steps_.empty()) return cpu::permute_copy(ctx, root, Dims(inv.span()), pool);
+    if (is_identity(inv)) return std::move(slots.back());
     return root.permute(Dims(inv.span()));
   };
   Result<Tensor> result = body();
