@@ -220,7 +220,9 @@ Result<EagerTensor> unary(const Context& c, OpCode code, const EagerTensor& x, c
       call, Detail::execute(
                 call, true, t.numel(),
                 [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) {
-                  return cpu_runtime::run_core_op(ctx, pool, code, no_attrs(), {&t, 1}, t.dtype(), t.shape());
+                  // The unary core ops are cpu::unary's (the order of the two enums agrees),
+                  // called directly: the generic core-op runner copies attributes per call.
+                  return cpu::unary(ctx, static_cast<cpu::UnaryOp>(static_cast<int>(code)), t, pool);
                 },
                 {&t, 1}, [&](ProgramBuilder& b, std::span<const Value> v) { return b.op(code, {v[0]}); }, op));
   if (!Detail::tracing(c, {&x})) return r;
