@@ -6,6 +6,7 @@
 
 #include "detail.h"
 #include "tenferro/ad/ad.h"
+#include "tenferro/cpu/elementwise.h"
 
 namespace tenferro::eager {
 
@@ -257,9 +258,51 @@ Result<void> check_seed(const EagerTensor& root, const EagerTensor& seed, const 
 
 // The records reachable from `root` in post-order (every input before its users, the
 // root last), iteratively; and the first record without a direct rule.
+// Node -> position maps of a walk: a flat list searched linearly while the tape is
+// small (most eager backward calls), a hash map past kFlatNodes.
+class NodeIndex {
+ public:
+  static constexpr size_t kFlatNodes = 32;
+  // Inserts (node, value) unless present; true when inserted.
+  bool insert(const AdNode* node, size_t value) {
+    if (map_.empty()) {
+      for (const auto& [n, v] : flat_) {
+        if (n == node) return false;
+      }
+      if (flat_.size() < kFlatNodes) {
+        flat_.emplace_back(node, value);
+        return true;
+      }
+      for (const auto& [n, v] : flat_) map_.emplace(n, v);
+    }
+    return map_.emplace(node, value).second;
+  }
+  size_t at(const AdNode* node) const {
+    if (map_.empty()) {
+      for (const auto& [n, v] : flat_) {
+        if (n == node) return v;
+      }
+    }
+    return map_.at(node);
+  }
+  void set(const AdNode* node, size_t value) {
+    if (map_.empty()) {
+      for (auto& [n, v] : flat_) {
+        if (n == node) v = value;
+      }
+      return;
+    }
+    map_[node] = value;
+  }
+
+ private:
+  std::vector<std::pair<const AdNode*, size_t>> flat_;
+  std::unordered_map<const AdNode*, size_t> map_;
+};
+
 struct TapeWalk {
   std::vector<const EagerTensor*> order;
-  std::unordered_map<const AdNode*, size_t> index;
+  NodeIndex index;  // node -> position in `order`
   const AdNode* without_direct = nullptr;
 };
 
@@ -270,19 +313,20 @@ Result<TapeWalk> walk(const EagerTensor& root, const char* op) {
     size_t next;
   };
   std::vector<Frame> stack{{&root, 0}};
-  std::unordered_map<const AdNode*, bool> seen;  // pushed (the walk meets a DAG)
-  seen.emplace(root.ad_node().get(), true);
+  // A node is in `w.index` once pushed (the walk meets a DAG); its position is set when
+  // it is finished.
+  w.index.insert(root.ad_node().get(), 0);
   while (!stack.empty()) {
     Frame& f = stack.back();
     const AdNode* node = f.t->ad_node().get();
     if (!node->unsupported.empty()) return usage_error(ErrorCode::kUnsupported, op, node->unsupported);
     if (!node->leaf() && f.next < node->inputs.size()) {
       const EagerTensor& in = node->inputs[f.next++];
-      if (in.ad_node() && seen.emplace(in.ad_node().get(), true).second) stack.push_back(Frame{&in, 0});
+      if (in.ad_node() && w.index.insert(in.ad_node().get(), 0)) stack.push_back(Frame{&in, 0});
       continue;
     }
     if (!node->leaf() && !node->vjp && w.without_direct == nullptr) w.without_direct = node;
-    w.index.emplace(node, w.order.size());
+    w.index.set(node, w.order.size());
     w.order.push_back(f.t);
     stack.pop_back();
   }
@@ -447,33 +491,78 @@ Result<BackwardDecision> explain_backward(const EagerTensor& loss, BackwardRoute
   return decide_backward_route(requested, w.without_direct ? w.without_direct->op.c_str() : nullptr);
 }
 
+namespace {
+// Note [Gradient accumulation]: a leaf's gradient buffer that nothing but the leaf holds
+// (no grad_of handle alive) is added to in place, as torch accumulates into .grad: no
+// allocation per step. A buffer someone else holds is never written (tensors are
+// immutable to their holders); the sum then goes to a new buffer.
+bool exclusive_accumulator(const EagerTensor& acc, const EagerTensor& d) {
+  const Tensor& t = Detail::physical(acc);
+  return acc.defined() && t.storage().use_count() == 1 && t.is_contiguous() && acc.dtype() == d.dtype() &&
+         acc.shape() == d.shape();
+}
+
+// acc += d in acc's buffer (precondition: exclusive_accumulator, the leaf's mutex held);
+// false when the target has no direct CPU provider (the caller then makes a new sum).
+Result<bool> add_in_place(const Context& c, EagerTensor& acc, const EagerTensor& d) {
+  TENFERRO_TRY(Call call, Detail::begin(c, {&acc, &d}, "backward"));
+  if (call.slots->cpu == nullptr) return false;
+  Tensor& dst = Detail::physical_mut(acc);
+  const Tensor& src = Detail::physical(d);
+  TENFERRO_TRY(Tensor unused,
+               Detail::execute(
+                   call, true, dst.numel(),
+                   [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>&) -> Result<Tensor> {
+                     TENFERRO_TRY_VOID(cpu::binary_into(ctx, cpu::BinaryOp::kAdd, dst, src, dst));
+                     return Tensor();
+                   },
+                   {}, [](program::ProgramBuilder&, std::span<const program::Value>) -> Result<program::Value> {
+                     return usage_error(ErrorCode::kInternal, "backward", "in-place accumulation has no program form");
+                   },
+                   "backward"));
+  (void)unused;
+  return true;
+}
+}  // namespace
+
 Result<void> backward(const EagerTensor& loss, const EagerTensor& seed, BackwardRoute route) {
   TENFERRO_TRY(Gradients g, reverse(loss, seed, route, "backward"));
   const Context nograd = Context::of(loss).no_grad();
-  // Every sum is computed before any accumulator changes (nothing accumulated on error);
-  // stored gradients are contiguous (a direct rule may give a broadcast or permuted view).
-  std::vector<EagerTensor> next(g.leaves.size());
-  for (size_t i = 0; i < g.leaves.size(); ++i) {
-    AdNode& leaf = *g.leaves[i];
-    EagerTensor d = std::move(g.grads[i]);
-    if (!d.defined()) continue;
+  // Every sum that needs a new buffer is computed before any accumulator changes; then
+  // the in-place adds (which do not fail for equal-typed buffers) and the assignments.
+  // Stored gradients are contiguous (a direct rule may give a broadcast or permuted view).
+  const size_t n = g.leaves.size();
+  std::vector<EagerTensor> next(n);
+  std::vector<bool> in_place(n, false);
+  auto new_sum = [&](const EagerTensor& prev, const EagerTensor& d) -> Result<EagerTensor> {
+    if (prev.defined()) return nograd.add(prev, d);
+    if (d.tensor().is_contiguous()) return d;
+    return nograd.contiguous(d);
+  };
+  for (size_t i = 0; i < n; ++i) {
+    if (!g.grads[i].defined()) continue;
     EagerTensor prev;
     {
-      std::lock_guard lock(leaf.mu);
-      prev = leaf.grad;
+      std::lock_guard lock(g.leaves[i]->mu);
+      if (exclusive_accumulator(g.leaves[i]->grad, g.grads[i])) {
+        in_place[i] = true;
+        continue;
+      }
+      prev = g.leaves[i]->grad;
     }
-    if (prev.defined()) {
-      TENFERRO_TRY(next[i], nograd.add(prev, d));
-    } else if (d.tensor().is_contiguous()) {
-      next[i] = std::move(d);
-    } else {
-      TENFERRO_TRY(next[i], nograd.contiguous(d));
-    }
+    TENFERRO_TRY(next[i], new_sum(prev, g.grads[i]));
   }
-  for (size_t i = 0; i < g.leaves.size(); ++i) {
-    if (!next[i].defined()) continue;
+  for (size_t i = 0; i < n; ++i) {
+    if (!g.grads[i].defined()) continue;
     AdNode& leaf = *g.leaves[i];
     std::lock_guard lock(leaf.mu);
+    if (in_place[i]) {
+      if (exclusive_accumulator(leaf.grad, g.grads[i])) {  // still nobody else's
+        TENFERRO_TRY(const bool done, add_in_place(nograd, leaf.grad, g.grads[i]));
+        if (done) continue;
+      }
+      TENFERRO_TRY(next[i], new_sum(leaf.grad, g.grads[i]));
+    }
     leaf.grad = std::move(next[i]);
   }
   return ok();

@@ -119,6 +119,28 @@ TEST(Autograd, GradientsAccumulateAndSavedValuesOutliveTheirHandles) {
   EXPECT_FALSE(grad_of(x).defined());
 }
 
+// Note [Gradient accumulation]: an accumulator nobody else holds grows in place; one a
+// caller holds is never written (the caller's tensor keeps its values).
+TEST(Autograd, AccumulationNeverWritesAHeldGradient) {
+  auto rt = runtime();
+  EagerTensor x = requires_grad(rt->from_values<double>({2}, {1, 2}).value()).value();
+  auto step = [&] { ASSERT_TRUE(backward(sum(mul(x, x).value()).value())); };  // d/dx = 2x = [2, 4]
+  step();
+  const void* first = grad_of(x).tensor().storage()->data();
+  step();  // in place: nothing holds the buffer
+  EXPECT_EQ(grad_of(x).tensor().storage()->data(), first);
+  EXPECT_EQ(values(grad_of(x)), (std::vector<c128>{4, 8}));
+  const EagerTensor held = grad_of(x);
+  step();  // `held` shares the buffer: a new one
+  EXPECT_EQ(values(held), (std::vector<c128>{4, 8}));
+  EXPECT_EQ(values(grad_of(x)), (std::vector<c128>{6, 12}));
+  EXPECT_NE(grad_of(x).tensor().storage().get(), held.tensor().storage().get());
+  for (BackwardRoute route : {BackwardRoute::kReplay, BackwardRoute::kDirect}) {
+    ASSERT_TRUE(backward(sum(mul(x, x).value()).value(), {}, route));
+  }
+  EXPECT_EQ(values(grad_of(x)), (std::vector<c128>{10, 20}));
+}
+
 TEST(Autograd, UntracedAndNoGradCallsRecordNothing) {
   auto rt = runtime();
   EagerTensor a = rt->from_values<double>({2}, {1, 2}).value();

@@ -63,6 +63,8 @@ struct Detail {
     return EagerTensor(std::move(t), owner(call), x.domain_);
   }
   static const Tensor& physical(const EagerTensor& t) noexcept { return t.t_; }
+  // Mutable access for the tape's gradient accumulation (Note [Gradient accumulation]).
+  static Tensor& physical_mut(EagerTensor& t) noexcept { return t.t_; }
   // Whether a call records onto the tape (Note [Eager tape]): grad enabled and an input
   // that requires grad. Nothing else is looked at, so an untraced call pays a few loads.
   static bool tracing(const Context& c, std::span<const EagerTensor* const> inputs) noexcept {

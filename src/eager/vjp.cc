@@ -186,7 +186,7 @@ namespace {
 Result<EagerTensor> spread(const Context& c, const EagerTensor& ct, std::span<const int64_t> axes, const Shape& in,
                            bool keep) {
   EagerTensor k = ct;
-  if (!keep && !axes.empty()) {
+  if (!keep && !axes.empty() && ct.rank() > 0) {  // a scalar broadcasts as it is
     Shape kept = in;
     for (int64_t a : axes) kept[static_cast<size_t>(a)] = 1;
     TENFERRO_TRY(k, c.reshape(ct, kept));
