@@ -5,12 +5,14 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <pybind11/pybind11.h>
 
 #include "tenferro/cpu/engine.h"
 #include "tenferro/einsum_cpu/einsum.h"
+#include "tenferro/linalg/linalg.h"
 
 namespace tenferro::python {
 
@@ -74,6 +76,13 @@ struct Engine {
 /// one domain on the first allowed CPUs, pinned when there are enough CPUs (as the CLI's
 /// engines). `what` names the caller in the ValueError for a count outside [1, 1024].
 cpu::CpuEngineConfig engine_config(std::optional<int> threads, const cpu::CpuTopology& topo, const char* what);
+
+/// tenferro.linalg's UPLO, mode, ord and method arguments (ValueError for others).
+linalg::Uplo uplo_of(const std::string& s);
+linalg::QrMode qr_mode_of(const std::string& mode);
+linalg::MatrixNorm matrix_norm_kind(const std::string& kind);
+linalg::TruncatedSvdOptions truncated_svd_options(std::optional<int64_t> max_rank, double rel_cutoff,
+                                                  const std::string& method, uint64_t seed, bool gauge_fix);
 
 void bind_linalg(pybind11::module_& m);
 void bind_eager(pybind11::module_& m);

@@ -34,12 +34,6 @@ R run(Engine& e, F&& f) {
   return unwrap(std::move(*out));
 }
 
-la::Uplo uplo_of(const std::string& s) {
-  if (s == "L" || s == "l") return la::Uplo::kLower;
-  if (s == "U" || s == "u") return la::Uplo::kUpper;
-  throw py::value_error("tenferro.linalg: UPLO must be 'L' or 'U', got '" + s + "'");
-}
-
 }  // namespace
 
 void bind_linalg(py::module_& m) {
@@ -55,16 +49,7 @@ void bind_linalg(py::module_& m) {
   });
   m.def("qr", [](Engine& e, A a, const std::string& mode) -> py::object {
     const Tensor t = from_numpy(a);
-    la::QrMode qm;
-    if (mode == "reduced") {
-      qm = la::QrMode::kReduced;
-    } else if (mode == "complete") {
-      qm = la::QrMode::kComplete;
-    } else if (mode == "r") {
-      qm = la::QrMode::kR;
-    } else {
-      throw py::value_error("tenferro.linalg.qr: mode must be 'reduced', 'complete' or 'r', got '" + mode + "'");
-    }
+    const la::QrMode qm = qr_mode_of(mode);
     auto r = run<la::QrResult>(e, [&](auto& ctx, auto& pool) { return la::qr(ctx, t, qm, {}, pool); });
     if (qm == la::QrMode::kR) return to_numpy(r.r);
     return py::make_tuple(to_numpy(r.q), to_numpy(r.r));
@@ -116,20 +101,7 @@ void bind_linalg(py::module_& m) {
   });
   m.def("matrix_norm", [](Engine& e, A a, const std::string& kind) {
     const Tensor t = from_numpy(a);
-    la::MatrixNorm k;
-    if (kind == "fro") {
-      k = la::MatrixNorm::kFrobenius;
-    } else if (kind == "nuc") {
-      k = la::MatrixNorm::kNuclear;
-    } else if (kind == "2") {
-      k = la::MatrixNorm::kSpectral;
-    } else if (kind == "1") {
-      k = la::MatrixNorm::kOne;
-    } else if (kind == "inf") {
-      k = la::MatrixNorm::kInf;
-    } else {
-      throw py::value_error("tenferro.linalg.matrix_norm: ord must be 'fro', 'nuc', 2, 1 or inf");
-    }
+    const la::MatrixNorm k = matrix_norm_kind(kind);
     return to_numpy(run<Tensor>(e, [&](auto& ctx, auto& pool) { return la::matrix_norm(ctx, t, k, {}, pool); }));
   });
   m.def("vector_norm", [](Engine& e, A a, double ord, std::vector<int64_t> axes, bool keepdims) {
@@ -142,23 +114,51 @@ void bind_linalg(py::module_& m) {
   m.def("truncated_svd", [](Engine& e, A a, std::optional<int64_t> max_rank, double rel_cutoff,
                             const std::string& method, uint64_t seed, bool gauge) {
     const Tensor t = from_numpy(a);
-    la::TruncatedSvdOptions o;
-    o.max_rank = max_rank;
-    o.rel_cutoff = rel_cutoff;
-    if (method == "auto") {
-      o.method = la::TruncatedSvdMethod::kAuto;
-    } else if (method == "exact") {
-      o.method = la::TruncatedSvdMethod::kExact;
-    } else if (method == "randomized") {
-      o.method = la::TruncatedSvdMethod::kRandomized;
-    } else {
-      throw py::value_error("tenferro.linalg.truncated_svd: method must be 'auto', 'exact' or 'randomized'");
-    }
-    o.seed = seed;
-    o.gauge_fix = gauge;
+    const la::TruncatedSvdOptions o = truncated_svd_options(max_rank, rel_cutoff, method, seed, gauge);
     auto r = run<la::TruncatedSvdResult>(e, [&](auto& ctx, auto& pool) { return la::truncated_svd(ctx, t, o, pool); });
     return py::make_tuple(to_numpy(r.u), to_numpy(r.s), to_numpy(r.vh), to_numpy(r.discarded_weight), to_numpy(r.rank));
   });
+}
+
+la::Uplo uplo_of(const std::string& s) {
+  if (s == "L" || s == "l") return la::Uplo::kLower;
+  if (s == "U" || s == "u") return la::Uplo::kUpper;
+  throw py::value_error("tenferro.linalg: UPLO must be 'L' or 'U', got '" + s + "'");
+}
+
+la::QrMode qr_mode_of(const std::string& mode) {
+  if (mode == "reduced") return la::QrMode::kReduced;
+  if (mode == "complete") return la::QrMode::kComplete;
+  if (mode == "r") return la::QrMode::kR;
+  throw py::value_error("tenferro.linalg.qr: mode must be 'reduced', 'complete' or 'r', got '" + mode + "'");
+}
+
+la::MatrixNorm matrix_norm_kind(const std::string& kind) {
+  if (kind == "fro") return la::MatrixNorm::kFrobenius;
+  if (kind == "nuc") return la::MatrixNorm::kNuclear;
+  if (kind == "2") return la::MatrixNorm::kSpectral;
+  if (kind == "1") return la::MatrixNorm::kOne;
+  if (kind == "inf") return la::MatrixNorm::kInf;
+  throw py::value_error("tenferro.linalg.matrix_norm: ord must be 'fro', 'nuc', 2, 1 or inf");
+}
+
+la::TruncatedSvdOptions truncated_svd_options(std::optional<int64_t> max_rank, double rel_cutoff,
+                                              const std::string& method, uint64_t seed, bool gauge_fix) {
+  la::TruncatedSvdOptions o;
+  o.max_rank = max_rank;
+  o.rel_cutoff = rel_cutoff;
+  if (method == "auto") {
+    o.method = la::TruncatedSvdMethod::kAuto;
+  } else if (method == "exact") {
+    o.method = la::TruncatedSvdMethod::kExact;
+  } else if (method == "randomized") {
+    o.method = la::TruncatedSvdMethod::kRandomized;
+  } else {
+    throw py::value_error("tenferro.linalg.truncated_svd: method must be 'auto', 'exact' or 'randomized'");
+  }
+  o.seed = seed;
+  o.gauge_fix = gauge_fix;
+  return o;
 }
 
 }  // namespace tenferro::python

@@ -8,6 +8,13 @@ factor; `svd(..., gauge_fix=True)` fixes the singular vectors' phases (each colu
 has its largest-magnitude entry real and positive); `truncated_svd` keeps a rank and/or
 a relative discarded weight. Every call takes `engine=` or `threads=` like
 tenferro.einsum.
+
+Every function also takes `tenferro.EagerTensor` inputs (of one runtime): it then runs
+on their runtime and returns eager tensors that record for reverse-mode AD, so
+``loss.backward()`` and ``tenferro.grad`` differentiate through svd, qr, eigh,
+cholesky, solve, inv, det, slogdet, pinv, the norms and truncated_svd
+(docs/design/0009-ad.md lists the derivative conventions and what is unsupported:
+full_matrices=True SVD vectors, the complete QR of a tall matrix, eig's vectors, lstsq).
 """
 
 import numpy as np
@@ -17,6 +24,19 @@ from ._einsum import _engine
 from ._errors import LinAlgError, UnsupportedError
 
 _L = _tenferro.linalg
+_E = _tenferro.eager_linalg
+_Eager = _tenferro.EagerTensor
+
+
+def _on_eager(engine, threads, *xs):
+    """True when the call's operands are eager tensors (then no engine= or threads=)."""
+    if not any(isinstance(x, _Eager) for x in xs):
+        return False
+    if not all(isinstance(x, _Eager) for x in xs):
+        raise TypeError("tenferro.linalg: mix of eager tensors and arrays (convert the arrays with rt.tensor)")
+    if engine is not None or threads is not None:
+        raise TypeError("tenferro.linalg: eager tensors run on their runtime (no engine= or threads=)")
+    return True
 
 __all__ = ["svd", "qr", "eigh", "eigvalsh", "eig", "eigvals", "cholesky", "solve", "inv", "det", "slogdet",
            "pinv", "lstsq", "norm", "matrix_norm", "vector_norm", "truncated_svd"]
@@ -49,55 +69,77 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False, *, gauge_fix=Fa
     """(U, S, Vh) with a = U @ diag(S) @ Vh (S descending), or S alone when compute_uv is
     False (no vectors are computed then). `hermitian` is accepted for numpy compatibility
     and ignored (the general SVD is used)."""
+    if _on_eager(engine, threads, a):
+        return _E.svd(a, bool(full_matrices), bool(compute_uv), bool(gauge_fix))
     a = _arr(a, "svd")
     return _L.svd(_engine(engine, threads), a, bool(full_matrices), bool(compute_uv), bool(gauge_fix))
 
 
 def qr(a, mode="reduced", *, engine=None, threads=None):
     """(Q, R) for mode 'reduced' or 'complete'; R alone for mode 'r'."""
+    if _on_eager(engine, threads, a):
+        return _E.qr(a, mode)
     return _L.qr(_engine(engine, threads), _arr(a, "qr"), mode)
 
 
 def eigh(a, UPLO="L", *, engine=None, threads=None):
     """(w, v): ascending real eigenvalues and eigenvectors (columns) of Hermitian a."""
+    if _on_eager(engine, threads, a):
+        return _E.eigh(a, UPLO, True)
     return _L.eigh(_engine(engine, threads), _arr(a, "eigh"), UPLO, True)
 
 
 def eigvalsh(a, UPLO="L", *, engine=None, threads=None):
+    if _on_eager(engine, threads, a):
+        return _E.eigh(a, UPLO, False)
     return _L.eigh(_engine(engine, threads), _arr(a, "eigvalsh"), UPLO, False)
 
 
 def eig(a, *, engine=None, threads=None):
     """(w, v), complex, with a @ v = v * w (unit-norm columns, LAPACK's order)."""
+    if _on_eager(engine, threads, a):
+        return _E.eig(a, True)
     return _L.eig(_engine(engine, threads), _arr(a, "eig"), True)
 
 
 def eigvals(a, *, engine=None, threads=None):
+    if _on_eager(engine, threads, a):
+        return _E.eig(a, False)
     return _L.eig(_engine(engine, threads), _arr(a, "eigvals"), False)
 
 
 def cholesky(a, upper=False, *, engine=None, threads=None):
     """L with a = L @ L^H (or U with a = U^H @ U when upper=True). LinAlgError when a is
     not positive definite."""
+    if _on_eager(engine, threads, a):
+        return _E.cholesky(a, "U" if upper else "L")
     return _L.cholesky(_engine(engine, threads), _arr(a, "cholesky"), "U" if upper else "L")
 
 
 def solve(a, b, *, engine=None, threads=None):
     """x with a @ x = b; b is [.., n, k] or a vector [n]. LinAlgError for singular a."""
+    if _on_eager(engine, threads, a, b):
+        return _E.solve(a, b)
     a, b = _common(_arr(a, "solve"), _arr(b, "solve", matrix=False))
     return _L.solve(_engine(engine, threads), a, b)
 
 
 def inv(a, *, engine=None, threads=None):
+    if _on_eager(engine, threads, a):
+        return _E.inv(a)
     return _L.inv(_engine(engine, threads), _arr(a, "inv"))
 
 
 def det(a, *, engine=None, threads=None):
+    if _on_eager(engine, threads, a):
+        return _E.det(a)
     return _scalar(_L.det(_engine(engine, threads), _arr(a, "det")))
 
 
 def slogdet(a, *, engine=None, threads=None):
     """(sign, logabsdet) with det = sign * exp(logabsdet)."""
+    if _on_eager(engine, threads, a):
+        return _E.slogdet(a)
     s, l = _L.slogdet(_engine(engine, threads), _arr(a, "slogdet"))
     return _scalar(s), _scalar(l)
 
@@ -106,11 +148,15 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=None, engine=None, threads=None
     """Moore-Penrose pseudo-inverse: singular values at most rcond (or rtol) times the
     largest are dropped (default: max(m, n) * machine epsilon)."""
     cut = rtol if rtol is not None else rcond
+    if _on_eager(engine, threads, a):
+        return _E.pinv(a, None if cut is None else float(cut))
     return _L.pinv(_engine(engine, threads), _arr(a, "pinv"), None if cut is None else float(cut))
 
 
 def lstsq(a, b, rcond=None, *, engine=None, threads=None):
     """(x, residuals, rank, s) as numpy.linalg.lstsq (minimum-norm solution)."""
+    if _on_eager(engine, threads, a, b):
+        return _E.lstsq(a, b, None if rcond is None else float(rcond))
     a, b = _common(_arr(a, "lstsq"), _arr(b, "lstsq", matrix=False))
     x, res, rank, s = _L.lstsq(_engine(engine, threads), a, b, None if rcond is None else float(rcond))
     return x, res, _scalar(rank), s
@@ -121,10 +167,15 @@ _MATRIX_ORDS = {"fro": "fro", "nuc": "nuc", 2: "2", 1: "1", np.inf: "inf"}
 
 def matrix_norm(x, ord="fro", keepdims=False, *, engine=None, threads=None):
     """Norm of each matrix over the last two axes: 'fro', 'nuc', 2, 1 or inf."""
-    x = _arr(x, "matrix_norm")
     if ord not in _MATRIX_ORDS:
         raise UnsupportedError(f"matrix_norm: ord {ord!r} is not 'fro', 'nuc', 2, 1 or inf",
                                "unsupported", "usage", "matrix_norm")
+    if _on_eager(engine, threads, x):
+        if keepdims:
+            raise UnsupportedError("matrix_norm: keepdims on eager tensors (reshape the result)",
+                                   "unsupported", "usage", "matrix_norm")
+        return _E.matrix_norm(x, _MATRIX_ORDS[ord])
+    x = _arr(x, "matrix_norm")
     r = _L.matrix_norm(_engine(engine, threads), x, _MATRIX_ORDS[ord])
     if keepdims:
         r = r[..., None, None]
@@ -133,6 +184,9 @@ def matrix_norm(x, ord="fro", keepdims=False, *, engine=None, threads=None):
 
 def vector_norm(x, ord=2, axis=None, keepdims=False, *, engine=None, threads=None):
     """p-norm over `axis` (None: all axes): any p > 0, inf, -inf, 0."""
+    if _on_eager(engine, threads, x):
+        axes = [] if axis is None else [axis] if np.isscalar(axis) else list(axis)
+        return _E.vector_norm(x, float(ord), [a + x.ndim if a < 0 else a for a in axes], bool(keepdims))
     x = _arr(x, "vector_norm", matrix=False)
     axes = [] if axis is None else [axis] if np.isscalar(axis) else list(axis)
     axes = [a + x.ndim if a < 0 else a for a in axes]
@@ -142,7 +196,8 @@ def vector_norm(x, ord=2, axis=None, keepdims=False, *, engine=None, threads=Non
 def norm(x, ord=None, axis=None, keepdims=False, *, engine=None, threads=None):
     """numpy.linalg.norm: vector norms over one axis (or all axes when ord is None),
     matrix norms over two axes ('fro', 'nuc', 2, 1, inf)."""
-    x = _arr(x, "norm", matrix=False)
+    if not isinstance(x, _Eager):
+        x = _arr(x, "norm", matrix=False)
     kw = {"engine": engine, "threads": threads}
     if axis is None:
         if ord is None:
@@ -155,6 +210,11 @@ def norm(x, ord=None, axis=None, keepdims=False, *, engine=None, threads=None):
     if np.isscalar(axis) or len(axis) == 1:
         return vector_norm(x, 2 if ord is None else ord, axis, keepdims, **kw)
     r0, r1 = (a + x.ndim if a < 0 else a for a in axis)
+    if isinstance(x, _Eager):
+        if (r0, r1) != (x.ndim - 2, x.ndim - 1) or keepdims:
+            raise UnsupportedError("norm: eager matrix norms run over the last two axes, without keepdims",
+                                   "unsupported", "usage", "norm")
+        return matrix_norm(x, "fro" if ord is None else ord, False, **kw)
     moved = np.moveaxis(x, (r0, r1), (-2, -1))
     r = matrix_norm(moved, "fro" if ord is None else ord, False, **kw)
     if keepdims:
@@ -168,6 +228,10 @@ def truncated_svd(a, max_rank=None, rel_cutoff=0.0, method="auto", seed=0, gauge
     max_rank and dropping the longest tail whose squared weight is at most rel_cutoff of
     the total; discarded_weight = sum of the dropped S**2. method: 'auto', 'exact' or
     'randomized' (seeded, deterministic)."""
+    if _on_eager(engine, threads, a):
+        u, s, vh, dw, _rank = _E.truncated_svd(a, None if max_rank is None else int(max_rank), float(rel_cutoff),
+                                               method, int(seed), bool(gauge_fix))
+        return u, s, vh, dw
     u, s, vh, dw, _rank = _L.truncated_svd(_engine(engine, threads), _arr(a, "truncated_svd"),
                                            None if max_rank is None else int(max_rank), float(rel_cutoff), method,
                                            int(seed), bool(gauge_fix))

@@ -1,0 +1,83 @@
+"""tenferro.linalg on eager tensors: numpy's values and return conventions, and
+gradients through the decompositions against central differences."""
+
+import numpy as np
+import pytest
+
+import tenferro
+import tenferro.linalg as tl
+
+
+@pytest.fixture(scope="module")
+def rt():
+    return tenferro.Runtime()
+
+
+def test_values_match_numpy(rt):
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((5, 3))
+    sq = rng.standard_normal((3, 3)) + 3 * np.eye(3)
+    spd = sq @ sq.T
+    b = rng.standard_normal((3, 2))
+    A, SQ, SPD, B = (rt.tensor(x) for x in (a, sq, spd, b))
+    u, s, vh = tl.svd(A, full_matrices=False)
+    assert all(isinstance(t, tenferro.EagerTensor) for t in (u, s, vh))
+    np.testing.assert_allclose(np.asarray(s), np.linalg.svd(a, compute_uv=False), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(u) * np.asarray(s) @ np.asarray(vh), a, atol=1e-12)
+    q, r = tl.qr(A)
+    np.testing.assert_allclose(np.asarray(q) @ np.asarray(r), a, atol=1e-12)
+    w, v = tl.eigh(SPD)
+    np.testing.assert_allclose(np.asarray(w), np.linalg.eigvalsh(spd), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(tl.eigvalsh(SPD)), np.linalg.eigvalsh(spd), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(tl.cholesky(SPD)), np.linalg.cholesky(spd), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(tl.solve(SQ, B)), np.linalg.solve(sq, b), rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(tl.inv(SQ)), np.linalg.inv(sq), rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(tl.det(SQ)), np.linalg.det(sq), rtol=1e-12)
+    sign, logdet = tl.slogdet(SQ)
+    np.testing.assert_allclose(np.asarray(sign) * np.exp(np.asarray(logdet)), np.linalg.det(sq), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(tl.pinv(A)), np.linalg.pinv(a), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(tl.norm(A)), np.linalg.norm(a), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(tl.norm(A, "nuc")), np.linalg.norm(a, "nuc"), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(tl.vector_norm(A, 3, axis=0)), np.linalg.norm(a, 3, axis=0), rtol=1e-12)
+    u2, s2, vh2, dw = tl.truncated_svd(A, max_rank=2)
+    full = np.linalg.svd(a, compute_uv=False)
+    np.testing.assert_allclose(np.asarray(s2), full[:2], rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(dw), np.sum(full[2:] ** 2), rtol=1e-10)
+    with pytest.raises(TypeError):
+        tl.solve(SQ, b)  # an eager tensor and an array
+    with pytest.raises(TypeError):
+        tl.inv(SQ, threads=1)
+
+
+def _fd_check(f, x, rng, h=1e-6):
+    (g,) = tenferro.grad(f)(x)
+    d = rng.standard_normal(x.shape)
+    xv = np.asarray(x)
+    rt = x.runtime
+    fp = np.asarray(f(rt.tensor(xv + h * d))).item()
+    fm = np.asarray(f(rt.tensor(xv - h * d))).item()
+    np.testing.assert_allclose(np.sum(np.asarray(g) * d), (fp - fm) / (2 * h), rtol=1e-6, atol=1e-8)
+
+
+def test_gradients_through_decompositions(rt):
+    rng = np.random.default_rng(12)
+    a = rt.tensor(rng.standard_normal((4, 3)))
+    sq = rt.tensor(rng.standard_normal((3, 3)) + 3 * np.eye(3))
+    _fd_check(lambda x: tl.svd(x, compute_uv=False).sum(), a, rng)
+    _fd_check(lambda x: (lambda usv: ((usv[0] @ usv[2]) ** 2).sum())(tl.svd(x, full_matrices=False)), a, rng)
+    _fd_check(lambda x: (tl.qr(x)[1] ** 2).sum(), a, rng)
+    _fd_check(lambda x: tl.eigvalsh(x @ x.T).sum() + (tl.eigh(x @ x.T)[1] ** 2).sum(), sq, rng)
+    _fd_check(lambda x: tl.cholesky(x @ x.T).sum(), sq, rng)
+    _fd_check(lambda x: tl.det(x) + tl.inv(x).sum() + tl.slogdet(x)[1], sq, rng)
+    _fd_check(lambda x: tl.norm(x) + tl.norm(x, "nuc") + tl.vector_norm(x, 3, axis=1).sum(), a, rng)
+    _fd_check(lambda x: (lambda t: t[1].sum() + t[3])(tl.truncated_svd(x, max_rank=2)), a, rng)
+
+
+def test_no_grad_and_trace(rt):
+    x = rt.tensor(np.array([[2.0, 1.0], [1.0, 3.0]])).requires_grad_()
+    with tenferro.no_grad():
+        assert not tl.det(x).requires_grad and not tl.svd(x, compute_uv=False).requires_grad
+    assert tl.det(x).requires_grad
+    prog = tenferro.trace(lambda m: tl.eigvalsh(m @ m.T), np.eye(2))
+    m = np.array([[1.0, 2.0], [0.5, -1.0]])
+    np.testing.assert_allclose(prog(m), np.linalg.eigvalsh(m @ m.T), rtol=1e-12)
