@@ -143,6 +143,38 @@ def trace(f, *examples, runtime=None):
     return Program(_tenferro.program_of(outs, leaves, rt), single)
 
 
+class jit:
+    """``@tenferro.jit`` — a function of arrays that is traced (:func:`trace`) on its first
+    call for each signature of its inputs (dtype and shape of every argument) and runs
+    the compiled program afterwards. Arguments are numpy arrays or array-likes (one
+    program input each); results as :func:`Program` returns them. ``f.programs`` maps
+    each signature to its Program; at most ``max_programs`` are kept (oldest dropped).
+    The function must compute its results from its arguments with tenferro operations
+    (the same rules as :func:`trace`)."""
+
+    def __init__(self, f=None, *, runtime=None, max_programs=64):
+        self._f = f
+        self._runtime = runtime
+        self._max = max_programs
+        self.programs = {}
+        if f is not None:
+            import functools
+            functools.update_wrapper(self, f)
+
+    def __call__(self, *args):
+        if self._f is None:  # @tenferro.jit(runtime=...) form
+            return jit(args[0], runtime=self._runtime, max_programs=self._max)
+        arrays = [a if isinstance(a, EagerTensor) else _np.asarray(a) for a in args]
+        key = tuple((str(a.dtype), tuple(a.shape)) for a in arrays)
+        prog = self.programs.get(key)
+        if prog is None:
+            prog = trace(self._f, *arrays, runtime=self._runtime)
+            if len(self.programs) >= self._max:
+                self.programs.pop(next(iter(self.programs)))
+            self.programs[key] = prog
+        return prog(*arrays)
+
+
 class no_grad:
     """``with tenferro.no_grad(): ...`` — eager operations of this thread inside the block
     record nothing for AD (results do not require grad), as ``torch.no_grad``. Also a
@@ -197,6 +229,6 @@ def info(threads=None):
     return _json.loads(default_engine(threads).caps_json())
 
 
-__all__ = ["linalg", "Runtime", "EagerTensor", "where", "grad", "vjp", "jvp", "trace", "Program", "no_grad", "is_grad_enabled", "einsum", "contract_path", "PathInfo", "Engine", "default_engine", "from_numpy", "Tensor", "info",
+__all__ = ["linalg", "Runtime", "EagerTensor", "where", "grad", "vjp", "jvp", "trace", "jit", "Program", "no_grad", "is_grad_enabled", "einsum", "contract_path", "PathInfo", "Engine", "default_engine", "from_numpy", "Tensor", "info",
            "Error", "InvalidArgumentError", "ShapeError", "DTypeError", "UnsupportedError", "ReadOnlyError",
            "LinAlgError", "AllocationError", "InternalError"]

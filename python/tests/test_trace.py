@@ -68,3 +68,31 @@ def test_reading_a_traced_value_inside_the_function_raises():
     assert np.asarray(t * 2.0).tolist() == [0.0, 2.0, 4.0]
     with pytest.raises(tenferro.ShapeError):
         tenferro.trace(lambda x: x, np.ones(3))(np.ones(4))  # wrong input shape at run time
+
+
+def test_jit_traces_once_per_signature():
+    calls = []
+
+    @tenferro.jit
+    def f(x, y):
+        calls.append(1)
+        return (x * y).sum(axis=0) + 1.0
+
+    rng = np.random.default_rng(9)
+    for _ in range(3):
+        a, b = rng.standard_normal((3, 2)), rng.standard_normal((3, 2))
+        np.testing.assert_allclose(f(a, b), (a * b).sum(axis=0) + 1.0, rtol=1e-12)
+    assert len(calls) == 1 and len(f.programs) == 1  # traced once
+    c = rng.standard_normal((4, 5))
+    np.testing.assert_allclose(f(c, c), (c * c).sum(axis=0) + 1.0, rtol=1e-12)
+    assert len(calls) == 2 and len(f.programs) == 2  # a new shape: a new trace
+    assert f.__name__ == "f"
+
+    @tenferro.jit(max_programs=1)
+    def g(x):
+        return x.exp()
+
+    g(np.zeros(2))
+    g(np.zeros(3))
+    assert len(g.programs) == 1
+    np.testing.assert_allclose(g(np.zeros(3)), np.ones(3))
