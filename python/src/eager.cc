@@ -396,6 +396,26 @@ void bind_eager(py::module_& m) {
       .def("item", [](const EagerTensor& x) -> py::object {
         if (x.numel() != 1) throw py::value_error("tenferro: item() needs a tensor with one element");
         return numpy_of(x).attr("item")();
+      })
+      // Truth and number conversions with numpy's rules: one element converts (a host
+      // read, refused inside a trace); more than one is ambiguous (ValueError), never
+      // the silent `len(x) != 0` that Python would fall back to.
+      .def("__bool__",
+           [](const EagerTensor& x) {
+             if (x.numel() != 1) {
+               throw py::value_error("tenferro: the truth value of a tensor with " + std::to_string(x.numel()) +
+                                     " elements is ambiguous (use .any() / .all() style reductions)");
+             }
+             return py::bool_(numpy_of(x).attr("item")());
+           })
+      .def("__float__",
+           [](const EagerTensor& x) {
+             if (x.numel() != 1) throw py::type_error("tenferro: only one-element tensors convert to float");
+             return py::float_(numpy_of(x).attr("item")());
+           })
+      .def("__int__", [](const EagerTensor& x) {
+        if (x.numel() != 1) throw py::type_error("tenferro: only one-element tensors convert to int");
+        return py::int_(numpy_of(x).attr("item")());
       });
   t.attr("__hash__") = py::none();
   // Arithmetic and comparison operators; "__r*__" forms swap the operands.

@@ -96,3 +96,20 @@ def test_jit_traces_once_per_signature():
     g(np.zeros(3))
     assert len(g.programs) == 1
     np.testing.assert_allclose(g(np.zeros(3)), np.ones(3))
+
+
+def test_truth_and_number_conversions_follow_numpy():
+    rt = tenferro.Runtime()
+    one, many = rt.tensor(np.array([2.5])), rt.tensor(np.array([1.0, 0.0]))
+    assert bool(one) and float(one) == 2.5 and int(one) == 2
+    assert not bool(rt.tensor(np.array([0.0])))
+    with pytest.raises(ValueError, match="ambiguous"):
+        bool(many)
+    with pytest.raises(TypeError):
+        float(many)
+    # Inside a trace, branching on a traced value is a host read: refused.
+    def branches(x):
+        return x * 2.0 if (x.sum() > 0.0) else x
+
+    with pytest.raises(TypeError, match="trace"):
+        tenferro.trace(branches, np.ones(3))
