@@ -35,6 +35,20 @@ void BM_EagerForwardOnlyMatmul2x2Recorded(benchmark::State& state) {
 }
 BENCHMARK(BM_EagerForwardOnlyMatmul2x2Recorded);
 
+// Eager exp and add of 8 f64 per call (the single-operation fixed cost).
+void BM_EagerExp8(benchmark::State& state) {
+  auto rt = EagerRuntime::create().value();
+  const EagerTensor a = rt->from_values<double>({8}, {1, 2, 3, 4, 5, 6, 7, 8}).value();
+  for (auto _ : state) benchmark::DoNotOptimize(exp(a));
+}
+BENCHMARK(BM_EagerExp8);
+void BM_EagerAdd8(benchmark::State& state) {
+  auto rt = EagerRuntime::create().value();
+  const EagerTensor a = rt->from_values<double>({8}, {1, 2, 3, 4, 5, 6, 7, 8}).value();
+  for (auto _ : state) benchmark::DoNotOptimize(add(a, a));
+}
+BENCHMARK(BM_EagerAdd8);
+
 // An eager 2 x 2 einsum per call (a warm plan): the einsum plan's fixed cost.
 void BM_EagerEinsum2x2(benchmark::State& state) {
   Leaves l2;
