@@ -117,6 +117,16 @@ py::array numpy_of(const EagerTensor& t) {
   return to_numpy(unwrap(eg::to_host(t)));
 }
 
+// A Python function of eager tensors as an EagerFn (for grad/vjp/jvp). Python exceptions
+// propagate as they are.
+eg::EagerFn eager_fn(const py::function& f) {
+  return [&f](std::span<const EagerTensor> v) -> Result<EagerTensor> {
+    py::list args;
+    for (const EagerTensor& x : v) args.append(py::cast(x));
+    return f(*args).cast<EagerTensor>();
+  };
+}
+
 // A program traced from a Python function (tenferro.trace), run on its runtime.
 struct TracedProgram {
   program::CompiledGraph graph;
@@ -500,32 +510,20 @@ void bind_eager(py::module_& m) {
         "False inside a `with tenferro.no_grad():` block of the calling thread.");
   // grad(f, xs): d f / d xs for a Python function of eager tensors returning a real scalar.
   m.def("eager_grad", [](const py::function& f, const std::vector<EagerTensor>& xs) {
-    eg::EagerFn fn = [&f](std::span<const EagerTensor> v) -> Result<EagerTensor> {
-      py::list args;
-      for (const EagerTensor& x : v) args.append(py::cast(x));
-      return f(*args).cast<EagerTensor>();  // Python exceptions propagate as they are
-    };
+    const eg::EagerFn fn = eager_fn(f);
     return unwrap(eg::grad(fn, xs));
   });
 
   // vjp(f, xs, ct) -> (f(xs), grads); jvp(f, xs, vs) -> (f(xs), J vs) (eager autograd.h).
   m.def("eager_vjp", [](const py::function& f, const std::vector<EagerTensor>& xs, const EagerTensor& ct) {
-    eg::EagerFn fn = [&f](std::span<const EagerTensor> v) -> Result<EagerTensor> {
-      py::list args;
-      for (const EagerTensor& x : v) args.append(py::cast(x));
-      return f(*args).cast<EagerTensor>();
-    };
+    const eg::EagerFn fn = eager_fn(f);
     auto [y, g] = unwrap(eg::vjp(fn, xs, ct));
     py::list grads;
     for (EagerTensor& gi : g) grads.append(gi.defined() ? py::cast(std::move(gi)) : py::none());
     return py::make_tuple(std::move(y), py::tuple(grads));
   });
   m.def("eager_jvp", [](const py::function& f, const std::vector<EagerTensor>& xs, const std::vector<EagerTensor>& vs) {
-    eg::EagerFn fn = [&f](std::span<const EagerTensor> v) -> Result<EagerTensor> {
-      py::list args;
-      for (const EagerTensor& x : v) args.append(py::cast(x));
-      return f(*args).cast<EagerTensor>();
-    };
+    const eg::EagerFn fn = eager_fn(f);
     auto [y, dy] = unwrap(eg::jvp(fn, xs, vs));
     return py::make_tuple(std::move(y), std::move(dy));
   });
