@@ -6,7 +6,9 @@ option(TENFERRO_BUILD_BENCHMARKS "Build the Google Benchmark programs under benc
 option(TENFERRO_BUILD_APPS "Build the tenferro command-line program" ON)
 option(TENFERRO_WARNINGS_AS_ERRORS "Treat compiler warnings as errors" OFF)
 option(TENFERRO_PYTHON "Build the Python package (python/) when Python 3 and pybind11 are found" ON)
-option(TENFERRO_NATIVE_ARCH "Compile for the host's SIMD level (-march=native)" ON)
+option(TENFERRO_NATIVE_ARCH "Compile everything for the build machine (-march=native); the result runs only on CPUs like it" OFF)
+set(TENFERRO_BASELINE_ARCH "x86-64-v2" CACHE STRING
+    "Instruction-set baseline (-march) of a portable build; SIMD kernels are selected at run time above it (empty: the compiler's default)")
 
 set(TENFERRO_ENABLE_CUDA "AUTO" CACHE STRING "Build the CUDA engine: AUTO (when nvcc is found), ON (required) or OFF")
 set_property(CACHE TENFERRO_ENABLE_CUDA PROPERTY STRINGS AUTO ON OFF)

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 
 #include <cblas.h>
@@ -54,7 +55,8 @@ bool openblas_core_tuned(std::string_view core, IsaLevel cpu_level) noexcept {
 
 namespace {
 
-IsaLevel built_level() noexcept {
+// The baseline the library (this file among it) was compiled for.
+IsaLevel baseline_level() noexcept {
 #if defined(__AVX512F__) && defined(__AVX512DQ__) && defined(__AVX512BW__) && defined(__AVX512VL__)
   return IsaLevel::kAvx512;
 #elif defined(__AVX2__) && defined(__FMA__)
@@ -139,7 +141,9 @@ CpuCaps CpuCaps::probe() {
   CpuCaps caps;
   probe_cpuid(caps);
   caps.detected_isa = detected_level();
-  caps.built_isa = built_level();
+  caps.built_isa = IsaLevel::kAvx512;  // every kernel level is compiled (Note [ISA kernels])
+  caps.baseline_isa = baseline_level();
+  if (auto cap = isa_cap_from_env(); cap.has_value() && cap->has_value()) caps.max_isa = **cap;
   const arch_t arch = bli_arch_query_id();
   caps.blis_arch = bli_arch_string(arch);
   caps.blis_tuned = arch != BLIS_ARCH_GENERIC;
@@ -150,6 +154,24 @@ CpuCaps CpuCaps::probe() {
   caps.l2_bytes = cache_bytes(_SC_LEVEL2_CACHE_SIZE);
   caps.l3_bytes = cache_bytes(_SC_LEVEL3_CACHE_SIZE);
   return caps;
+}
+
+IsaLevel kernel_isa(const CpuCaps& caps) noexcept {
+  static const IsaLevel machine = detected_level();
+  const IsaLevel u = caps.usable_isa();
+  return u < machine ? u : machine;
+}
+
+Result<std::optional<IsaLevel>> isa_cap_from_env() {
+  const char* text = std::getenv("TENFERRO_MAX_ISA");
+  if (text == nullptr || *text == '\0') return std::optional<IsaLevel>{};
+  auto level = parse_isa(text);
+  if (!level.has_value()) {
+    return Error(ErrorStage::kConfiguration, ErrorCode::kInvalidArgument, "TENFERRO_MAX_ISA",
+                 std::string("environment variable TENFERRO_MAX_ISA='").append(text).append(
+                     "' is not an ISA level (expected scalar, avx2 or avx512)"));
+  }
+  return std::optional<IsaLevel>{*level};
 }
 
 const CpuCaps& host_caps() {
@@ -163,9 +185,11 @@ std::string CpuCaps::describe() const {
   out.append("cpu        ").append(cpu_model.empty() ? "unknown" : cpu_model);
   out.append(" (").append(cpu_vendor).append(", family ").append(std::to_string(cpu_family));
   out.append(" model ").append(std::to_string(cpu_model_id)).append(")\n");
-  out.append("isa        detected ").append(isa_name(detected_isa)).append(", built for ").append(isa_name(built_isa));
+  out.append("isa        detected ").append(isa_name(detected_isa)).append(", kernels built up to ").append(isa_name(built_isa));
+  out.append(", baseline ").append(isa_name(baseline_isa));
+  if (max_isa < IsaLevel::kAvx512) out.append(", capped at ").append(isa_name(max_isa));
   out.append(", usable ").append(isa_name(usable_isa()));
-  if (built_isa > detected_isa) out.append("  (WARNING: the build uses instructions this CPU lacks)");
+  if (baseline_isa > detected_isa) out.append("  (WARNING: the build uses instructions this CPU lacks)");
   out.append("\ncaches     L1d ").append(kib(l1d_bytes)).append(", L2 ").append(kib(l2_bytes));
   out.append(", L3 ").append(kib(l3_bytes)).append("\n");
   out.append("blis       ").append(blis_arch).append(blis_tuned ? " (tuned)" : " (generic kernels: planned as slow)");
@@ -184,6 +208,8 @@ std::string CpuCaps::to_json() const {
   out.append(", \"cpu_model_id\": ").append(std::to_string(cpu_model_id));
   out.append(", \"detected_isa\": \"").append(isa_name(detected_isa)).append("\"");
   out.append(", \"built_isa\": \"").append(isa_name(built_isa)).append("\"");
+  out.append(", \"baseline_isa\": \"").append(isa_name(baseline_isa)).append("\"");
+  out.append(", \"max_isa\": \"").append(isa_name(max_isa)).append("\"");
   out.append(", \"usable_isa\": \"").append(isa_name(usable_isa())).append("\"");
   out.append(", \"blis_arch\": ").append(json_string(blis_arch));
   out.append(", \"blis_tuned\": ").append(b(blis_tuned));

@@ -13,12 +13,39 @@
 #include <thread>
 
 #include "gemm.h"
+#include "tenferro/cpu/dot_route.h"
 
 namespace tenferro::cpu {
 namespace {
 
 using test_support::for_each_index;
 using test_support::Index;
+
+// Routing assertions plan for explicit capabilities (Note [dot_general planner]), so
+// they hold on every machine; the values are checked on this machine's own route.
+// kReferenceCaps: AVX-512 usable, BLIS and OpenBLAS both tuned.
+CpuCaps reference_caps(IsaLevel isa = IsaLevel::kAvx512, bool blis_tuned = true, bool openblas_tuned = true) {
+  CpuCaps c;
+  c.detected_isa = isa;
+  c.built_isa = IsaLevel::kAvx512;
+  c.blis_arch = blis_tuned ? "zen3" : "generic";
+  c.blis_tuned = blis_tuned;
+  c.openblas_core = openblas_tuned ? "Haswell" : "Prescott";
+  c.openblas_tuned = openblas_tuned;
+  c.openblas_threaded = true;
+  return c;
+}
+const CpuCaps kReferenceCaps = reference_caps();
+
+// The route dot_general plans for these operands into `out` on `threads` threads with `caps`.
+DotRoute planned(const CpuCaps& caps, int threads, const Tensor& lhs, const Tensor& rhs, const Tensor& out,
+                 const DotDims& dims, const DotOptions& opt = {}) {
+  const DotProblem p = dot_problem(lhs.dtype(), lhs.layout(), rhs.layout(), out.layout(), dims, opt).value();
+  BatchSettings bs;
+  if (opt.batch_policy) bs.policy = *opt.batch_policy;
+  const DotSettings st{bs, opt.provider, threads};
+  return plan_dot(p, caps, st).value();
+}
 
 
 Tensor strided_operand(std::mt19937_64& rng, DType d, const Shape& shape) {
@@ -365,8 +392,11 @@ TEST(DotGeneral, ContractionOrderPacksTheSmallerOperand) {
     });
     ASSERT_TRUE(st.has_value()) << st.error().to_string();
     // 6*35 = 210 lhs elements against 35*n rhs elements.
-    EXPECT_EQ(scratch.lhs != nullptr, rhs_big) << "rhs_big " << rhs_big;
-    EXPECT_EQ(scratch.rhs != nullptr, !rhs_big) << "rhs_big " << rhs_big;
+    DotOptions opt;
+    opt.provider = GemmProvider::kOpenBlas;
+    const DotRoute route = planned(kReferenceCaps, 1, lhs, rhs, out, c.dims, opt);
+    EXPECT_EQ(route.pack_lhs, rhs_big) << "rhs_big " << rhs_big;
+    EXPECT_EQ(route.pack_rhs, !rhs_big) << "rhs_big " << rhs_big;
     expect_real_product(lhs, rhs, c, out);
   }
 }
@@ -406,8 +436,9 @@ TEST(DotGeneral, ContractionOrderWhenTheLargerOperandIsPacked) {
     opt.provider = GemmProvider::kOpenBlas;
     auto ctx = CpuExecutionContext::sequential();
     ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, c.dims, opt, out, nullptr, &scratch).has_value());
-    EXPECT_NE(scratch.lhs, nullptr) << format_dims(cs.lhs);
-    EXPECT_EQ(scratch.rhs != nullptr, cs.rhs_packed) << format_dims(cs.lhs);
+    const DotRoute route = planned(kReferenceCaps, 1, lhs, rhs, out, c.dims, opt);
+    EXPECT_TRUE(route.pack_lhs) << format_dims(cs.lhs);
+    EXPECT_EQ(route.pack_rhs, cs.rhs_packed) << format_dims(cs.lhs);
     expect_real_product(lhs, rhs, c, out);
   }
 }
@@ -435,9 +466,11 @@ TEST(DotGeneral, BatchFastestOperandsArePackedForBlis) {
     st = dot_general_into(ctx, lhs, rhs, c.dims, DotOptions{}, out, nullptr, &scratch);
   });
   ASSERT_TRUE(st.has_value()) << st.error().to_string();
-  EXPECT_NE(scratch.lhs, nullptr);
-  EXPECT_NE(scratch.rhs, nullptr);
-  EXPECT_NE(scratch.out, nullptr);
+  const DotRoute route = planned(kReferenceCaps, 2, lhs, rhs, out, c.dims);
+  EXPECT_EQ(route.provider, GemmProvider::kBlis) << describe(route);
+  EXPECT_TRUE(route.pack_lhs);
+  EXPECT_TRUE(route.pack_rhs);
+  EXPECT_TRUE(route.pack_out);
   expect_real_product(lhs, rhs, c, out);
 }
 
@@ -477,8 +510,11 @@ TEST(DotGeneral, SplitFreeGroupsInsteadOfPacking) {
         st = dot_general_into(ctx, lhs, rhs, c.dims, DotOptions{}, out, nullptr, &scratch);
       });
       ASSERT_TRUE(st.has_value()) << st.error().to_string();
-      const bool packed = cs.rhs_side ? scratch.rhs != nullptr : scratch.lhs != nullptr;
+      const DotRoute route = planned(kReferenceCaps, threads, lhs, rhs, out, c.dims);
+      const bool packed = cs.rhs_side ? route.pack_rhs : route.pack_lhs;
+      const bool split = cs.rhs_side ? route.split_rhs_free : route.split_lhs_free;
       EXPECT_EQ(packed, !cs.split) << "rhs_side " << cs.rhs_side << " other " << cs.other << " threads " << threads;
+      EXPECT_EQ(split, cs.split) << describe(route);
       SCOPED_TRACE("rhs_side " + std::to_string(cs.rhs_side) + " threads " + std::to_string(threads));
       expect_real_product(lhs, rhs, c, out);
     }
@@ -537,10 +573,11 @@ void expect_in_place_product(CpuDomainExecutor& executor, const Config& cfg, con
     CpuExecutionContext ctx(&executor, ParallelMode::kInner, threads);
     ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, cfg.dims, DotOptions{}, out, nullptr, &scratch));
   });
-  EXPECT_EQ(scratch.lhs, nullptr);
-  EXPECT_EQ(scratch.rhs, nullptr);
+  const DotRoute route = planned(kReferenceCaps, threads, lhs, rhs, out, cfg.dims);
+  EXPECT_FALSE(route.pack_lhs) << describe(route);
+  EXPECT_FALSE(route.pack_rhs) << describe(route);
   if (direct_out) {
-    EXPECT_EQ(scratch.out, nullptr);
+    EXPECT_FALSE(route.pack_out) << describe(route);
   }
   expect_real_product(lhs, rhs, cfg, out);
 }
@@ -660,9 +697,10 @@ TEST(DotGeneral, RowMajorBatchedProductsInPlace) {
           CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
           ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, c.dims, opt, out, nullptr, &scratch));
         });
-        EXPECT_EQ(scratch.lhs, nullptr) << "m " << m << " n " << n << " k " << k;
-        EXPECT_EQ(scratch.rhs, nullptr) << "m " << m << " n " << n << " k " << k;
-        EXPECT_EQ(scratch.out, nullptr) << "m " << m << " n " << n << " k " << k;
+        const DotRoute route = planned(kReferenceCaps, threads, lhs, rhs, out, c.dims, opt);
+        EXPECT_FALSE(route.pack_lhs) << "m " << m << " n " << n << " k " << k << ": " << describe(route);
+        EXPECT_FALSE(route.pack_rhs) << "m " << m << " n " << n << " k " << k;
+        EXPECT_FALSE(route.pack_out) << "m " << m << " n " << n << " k " << k;
         std::string first;
         EXPECT_EQ(alpha_beta_mismatches(lhs, rhs, c, opt, before, out, 1e-12, &first), 0)
             << "m " << m << " n " << n << " k " << k << " threads " << threads << " first at " << first;
@@ -733,7 +771,7 @@ TEST(DotGeneral, ThinTransposedProducts) {
           const bool brow = n % 2 == 1;
           const detail::GemmArgs<double> g{m, n, k, 1.5, a.data(), lda, 1, false,
                                            b.data(), brow ? n : 1, brow ? 1 : k, false, beta, c.data(), 1, m};
-          detail::gemm_naive<double>(g);
+          detail::gemm_naive<double>(kernel_isa(host_caps()), g);
           for (int64_t i = 0; i < m; ++i) {
             for (int64_t j = 0; j < n; ++j) {
               long double acc = 0, mag = 0;
@@ -831,7 +869,7 @@ TEST(DotGeneral, SmallKernelMatchesLongDoubleSums) {
           g.next_a = next_a.data();
           g.next_c = next_c.data();
         }
-        detail::gemm_naive<double>(g);
+        detail::gemm_naive<double>(kernel_isa(host_caps()), g);
         EXPECT_EQ(next_c, next_c0);  // a hint is only prefetched
         expect_kernel_result(
             m, n, k, alpha, beta, [&](int64_t i, int64_t p) { return a[static_cast<size_t>(i + p * lda)]; },
@@ -878,8 +916,9 @@ TEST(DotGeneral, ShortContractionProductsMatchTheReference) {
           CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
           ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, cfg.dims, DotOptions{}, out, nullptr, &scratch));
         });
-        EXPECT_EQ(scratch.lhs != nullptr, a_rows);  // only a row-major A is packed
-        EXPECT_EQ(scratch.rhs, nullptr);
+        const DotRoute route = planned(kReferenceCaps, threads, lhs, rhs, out, cfg.dims);
+        EXPECT_EQ(route.pack_lhs, a_rows) << describe(route);  // only a row-major A is packed
+        EXPECT_FALSE(route.pack_rhs);
         expect_real_product(lhs, rhs, cfg, out);
       }
     }
@@ -908,7 +947,7 @@ TEST(DotGeneral, ShortContractionProductsMatchTheReference) {
 // with a short leading contracted axis and a unit-stride free run it is packed N-fastest,
 // unless it is wide with a short contraction (N >= 4096, 32 <= K <= 512), where the GEMM
 // is faster on a K-fastest B.
-// The packed buffer's second element tells the form; values against long-double sums.
+// The planner's pack form is asserted (reference capabilities); values against long-double sums.
 TEST(DotGeneral, WideRhsIsPackedContractionFastest) {
   const int64_t M = 100, K1 = 6, K2 = 8, N1 = 16;
   for (const int64_t n2 : {int64_t{8}, int64_t{300}}) {
@@ -925,10 +964,9 @@ TEST(DotGeneral, WideRhsIsPackedContractionFastest) {
     DotScratch scratch;
     auto ctx = CpuExecutionContext::sequential();
     ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, dims, DotOptions{}, out, nullptr, &scratch));
-    ASSERT_NE(scratch.rhs, nullptr);
-    const auto* packed = static_cast<const double*>(scratch.rhs->data());
-    const double next_k = rhs.get<double>({1, 0, 0, 0}).value(), next_n = rhs.get<double>({0, 0, 1, 0}).value();
-    EXPECT_EQ(packed[1], N >= 4096 ? next_k : next_n);
+    const DotRoute route = planned(kReferenceCaps, 1, lhs, rhs, out, dims);
+    ASSERT_TRUE(route.pack_rhs) << describe(route);
+    EXPECT_EQ(route.rhs_n_first, N < 4096) << describe(route);
     for (int64_t i = 0; i < M; i += 7)
       for (int64_t a = 0; a < N1; a += 5)
         for (int64_t b = 0; b < n2; b += 3) {
@@ -967,7 +1005,7 @@ TEST(DotGeneral, StreamedOutputKernelMatchesLongDoubleSums) {
           const std::vector<double> c0 = cbuf;
           const double alpha = -0.75;
           const detail::GemmArgs<double> g{m, n, k, alpha, a.data(), 1, lda, false, b.data(), rsb, csb, false, 0.0, c, 1, ldc};
-          detail::streamed_out_f64(g, columns_outer);
+          detail::streamed_out_f64(kernel_isa(host_caps()), g, columns_outer);
           EXPECT_EQ(cbuf[0], c0[0]);
           expect_kernel_result(
               m, n, k, alpha, 0.0, [&](int64_t i, int64_t p) { return a[static_cast<size_t>(i + p * lda)]; },
@@ -1007,7 +1045,9 @@ TEST(DotGeneral, StreamedOutputProductsMatchTheReference) {
           ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, cfg.dims, DotOptions{}, out, nullptr, &scratch));
         });
         if (threads > 1) {
-          EXPECT_EQ(scratch.lhs != nullptr, a_rows);  // the kernel takes A column-major only
+          const DotRoute route = planned(kReferenceCaps, threads, lhs, rhs, out, cfg.dims);
+          EXPECT_EQ(route.kernel, DotKernel::kStreamedOutput) << describe(route);
+          EXPECT_EQ(route.pack_lhs, a_rows);  // the kernel takes A column-major only
         }
         const auto* pc = static_cast<const double*>(out.storage()->data());
         for (int64_t j = 0; j < n; ++j) {
@@ -1051,7 +1091,7 @@ TEST(DotGeneral, StreamedKernelMatchesLongDoubleSums) {
         const double alpha = 1.25, beta = rng() % 3 == 0 ? 0.0 : -0.5;
         const detail::GemmArgs<double> g{m, n, k, alpha, a.data(), row_major ? lda : 1, row_major ? 1 : lda, false,
                                          b.data(), rsb, csb, false, beta, c.data(), 1, ldc};
-        detail::streamed_f64(g);
+        detail::streamed_f64(kernel_isa(host_caps()), g);
         expect_kernel_result(
             m, n, k, alpha, beta,
             [&](int64_t i, int64_t p) { return a[static_cast<size_t>(row_major ? i * lda + p : i + p * lda)]; },
@@ -1070,7 +1110,7 @@ TEST(DotGeneral, StreamedKernelMatchesLongDoubleSums) {
 // B in either order or strided, alpha and beta (beta only on the first slice), a C with
 // padding rows that must stay untouched; against long-double sums.
 TEST(DotGeneral, BlockedKernelMatchesLongDoubleSums) {
-  if (!detail::blocked_available()) GTEST_SKIP() << "no AVX-512 in this build";
+  if (!detail::blocked_available(kernel_isa(host_caps()))) GTEST_SKIP() << "no AVX-512 in this build";
   std::mt19937_64 rng(1130);
   std::normal_distribution<double> nd;
   int checked = 0;
@@ -1094,7 +1134,7 @@ TEST(DotGeneral, BlockedKernelMatchesLongDoubleSums) {
       const detail::GemmArgs<double> g{m, n, k, alpha, a.data(), rsa, csa, false, b.data(), rsb, csb, false,
                                        beta, c.data(), 1, ldc};
       std::vector<double> work(static_cast<size_t>(detail::blocked_work(m, n, k)));
-      ASSERT_TRUE(detail::gemm_blocked_f64(g, work.data()));
+      ASSERT_TRUE(detail::gemm_blocked_f64(kernel_isa(host_caps()), g, work.data()));
       expect_kernel_result(
           m, n, k, alpha, beta, [&](int64_t i, int64_t p) { return a[static_cast<size_t>(i * rsa + p * csa)]; },
           [&](int64_t p, int64_t j) { return b[static_cast<size_t>(p * rsb + j * csb)]; }, c.data(), c0.data(), ldc,
@@ -1109,7 +1149,6 @@ TEST(DotGeneral, BlockedKernelMatchesLongDoubleSums) {
 // panels), C column- and row-major, strided operands, a DotScratch that keeps the
 // workspace between calls.
 TEST(DotGeneral, BlockedProductsMatchTheReference) {
-  if (!detail::blocked_available()) GTEST_SKIP() << "no AVX-512 in this build";
   auto executor = make_tbb_executor(2).value();
   std::mt19937_64 rng(77);
   DotScratch scratch;
@@ -1134,7 +1173,8 @@ TEST(DotGeneral, BlockedProductsMatchTheReference) {
           CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
           ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, c.dims, opt, out, nullptr, &scratch));
         });
-        EXPECT_NE(scratch.work, nullptr);
+        const DotRoute route = planned(kReferenceCaps, threads, lhs, rhs, out, c.dims, opt);
+        EXPECT_EQ(route.kernel, DotKernel::kBlocked) << describe(route);
         std::string first;
         EXPECT_EQ(alpha_beta_mismatches(lhs, rhs, c, opt, before, out, 1e-12, &first), 0)
             << "m " << mnk[0] << " threads " << threads << " row-major C " << row_major_out << " first at " << first;
@@ -1231,7 +1271,7 @@ TEST(DotGeneral, ShortSidesKernelWalksNestedContractions) {
     std::vector<int64_t> row_off(static_cast<size_t>(m));
     for (int64_t i = 0; i < m; ++i) row_off[static_cast<size_t>(i)] = i * rsa;
     if (trial % 2) std::shuffle(row_off.begin(), row_off.end(), rng);
-    detail::short_sides_f64(m, n, alpha, a.data() + base_a, row_off.data(), b.data() + base_b, kw, beta, c.data(), 1, ldc);
+    detail::short_sides_f64(kernel_isa(host_caps()), m, n, alpha, a.data() + base_a, row_off.data(), b.data() + base_b, kw, beta, c.data(), 1, ldc);
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j) {
         long double acc = 0, mag = 0;

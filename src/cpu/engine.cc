@@ -224,6 +224,12 @@ Result<std::shared_ptr<CpuEngine>> CpuEngine::create(CpuEngineConfig config, con
   }
   engine->providers_ = bundle;
   engine->caps_ = config.caps ? *config.caps : host_caps();
+  if (config.max_isa) {
+    engine->caps_.max_isa = *config.max_isa;
+  } else {
+    TENFERRO_TRY(std::optional<IsaLevel> env_cap, isa_cap_from_env());
+    if (env_cap) engine->caps_.max_isa = *env_cap;
+  }
   engine->config_ = std::move(config);
   return engine;
 }

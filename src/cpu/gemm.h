@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "tenferro/cpu/caps.h"
 #include "tenferro/cpu/dot_general.h"
 
 namespace tenferro::cpu::detail {
@@ -88,9 +89,11 @@ inline constexpr int64_t kSmallColumnsMaxA = 32768;
 /// dot_general.cc).
 inline constexpr int64_t kSmallMaxK = 256;
 
-/// Plain loops for every dtype (integers, tiny products, and the test oracle's peer).
+/// Plain loops for every dtype (integers, tiny products, and the test oracle's peer),
+/// with the f64 small, thin and dot-product kernels of the ISA level `isa` (Note [ISA
+/// kernels] in gemm_kernels.cc).
 template <class T>
-void gemm_naive(const GemmArgs<T>& g);
+void gemm_naive(IsaLevel isa, const GemmArgs<T>& g);
 
 /// A contraction walked as up to kMaxKLevels nested loops, innermost first: level l has
 /// `extent[l]` steps of `sa[l]` elements in A and `sb[l]` in B (Note [Short-side
@@ -109,11 +112,11 @@ inline constexpr int64_t kShortSideMax = 32;
 /// C = alpha A B + beta C for f64 with m, n <= kShortSideMax: A's element (i, k) at
 /// a[row_off[i] + ka] (m row offsets: A's rows need not share a stride), B's element
 /// (k, j) at b[kb + j] (B's rows contiguous), where ka and kb walk `k`'s levels; C any
-/// strides. No packing, no allocation. Whether the AVX2 kernel exists is
-/// `short_sides_available()`.
-void short_sides_f64(int64_t m, int64_t n, double alpha, const double* a, const int64_t* row_off, const double* b,
-                     const KLevels& k, double beta, double* c, int64_t rsc, int64_t csc);
-bool short_sides_available();
+/// strides. No packing, no allocation. The vector kernel exists at kAvx2 and above
+/// (`short_sides_available`); below, plain loops.
+void short_sides_f64(IsaLevel isa, int64_t m, int64_t n, double alpha, const double* a, const int64_t* row_off,
+                     const double* b, const KLevels& k, double beta, double* c, int64_t rsc, int64_t csc);
+inline bool short_sides_available(IsaLevel isa) { return isa >= IsaLevel::kAvx2; }
 
 /// Blocks of the blocked f64 GEMM (Note [Blocked AVX-512 GEMM] in gemm.cc): contraction
 /// slices, B column blocks, A row blocks (multiples of the 8-column and 24-row panels).
@@ -134,31 +137,27 @@ inline int64_t blocked_work(int64_t m, int64_t n, int64_t k) {
   return kc * (a > b ? a : b);
 }
 
-/// Whether gemm_blocked_f64 has its AVX-512 kernel in this build.
-bool blocked_available();
+/// Whether gemm_blocked_f64 has its AVX-512 kernel at ISA level `isa`.
+inline bool blocked_available(IsaLevel isa) { return isa >= IsaLevel::kAvx512; }
 
 /// C = alpha A B + beta C for f64 with C column-major (g.rsc == 1) or row-major (g.csc
 /// == 1), A and B any strides; one thread; `work` holds blocked_work(m, n, k) doubles
-/// (64-byte aligned) owned by the caller. Returns false (nothing written) where the build has no
-/// AVX-512 kernel or C has neither form.
-bool gemm_blocked_f64(const GemmArgs<double>& g, double* work);
+/// (64-byte aligned) owned by the caller. Returns false (nothing written) below kAvx512
+/// or where C has neither form.
+bool gemm_blocked_f64(IsaLevel isa, const GemmArgs<double>& g, double* work);
 
 /// Largest n streamed_f64 takes.
 inline constexpr int64_t kStreamMaxN = 32;
 /// Rows of streamed_f64's register slices (callers split m in multiples): 16 with
 /// AVX-512 (Note [Streamed slices on AVX-512]), else 8.
-#if defined(__AVX512F__)
-inline constexpr int64_t kStreamSliceRows = 16;
-#else
-inline constexpr int64_t kStreamSliceRows = 8;
-#endif
+inline int64_t stream_slice_rows(IsaLevel isa) { return isa >= IsaLevel::kAvx512 ? 16 : 8; }
 
 /// C = alpha A B + beta C for f64 with C column-major (g.rsc == 1), A column-major
 /// (g.rsa == 1) or row-major (g.csa == 1), B any strides and g.n <= kStreamMaxN: a tall
 /// product against a narrow B, A read once in memory order (Note [Streamed tall
 /// products] in gemm.cc). No packing, no allocation (a stack tile); one thread
-/// (callers split m).
-void streamed_f64(const GemmArgs<double>& g);
+/// (callers split m). Below kAvx2, plain loops.
+void streamed_f64(IsaLevel isa, const GemmArgs<double>& g);
 
 /// Rows of the streamed-output kernel's tiles (a worker's share of rows is a multiple).
 inline constexpr int64_t kOutTileRows = 128;
@@ -170,7 +169,24 @@ inline constexpr int64_t kOutMaxK = 64;
 /// non-temporal stores (Note [Streamed-output products] in gemm.cc); `columns_outer`
 /// when A is the operand that stays in cache. No allocation (a stack tile); one thread
 /// (callers split m or n in multiples of kOutTileRows / kSmallCols).
-void streamed_out_f64(const GemmArgs<double>& g, bool columns_outer);
+void streamed_out_f64(IsaLevel isa, const GemmArgs<double>& g, bool columns_outer);
+
+// The per-ISA copies of the kernels above (gemm_kernels.cc); callers use the
+// dispatching functions, which take the level.
+#define TENFERRO_DECLARE_GEMM_KERNELS(ns)                                                                             \
+  namespace ns {                                                                                                    \
+  template <class T>                                                                                                \
+  void gemm_naive(const GemmArgs<T>& g);                                                                            \
+  void short_sides_f64(int64_t m, int64_t n, double alpha, const double* a, const int64_t* row_off, const double* b, \
+                       const KLevels& k, double beta, double* c, int64_t rsc, int64_t csc);                         \
+  bool gemm_blocked_f64(const GemmArgs<double>& g, double* work);                                                   \
+  void streamed_f64(const GemmArgs<double>& g);                                                                     \
+  void streamed_out_f64(const GemmArgs<double>& g, bool columns_outer);                                            \
+  }
+TENFERRO_DECLARE_GEMM_KERNELS(scalar)
+TENFERRO_DECLARE_GEMM_KERNELS(avx2)
+TENFERRO_DECLARE_GEMM_KERNELS(avx512)
+#undef TENFERRO_DECLARE_GEMM_KERNELS
 
 /// Library path of the shared object that defines `symbol_address` (tests check that
 /// each provider really calls its library).

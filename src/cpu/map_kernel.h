@@ -5,9 +5,7 @@
 #include <cstdint>
 #include <utility>
 
-#if defined(__AVX2__)
-#include <immintrin.h>
-#endif
+#include <emmintrin.h>
 
 #include "strided_loop.h"
 #include "tenferro/tensor/tensor.h"
@@ -17,35 +15,32 @@ namespace tenferro::cpu::detail {
 // Note [Streaming map stores]: a large destination (at least kMapStreamBytes) with a
 // unit-stride inner run is written with non-temporal stores: the values of 1 KiB of the
 // run are computed into a stack buffer (a plain loop the compiler vectorizes), then
-// streamed to the 32-byte aligned part of the destination, so the destination's lines
+// streamed (SSE2 non-temporal stores) to the 16-byte aligned part of the destination, so the destination's lines
 // are not read first (read-for-ownership): an elementwise product of two 32 MB operands
 // moves 96 MB instead of 128 MB. The stores are fenced before the run returns.
 constexpr int64_t kMapStreamBytes = int64_t{8} << 20;
 // Element count up to which compact maps skip the strided loop (Note [Small compact maps]).
 constexpr int64_t kSmallMapElements = 4096;
 
+// The stores are SSE2 (every x86-64 CPU), so this runs at the library's baseline.
 template <class Out, class G>
 void stream_run(Out* o, int64_t n, G&& g) {
-#if defined(__AVX2__)
-  static_assert(32 % sizeof(Out) == 0);
+  static_assert(16 % sizeof(Out) == 0 || sizeof(Out) == 16);
   constexpr int64_t kBuf = 1024 / static_cast<int64_t>(sizeof(Out));
   int64_t i = 0;
-  while (i < n && reinterpret_cast<uintptr_t>(o + i) % 32 != 0) {
+  while (i < n && reinterpret_cast<uintptr_t>(o + i) % 16 != 0) {
     o[i] = g(i);
     ++i;
   }
-  alignas(32) Out buf[kBuf];
+  alignas(16) Out buf[kBuf];
   for (; n - i >= kBuf; i += kBuf) {
     for (int64_t t = 0; t < kBuf; ++t) buf[t] = g(i + t);
-    auto* dst = reinterpret_cast<__m256i*>(o + i);
-    const auto* src = reinterpret_cast<const __m256i*>(buf);
-    for (int v = 0; v < 32; ++v) _mm256_stream_si256(dst + v, _mm256_load_si256(src + v));
+    auto* dst = reinterpret_cast<__m128i*>(o + i);
+    const auto* src = reinterpret_cast<const __m128i*>(buf);
+    for (int v = 0; v < 64; ++v) _mm_stream_si128(dst + v, _mm_load_si128(src + v));
   }
   for (; i < n; ++i) o[i] = g(i);
   _mm_sfence();
-#else
-  for (int64_t i = 0; i < n; ++i) o[i] = g(i);
-#endif
 }
 
 /// out[i] = f(in_0[i], ..., in_k[i]) for every index of `out`'s layout. The input

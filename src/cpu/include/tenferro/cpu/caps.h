@@ -7,6 +7,7 @@
 /// can plan for any capability set on any machine.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -32,7 +33,13 @@ struct CpuCaps {
   int32_t cpu_family = 0;  ///< cpuid display family
   int32_t cpu_model_id = 0;  ///< cpuid display model
   IsaLevel detected_isa = IsaLevel::kScalar;  ///< supported by the CPU and the OS
-  IsaLevel built_isa = IsaLevel::kScalar;     ///< highest level the kernels were compiled for
+  IsaLevel built_isa = IsaLevel::kScalar;     ///< highest level the SIMD kernels were compiled for
+  /// Level the rest of the library was compiled for (its -march baseline): the CPU must
+  /// have at least this (a native build on a newer machine may not run here at all).
+  IsaLevel baseline_isa = IsaLevel::kScalar;
+  /// Cap on the kernels' level: TENFERRO_MAX_ISA when probed, or CpuEngineConfig::max_isa
+  /// (tests run every kernel level on one machine; users debug numerics).
+  IsaLevel max_isa = IsaLevel::kAvx512;
   std::string blis_arch;     ///< BLIS's chosen sub-configuration ("haswell", "zen3", "generic")
   bool blis_tuned = false;   ///< BLIS runs kernels written for this CPU (not "generic")
   std::string openblas_core;  ///< OpenBLAS's chosen core ("Haswell", "SkylakeX", "Prescott")
@@ -41,11 +48,16 @@ struct CpuCaps {
   int64_t l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;  ///< per-core L1d/L2, shared L3; 0 = unknown
 
   /// Probes this process's CPU and the linked BLIS/OpenBLAS (cheap; no global state is
-  /// changed). Never fails: unknown facts stay at their defaults.
+  /// changed), and reads the cap TENFERRO_MAX_ISA (ignored here when it does not parse:
+  /// `isa_cap_from_env` reports that, and engine creation fails with it). Never fails:
+  /// unknown facts stay at their defaults.
   static CpuCaps probe();
 
-  /// The ISA level kernels may use: min(detected, built).
-  IsaLevel usable_isa() const noexcept { return detected_isa < built_isa ? detected_isa : built_isa; }
+  /// The ISA level kernels may use: min(detected, built, max_isa).
+  IsaLevel usable_isa() const noexcept {
+    IsaLevel l = detected_isa < built_isa ? detected_isa : built_isa;
+    return max_isa < l ? max_isa : l;
+  }
 
   /// Multi-line human-readable report (`tenferro info`).
   std::string describe() const;
@@ -58,6 +70,16 @@ struct CpuCaps {
 /// This process's capabilities, probed on first use and immutable afterwards (module
 /// metadata, ARCHITECTURE §3.3). Contexts built without an engine plan with these.
 const CpuCaps& host_caps();
+
+/// The level kernels run at for planning caps `caps`: caps.usable_isa(), never above
+/// what this process's CPU supports (caps written by hand may claim more; a kernel
+/// never executes instructions the machine lacks). Thread-safe.
+IsaLevel kernel_isa(const CpuCaps& caps) noexcept;
+
+/// The environment's ISA cap: TENFERRO_MAX_ISA=scalar|avx2|avx512, or nullopt when unset
+/// or empty. Errors: kInvalidArgument (stage kConfiguration) naming the variable and its
+/// value when it is set to anything else.
+Result<std::optional<IsaLevel>> isa_cap_from_env();
 
 /// Whether an OpenBLAS core name uses the vector ISA `level` offers: on an AVX2 or
 /// AVX-512 CPU, SSE-only cores (Prescott, Core2, Nehalem, ..., the fallbacks OpenBLAS

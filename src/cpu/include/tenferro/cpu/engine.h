@@ -80,6 +80,9 @@ struct CpuEngineConfig {
   /// them plans as if on another machine (e.g. a BLAS treated as untuned); kernels
   /// still run on this one.
   std::optional<CpuCaps> caps{};
+  /// Cap on the SIMD kernels' ISA level (CpuCaps::max_isa); unset: the environment's
+  /// TENFERRO_MAX_ISA, else no cap. An invalid TENFERRO_MAX_ISA fails create.
+  std::optional<IsaLevel> max_isa{};
 };
 
 /// Facts about one created domain.

@@ -1,0 +1,458 @@
+// The strided copy kernel, compiled once per ISA level (Note [ISA kernels] in
+// gemm_kernels.cc); copy.cc dispatches to the copy for the context's usable level.
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include <immintrin.h>
+
+#include "isa_region.h"
+#include "strided_loop.h"
+#include "tenferro/cpu/kernels.h"
+
+TENFERRO_ISA_BEGIN
+namespace tenferro::cpu::detail::TENFERRO_ISA_NS {
+
+// Note [Copy kernel]: the copy runs on the merged axes of Note [Strided loop plan]
+// (operand 0 = destination, 1 = source). If the source's fastest axis is also the
+// destination's fastest, the inner loop walks both together (memcpy when both are unit
+// stride). Otherwise it is a transpose: a destination group G0 (the destination-fastest
+// axes, contiguous in the destination, up to kGroup elements) and a source group G1 (the
+// source-fastest axes not in G0, contiguous in the source) form a P0 x P1 matrix whose
+// rows/columns have the other operand's offsets in small tables (or a plain stride for a
+// single axis). That matrix is copied in 64 x 64 blocks of 4 x 4 register transposes
+// (AVX2 for 4-, 8- and 16-byte elements, scalar otherwise), so both sides move whole
+// vectors, also when a group is contiguous only in segments of an odd extent (Note
+// [Transpose segments]); many tiny axes (rank-24 with extent 2) become one such matrix.
+// Large outputs use streaming stores (no read-for-ownership of the destination).
+// Remaining axes form the odometer split across threads.
+
+namespace {
+
+struct LoopAxisView {
+  int64_t extent;
+  int64_t stride;
+};
+
+template <int S>
+struct Bytes {
+  unsigned char b[S];
+};
+template <int S>
+using Word = std::conditional_t<S == 1, uint8_t,
+                                std::conditional_t<S == 2, uint16_t,
+                                                   std::conditional_t<S == 4, uint32_t,
+                                                                      std::conditional_t<S == 8, uint64_t, Bytes<S>>>>>;
+
+constexpr int64_t kGroup = 4096;  // max elements of a table-described group (2 x 32 KiB tables)
+constexpr int64_t kStreamBytes = 8 << 20;  // outputs at least this large use streaming stores
+constexpr int64_t kMinGroup = 16;          // groups grow past gaps until this many elements
+
+// Offsets (bytes) of a group's elements in one operand: a table or a stride.
+struct Offsets {
+  const int64_t* table = nullptr;
+  int64_t stride = 0;
+  int64_t at(int64_t i) const { return table ? table[i] : i * stride; }
+};
+
+// Copies a P0 x P1 block: dst[di(i) + dj(j)] = src[si(i) + sj(j)], where di is
+// contiguous (stride d0) and sj contiguous (stride s1).
+template <class W>
+struct Transposer {
+  int64_t p0, p1;
+  Offsets di;      // dst offsets along i (G0)
+  Offsets si;      // src offsets along i
+  Offsets dj;      // dst offsets along j (G1)
+  Offsets sj;      // src offsets along j
+  bool stream;
+  bool stream_aligned = false;  // stream, and every vector store address is 32-byte aligned
+  bool vec_ok = false;          // quads within segments of i contiguous in dst, of j in src
+  bool pair_ok = false;         // (8-byte elements) pairs of i contiguous in dst, of j in src
+  // Note [Transpose segments]: i runs contiguously in dst over segments of seg_i
+  // elements (the leading G0 axes that continue each other in dst), j in src over
+  // segments of seg_j. The vector path takes quads inside each segment and copies a
+  // segment's last (length mod 4) elements one by one, so a group whose first axis has
+  // an extent like 5 or 9 is still mostly moved in vectors. Before, such a group fell
+  // back to element-wise copies: MERA closed's 136 x 58320 rhs pack (source [5 x 8] N x K
+  // tiles) took 36-48 ms on one thread and 21-24 ms on two; with segments 7-8 ms and 6
+  // ms (memcpy of the same bytes 8-14 ms; `tenferro` MERA closed at 2 threads 970 -> 865
+  // ms, 3 interleaved pairs, 2026-11-30).
+  int64_t seg_i = 1, seg_j = 1;
+
+  static constexpr int64_t kE = sizeof(W);
+
+  void scalar(char* d, const char* s, int64_t i0, int64_t i1, int64_t j0, int64_t j1) const {
+    for (int64_t i = i0; i < i1; ++i) {
+      const char* srow = s + si.at(i);
+      char* dcol = d + di.at(i);
+      for (int64_t j = j0; j < j1; ++j) {
+        *reinterpret_cast<W*>(dcol + dj.at(j)) = *reinterpret_cast<const W*>(srow + sj.at(j));
+      }
+    }
+  }
+
+  // Note [Transpose blocking]: i advances a block of destination bytes at a time, j
+  // runs over the whole group, so every store completes destination lines (good for
+  // streaming stores, whose write-combining buffers are few).
+  void run(char* d, const char* s) const { run_rows(d, s, 0, p0); }
+  void run_rows(char* d, const char* s, int64_t i_begin, int64_t i_end) const {
+    for (int64_t i0 = i_begin; i0 < i_end; i0 += i_block) {
+      block(d, s, i0, std::min(i_end, i0 + i_block), 0, p1);
+    }
+  }
+  // Note [Transpose blocking] (measured, docs/benchmarks.md): rows advance in blocks of
+  // 512 destination bytes, or of one 64-byte line when consecutive source rows are a
+  // multiple of 4 KiB apart (they would share L1 sets; only a line's worth stays live).
+  int64_t i_block = 1;
+  void choose_block() {
+    const int64_t row_step = p0 > 1 ? si.at(1) - si.at(0) : 0;
+    const bool conflict = row_step % 4096 == 0;
+    i_block = std::max<int64_t>(1, (conflict ? 64 : 512) / kE);
+  }
+
+  void block(char* d, const char* s, int64_t i0, int64_t i1, int64_t j0, int64_t j1) const {
+#if TENFERRO_ISA_LEVEL >= 1
+    constexpr int64_t kV = kE == 4 ? 4 : kE == 8 ? 4 : kE == 16 ? 2 : 0;
+    if constexpr (kV > 0) {
+      if (vec_ok) {
+        // Sub-ranges of [i0, i1) and [j0, j1) inside one segment (Note [Transpose segments]).
+        const bool nt = stream_aligned && (reinterpret_cast<uintptr_t>(d) % 32) == 0;
+        for (int64_t ia = i0; ia < i1;) {
+          const int64_t ib = std::min(i1, (ia / seg_i + 1) * seg_i);
+          const int64_t iv = ia + (ib - ia) / kV * kV;
+          for (int64_t ja = j0; ja < j1;) {
+            const int64_t jb = std::min(j1, (ja / seg_j + 1) * seg_j);
+            const int64_t jv = ja + (jb - ja) / kV * kV;
+            if (nt) {
+              vec_block<kV, true>(d, s, ia, iv, ja, jv);
+            } else {
+              vec_block<kV, false>(d, s, ia, iv, ja, jv);
+            }
+            if (jv < jb) {
+              if (nt) {
+                tail_cols<kV, true>(d, s, ia, iv, jv, jb);
+              } else {
+                tail_cols<kV, false>(d, s, ia, iv, jv, jb);
+              }
+            }
+            ja = jb;
+          }
+          if (iv < ib) scalar(d, s, iv, ib, j0, j1);
+          ia = ib;
+        }
+        return;
+      }
+    }
+    if constexpr (kE == 8) {
+      if (pair_ok && i0 % 2 == 0 && j0 % 2 == 0) {
+        const int64_t iv = i0 + (i1 - i0) / 2 * 2;
+        const int64_t jv = j0 + (j1 - j0) / 2 * 2;
+        if (stream_aligned && (reinterpret_cast<uintptr_t>(d) % 16) == 0) {
+          pair_block<true>(d, s, i0, iv, j0, jv);
+        } else {
+          pair_block<false>(d, s, i0, iv, j0, jv);
+        }
+        if (iv < i1) scalar(d, s, iv, i1, j0, j1);
+        if (jv < j1) scalar(d, s, i0, iv, jv, j1);
+        return;
+      }
+    }
+#endif
+    scalar(d, s, i0, i1, j0, j1);
+  }
+
+#if TENFERRO_ISA_LEVEL >= 1
+  // 2 x 2 transposes of 8-byte elements (SSE2), for groups whose contiguous runs are
+  // only two long (many axes of extent 2).
+  template <bool kStream>
+  void pair_block(char* d, const char* s, int64_t i0, int64_t iv, int64_t j0, int64_t jv) const {
+    for (int64_t j = j0; j < jv; j += 2) {
+      char* d0r = d + dj.at(j);
+      char* d1r = d + dj.at(j + 1);
+      const char* scol = s + sj.at(j);
+      for (int64_t i = i0; i < iv; i += 2) {
+        const __m128d r0 = _mm_loadu_pd(reinterpret_cast<const double*>(scol + si.at(i)));
+        const __m128d r1 = _mm_loadu_pd(reinterpret_cast<const double*>(scol + si.at(i + 1)));
+        const __m128d c0 = _mm_unpacklo_pd(r0, r1), c1 = _mm_unpackhi_pd(r0, r1);
+        const int64_t off = di.at(i);
+        if constexpr (kStream) {
+          _mm_stream_pd(reinterpret_cast<double*>(d0r + off), c0);
+          _mm_stream_pd(reinterpret_cast<double*>(d1r + off), c1);
+        } else {
+          _mm_storeu_pd(reinterpret_cast<double*>(d0r + off), c0);
+          _mm_storeu_pd(reinterpret_cast<double*>(d1r + off), c1);
+        }
+      }
+    }
+  }
+#endif
+
+#if TENFERRO_ISA_LEVEL >= 1
+  // Note [Transpose micro-kernel]: row pointers are formed once per quad of rows and
+  // columns, and the streaming/unaligned choice is made once per block (a template
+  // parameter), so the inner loop is loads, shuffles and stores only.
+  template <int64_t kV, bool kStream>
+  void vec_block(char* d, const char* s, int64_t i0, int64_t iv, int64_t j0, int64_t jv) const {
+    for (int64_t j = j0; j < jv; j += kV) {
+      char* drow[kV];
+      for (int64_t k = 0; k < kV; ++k) drow[k] = d + dj.at(j + k);
+      const char* scol = s + sj.at(j);
+      for (int64_t i = i0; i < iv; i += kV) {
+        const char* srow[kV];
+        for (int64_t k = 0; k < kV; ++k) srow[k] = scol + si.at(i + k);
+        micro<kStream>(drow, srow, di.at(i));
+      }
+    }
+  }
+
+  // The last (length mod 4) j of a segment: whole destination rows, each written in
+  // vectors of kV elements gathered from the source (streamed like the quads).
+  template <int64_t kV, bool kStream>
+  void tail_cols(char* d, const char* s, int64_t i0, int64_t iv, int64_t j0, int64_t j1) const {
+    for (int64_t j = j0; j < j1; ++j) {
+      char* drow = d + dj.at(j);
+      const char* scol = s + sj.at(j);
+      for (int64_t i = i0; i < iv; i += kV) {
+        alignas(32) W v[kV];
+        for (int64_t k = 0; k < kV; ++k) v[k] = *reinterpret_cast<const W*>(scol + si.at(i + k));
+        char* out = drow + di.at(i);
+        if constexpr (kE == 4) {
+          const __m128 x = _mm_load_ps(reinterpret_cast<const float*>(v));
+          if constexpr (kStream) {
+            _mm_stream_ps(reinterpret_cast<float*>(out), x);
+          } else {
+            _mm_storeu_ps(reinterpret_cast<float*>(out), x);
+          }
+        } else {
+          const __m256d x = _mm256_load_pd(reinterpret_cast<const double*>(v));
+          if constexpr (kStream) {
+            _mm256_stream_pd(reinterpret_cast<double*>(out), x);
+          } else {
+            _mm256_storeu_pd(reinterpret_cast<double*>(out), x);
+          }
+        }
+      }
+    }
+  }
+
+  template <bool kStream>
+  static void micro(char* const* drow, const char* const* srow, int64_t doff) {
+    if constexpr (kE == 8) {
+      const __m256d r0 = _mm256_loadu_pd(reinterpret_cast<const double*>(srow[0]));
+      const __m256d r1 = _mm256_loadu_pd(reinterpret_cast<const double*>(srow[1]));
+      const __m256d r2 = _mm256_loadu_pd(reinterpret_cast<const double*>(srow[2]));
+      const __m256d r3 = _mm256_loadu_pd(reinterpret_cast<const double*>(srow[3]));
+      const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+      const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+      const __m256d c0 = _mm256_permute2f128_pd(t0, t2, 0x20), c1 = _mm256_permute2f128_pd(t1, t3, 0x20);
+      const __m256d c2 = _mm256_permute2f128_pd(t0, t2, 0x31), c3 = _mm256_permute2f128_pd(t1, t3, 0x31);
+      if constexpr (kStream) {
+        _mm256_stream_pd(reinterpret_cast<double*>(drow[0] + doff), c0);
+        _mm256_stream_pd(reinterpret_cast<double*>(drow[1] + doff), c1);
+        _mm256_stream_pd(reinterpret_cast<double*>(drow[2] + doff), c2);
+        _mm256_stream_pd(reinterpret_cast<double*>(drow[3] + doff), c3);
+      } else {
+        _mm256_storeu_pd(reinterpret_cast<double*>(drow[0] + doff), c0);
+        _mm256_storeu_pd(reinterpret_cast<double*>(drow[1] + doff), c1);
+        _mm256_storeu_pd(reinterpret_cast<double*>(drow[2] + doff), c2);
+        _mm256_storeu_pd(reinterpret_cast<double*>(drow[3] + doff), c3);
+      }
+    } else if constexpr (kE == 4) {
+      __m128 r0 = _mm_loadu_ps(reinterpret_cast<const float*>(srow[0]));
+      __m128 r1 = _mm_loadu_ps(reinterpret_cast<const float*>(srow[1]));
+      __m128 r2 = _mm_loadu_ps(reinterpret_cast<const float*>(srow[2]));
+      __m128 r3 = _mm_loadu_ps(reinterpret_cast<const float*>(srow[3]));
+      _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+      if constexpr (kStream) {
+        _mm_stream_ps(reinterpret_cast<float*>(drow[0] + doff), r0);
+        _mm_stream_ps(reinterpret_cast<float*>(drow[1] + doff), r1);
+        _mm_stream_ps(reinterpret_cast<float*>(drow[2] + doff), r2);
+        _mm_stream_ps(reinterpret_cast<float*>(drow[3] + doff), r3);
+      } else {
+        _mm_storeu_ps(reinterpret_cast<float*>(drow[0] + doff), r0);
+        _mm_storeu_ps(reinterpret_cast<float*>(drow[1] + doff), r1);
+        _mm_storeu_ps(reinterpret_cast<float*>(drow[2] + doff), r2);
+        _mm_storeu_ps(reinterpret_cast<float*>(drow[3] + doff), r3);
+      }
+    } else if constexpr (kE == 16) {
+      const __m256d r0 = _mm256_loadu_pd(reinterpret_cast<const double*>(srow[0]));
+      const __m256d r1 = _mm256_loadu_pd(reinterpret_cast<const double*>(srow[1]));
+      const __m256d c0 = _mm256_permute2f128_pd(r0, r1, 0x20), c1 = _mm256_permute2f128_pd(r0, r1, 0x31);
+      if constexpr (kStream) {
+        _mm256_stream_pd(reinterpret_cast<double*>(drow[0] + doff), c0);
+        _mm256_stream_pd(reinterpret_cast<double*>(drow[1] + doff), c1);
+      } else {
+        _mm256_storeu_pd(reinterpret_cast<double*>(drow[0] + doff), c0);
+        _mm256_storeu_pd(reinterpret_cast<double*>(drow[1] + doff), c1);
+      }
+    }
+  }
+#endif
+};
+
+// Fills `table` with the byte offsets, in operand `op`, of the elements of the axes
+// [first, last) of `loop` enumerated column-major; returns the element count.
+int64_t group_table(const detail::StridedLoop<2>& loop, size_t first, size_t last, int op, int64_t* table) {
+  int64_t n = 1;
+  table[0] = 0;
+  for (size_t k = first; k < last; ++k) {
+    const int64_t e = loop.axis(k).extent;
+    const int64_t st = loop.axis(k).stride[op];
+    for (int64_t r = 1; r < e; ++r) {
+      for (int64_t q = 0; q < n; ++q) table[r * n + q] = table[q] + r * st;
+    }
+    n *= e;
+  }
+  return n;
+}
+
+template <class W>
+void copy_typed(const CpuExecutionContext& ctx, const char* src_base, const Layout& src, char* dst_base,
+                const Layout& dst) {
+  constexpr int64_t kElem = sizeof(W);
+  detail::StridedLoop<2> loop({&dst, &src}, {kElem, kElem});
+  if (loop.empty()) return;
+  std::array<char*, 2> bases{dst_base, const_cast<char*>(src_base)};
+  const size_t src_fast = loop.fastest_axis(1);
+  if (src_fast == 0 || loop.rank() == 1) {
+    const int64_t ds = loop.axis(0).stride[0];
+    const int64_t ss = loop.axis(0).stride[1];
+    loop.run_chunked(ctx, bases, [&](const std::array<char*, 2>& p, int64_t n) {
+      if (ds == kElem && ss == kElem) {
+        std::memcpy(p[0], p[1], static_cast<size_t>(n * kElem));
+        return;
+      }
+      char* d = p[0];
+      const char* s = p[1];
+      for (int64_t i = 0; i < n; ++i) {
+        *reinterpret_cast<W*>(d + i * ds) = *reinterpret_cast<const W*>(s + i * ss);
+      }
+    });
+    return;
+  }
+  // Transpose: G1 starts with the source-fastest axis (moved to position 1); G0 = axis 0
+  // (the destination-fastest) plus the next destination-fastest axes, skipping G1's;
+  // then G1 grows with the next source-fastest axes not in G0. Each group keeps offset
+  // tables for both operands, so axes need not be contiguous (Note [Copy kernel]).
+  loop.move_axis(src_fast, 1);
+  auto grow = [&](size_t begin, int64_t product, int op, size_t* end) {
+    while (product < kGroup) {
+      size_t best = loop.rank();
+      for (size_t k = *end; k < loop.rank(); ++k) {
+        if (best == loop.rank() || std::llabs(loop.axis(k).stride[op]) < std::llabs(loop.axis(best).stride[op])) best = k;
+      }
+      if (best == loop.rank() || product * loop.axis(best).extent > kGroup) break;
+      // Past a minimum size, only grow with an axis that continues the group
+      // contiguously in this operand (a gap would scatter the group's accesses).
+      if (product >= kMinGroup && std::llabs(loop.axis(best).stride[op]) != product * kElem) break;
+      product *= loop.axis(best).extent;
+      loop.move_axis(best, *end);
+      ++*end;
+    }
+    (void)begin;
+    return product;
+  };
+  // G0 may not take the G1 axis: grow it past position 1 first, then slot G1 after it.
+  size_t g0_end = 2;
+  int64_t p0 = grow(0, loop.axis(0).extent, 0, &g0_end);  // G0 = {0} + [2, g0_end)
+  loop.move_axis(1, g0_end - 1);                           // G1's first axis after G0
+  --g0_end;                                                // G0 = [0, g0_end)
+  size_t g1_end = g0_end + 1;
+  int64_t p1 = grow(g0_end, loop.axis(g0_end).extent, 1, &g1_end);  // G1 = [g0_end, g1_end)
+  // Offset tables.
+  int64_t g0_dst[kGroup], g0_src[kGroup], g1_dst[kGroup], g1_src[kGroup];
+  Transposer<W> tr{};
+  tr.p0 = p0;
+  tr.p1 = p1;
+  auto describe = [&](size_t first, size_t last, int op, int64_t* table) {
+    Offsets o;
+    if (last == first + 1) {
+      o.stride = loop.axis(first).stride[op];
+    } else {
+      group_table(loop, first, last, op, table);
+      o.table = table;
+    }
+    return o;
+  };
+  tr.di = describe(0, g0_end, 0, g0_dst);
+  tr.si = describe(0, g0_end, 1, g0_src);
+  tr.dj = describe(g0_end, g1_end, 0, g1_dst);
+  tr.sj = describe(g0_end, g1_end, 1, g1_src);
+  {
+    // Vector path: quads inside the contiguous segments of i (dst) and j (src), Note
+    // [Transpose segments].
+    constexpr int64_t kQ = kElem == 16 ? 2 : 4;
+    auto segment = [&](size_t first, size_t last, int op) {
+      int64_t run = 1;
+      for (size_t k = first; k < last && loop.axis(k).stride[op] == run * kElem; ++k) run *= loop.axis(k).extent;
+      return run;
+    };
+    tr.seg_i = segment(0, g0_end, 0);
+    tr.seg_j = segment(g0_end, g1_end, 1);
+    tr.vec_ok = tr.seg_i >= kQ && tr.seg_j >= kQ;
+    bool okp = kElem == 8 && p0 >= 2 && p1 >= 2;
+    for (int64_t i = 0; okp && i + 2 <= p0; i += 2) okp = tr.di.at(i + 1) == tr.di.at(i) + kElem;
+    for (int64_t j = 0; okp && j + 2 <= p1; j += 2) okp = tr.sj.at(j + 1) == tr.sj.at(j) + kElem;
+    tr.pair_ok = okp;
+  }
+  tr.stream = dst.element_count() * kElem >= kStreamBytes;
+  tr.stream_aligned = tr.stream;
+  tr.choose_block();
+  {
+    // Alignment of every vector store: 32 bytes for the quad path (16 for floats and
+    // for the pair path); row offsets dj and column offsets di at vector starts.
+    // i segments that are not whole quads leave element-wise tails inside destination
+    // lines: no streaming stores then (j tails are whole destination rows).
+    const bool quads = tr.vec_ok;
+    const int64_t step = quads ? (kElem == 16 ? 2 : 4) : 2;
+    if (quads && tr.seg_i < p0 && tr.seg_i % step != 0) {
+      tr.stream_aligned = false;
+    }
+    const int64_t align = (kElem == 4 || !quads) ? 16 : 32;
+    for (int64_t j = 0; tr.stream_aligned && j < p1; ++j) tr.stream_aligned = tr.dj.at(j) % align == 0;
+    for (int64_t i = 0; tr.stream_aligned && i < p0; i += step) tr.stream_aligned = tr.di.at(i) % align == 0;
+  }
+  const int64_t outer = loop.outer_count(g1_end);
+  if (ctx.threads() > 1 && outer < 4 * ctx.threads() && p0 * p1 >= (int64_t{1} << 15)) {
+    // Few outer iterations: split each transpose over its rows (i) instead.
+    constexpr int64_t kIChunk = 64;
+    const int64_t pieces = (p0 + kIChunk - 1) / kIChunk;
+    for (int64_t o = 0; o < outer; ++o) {
+      loop.run_range(bases, g1_end, o, o + 1, [&](const std::array<char*, 2>& p) {
+        ctx.parallel_for(pieces, 1, [&](int64_t b, int64_t e) {
+          tr.run_rows(p[0], p[1], b * kIChunk, std::min(p0, e * kIChunk));
+#if TENFERRO_ISA_LEVEL >= 1
+          if (tr.stream) _mm_sfence();
+#endif
+        });
+      });
+    }
+    return;
+  }
+  loop.run(ctx, bases, g1_end, p0 * p1, [&](const std::array<char*, 2>& p) {
+    tr.run(p[0], p[1]);
+#if TENFERRO_ISA_LEVEL >= 1
+    // Streaming stores are weakly ordered: fence on the thread that issued them.
+    if (tr.stream) _mm_sfence();
+#endif
+  });
+}
+
+}  // namespace
+
+void copy_strided(const CpuExecutionContext& ctx, const void* src_base, const Layout& src, void* dst_base,
+                  const Layout& dst, int64_t elem) {
+  const char* s = static_cast<const char*>(src_base);
+  char* d = static_cast<char*>(dst_base);
+  switch (elem) {
+    case 1: return copy_typed<Word<1>>(ctx, s, src, d, dst);
+    case 2: return copy_typed<Word<2>>(ctx, s, src, d, dst);
+    case 4: return copy_typed<Word<4>>(ctx, s, src, d, dst);
+    case 8: return copy_typed<Word<8>>(ctx, s, src, d, dst);
+    default: return copy_typed<Word<16>>(ctx, s, src, d, dst);
+  }
+}
+
+}  // namespace tenferro::cpu::detail::TENFERRO_ISA_NS
+TENFERRO_ISA_END

@@ -1,0 +1,1028 @@
+#include "dot_plan.h"
+
+#include <algorithm>
+#include <string>
+
+namespace tenferro::cpu {
+
+// Note [dot_general planner]: every choice dot_general makes (batch policy, provider,
+// kernel, thread split, which operands are packed and in which form, whether a free
+// group is split) is made here, by plan_dot, a pure function of the problem's geometry
+// (DotProblem, from the layouts), the CPU's capabilities (CpuCaps) and the settings;
+// dot_general executes the answer (a switch on DotRoute::kernel) and
+// explain_dot_general returns it with its reason. Each threshold is a named constant
+// next to the note that records its measurement; a route that depends on the CPU
+// (tenferro's SIMD kernels, BLIS or OpenBLAS kernels tuned for it) is chosen only where
+// the capabilities say it holds, and untuned libraries or a lower ISA level get the
+// safe default (the providers' own kernels). Tests plan for tables of capability sets,
+// so every branch is reachable on every machine.
+//
+// Note [dot_general routes]: each operand is viewed as a strided batch of matrices
+// (lhs: batch x M x K, rhs: batch x K x N, out: batch x M x N) by merging its batch,
+// free and contracting dimensions into one stride each. An operand whose dimensions do
+// not merge, or whose strides the chosen provider cannot take, is packed alone into a
+// compact canonical copy; the others are passed as they are (no copy). A destination
+// that cannot be addressed is computed in a compact scratch and copied back once.
+//
+// Note [Default GEMM provider]: kAuto uses plain loops for tiny products (Note [Tiny
+// products]) and integer dtypes; OpenBLAS for single products and provider-item
+// batches (f64 on AVX-512 builds: the blocked kernel, Note [Blocked AVX-512 GEMM]);
+// BLIS (one thread per call) for sequential, outer-parallel and whole-batch vendor
+// batches, where BLIS runs tuned kernels (Note [Untuned BLIS]). Figures:
+// docs/benchmarks.md ("GEMM providers").
+//
+// Note [Batch policy thresholds]: kAuto runs batches outer-parallel when the context
+// has more than one thread and each product is below DotOptions::outer_parallel_flops
+// multiply-adds; otherwise sequentially, each product using the context's threads.
+
+namespace {
+std::string s(int64_t v) { return std::to_string(v); }
+}  // namespace
+
+namespace detail {
+
+// Merges `axes` of `layout` (in the given order) into one (extent, stride) if they are
+// column-major contiguous among themselves; extent-1 axes are ignored.
+DotGroup merge_group(const Layout& layout, std::span<const int64_t> axes) {
+  DotGroup g;
+  bool first = true;
+  int64_t expect = 0;
+  for (int64_t a : axes) {
+    const int64_t e = layout.shape[static_cast<size_t>(a)];
+    const int64_t st = layout.strides[static_cast<size_t>(a)];
+    g.extent *= e;
+    if (e == 1) continue;
+    if (first) {
+      g.stride = st;
+      expect = st * e;
+      first = false;
+    } else {
+      if (st != expect) g.mergeable = false;
+      expect = st * e;
+    }
+  }
+  if (g.extent <= 1) g.stride = 0;
+  return g;
+}
+
+namespace {
+
+Result<void> check_axes(std::span<const int64_t> axes, int64_t rank, const char* which, SmallVector<bool, 64>& used) {
+  for (int64_t a : axes) {
+    if (a < 0 || a >= rank) {
+      return usage_error(ErrorCode::kOutOfRange, "dot_general",
+                         std::string(which) + " axis " + s(a) + " is out of range for rank " + s(rank));
+    }
+    if (used[static_cast<size_t>(a)]) {
+      return usage_error(ErrorCode::kInvalidArgument, "dot_general",
+                         std::string(which) + " axis " + s(a) + " is used twice");
+    }
+    used[static_cast<size_t>(a)] = true;
+  }
+  return ok();
+}
+
+}  // namespace
+
+Result<DotAxes> dot_axes(const Shape& lhs, const Shape& rhs, const DotDims& d) {
+  if (d.lhs_batch.size() != d.rhs_batch.size() || d.lhs_contracting.size() != d.rhs_contracting.size()) {
+    return usage_error(ErrorCode::kInvalidArgument, "dot_general",
+                       "batch lists " + format_dims(d.lhs_batch.span()) + " / " + format_dims(d.rhs_batch.span()) +
+                           " or contracting lists " + format_dims(d.lhs_contracting.span()) + " / " +
+                           format_dims(d.rhs_contracting.span()) + " differ in length");
+  }
+  SmallVector<bool, 64> lu(lhs.size(), false), ru(rhs.size(), false);
+  TENFERRO_TRY_VOID(check_axes(d.lhs_batch.span(), lhs.ssize(), "lhs batch", lu));
+  TENFERRO_TRY_VOID(check_axes(d.lhs_contracting.span(), lhs.ssize(), "lhs contracting", lu));
+  TENFERRO_TRY_VOID(check_axes(d.rhs_batch.span(), rhs.ssize(), "rhs batch", ru));
+  TENFERRO_TRY_VOID(check_axes(d.rhs_contracting.span(), rhs.ssize(), "rhs contracting", ru));
+  DotAxes p;
+  for (size_t i = 0; i < d.lhs_batch.size(); ++i) {
+    const int64_t a = lhs[static_cast<size_t>(d.lhs_batch[i])], b = rhs[static_cast<size_t>(d.rhs_batch[i])];
+    if (a != b) {
+      return usage_error(ErrorCode::kShapeMismatch, "dot_general",
+                         "batch pair " + s(static_cast<int64_t>(i)) + " has extents " + s(a) + " (lhs axis " +
+                             s(d.lhs_batch[i]) + ") and " + s(b) + " (rhs axis " + s(d.rhs_batch[i]) + ")");
+    }
+    p.batch *= a;
+  }
+  for (size_t i = 0; i < d.lhs_contracting.size(); ++i) {
+    const int64_t a = lhs[static_cast<size_t>(d.lhs_contracting[i])],
+                  b = rhs[static_cast<size_t>(d.rhs_contracting[i])];
+    if (a != b) {
+      return usage_error(ErrorCode::kShapeMismatch, "dot_general",
+                         "contracting pair " + s(static_cast<int64_t>(i)) + " has extents " + s(a) + " (lhs axis " +
+                             s(d.lhs_contracting[i]) + ") and " + s(b) + " (rhs axis " + s(d.rhs_contracting[i]) + ")");
+    }
+    p.k *= a;
+  }
+  for (size_t a = 0; a < lhs.size(); ++a) {
+    if (!lu[a]) {
+      p.lhs_free.push_back(static_cast<int64_t>(a));
+      p.m *= lhs[a];
+    }
+  }
+  for (size_t a = 0; a < rhs.size(); ++a) {
+    if (!ru[a]) {
+      p.rhs_free.push_back(static_cast<int64_t>(a));
+      p.n *= rhs[a];
+    }
+  }
+  return p;
+}
+bool operand_ok(BatchPolicy policy, GemmProvider provider, bool output, bool conj_complex, int64_t rows,
+                int64_t cols, int64_t rs, int64_t cs) {
+  int64_t ld = 0;
+  if (policy == BatchPolicy::kWholeBatchVendor) {
+    if (output) return detail::blas_form(rows, cols, rs, cs, false, &ld);
+    return (!conj_complex && detail::blas_form(rows, cols, rs, cs, false, &ld)) ||
+           detail::blas_form(rows, cols, rs, cs, true, &ld);
+  }
+  switch (provider) {
+    case GemmProvider::kOpenBlas:
+      return detail::blas_form(rows, cols, rs, cs, false, &ld) || detail::blas_form(rows, cols, rs, cs, true, &ld);
+    case GemmProvider::kBlis:
+      // Positive strides on non-trivial dimensions.
+      return (rows <= 1 || rs > 0) && (cols <= 1 || cs > 0);
+    default:
+      return true;
+  }
+}
+}  // namespace detail
+
+namespace {
+
+using detail::DotAxes;
+using detail::FreeSplit;
+using detail::merge_group;
+
+// Note [Batch policies]: the effective policy and provider are resolved before any
+// write. kAuto: outer-parallel (BLIS, one thread per product) when the context has
+// several threads, the batch several products and each product fewer than
+// outer_parallel_flops multiply-adds; otherwise provider items (OpenBLAS with the
+// context's threads). kSequential and kOuterParallel run every product on one thread
+// (BLIS by default; OpenBLAS is set to one thread through its global control).
+// kWholeBatchVendor makes one BLIS ?gemm_batch_ call (floating dtypes only). Typed
+// errors: OpenBLAS under an outer-parallel batch (two fan-out levels); the vendor batch
+// with OpenBLAS (0.3.21 has no batch entry point), plain loops or integer dtypes.
+// Products below tiny_flops (OpenBLAS) or tiny_flops_blis (BLIS) use plain loops
+// unless a provider is forced (Note [Tiny products]).
+//
+// Note [Tiny products]: `tenferro bench kernels --only tiny` times 512 products of
+// n x n x n, one thread each, through each provider against the plain-loop route
+// (Note [Plain-loop GEMM]). 2026-11-29, 1 thread: OpenBLAS is slower than plain loops up
+// to 216 multiply-adds (ratio 0.93) and faster from 512 (1.10); a BLIS call costs about
+// 2 us (0.2 us for OpenBLAS), so BLIS loses up to 13824 (0.95). Defaults: tiny_flops 256,
+// tiny_flops_blis 16384 (docs/benchmarks.md). Matrix-vector shaped products (a side of
+// 1) use plain loops up to 16x the threshold. With A and C column-major (after packing),
+// f64 products up to kSmallMaxFlops multiply-adds and contractions up to kSmallMaxK use
+// the register-blocked small kernel. With its 8 x 6 blocks (2026-11-30) the same bench
+// has plain loops 2.0x faster than OpenBLAS at n = 24, 2.9x at 32, 2.0x at 48 and 1.5x
+// at 64; one thread, hot, per call: 12 x 12 x 144 1.6 us (OpenBLAS 3.9, BLIS 3.8),
+// 8 x 8 x 256 1.3 us (3.6, 3.4), 16 x 16 x 128 2.1 us (3.1, 3.2).
+struct Resolved {
+  BatchPolicy policy;
+  GemmProvider provider;
+  const char* reason;
+};
+
+// The batch policy and the provider (Note [Batch policies], Note [Default GEMM provider]).
+Result<Resolved> resolve_provider(const DotSettings& st, const CpuCaps& caps, bool integral, int64_t batch,
+                                  int64_t m, int64_t n, int64_t flops) {
+  const BatchSettings& bs = st.batch;
+  Resolved r{bs.policy, st.provider, "the provider requested"};
+  if (r.policy == BatchPolicy::kAuto) {
+    r.policy = (batch > 1 && st.threads > 1 && flops < bs.outer_parallel_flops && r.provider != GemmProvider::kOpenBlas)
+                   ? BatchPolicy::kOuterParallel
+                   : BatchPolicy::kProviderItems;
+  }
+  if (r.policy == BatchPolicy::kWholeBatchVendor) {
+    if (integral || (r.provider != GemmProvider::kAuto && r.provider != GemmProvider::kBlis)) {
+      return usage_error(ErrorCode::kUnsupported, "dot_general",
+                         "batch policy whole-batch-vendor needs a vendor batch entry point (BLIS ?gemm_batch_, "
+                         "floating dtypes); provider " + std::string(gemm_provider_name(r.provider)) +
+                             (integral ? " with an integer dtype" : "") + " has none");
+    }
+    r.provider = GemmProvider::kBlis;
+    r.reason = "batch policy whole-batch-vendor: one BLIS ?gemm_batch_ call";
+    return r;
+  }
+  if (integral) {
+    r.provider = GemmProvider::kNaive;
+    r.reason = "integer and bool dtypes have no BLAS: plain loops";
+  }
+  if (r.provider == GemmProvider::kOpenBlas && r.policy == BatchPolicy::kOuterParallel && batch > 1 && st.threads > 1) {
+    return usage_error(ErrorCode::kUnsupported, "dot_general",
+                       "provider openblas (its own worker threads, global thread control) cannot run under an "
+                       "outer-parallel batch of " + s(batch) + " products: that would be two fan-out levels");
+  }
+  if (r.provider == GemmProvider::kAuto) {
+    // Note [Untuned BLIS]: every automatic BLIS route requires caps.blis_tuned (Note [CPU
+    // capabilities] in caps.cc). BLIS 0.9 picks its 'generic' sub-configuration on CPUs
+    // it does not know (AMD family 0x1A, Zen 5, 2026-11-30): `tenferro bench kernels`,
+    // one thread, dot_general f64 n = 2048 forced to blis 16.1 GFLOP/s against
+    // cblas_dgemm (OpenBLAS) 51.0. There the batches BLIS would run (outer-parallel,
+    // sequential) make one-thread OpenBLAS calls instead, and single products stay with
+    // OpenBLAS (no column split, no thin BLIS products). A product forced to provider
+    // blis still runs BLIS.
+    // Note [Untuned OpenBLAS]: the mirror case. OpenBLAS 0.3.21 runs SSE3 'Prescott'
+    // kernels on some CPUs it does not know (a Sapphire Rapids class Xeon, 2026-12-01:
+    // cblas_dgemm 2048 at 1 thread 10 GFLOP/s against 29 with its Haswell kernels; c128
+    // n = 512 8.4 against 28 through BLIS). When OpenBLAS is untuned and BLIS tuned, the
+    // products OpenBLAS would run as provider items go to BLIS instead.
+    const bool blis_items = caps.blis_tuned && !caps.openblas_tuned;
+    const bool openblas = (r.policy == BatchPolicy::kProviderItems && !blis_items) || !caps.blis_tuned;
+    r.provider = openblas ? GemmProvider::kOpenBlas : GemmProvider::kBlis;
+    r.reason = !caps.blis_tuned       ? "BLIS runs generic kernels on this CPU: OpenBLAS (Note [Untuned BLIS])"
+               : blis_items           ? "OpenBLAS runs kernels below this CPU's ISA: BLIS (Note [Untuned OpenBLAS])"
+               : openblas             ? "a single product or provider items: OpenBLAS (Note [Default GEMM provider])"
+                                      : "an outer-parallel or sequential batch: BLIS, one thread per product";
+    // Matrix-vector shaped products (a side of 1) pay a GEMM call's setup for little
+    // work: plain loops up to 16x the threshold (Note [Tiny products]).
+    const int64_t tiny = openblas ? bs.tiny_flops : bs.tiny_flops_blis;
+    if (flops < tiny || (std::min(m, n) == 1 && flops < 16 * tiny)) {
+      r.provider = GemmProvider::kNaive;
+      r.reason = "a tiny product, below the provider's call cost: plain loops (Note [Tiny products])";
+    }
+  }
+  return r;
+}
+
+
+// Positions 0..n-1 of `axes` ordered by |stride| in `l`, ties in list order (an insertion
+// sort: stable, and no temporary buffer, which std::stable_sort would allocate).
+SmallVector<size_t, 8> order_by_stride(const Layout& l, std::span<const int64_t> axes) {
+  SmallVector<size_t, 8> order;
+  for (size_t i = 0; i < axes.size(); ++i) order.push_back(i);
+  auto stride = [&](size_t i) { return std::llabs(l.strides[static_cast<size_t>(axes[i])]); };
+  for (size_t t = 1; t < order.size(); ++t)
+    for (size_t u = t; u > 0 && stride(order[u]) < stride(order[u - 1]); --u) std::swap(order[u], order[u - 1]);
+  return order;
+}
+
+// Note [Contraction order]: the contracting pairs may be listed in any order (the sum
+// does not depend on it), but a group merges into one stride only when its axes come in
+// ascending stride order. The pairs are ordered by the strides of the larger operand,
+// so that it is never packed when it could be walked in place. When even that order
+// does not merge it, it keeps that order if the other operand is at most 1/8 of its size
+// (packing both then costs little more, and the large pack walks its memory in order:
+// ordering by a 1024-element partner made lm brackets' [4, 1996, 4, 4, 4] pack scatter
+// its writes, 4 ms against 1.9 ms); with a partner of similar size the pairs follow the
+// partner's strides when that merges it, so only one operand is packed (MPS: two
+// [19, k, 19] tensors). Example: lhs [12 x 144] (k strides 12, 144)
+// with rhs [144 x 13200] whose matching k strides are 144, 12: ordering by the rhs packs
+// the 1728-element lhs instead of the 1.9M-element rhs.
+DotDims contraction_order(const Layout& l, const Layout& r, const DotDims& dims) {
+  DotDims d = dims;
+  const size_t nk = d.lhs_contracting.size();
+  if (nk < 2) return d;
+  const bool lhs_big = element_count(l.shape) >= element_count(r.shape);
+  auto sort_by = [&](const Layout& by, bool by_lhs) {
+    const auto order = order_by_stride(by, by_lhs ? dims.lhs_contracting.span() : dims.rhs_contracting.span());
+    for (size_t t = 0; t < nk; ++t) {
+      d.lhs_contracting[t] = dims.lhs_contracting[order[t]];
+      d.rhs_contracting[t] = dims.rhs_contracting[order[t]];
+    }
+  };
+  sort_by(lhs_big ? l : r, lhs_big);
+  const Layout& big = lhs_big ? l : r;
+  const Layout& small = lhs_big ? r : l;
+  if (merge_group(big, lhs_big ? d.lhs_contracting.span() : d.rhs_contracting.span()).mergeable) return d;
+  // The larger operand is packed whatever the order. A much smaller partner is packed
+  // too (cheap) so that the large pack walks its memory in order; a partner of similar
+  // size keeps its own order when that merges it, so only one operand is packed.
+  if (8 * element_count(small.shape) <= element_count(big.shape)) return d;
+  const DotDims by_big = d;
+  sort_by(small, !lhs_big);
+  if (!merge_group(small, lhs_big ? d.rhs_contracting.span() : d.lhs_contracting.span()).mergeable) return by_big;
+  return d;
+}
+
+// Note [Split free groups]: an operand whose free labels do not merge into one stride
+// (say rhs [n1, k, n2] with the contracted labels between two free ones) would be
+// packed whole, a full read and write of what is often the largest tensor of the step.
+// Instead the free labels, ordered by the operand's strides, split into an inner run
+// that merges in the operand and in the destination, and outer labels that become extra
+// batch dimensions (stride 0 in the other operand): the product runs as a batch of
+// M x N_inner x K products on the operand in place. The batch runs below the peak rate
+// of one large product, so this pays only where the pack is a large part of the step:
+// the pack moves 16 bytes per element of the operand, the product does 2 M flops per
+// element, so with DRAM at ~7.6 GB/s and dgemm at ~37 GFLOP/s (this machine) the pack
+// costs about 38 / M of the product: the split is used when the other side M is at most
+// 64. Each product also re-packs the other operand inside the BLAS call, so it must stay
+// in cache (at most 65536 elements) or all its re-packs move less than one pack of this
+// operand; and the operand holds at least 32768 elements, the inner run at least 8 and
+// each product at least 16384 multiply-adds (smaller cases pack: a pack is cheap there,
+// tiny products are not). MERA closed: a 40 x 198288 x 171 step whose 271 MB operand was
+// packed runs as 3672 products of 40 x 54 x 171 instead (2 threads: 220 ms -> 94-102 ms);
+// with M = 136 or 399 splitting was slower than packing (34 -> 48 ms, 453 -> 841 ms).
+
+std::optional<FreeSplit> split_free(const Layout& op, const Layout& out, std::span<const int64_t> op_axes,
+                                    std::span<const int64_t> out_axes) {
+  const size_t n = op_axes.size();
+  if (n < 2 || n > 8) return std::nullopt;
+  const auto order = order_by_stride(op, op_axes);
+  for (size_t len = n - 1; len >= 1; --len) {
+    SmallVector<int64_t, 8> in_op, in_out;
+    for (size_t t = 0; t < len; ++t) {
+      in_op.push_back(op_axes[order[t]]);
+      in_out.push_back(out_axes[order[t]]);
+    }
+    const DotGroup g_op = merge_group(op, in_op.span()), g_out = merge_group(out, in_out.span());
+    if (!g_op.mergeable || !g_out.mergeable) continue;
+    FreeSplit s{g_op, g_out, {}, {}, {}, 1};
+    for (size_t t = len; t < n; ++t) {
+      const auto a = static_cast<size_t>(op_axes[order[t]]);
+      const auto b = static_cast<size_t>(out_axes[order[t]]);
+      if (op.shape[a] == 1) continue;
+      s.ext.push_back(op.shape[a]);
+      s.op_st.push_back(op.strides[a]);
+      s.out_st.push_back(out.strides[b]);
+      s.items *= op.shape[a];
+    }
+    return s;
+  }
+  return std::nullopt;
+}
+
+// Note [Pack order]: an operand that must be packed is copied into one of two compact
+// forms, both BLAS matrices: [free, contracting] (the default) or [contracting, free].
+// The default makes the copy a transpose whenever the operand's smallest stride is a
+// contracted label, and the transpose works in tiles whose first side is the leading
+// free axis: when that axis is short (< 16) the tiles are tiny, and if the contracted
+// labels hold a unit-stride run of at least 16 elements the other form is used (the copy
+// then moves those runs, contiguous on both sides). lm brackets' [4, 1996, 4, 4, 4]
+// operand (a contracted run of 16, leading free axis 4) packed in 1.9 ms in the default
+// form and 0.7-0.9 ms in the other; MPS site tensors [19, k, 19] (leading free axis 19)
+// in 80 us in the default form and 136 us in the other; a rank-24 operand of extent-2
+// axes (runs of 2) in 123 ms in the other form, where the default transposes its many
+// tiny axes as one matrix. Symmetrically for the rhs, except for a wide rhs with a
+// short contraction: with N at least kRowMajorRhsMaxN and K from kRowMajorRhsMinK to
+// kRowMajorRhsMaxK the GEMM itself is much slower on an N-fastest B (2 threads,
+// 2026-11-30, column-major B against N-fastest, BLIS: 189 x 15390 x 114 13.1 against
+// 20.4 ms, 189 x 15390 x 500 56 against 70, 540 x 58320 x 136 136 against 227, 189 x
+// 4096 x 114 3.8 against 6.9; OpenBLAS: 2000 x 8000 x 64 34 against 54; 189 x 2000 x
+// 114 and 256 x 1996 x 16 even), more than the copy saves (MERA closed's 189 x 15390 x
+// 114 step: the transposing copy 3.8 ms, the run-wise one 6.6; in the step profile 44
+// -> 15 ms). With a long contraction the N-fastest form was as fast or faster
+// (OpenBLAS 399 x 4320 x 7290: 393 against 615 ms column-major), so MERA closed's
+// 252 MB operand of that step keeps its run-wise copy.
+constexpr int64_t kRowMajorRhsMaxN = 4096, kRowMajorRhsMinK = 32, kRowMajorRhsMaxK = 512;
+
+int64_t first_extent(const Layout& l, std::span<const int64_t> group) {
+  for (int64_t a : group) {
+    if (l.shape[static_cast<size_t>(a)] > 1) return l.shape[static_cast<size_t>(a)];
+  }
+  return 1;
+}
+
+// Elements of the longest unit-stride run formed by axes of `group` (the group's axes
+// that continue each other contiguously from stride 1); 1 when none has stride 1.
+int64_t unit_run(const Layout& l, std::span<const int64_t> group) {
+  int64_t run = 1;
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (int64_t a : group) {
+      const auto i = static_cast<size_t>(a);
+      if (l.shape[i] > 1 && l.strides[i] == run) {
+        run *= l.shape[i];
+        grew = true;
+      }
+    }
+  }
+  return run;
+}
+
+// The contraction as nested loops, innermost first (Note [Short-side products with a
+// strided contraction] in gemm.cc): contracted pairs ordered by the lhs stride, and
+// neighbours that continue each other in both operands merged. False when more than
+// kMaxKLevels loops remain.
+bool k_levels(const Layout& l, const Layout& r, const DotDims& dims, detail::KLevels* out) {
+  struct Pair {
+    int64_t extent, sa, sb;
+  };
+  SmallVector<Pair, 8> pairs;
+  for (size_t i = 0; i < dims.lhs_contracting.size(); ++i) {
+    const auto la = static_cast<size_t>(dims.lhs_contracting[i]), ra = static_cast<size_t>(dims.rhs_contracting[i]);
+    if (l.shape[la] == 1) continue;
+    const Pair p{l.shape[la], l.strides[la], r.strides[ra]};
+    size_t at = pairs.size();  // insertion sort by |lhs stride| (no allocation)
+    pairs.push_back(p);
+    while (at > 0 && std::llabs(pairs[at - 1].sa) > std::llabs(p.sa)) {
+      pairs[at] = pairs[at - 1];
+      --at;
+    }
+    pairs[at] = p;
+  }
+  *out = detail::KLevels{};
+  for (const Pair& p : pairs) {
+    if (out->count > 0) {
+      const int c = out->count - 1;
+      if (p.sa == out->sa[c] * out->extent[c] && p.sb == out->sb[c] * out->extent[c]) {
+        out->extent[c] *= p.extent;
+        continue;
+      }
+    }
+    if (out->count == detail::kMaxKLevels) return false;
+    out->extent[out->count] = p.extent;
+    out->sa[out->count] = p.sa;
+    out->sb[out->count] = p.sb;
+    ++out->count;
+  }
+  // Innermost: the loop with the smallest stride in either operand (it walks that
+  // operand in memory order; the other loops move whole runs).
+  auto step = [&](int v) { return std::min(std::llabs(out->sa[v]), std::llabs(out->sb[v])); };
+  int best = 0;
+  for (int v = 1; v < out->count; ++v)
+    if (step(v) < step(best)) best = v;
+  std::swap(out->extent[0], out->extent[best]);
+  std::swap(out->sa[0], out->sa[best]);
+  std::swap(out->sb[0], out->sb[best]);
+  return out->count > 0;
+}
+
+// The short-side kernel replaces packing an operand of at least this many elements
+// (Note [Short-side products with a strided contraction] in gemm.cc): below it the pack
+// is cheap and, across a batch, shared, and BLIS's per-product speed won (lm
+// sentence_3's 1100 products of 12 x 12 x 144 against a packed 1728-element lhs: 5.2 ms
+// packed with BLIS, 6.7 ms in the kernel's tile mode).
+constexpr int64_t kShortSideMinPacked = 4096;
+
+// Note [Short-contraction products]: C (M x N, column-major) = A B with K <= kWideMaxK,
+// N >= kWideMinN and A at most kWideMaxA elements: the small kernel with its column
+// blocks outermost (Note [Small-kernel loop order] in gemm.cc) keeps A in L2, B's block
+// in L1 and writes C once, in address order. OpenBLAS first zeroes C in a separate pass
+// (beta = 0) and then reads and writes it again. Per-step medians of 5 interleaved runs,
+// 1 thread (2026-11-30), OpenBLAS -> this route: lm sentence_3 1584 x 1100 x 11 (a 14 MB
+// C) 3.4-3.9 -> 2.3-2.4 ms, 144 x 1728 x 12 0.70 -> 0.52 ms; lm sentence_4 176 x 1900 x
+// 11 0.80-0.84 -> 0.55-0.58 ms, 256 x 1900 x 16 1.31-1.35 -> 0.92-0.99 ms.
+constexpr int64_t kWideMaxK = 32;
+// Products up to this many multiply-adds with A and C column-major (after packing) use
+// the small kernel (Note [Tiny products]).
+constexpr int64_t kSmallMaxFlops = 262144;
+constexpr int64_t kWideMinN = 16;
+// Note [Streamed-output products] (gemm.cc): C of at least kOutMinC elements (32 MB),
+// kOutMinK <= K <= kOutMaxK, A or B at most kOutCachedOperand elements (512 KB, L2),
+// several threads. 2026-11-30, per-step medians of 3 interleaved runs at 2 threads,
+// previous route -> this one: MERA open 177147 x 243 x 50 115 -> 101 ms, 39600 x 252 x
+// 56 37 -> 28 ms (whole run inside dot_general 705 -> 603 ms); MERA closed 1026 x 33048
+// x 40 96 -> 86 ms. At one thread these steps are compute-bound and OpenBLAS's kernel
+// won (MERA closed 1026 x 33048 x 40: 120 ms against 159; standalone, without the
+// instance's other traffic, this kernel had won 113 to 126). With K = 11 (196830 x 45
+// x 11) it lost (20 ms against 16, one thread): too little arithmetic per stored
+// element to hide the tile copies.
+constexpr int64_t kOutMinC = int64_t{1} << 22;
+constexpr int64_t kOutMinK = 32;
+constexpr int64_t kOutCachedOperand = 65536;
+constexpr int64_t kWideMaxA = 32768;
+
+// Note [Streamed tall products] (gemm.cc): the shapes dot_general sends there. Below
+// k = 64 the small and thin kernels or OpenBLAS serve; a short side below 8 stays on
+// OpenBLAS (Note [Short-side products]).
+constexpr int64_t kStreamMinK = 64;
+constexpr int64_t kStreamMinLong = 64;
+constexpr int64_t kStreamMinShort = 8;
+
+// Note [Short-side products]: with a short side (M or N <= 32) and a long contraction,
+// OpenBLAS spends its time packing the long operand, and a plain-loop dot-product form
+// re-reads the long operand once per pair of short-side columns. BLIS with its general
+// strides ran these shapes fastest (2026-11-29, one thread, f64, long operand cold:
+// 453 x 21 x 503: BLIS 17-18 GFLOP/s, OpenBLAS 14-15, dot form 9-12; 19 x 19 x 2300:
+// 15 / 11 / 11; 12 x 1000 x 144: 28 / 19 / 11), and it takes any positive strides, so
+// fewer operands are packed. With a short contraction (K < 64) that holds with several
+// threads, where BLIS splits the long side over the workers and OpenBLAS's own threads
+// lost (MPS 2318 x 19 x 19: 0.1 ms on one thread, 0.2 ms on two); on one thread those
+// stay on OpenBLAS (lm sentence_4 ran 25-36 ms with OpenBLAS, 40-44 ms with BLIS).
+// A short side below 8 stays on OpenBLAS too (8192 x 4 x 256: BLIS 4.9 ms, OpenBLAS
+// 2.0 ms; its 4 x 8 kernel fits four rows exactly).
+// Small products with A and C column-major go to the register-blocked small kernel,
+// which beat OpenBLAS up to 262144 multiply-adds (Note [Tiny products]).
+
+// Note [Column-split products]: with several threads, a product at most four times
+// taller than wide (M <= 4N) runs as one sequential BLIS call per worker on its own
+// piece of the longer side (the engine's workers, no second thread pool) instead of
+// OpenBLAS with its own threads: OpenBLAS's threads synchronize per block and wait
+// in sched_yield loops, and with beta = 0 it first zeroes C in a separate pass (for
+// MERA's 540 x 58320 outputs a 252 MB write). Much taller products stay with
+// OpenBLAS, which ran them faster (MERA 4320 x 594 x 399: 35 ms against 39 ms;
+// 177147 x 243 x 50: 122 against 138 ms). 2 threads, per-step minima over 3
+// interleaved runs (2026-11-30): MERA closed 1040 -> 953 ms in sum (540 x 58320 x
+// 136: 177 -> 152 ms; 399 x 4320 x 7290: 490 -> 457 ms); the matrix chain's last
+// step 424 x 371 x 24: 0.47 -> 0.25 ms. Only when the longer side is at least four
+// times the contraction: square products lost (2 threads, `bench kernels`, against
+// cblas_dgemm: n = 256 0.83-0.87, 1024 0.70-0.88, 2048 0.76-0.82 with the split;
+// 0.95-1.19 without; bin_matmul_256 0.58-0.69 -> 0.52-0.57 ms), BLIS's kernel being
+// slower than OpenBLAS's on this machine (28 against 36 GFLOP/s on one thread).
+
+// Note [OpenBLAS pieces]: with several threads an automatic OpenBLAS product runs as
+// one-thread OpenBLAS calls on pieces of its longer side, taken by the engine's workers,
+// instead of one call on OpenBLAS's own threads. After each threaded call OpenBLAS's
+// workers keep polling (sched_yield) for a while, so the engine's workers then share two
+// cores with a third busy thread: MERA open at 2 threads ran 0.91x / 0.95x (medians /
+// minima of 4 interleaved runs) with OPENBLAS_THREAD_TIMEOUT=4 (polling cut short), and
+// MERA closed 0.93x / 0.92x; with these pieces MERA open 0.91 / 0.78, MERA closed 0.98
+// / 1.04 and 0.94 / 0.87 in two sets (2026-11-30). In isolation the pieces match
+// OpenBLAS's threads (399 x 4320 x 7290: 355-370 against 393-453 ms; 990 x 2187 x 4620,
+// 4320 x 594 x 399, 480 x 4620 x 243, 810 x 12474 x 154 within the spread). Each piece
+// packs the whole other operand again (OpenBLAS's threads share their packed panels),
+// which costs about 17 / width of the product on this machine, so pieces are at least
+// kOpenBlasPiece wide unless that leaves fewer than one per worker, and at most four
+// per worker (a worker that starts late then hands its pieces to the others; 8 pieces
+// of 990 x 2187 x 4620 took 1.15-1.3x as long as 2). The pieces are fixed by the thread
+// count, so the result does not depend on which worker runs which piece. A product
+// forced to provider openblas keeps OpenBLAS's own threads (the provider's contract).
+constexpr int64_t kOpenBlasPiece = 512;
+// Note [Blocked pieces]: the blocked GEMM's pieces (Note [Blocked AVX-512 GEMM]) are
+// narrower than OpenBLAS's: each packs the other operand again, but a second worker
+// that wakes late still finds pieces to take. At 2 threads with pieces of 512 a 256^3
+// or 512^3 product ran entirely on the first worker (it had taken both pieces before
+// the second woke): 0.44 / 3.0 ms, the one-thread times.
+constexpr int64_t kBlockedPiece = 128;
+
+// Note [Batch-fastest operands]: BLIS takes any strides, but an operand whose unit
+// stride is a batch dimension gives each product rows and columns that are both
+// strided, which BLIS gathers element by element; packing the whole batch once (one
+// vectorized copy) is faster there (bin_batched_matmul, batch label fastest, 2
+// threads: 0.89 ms -> 0.42-0.47 ms side by side; tensornetwork, lm and gm_queen
+// unchanged within the spread).
+
+// Note [Blocked AVX-512 GEMM] (gemm.cc): automatic f64 products that would make
+// OpenBLAS calls run the blocked kernel where the build has AVX-512, with one packing
+// workspace per worker (DotScratch::work or the pool). Outer-parallel items stay with
+// OpenBLAS (their workers share no lane index).
+
+bool integral_dtype(DType d) { return d == DType::kBool || d == DType::kI32 || d == DType::kI64; }
+bool is_complex_dtype(DType d) { return d == DType::kC64 || d == DType::kC128; }
+
+// Whether both OpenBLAS and BLIS address an r x c operand in place.
+bool providers_take(bool output, bool conj, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  return detail::operand_ok(BatchPolicy::kProviderItems, GemmProvider::kOpenBlas, output, conj, rows, cols, rs, cs) &&
+         detail::operand_ok(BatchPolicy::kSequential, GemmProvider::kBlis, output, conj, rows, cols, rs, cs);
+}
+
+bool unit_batch_stride(const Layout& l, std::span<const int64_t> axes) {
+  for (int64_t a : axes) {
+    const auto i = static_cast<size_t>(a);
+    if (l.shape[i] > 1 && std::llabs(l.strides[i]) == 1) return true;
+  }
+  return false;
+}
+
+// Neither a BLAS matrix nor its transpose: rows and columns both strided.
+bool strided_both(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  int64_t ld = 0;
+  return !detail::blas_form(rows, cols, rs, cs, false, &ld) && !detail::blas_form(rows, cols, rs, cs, true, &ld);
+}
+
+}  // namespace
+
+namespace detail {
+
+void analyze_dot(DType dtype, const Layout& lhs, const Layout& rhs, const Layout& out, const DotDims& dims_in,
+                 const DotAxes& axes, const DotOptions& options, DotAnalysis* a) {
+  a->dims = contraction_order(lhs, rhs, dims_in);  // Note [Contraction order]
+  a->axes = axes;
+  const DotDims& dims = a->dims;
+  DotProblem& p = a->problem;
+  p = DotProblem{};
+  p.dtype = dtype;
+  p.batch = axes.batch;
+  p.m = axes.m;
+  p.n = axes.n;
+  p.k = axes.k;
+  p.lhs_elements = element_count(lhs.shape);
+  p.rhs_elements = element_count(rhs.shape);
+  const int64_t nb = static_cast<int64_t>(dims.lhs_batch.size());
+  a->out_batch.clear();
+  a->out_m.clear();
+  a->out_n.clear();
+  for (int64_t i = 0; i < nb; ++i) a->out_batch.push_back(i);
+  for (size_t i = 0; i < axes.lhs_free.size(); ++i) a->out_m.push_back(nb + static_cast<int64_t>(i));
+  for (size_t i = 0; i < axes.rhs_free.size(); ++i)
+    a->out_n.push_back(nb + static_cast<int64_t>(axes.lhs_free.size() + i));
+  p.lm = merge_group(lhs, axes.lhs_free.span());
+  p.lk = merge_group(lhs, dims.lhs_contracting.span());
+  p.rk = merge_group(rhs, dims.rhs_contracting.span());
+  p.rn = merge_group(rhs, axes.rhs_free.span());
+  p.om = merge_group(out, a->out_m.span());
+  p.on = merge_group(out, a->out_n.span());
+  p.lhs_batch_unit = unit_batch_stride(lhs, dims.lhs_batch.span());
+  p.rhs_batch_unit = unit_batch_stride(rhs, dims.rhs_batch.span());
+  p.out_batch_unit = unit_batch_stride(out, a->out_batch.span());
+  p.conj_lhs = options.conj_lhs && is_complex_dtype(dtype);
+  p.conj_rhs = options.conj_rhs && is_complex_dtype(dtype);
+  p.beta_zero = options.beta == c128(0.0);
+  // Candidate splits of free groups that do not merge (Note [Split free groups]); the
+  // planner decides whether to take them.
+  a->rhs_split.reset();
+  a->lhs_split.reset();
+  if (!p.rn.mergeable) {
+    a->rhs_split = split_free(rhs, out, axes.rhs_free.span(), a->out_n.span());
+    if (a->rhs_split) {
+      const FreeSplit& sp = *a->rhs_split;
+      p.rhs_split = DotFreeSplit{true, sp.op, sp.out, sp.items,
+                                 providers_take(false, p.conj_rhs, p.k, sp.op.extent, p.rk.stride, sp.op.stride) &&
+                                     providers_take(true, false, p.m, sp.op.extent, p.om.stride, sp.out.stride)};
+    }
+  }
+  if (!p.lm.mergeable) {
+    a->lhs_split = split_free(lhs, out, axes.lhs_free.span(), a->out_m.span());
+    if (a->lhs_split) {
+      const FreeSplit& sp = *a->lhs_split;
+      p.lhs_split = DotFreeSplit{true, sp.op, sp.out, sp.items,
+                                 providers_take(false, p.conj_lhs, sp.op.extent, p.k, sp.op.stride, p.lk.stride) &&
+                                     providers_take(true, false, sp.op.extent, p.n, sp.out.stride, p.on.stride)};
+    }
+  }
+  p.lhs_first_free = first_extent(lhs, axes.lhs_free.span());
+  p.lhs_k_unit_run = unit_run(lhs, dims.lhs_contracting.span());
+  p.rhs_first_k = first_extent(rhs, dims.rhs_contracting.span());
+  p.rhs_n_unit_run = unit_run(rhs, axes.rhs_free.span());
+  p.k_levels = k_levels(lhs, rhs, dims, &a->klev);
+}
+
+// Note [Tiny matrix shortcut] (dot_general.cc).
+bool tiny_matmul_shortcut(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs, const DotDims& dims,
+                          const DotOptions& options) {
+  if (!lhs.defined() || !rhs.defined() || lhs.rank() != 2 || rhs.rank() != 2 || lhs.dtype() != rhs.dtype()) {
+    return false;
+  }
+  if (!dims.lhs_batch.empty() || !dims.rhs_batch.empty() || dims.lhs_contracting.size() != 1 ||
+      dims.rhs_contracting.size() != 1 || dims.lhs_contracting[0] != 1 || dims.rhs_contracting[0] != 0) {
+    return false;
+  }
+  const DotOptions defaults;
+  if (options.provider != defaults.provider || options.conj_lhs || options.conj_rhs || options.alpha != defaults.alpha) {
+    return false;
+  }
+  const DType d = lhs.dtype();
+  if (d != DType::kF32 && d != DType::kF64 && d != DType::kC64 && d != DType::kC128) return false;
+  const int64_t m = lhs.shape()[0], k = lhs.shape()[1], n = rhs.shape()[1];
+  return k == rhs.shape()[0] && m * n > 0 && m * n * k <= options.tiny_flops.value_or(ctx.batch().tiny_flops);
+}
+
+}  // namespace detail
+
+Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSettings& st) {
+  DotRoute r;
+  const bool integral = integral_dtype(p.dtype);
+  const bool f64 = p.dtype == DType::kF64;
+  const IsaLevel isa = caps.usable_isa();
+  const bool kernels = isa >= IsaLevel::kAvx2;  // tenferro's vector kernels (Note [ISA kernels])
+  int64_t B = p.batch, M = p.m, N = p.n;
+  const int64_t K = p.k;
+  r.batch = B;
+  r.m = M;
+  r.n = N;
+  if (B * M * N == 0) {
+    r.policy = BatchPolicy::kSequential;
+    r.provider = GemmProvider::kNaive;
+    r.kernel = DotKernel::kNone;
+    r.reason = "the output is empty";
+    return r;
+  }
+  int64_t flops = M * N * std::max<int64_t>(K, 1);
+  TENFERRO_TRY(Resolved res, resolve_provider(st, caps, integral, B, M, N, flops));
+  r.policy = res.policy;
+  r.provider = res.provider;
+  r.reason = res.reason;
+  if (M == 1 && N == 1 && K == 1) {
+    r.kernel = DotKernel::kElementwise;
+    r.provider = GemmProvider::kNaive;
+    r.reason = "every dimension is a batch dimension: an elementwise product";
+    return r;
+  }
+  const bool vendor = r.policy == BatchPolicy::kWholeBatchVendor;
+  const bool automatic = st.provider == GemmProvider::kAuto;
+  DotGroup lm = p.lm, lk = p.lk, rk = p.rk, rn = p.rn, om = p.om, on = p.on;
+  // Free groups that do not merge become inner runs plus batch dims (Note [Split free
+  // groups]); at most one side is split.
+  if (!integral && !vendor && r.provider != GemmProvider::kNaive) {
+    // Each product of the batch packs the other operand again (BLAS does): fine while it
+    // stays in cache, or while all those packs move less than packing this operand.
+    auto repack_ok = [](int64_t other, int64_t items, int64_t self) { return other <= 65536 || items * other <= self; };
+    const DotFreeSplit& rs = p.rhs_split;
+    const DotFreeSplit& ls = p.lhs_split;
+    if (!rn.mergeable && rk.mergeable && om.mergeable && p.rhs_elements >= 32768 && rs.valid &&
+        rs.op.extent >= 8 && M <= 64 && M * rs.op.extent * K >= 16384 &&
+        repack_ok(M * K, rs.items, p.rhs_elements) && rs.providers_take) {
+      rn = rs.op;
+      on = rs.out;
+      N = rs.op.extent;
+      B *= rs.items;
+      r.split_rhs_free = true;
+    } else if (!lm.mergeable && lk.mergeable && on.mergeable && p.lhs_elements >= 32768 && ls.valid &&
+               ls.op.extent >= 8 && N <= 64 && ls.op.extent * N * K >= 16384 &&
+               repack_ok(N * K, ls.items, p.lhs_elements) && ls.providers_take) {
+      lm = ls.op;
+      om = ls.out;
+      M = ls.op.extent;
+      B *= ls.items;
+      r.split_lhs_free = true;
+    }
+    if (r.split_lhs_free || r.split_rhs_free) {
+      flops = M * N * std::max<int64_t>(K, 1);
+      TENFERRO_TRY(res, resolve_provider(st, caps, false, B, M, N, flops));
+      r.policy = res.policy;
+      r.provider = res.provider;
+      r.reason = res.reason;
+    }
+  }
+  r.batch = B;
+  r.m = M;
+  r.n = N;
+  // Pack forms of operands that do not merge (Note [Pack order]).
+  const bool lhs_k_first = p.lhs_first_free < 16 && p.lhs_k_unit_run >= 16;
+  const bool rhs_n_first = p.rhs_first_k < 16 && p.rhs_n_unit_run >= 16 &&
+                           (N < kRowMajorRhsMaxN || K < kRowMajorRhsMinK || K > kRowMajorRhsMaxK);
+  // Both sides short, one operand contiguous along its free side, and an operand that
+  // would be packed: the short-side kernel walks the contraction in place and takes the
+  // other operand's rows at any offsets (Note [Short-side products with a strided
+  // contraction] in gemm_kernels.cc).
+  auto short_route = [&]() {
+    if (!detail::short_sides_available(isa) || M > detail::kShortSideMax || N > detail::kShortSideMax || M < 4 ||
+        N < 4 || K < 8 || !om.mergeable || !on.mergeable) {
+      return false;
+    }
+    const int64_t packed = (lm.mergeable && lk.mergeable ? 0 : p.lhs_elements) +
+                           (rk.mergeable && rn.mergeable ? 0 : p.rhs_elements);
+    const bool rhs_vec = rn.mergeable && rn.stride == 1, lhs_vec = lm.mergeable && lm.stride == 1;
+    if (packed < kShortSideMinPacked || !(rhs_vec || lhs_vec) || !p.k_levels) return false;
+    r.transposed = !rhs_vec;  // C^T = B^T A^T when only the lhs is contiguous along its free side
+    return true;
+  };
+  bool thin_form = false, wide_form = false, out_form = false, short_form = false, stream_form = false;
+  bool small_form = false, small_pack_lhs = false;
+  if (f64 && automatic && !vendor && r.provider != GemmProvider::kNaive && kernels) {
+    // Strides after packing (Note [Pack order]).
+    const int64_t lms = lm.mergeable && lk.mergeable ? lm.stride : lhs_k_first ? K : 1;
+    const int64_t oms = om.mergeable && on.mergeable ? om.stride : 1;
+    // The short-side kernel first: the small and thin kernels below assume packing.
+    short_form = short_route();
+    // The small kernel takes C^T = B^T A^T when C is row-major and B's rows contiguous
+    // (numpy's row-major batched matmul 'bij,bjk->bik').
+    const int64_t rns = rk.mergeable && rn.mergeable ? rn.stride : rhs_n_first ? 1 : K;
+    const int64_t ons = om.mergeable && on.mergeable ? on.stride : M;
+    // An lhs without a unit stride (batch-fastest operands, Note [Batch-fastest
+    // operands]) is packed [free, contracting] for the small kernel, as any provider
+    // but BLIS would pack it, and so is such a rhs (each of its elements on its own
+    // cache line otherwise).
+    const bool lhs_packed = !(lm.mergeable && lk.mergeable) || (lm.stride != 1 && lk.stride != 1);
+    small_form = !short_form && flops <= kSmallMaxFlops && K <= detail::kSmallMaxK &&
+                 ((M >= 4 && (lms == 1 || lhs_packed) && oms == 1) || (N >= 4 && rns == 1 && ons == 1 && oms != 1));
+    small_pack_lhs = small_form && oms == 1 && lms != 1;
+    // A tall operand (column- or row-major) against a narrow one with a long
+    // contraction, C column-major, no operand packed: streamed in memory order (Note
+    // [Streamed tall products] in gemm_kernels.cc); C^T = B^T A^T when the tall side is
+    // the rhs (C row-major).
+    const bool merged = lm.mergeable && lk.mergeable && rk.mergeable && rn.mergeable && om.mergeable && on.mergeable;
+    if (!short_form && !small_form && merged && K >= kStreamMinK) {
+      if (M >= kStreamMinLong && N >= kStreamMinShort && N <= detail::kStreamMaxN && (lm.stride == 1 || lk.stride == 1) &&
+          om.stride == 1) {
+        stream_form = true;
+      } else if (N >= kStreamMinLong && M >= kStreamMinShort && M <= detail::kStreamMaxN &&
+                 (rn.stride == 1 || rk.stride == 1) && on.stride == 1) {
+        stream_form = true;
+        r.transposed = true;
+      }
+    }
+    // A long side against a short contraction and a narrow B, A's contraction
+    // contiguous and C column-major: the thin kernel (Note [Thin transposed products]
+    // in gemm_kernels.cc), one piece of the long side per worker.
+    thin_form = !small_form && !short_form && !stream_form && M >= 64 && N <= 32 && K <= 32 && lm.mergeable &&
+                lk.mergeable && lk.stride == 1 && om.mergeable && on.mergeable && om.stride == 1 && rk.mergeable &&
+                rn.mergeable;
+    // A short contraction against many columns, with an A that fits in L2 (packed
+    // column-major when it is not): the small kernel with column blocks outermost
+    // (Note [Short-contraction products]).
+    wide_form = !small_form && !short_form && !stream_form && !thin_form && K <= kWideMaxK && M >= 8 &&
+                N >= kWideMinN && M * K <= kWideMaxA && om.mergeable && on.mergeable && om.stride == 1 &&
+                rk.mergeable && rn.mergeable;
+    // A C far larger than the caches from a short contraction, with A or B small
+    // enough to stay in L2: written once with non-temporal stores (Note
+    // [Streamed-output products]). A is packed column-major and B compact when they do
+    // not merge (both are small next to C). Only on several workers, which share the
+    // memory bandwidth: one thread is compute-bound there and OpenBLAS's kernel won.
+    out_form = !small_form && !short_form && !stream_form && !thin_form && !wide_form && p.beta_zero &&
+               st.threads > 1 && flops >= st.batch.parallel_min_flops && K >= kOutMinK && K <= detail::kOutMaxK &&
+               M * N >= kOutMinC && (M * K <= kOutCachedOperand || K * N <= kOutCachedOperand) && om.mergeable &&
+               on.mergeable && om.stride == 1;
+    if (small_form || thin_form || short_form || stream_form || wide_form || out_form) {
+      r.provider = GemmProvider::kNaive;
+      r.reason = short_form    ? "both sides short, an operand that would be packed: the short-side kernel"
+                 : small_form  ? "a small f64 product with A and C column-major: the small kernel (Note [Tiny products])"
+                 : stream_form ? "a tall operand against a narrow one, long contraction: the streamed kernel"
+                 : thin_form   ? "a long side, short contraction, narrow B: the thin kernel"
+                 : wide_form   ? "a short contraction against many columns, A in L2: the small kernel, column blocks outermost"
+                               : "a C far larger than the caches from a short contraction: the streamed-output kernel";
+    } else if (std::min(M, N) <= 32 && std::min(M, N) >= 8 && (K >= 64 || st.threads > 1) && caps.blis_tuned) {
+      r.provider = GemmProvider::kBlis;
+      r.reason = "a short side (8 to 32) with a long contraction or several threads: BLIS (Note [Short-side products])";
+    }
+  } else if (f64 && automatic && !vendor) {
+    short_form = short_route();  // products the plain loops would take after packing
+    if (short_form) r.reason = "both sides short, an operand that would be packed: the short-side kernel";
+  }
+  // Note [Column-split products].
+  if (!integral && automatic && r.policy == BatchPolicy::kProviderItems && r.provider == GemmProvider::kOpenBlas &&
+      caps.blis_tuned && st.threads > 1 && flops >= st.batch.parallel_min_flops && M <= 4 * N &&
+      std::max(M, N) >= 32 * int64_t{st.threads} && std::max(M, N) >= 4 * K) {
+    r.provider = GemmProvider::kBlis;
+    r.reason = "several threads, a product at most 4x taller than wide: one BLIS call per worker (Note [Column-split products])";
+  }
+  // Which operands are packed (Note [dot_general routes], Note [Batch-fastest operands]).
+  const bool blis = r.provider == GemmProvider::kBlis;
+  const bool cl = p.conj_lhs, cr = p.conj_rhs;
+  r.pack_lhs = !(short_form ||
+                 (lm.mergeable && lk.mergeable && detail::operand_ok(r.policy, r.provider, false, cl, M, K, lm.stride, lk.stride) &&
+                  !((wide_form || out_form || small_pack_lhs) && lm.stride != 1) &&
+                  !(blis && p.lhs_batch_unit && strided_both(M, K, lm.stride, lk.stride))));
+  r.pack_rhs = !(short_form ||
+                 (rk.mergeable && rn.mergeable && detail::operand_ok(r.policy, r.provider, false, cr, K, N, rk.stride, rn.stride) &&
+                  !(small_pack_lhs && rk.stride != 1 && rn.stride != 1) &&
+                  !(blis && p.rhs_batch_unit && strided_both(K, N, rk.stride, rn.stride))));
+  r.pack_out = !(om.mergeable && on.mergeable && detail::operand_ok(r.policy, r.provider, true, false, M, N, om.stride, on.stride) &&
+                 !(blis && p.out_batch_unit && strided_both(M, N, om.stride, on.stride)));
+  // Compact [free, contracting] (unit row stride), or [contracting, free] when a
+  // Fortran call must conjugate it or Note [Pack order] says so.
+  r.lhs_k_first = r.pack_lhs && !wide_form && !out_form && !small_pack_lhs && ((vendor && cl) || lhs_k_first);
+  r.rhs_n_first = r.pack_rhs && ((vendor && cr) || rhs_n_first);
+  // Threads per product, and the batch split.
+  if (vendor) {
+    r.kernel = DotKernel::kVendorBatch;
+    r.threads = 1;
+    return r;
+  }
+  const bool outer = r.policy == BatchPolicy::kOuterParallel && B > 1;
+  // A product below parallel_min_flops runs on one thread even with provider items:
+  // waking and joining the other threads costs more than it saves (Note [Tiny products]).
+  r.threads = !outer && r.policy == BatchPolicy::kProviderItems && flops >= st.batch.parallel_min_flops ? st.threads : 1;
+  if (outer) r.split = DotSplit::kOuterBatch;
+  const int threads = r.threads;
+  auto pieces = [&](int64_t count) {
+    if (threads > 1) {
+      r.split = DotSplit::kPieces;
+      r.pieces = count;
+    }
+  };
+  if (K == 0) {
+    r.kernel = DotKernel::kScaleOutput;
+    r.reason = "an empty contraction: out = beta out";
+    return r;
+  }
+  if (K == 1 && automatic && p.dtype != DType::kBool) {
+    r.kernel = DotKernel::kOuter;
+    r.reason = "nothing contracted (K = 1): the outer-product loop (Note [Outer products])";
+    pieces(threads);
+    return r;
+  }
+  switch (r.provider) {
+    case GemmProvider::kOpenBlas:
+      if (f64 && automatic && r.policy != BatchPolicy::kOuterParallel && detail::blocked_available(isa)) {
+        r.kernel = DotKernel::kBlocked;
+        r.reason = "an f64 product OpenBLAS would run, AVX-512 usable: the blocked kernel (Note [Blocked AVX-512 GEMM])";
+        // Pieces of at least kBlockedPiece (Note [Blocked pieces]), each lane its own panels.
+        pieces(std::clamp<int64_t>(std::max(M, N) / kBlockedPiece, threads, 4 * int64_t{threads}));
+      } else {
+        r.kernel = DotKernel::kOpenBlas;
+        if (threads > 1 && automatic) {
+          pieces(std::clamp<int64_t>(std::max(M, N) / kOpenBlasPiece, threads, 4 * int64_t{threads}));  // Note [OpenBLAS pieces]
+        } else if (threads > 1) {
+          r.split = DotSplit::kProviderThreads;
+        }
+      }
+      break;
+    case GemmProvider::kBlis:
+      r.kernel = DotKernel::kBlis;
+      if (threads > 1 && std::max(M, N) >= 32 * int64_t{threads}) {
+        // The longer side over the engine's workers, one piece each (every BLIS call
+        // packs the other operand again; each reads its share of the long operand once).
+        pieces(threads);
+      } else if (threads > 1 && M * N <= detail::kSplitKMaxOutput && K >= 256 * int64_t{threads}) {
+        r.split = DotSplit::kSplitK;  // Note [Split-K products]
+        r.pieces = std::min(threads, detail::kSplitKMaxParts);
+      }
+      break;
+    default:
+      if (short_form) {
+        r.kernel = DotKernel::kShortSides;
+        if (threads > 1) r.split = DotSplit::kSplitK;  // parts fixed by the contraction's outer loop
+      } else if (stream_form) {
+        r.kernel = DotKernel::kStreamed;
+        if (threads > 1) r.split = DotSplit::kPieces;  // pieces of whole slices (Note [Streamed pieces])
+      } else if (out_form) {
+        r.kernel = DotKernel::kStreamedOutput;
+        r.columns_outer = M * K <= kOutCachedOperand;  // A stays in cache (Note [Streamed-output products])
+        if (threads > 1) r.split = DotSplit::kPieces;
+      } else if (wide_form) {
+        r.kernel = DotKernel::kWide;
+        if (threads > 1) r.split = DotSplit::kPieces;
+      } else if (thin_form) {
+        r.kernel = DotKernel::kThin;
+        if (threads > 1) r.split = DotSplit::kPieces;
+      } else if (small_form) {
+        r.kernel = DotKernel::kSmall;
+        r.threads = 1;
+      } else {
+        r.kernel = DotKernel::kPlainLoops;
+        r.threads = 1;
+      }
+  }
+  return r;
+}
+
+Result<DotProblem> dot_problem(DType dtype, const Layout& lhs, const Layout& rhs, const Layout& out,
+                               const DotDims& dims, const DotOptions& options) {
+  TENFERRO_TRY(DotAxes axes, detail::dot_axes(lhs.shape, rhs.shape, dims));
+  TENFERRO_TRY(Shape shape, dot_general_shape(lhs.shape, rhs.shape, dims));
+  if (!(out.shape == shape)) {
+    return usage_error(ErrorCode::kShapeMismatch, "dot_general",
+                       "destination shape " + format_dims(out.shape) + " differs from result shape " + format_dims(shape));
+  }
+  detail::DotAnalysis a;
+  detail::analyze_dot(dtype, lhs, rhs, out, dims, axes, options, &a);
+  return a.problem;
+}
+
+Result<DotRoute> explain_dot_general(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs,
+                                     const DotDims& dims, const DotOptions& options) {
+  if (!lhs.defined() || !rhs.defined()) {
+    return usage_error(ErrorCode::kInvalidArgument, "dot_general", "tensor handle is null");
+  }
+  if (lhs.dtype() != rhs.dtype()) {
+    return usage_error(ErrorCode::kDTypeMismatch, "dot_general",
+                       "operand dtypes " + std::string(dtype_name(lhs.dtype())) + " and " +
+                           std::string(dtype_name(rhs.dtype())) + " differ");
+  }
+  TENFERRO_TRY(DotAxes axes, detail::dot_axes(lhs.shape(), rhs.shape(), dims));
+  if (detail::tiny_matmul_shortcut(ctx, lhs, rhs, dims, options)) {
+    DotRoute r;
+    r.policy = BatchPolicy::kSequential;
+    r.provider = GemmProvider::kNaive;
+    r.kernel = DotKernel::kPlainLoops;
+    r.m = axes.m;
+    r.n = axes.n;
+    r.reason = "a tiny 2-D matrix product: the direct loop before planning (Note [Tiny matrix shortcut])";
+    return r;
+  }
+  TENFERRO_TRY(Shape shape, dot_general_shape(lhs.shape(), rhs.shape(), dims));
+  const Layout out = dot_general_result_layout(shape, dims.lhs_batch.size());
+  detail::DotAnalysis a;
+  detail::analyze_dot(lhs.dtype(), lhs.layout(), rhs.layout(), out, dims, axes, options, &a);
+  const DotSettings settings{effective_batch_settings(ctx, options), options.provider, ctx.threads()};
+  return plan_dot(a.problem, ctx.caps(), settings);
+}
+
+std::string_view dot_kernel_name(DotKernel k) noexcept {
+  switch (k) {
+    case DotKernel::kNone: return "none";
+    case DotKernel::kElementwise: return "elementwise";
+    case DotKernel::kScaleOutput: return "scale-output";
+    case DotKernel::kOuter: return "outer";
+    case DotKernel::kPlainLoops: return "plain-loops";
+    case DotKernel::kSmall: return "small";
+    case DotKernel::kThin: return "thin";
+    case DotKernel::kWide: return "wide";
+    case DotKernel::kShortSides: return "short-sides";
+    case DotKernel::kStreamed: return "streamed";
+    case DotKernel::kStreamedOutput: return "streamed-output";
+    case DotKernel::kBlocked: return "blocked";
+    case DotKernel::kOpenBlas: return "openblas";
+    case DotKernel::kBlis: return "blis";
+    case DotKernel::kVendorBatch: return "vendor-batch";
+  }
+  return "unknown";
+}
+
+std::string_view dot_split_name(DotSplit s) noexcept {
+  switch (s) {
+    case DotSplit::kNone: return "none";
+    case DotSplit::kOuterBatch: return "outer-batch";
+    case DotSplit::kPieces: return "pieces";
+    case DotSplit::kSplitK: return "split-k";
+    case DotSplit::kProviderThreads: return "provider-threads";
+  }
+  return "unknown";
+}
+
+std::string describe(const DotRoute& r) {
+  std::string out = "kernel ";
+  out.append(dot_kernel_name(r.kernel)).append(", provider ").append(gemm_provider_name(r.provider));
+  out.append(", batch ").append(std::to_string(r.batch)).append(" x ").append(std::to_string(r.m));
+  out.append(" x ").append(std::to_string(r.n));
+  out.append(", split ").append(dot_split_name(r.split));
+  if (r.split == DotSplit::kPieces || r.split == DotSplit::kSplitK) {
+    if (r.pieces > 1) out.append(" (").append(std::to_string(r.pieces)).append(")");
+  }
+  out.append(", ").append(std::to_string(r.threads)).append(r.threads == 1 ? " thread" : " threads");
+  if (r.pack_lhs) out.append(r.lhs_k_first ? ", pack lhs [k, m]" : ", pack lhs [m, k]");
+  if (r.pack_rhs) out.append(r.rhs_n_first ? ", pack rhs [n, k]" : ", pack rhs [k, n]");
+  if (r.pack_out) out.append(", output scratch");
+  if (r.split_lhs_free) out.append(", lhs free group split");
+  if (r.split_rhs_free) out.append(", rhs free group split");
+  if (r.transposed) out.append(", transposed");
+  out.append(": ").append(r.reason);
+  return out;
+}
+
+}  // namespace tenferro::cpu
