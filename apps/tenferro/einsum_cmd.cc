@@ -380,11 +380,11 @@ int run_bench_einsum(int argc, char** argv) {
         const auto& p = last[i];
         char lane[24] = "";
         if (p.lane >= 0) std::snprintf(lane, sizeof lane, "  lane %d", static_cast<int>(p.lane));
-        std::fprintf(stderr, "  step %3lld %8.3f ms  batch %lld  m %lld  n %lld  k %lld  %.2f GFLOP/s%s%s%s%s\n", static_cast<long long>(p.step), p.seconds * 1e3,
-                     static_cast<long long>(p.batch), static_cast<long long>(p.m), static_cast<long long>(p.n),
-                     static_cast<long long>(p.k), 2.0 * static_cast<double>(p.batch * p.m * p.n * p.k) / p.seconds / 1e9,
-                     p.packed_lhs ? "  packed lhs" : "", p.packed_rhs ? "  packed rhs" : "",
-                     p.scratch_out ? "  scratch out" : "", lane);
+        std::fprintf(stderr, "  step %3lld %8.3f ms  batch %lld  m %lld  n %lld  k %lld  %.2f GFLOP/s%s\n    %s\n",
+                     static_cast<long long>(p.step), p.seconds * 1e3, static_cast<long long>(p.batch),
+                     static_cast<long long>(p.m), static_cast<long long>(p.n), static_cast<long long>(p.k),
+                     2.0 * static_cast<double>(p.batch * p.m * p.n * p.k) / p.seconds / 1e9, lane,
+                     cpu::describe(p.route).c_str());
       }
     }
     {

@@ -186,7 +186,8 @@ std::string CpuCaps::describe() const {
   out.append(" (").append(cpu_vendor).append(", family ").append(std::to_string(cpu_family));
   out.append(" model ").append(std::to_string(cpu_model_id)).append(")\n");
   out.append("isa        detected ").append(isa_name(detected_isa)).append(", kernels built up to ").append(isa_name(built_isa));
-  out.append(", baseline ").append(isa_name(baseline_isa));
+  out.append(baseline_isa == IsaLevel::kScalar ? ", library baseline needs no AVX2"
+                                               : std::string(", library baseline needs ").append(isa_name(baseline_isa)));
   if (max_isa < IsaLevel::kAvx512) out.append(", capped at ").append(isa_name(max_isa));
   out.append(", usable ").append(isa_name(usable_isa()));
   if (baseline_isa > detected_isa) out.append("  (WARNING: the build uses instructions this CPU lacks)");

@@ -945,7 +945,7 @@ Result<DotProblem> dot_problem(DType dtype, const Layout& lhs, const Layout& rhs
 }
 
 Result<DotRoute> explain_dot_general(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs,
-                                     const DotDims& dims, const DotOptions& options) {
+                                     const DotDims& dims, const DotOptions& options, const Layout* out_layout) {
   if (!lhs.defined() || !rhs.defined()) {
     return usage_error(ErrorCode::kInvalidArgument, "dot_general", "tensor handle is null");
   }
@@ -955,7 +955,7 @@ Result<DotRoute> explain_dot_general(const CpuExecutionContext& ctx, const Tenso
                            std::string(dtype_name(rhs.dtype())) + " differ");
   }
   TENFERRO_TRY(DotAxes axes, detail::dot_axes(lhs.shape(), rhs.shape(), dims));
-  if (detail::tiny_matmul_shortcut(ctx, lhs, rhs, dims, options)) {
+  if (out_layout == nullptr && detail::tiny_matmul_shortcut(ctx, lhs, rhs, dims, options)) {
     DotRoute r;
     r.policy = BatchPolicy::kSequential;
     r.provider = GemmProvider::kNaive;
@@ -966,7 +966,11 @@ Result<DotRoute> explain_dot_general(const CpuExecutionContext& ctx, const Tenso
     return r;
   }
   TENFERRO_TRY(Shape shape, dot_general_shape(lhs.shape(), rhs.shape(), dims));
-  const Layout out = dot_general_result_layout(shape, dims.lhs_batch.size());
+  const Layout out = out_layout != nullptr ? *out_layout : dot_general_result_layout(shape, dims.lhs_batch.size());
+  if (!(out.shape == shape)) {
+    return usage_error(ErrorCode::kShapeMismatch, "dot_general",
+                       "destination shape " + format_dims(out.shape) + " differs from result shape " + format_dims(shape));
+  }
   detail::DotAnalysis a;
   detail::analyze_dot(lhs.dtype(), lhs.layout(), rhs.layout(), out, dims, axes, options, &a);
   const DotSettings settings{effective_batch_settings(ctx, options), options.provider, ctx.threads()};

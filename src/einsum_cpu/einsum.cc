@@ -748,7 +748,8 @@ Result<Tensor> EinsumPlan::run(const cpu::CpuExecutionContext& ctx, std::span<co
     const Tensor& va = *a_ptr;
     const Tensor& vb = *b_ptr;
     const auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    auto record = [&] {
+    // `dst`: the destination's layout (dot_general_into), null for dot_general's own.
+    auto record = [&](const Layout* dst) {
       if (!profile) return;
       StepProfile p;
       p.step = static_cast<int64_t>(k);
@@ -757,10 +758,7 @@ Result<Tensor> EinsumPlan::run(const cpu::CpuExecutionContext& ctx, std::span<co
       p.m = va.numel() / std::max<int64_t>(1, p.batch * p.k);
       p.n = vb.numel() / std::max<int64_t>(1, p.batch * p.k);
       p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      const cpu::DotScratch& d = ws.dot_[k];
-      p.packed_lhs = d.lhs != nullptr;
-      p.packed_rhs = d.rhs != nullptr;
-      p.scratch_out = d.out != nullptr;
+      if (auto route = cpu::explain_dot_general(c, va, vb, st.dims, dot, dst)) p.route = *route;
       p.lane = lane;
       auto lock = guard();
       profile->push_back(p);
@@ -786,7 +784,7 @@ Result<Tensor> EinsumPlan::run(const cpu::CpuExecutionContext& ctx, std::span<co
         // The returned result is the caller's: a fresh buffer, never a workspace one.
         TENFERRO_TRY(slots[n + k], cpu::dot_general(c, va, vb, st.dims, dot, pool));
       }
-      record();
+      record(target.defined() ? &target.layout() : nullptr);
       release_operands();
       return ok();
     }
@@ -817,7 +815,7 @@ Result<Tensor> EinsumPlan::run(const cpu::CpuExecutionContext& ctx, std::span<co
                                                   cpu::dot_general_result_layout(shape, st.dims.lhs_batch.size())));
     TENFERRO_TRY_VOID(cpu::dot_general_into(c, va, vb, st.dims, dot, dst, pool, &ws.dot_[k]));
     slots[n + k] = std::move(dst);
-    record();
+    record(&slots[n + k].layout());
     release_operands();
     return ok();
   };

@@ -342,8 +342,22 @@ TEST(Einsum, TypedErrorsBeforeWriting) {
 namespace tenferro::einsum {
 namespace {
 
+// Explicit capabilities (AVX-512, BLIS and OpenBLAS tuned): the routes the profile
+// reports do not depend on the machine (Note [dot_general planner]).
+cpu::CpuCaps reference_caps() {
+  cpu::CpuCaps c;
+  c.detected_isa = cpu::IsaLevel::kAvx512;
+  c.built_isa = cpu::IsaLevel::kAvx512;
+  c.blis_arch = "zen3";
+  c.blis_tuned = true;
+  c.openblas_core = "Haswell";
+  c.openblas_tuned = true;
+  return c;
+}
+
 TEST(EinsumProfile, ReportsStepsAndPackedOperands) {
-  auto ctx = cpu::CpuExecutionContext::sequential();
+  const cpu::CpuCaps caps = reference_caps();
+  cpu::CpuExecutionContext ctx(nullptr, cpu::ParallelMode::kSequential, 1, {}, &caps);
   auto run = [&](const char* text, std::vector<Shape> shapes) {
     auto plan = EinsumPlan::prepare(text, shapes, DType::kF64).value();
     std::vector<Tensor> ops;
@@ -356,14 +370,14 @@ TEST(EinsumProfile, ReportsStepsAndPackedOperands) {
   };
   // A matrix chain never needs packing: every intermediate is column-major.
   for (const StepProfile& p : run("ij,jk,kl->il", {{4, 5}, {5, 6}, {6, 7}})) {
-    EXPECT_FALSE(p.packed_lhs || p.packed_rhs || p.scratch_out);
+    EXPECT_FALSE(p.route.pack_lhs || p.route.pack_rhs || p.route.pack_out) << cpu::describe(p.route);
     EXPECT_GT(p.seconds, 0.0);
   }
   // Contracting a and b of abc with ... of bdf needs a strided operand packed: the
   // labels contracted in one operand are not adjacent in memory in the other.
   bool packed = false;
   for (const StepProfile& p : run("abc,cde,efa,bdf->", {{3, 4, 5}, {5, 2, 3}, {3, 4, 3}, {4, 2, 4}})) {
-    packed = packed || p.packed_lhs || p.packed_rhs;
+    packed = packed || p.route.pack_lhs || p.route.pack_rhs;
   }
   EXPECT_TRUE(packed);
 }
@@ -375,7 +389,8 @@ TEST(EinsumProfile, ReportsStepsAndPackedOperands) {
 // elements, memory order x y z | b a | u v) meets the small A first; the consumer then
 // contracts y z u. Values against plain loops.
 TEST(EinsumProfile, SplitFreeLabelsStayInMemoryOrder) {
-  auto ctx = cpu::CpuExecutionContext::sequential();
+  const cpu::CpuCaps caps = reference_caps();
+  cpu::CpuExecutionContext ctx(nullptr, cpu::ParallelMode::kSequential, 1, {}, &caps);
   const int64_t I = 11, A = 4, Bx = 6, X = 10, Y = 6, Z = 5, U = 7, V = 3, W = 2;
   const std::vector<Shape> shapes{{I, A, Bx}, {X, Y, Z, Bx, A, U, V}, {Y, Z, U, W}};
   PathPolicy policy;
@@ -389,7 +404,7 @@ TEST(EinsumProfile, SplitFreeLabelsStayInMemoryOrder) {
   auto got = plan->execute(ctx, ops, ws, nullptr, {}, &prof);
   ASSERT_TRUE(got.has_value());
   ASSERT_EQ(prof.size(), 2u);
-  EXPECT_FALSE(prof[0].packed_rhs);  // B, the large operand, in place
+  EXPECT_FALSE(prof[0].route.pack_rhs) << cpu::describe(prof[0].route);  // B, the large operand, in place
   for (int64_t i = 0; i < I; ++i)
     for (int64_t x = 0; x < X; ++x)
       for (int64_t v = 0; v < V; ++v)

@@ -124,10 +124,12 @@ Result<DotProblem> dot_problem(DType dtype, const Layout& lhs, const Layout& rhs
                                const DotDims& dims, const DotOptions& options = {});
 
 /// The route dot_general would take for these operands on `ctx` (its capabilities,
-/// threads and batch settings), into its own result layout; computes nothing. Errors as
-/// dot_general.
+/// threads and batch settings), into a destination of layout `*out` (dot_general_into)
+/// or, when null, into dot_general's own result layout; computes nothing. Errors as
+/// dot_general (and kShapeMismatch for an `out` of the wrong shape).
 Result<DotRoute> explain_dot_general(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs,
-                                     const DotDims& dims, const DotOptions& options = {});
+                                     const DotDims& dims, const DotOptions& options = {},
+                                     const Layout* out = nullptr);
 
 /// One line: "kernel small, provider naive, split none, 1 thread, pack lhs: <reason>".
 std::string describe(const DotRoute& route);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tenferro/core/result.h"
+#include "tenferro/cpu/dot_route.h"
 #include "tenferro/cpu/context.h"
 #include "tenferro/cpu/dot_general.h"
 #include "tenferro/einsum/path.h"
@@ -30,7 +31,9 @@ struct StepProfile {
   int64_t step = 0;  ///< position in the plan's step list
   int64_t batch = 1, m = 1, n = 1, k = 1;
   double seconds = 0;
-  bool packed_lhs = false, packed_rhs = false, scratch_out = false;
+  /// How dot_general ran the step (kernel, provider, split, packing) and why (Note
+  /// [dot_general planner]).
+  cpu::DotRoute route;
   /// The lane that ran the step (Note [Einsum lanes] in einsum.cc), -1 when it ran with
   /// all of the context's threads.
   int32_t lane = -1;

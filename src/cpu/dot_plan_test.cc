@@ -1,0 +1,328 @@
+// The dot_general planner (Note [dot_general planner]) on tables of capability sets:
+// every route is asserted through plan_dot with explicit CpuCaps, so each branch is
+// reachable and checked on any machine; no data is computed here (the value tests in
+// dot_general_test.cc run every route this machine can run, under each ISA cap).
+
+#include "tenferro/cpu/dot_route.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace tenferro::cpu {
+namespace {
+
+struct Caps {
+  IsaLevel isa = IsaLevel::kAvx512;
+  bool blis_tuned = true;
+  bool openblas_tuned = true;
+};
+
+CpuCaps make_caps(Caps c) {
+  CpuCaps caps;
+  caps.detected_isa = c.isa;
+  caps.built_isa = IsaLevel::kAvx512;
+  caps.blis_arch = c.blis_tuned ? "zen3" : "generic";
+  caps.blis_tuned = c.blis_tuned;
+  caps.openblas_core = c.openblas_tuned ? "Haswell" : "Prescott";
+  caps.openblas_tuned = c.openblas_tuned;
+  caps.openblas_threaded = true;
+  return caps;
+}
+
+// A compact column-major layout.
+Layout cm(Shape shape) { return Layout::col_major(shape); }
+// A compact row-major layout.
+Layout rm(Shape shape) {
+  Layout l = Layout::col_major(shape);
+  int64_t st = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    l.strides[i] = st;
+    st *= shape[i];
+  }
+  return l;
+}
+
+DotDims matmul_dims() {
+  DotDims d;
+  d.lhs_contracting = {1};
+  d.rhs_contracting = {0};
+  return d;
+}
+
+DotDims batched_dims() {  // [b, m, k] x [b, k, n]
+  DotDims d;
+  d.lhs_batch = {0};
+  d.rhs_batch = {0};
+  d.lhs_contracting = {2};
+  d.rhs_contracting = {1};
+  return d;
+}
+
+struct Call {
+  DType dtype = DType::kF64;
+  Layout lhs, rhs;
+  DotDims dims = matmul_dims();
+  DotOptions options;
+  int threads = 1;
+};
+
+Result<DotRoute> plan(const Call& c, Caps caps) {
+  const Shape shape = dot_general_shape(c.lhs.shape, c.rhs.shape, c.dims).value();
+  const Layout out = dot_general_result_layout(shape, c.dims.lhs_batch.size());
+  TENFERRO_TRY(DotProblem p, dot_problem(c.dtype, c.lhs, c.rhs, out, c.dims, c.options));
+  BatchSettings bs;
+  if (c.options.batch_policy) bs.policy = *c.options.batch_policy;
+  return plan_dot(p, make_caps(caps), DotSettings{bs, c.options.provider, c.threads});
+}
+
+Call matmul(int64_t m, int64_t n, int64_t k, int threads = 1, DType dtype = DType::kF64) {
+  Call c;
+  c.dtype = dtype;
+  c.lhs = cm({m, k});
+  c.rhs = cm({k, n});
+  c.threads = threads;
+  return c;
+}
+
+constexpr Caps kAvx512{IsaLevel::kAvx512, true, true};
+constexpr Caps kAvx2{IsaLevel::kAvx2, true, true};
+constexpr Caps kScalar{IsaLevel::kScalar, true, true};
+constexpr Caps kUntunedBlis{IsaLevel::kAvx512, false, true};
+constexpr Caps kUntunedOpenBlas{IsaLevel::kAvx2, true, false};
+
+TEST(DotPlan, LargeF64ProductsFollowTheIsaAndTheTunedLibrary) {
+  const Call c = matmul(2048, 2048, 2048);
+  struct Row {
+    Caps caps;
+    DotKernel kernel;
+    GemmProvider provider;
+  };
+  for (const Row& r : {Row{kAvx512, DotKernel::kBlocked, GemmProvider::kOpenBlas},
+                       Row{kAvx2, DotKernel::kOpenBlas, GemmProvider::kOpenBlas},
+                       Row{kScalar, DotKernel::kOpenBlas, GemmProvider::kOpenBlas},
+                       Row{kUntunedBlis, DotKernel::kBlocked, GemmProvider::kOpenBlas},
+                       Row{kUntunedOpenBlas, DotKernel::kBlis, GemmProvider::kBlis}}) {
+    const DotRoute route = plan(c, r.caps).value();
+    SCOPED_TRACE(describe(route));
+    EXPECT_EQ(route.kernel, r.kernel);
+    EXPECT_EQ(route.provider, r.provider);
+    EXPECT_EQ(route.policy, BatchPolicy::kProviderItems);
+    EXPECT_EQ(route.split, DotSplit::kNone);
+    EXPECT_EQ(route.threads, 1);
+    EXPECT_FALSE(route.pack_lhs || route.pack_rhs || route.pack_out);
+    EXPECT_NE(std::string(route.reason), "");
+  }
+  // The complex product the issue measured: an untuned OpenBLAS hands it to BLIS.
+  const Call z = matmul(512, 512, 512, 1, DType::kC128);
+  EXPECT_EQ(plan(z, kUntunedOpenBlas).value().kernel, DotKernel::kBlis);
+  EXPECT_EQ(plan(z, kAvx2).value().kernel, DotKernel::kOpenBlas);
+}
+
+TEST(DotPlan, SeveralThreadsSplitTheLongerSideOrColumns) {
+  // Square: one-thread OpenBLAS pieces taken by the engine's workers (Note [OpenBLAS pieces]).
+  DotRoute r = plan(matmul(2048, 2048, 2048, 2), kAvx2).value();
+  EXPECT_EQ(r.kernel, DotKernel::kOpenBlas);
+  EXPECT_EQ(r.split, DotSplit::kPieces);
+  EXPECT_EQ(r.pieces, 4);  // 2048 / 512, between 2 and 8
+  EXPECT_EQ(r.threads, 2);
+  // Blocked pieces of 128 rows or columns, at most four per worker.
+  r = plan(matmul(2048, 2048, 2048, 2), kAvx512).value();
+  EXPECT_EQ(r.kernel, DotKernel::kBlocked);
+  EXPECT_EQ(r.pieces, 8);
+  // Long sides against a short contraction: one BLIS call per worker (Note [Column-split products]).
+  r = plan(matmul(2048, 2048, 64, 2), kAvx2).value();
+  EXPECT_EQ(r.kernel, DotKernel::kBlis);
+  EXPECT_EQ(r.split, DotSplit::kPieces);
+  EXPECT_EQ(r.pieces, 2);
+  // ... but not with an untuned BLIS.
+  EXPECT_EQ(plan(matmul(2048, 2048, 64, 2), kUntunedBlis).value().provider, GemmProvider::kOpenBlas);
+  // A small output with a long contraction: split-K BLIS (Note [Split-K products]).
+  r = plan(matmul(19, 19, 23000, 2), kAvx2).value();
+  EXPECT_EQ(r.kernel, DotKernel::kBlis) << describe(r);
+  EXPECT_EQ(r.split, DotSplit::kSplitK);
+  EXPECT_EQ(r.pieces, 2);
+  // Below parallel_min_flops a product keeps one thread.
+  r = plan(matmul(64, 64, 64, 2), kScalar).value();
+  EXPECT_EQ(r.threads, 1);
+  EXPECT_EQ(r.split, DotSplit::kNone);
+  // A product forced to provider openblas runs on OpenBLAS's own threads.
+  Call forced = matmul(2048, 2048, 2048, 2);
+  forced.options.provider = GemmProvider::kOpenBlas;
+  r = plan(forced, kAvx512).value();
+  EXPECT_EQ(r.kernel, DotKernel::kOpenBlas);
+  EXPECT_EQ(r.split, DotSplit::kProviderThreads);
+}
+
+TEST(DotPlan, TenferroKernelsNeedAvx2) {
+  struct Row {
+    const char* what;
+    Call call;
+    DotKernel with_avx2;
+  };
+  Call thin = matmul(4000, 8, 16);
+  thin.lhs = rm({4000, 16});  // A's contraction contiguous
+  Call out = matmul(40, 104900, 33, 2);
+  Call stream = matmul(5000, 16, 200);
+  for (const Row& row : {Row{"small", matmul(16, 16, 16), DotKernel::kSmall},
+                         Row{"thin", thin, DotKernel::kThin},
+                         Row{"wide", matmul(200, 3000, 16), DotKernel::kWide},
+                         Row{"streamed", stream, DotKernel::kStreamed},
+                         Row{"streamed output", out, DotKernel::kStreamedOutput}}) {
+    SCOPED_TRACE(row.what);
+    for (const Caps caps : {kAvx2, kAvx512}) {
+      const DotRoute r = plan(row.call, caps).value();
+      EXPECT_EQ(r.kernel, row.with_avx2) << describe(r);
+      EXPECT_EQ(r.provider, GemmProvider::kNaive);
+    }
+    // Without the vector kernels the providers' own kernels serve.
+    const DotRoute r = plan(row.call, kScalar).value();
+    EXPECT_TRUE(r.kernel == DotKernel::kOpenBlas || r.kernel == DotKernel::kBlis) << describe(r);
+  }
+  // The streamed-output kernel needs several workers and a destination that is not read.
+  EXPECT_NE(plan(matmul(40, 104900, 33, 1), kAvx2).value().kernel, DotKernel::kStreamedOutput);
+  Call read = out;
+  read.options.beta = 1.0;
+  EXPECT_NE(plan(read, kAvx2).value().kernel, DotKernel::kStreamedOutput);
+  // A row-major A is packed column-major for the streamed-output kernel.
+  Call packed = out;
+  packed.lhs = rm({40, 33});
+  const DotRoute r = plan(packed, kAvx2).value();
+  EXPECT_EQ(r.kernel, DotKernel::kStreamedOutput);
+  EXPECT_TRUE(r.pack_lhs);
+  EXPECT_FALSE(r.lhs_k_first);
+}
+
+TEST(DotPlan, ShortSidesWalkAStridedContraction) {
+  // L [l, r, s] against T [c, s, l], contracting (l, s): T's contraction does not merge.
+  Call c;
+  c.lhs = cm({19, 19, 40});
+  c.rhs = cm({19, 40, 19});
+  c.dims.lhs_contracting = {0, 2};
+  c.dims.rhs_contracting = {2, 1};
+  DotRoute r = plan(c, kAvx2).value();
+  EXPECT_EQ(r.kernel, DotKernel::kShortSides) << describe(r);
+  EXPECT_FALSE(r.pack_lhs || r.pack_rhs);
+  r = plan(c, kScalar).value();
+  EXPECT_NE(r.kernel, DotKernel::kShortSides);
+  EXPECT_TRUE(r.pack_lhs || r.pack_rhs) << describe(r);
+}
+
+TEST(DotPlan, DegenerateProducts) {
+  // Tiny: plain loops below the provider's call cost.
+  DotRoute r = plan(matmul(3, 3, 3), kAvx512).value();
+  EXPECT_EQ(r.kernel, DotKernel::kPlainLoops);
+  // Integers have no BLAS.
+  r = plan(matmul(300, 300, 300, 1, DType::kI32), kAvx512).value();
+  EXPECT_EQ(r.kernel, DotKernel::kPlainLoops);
+  EXPECT_EQ(r.provider, GemmProvider::kNaive);
+  // Nothing contracted: the outer-product loop, split over columns on two threads.
+  r = plan(matmul(3000, 3000, 1, 2), kAvx2).value();
+  EXPECT_EQ(r.kernel, DotKernel::kOuter);
+  EXPECT_EQ(r.split, DotSplit::kPieces);
+  // An empty contraction scales the destination.
+  r = plan(matmul(30, 30, 0), kAvx2).value();
+  EXPECT_EQ(r.kernel, DotKernel::kScaleOutput);
+  // An empty output runs nothing.
+  EXPECT_EQ(plan(matmul(0, 30, 30), kAvx2).value().kernel, DotKernel::kNone);
+  // Every dimension a batch dimension: an elementwise product.
+  Call e;
+  e.lhs = cm({50});
+  e.rhs = cm({50});
+  e.dims = DotDims{};
+  e.dims.lhs_batch = {0};
+  e.dims.rhs_batch = {0};
+  EXPECT_EQ(plan(e, kScalar).value().kernel, DotKernel::kElementwise);
+}
+
+TEST(DotPlan, BatchPolicies) {
+  Call b;
+  b.lhs = cm({100, 30, 30});
+  b.rhs = cm({100, 30, 30});
+  b.dims = batched_dims();
+  b.threads = 2;
+  // Small products on two threads: outer-parallel, one thread each.
+  DotRoute r = plan(b, kAvx2).value();
+  EXPECT_EQ(r.policy, BatchPolicy::kOuterParallel);
+  EXPECT_EQ(r.split, DotSplit::kOuterBatch);
+  EXPECT_EQ(r.threads, 1);
+  EXPECT_EQ(r.kernel, DotKernel::kSmall) << describe(r);
+  EXPECT_EQ(plan(b, kScalar).value().kernel, DotKernel::kBlis);
+  // An untuned BLIS: one-thread OpenBLAS items instead.
+  const Caps untuned_scalar{IsaLevel::kScalar, false, true};
+  r = plan(b, untuned_scalar).value();
+  EXPECT_EQ(r.kernel, DotKernel::kOpenBlas);
+  EXPECT_EQ(r.split, DotSplit::kOuterBatch);
+  // The whole-batch vendor call, and its typed refusals.
+  Call v = b;
+  v.options.batch_policy = BatchPolicy::kWholeBatchVendor;
+  r = plan(v, kAvx2).value();
+  EXPECT_EQ(r.kernel, DotKernel::kVendorBatch);
+  EXPECT_EQ(r.provider, GemmProvider::kBlis);
+  v.dtype = DType::kI64;
+  EXPECT_EQ(plan(v, kAvx2).error().code(), ErrorCode::kUnsupported);
+  // OpenBLAS under an outer-parallel batch on two threads would be two fan-out levels.
+  Call o = b;
+  o.options.provider = GemmProvider::kOpenBlas;
+  o.options.batch_policy = BatchPolicy::kOuterParallel;
+  EXPECT_EQ(plan(o, kAvx2).error().code(), ErrorCode::kUnsupported);
+}
+
+TEST(DotPlan, FreeGroupSplitAndPackForms) {
+  // rhs [n1, k, n2]: its free labels sit around the contraction (Note [Split free groups]).
+  Call c;
+  c.lhs = cm({24, 40});
+  c.rhs = cm({20, 40, 50});
+  c.dims.lhs_contracting = {1};
+  c.dims.rhs_contracting = {1};
+  DotRoute r = plan(c, kAvx2).value();
+  EXPECT_TRUE(r.split_rhs_free) << describe(r);
+  EXPECT_FALSE(r.pack_rhs);
+  EXPECT_EQ(r.batch, 50);
+  EXPECT_EQ(r.n, 20);
+  // A long other side packs instead.
+  c.lhs = cm({100, 40});
+  r = plan(c, kAvx2).value();
+  EXPECT_FALSE(r.split_rhs_free);
+  EXPECT_TRUE(r.pack_rhs);
+  // Note [Pack order]: a short leading contracted axis and a unit-stride free run pack
+  // the rhs N-fastest, unless it is wide with a short contraction.
+  for (const int64_t n2 : {int64_t{8}, int64_t{300}}) {
+    Call w;
+    w.lhs = cm({100, 6, 8});
+    Layout mem = cm({16, 6, 8, n2});  // memory [n1 | k1 k2 | n2], viewed as [k1, k2, n1, n2]
+    w.rhs = Layout{Shape{6, 8, 16, n2}, Strides{mem.strides[1], mem.strides[2], mem.strides[0], mem.strides[3]}, 0};
+    w.dims.lhs_contracting = {1, 2};
+    w.dims.rhs_contracting = {0, 1};
+    r = plan(w, kAvx2).value();
+    EXPECT_TRUE(r.pack_rhs);
+    EXPECT_EQ(r.rhs_n_first, 16 * n2 < 4096) << describe(r);
+  }
+}
+
+TEST(DotPlan, IsPureAndDescribed) {
+  const Call c = matmul(700, 300, 200, 2);
+  const DotRoute a = plan(c, kAvx2).value(), b = plan(c, kAvx2).value();
+  EXPECT_EQ(describe(a), describe(b));
+  const std::string text = describe(a);
+  EXPECT_NE(text.find(std::string(dot_kernel_name(a.kernel))), std::string::npos) << text;
+  EXPECT_NE(text.find(a.reason), std::string::npos) << text;
+  // explain_dot_general plans with the context's capabilities.
+  const CpuCaps caps = make_caps(kScalar);
+  CpuExecutionContext ctx(nullptr, ParallelMode::kSequential, 1, {}, &caps);
+  const Tensor lhs = Tensor::zeros(DType::kF64, {16, 16}).value();
+  const Tensor rhs = Tensor::zeros(DType::kF64, {16, 16}).value();
+  const DotRoute e = explain_dot_general(ctx, lhs, rhs, matmul_dims()).value();
+  EXPECT_EQ(e.kernel, DotKernel::kOpenBlas) << describe(e);
+  const CpuCaps caps2 = make_caps(kAvx2);
+  CpuExecutionContext ctx2(nullptr, ParallelMode::kSequential, 1, {}, &caps2);
+  EXPECT_EQ(explain_dot_general(ctx2, lhs, rhs, matmul_dims()).value().kernel, DotKernel::kSmall);
+  // Errors as dot_general's.
+  DotDims bad = matmul_dims();
+  bad.rhs_contracting = {1};
+  EXPECT_EQ(explain_dot_general(ctx, lhs, Tensor::zeros(DType::kF64, {16, 5}).value(), bad).error().code(),
+            ErrorCode::kShapeMismatch);
+}
+
+}  // namespace
+}  // namespace tenferro::cpu
