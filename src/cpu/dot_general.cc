@@ -379,7 +379,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   if (axes.batch * axes.m * axes.n == 0) return ok();
   detail::DotAnalysis an;
   detail::analyze_dot(lhs.dtype(), lhs.layout(), rhs.layout(), out.layout(), dims_in, axes, opt, &an);
-  const DotSettings settings{effective_batch_settings(ctx, opt), opt.provider, ctx.threads()};
+  const DotSettings settings{effective_batch_settings(ctx, opt), ctx.threads()};
   TENFERRO_TRY(DotRoute route, plan_dot(an.problem, ctx.caps(), settings));  // Note [dot_general planner]
   const IsaLevel isa = kernel_isa(ctx.caps());  // Note [ISA kernels] in gemm_kernels.cc
   const DotDims& dims = an.dims;
@@ -696,6 +696,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
 BatchSettings effective_batch_settings(const CpuExecutionContext& ctx, const DotOptions& options) {
   BatchSettings b = ctx.batch();
   if (options.batch_policy) b.policy = *options.batch_policy;
+  if (options.provider != GemmProvider::kAuto) b.provider = options.provider;
   if (options.tiny_flops) b.tiny_flops = *options.tiny_flops;
   if (options.outer_parallel_flops) b.outer_parallel_flops = *options.outer_parallel_flops;
   if (options.tiny_flops_blis) b.tiny_flops_blis = *options.tiny_flops_blis;

@@ -43,7 +43,8 @@ DotRoute planned(const CpuCaps& caps, int threads, const Tensor& lhs, const Tens
   const DotProblem p = dot_problem(lhs.dtype(), lhs.layout(), rhs.layout(), out.layout(), dims, opt).value();
   BatchSettings bs;
   if (opt.batch_policy) bs.policy = *opt.batch_policy;
-  const DotSettings st{bs, opt.provider, threads};
+  bs.provider = opt.provider;
+  const DotSettings st{bs, threads};
   return plan_dot(p, caps, st).value();
 }
 

@@ -190,7 +190,7 @@ struct Resolved {
 Result<Resolved> resolve_provider(const DotSettings& st, const CpuCaps& caps, bool integral, int64_t batch,
                                   int64_t m, int64_t n, int64_t flops) {
   const BatchSettings& bs = st.batch;
-  Resolved r{bs.policy, st.provider, "the provider requested"};
+  Resolved r{bs.policy, bs.provider, "the provider requested"};
   if (r.policy == BatchPolicy::kAuto) {
     r.policy = (batch > 1 && st.threads > 1 && flops < bs.outer_parallel_flops && r.provider != GemmProvider::kOpenBlas)
                    ? BatchPolicy::kOuterParallel
@@ -652,7 +652,8 @@ bool tiny_matmul_shortcut(const CpuExecutionContext& ctx, const Tensor& lhs, con
     return false;
   }
   const DotOptions defaults;
-  if (options.provider != defaults.provider || options.conj_lhs || options.conj_rhs || options.alpha != defaults.alpha) {
+  const GemmProvider provider = options.provider != GemmProvider::kAuto ? options.provider : ctx.batch().provider;
+  if (provider != GemmProvider::kAuto || options.conj_lhs || options.conj_rhs || options.alpha != defaults.alpha) {
     return false;
   }
   const DType d = lhs.dtype();
@@ -693,7 +694,7 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
     return r;
   }
   const bool vendor = r.policy == BatchPolicy::kWholeBatchVendor;
-  const bool automatic = st.provider == GemmProvider::kAuto;
+  const bool automatic = st.batch.provider == GemmProvider::kAuto;
   DotGroup lm = p.lm, lk = p.lk, rk = p.rk, rn = p.rn, om = p.om, on = p.on;
   // Free groups that do not merge become inner runs plus batch dims (Note [Split free
   // groups]); at most one side is split.
@@ -888,6 +889,11 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
         if (threads > 1 && automatic) {
           pieces(std::clamp<int64_t>(std::max(M, N) / kOpenBlasPiece, threads, 4 * int64_t{threads}));  // Note [OpenBLAS pieces]
         } else if (threads > 1) {
+          if (st.batch.strict_placement) {
+            return usage_error(ErrorCode::kUnsupported, "dot_general",
+                               "strict placement: provider openblas would run this product on its own " +
+                                   s(threads) + " threads (global thread control), which the engine cannot place");
+          }
           r.split = DotSplit::kProviderThreads;
         }
       }
@@ -973,7 +979,7 @@ Result<DotRoute> explain_dot_general(const CpuExecutionContext& ctx, const Tenso
   }
   detail::DotAnalysis a;
   detail::analyze_dot(lhs.dtype(), lhs.layout(), rhs.layout(), out, dims, axes, options, &a);
-  const DotSettings settings{effective_batch_settings(ctx, options), options.provider, ctx.threads()};
+  const DotSettings settings{effective_batch_settings(ctx, options), ctx.threads()};
   return plan_dot(a.problem, ctx.caps(), settings);
 }
 

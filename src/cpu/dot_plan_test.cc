@@ -65,6 +65,7 @@ struct Call {
   DotDims dims = matmul_dims();
   DotOptions options;
   int threads = 1;
+  bool strict = false;  // strict placement
 };
 
 Result<DotRoute> plan(const Call& c, Caps caps) {
@@ -73,7 +74,9 @@ Result<DotRoute> plan(const Call& c, Caps caps) {
   TENFERRO_TRY(DotProblem p, dot_problem(c.dtype, c.lhs, c.rhs, out, c.dims, c.options));
   BatchSettings bs;
   if (c.options.batch_policy) bs.policy = *c.options.batch_policy;
-  return plan_dot(p, make_caps(caps), DotSettings{bs, c.options.provider, c.threads});
+  bs.provider = c.options.provider;
+  bs.strict_placement = c.strict;
+  return plan_dot(p, make_caps(caps), DotSettings{bs, c.threads});
 }
 
 Call matmul(int64_t m, int64_t n, int64_t k, int threads = 1, DType dtype = DType::kF64) {
@@ -152,6 +155,11 @@ TEST(DotPlan, SeveralThreadsSplitTheLongerSideOrColumns) {
   r = plan(forced, kAvx512).value();
   EXPECT_EQ(r.kernel, DotKernel::kOpenBlas);
   EXPECT_EQ(r.split, DotSplit::kProviderThreads);
+  // ... which strict placement refuses (the engine cannot place those threads).
+  forced.strict = true;
+  EXPECT_EQ(plan(forced, kAvx512).error().code(), ErrorCode::kUnsupported);
+  forced.threads = 1;
+  EXPECT_EQ(plan(forced, kAvx512).value().split, DotSplit::kNone);  // one thread: the caller's
 }
 
 TEST(DotPlan, TenferroKernelsNeedAvx2) {

@@ -146,19 +146,29 @@ Result<std::shared_ptr<CpuEngine>> CpuEngine::create(CpuEngineConfig config, con
   bundle.reduction = ProviderInfo{"tenferro-reduction", ThreadControl::kPerCall, WorkerPlacement::kEngineWorkers};
   bundle.indexing = ProviderInfo{"tenferro-indexing", ThreadControl::kPerCall, WorkerPlacement::kEngineWorkers};
   bundle.layout = ProviderInfo{"tenferro-layout", ThreadControl::kPerCall, WorkerPlacement::kEngineWorkers};
-  if (config.gemm_provider == "openblas") {
-    // Probe: a sequential OpenBLAS build runs on the calling thread; a threaded one on
-    // its own workers with a process-global thread count.
-    const bool sequential_build = openblas_get_parallel() == 0;
-    bundle.dot_general =
-        sequential_build ? ProviderInfo{"openblas", ThreadControl::kSequential, WorkerPlacement::kCallingThread}
-                         : ProviderInfo{"openblas", ThreadControl::kGlobal, WorkerPlacement::kExternalWorkers};
-  } else if (config.gemm_provider == "blis") {
-    bundle.dot_general = ProviderInfo{"blis", ThreadControl::kPerCall, WorkerPlacement::kEngineWorkers};
-  } else {
-    return config_error(ErrorCode::kInvalidArgument,
-                        "unknown gemm provider '" + config.gemm_provider + "' (expected openblas or blis)");
+  switch (config.batch.provider) {
+    case GemmProvider::kOpenBlas: {
+      // Probe: a sequential OpenBLAS build runs on the calling thread; a threaded one on
+      // its own workers with a process-global thread count.
+      const bool sequential_build = openblas_get_parallel() == 0;
+      bundle.dot_general =
+          sequential_build ? ProviderInfo{"openblas", ThreadControl::kSequential, WorkerPlacement::kCallingThread}
+                           : ProviderInfo{"openblas", ThreadControl::kGlobal, WorkerPlacement::kExternalWorkers};
+      break;
+    }
+    case GemmProvider::kBlis:
+      bundle.dot_general = ProviderInfo{"blis", ThreadControl::kPerCall, WorkerPlacement::kEngineWorkers};
+      break;
+    case GemmProvider::kNaive:
+      bundle.dot_general = ProviderInfo{"tenferro-plain-loops", ThreadControl::kPerCall, WorkerPlacement::kEngineWorkers};
+      break;
+    case GemmProvider::kAuto:
+      // The planner's automatic routes run every provider on the engine's workers
+      // (one-thread OpenBLAS and BLIS calls, tenferro's kernels; Note [OpenBLAS pieces]).
+      bundle.dot_general = ProviderInfo{"tenferro-dot-planner", ThreadControl::kPerCall, WorkerPlacement::kEngineWorkers};
+      break;
   }
+  config.batch.strict_placement = config.strict_placement;
   if (config.strict_placement) {
     for (const auto* slot : {&bundle.elementwise, &bundle.reduction, &bundle.indexing, &bundle.dot_general, &bundle.layout}) {
       if (*slot && (*slot)->threads == ThreadControl::kGlobal && (*slot)->placement == WorkerPlacement::kExternalWorkers) {

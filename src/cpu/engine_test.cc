@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "tenferro/cpu/dot_general.h"
+#include "tenferro/cpu/dot_route.h"
 #include "tenferro/cpu/elementwise.h"
 
 namespace tenferro::cpu {
@@ -52,7 +53,9 @@ TEST(Engine, DefaultDomainsFollowNumaNodes) {
   EXPECT_EQ(e->domains()[1].cpus, (std::vector<int>{2, 3}));
   EXPECT_EQ(e->domains()[0].threads, 2);
   ASSERT_TRUE(e->providers().dot_general.has_value());
-  EXPECT_EQ(e->providers().dot_general->threads, ThreadControl::kGlobal);
+  // The planner's automatic routes run on the engine's workers.
+  EXPECT_EQ(e->providers().dot_general->threads, ThreadControl::kPerCall);
+  EXPECT_EQ(e->providers().dot_general->placement, WorkerPlacement::kEngineWorkers);
   EXPECT_EQ(e->providers().layout->placement, WorkerPlacement::kEngineWorkers);
 }
 
@@ -78,15 +81,62 @@ TEST(Engine, ConfigurationErrorsAreTyped) {
   CpuEngineConfig outside;
   outside.domains = {CpuDomainConfig{0, {7}, 0, nullptr}};
   expect_config_error(outside, ErrorCode::kInvalidArgument, "outside the allowed set");
-  CpuEngineConfig provider;
-  provider.gemm_provider = "mkl";
-  expect_config_error(provider, ErrorCode::kInvalidArgument, "unknown gemm provider");
+  // Strict placement refuses a default provider that runs on its own threads (a
+  // threaded OpenBLAS build); the planner's automatic routes and BLIS run on the
+  // engine's workers.
   CpuEngineConfig strict;
   strict.strict_placement = true;
-  expect_config_error(strict, ErrorCode::kUnsupported, "strict placement");
-  strict.gemm_provider = "blis";
+  strict.batch.provider = GemmProvider::kOpenBlas;
+  if (host_caps().openblas_threaded) expect_config_error(strict, ErrorCode::kUnsupported, "strict placement");
   strict.pin_workers = false;
+  strict.batch.provider = GemmProvider::kBlis;
   EXPECT_TRUE(CpuEngine::create(strict, &t).has_value()) << "BLIS runs on engine workers";
+  strict.batch.provider = GemmProvider::kAuto;
+  EXPECT_TRUE(CpuEngine::create(strict, &t).has_value()) << "automatic routes run on engine workers";
+}
+
+// CpuEngineConfig::batch.provider is every context's default GEMM provider (a call's
+// DotOptions::provider still wins), and strict placement reaches dot_general: a product
+// forced onto OpenBLAS's own threads fails before any write.
+TEST(Engine, DefaultProviderAndStrictPlacementReachDotGeneral) {
+  CpuTopology t = CpuTopology::discover().value();
+  CpuEngineConfig cfg;
+  cfg.domains = {CpuDomainConfig{0, t.allowed_cpus, 2, nullptr}};
+  cfg.pin_workers = false;
+  cfg.strict_placement = true;
+  cfg.batch.provider = GemmProvider::kBlis;
+  auto e = CpuEngine::create(cfg, &t).value();
+  const Tensor a = Tensor::random_normal(DType::kF64, {700, 600}, 1).value();
+  const Tensor b = Tensor::random_normal(DType::kF64, {600, 500}, 2).value();
+  DotDims dims;
+  dims.lhs_contracting = {1};
+  dims.rhs_contracting = {0};
+  ASSERT_TRUE(e->run(0, ParallelMode::kInner, [&](CpuExecutionContext& ctx) -> Result<void> {
+    TENFERRO_TRY(DotRoute route, explain_dot_general(ctx, a, b, dims));
+    EXPECT_EQ(route.provider, GemmProvider::kBlis) << describe(route);
+    DotOptions naive;
+    naive.provider = GemmProvider::kNaive;
+    TENFERRO_TRY(DotRoute forced, explain_dot_general(ctx, a, b, dims, naive));
+    EXPECT_EQ(forced.provider, GemmProvider::kNaive) << describe(forced);
+    // Same values through the engine's default and through plain loops.
+    TENFERRO_TRY(Tensor via_blis, dot_general(ctx, a, b, dims));
+    TENFERRO_TRY(Tensor via_loops, dot_general(ctx, a, b, dims, naive));
+    for (int64_t i = 0; i < 700; i += 37)
+      for (int64_t j = 0; j < 500; j += 29)
+        EXPECT_NEAR(via_blis.get<double>({i, j}).value(), via_loops.get<double>({i, j}).value(), 1e-9);
+    if (ctx.threads() > 1) {
+      DotOptions own_threads;
+      own_threads.provider = GemmProvider::kOpenBlas;
+      Tensor out = Tensor::full(DType::kF64, {700, 500}, 7.0).value();
+      auto r = dot_general_into(ctx, a, b, dims, own_threads, out);
+      EXPECT_FALSE(r.has_value());
+      if (!r) {
+        EXPECT_EQ(r.error().code(), ErrorCode::kUnsupported);
+      }
+      EXPECT_EQ(out.get<double>({3, 4}).value(), 7.0);  // nothing written
+    }
+    return ok();
+  }));
 }
 
 TEST(Engine, OneEntryPerOperationOrSession) {

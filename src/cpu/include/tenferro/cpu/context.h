@@ -71,6 +71,14 @@ std::string_view batch_policy_name(BatchPolicy policy) noexcept;
 
 /// Batch policy and thresholds. Precedence: engine default < scoped override
 /// (ScopedBatchOverride) < per-operation options (Note [Batch policy thresholds]).
+/// GEMM implementation for dot_general's matrix products.
+enum class GemmProvider : uint8_t {
+  kAuto,      ///< the planner chooses (Note [dot_general planner], Note [Default GEMM provider])
+  kOpenBlas,  ///< cblas (external workers, global thread control)
+  kBlis,      ///< BLIS typed API, general strides, sequential on engine workers
+  kNaive,     ///< plain loops (every dtype; integers always use it)
+};
+
 struct BatchSettings {
   BatchPolicy policy = BatchPolicy::kAuto;
   /// Below this many multiply-adds per product, plain loops replace OpenBLAS calls
@@ -84,6 +92,12 @@ struct BatchSettings {
   /// Below this many multiply-adds, a product uses one thread even when the context has
   /// more (provider items and single products).
   int64_t parallel_min_flops = int64_t{1} << 19;
+  /// Provider of dot_general calls whose DotOptions::provider is kAuto (engine default:
+  /// CpuEngineConfig::batch). kAuto lets the planner choose.
+  GemmProvider provider = GemmProvider::kAuto;
+  /// Refuse routes that run a provider on its own threads (OpenBLAS's, with only global
+  /// thread control): set from CpuEngineConfig::strict_placement.
+  bool strict_placement = false;
 };
 
 namespace detail {

@@ -20,13 +20,6 @@ struct DotDims {
   SmallVector<int64_t, 8> lhs_batch, rhs_batch, lhs_contracting, rhs_contracting;
 };
 
-/// GEMM implementation for the matrix products.
-enum class GemmProvider : uint8_t {
-  kAuto,      ///< the measured default per dtype (Note [Default GEMM provider])
-  kOpenBlas,  ///< cblas (external workers, global thread control)
-  kBlis,      ///< BLIS typed API, general strides, sequential on engine workers
-  kNaive,     ///< plain loops (every dtype; integers always use it)
-};
 std::string_view gemm_provider_name(GemmProvider p) noexcept;
 
 /// Per-operation options. Unset batch fields inherit the context's BatchSettings

@@ -88,9 +88,8 @@ struct DotProblem {
 
 /// Settings the planner reads besides the problem and the capabilities.
 struct DotSettings {
-  BatchSettings batch;                         ///< effective_batch_settings(ctx, options)
-  GemmProvider provider = GemmProvider::kAuto;  ///< DotOptions::provider
-  int threads = 1;                             ///< the context's threads
+  BatchSettings batch;  ///< effective_batch_settings(ctx, options): policy, provider, thresholds
+  int threads = 1;      ///< the context's threads
 };
 
 /// The planner's answer. `reason` is static text (never freed, never allocated).
@@ -114,7 +113,8 @@ struct DotRoute {
 /// Decides the route of `problem` on a CPU with `caps` under `settings`: a pure
 /// function (same inputs, same answer, on any machine), no allocation. Errors
 /// (kUnsupported): the whole-batch vendor policy with a provider or dtype that has no
-/// batch entry point; provider openblas under an outer-parallel batch on several threads.
+/// batch entry point; provider openblas under an outer-parallel batch on several threads;
+/// under strict placement, a product forced onto OpenBLAS's own threads.
 Result<DotRoute> plan_dot(const DotProblem& problem, const CpuCaps& caps, const DotSettings& settings);
 
 /// The problem of dot_general(lhs, rhs, dims) into a destination of layout `out`

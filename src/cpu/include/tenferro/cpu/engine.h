@@ -64,15 +64,13 @@ struct CpuEngineConfig {
   std::vector<CpuDomainConfig> domains;
   /// Pin Managed workers to their domain's CPUs.
   bool pin_workers = true;
-  /// GEMM provider for dot_general by default ("openblas": automatic products make
-  /// one-thread OpenBLAS calls on the engine's workers, Note [OpenBLAS pieces], or run
-  /// the blocked f64 kernel where the build has AVX-512, Note [Blocked AVX-512 GEMM]; a
-  /// product forced to provider openblas runs on OpenBLAS's own workers with global
-  /// thread control; "blis" on engine workers).
-  std::string gemm_provider = "openblas";
-  /// Reject providers whose threads the engine cannot place (external/global ones).
+  /// Reject providers whose threads the engine cannot place (OpenBLAS's own workers,
+  /// global thread control): a default provider that would run them fails create, and
+  /// a dot_general forced onto them fails with kUnsupported before any write.
   bool strict_placement = false;
-  /// Default batch policy and thresholds of every context this engine creates.
+  /// Default batch policy, thresholds and GEMM provider of every context this engine
+  /// creates (`batch.provider`: kAuto lets the dot_general planner choose; kOpenBlas,
+  /// kBlis or kNaive force that provider for every product that does not name one).
   BatchSettings batch;
   /// Limits of each domain's buffer pool (retained bytes and buffers).
   HostBufferPoolConfig pool;
