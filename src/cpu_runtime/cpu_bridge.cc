@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "tenferro/cpu/dot_general.h"
+#include "tenferro/cpu/dot_route.h"
 #include "tenferro/cpu/elementwise.h"
 #include "tenferro/cpu/indexing.h"
 #include "tenferro/cpu/kernels.h"
@@ -344,6 +345,28 @@ class CoreKernel final : public runtime::NodeKernel {
                     (code_ == OpCode::kReduce || code_ == OpCode::kDotGeneral)) {
   }
 
+  // dot_general's route for compact column-major operands on `threads` threads of an
+  // engine with `caps` and `batch` settings (Note [dot_general planner]); the operands'
+  // actual layouts at run time may change it.
+  void plan_route(const runtime::NodeRequest& req, const cpu::CpuCaps& caps, const cpu::BatchSettings& batch,
+                  int threads) {
+    if (code_ != OpCode::kDotGeneral) return;
+    const Attrs& a = attrs_;
+    cpu::DotDims dims;
+    dims.lhs_batch = SmallVector<int64_t, 8>(std::span<const int64_t>(a.lhs_batch));
+    dims.rhs_batch = SmallVector<int64_t, 8>(std::span<const int64_t>(a.rhs_batch));
+    dims.lhs_contracting = SmallVector<int64_t, 8>(std::span<const int64_t>(a.lhs_contract));
+    dims.rhs_contracting = SmallVector<int64_t, 8>(std::span<const int64_t>(a.rhs_contract));
+    const Layout out = cpu::dot_general_result_layout(out_shape_, dims.lhs_batch.size());
+    auto problem = cpu::dot_problem(req.input_dtypes[0], Layout::col_major(req.input_shapes[0]),
+                                    Layout::col_major(req.input_shapes[1]), out, dims);
+    if (!problem) return;
+    auto route = cpu::plan_dot(*problem, caps, cpu::DotSettings{batch, sequential_ ? 1 : threads});
+    route_ = route ? cpu::describe(*route) : "no route: " + route.error().message();
+  }
+
+  std::string describe() const override { return route_; }
+
   Result<void> prepare_constant() {
     const program::Literal& l = *attrs_.literal;
     TENFERRO_TRY(constant_, Tensor::uninitialized(l.dtype, Dims(l.shape)));
@@ -413,6 +436,7 @@ class CoreKernel final : public runtime::NodeKernel {
   Shape out_shape_;
   bool sequential_ = false;
   Tensor constant_;
+  std::string route_;  // dot_general's planned route (plan_route)
 };
 
 class CpuBridge final : public runtime::EngineBridge {
@@ -432,6 +456,13 @@ class CpuBridge final : public runtime::EngineBridge {
       return Cap::unsupported("the CPU elementwise kernels have no bool arithmetic");
     }
     auto k = std::make_shared<CoreKernel>(op, req);
+    if (op.code() == OpCode::kDotGeneral) {
+      int threads = 1;
+      for (const cpu::CpuDomainInfo& d : engine_->domains()) {
+        if (d.id == req.domain) threads = d.threads;
+      }
+      k->plan_route(req, engine_->caps(), engine_->config().batch, threads);
+    }
     if (op.code() == OpCode::kConstant) {
       TENFERRO_TRY_VOID(k->prepare_constant());
     }

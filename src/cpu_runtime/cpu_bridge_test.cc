@@ -611,3 +611,49 @@ TEST(CpuBridge, EinsumNativeLoweredAndInterpreterAgree) {
 
 }  // namespace
 }  // namespace tenferro
+
+namespace tenferro::cpu_runtime {
+namespace {
+
+// Runtime::explain shows each dot_general node's planned route, decided with the
+// engine's capabilities (Note [dot_general planner]): here capabilities written by hand,
+// so the answer is the same on every machine; the values come from this machine's run.
+TEST(CpuBridge, ExplainShowsTheDotGeneralRoute) {
+  using program::Attrs;
+  using program::OpCode;
+  using program::ProgramBuilder;
+  using program::ValueType;
+  ProgramBuilder b;
+  const auto x = b.input(ValueType{DType::kF64, ext_of({16, 12})}).value();
+  const auto w = b.input(ValueType{DType::kF64, ext_of({12, 16})}).value();
+  const auto y = b.op(OpCode::kDotGeneral, {x, w}, Attrs{.lhs_contract = {1}, .rhs_contract = {0}}).value();
+  const auto graph = b.finish({y}).value();
+  for (const cpu::IsaLevel isa : {cpu::IsaLevel::kScalar, cpu::IsaLevel::kAvx2}) {
+    cpu::CpuCaps caps;
+    caps.detected_isa = isa;
+    caps.built_isa = cpu::IsaLevel::kAvx512;
+    caps.blis_tuned = caps.openblas_tuned = true;
+    cpu::CpuEngineConfig cfg;
+    cfg.caps = caps;
+    auto rt = runtime::Runtime::create().value();
+    ASSERT_TRUE(register_cpu_engine(*rt, cpu::CpuEngine::create(cfg).value()));
+    const std::vector<Tensor> in = {Tensor::random_normal(DType::kF64, {16, 12}, 1).value(),
+                                    Tensor::random_normal(DType::kF64, {12, 16}, 2).value()};
+    auto plan = rt->prepare_for(graph, runtime::signature_of(in));
+    ASSERT_TRUE(plan) << plan.error().to_string();
+    const std::string how = rt->explain(**plan);
+    const char* want = isa == cpu::IsaLevel::kScalar ? "planned: kernel openblas" : "planned: kernel small";
+    EXPECT_NE(how.find(want), std::string::npos) << how;
+    auto got = rt->execute_prepared(**plan, in);
+    ASSERT_TRUE(got) << got.error().to_string();
+    for (int64_t i = 0; i < 16; i += 5)
+      for (int64_t j = 0; j < 16; j += 3) {
+        double acc = 0;
+        for (int64_t k = 0; k < 12; ++k) acc += in[0].get<double>({i, k}).value() * in[1].get<double>({k, j}).value();
+        EXPECT_NEAR((*got)[0].get<double>({i, j}).value(), acc, 1e-12);
+      }
+  }
+}
+
+}  // namespace
+}  // namespace tenferro::cpu_runtime

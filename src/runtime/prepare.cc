@@ -408,6 +408,7 @@ std::string Runtime::explain(const PreparedProgram& p) const {
     }
     o << "\n      provider " << n.kernel->provider() << (n.view ? " (view, no copy)" : " (writes " + std::to_string(n.output_bytes) + " bytes)")
       << "; " << n.how;
+    if (const std::string planned = n.kernel->describe(); !planned.empty()) o << "\n      planned: " << planned;
     if (n.dest_buffer >= 0) {
       o << "; into buffer b" << n.dest_buffer;
       if (n.in_place_of >= 0) o << " in place of %" << n.in_place_of;

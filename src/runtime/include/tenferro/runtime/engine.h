@@ -85,6 +85,10 @@ class NodeKernel {
   virtual std::string_view provider() const = 0;
   /// True when the outputs are views sharing the first input's storage (no copy).
   virtual bool is_view() const { return false; }
+  /// How the kernel will compute the node, as the provider planned it at prepare (e.g.
+  /// dot_general's route and its reason for compact operands); empty when there is
+  /// nothing beyond provider(). Shown by Runtime::explain().
+  virtual std::string describe() const { return {}; }
   /// True when the kernel has one output that it can write into a destination the
   /// runtime passes in `outputs[0]` (Note [Buffer plan] in prepare.cc): on entry that
   /// handle is either empty (allocate as usual) or exactly the result's dtype and shape,
