@@ -132,7 +132,7 @@ int run_bench_kernels(int argc, char** argv) {
     cpu::CpuExecutionContext ctx(executor->get(), cpu::ParallelMode::kInner, threads);
     // ---- dot_general vs raw GEMM.
     for (int n = 64; n <= max_n; n *= 2) {
-      for (DType d : {DType::kF64, DType::kC128}) {
+      for (DType d : {DType::kF64, DType::kF32, DType::kC128}) {
         const std::string name = std::string("dot_general ") + std::string(dtype_name(d)) + " n=" + std::to_string(n);
         if (!want(name)) continue;
         Tensor a = Tensor::random_normal(d, {n, n}, 1).value();
@@ -142,26 +142,35 @@ int run_bench_kernels(int argc, char** argv) {
         dims.lhs_contracting = {1};
         dims.rhs_contracting = {0};
         const int reps = n >= 1024 ? 3 : n >= 256 ? 9 : 201;
-        const double tf = median_ms(reps, [&] { check(cpu::dot_general_into(ctx, a, b, dims, {}, c)); });
+        // Repeated calls keep their packing buffers in a DotScratch (Note [Dot scratch]),
+        // as einsum and the runtime do; the peer keeps its own.
+        cpu::DotScratch scratch;
+        const double tf = median_ms(reps, [&] { check(cpu::dot_general_into(ctx, a, b, dims, {}, c, nullptr, &scratch)); });
         const double ref = reference_ms(threads, reps, [&] {
           if (d == DType::kF64) {
             cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0,
                         static_cast<const double*>(a.storage()->data()), n,
                         static_cast<const double*>(b.storage()->data()), n, 0.0,
                         static_cast<double*>(c.storage()->data()), n);
+          } else if (d == DType::kF32) {
+            cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
+                        static_cast<const float*>(a.storage()->data()), n,
+                        static_cast<const float*>(b.storage()->data()), n, 0.0f,
+                        static_cast<float*>(c.storage()->data()), n);
           } else {
             const c128 one(1, 0), zero(0, 0);
             cblas_zgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, n, n, n, &one, a.storage()->data(), n,
                         b.storage()->data(), n, &zero, c.storage()->data(), n);
           }
         });
-        const double flops = (d == DType::kF64 ? 2.0 : 8.0) * n * double(n) * n;
-        rows.push_back({name, tf, d == DType::kF64 ? "cblas_dgemm" : "cblas_zgemm", ref, flops / tf / 1e6});
+        const double flops = (d == DType::kC128 ? 8.0 : 2.0) * n * double(n) * n;
+        const char* peer = d == DType::kF64 ? "cblas_dgemm" : d == DType::kF32 ? "cblas_sgemm" : "cblas_zgemm";
+        rows.push_back({name, tf, peer, ref, flops / tf / 1e6});
         // The BLIS provider on the same product (engine workers, one BLIS thread each).
         cpu::DotOptions blis;
         blis.provider = cpu::GemmProvider::kBlis;
         const double tb = median_ms(reps, [&] { check(cpu::dot_general_into(ctx, a, b, dims, blis, c)); });
-        rows.push_back({name + " [blis]", tb, d == DType::kF64 ? "cblas_dgemm" : "cblas_zgemm", ref, flops / tb / 1e6});
+        rows.push_back({name + " [blis]", tb, peer, ref, flops / tb / 1e6});
       }
     }
     // ---- tiny products: plain loops vs the GEMM providers (Note [Tiny products]).

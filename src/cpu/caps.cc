@@ -23,8 +23,13 @@ namespace tenferro::cpu {
 // these facts once (CpuCaps::probe, at CpuEngine::create), keeps them immutable, and
 // the dot_general planner reads them from the execution context, never from a global:
 // a library that runs generic kernels on a CPU with AVX2 is planned as slow (not
-// trusted), and tests plan for any capability set on any machine. Probing reads cpuid,
-// sysconf and the libraries' query functions; it changes no state.
+// trusted), and tests plan for any capability set on any machine. The same caps pick
+// the SIMD kernels' ISA level (Note [ISA kernels] in gemm_kernels.cc): usable_isa() is
+// the detected level capped by max_isa (TENFERRO_MAX_ISA, read here once, or the
+// engine's config), and kernel_isa() never exceeds what the machine supports, so caps
+// written by hand can change plans but never execute a missing instruction. Probing
+// reads cpuid, sysconf, the libraries' query functions and that one environment
+// variable; it changes no state.
 
 std::string_view isa_name(IsaLevel level) noexcept {
   switch (level) {
@@ -51,6 +56,13 @@ bool openblas_core_tuned(std::string_view core, IsaLevel cpu_level) noexcept {
   std::string lower(core);
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return std::find(kVectorCores.begin(), kVectorCores.end(), lower) != kVectorCores.end();
+}
+
+bool openblas_core_avx512(std::string_view core) noexcept {
+  constexpr std::array<std::string_view, 3> kAvx512Cores = {"skylakex", "cooperlake", "sapphirerapids"};
+  std::string lower(core);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return std::find(kAvx512Cores.begin(), kAvx512Cores.end(), lower) != kAvx512Cores.end();
 }
 
 namespace {
@@ -149,6 +161,7 @@ CpuCaps CpuCaps::probe() {
   caps.blis_tuned = arch != BLIS_ARCH_GENERIC;
   caps.openblas_core = openblas_get_corename();
   caps.openblas_tuned = openblas_core_tuned(caps.openblas_core, caps.detected_isa);
+  caps.openblas_avx512 = openblas_core_avx512(caps.openblas_core) && caps.detected_isa >= IsaLevel::kAvx512;
   caps.openblas_threaded = openblas_get_parallel() != 0;
   caps.l1d_bytes = cache_bytes(_SC_LEVEL1_DCACHE_SIZE);
   caps.l2_bytes = cache_bytes(_SC_LEVEL2_CACHE_SIZE);
@@ -195,7 +208,8 @@ std::string CpuCaps::describe() const {
   out.append(", L3 ").append(kib(l3_bytes)).append("\n");
   out.append("blis       ").append(blis_arch).append(blis_tuned ? " (tuned)" : " (generic kernels: planned as slow)");
   out.append("\nopenblas   ").append(openblas_core);
-  out.append(openblas_tuned ? " (tuned)" : " (kernels below this CPU's ISA: planned as slow)");
+  out.append(openblas_tuned ? (openblas_avx512 ? " (tuned, 512-bit kernels)" : " (tuned)")
+                            : " (kernels below this CPU's ISA: planned as slow)");
   out.append(openblas_threaded ? ", threaded build (global thread count)" : ", serial build").append("\n");
   return out;
 }
@@ -216,6 +230,7 @@ std::string CpuCaps::to_json() const {
   out.append(", \"blis_tuned\": ").append(b(blis_tuned));
   out.append(", \"openblas_core\": ").append(json_string(openblas_core));
   out.append(", \"openblas_tuned\": ").append(b(openblas_tuned));
+  out.append(", \"openblas_avx512\": ").append(b(openblas_avx512));
   out.append(", \"openblas_threaded\": ").append(b(openblas_threaded));
   out.append(", \"l1d_bytes\": ").append(std::to_string(l1d_bytes));
   out.append(", \"l2_bytes\": ").append(std::to_string(l2_bytes));

@@ -370,6 +370,82 @@ void streamed(const CpuExecutionContext& ctx, const detail::GemmArgs<T>& g, bool
   });
 }
 
+// The real type the blocked kernel computes a T product in: T itself for f64 and f32,
+// the component type for c128 and c64, void for the others.
+template <class T>
+using BlockedReal = std::conditional_t<
+    std::is_same_v<T, double> || std::is_same_v<T, float>, T,
+    std::conditional_t<std::is_same_v<T, c128>, double, std::conditional_t<std::is_same_v<T, c64>, float, void>>>;
+
+// A real product on the blocked kernel, in `pieces` pieces over the workers (Note
+// [Blocked pieces]), each lane with its own panels (`lane_stride` elements apart).
+// Where the kernel cannot run (a level below AVX-512), one-thread OpenBLAS calls.
+template <class R>
+void blocked_real(const CpuExecutionContext& ctx, IsaLevel isa, const detail::GemmArgs<R>& g, int64_t pieces,
+                  R* work, int64_t lane_stride) {
+  if (pieces > 1) {
+    on_pieces<R>(ctx, g, pieces, [&](const detail::GemmArgs<R>& part, int64_t lane) {
+      if (!detail::gemm_blocked(isa, part, work + lane * lane_stride)) detail::gemm_openblas<R>(part, 1);
+    });
+  } else if (!detail::gemm_blocked(isa, g, work)) {
+    detail::gemm_openblas<R>(g, 1);
+  }
+}
+
+// Note [Complex products on the blocked kernel]: a complex product C = alpha A B + beta C
+// runs as four real products on planar copies: A and B are split into real and
+// imaginary planes (column-major; a conjugated operand's imaginary plane negated), then
+// Tr = Ar Br - Ai Bi and Ti = Ar Bi + Ai Br on the blocked real kernel (the same
+// multiply-adds as one complex product), and C = alpha (Tr + i Ti) + beta C is written
+// back. The copies move O(MK + KN + MN) elements against 4 MNK multiply-adds.
+template <class T>
+void blocked_complex(const CpuExecutionContext& ctx, IsaLevel isa, const detail::GemmArgs<T>& g, int64_t pieces,
+                     BlockedReal<T>* planes, BlockedReal<T>* work, int64_t lane_stride) {
+  using R = BlockedReal<T>;
+  const int64_t m = g.m, n = g.n, k = g.k;
+  R* ar = planes;
+  R* ai = ar + m * k;
+  R* br = ai + m * k;
+  R* bi = br + k * n;
+  R* tr = bi + k * n;
+  R* ti = tr + m * n;
+  const R sa = g.conj_a ? R(-1) : R(1), sb = g.conj_b ? R(-1) : R(1);
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, std::max(m, k)));
+  ctx.parallel_for(k, grain, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p)
+      for (int64_t i = 0; i < m; ++i) {
+        const T v = g.a[i * g.rsa + p * g.csa];
+        ar[i + p * m] = v.real();
+        ai[i + p * m] = sa * v.imag();
+      }
+  });
+  ctx.parallel_for(n, grain, [&](int64_t j0, int64_t j1) {
+    for (int64_t j = j0; j < j1; ++j)
+      for (int64_t p = 0; p < k; ++p) {
+        const T v = g.b[p * g.rsb + j * g.csb];
+        br[p + j * k] = v.real();
+        bi[p + j * k] = sb * v.imag();
+      }
+  });
+  auto real = [&](const R* a, const R* b, R* c, R alpha, R beta) {
+    const detail::GemmArgs<R> r{m, n, k, alpha, a, 1, m, false, b, 1, k, false, beta, c, 1, m};
+    blocked_real<R>(ctx, isa, r, pieces, work, lane_stride);
+  };
+  real(ar, br, tr, R(1), R(0));
+  real(ai, bi, tr, R(-1), R(1));
+  real(ar, bi, ti, R(1), R(0));
+  real(ai, br, ti, R(1), R(1));
+  const bool read_c = g.beta != T{};
+  ctx.parallel_for(n, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, m)), [&](int64_t j0, int64_t j1) {
+    for (int64_t j = j0; j < j1; ++j)
+      for (int64_t i = 0; i < m; ++i) {
+        T& c = g.c[i * g.rsc + j * g.csc];
+        const T t(tr[i + j * m], ti[i + j * m]);
+        c = read_c ? g.alpha * t + g.beta * c : g.alpha * t;
+      }
+  });
+}
+
 template <class T>
 Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs, const DotDims& dims_in,
                      const DotOptions& opt, const detail::DotAxes& axes, Tensor& out,
@@ -514,18 +590,26 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
     obs = compact_batch_strides(bext.span(), M * N);
   }
   Tensor& target = route.pack_out ? scratch : out;
-  // The blocked kernel's packing workspace, one lane per worker (DotScratch::work or the
-  // pool; Note [Blocked AVX-512 GEMM]).
-  double* blocked = nullptr;
+  // The blocked kernel's packing workspace, one lane per worker, after the planar
+  // copies of a complex product (DotScratch::work or the pool; Note [Blocked AVX-512
+  // GEMM], Note [Complex products on the blocked kernel]).
+  using R = BlockedReal<T>;
+  R* blocked = nullptr;
+  R* planes = nullptr;
   int64_t blocked_lane = 0;
   Tensor blocked_ws;
-  if constexpr (std::is_same_v<T, double>) {
+  if constexpr (!std::is_void_v<R>) {
     if (route.kernel == DotKernel::kBlocked) {
-      blocked_lane = (detail::blocked_work(M, N, K) + 7) / 8 * 8;  // whole cache lines per lane
-      TENFERRO_TRY(blocked_ws, take_scratch(DType::kF64, Shape{blocked_lane * route.threads + 8},
+      constexpr int64_t kLine = 64 / static_cast<int64_t>(sizeof(R));
+      auto lines = [&](int64_t n) { return (n + kLine - 1) / kLine * kLine; };
+      blocked_lane = lines(detail::blocked_work<R>(M, N, K));  // whole cache lines per lane
+      const int64_t plane_elems = std::is_same_v<T, R> ? 0 : lines(2 * (M * K + K * N + M * N));
+      TENFERRO_TRY(blocked_ws, take_scratch(std::is_same_v<R, double> ? DType::kF64 : DType::kF32,
+                                            Shape{plane_elems + blocked_lane * route.threads + kLine},
                                             dscratch ? &dscratch->work : nullptr, pool));
       const auto addr = reinterpret_cast<uintptr_t>(blocked_ws.storage()->data());
-      blocked = reinterpret_cast<double*>((addr + 63) & ~uintptr_t{63});
+      planes = reinterpret_cast<R*>((addr + 63) & ~uintptr_t{63});
+      blocked = planes + plane_elems;
     }
   }
   const BatchAxes ax = batch_axes(bext.span(), lbs.span(), rbs.span(), obs.span());
@@ -561,14 +645,10 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
         if constexpr (!std::is_same_v<T, bool>) outer_product<T>(ctx, g, threads);  // Note [Outer products]
         return;
       case DotKernel::kBlocked:
-        if constexpr (std::is_same_v<T, double>) {
-          if (split) {
-            on_pieces<T>(ctx, g, route.pieces, [&](const detail::GemmArgs<T>& part, int64_t lane) {
-              if (!detail::gemm_blocked_f64(isa, part, blocked + lane * blocked_lane)) detail::gemm_openblas<T>(part, 1);
-            });
-          } else if (!detail::gemm_blocked_f64(isa, g, blocked)) {
-            detail::gemm_openblas<T>(g, 1);
-          }
+        if constexpr (std::is_same_v<T, R>) {
+          blocked_real<T>(ctx, isa, g, split ? route.pieces : 1, blocked, blocked_lane);
+        } else if constexpr (!std::is_void_v<R>) {
+          blocked_complex<T>(ctx, isa, g, split ? route.pieces : 1, planes, blocked, blocked_lane);
         }
         return;
       case DotKernel::kOpenBlas:
@@ -723,24 +803,11 @@ Result<Shape> dot_general_shape(const Shape& lhs, const Shape& rhs, const DotDim
   return out;
 }
 
-namespace {
-Result<detail::DotAxes> validate(const Tensor& lhs, const Tensor& rhs, const DotDims& dims) {
-  if (!lhs.defined() || !rhs.defined()) {
-    return usage_error(ErrorCode::kInvalidArgument, "dot_general", "tensor handle is null");
-  }
-  if (lhs.dtype() != rhs.dtype()) {
-    return usage_error(ErrorCode::kDTypeMismatch, "dot_general",
-                       "operand dtypes " + std::string(dtype_name(lhs.dtype())) + " and " +
-                           std::string(dtype_name(rhs.dtype())) + " differ");
-  }
-  return detail::dot_axes(lhs.shape(), rhs.shape(), dims);
-}
-}  // namespace
 
 Result<void> dot_general_into(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs, const DotDims& dims,
                               const DotOptions& options, Tensor& out, const std::shared_ptr<HostBufferPool>& pool,
                               DotScratch* scratch) {
-  TENFERRO_TRY(detail::DotAxes axes, validate(lhs, rhs, dims));
+  TENFERRO_TRY(detail::DotAxes axes, detail::validate_dot(lhs, rhs, dims));
   TENFERRO_TRY(Shape shape, dot_general_shape(lhs.shape(), rhs.shape(), dims));
   if (!out.defined()) return usage_error(ErrorCode::kInvalidArgument, "dot_general", "destination handle is null");
   if (out.dtype() != lhs.dtype()) {
@@ -817,7 +884,7 @@ Result<Tensor> dot_general(const CpuExecutionContext& ctx, const Tensor& lhs, co
     });
     return out;
   }
-  TENFERRO_TRY(detail::DotAxes axes, validate(lhs, rhs, dims));
+  TENFERRO_TRY(detail::DotAxes axes, detail::validate_dot(lhs, rhs, dims));
   TENFERRO_TRY(Shape shape, dot_general_shape(lhs.shape(), rhs.shape(), dims));
   const Layout layout = dot_general_result_layout(shape, dims.lhs_batch.size());
   TENFERRO_TRY(Tensor buffer, Tensor::uninitialized(lhs.dtype(), {element_count(shape)}, pool));

@@ -41,10 +41,7 @@ const CpuCaps kReferenceCaps = reference_caps();
 DotRoute planned(const CpuCaps& caps, int threads, const Tensor& lhs, const Tensor& rhs, const Tensor& out,
                  const DotDims& dims, const DotOptions& opt = {}) {
   const DotProblem p = dot_problem(lhs.dtype(), lhs.layout(), rhs.layout(), out.layout(), dims, opt).value();
-  BatchSettings bs;
-  if (opt.batch_policy) bs.policy = *opt.batch_policy;
-  bs.provider = opt.provider;
-  const DotSettings st{bs, threads};
+  const DotSettings st{effective_batch_settings(CpuExecutionContext::sequential(), opt), threads};
   return plan_dot(p, caps, st).value();
 }
 
@@ -1134,8 +1131,8 @@ TEST(DotGeneral, BlockedKernelMatchesLongDoubleSums) {
       const double alpha = form == 0 ? 1.0 : -0.75, beta = form == 1 ? 0.0 : 1.5;
       const detail::GemmArgs<double> g{m, n, k, alpha, a.data(), rsa, csa, false, b.data(), rsb, csb, false,
                                        beta, c.data(), 1, ldc};
-      std::vector<double> work(static_cast<size_t>(detail::blocked_work(m, n, k)));
-      ASSERT_TRUE(detail::gemm_blocked_f64(kernel_isa(host_caps()), g, work.data()));
+      std::vector<double> work(static_cast<size_t>(detail::blocked_work<double>(m, n, k)));
+      ASSERT_TRUE(detail::gemm_blocked(kernel_isa(host_caps()), g, work.data()));
       expect_kernel_result(
           m, n, k, alpha, beta, [&](int64_t i, int64_t p) { return a[static_cast<size_t>(i * rsa + p * csa)]; },
           [&](int64_t p, int64_t j) { return b[static_cast<size_t>(p * rsb + j * csb)]; }, c.data(), c0.data(), ldc,
@@ -1144,6 +1141,106 @@ TEST(DotGeneral, BlockedKernelMatchesLongDoubleSums) {
     }
   }
   EXPECT_GT(checked, 100000);
+}
+
+// Note [Blocked AVX-512 GEMM], f32: every remainder of the 48-row and 8-column register
+// blocks, several contraction slices and A row blocks, A and B column-major, row-major
+// or strided, alpha and beta; against long-double sums.
+TEST(DotGeneral, BlockedF32KernelMatchesLongDoubleSums) {
+  if (!detail::blocked_available(kernel_isa(host_caps()))) GTEST_SKIP() << "no AVX-512 on this CPU (or capped)";
+  std::mt19937_64 rng(1131);
+  std::normal_distribution<float> nd;
+  int64_t checked = 0;
+  const int64_t shapes[][3] = {{1, 1, 1}, {47, 7, 5}, {48, 8, 256}, {49, 9, 257}, {97, 17, 300}, {400, 13, 40}, {5, 1030, 9}};
+  for (const auto& sh : shapes) {
+    const int64_t m = sh[0], n = sh[1], k = sh[2];
+    for (int form = 0; form < 3; ++form) {
+      const int64_t sa = form == 2 ? 2 : 1;
+      const int64_t rsa = form == 1 ? k + 1 : sa, csa = form == 1 ? 1 : (m + 1) * sa;
+      const int64_t rsb = form == 1 ? n + 2 : (form == 2 ? 3 : 1), csb = form == 1 ? 1 : (form == 2 ? 3 * k + 1 : k);
+      const int64_t ldc = m + static_cast<int64_t>(rng() % 3);
+      std::vector<float> a(static_cast<size_t>(m * rsa + k * csa + 1)), b(static_cast<size_t>(k * rsb + n * csb + 1)),
+          c(static_cast<size_t>(ldc * n));
+      for (auto* v : {&a, &b, &c})
+        for (float& x : *v) x = nd(rng);
+      const std::vector<float> c0 = c;
+      const float alpha = form == 0 ? 1.0f : -0.75f, beta = form == 1 ? 0.0f : 1.5f;
+      const detail::GemmArgs<float> g{m, n, k, alpha, a.data(), rsa, csa, false, b.data(), rsb, csb, false,
+                                      beta, c.data(), 1, ldc};
+      std::vector<float> work(static_cast<size_t>(detail::blocked_work<float>(m, n, k)));
+      ASSERT_TRUE(detail::gemm_blocked(kernel_isa(host_caps()), g, work.data()));
+      for (int64_t j = 0; j < n; ++j) {
+        for (int64_t i = 0; i < ldc; ++i) {
+          const size_t at = static_cast<size_t>(i + j * ldc);
+          if (i >= m) {
+            ASSERT_EQ(c[at], c0[at]) << "padding row " << i;  // untouched
+            continue;
+          }
+          long double acc = 0, mag = 0;
+          for (int64_t p = 0; p < k; ++p) {
+            const long double t = static_cast<long double>(a[static_cast<size_t>(i * rsa + p * csa)]) *
+                                  b[static_cast<size_t>(p * rsb + j * csb)];
+            acc += t;
+            mag += std::fabs(t);
+          }
+          const long double want = alpha * acc + beta * c0[at];
+          ASSERT_NEAR(c[at], static_cast<double>(want), 2e-6 * static_cast<double>(std::fabs(alpha) * mag + std::fabs(beta * c0[at]) + 1))
+              << "m " << m << " n " << n << " k " << k << " form " << form << " at " << i << "," << j;
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 30000);
+}
+
+// Note [Complex products on the blocked kernel] and the f32 blocked route, through
+// dot_general: capabilities where the planner picks the blocked kernel (AVX-512,
+// OpenBLAS with 256-bit kernels), f32, c64 and c128, conjugated operands, complex alpha
+// and beta, strided operands, 1 and 2 threads; against long-double sums. On a machine
+// without AVX-512 the same route falls back to OpenBLAS (values still checked).
+TEST(DotGeneral, BlockedRouteForF32AndComplexMatchesTheReference) {
+  CpuCaps caps = host_caps();
+  caps.detected_isa = IsaLevel::kAvx512;
+  caps.max_isa = IsaLevel::kAvx512;
+  caps.openblas_tuned = true;
+  caps.openblas_avx512 = false;
+  caps.blis_tuned = false;
+  auto executor = make_tbb_executor(2).value();
+  std::mt19937_64 rng(1132);
+  for (const DType d : {DType::kF32, DType::kC64, DType::kC128}) {
+    for (const int threads : {1, 2}) {
+      for (const bool conj : {false, true}) {
+        if (conj && d == DType::kF32) continue;
+        const bool cplx = d != DType::kF32;
+        Config c;
+        c.lhs_shape = {130, 200};
+        c.rhs_shape = {200, 150};
+        c.dims.lhs_contracting = {1};
+        c.dims.rhs_contracting = {0};
+        const Tensor lhs = strided_operand(rng, d, c.lhs_shape);
+        const Tensor rhs = strided_operand(rng, d, c.rhs_shape);
+        Tensor out = Tensor::random_normal(d, {130, 150}, rng()).value();
+        const Tensor before = out.clone().value();
+        DotOptions opt;
+        opt.conj_lhs = conj;
+        opt.conj_rhs = conj && threads == 2;
+        opt.alpha = cplx ? c128(0.5, -1.25) : c128(0.5, 0);
+        opt.beta = cplx ? c128(-0.75, 0.5) : c128(-0.75, 0);
+        opt.parallel_min_flops = 1;  // both threads on this size
+        SCOPED_TRACE(std::string(dtype_name(d)) + " threads " + std::to_string(threads) + " conj " + std::to_string(conj));
+        const DotRoute route = planned(caps, threads, lhs, rhs, out, c.dims, opt);
+        EXPECT_EQ(route.kernel, DotKernel::kBlocked) << describe(route);
+        executor->install([&] {
+          CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads, {}, &caps);
+          ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, c.dims, opt, out));
+        });
+        std::string first;
+        const double eps = (d == DType::kC128) ? 1e-12 : 2e-5;
+        EXPECT_EQ(alpha_beta_mismatches(lhs, rhs, c, opt, before, out, eps, &first), 0) << "first at " << first;
+      }
+    }
+  }
 }
 
 // Through dot_general: large f64 products (one and two threads: lanes with their own

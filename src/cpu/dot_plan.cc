@@ -546,10 +546,13 @@ constexpr int64_t kBlockedPiece = 128;
 // threads: 0.89 ms -> 0.42-0.47 ms side by side; tensornetwork, lm and gm_queen
 // unchanged within the spread).
 
-// Note [Blocked AVX-512 GEMM] (gemm.cc): automatic f64 products that would make
-// OpenBLAS calls run the blocked kernel where the build has AVX-512, with one packing
-// workspace per worker (DotScratch::work or the pool). Outer-parallel items stay with
-// OpenBLAS (their workers share no lane index).
+// Note [Blocked AVX-512 GEMM] (gemm_kernels.cc): automatic floating products that would
+// make OpenBLAS calls run the blocked kernel at ISA level AVX-512 when OpenBLAS's core
+// runs 256-bit kernels there (the measured case: Zen 5, where OpenBLAS 0.3.21 picks
+// Haswell), with one packing workspace per worker (DotScratch::work or the pool). An
+// OpenBLAS core with 512-bit kernels keeps its products (not measured against the
+// blocked kernel on the CPUs that pick it). Outer-parallel items stay with OpenBLAS
+// (their workers share no lane index).
 
 bool integral_dtype(DType d) { return d == DType::kBool || d == DType::kI32 || d == DType::kI64; }
 bool is_complex_dtype(DType d) { return d == DType::kC64 || d == DType::kC128; }
@@ -639,6 +642,18 @@ void analyze_dot(DType dtype, const Layout& lhs, const Layout& rhs, const Layout
   p.rhs_first_k = first_extent(rhs, dims.rhs_contracting.span());
   p.rhs_n_unit_run = unit_run(rhs, axes.rhs_free.span());
   p.k_levels = k_levels(lhs, rhs, dims, &a->klev);
+}
+
+Result<DotAxes> validate_dot(const Tensor& lhs, const Tensor& rhs, const DotDims& dims) {
+  if (!lhs.defined() || !rhs.defined()) {
+    return usage_error(ErrorCode::kInvalidArgument, "dot_general", "tensor handle is null");
+  }
+  if (lhs.dtype() != rhs.dtype()) {
+    return usage_error(ErrorCode::kDTypeMismatch, "dot_general",
+                       "operand dtypes " + std::string(dtype_name(lhs.dtype())) + " and " +
+                           std::string(dtype_name(rhs.dtype())) + " differ");
+  }
+  return dot_axes(lhs.shape(), rhs.shape(), dims);
 }
 
 // Note [Tiny matrix shortcut] (dot_general.cc).
@@ -879,9 +894,11 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   }
   switch (r.provider) {
     case GemmProvider::kOpenBlas:
-      if (f64 && automatic && r.policy != BatchPolicy::kOuterParallel && detail::blocked_available(isa)) {
+      if (!integral && automatic && r.policy != BatchPolicy::kOuterParallel && detail::blocked_available(isa) &&
+          !caps.openblas_avx512) {
         r.kernel = DotKernel::kBlocked;
-        r.reason = "an f64 product OpenBLAS would run, AVX-512 usable: the blocked kernel (Note [Blocked AVX-512 GEMM])";
+        r.reason = "a product OpenBLAS would run with 256-bit kernels on an AVX-512 CPU: the blocked kernel (Note "
+                   "[Blocked AVX-512 GEMM])";
         // Pieces of at least kBlockedPiece (Note [Blocked pieces]), each lane its own panels.
         pieces(std::clamp<int64_t>(std::max(M, N) / kBlockedPiece, threads, 4 * int64_t{threads}));
       } else {
@@ -952,15 +969,7 @@ Result<DotProblem> dot_problem(DType dtype, const Layout& lhs, const Layout& rhs
 
 Result<DotRoute> explain_dot_general(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs,
                                      const DotDims& dims, const DotOptions& options, const Layout* out_layout) {
-  if (!lhs.defined() || !rhs.defined()) {
-    return usage_error(ErrorCode::kInvalidArgument, "dot_general", "tensor handle is null");
-  }
-  if (lhs.dtype() != rhs.dtype()) {
-    return usage_error(ErrorCode::kDTypeMismatch, "dot_general",
-                       "operand dtypes " + std::string(dtype_name(lhs.dtype())) + " and " +
-                           std::string(dtype_name(rhs.dtype())) + " differ");
-  }
-  TENFERRO_TRY(DotAxes axes, detail::dot_axes(lhs.shape(), rhs.shape(), dims));
+  TENFERRO_TRY(DotAxes axes, detail::validate_dot(lhs, rhs, dims));
   if (out_layout == nullptr && detail::tiny_matmul_shortcut(ctx, lhs, rhs, dims, options)) {
     DotRoute r;
     r.policy = BatchPolicy::kSequential;

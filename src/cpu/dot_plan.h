@@ -20,6 +20,10 @@ struct DotAxes {
 /// kShapeMismatch (dot_general_shape's).
 Result<DotAxes> dot_axes(const Shape& lhs, const Shape& rhs, const DotDims& dims);
 
+/// Validates the operands of a dot_general call: both defined, one dtype, and `dims`
+/// (dot_axes). Errors: kInvalidArgument, kDTypeMismatch and dot_axes's.
+Result<DotAxes> validate_dot(const Tensor& lhs, const Tensor& rhs, const DotDims& dims);
+
 /// Merges `axes` of `layout` (in the given order) into one (extent, stride) if they are
 /// column-major contiguous among themselves; extent-1 axes are ignored.
 DotGroup merge_group(const Layout& layout, std::span<const int64_t> axes);

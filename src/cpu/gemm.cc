@@ -282,8 +282,12 @@ void short_sides_f64(IsaLevel isa, int64_t m, int64_t n, double alpha, const dou
   scalar::short_sides_f64(m, n, alpha, a, row_off, b, k, beta, c, rsc, csc);
 }
 
-bool gemm_blocked_f64(IsaLevel isa, const GemmArgs<double>& g, double* work) {
+bool gemm_blocked(IsaLevel isa, const GemmArgs<double>& g, double* work) {
   return isa >= IsaLevel::kAvx512 && avx512::gemm_blocked_f64(g, work);
+}
+
+bool gemm_blocked(IsaLevel isa, const GemmArgs<float>& g, float* work) {
+  return isa >= IsaLevel::kAvx512 && avx512::gemm_blocked_f32(g, work);
 }
 
 void streamed_f64(IsaLevel isa, const GemmArgs<double>& g) {

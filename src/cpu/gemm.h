@@ -118,33 +118,48 @@ void short_sides_f64(IsaLevel isa, int64_t m, int64_t n, double alpha, const dou
                      const double* b, const KLevels& k, double beta, double* c, int64_t rsc, int64_t csc);
 inline bool short_sides_available(IsaLevel isa) { return isa >= IsaLevel::kAvx2; }
 
-/// Blocks of the blocked f64 GEMM (Note [Blocked AVX-512 GEMM] in gemm.cc): contraction
-/// slices, B column blocks, A row blocks (multiples of the 8-column and 24-row panels).
-inline constexpr int64_t kBlockK = 256;
-inline constexpr int64_t kBlockN = 1024;
-inline constexpr int64_t kBlockM = 192;
-/// Register block of the blocked GEMM: kBlockMR rows of A's panels, kBlockNR columns of B's.
-inline constexpr int64_t kBlockMR = 24, kBlockNR = 8;
+/// Blocks of the blocked GEMM (Note [Blocked AVX-512 GEMM] in gemm_kernels.cc), per
+/// element type: 512-bit vectors of kLanes elements; register blocks of kMR rows (kVecs
+/// = 3 vectors: 24 rows of f64, 48 of f32) by kNR = 8 columns (24 accumulators);
+/// contraction slices of kK, A row blocks of kM (multiples of kMR), B column blocks of
+/// kN.
+template <class T>
+struct BlockedShape {
+  static constexpr int64_t kLanes = 64 / static_cast<int64_t>(sizeof(T));
+  static constexpr int kVecs = 3;
+  static constexpr int64_t kMR = kVecs * kLanes, kNR = 8;
+  static constexpr int64_t kK = 256, kM = 8 * kMR, kN = 1024 / kNR * kNR;  // whole panels
+};
 /// Rows of a packed A block and columns of a packed B block for an m x n product.
-inline int64_t blocked_rows(int64_t m) { return m < kBlockM ? (m + kBlockMR - 1) / kBlockMR * kBlockMR : kBlockM; }
-inline int64_t blocked_cols(int64_t n) { return n < kBlockN ? (n + kBlockNR - 1) / kBlockNR * kBlockNR : kBlockN; }
-/// Doubles of workspace one gemm_blocked_f64 call on an m x n x k product (or any part
-/// of it) needs: a packed B block and a packed A block (either orientation: a
-/// row-major C runs as C^T = B^T A^T).
-inline int64_t blocked_work(int64_t m, int64_t n, int64_t k) {
-  const int64_t kc = k < kBlockK ? k : kBlockK;
-  const int64_t a = blocked_rows(m) + blocked_cols(n), b = blocked_rows(n) + blocked_cols(m);
+template <class T>
+int64_t blocked_rows(int64_t m) {
+  using S = BlockedShape<T>;
+  return m < S::kM ? (m + S::kMR - 1) / S::kMR * S::kMR : S::kM;
+}
+template <class T>
+int64_t blocked_cols(int64_t n) {
+  using S = BlockedShape<T>;
+  return n < S::kN ? (n + S::kNR - 1) / S::kNR * S::kNR : S::kN;
+}
+/// Elements of workspace one gemm_blocked call on an m x n x k product (or any part of
+/// it) needs: a packed B block and a packed A block (either orientation: a row-major C
+/// runs as C^T = B^T A^T).
+template <class T>
+int64_t blocked_work(int64_t m, int64_t n, int64_t k) {
+  const int64_t kc = k < BlockedShape<T>::kK ? k : BlockedShape<T>::kK;
+  const int64_t a = blocked_rows<T>(m) + blocked_cols<T>(n), b = blocked_rows<T>(n) + blocked_cols<T>(m);
   return kc * (a > b ? a : b);
 }
 
-/// Whether gemm_blocked_f64 has its AVX-512 kernel at ISA level `isa`.
+/// Whether the blocked GEMM has its AVX-512 kernel at ISA level `isa`.
 inline bool blocked_available(IsaLevel isa) { return isa >= IsaLevel::kAvx512; }
 
-/// C = alpha A B + beta C for f64 with C column-major (g.rsc == 1) or row-major (g.csc
-/// == 1), A and B any strides; one thread; `work` holds blocked_work(m, n, k) doubles
-/// (64-byte aligned) owned by the caller. Returns false (nothing written) below kAvx512
-/// or where C has neither form.
-bool gemm_blocked_f64(IsaLevel isa, const GemmArgs<double>& g, double* work);
+/// C = alpha A B + beta C for f64 / f32 with C column-major (g.rsc == 1) or row-major
+/// (g.csc == 1), A and B any strides; one thread; `work` holds blocked_work<T>(m, n, k)
+/// elements (64-byte aligned) owned by the caller. Returns false (nothing written)
+/// below kAvx512 or where C has neither form.
+bool gemm_blocked(IsaLevel isa, const GemmArgs<double>& g, double* work);
+bool gemm_blocked(IsaLevel isa, const GemmArgs<float>& g, float* work);
 
 /// Largest n streamed_f64 takes.
 inline constexpr int64_t kStreamMaxN = 32;
@@ -180,6 +195,7 @@ void streamed_out_f64(IsaLevel isa, const GemmArgs<double>& g, bool columns_oute
   void short_sides_f64(int64_t m, int64_t n, double alpha, const double* a, const int64_t* row_off, const double* b, \
                        const KLevels& k, double beta, double* c, int64_t rsc, int64_t csc);                         \
   bool gemm_blocked_f64(const GemmArgs<double>& g, double* work);                                                   \
+  bool gemm_blocked_f32(const GemmArgs<float>& g, float* work);                                                     \
   void streamed_f64(const GemmArgs<double>& g);                                                                     \
   void streamed_out_f64(const GemmArgs<double>& g, bool columns_outer);                                            \
   }

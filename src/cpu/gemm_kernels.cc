@@ -998,156 +998,233 @@ void streamed_out_f64(const GemmArgs<double>& g, bool columns_outer) {
 
 // Note [Blocked AVX-512 GEMM]: OpenBLAS 0.3.21 runs its Haswell (256-bit) kernels on
 // CPUs it does not know (AMD family 0x1A, Zen 5), about half of what the core's two
-// 512-bit FMA pipes do. Where AVX-512F is compiled in, large f64 products run this
-// blocked GEMM instead: the contraction in kBlockK slices; per slice B in blocks of
-// kBlockN columns packed into kBlockNR-column panels (L3), A in blocks of kBlockM rows
-// packed into kBlockMR-row panels (L2); a 24 x 8 register block (three vectors by eight
-// broadcasts, 24 accumulators) runs over a panel pair from L1/L2. C must be
-// column-major or row-major (then C^T = B^T A^T); A and B any strides (packing reads
-// them once per block). Figures: the eleventh-session entry in
-// docs/design/0002-cpu-engine.md.
+// 512-bit FMA pipes do. At ISA level AVX-512, large f64 and f32 products run this
+// blocked GEMM instead: the contraction in kK slices; per slice B in blocks of kN
+// columns packed into kNR-column panels (L3), A in blocks of kM rows packed into
+// kMR-row panels (L2); a kMR x 8 register block (three vectors by eight broadcasts, 24
+// accumulators; 24 rows of f64, 48 of f32) runs over a panel pair from L1/L2, a last
+// partial panel with only the vectors that hold rows. C must
+// be column-major or row-major (then C^T = B^T A^T); A and B any strides (packing reads
+// them once per block). Complex products run as four real ones on planar copies (Note
+// [Complex products on the blocked kernel] in dot_general.cc). Figures:
+// docs/benchmarks.md ("dot_general against the peers at their best").
 #if TENFERRO_ISA_LEVEL >= 2
 namespace {
 
-// Packs rows [i0, i0 + mc) x contraction [p0, p0 + kc) of A into kBlockMR-row panels
-// (zero-padded rows), each panel kc x kBlockMR with the rows contiguous.
-void pack_a_block(const GemmArgs<double>& g, int64_t i0, int64_t mc, int64_t p0, int64_t kc, double* dst) {
-  for (int64_t ip = 0; ip < mc; ip += kBlockMR) {
-    const int64_t rows = std::min(kBlockMR, mc - ip);
-    const double* src = g.a + (i0 + ip) * g.rsa + p0 * g.csa;
-    if (g.rsa == 1 && rows == kBlockMR) {
+// The 512-bit vector operations of the blocked kernel, per element type.
+template <class T>
+struct Vec512;
+template <>
+struct Vec512<double> {
+  using V = __m512d;
+  using M = __mmask8;
+  static V zero() { return _mm512_setzero_pd(); }
+  static V load(const double* p) { return _mm512_loadu_pd(p); }
+  static V load(const double* p, M m) { return _mm512_maskz_loadu_pd(m, p); }
+  static void store(double* p, V v) { _mm512_storeu_pd(p, v); }
+  static void store(double* p, V v, M m) { _mm512_mask_storeu_pd(p, m, v); }
+  static V set1(double x) { return _mm512_set1_pd(x); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
+  static V mul(V a, V b) { return _mm512_mul_pd(a, b); }
+  static M mask(int64_t n) { return static_cast<M>(n <= 0 ? 0u : n >= 8 ? 0xffu : (1u << n) - 1u); }
+};
+template <>
+struct Vec512<float> {
+  using V = __m512;
+  using M = __mmask16;
+  static V zero() { return _mm512_setzero_ps(); }
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static V load(const float* p, M m) { return _mm512_maskz_loadu_ps(m, p); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static void store(float* p, V v, M m) { _mm512_mask_storeu_ps(p, m, v); }
+  static V set1(float x) { return _mm512_set1_ps(x); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static M mask(int64_t n) { return static_cast<M>(n <= 0 ? 0u : n >= 16 ? 0xffffu : (1u << n) - 1u); }
+};
+
+// Packs rows [i0, i0 + mc) x contraction [p0, p0 + kc) of A into kMR-row panels
+// (zero-padded rows), each panel kc x kMR with the rows contiguous.
+template <class T>
+void pack_a_block(const GemmArgs<T>& g, int64_t i0, int64_t mc, int64_t p0, int64_t kc, T* dst) {
+  using S = BlockedShape<T>;
+  using X = Vec512<T>;
+  constexpr int64_t L = S::kLanes;
+  for (int64_t ip = 0; ip < mc; ip += S::kMR) {
+    const int64_t rows = std::min(S::kMR, mc - ip);
+    const T* src = g.a + (i0 + ip) * g.rsa + p0 * g.csa;
+    if (g.rsa == 1 && rows == S::kMR) {
       for (int64_t p = 0; p < kc; ++p) {
-        const double* col = src + p * g.csa;
-        _mm512_storeu_pd(dst + p * kBlockMR, _mm512_loadu_pd(col));
-        _mm512_storeu_pd(dst + p * kBlockMR + 8, _mm512_loadu_pd(col + 8));
-        _mm512_storeu_pd(dst + p * kBlockMR + 16, _mm512_loadu_pd(col + 16));
+        const T* col = src + p * g.csa;
+        for (int v = 0; v < S::kVecs; ++v) X::store(dst + p * S::kMR + v * L, X::load(col + v * L));
       }
     } else {
       for (int64_t p = 0; p < kc; ++p) {
-        double* d = dst + p * kBlockMR;
+        T* d = dst + p * S::kMR;
         for (int64_t r = 0; r < rows; ++r) d[r] = src[r * g.rsa + p * g.csa];
-        for (int64_t r = rows; r < kBlockMR; ++r) d[r] = 0.0;
+        for (int64_t r = rows; r < S::kMR; ++r) d[r] = T(0);
       }
     }
-    dst += kc * kBlockMR;
+    dst += kc * S::kMR;
   }
 }
 
-// Packs contraction [p0, p0 + kc) x columns [j0, j0 + nc) of B into kBlockNR-column
-// panels (zero-padded columns), each kc x kBlockNR with a row's elements contiguous.
-void pack_b_block(const GemmArgs<double>& g, int64_t p0, int64_t kc, int64_t j0, int64_t nc, double* dst) {
-  for (int64_t jp = 0; jp < nc; jp += kBlockNR) {
-    const int64_t cols = std::min(kBlockNR, nc - jp);
-    const double* src = g.b + p0 * g.rsb + (j0 + jp) * g.csb;
-    if (g.csb == 1 && cols == kBlockNR) {
-      for (int64_t p = 0; p < kc; ++p) _mm512_storeu_pd(dst + p * kBlockNR, _mm512_loadu_pd(src + p * g.rsb));
-    } else if (g.rsb == 1 && cols == kBlockNR) {
-      // Columns contiguous: eight column runs, transposed 8 rows at a time through the
-      // stores (each store a row of eight).
+// Packs contraction [p0, p0 + kc) x columns [j0, j0 + nc) of B into kNR-column panels
+// (zero-padded columns), each kc x kNR with a row's elements contiguous.
+template <class T>
+void pack_b_block(const GemmArgs<T>& g, int64_t p0, int64_t kc, int64_t j0, int64_t nc, T* dst) {
+  using S = BlockedShape<T>;
+  constexpr int64_t NR = S::kNR;
+  for (int64_t jp = 0; jp < nc; jp += NR) {
+    const int64_t cols = std::min(NR, nc - jp);
+    const T* src = g.b + p0 * g.rsb + (j0 + jp) * g.csb;
+    if (g.csb == 1 && cols == NR) {
+      for (int64_t p = 0; p < kc; ++p) std::copy(src + p * g.rsb, src + p * g.rsb + NR, dst + p * NR);
+    } else if (g.rsb == 1 && cols == NR) {
+      // Columns contiguous: eight column runs, four rows at a time (each store a row).
       int64_t p = 0;
       for (; p + 4 <= kc; p += 4) {
         for (int64_t q = 0; q < 4; ++q) {
-          double* d = dst + (p + q) * kBlockNR;
-          for (int64_t j = 0; j < kBlockNR; ++j) d[j] = src[(p + q) + j * g.csb];
+          T* d = dst + (p + q) * NR;
+          for (int64_t j = 0; j < NR; ++j) d[j] = src[(p + q) + j * g.csb];
         }
       }
       for (; p < kc; ++p) {
-        for (int64_t j = 0; j < kBlockNR; ++j) dst[p * kBlockNR + j] = src[p + j * g.csb];
+        for (int64_t j = 0; j < NR; ++j) dst[p * NR + j] = src[p + j * g.csb];
       }
     } else {
       for (int64_t p = 0; p < kc; ++p) {
-        double* d = dst + p * kBlockNR;
+        T* d = dst + p * NR;
         for (int64_t j = 0; j < cols; ++j) d[j] = src[p * g.rsb + j * g.csb];
-        for (int64_t j = cols; j < kBlockNR; ++j) d[j] = 0.0;
+        for (int64_t j = cols; j < NR; ++j) d[j] = T(0);
       }
     }
-    dst += kc * kBlockNR;
+    dst += kc * NR;
   }
 }
 
-// acc (24 x 8) = sum over kc of A panel x B panel; then C (rows x cols, column-major,
-// leading dimension ldc) = alpha acc + beta C (`beta` 0: C not read).
-void block_kernel_24x8(int64_t kc, const double* __restrict ap, const double* __restrict bp, double* c, int64_t ldc,
-                       int64_t rows, int64_t cols, double alpha, double beta) {
-  __m512d acc[3][kBlockNR];
+// acc (NV vectors x kNR) = sum over kc of A panel x B panel, reading the first NV
+// vectors of each kMR-row step (a last panel of at most NV * kLanes rows skips the
+// vectors that hold only padding); then C (rows x cols, column-major, leading dimension
+// ldc) = alpha acc + beta C (`beta` 0: C not read).
+template <class T, int NV>
+void block_kernel(int64_t kc, const T* __restrict ap, const T* __restrict bp, T* c, int64_t ldc, int64_t rows,
+                  int64_t cols, T alpha, T beta) {
+  using S = BlockedShape<T>;
+  using X = Vec512<T>;
+  using V = typename X::V;
+  constexpr int64_t L = S::kLanes, NR = S::kNR;
+  static_assert(NV >= 1 && NV <= 3 && NR == 8);
+  V acc[NV][NR];
 #pragma GCC unroll 8
-  for (int j = 0; j < kBlockNR; ++j) {
-    acc[0][j] = _mm512_setzero_pd();
-    acc[1][j] = _mm512_setzero_pd();
-    acc[2][j] = _mm512_setzero_pd();
+  for (int j = 0; j < NR; ++j) {
+#pragma GCC unroll 3
+    for (int v = 0; v < NV; ++v) acc[v][j] = X::zero();
   }
   for (int64_t p = 0; p < kc; ++p) {
-    const __m512d x0 = _mm512_loadu_pd(ap), x1 = _mm512_loadu_pd(ap + 8), x2 = _mm512_loadu_pd(ap + 16);
-    _mm_prefetch(reinterpret_cast<const char*>(ap + 8 * kBlockMR), _MM_HINT_T0);
+    const V x0 = X::load(ap);
+    const V x1 = NV > 1 ? X::load(ap + L) : x0;
+    const V x2 = NV > 2 ? X::load(ap + 2 * L) : x0;
+    _mm_prefetch(reinterpret_cast<const char*>(ap + 8 * S::kMR), _MM_HINT_T0);
 #pragma GCC unroll 8
-    for (int j = 0; j < kBlockNR; ++j) {
-      const __m512d y = _mm512_set1_pd(bp[j]);
-      acc[0][j] = _mm512_fmadd_pd(x0, y, acc[0][j]);
-      acc[1][j] = _mm512_fmadd_pd(x1, y, acc[1][j]);
-      acc[2][j] = _mm512_fmadd_pd(x2, y, acc[2][j]);
+    for (int j = 0; j < NR; ++j) {
+      const V y = X::set1(bp[j]);
+      acc[0][j] = X::fma(x0, y, acc[0][j]);
+      if constexpr (NV > 1) acc[1][j] = X::fma(x1, y, acc[1][j]);
+      if constexpr (NV > 2) acc[2][j] = X::fma(x2, y, acc[2][j]);
     }
-    ap += kBlockMR;
-    bp += kBlockNR;
+    ap += S::kMR;
+    bp += NR;
   }
-  const __m512d av = _mm512_set1_pd(alpha), bv = _mm512_set1_pd(beta);
-  if (rows == kBlockMR && cols == kBlockNR) {
+  const V av = X::set1(alpha), bv = X::set1(beta);
+  if (rows == NV * L && cols == NR) {
 #pragma GCC unroll 8
-    for (int j = 0; j < kBlockNR; ++j) {
-      double* cj = c + j * ldc;
+    for (int j = 0; j < NR; ++j) {
+      T* cj = c + j * ldc;
 #pragma GCC unroll 3
-      for (int v = 0; v < 3; ++v) {
-        __m512d r = _mm512_mul_pd(av, acc[v][j]);
-        if (beta != 0.0) r = _mm512_fmadd_pd(bv, _mm512_loadu_pd(cj + 8 * v), r);
-        _mm512_storeu_pd(cj + 8 * v, r);
+      for (int v = 0; v < NV; ++v) {
+        V r = X::mul(av, acc[v][j]);
+        if (beta != T(0)) r = X::fma(bv, X::load(cj + L * v), r);
+        X::store(cj + L * v, r);
       }
     }
     return;
   }
   for (int64_t j = 0; j < cols; ++j) {
-    double* cj = c + j * ldc;
-    for (int v = 0; v < 3; ++v) {
-      const int64_t left = rows - 8 * v;
+    T* cj = c + j * ldc;
+    for (int v = 0; v < NV; ++v) {
+      const int64_t left = rows - L * v;
       if (left <= 0) break;
-      const __mmask8 m = vec::mask(left);
-      __m512d r = _mm512_mul_pd(av, acc[v][j]);
-      if (beta != 0.0) r = _mm512_fmadd_pd(bv, _mm512_maskz_loadu_pd(m, cj + 8 * v), r);
-      _mm512_mask_storeu_pd(cj + 8 * v, m, r);
+      const auto m = X::mask(left);
+      V r = X::mul(av, acc[v][j]);
+      if (beta != T(0)) r = X::fma(bv, X::load(cj + L * v, m), r);
+      X::store(cj + L * v, r, m);
     }
   }
 }
-}  // namespace
-#endif
 
+// The block kernel for a panel of `rows` rows: only the vectors that hold rows.
+template <class T>
+void block_kernel_rows(int64_t kc, const T* ap, const T* bp, T* c, int64_t ldc, int64_t rows, int64_t cols, T alpha,
+                       T beta) {
+  constexpr int64_t L = BlockedShape<T>::kLanes;
+  if (rows > 2 * L) {
+    block_kernel<T, 3>(kc, ap, bp, c, ldc, rows, cols, alpha, beta);
+  } else if (rows > L) {
+    block_kernel<T, 2>(kc, ap, bp, c, ldc, rows, cols, alpha, beta);
+  } else {
+    block_kernel<T, 1>(kc, ap, bp, c, ldc, rows, cols, alpha, beta);
+  }
+}
 
-bool gemm_blocked_f64(const GemmArgs<double>& g_in, double* work) {
-#if TENFERRO_ISA_LEVEL >= 2
-  const GemmArgs<double> g = g_in.rsc == 1 ? g_in : transposed(g_in);
+template <class T>
+bool gemm_blocked_any(const GemmArgs<T>& g_in, T* work) {
+  using S = BlockedShape<T>;
+  const GemmArgs<T> g = g_in.rsc == 1 ? g_in : transposed(g_in);
   if (g.rsc != 1 && g.n > 1) return false;
   const int64_t ldc = g.n > 1 ? g.csc : std::max<int64_t>(1, g.m);
-  double* const apack = work;
-  double* const bpack = work + std::min(kBlockK, g.k) * blocked_rows(g.m);
-  for (int64_t p0 = 0; p0 < g.k; p0 += kBlockK) {
-    const int64_t kc = std::min(kBlockK, g.k - p0);
-    const double beta = p0 == 0 ? g.beta : 1.0;
-    for (int64_t j0 = 0; j0 < g.n; j0 += kBlockN) {
-      const int64_t nc = std::min(kBlockN, g.n - j0);
+  T* const apack = work;
+  T* const bpack = work + std::min(S::kK, g.k) * blocked_rows<T>(g.m);
+  for (int64_t p0 = 0; p0 < g.k; p0 += S::kK) {
+    const int64_t kc = std::min(S::kK, g.k - p0);
+    const T beta = p0 == 0 ? g.beta : T(1);
+    for (int64_t j0 = 0; j0 < g.n; j0 += S::kN) {
+      const int64_t nc = std::min(S::kN, g.n - j0);
       pack_b_block(g, p0, kc, j0, nc, bpack);
-      for (int64_t i0 = 0; i0 < g.m; i0 += kBlockM) {
-        const int64_t mc = std::min(kBlockM, g.m - i0);
+      for (int64_t i0 = 0; i0 < g.m; i0 += S::kM) {
+        const int64_t mc = std::min(S::kM, g.m - i0);
         pack_a_block(g, i0, mc, p0, kc, apack);
-        for (int64_t jr = 0; jr < nc; jr += kBlockNR) {
-          const double* bp = bpack + jr * kc;
-          for (int64_t ir = 0; ir < mc; ir += kBlockMR) {
-            block_kernel_24x8(kc, apack + ir * kc, bp, g.c + (i0 + ir) + (j0 + jr) * ldc, ldc,
-                              std::min(kBlockMR, mc - ir), std::min(kBlockNR, nc - jr), g.alpha, beta);
+        for (int64_t jr = 0; jr < nc; jr += S::kNR) {
+          const T* bp = bpack + jr * kc;
+          for (int64_t ir = 0; ir < mc; ir += S::kMR) {
+            block_kernel_rows<T>(kc, apack + ir * kc, bp, g.c + (i0 + ir) + (j0 + jr) * ldc, ldc,
+                                 std::min(S::kMR, mc - ir), std::min(S::kNR, nc - jr), g.alpha, beta);
           }
         }
       }
     }
   }
   return true;
+}
+
+}  // namespace
+#endif
+
+bool gemm_blocked_f64(const GemmArgs<double>& g, double* work) {
+#if TENFERRO_ISA_LEVEL >= 2
+  return gemm_blocked_any<double>(g, work);
 #else
-  (void)g_in;
+  (void)g;
+  (void)work;
+  return false;
+#endif
+}
+
+bool gemm_blocked_f32(const GemmArgs<float>& g, float* work) {
+#if TENFERRO_ISA_LEVEL >= 2
+  return gemm_blocked_any<float>(g, work);
+#else
+  (void)g;
   (void)work;
   return false;
 #endif

@@ -44,6 +44,7 @@ struct CpuCaps {
   bool blis_tuned = false;   ///< BLIS runs kernels written for this CPU (not "generic")
   std::string openblas_core;  ///< OpenBLAS's chosen core ("Haswell", "SkylakeX", "Prescott")
   bool openblas_tuned = false;     ///< that core uses this CPU's vector ISA (not SSE-only)
+  bool openblas_avx512 = false;    ///< that core runs 512-bit kernels (SkylakeX, CooperLake, SapphireRapids)
   bool openblas_threaded = false;  ///< OpenBLAS's own threads (global thread count) vs serial
   int64_t l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;  ///< per-core L1d/L2, shared L3; 0 = unknown
 
@@ -85,5 +86,8 @@ Result<std::optional<IsaLevel>> isa_cap_from_env();
 /// AVX-512 CPU, SSE-only cores (Prescott, Core2, Nehalem, ..., the fallbacks OpenBLAS
 /// picks for CPUs it does not know) are not tuned. Pure function of its arguments.
 bool openblas_core_tuned(std::string_view core, IsaLevel cpu_level) noexcept;
+
+/// Whether an OpenBLAS core name runs 512-bit (AVX-512) kernels. Pure.
+bool openblas_core_avx512(std::string_view core) noexcept;
 
 }  // namespace tenferro::cpu
