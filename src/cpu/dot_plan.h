@@ -1,6 +1,6 @@
 #pragma once
-// Private: the geometry analysis behind the dot_general planner (dot_plan.cc) and what
-// dot_general's execution takes from it.
+// Private: the geometry analysis behind the dot_general planner (dot_geometry.cc,
+// dot_plan.cc) and what dot_general's execution takes from it.
 
 #include <optional>
 #include <span>
@@ -28,7 +28,7 @@ Result<DotAxes> validate_dot(const Tensor& lhs, const Tensor& rhs, const DotDims
 /// column-major contiguous among themselves; extent-1 axes are ignored.
 DotGroup merge_group(const Layout& layout, std::span<const int64_t> axes);
 
-/// The outer labels of a split free group (Note [Split free groups] in dot_plan.cc).
+/// The outer labels of a split free group (Note [Split free groups] in dot_geometry.cc).
 struct FreeSplit {
   DotGroup op, out;                            // the inner run in the operand and the destination
   SmallVector<int64_t, 8> ext, op_st, out_st;  // the outer labels: extents and strides

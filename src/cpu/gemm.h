@@ -29,7 +29,7 @@ struct GemmArgs {
   int64_t rsc, csc;
   /// Optional hint: A, B and C of the product that runs next on this thread (same sizes
   /// and strides). The small f64 kernel prefetches them while it computes this one (Note
-  /// [Small-product prefetch] in gemm.cc); every other provider ignores them. Never
+  /// [Small-product prefetch] in gemm_kernels.cc); every other provider ignores them. Never
   /// dereferenced, so a stale or null pointer is harmless.
   const T* next_a = nullptr;
   const T* next_b = nullptr;
@@ -181,7 +181,7 @@ inline constexpr int64_t kOutMaxK = 64;
 
 /// C = alpha A B for f64 with A and C column-major (g.rsa == 1, g.rsc == 1), B any
 /// strides, g.k <= kOutMaxK; beta is ignored (C is overwritten). C is written once with
-/// non-temporal stores (Note [Streamed-output products] in gemm.cc); `columns_outer`
+/// non-temporal stores (Note [Streamed-output products] in gemm_kernels.cc); `columns_outer`
 /// when A is the operand that stays in cache. No allocation (a stack tile); one thread
 /// (callers split m or n in multiples of kOutTileRows / kSmallCols).
 void streamed_out_f64(IsaLevel isa, const GemmArgs<double>& g, bool columns_outer);

@@ -306,7 +306,7 @@ Result<std::shared_ptr<const EinsumPlan>> EinsumPlan::prepare(const EinsumSpec& 
     return e;
   };
   // Whether dot_general runs an operand with memory order `memv` unpacked by splitting
-  // its free labels (Note [Split free groups] in dot_general.cc): an inner run of free
+  // its free labels (Note [Split free groups] in dot_geometry.cc): an inner run of free
   // labels first, the contracted labels right after it in the given order, the other
   // free labels outside, an inner run of at least 8 elements, an operand of at least
   // 32768 elements and the other operand's free extent at most 64.

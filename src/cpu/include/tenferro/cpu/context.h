@@ -59,7 +59,7 @@ Result<std::shared_ptr<CpuDomainExecutor>> make_tbb_executor(int threads, std::v
 
 /// How a batch of matrix products is spread over the workers (spec 001 D9). A forced
 /// policy overrides the heuristic, never a safety rule: a combination the provider cannot
-/// honour is a typed error before any write (Note [Batch policies] in dot_general.cc).
+/// honour is a typed error before any write (Note [Batch policies] in dot_plan.cc).
 enum class BatchPolicy : uint8_t {
   kAuto,              ///< outer-parallel for small products, provider items otherwise
   kSequential,        ///< one product after another, each on one thread
@@ -82,7 +82,7 @@ enum class GemmProvider : uint8_t {
 struct BatchSettings {
   BatchPolicy policy = BatchPolicy::kAuto;
   /// Below this many multiply-adds per product, plain loops replace OpenBLAS calls
-  /// (measured: Note [Tiny products] in dot_general.cc).
+  /// (measured: Note [Tiny products] in dot_plan.cc).
   int64_t tiny_flops = 256;
   /// Below this many multiply-adds per product, kAuto batches go outer-parallel.
   int64_t outer_parallel_flops = int64_t{1} << 21;
