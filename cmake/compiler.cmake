@@ -83,20 +83,6 @@ function(tenferro_isa_sources target)
 endfunction()
 set(_tf_isa_names scalar avx2 avx512)
 
-# tenferro_add_isa_runs(TARGET): runs the whole test executable TARGET again under each
-# lower ISA cap (TENFERRO_MAX_ISA=scalar, avx2), so every kernel level is tested on one
-# machine (Note [ISA kernels]); the uncapped run is the executable's own tests. Not in
-# sanitizer builds (the release run covers the kernels; CI time goes to coverage).
-function(tenferro_add_isa_runs target)
-  if(NOT TENFERRO_SANITIZER STREQUAL "none")
-    return()
-  endif()
-  foreach(cap scalar avx2)
-    add_test(NAME ${target}.max_isa_${cap} COMMAND ${target} --gtest_brief=1)
-    set_tests_properties(${target}.max_isa_${cap} PROPERTIES ENVIRONMENT "TENFERRO_MAX_ISA=${cap}")
-  endforeach()
-endfunction()
-
 # Header-only helpers shared by the test suites (never installed).
 add_library(tenferro_test_support INTERFACE)
 target_include_directories(tenferro_test_support INTERFACE ${PROJECT_SOURCE_DIR}/tests/support/include)
