@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "tenferro/cpu/dot_general.h"
+#include "tenferro/cpu/dot_route.h"
 #include "tenferro/cpu/engine.h"
 #include "tenferro/einsum_cpu/einsum.h"
 #include "tenferro/tensor/tensor.h"
@@ -95,6 +96,9 @@ Result<Tensor> engine_example(const Tensor& a, const Tensor& b) {
     mm.lhs_contracting = {1};
     mm.rhs_contracting = {0};
     TENFERRO_TRY(Tensor c, cpu::dot_general(ctx, a, b, mm));
+    // How it ran and why: kernel, provider, thread split, packed operands, the reason.
+    TENFERRO_TRY(cpu::DotRoute route, cpu::explain_dot_general(ctx, a, b, mm));
+    EXPECT_NE(cpu::describe(route).find("kernel "), std::string::npos);
     result = c;
     return ok();
   });
