@@ -102,14 +102,14 @@ struct Transposer {
     }
   }
   // Note [Transpose blocking] (measured, docs/benchmarks.md): rows advance in blocks of
-  // 512 destination bytes, or of one 64-byte line when consecutive source rows are a
-  // multiple of 4 KiB apart (they would share L1 sets; only a line's worth stays live).
+  // 512 destination bytes (64 rows of f64), so each destination row gets whole lines
+  // in one contiguous run. Rows a multiple of 4 KiB apart alias in L1 and L2, which
+  // once made this one line per block (a line's worth of each row stayed live); since
+  // every source line is now consumed whole before the next row quad (Note [Line-wise
+  // transposes]), the large block serves those too (Zen 5, 2026-12-02: 64^4 f64
+  // permutations below 0.6 x memcpy 16 -> 5 of 28 at one thread, 15 -> 3 at two).
   int64_t i_block = 1;
-  void choose_block() {
-    const int64_t row_step = p0 > 1 ? si.at(1) - si.at(0) : 0;
-    const bool conflict = row_step % 4096 == 0;
-    i_block = std::max<int64_t>(1, (conflict ? 64 : 512) / kE);
-  }
+  void choose_block() { i_block = std::max<int64_t>(1, 512 / kE); }
 
   void block(char* d, const char* s, int64_t i0, int64_t i1, int64_t j0, int64_t j1) const {
 #if TENFERRO_ISA_LEVEL >= 1
@@ -194,7 +194,33 @@ struct Transposer {
   // parameter), so the inner loop is loads, shuffles and stores only.
   template <int64_t kV, bool kStream>
   void vec_block(char* d, const char* s, int64_t i0, int64_t iv, int64_t j0, int64_t jv) const {
-    for (int64_t j = j0; j < jv; j += kV) {
+    // Note [Line-wise transposes]: the quads that cover one 64-byte line of a source row
+    // run back to back for each quad of rows, so every source line is consumed whole
+    // while it is in L1, even when the rows of a block alias in the cache (rows a
+    // multiple of 4 KiB apart).
+    constexpr int64_t kQ = (64 / kE) / kV > 1 ? (64 / kE) / kV : 1;
+    int64_t j = j0;
+    if constexpr (kQ > 1) {
+      for (; j + kQ * kV <= jv; j += kQ * kV) {
+        char* drow[kQ][kV];
+        const char* scol[kQ];
+        for (int64_t q = 0; q < kQ; ++q) {
+          for (int64_t k = 0; k < kV; ++k) drow[q][k] = d + dj.at(j + q * kV + k);
+          scol[q] = s + sj.at(j + q * kV);
+        }
+        for (int64_t i = i0; i < iv; i += kV) {
+          int64_t so[kV];
+          for (int64_t k = 0; k < kV; ++k) so[k] = si.at(i + k);
+          const int64_t doff = di.at(i);
+          for (int64_t q = 0; q < kQ; ++q) {
+            const char* srow[kV];
+            for (int64_t k = 0; k < kV; ++k) srow[k] = scol[q] + so[k];
+            micro<kStream>(drow[q], srow, doff);
+          }
+        }
+      }
+    }
+    for (; j < jv; j += kV) {
       char* drow[kV];
       for (int64_t k = 0; k < kV; ++k) drow[k] = d + dj.at(j + k);
       const char* scol = s + sj.at(j);
