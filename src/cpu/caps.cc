@@ -48,21 +48,27 @@ Result<IsaLevel> parse_isa(std::string_view text) {
                std::string("unknown ISA level '").append(text).append("' (expected scalar, avx2 or avx512)"));
 }
 
+namespace {
+// Whether `core` names one of `cores` (lower case), compared case-insensitively.
+template <size_t N>
+bool core_in(std::string_view core, const std::array<std::string_view, N>& cores) {
+  std::string lower(core);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return std::find(cores.begin(), cores.end(), lower) != cores.end();
+}
+}  // namespace
+
 bool openblas_core_tuned(std::string_view core, IsaLevel cpu_level) noexcept {
   if (cpu_level == IsaLevel::kScalar) return true;  // SSE kernels are the best there is
   // OpenBLAS cores whose kernels use AVX2/FMA (or AVX-512).
   constexpr std::array<std::string_view, 6> kVectorCores = {"haswell",        "zen",      "skylakex", "cooperlake",
                                                             "sapphirerapids", "excavator"};
-  std::string lower(core);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return std::find(kVectorCores.begin(), kVectorCores.end(), lower) != kVectorCores.end();
+  return core_in(core, kVectorCores);
 }
 
 bool openblas_core_avx512(std::string_view core) noexcept {
   constexpr std::array<std::string_view, 3> kAvx512Cores = {"skylakex", "cooperlake", "sapphirerapids"};
-  std::string lower(core);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return std::find(kAvx512Cores.begin(), kAvx512Cores.end(), lower) != kAvx512Cores.end();
+  return core_in(core, kAvx512Cores);
 }
 
 namespace {

@@ -39,6 +39,12 @@ TEST(CpuCaps, OpenBlasCoresBelowTheCpusIsaAreNotTrusted) {
   EXPECT_TRUE(openblas_core_tuned("Haswell", IsaLevel::kAvx512));
   EXPECT_TRUE(openblas_core_tuned("SKYLAKEX", IsaLevel::kAvx512));
   EXPECT_TRUE(openblas_core_tuned("Zen", IsaLevel::kAvx2));
+  // Which cores run 512-bit kernels (the blocked kernel leaves their products alone).
+  EXPECT_TRUE(openblas_core_avx512("SkylakeX"));
+  EXPECT_TRUE(openblas_core_avx512("sapphirerapids"));
+  EXPECT_FALSE(openblas_core_avx512("Haswell"));
+  EXPECT_FALSE(openblas_core_avx512("Zen"));
+  EXPECT_FALSE(openblas_core_avx512("Prescott"));
 }
 
 // The probe against an independent source: the kernel's /proc/cpuinfo.
