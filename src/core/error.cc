@@ -12,6 +12,8 @@ struct Error::Payload {
   std::string op;
   std::string message;
   std::shared_ptr<const Error> cause;
+  EventDomainOperation event_op = EventDomainOperation::kNone;
+  std::vector<Error> suppressed;
 };
 
 std::string_view error_stage_name(ErrorStage stage) noexcept {
@@ -54,13 +56,30 @@ std::string_view error_code_name(ErrorCode code) noexcept {
     case ErrorCode::kSingular: return "singular";
     case ErrorCode::kNotPositiveDefinite: return "not_positive_definite";
     case ErrorCode::kNoConvergence: return "no_convergence";
+    case ErrorCode::kCancelled: return "cancelled";
+    case ErrorCode::kShutDown: return "shut_down";
+    case ErrorCode::kResourceExhausted: return "resource_exhausted";
+    case ErrorCode::kEventDomain: return "event_domain";
+    case ErrorCode::kExecutor: return "executor";
+  }
+  return "unknown";
+}
+
+std::string_view event_domain_operation_name(EventDomainOperation op) noexcept {
+  switch (op) {
+    case EventDomainOperation::kNone: return "none";
+    case EventDomainOperation::kBeginRun: return "begin_run";
+    case EventDomainOperation::kEnqueue: return "enqueue";
+    case EventDomainOperation::kDrain: return "drain";
+    case EventDomainOperation::kTransferBridge: return "transfer_bridge";
+    case EventDomainOperation::kValidateCompletion: return "validate_completion";
   }
   return "unknown";
 }
 
 Error::Error(ErrorStage stage, ErrorCode code, std::string op, std::string message)
     : payload_(std::make_shared<const Payload>(
-          Payload{stage, code, std::move(op), std::move(message), nullptr})) {}
+          Payload{stage, code, std::move(op), std::move(message), nullptr, EventDomainOperation::kNone, {}})) {}
 
 ErrorStage Error::stage() const noexcept { return payload_->stage; }
 ErrorCode Error::code() const noexcept { return payload_->code; }
@@ -70,9 +89,29 @@ const Error* Error::cause() const noexcept { return payload_->cause.get(); }
 
 Error Error::with_cause(Error cause) const {
   Error copy = *this;
-  copy.payload_ = std::make_shared<const Payload>(Payload{payload_->stage, payload_->code, payload_->op,
-                                                          payload_->message,
-                                                          std::make_shared<const Error>(std::move(cause))});
+  Payload p = *payload_;
+  p.cause = std::make_shared<const Error>(std::move(cause));
+  copy.payload_ = std::make_shared<const Payload>(std::move(p));
+  return copy;
+}
+
+EventDomainOperation Error::event_operation() const noexcept { return payload_->event_op; }
+
+Error Error::with_event_operation(EventDomainOperation op) const {
+  Error copy = *this;
+  Payload p = *payload_;
+  p.event_op = op;
+  copy.payload_ = std::make_shared<const Payload>(std::move(p));
+  return copy;
+}
+
+const std::vector<Error>& Error::suppressed() const noexcept { return payload_->suppressed; }
+
+Error Error::with_suppressed(std::vector<Error> suppressed) const {
+  Error copy = *this;
+  Payload p = *payload_;
+  p.suppressed = std::move(suppressed);
+  copy.payload_ = std::make_shared<const Payload>(std::move(p));
   return copy;
 }
 
@@ -90,7 +129,17 @@ std::string Error::to_string() const {
     out += e->op();
     out += ": ";
     out += e->message();
+    if (e->event_operation() != EventDomainOperation::kNone) {
+      out += " [event domain: ";
+      out += event_domain_operation_name(e->event_operation());
+      out += ']';
+    }
     e = e->cause();
+  }
+  for (const Error& s : suppressed()) {
+    std::string inner = s.to_string();
+    for (size_t pos = 0; (pos = inner.find('\n', pos)) != std::string::npos; pos += 3) inner.insert(pos + 1, "  ");
+    out += "\n  suppressed: " + inner;
   }
   return out;
 }

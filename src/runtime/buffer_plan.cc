@@ -136,7 +136,9 @@ void plan_buffers(PreparedProgram& p, std::span<const int32_t> donate_arguments,
   std::vector<std::vector<int32_t>> dies_at(p.nodes.size());  // buffers to free after node i
   for (int32_t i = 0; i < nn; ++i) {
     PreparedNode& n = p.nodes[static_cast<size_t>(i)];
-    if (n.kernel->writes_into() && n.outputs.size() == 1) {
+    // Planned buffers come from the program's engine (PreparedProgram::acquire): nodes
+    // placed on another engine allocate their own outputs.
+    if (n.kernel->writes_into() && n.outputs.size() == 1 && n.engine == p.engine.value) {
       const int32_t v = n.outputs[0];
       const auto uv = static_cast<size_t>(v);
       const auto same_type = [&](int32_t u) {

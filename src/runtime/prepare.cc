@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <sstream>
 
 #include "prepared.h"
@@ -166,6 +167,79 @@ Result<std::optional<program::CompiledGraph>> one_op_graph(const program::Operat
 
 }  // namespace
 
+namespace {
+
+// The engine whose storage holds `placement`: `preferred` when it does, else the lowest
+// engine id that does; -1 when none does.
+int32_t holder_of(const RuntimeConfigSnapshot& snap, const Placement& placement, uint32_t preferred) {
+  if (snap.engines[preferred]->holds(placement)) return static_cast<int32_t>(preferred);
+  for (size_t e = 0; e < snap.engines.size(); ++e) {
+    if (snap.engines[e]->holds(placement)) return static_cast<int32_t>(e);
+  }
+  return -1;
+}
+
+bool shares_storage(const EngineBridge& a, const EngineBridge& b) {
+  return a.storage_class() == StorageClass::kHost && b.storage_class() == StorageClass::kHost;
+}
+
+// Note [Schedule order]: list scheduling over the node DAG. Among the ready nodes, one
+// that runs on an asynchronous event domain goes first (its work then overlaps whatever
+// the immediate domains compute afterwards), then the lowest original position. With
+// only immediate domains this is exactly the original (SSA) order. Deterministic.
+std::vector<size_t> schedule_order(const std::vector<PreparedNode>& nodes, size_t values,
+                                   const std::vector<bool>& async_engine) {
+  const size_t n = nodes.size();
+  std::vector<int32_t> producer(values, -1);
+  for (size_t i = 0; i < n; ++i) {
+    for (int32_t v : nodes[i].outputs) producer[static_cast<size_t>(v)] = static_cast<int32_t>(i);
+  }
+  std::vector<int32_t> pending(n, 0);
+  std::vector<std::vector<size_t>> users(n);
+  for (size_t i = 0; i < n; ++i) {
+    for (int32_t v : nodes[i].inputs) {
+      const int32_t p = producer[static_cast<size_t>(v)];
+      if (p >= 0) {
+        ++pending[i];
+        users[static_cast<size_t>(p)].push_back(i);
+      }
+    }
+  }
+  bool any_async = false;
+  for (const PreparedNode& node : nodes) any_async = any_async || async_engine[node.engine];
+  std::vector<size_t> order;
+  order.reserve(n);
+  if (!any_async) {
+    for (size_t i = 0; i < n; ++i) order.push_back(i);
+    return order;
+  }
+  std::vector<bool> done(n, false);
+  for (size_t k = 0; k < n; ++k) {
+    size_t best = n;
+    for (size_t i = 0; i < n; ++i) {
+      if (done[i] || pending[i] != 0) continue;
+      if (best == n || (async_engine[nodes[i].engine] && !async_engine[nodes[best].engine])) best = i;
+    }
+    done[best] = true;
+    order.push_back(best);
+    for (size_t u : users[best]) --pending[u];
+  }
+  return order;
+}
+
+}  // namespace
+
+// Note [Transfers]: every value has an endpoint: an argument's is the engine whose
+// storage holds its placement (the program's engine when it does), an op result's is the
+// engine the op runs on. When an op runs on an engine that cannot read an operand's
+// storage (a different engine, unless both keep host memory), preparation inserts one
+// scheduled transfer node for that (value, engine) pair right before its first consumer,
+// prepared by the transfer provider registered for the endpoint pair; no provider is a
+// kPrepare/kUnsupported error. Transfers are first-class nodes: they appear in explain(),
+// take part in the buffer plan and the schedule, and bridge the event domains (the
+// scheduler host-waits on source-domain tokens, then launches the copy on the
+// destination's run). Nothing else moves data between engines; program outputs are
+// returned where they were computed.
 Result<std::shared_ptr<const PreparedProgram>> Runtime::prepare_uncached(const program::CompiledGraph& graph,
                                                                         std::span<const TensorSignature> signature,
                                                                         const PrepareOptions& options) {
@@ -181,19 +255,37 @@ Result<std::shared_ptr<const PreparedProgram>> Runtime::prepare_uncached(const p
   // (1) placement
   if (snap.engines.empty()) return prep_error(ErrorCode::kUnsupported, "no engine is registered in this runtime");
   const EngineId engine = options.engine.value_or(EngineId{0});
-  if (engine.value >= snap.engines.size()) {
-    return prep_error(ErrorCode::kInvalidArgument, "engine id " + std::to_string(engine.value) +
-                                                       " is not registered (" + std::to_string(snap.engines.size()) +
-                                                       " engines)");
-  }
+  const auto check_engine = [&](EngineId e, std::optional<int32_t> d) -> Result<void> {
+    if (e.value >= snap.engines.size()) {
+      return prep_error(ErrorCode::kInvalidArgument, "engine id " + std::to_string(e.value) + " is not registered (" +
+                                                         std::to_string(snap.engines.size()) + " engines)");
+    }
+    const std::span<const int32_t> ds = snap.engines[e.value]->domains();
+    if (d && std::find(ds.begin(), ds.end(), *d) == ds.end()) {
+      return prep_error(ErrorCode::kInvalidArgument, "engine '" + std::string(snap.engines[e.value]->name()) +
+                                                         "' has no domain " + std::to_string(*d));
+    }
+    return ok();
+  };
+  TENFERRO_TRY_VOID(check_engine(engine, options.domain));
   p->engine = engine;
   p->bridge = snap.engines[engine.value];
   const std::span<const int32_t> domains = p->bridge->domains();
-  if (std::find(domains.begin(), domains.end(), options.domain.value_or(domains.front())) == domains.end()) {
-    return prep_error(ErrorCode::kInvalidArgument, "engine '" + std::string(p->bridge->name()) + "' has no domain " +
-                                                       std::to_string(*options.domain));
-  }
   TENFERRO_TRY_VOID(check_options(options, prog, signature.size()));
+  const auto ops_count = static_cast<int32_t>(prog.ops().size());
+  for (size_t i = 0; i < options.placements.size(); ++i) {
+    const OpPlacement& pl = options.placements[i];
+    if (pl.op < 0 || pl.op >= ops_count) {
+      return prep_error(ErrorCode::kInvalidArgument, "placement of op " + std::to_string(pl.op) +
+                                                         ": the program has " + std::to_string(ops_count) + " ops");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (options.placements[j].op == pl.op) {
+        return prep_error(ErrorCode::kInvalidArgument, "op " + std::to_string(pl.op) + " has two placements");
+      }
+    }
+    TENFERRO_TRY_VOID(check_engine(pl.engine, pl.domain));
+  }
 
   // (2) signature and shape guards, before any provider call
   std::vector<Shape> input_shapes;
@@ -214,6 +306,8 @@ Result<std::shared_ptr<const PreparedProgram>> Runtime::prepare_uncached(const p
     if (!t.defined()) return prep_error(ErrorCode::kInvalidArgument, "a binding of the graph is null");
     full.push_back(TensorSignature{t.dtype(), t.shape(), t.placement()});
   }
+  const size_t nv = prog.value_count();
+  std::vector<uint32_t> value_engine(nv, engine.value);
   size_t ai = 0, bi = 0;
   for (const program::InputInfo& in : prog.inputs()) {
     const size_t pos = in.binding ? args + bi : ai;
@@ -228,6 +322,12 @@ Result<std::shared_ptr<const PreparedProgram>> Runtime::prepare_uncached(const p
       return prep_error(ErrorCode::kShapeMismatch, what + " has shape " + format_dims(got.shape) +
                                                        ", the program declares rank " + std::to_string(want.rank()));
     }
+    const int32_t holder = holder_of(snap, got.placement, engine.value);
+    if (holder < 0) {
+      return prep_error(ErrorCode::kUnsupported, what + " lives at " + got.placement.to_string() +
+                                                     ", which no registered engine holds");
+    }
+    value_engine[static_cast<size_t>(in.value.index())] = static_cast<uint32_t>(holder);
     input_shapes.push_back(got.shape);
     (in.binding ? p->binding_values : p->argument_values).push_back(in.value.index());
     (in.binding ? bi : ai)++;
@@ -235,8 +335,8 @@ Result<std::shared_ptr<const PreparedProgram>> Runtime::prepare_uncached(const p
   p->domain = options.domain ? *options.domain : dominant_domain(full, domains);
   p->signature = std::move(full);
   TENFERRO_TRY(std::vector<int64_t> symbols, prog.bind_shapes(input_shapes));
-  p->value_shapes.resize(prog.value_count());
-  p->value_dtypes.resize(prog.value_count());
+  p->value_shapes.resize(nv);
+  p->value_dtypes.resize(nv);
   for (const program::InputInfo& in : prog.inputs()) {
     TENFERRO_TRY(p->value_shapes[static_cast<size_t>(in.value.index())], prog.concrete_shape(in.value, symbols));
     p->value_dtypes[static_cast<size_t>(in.value.index())] = prog.type(in.value).dtype;
@@ -248,26 +348,93 @@ Result<std::shared_ptr<const PreparedProgram>> Runtime::prepare_uncached(const p
     }
   }
 
-  // (3) resolution
+  // (3) resolution, with transfers (Note [Transfers])
   const DeterminismMode det = snap.config.determinism;
   std::vector<DType> in_dt, out_dt;
   std::vector<Shape> in_sh, out_sh;
+  std::map<std::pair<int32_t, uint32_t>, int32_t> transferred;  // (value, engine) -> transfer result
+  std::vector<int32_t> value_domain(nv, -1);
+  int32_t op_index = -1;
   for (const program::Operation& op : prog.ops()) {
+    ++op_index;
     PreparedNode node;
     node.op = &op;
+    node.op_index = op_index;
+    node.engine = engine.value;
+    node.domain = p->domain;
+    for (const OpPlacement& pl : options.placements) {
+      if (pl.op != op_index) continue;
+      node.engine = pl.engine.value;
+      node.domain = pl.domain.value_or(snap.engines[pl.engine.value]->domains().front());
+    }
+    const EngineBridge& bridge = *snap.engines[node.engine];
     in_dt.clear(), out_dt.clear(), in_sh.clear(), out_sh.clear();
     for (program::ValueRef v : op.operands()) {
-      node.inputs.push_back(v.index());
-      in_dt.push_back(prog.type(v).dtype);
-      in_sh.push_back(p->value_shapes[static_cast<size_t>(v.index())]);
+      int32_t value = v.index();
+      const uint32_t src = value_engine[static_cast<size_t>(value)];
+      if (src != node.engine && !shares_storage(*snap.engines[src], bridge)) {
+        const auto key = std::make_pair(value, node.engine);
+        if (auto it = transferred.find(key); it != transferred.end()) {
+          value = it->second;
+        } else {
+          const TransferEndpoint from{EngineId{src}, snap.engines[src]->storage_class()};
+          const TransferEndpoint to{EngineId{node.engine}, bridge.storage_class()};
+          const auto vs = static_cast<size_t>(value);
+          const std::string route = "from engine " + std::to_string(src) + " ('" +
+                                    std::string(snap.engines[src]->name()) + "', " +
+                                    std::string(storage_class_name(from.storage)) + ") to engine " +
+                                    std::to_string(node.engine) + " ('" + std::string(bridge.name()) + "', " +
+                                    std::string(storage_class_name(to.storage)) + ")";
+          const auto pit = snap.transfers.find(std::make_pair(from, to));
+          if (pit == snap.transfers.end()) {
+            return prep_error(ErrorCode::kUnsupported, "op " + std::to_string(op_index) + " (" + op_label(op) +
+                                                           ") needs %" + std::to_string(value) + " moved " + route +
+                                                           ", but no transfer provider is registered for that pair");
+          }
+          const int32_t src_domain = value_domain[vs] >= 0 ? value_domain[vs] : snap.engines[src]->domains().front();
+          TransferRequest treq{p->value_dtypes[vs], p->value_shapes[vs], from, to, src_domain, node.domain};
+          TENFERRO_TRY(auto cap, pit->second->prepare(treq));
+          if (cap.kind() != PrepareCapability<std::shared_ptr<const NodeKernel>>::Kind::kPrepared) {
+            return prep_error(ErrorCode::kUnsupported, "transfer provider '" + std::string(pit->second->name()) +
+                                                           "' cannot move %" + std::to_string(value) + " " + route +
+                                                           ": " + cap.reason());
+          }
+          PreparedNode t;
+          t.kernel = std::move(cap.value());
+          t.engine = node.engine;
+          t.domain = node.domain;
+          t.src_engine = src;
+          t.src_domain = src_domain;
+          t.inputs.push_back(value);
+          const auto tv = static_cast<int32_t>(p->value_shapes.size());
+          t.outputs.push_back(tv);
+          p->value_shapes.push_back(p->value_shapes[vs]);
+          p->value_dtypes.push_back(p->value_dtypes[vs]);
+          value_engine.push_back(node.engine);
+          value_domain.push_back(node.domain);
+          t.output_bytes = bytes_of(p->value_dtypes[vs], p->value_shapes[vs]);
+          t.how = "scheduled transfer " + route + " by '" + std::string(pit->second->name()) + "'";
+          p->max_inputs = std::max<size_t>(p->max_inputs, 1);
+          p->max_outputs = std::max<size_t>(p->max_outputs, 1);
+          ++p->transfers;
+          transferred.emplace(key, tv);
+          p->nodes.push_back(std::move(t));
+          value = tv;
+        }
+      }
+      node.inputs.push_back(value);
+      in_dt.push_back(p->value_dtypes[static_cast<size_t>(value)]);
+      in_sh.push_back(p->value_shapes[static_cast<size_t>(value)]);
     }
     for (program::ValueRef v : op.results()) {
       node.outputs.push_back(v.index());
+      value_engine[static_cast<size_t>(v.index())] = node.engine;
+      value_domain[static_cast<size_t>(v.index())] = node.domain;
       out_dt.push_back(prog.type(v).dtype);
       out_sh.push_back(p->value_shapes[static_cast<size_t>(v.index())]);
       node.output_bytes = sat_add(node.output_bytes, bytes_of(out_dt.back(), out_sh.back()));
     }
-    NodeRequest req{&op, in_dt, in_sh, out_dt, out_sh, p->domain, det};
+    NodeRequest req{&op, in_dt, in_sh, out_dt, out_sh, node.domain, det};
     std::vector<std::string> reasons;
     const auto take = [&](Result<PrepareCapability<std::shared_ptr<const NodeKernel>>> cap,
                           const std::string& who) -> Result<bool> {
@@ -287,8 +454,7 @@ Result<std::shared_ptr<const PreparedProgram>> Runtime::prepare_uncached(const p
       }
       return false;
     };
-    const std::string engine_name(p->bridge->name());
-    const int32_t op_index = static_cast<int32_t>(p->nodes.size());
+    const std::string engine_name(bridge.name());
     ProviderKind order[3] = {ProviderKind::kNative, ProviderKind::kLowering, ProviderKind::kFallback};
     size_t candidates = 3;
     const ProviderOverride* forced = nullptr;
@@ -313,11 +479,11 @@ Result<std::shared_ptr<const PreparedProgram>> Runtime::prepare_uncached(const p
       switch (order[c]) {
         case ProviderKind::kNative:
           if (op.code() != program::OpCode::kExtension) {
-            TENFERRO_TRY(done, take(p->bridge->prepare_core(req), "native " + engine_name));
+            TENFERRO_TRY(done, take(bridge.prepare_core(req), "native " + engine_name));
             break;
           }
           if (auto it = snap.modules.find(std::pair<std::string, uint32_t>(std::string(op.extension()->family_id()),
-                                                                           engine.value));
+                                                                           node.engine));
               it != snap.modules.end()) {
             TENFERRO_TRY(done, take(it->second->prepare(req), "native " + engine_name + " module"));
           } else {
@@ -336,10 +502,12 @@ Result<std::shared_ptr<const PreparedProgram>> Runtime::prepare_uncached(const p
             break;
           }
           std::vector<TensorSignature> sub_sig;
-          for (size_t i = 0; i < in_dt.size(); ++i) sub_sig.push_back(TensorSignature{in_dt[i], in_sh[i]});
+          for (size_t i = 0; i < in_dt.size(); ++i) {
+            sub_sig.push_back(TensorSignature{in_dt[i], in_sh[i], bridge.placement(node.domain)});
+          }
           PrepareOptions sub_opt;
-          sub_opt.engine = engine;
-          sub_opt.domain = p->domain;
+          sub_opt.engine = EngineId{node.engine};
+          sub_opt.domain = node.domain;
           TENFERRO_TRY(std::shared_ptr<const PreparedProgram> sub, prepare_for(*lowered, sub_sig, sub_opt));
           node.kernel = std::make_shared<LoweredKernel>(std::move(sub));
           node.how = "core lowering" + (reasons.empty() ? std::string() : " (" + join(reasons) + ")");
@@ -349,6 +517,10 @@ Result<std::shared_ptr<const PreparedProgram>> Runtime::prepare_uncached(const p
         case ProviderKind::kFallback: {
           if (snap.config.fallback != Fallback::kReferenceInterpreter) {
             reasons.push_back("fallback: none is configured");
+            break;
+          }
+          if (bridge.storage_class() != StorageClass::kHost) {
+            reasons.push_back("fallback: the reference interpreter reads host memory only");
             break;
           }
           std::string unused;
@@ -375,19 +547,104 @@ Result<std::shared_ptr<const PreparedProgram>> Runtime::prepare_uncached(const p
     p->nodes.push_back(std::move(node));
   }
 
-  // (4) buffer plan
+  // (4) the schedule: order (Note [Schedule order]), event-domain runs in first-use
+  // order, segments (one executor entry each), node leases
+  std::vector<bool> async_engine(snap.engines.size(), false);
+  for (size_t e = 0; e < snap.engines.size(); ++e) async_engine[e] = !snap.drivers[e]->immediate();
+  {
+    const std::vector<size_t> order = schedule_order(p->nodes, p->value_shapes.size(), async_engine);
+    std::vector<PreparedNode> sorted;
+    sorted.reserve(order.size());
+    for (size_t i : order) sorted.push_back(std::move(p->nodes[i]));
+    p->nodes = std::move(sorted);
+  }
+  p->run_of_engine.assign(snap.engines.size(), -1);
+  const auto use_engine = [&](uint32_t e) {
+    if (p->run_of_engine[e] < 0) {
+      p->run_of_engine[e] = static_cast<int32_t>(p->runs.size());
+      p->runs.push_back(e);
+      p->immediate = p->immediate && !async_engine[e];
+    }
+    return p->run_of_engine[e];
+  };
+  for (size_t i = 0; i < p->nodes.size(); ++i) {
+    PreparedNode& n = p->nodes[i];
+    if (n.op == nullptr) use_engine(n.src_engine);
+    n.run = use_engine(n.engine);
+    for (const LaunchLimit& l : snap.config.launch_limits) {
+      n.leased = n.leased || (l.engine.value == n.engine && l.domain == n.domain) ||
+                 (n.op == nullptr && l.engine.value == n.src_engine && l.domain == n.src_domain);
+    }
+    if (p->segments.empty() || p->segments.back().engine != n.engine || p->segments.back().domain != n.domain) {
+      p->segments.push_back(Segment{n.engine, n.domain, static_cast<int32_t>(i), static_cast<int32_t>(i)});
+    }
+    p->segments.back().end = static_cast<int32_t>(i) + 1;
+  }
+
+  // (5) buffer plan
   for (program::ValueRef v : prog.outputs()) p->output_values.push_back(v.index());
   plan_buffers(*p, options.donate_arguments, p->bridge->plans_buffers());
-  const size_t nv = prog.value_count();
+  // Per-domain peaks for admission: the bytes a node writes count in its domain from its
+  // launch until the release of the value (views count nothing; arguments are the
+  // caller's). Note [Admission] in submit.cc.
+  {
+    std::vector<int64_t> live;
+    std::vector<std::pair<uint32_t, int32_t>> keys;
+    std::vector<int32_t> owner_key(p->value_shapes.size(), -1);
+    std::vector<int64_t> owned(p->value_shapes.size(), 0);
+    const auto key_of = [&](uint32_t e, int32_t d) {
+      for (size_t k = 0; k < keys.size(); ++k) {
+        if (keys[k] == std::make_pair(e, d)) return static_cast<int32_t>(k);
+      }
+      keys.emplace_back(e, d);
+      live.push_back(0);
+      p->domain_peaks.push_back(DomainPeak{e, d, 0});
+      return static_cast<int32_t>(keys.size() - 1);
+    };
+    for (const PreparedNode& n : p->nodes) {
+      const int32_t k = key_of(n.engine, n.domain);
+      for (int32_t v : n.outputs) {
+        const auto u = static_cast<size_t>(v);
+        owned[u] = n.view ? 0 : bytes_of(p->value_dtypes[u], p->value_shapes[u]);
+        owner_key[u] = k;
+        live[static_cast<size_t>(k)] = sat_add(live[static_cast<size_t>(k)], owned[u]);
+      }
+      for (size_t j = 0; j < keys.size(); ++j) {
+        p->domain_peaks[j].bytes = std::max(p->domain_peaks[j].bytes, live[j]);
+      }
+      for (int32_t v : n.release) {
+        const auto u = static_cast<size_t>(v);
+        if (owner_key[u] >= 0) live[static_cast<size_t>(owner_key[u])] -= owned[u];
+        owned[u] = 0;
+      }
+    }
+  }
+  for (const MemoryBudget& b : snap.config.memory_budgets) {
+    for (const DomainPeak& d : p->domain_peaks) {
+      if (d.engine == b.engine.value && d.domain == b.domain && d.bytes > b.bytes) {
+        return prep_error(ErrorCode::kResourceExhausted,
+                          "the plan needs an estimated " + std::to_string(d.bytes) + " bytes at once in domain " +
+                              std::to_string(d.domain) + " of engine " + std::to_string(d.engine) +
+                              ", more than its memory budget of " + std::to_string(b.bytes) +
+                              " bytes: it could never be admitted");
+      }
+    }
+  }
+  const size_t nvals = p->value_shapes.size();
   p->footprint_bytes = static_cast<int64_t>(sizeof(PreparedProgram)) + prog.footprint_bytes() +
                        static_cast<int64_t>(p->nodes.size() * (sizeof(PreparedNode) + 64)) +
-                       static_cast<int64_t>(nv * (sizeof(Shape) + 2 * sizeof(int32_t)));
+                       static_cast<int64_t>(nvals * (sizeof(Shape) + 2 * sizeof(int32_t)));
   return std::shared_ptr<const PreparedProgram>(std::move(p));
+}
+
+std::string node_label(const PreparedNode& n) {
+  return n.op == nullptr ? std::string("transfer") : op_label(*n.op);
 }
 
 std::string Runtime::explain(const PreparedProgram& p) const {
   std::ostringstream o;
   const program::SemanticProgram& prog = *p.program;
+  const RuntimeConfigSnapshot& snap = *p.snapshot;
   o << "prepared program " << prog.fingerprint().to_string() << " on engine " << p.engine.value << " ('"
     << p.bridge->name() << "') domain " << p.domain << ", epoch " << p.epoch << "\n";
   o << "  inputs:";
@@ -396,18 +653,39 @@ std::string Runtime::explain(const PreparedProgram& p) const {
   }
   o << "\n  nodes: " << p.nodes.size() << ", estimated peak bytes: " << p.peak_bytes << ", workspace buffers: "
     << p.buffer_bytes.size() << " (" << p.workspace_bytes << " bytes per workspace)\n";
+  if (p.runs.size() > 1 || p.transfers > 0) {
+    o << "  event domains (first-use order):";
+    for (uint32_t e : p.runs) {
+      o << " " << e << " ('" << snap.engines[e]->name() << "', "
+        << (snap.drivers[e]->immediate() ? "immediate" : "asynchronous") << ")";
+    }
+    o << "; transfers: " << p.transfers << "; executor entries: " << p.segments.size() << "\n";
+  }
+  for (const DomainPeak& d : p.domain_peaks) {
+    for (const MemoryBudget& b : snap.config.memory_budgets) {
+      if (b.engine.value == d.engine && b.domain == d.domain) {
+        o << "  admission: engine " << d.engine << " domain " << d.domain << " reserves " << d.bytes << " of "
+          << b.bytes << " budgeted bytes\n";
+      }
+    }
+  }
   for (size_t i = 0; i < p.nodes.size(); ++i) {
     const PreparedNode& n = p.nodes[i];
-    o << "  [" << i << "] " << op_label(*n.op) << " ->";
+    o << "  [" << i << "] " << node_label(n) << " ->";
     for (int32_t v : n.outputs) {
-      o << " %" << v << " " << dtype_name(prog.type(n.op->results()[0]).dtype)
+      o << " %" << v << " " << dtype_name(p.value_dtypes[static_cast<size_t>(v)])
         << format_dims(p.value_shapes[static_cast<size_t>(v)]);
       const int32_t last = p.last_use[static_cast<size_t>(v)];
       const bool out = std::find(p.output_values.begin(), p.output_values.end(), v) != p.output_values.end();
       o << " (slot " << v << ", live " << i << ".." << (out ? std::string("output") : last < 0 ? std::string("dead") : std::to_string(last)) << ")";
     }
+    if (n.op == nullptr) o << " from %" << n.inputs[0];
+    if (n.engine != p.engine.value || n.domain != p.domain) {
+      o << " on engine " << n.engine << " ('" << snap.engines[n.engine]->name() << "') domain " << n.domain;
+    }
     o << "\n      provider " << n.kernel->provider() << (n.view ? " (view, no copy)" : " (writes " + std::to_string(n.output_bytes) + " bytes)")
       << "; " << n.how;
+    if (n.leased) o << "; takes a node lease";
     if (const std::string planned = n.kernel->describe(); !planned.empty()) o << "\n      planned: " << planned;
     if (n.dest_buffer >= 0) {
       o << "; into buffer b" << n.dest_buffer;

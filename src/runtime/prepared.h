@@ -19,11 +19,22 @@ struct RuntimeConfigSnapshot {
   uint64_t epoch = 1;
   std::vector<std::shared_ptr<const EngineBridge>> engines;
   std::map<std::pair<std::string, uint32_t>, std::shared_ptr<const ExtensionModule>, std::less<>> modules;
+  std::map<std::pair<TransferEndpoint, TransferEndpoint>, std::shared_ptr<const TransferProvider>> transfers;
+  std::vector<std::shared_ptr<const EventDomainDriver>> drivers;  // per engine
 };
 
-// One scheduled node: a resolved kernel over value slots.
+// One scheduled node: a resolved kernel over value slots. An operation node runs a
+// program op; a transfer node (op == nullptr) moves one value to another engine's
+// storage (Note [Transfers] in prepare.cc).
 struct PreparedNode {
-  const program::Operation* op = nullptr;
+  const program::Operation* op = nullptr;  // nullptr: a transfer
+  uint32_t engine = 0;                     // the engine the node runs on (transfers: the destination)
+  int32_t domain = 0;
+  uint32_t src_engine = 0;                 // transfers: the source engine
+  int32_t src_domain = 0;                  // transfers: the source domain
+  int32_t run = 0;                         // index into PreparedProgram::runs
+  bool leased = false;                     // takes a node lease (a launch limit covers its domain)
+  int32_t op_index = -1;                   // program order of op (-1: transfer)
   std::shared_ptr<const NodeKernel> kernel;
   std::vector<int32_t> inputs, outputs;  // value indices of the program
   std::vector<int32_t> release;          // slots dropped once the node has run
@@ -36,8 +47,26 @@ struct PreparedNode {
   int32_t donate_argument = -1;   // in place of this donatable argument when donated at run
 };
 
+// A contiguous stretch of the schedule on one engine domain: one executor entry.
+struct Segment {
+  uint32_t engine = 0;
+  int32_t domain = 0;
+  int32_t begin = 0, end = 0;  // node range
+};
+
+// The estimated peak bytes a run holds in one engine domain (for admission).
+struct DomainPeak {
+  uint32_t engine = 0;
+  int32_t domain = 0;
+  int64_t bytes = 0;
+};
+
 // Per-execution slots and planned buffers (reused across runs: no allocation once warm).
 struct Workspace {
+  std::vector<CompletionToken> tokens;  // per value: the completion of its producer
+  std::vector<std::unique_ptr<EventDomainRun>> runs;     // per PreparedProgram::runs entry: begun
+  std::vector<std::unique_ptr<EventDomainRun>> retired;  // drained, offered back to the driver
+  std::vector<CompletionToken> deps;    // scratch for one launch
   std::vector<Tensor> slots;  // one per program value
   std::vector<Tensor> in, out;
   std::vector<std::shared_ptr<Storage>> buffers;  // one per planned buffer
@@ -59,8 +88,14 @@ class PreparedProgram {
   std::vector<int32_t> argument_values;     // value index of each argument
   std::vector<int32_t> binding_values;      // value index of each binding
   std::vector<int32_t> output_values;
-  std::vector<PreparedNode> nodes;
-  std::vector<Shape> value_shapes;
+  std::vector<PreparedNode> nodes;         // in schedule order
+  std::vector<uint32_t> runs;              // engines whose event domains a run uses, in first-use order
+  std::vector<int32_t> run_of_engine;      // per engine id: index into runs (-1: unused)
+  std::vector<Segment> segments;
+  std::vector<DomainPeak> domain_peaks;    // per engine domain the nodes use
+  bool immediate = true;                   // every event domain used completes at enqueue
+  int64_t transfers = 0;
+  std::vector<Shape> value_shapes;         // program values, then transfer results
   std::vector<DType> value_dtypes;
   std::vector<int32_t> value_buffer;         // planned buffer per value (-1: none)
   std::vector<int64_t> buffer_bytes;         // capacity of each planned buffer
@@ -95,8 +130,17 @@ inline int64_t sat_add(int64_t a, int64_t b) {
   return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<int64_t>::max() : r;
 }
 
-// Runs the nodes of `p` inside an entered context, inputs already in ws.slots.
+// Runs the nodes of a single-engine program `p` (a lowered sub-program) inside the
+// caller's entered context, inputs already in ws.slots; no event-domain runs (the nodes
+// are part of the caller's launch).
 Result<void> run_nodes(const PreparedProgram& p, EngineContext& ctx, Workspace& ws);
+
+// The error of node `i` failing with `cause` (names the node, its provider and engine;
+// keeps the cause's event-domain operation).
+Error node_error(const PreparedProgram& p, size_t i, const Error& cause);
+
+// A label for node `n` in errors and explain ("add", "extension einsum", "transfer").
+std::string node_label(const PreparedNode& n);
 
 // Step (4) of preparation: liveness, release lists, planned buffers with reuse and
 // in-place donation, peak bytes (Note [Buffer plan] in buffer_plan.cc).

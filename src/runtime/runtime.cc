@@ -6,7 +6,7 @@
 #include <thread>
 #include <unordered_map>
 
-#include "prepared.h"
+#include "runtime_state.h"
 
 namespace tenferro::runtime {
 
@@ -48,6 +48,36 @@ Result<void> validate(const RuntimeConfig& c) {
       if (c.family_preferences[j].family == c.family_preferences[i].family) {
         return config_error(ErrorCode::kInvalidArgument, "runtime_config",
                             "two preferences for family '" + c.family_preferences[i].family + "'");
+      }
+    }
+  }
+  for (size_t i = 0; i < c.memory_budgets.size(); ++i) {
+    const MemoryBudget& b = c.memory_budgets[i];
+    if (b.bytes < 0) {
+      return config_error(ErrorCode::kInvalidArgument, "runtime_config",
+                          "memory budget of engine " + std::to_string(b.engine.value) + " domain " +
+                              std::to_string(b.domain) + " is negative (" + std::to_string(b.bytes) + ")");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (c.memory_budgets[j].engine == b.engine && c.memory_budgets[j].domain == b.domain) {
+        return config_error(ErrorCode::kInvalidArgument, "runtime_config",
+                            "two memory budgets for engine " + std::to_string(b.engine.value) + " domain " +
+                                std::to_string(b.domain));
+      }
+    }
+  }
+  for (size_t i = 0; i < c.launch_limits.size(); ++i) {
+    const LaunchLimit& l = c.launch_limits[i];
+    if (l.nodes < 1) {
+      return config_error(ErrorCode::kInvalidArgument, "runtime_config",
+                          "launch limit of engine " + std::to_string(l.engine.value) + " domain " +
+                              std::to_string(l.domain) + " must be at least 1, got " + std::to_string(l.nodes));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (c.launch_limits[j].engine == l.engine && c.launch_limits[j].domain == l.domain) {
+        return config_error(ErrorCode::kInvalidArgument, "runtime_config",
+                            "two launch limits for engine " + std::to_string(l.engine.value) + " domain " +
+                                std::to_string(l.domain));
       }
     }
   }
@@ -125,12 +155,16 @@ Result<std::unique_ptr<Workspace>> PreparedProgram::acquire() const {
     }
   }
   auto ws = std::make_unique<Workspace>();
-  ws->slots.resize(program->value_count());
+  ws->slots.resize(value_shapes.size());
+  ws->tokens.resize(value_shapes.size());
+  ws->runs.resize(runs.size());
+  ws->retired.resize(runs.size());
+  ws->deps.reserve(max_inputs);
   ws->in.resize(max_inputs);
   ws->out.resize(max_outputs);
   ws->donated.assign(argument_values.size(), 0);
   if (!buffer_bytes.empty()) {
-    ws->dest.resize(program->value_count());
+    ws->dest.resize(value_shapes.size());
     for (int64_t bytes : buffer_bytes) {
       TENFERRO_TRY(std::shared_ptr<Storage> st, bridge->allocate(domain, bytes));
       ws->buffers.push_back(std::move(st));
@@ -167,19 +201,22 @@ Result<void> run_nodes(const PreparedProgram& p, EngineContext& ctx, Workspace& 
     for (size_t k = 0; k < n.inputs.size(); ++k) ws.in[k] = Tensor();
     if (!r) {
       for (size_t k = 0; k < n.outputs.size(); ++k) ws.out[k] = Tensor();
-      const std::string name = n.op->code() == program::OpCode::kExtension
-                                   ? std::string(n.op->extension()->family_id())
-                                   : std::string(program::op_name(n.op->code()));
-      return Error(r.error().stage() == ErrorStage::kUsage ? ErrorStage::kCompletion : r.error().stage(),
-                   r.error().code(), "execute_prepared",
-                   "node " + std::to_string(i) + " (" + name + ", provider " + std::string(n.kernel->provider()) +
-                       ") failed")
-          .with_cause(r.error());
+      return node_error(p, i, r.error());
     }
     for (size_t k = 0; k < n.outputs.size(); ++k) ws.slots[static_cast<size_t>(n.outputs[k])] = std::move(ws.out[k]);
     for (int32_t v : n.release) ws.slots[static_cast<size_t>(v)] = Tensor();
   }
   return ok();
+}
+
+Error node_error(const PreparedProgram& p, size_t i, const Error& cause) {
+  const PreparedNode& n = p.nodes[i];
+  return Error(cause.stage() == ErrorStage::kUsage ? ErrorStage::kCompletion : cause.stage(), cause.code(),
+               "execute_prepared",
+               "node " + std::to_string(i) + " (" + node_label(n) + ", provider " + std::string(n.kernel->provider()) +
+                   ", engine " + std::to_string(n.engine) + ") failed")
+      .with_cause(cause)
+      .with_event_operation(cause.event_operation());
 }
 
 PreparedInfo prepared_info(const PreparedProgram& p) {
@@ -197,6 +234,9 @@ PreparedInfo prepared_info(const PreparedProgram& p) {
     info.in_place_nodes += n.in_place_of >= 0 ? 1 : 0;
     info.donating_nodes += n.donate_argument >= 0 ? 1 : 0;
   }
+  info.transfers = p.transfers;
+  info.event_domains = static_cast<int64_t>(p.runs.size());
+  info.segments = static_cast<int64_t>(p.segments.size());
   return info;
 }
 
@@ -221,8 +261,7 @@ struct Runtime::Impl {
   std::list<const PlanKey*> lru;  // front = most recent; ready and failed entries only
   PlanCacheStats stats;
 
-  std::atomic<int64_t> preparations{0}, prepare_ns{0}, lookups{0}, lookup_ns{0}, executions{0}, execute_ns{0};
-  std::atomic<int64_t> donated{0};
+  std::atomic<int64_t> preparations{0}, prepare_ns{0}, lookups{0}, lookup_ns{0};
   std::function<void(const program::Fingerprint&)> hook;
 
   void evict_locked(int64_t capacity) {
@@ -237,14 +276,23 @@ struct Runtime::Impl {
   }
 };
 
-Runtime::Runtime(RuntimeConfig config) : id_{g_next_runtime_id.fetch_add(1)}, impl_(std::make_unique<Impl>()) {
+Runtime::Runtime(RuntimeConfig config)
+    : id_{g_next_runtime_id.fetch_add(1)}, impl_(std::make_unique<Impl>()), shared_(std::make_shared<RuntimeShared>()) {
   auto snap = std::make_shared<RuntimeConfigSnapshot>();
   snap->config = config;
   snap->epoch = 1;
   impl_->snapshot = std::move(snap);
 }
 
-Runtime::~Runtime() = default;
+Runtime::~Runtime() {
+  // Never blocks (Note [Run ownership]): runs still queued or pending are finished by the
+  // dispatcher thread, which exits once idle.
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    shared_->closing = true;
+  }
+  shared_->cv.notify_all();
+}
 
 Result<std::shared_ptr<Runtime>> Runtime::create(RuntimeConfig config) {
   TENFERRO_TRY_VOID(validate(config));
@@ -308,6 +356,12 @@ Result<EngineId> Runtime::register_engine(std::shared_ptr<const EngineBridge> en
   std::lock_guard<std::mutex> lock(impl_->config_mu);
   auto snap = std::make_shared<RuntimeConfigSnapshot>(*impl_->snapshot);
   const EngineId id{static_cast<uint32_t>(snap->engines.size())};
+  std::shared_ptr<const EventDomainDriver> driver = engine->event_driver();
+  if (driver == nullptr) {
+    return config_error(ErrorCode::kInvalidArgument, "register_engine",
+                        "engine '" + std::string(engine->name()) + "' has no event-domain driver");
+  }
+  snap->drivers.push_back(std::move(driver));
   snap->engines.push_back(std::move(engine));
   snap->epoch = impl_->snapshot->epoch + 1;
   impl_->snapshot = snap;
@@ -341,6 +395,54 @@ Result<void> Runtime::register_extension(EngineId engine, std::shared_ptr<const 
   impl_->snapshot = snap;
   epoch_.store(snap->epoch, std::memory_order_release);
   return ok();
+}
+
+Result<void> Runtime::register_transfer(TransferEndpoint src, TransferEndpoint dst,
+                                        std::shared_ptr<const TransferProvider> provider, Registration mode) {
+  const char* op = "register_transfer";
+  if (provider == nullptr) return config_error(ErrorCode::kInvalidArgument, op, "null transfer provider");
+  std::lock_guard<std::mutex> lock(impl_->config_mu);
+  const RuntimeConfigSnapshot& cur = *impl_->snapshot;
+  for (const TransferEndpoint& e : {src, dst}) {
+    if (e.engine.value >= cur.engines.size()) {
+      return config_error(ErrorCode::kOutOfRange, op,
+                          "engine id " + std::to_string(e.engine.value) + " is not registered (" +
+                              std::to_string(cur.engines.size()) + " engines)");
+    }
+    if (cur.engines[e.engine.value]->storage_class() != e.storage) {
+      return config_error(ErrorCode::kInvalidArgument, op,
+                          "engine " + std::to_string(e.engine.value) + " ('" +
+                              std::string(cur.engines[e.engine.value]->name()) + "') keeps " +
+                              std::string(storage_class_name(cur.engines[e.engine.value]->storage_class())) +
+                              " storage, not " + std::string(storage_class_name(e.storage)));
+    }
+  }
+  if (src == dst) return config_error(ErrorCode::kInvalidArgument, op, "a transfer needs two different endpoints");
+  const auto key = std::make_pair(src, dst);
+  if (auto it = cur.transfers.find(key); it != cur.transfers.end()) {
+    if (it->second == provider) return ok();
+    if (mode != Registration::kReplace) {
+      return config_error(ErrorCode::kInvalidArgument, op,
+                          "engines " + std::to_string(src.engine.value) + " -> " + std::to_string(dst.engine.value) +
+                              " already have a transfer provider (pass Registration::kReplace to replace it)");
+    }
+  }
+  auto snap = std::make_shared<RuntimeConfigSnapshot>(cur);
+  snap->transfers[key] = std::move(provider);
+  snap->epoch = cur.epoch + 1;
+  impl_->snapshot = snap;
+  epoch_.store(snap->epoch, std::memory_order_release);
+  return ok();
+}
+
+Result<TransferEndpoint> Runtime::endpoint(EngineId engine) const {
+  const auto snap = snapshot_();
+  if (engine.value >= snap->engines.size()) {
+    return usage_error(ErrorCode::kOutOfRange, "Runtime::endpoint",
+                       "no engine " + std::to_string(engine.value) + " (" + std::to_string(snap->engines.size()) +
+                           " registered)");
+  }
+  return TransferEndpoint{engine, snap->engines[engine.value]->storage_class()};
 }
 
 void Runtime::set_prepare_hook(std::function<void(const program::Fingerprint&)> hook) {
@@ -451,86 +553,17 @@ ExecutionMetrics Runtime::metrics() const {
   r.prepare_ns = m.prepare_ns.load();
   r.lookups = m.lookups.load();
   r.lookup_ns = m.lookup_ns.load();
-  r.executions = m.executions.load();
-  r.execute_ns = m.execute_ns.load();
-  r.donated_arguments = m.donated.load();
+  const RuntimeShared& s = *shared_;
+  r.executions = s.executions.load();
+  r.execute_ns = s.execute_ns.load();
+  r.donated_arguments = s.donated.load();
+  r.submissions = s.submissions.load();
+  r.admission_waits = s.admission_waits.load();
+  r.lease_waits = s.lease_waits.load();
+  r.transfers = s.transfers.load();
+  r.detached_errors = s.detached_errors.load();
+  r.reserved_bytes_peak = s.reserved_peak.load();
   return r;
-}
-
-// ---- execution
-
-Result<std::vector<Tensor>> Runtime::execute_prepared(const PreparedProgram& p, std::span<const Tensor> arguments) {
-  return execute_prepared(p, arguments, p.bindings);
-}
-
-Result<std::vector<Tensor>> Runtime::execute_prepared(const PreparedProgram& p, std::span<const Tensor> arguments,
-                                                      const program::ProgramBindings& bindings) {
-  const int64_t t0 = now_ns();
-  const char* op = "execute_prepared";
-  if (!(p.runtime == id_)) {
-    return Error(ErrorStage::kUsage, ErrorCode::kRuntimeMismatch, op,
-                 "the program was prepared by runtime " + std::to_string(p.runtime.value) + ", not by runtime " +
-                     std::to_string(id_.value));
-  }
-  const uint64_t now_epoch = epoch();
-  if (p.epoch != now_epoch) {
-    return Error(ErrorStage::kUsage, ErrorCode::kStalePreparedGraph, op,
-                 "the program was prepared at configuration epoch " + std::to_string(p.epoch) +
-                     "; the runtime is at epoch " + std::to_string(now_epoch) + " (prepare it again or use run())");
-  }
-  if (arguments.size() != p.argument_values.size() || bindings.tensors.size() != p.binding_values.size()) {
-    return usage_error(ErrorCode::kInvalidArgument, op,
-                       "expected " + std::to_string(p.argument_values.size()) + " arguments and " +
-                           std::to_string(p.binding_values.size()) + " bindings, got " +
-                           std::to_string(arguments.size()) + " and " + std::to_string(bindings.tensors.size()));
-  }
-  const auto check = [&](const Tensor& t, const TensorSignature& want, size_t i, const char* what) -> Result<void> {
-    if (!t.defined()) return usage_error(ErrorCode::kInvalidArgument, op, std::string(what) + " " + std::to_string(i) + " is null");
-    if (t.dtype() != want.dtype) {
-      return usage_error(ErrorCode::kDTypeMismatch, op,
-                         std::string(what) + " " + std::to_string(i) + " has dtype " + std::string(dtype_name(t.dtype())) +
-                             ", the program was prepared for " + std::string(dtype_name(want.dtype)));
-    }
-    if (t.shape() != want.shape) {
-      return usage_error(ErrorCode::kShapeMismatch, op,
-                         std::string(what) + " " + std::to_string(i) + " has shape " + format_dims(t.shape()) +
-                             ", the program was prepared for " + format_dims(want.shape) + " (use run() to re-prepare)");
-    }
-    return ok();
-  };
-  for (size_t i = 0; i < arguments.size(); ++i) TENFERRO_TRY_VOID(check(arguments[i], p.signature[i], i, "argument"));
-  for (size_t i = 0; i < bindings.tensors.size(); ++i) {
-    TENFERRO_TRY_VOID(check(bindings.tensors[i], p.signature[arguments.size() + i], i, "binding"));
-  }
-
-  TENFERRO_TRY(std::unique_ptr<Workspace> ws, p.acquire());
-  int64_t donated = 0;
-  for (size_t i = 0; i < arguments.size(); ++i) {
-    // Donation (Note [Buffer plan]): only a declared argument, passed as the only handle
-    // to writable storage in the compact layout the plan writes.
-    const Tensor& a = arguments[i];
-    const bool give = p.donatable[i] != 0 && a.storage_use_count() == 1 && a.storage()->writable() &&
-                      a.offset() == 0 && a.is_contiguous();
-    ws->donated[i] = give ? 1 : 0;
-    donated += give ? 1 : 0;
-    ws->slots[static_cast<size_t>(p.argument_values[i])] = a;
-  }
-  for (size_t i = 0; i < bindings.tensors.size(); ++i) {
-    ws->slots[static_cast<size_t>(p.binding_values[i])] = bindings.tensors[i];
-  }
-  const Result<void> r = p.bridge->enter(p.domain, [&](EngineContext& ctx) { return run_nodes(p, ctx, *ws); });
-  if (!r) {
-    p.give_back(std::move(ws));
-    return r.error();
-  }
-  std::vector<Tensor> outputs;
-  outputs.reserve(p.output_values.size());
-  for (int32_t v : p.output_values) outputs.push_back(ws->slots[static_cast<size_t>(v)]);
-  p.give_back(std::move(ws));
-  impl_->executions.fetch_add(1, std::memory_order_relaxed);
-  if (donated > 0) impl_->donated.fetch_add(donated, std::memory_order_relaxed);
-  impl_->execute_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
-  return outputs;
 }
 
 Result<std::vector<Tensor>> Runtime::run(const program::CompiledGraph& graph, std::span<const Tensor> arguments,

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tenferro {
 
@@ -48,7 +49,24 @@ enum class ErrorCode : uint16_t {
   kSingular,                ///< a matrix is exactly singular where an inverse is needed
   kNotPositiveDefinite,     ///< a matrix that must be Hermitian positive definite is not
   kNoConvergence,           ///< an iterative numerical method did not converge
+  kCancelled,               ///< submitted work was cancelled before it was enqueued
+  kShutDown,                ///< the runtime was shut down (or dropped) before the work was admitted
+  kResourceExhausted,       ///< a resource requirement exceeds a configured capacity
+  kEventDomain,             ///< an event-domain driver failed (see Error::event_operation)
+  kExecutor,                ///< an engine's executor could not be entered
 };
+
+/// The event-domain operation an error comes from (spec 000 "Asynchronous Execution and
+/// Events"): a closed set, so callers can tell a launch failure from a retirement one.
+enum class EventDomainOperation : uint8_t {
+  kNone,                ///< not an event-domain error
+  kBeginRun,            ///< starting a per-execution run of a domain
+  kEnqueue,             ///< launching a node on a run
+  kDrain,               ///< retiring a run (waiting for its work, collecting completion errors)
+  kTransferBridge,      ///< host-waiting on a source-domain token before a transfer
+  kValidateCompletion,  ///< checking the origin of a completion a run returned
+};
+std::string_view event_domain_operation_name(EventDomainOperation op) noexcept;
 
 /// Stable lowercase name ("usage", "compile", ...).
 std::string_view error_stage_name(ErrorStage stage) noexcept;
@@ -77,7 +95,18 @@ class Error {
   /// Returns a copy of this error whose cause is `cause` (replacing any previous cause).
   Error with_cause(Error cause) const;
 
-  /// "usage/out_of_range in slice: ..." followed by "\n  caused by: ..." per cause.
+  /// The event-domain operation this error comes from (kNone for other errors).
+  EventDomainOperation event_operation() const noexcept;
+  /// Returns a copy tagged with the event-domain operation `op`.
+  Error with_event_operation(EventDomainOperation op) const;
+  /// Errors that happened while cleaning up after this one (e.g. drain failures after a
+  /// launch failure), in the order they occurred. This error stays the primary one.
+  const std::vector<Error>& suppressed() const noexcept;
+  /// Returns a copy whose suppressed errors are `suppressed` (replacing any previous).
+  Error with_suppressed(std::vector<Error> suppressed) const;
+
+  /// "usage/out_of_range in slice: ..." followed by "\n  caused by: ..." per cause and
+  /// "\n  suppressed: ..." per suppressed error.
   std::string to_string() const;
 
  private:

@@ -119,6 +119,113 @@ struct NodeRequest {
   DeterminismMode determinism = DeterminismMode::kDefault;
 };
 
+// ---- event domains (Note [Event domains] in execute.cc)
+
+/// Identity of an event domain within one runtime: the runtime assigns one per
+/// registered engine (its engine id's value).
+struct EventDomainId {
+  uint32_t value = 0;
+  friend bool operator==(const EventDomainId&, const EventDomainId&) = default;
+};
+
+/// A completion token: which domain's run produced it and its position there. Sequence 0
+/// means "complete when it was returned" (an immediate domain's tokens).
+struct CompletionToken {
+  EventDomainId origin;
+  uint64_t sequence = 0;
+  friend bool operator==(const CompletionToken&, const CompletionToken&) = default;
+};
+
+/// One launch of a prepared node on an event-domain run. Spans are valid during enqueue
+/// only: a run that completes later copies the tensor handles it needs (which retains
+/// their buffers until the work completes).
+struct Launch {
+  const NodeKernel* kernel = nullptr;
+  EngineContext* context = nullptr;  ///< the entered context of the node's engine domain
+  std::span<const Tensor> inputs;
+  /// On entry: empty handles, or planned destinations (NodeKernel::writes_into); on a
+  /// successful return: the results, which may still be being written until the returned
+  /// token completes (only launches on this run, ordered after the token, may read them).
+  std::span<Tensor> outputs;
+  /// Tokens of this run's domain that must complete before the work starts.
+  std::span<const CompletionToken> deps;
+};
+
+/// One execution's use of an event domain (begun before the first launch, drained
+/// exactly once). Used by one thread at a time.
+class EventDomainRun {
+ public:
+  virtual ~EventDomainRun() = default;
+  /// The domain this run belongs to (checked by the scheduler before every enqueue).
+  virtual EventDomainId domain() const = 0;
+  /// Launches `launch` after its deps and returns the token of its completion. An error
+  /// means the work was not launched (nothing of it runs).
+  virtual Result<CompletionToken> enqueue(const Launch& launch) = 0;
+  /// Blocks the calling host thread until `token` (of this domain) completed; its
+  /// completion error if it failed.
+  virtual Result<void> host_wait(CompletionToken token) = 0;
+  /// Retirement boundary: returns once no launched work can touch its buffers any more,
+  /// with the run's first completion error (or the driver's own drain error). Must not
+  /// depend on another run being drained first.
+  virtual Result<void> drain() = 0;
+};
+
+/// An engine's event-domain driver. Thread-safe.
+class EventDomainDriver {
+ public:
+  virtual ~EventDomainDriver() = default;
+  /// True when enqueue completes the work before it returns (the CPU's driver): such
+  /// runs need no drain wait, and a run using only immediate domains finishes at launch.
+  virtual bool immediate() const = 0;
+  /// Begins one execution's run of domain `id`. `recycled` is a run this driver returned
+  /// earlier for the same domain and that was drained (or null): the driver may reuse it
+  /// so a warm execution allocates nothing. Errors: the driver's (run allocation, a lost
+  /// device, ...); the scheduler checks the run reports `id`.
+  virtual Result<std::unique_ptr<EventDomainRun>> begin_run(EventDomainId id,
+                                                            std::unique_ptr<EventDomainRun> recycled) const = 0;
+};
+
+/// The immediate driver (CPU engines): enqueue runs the kernel in the launch's context
+/// before returning and returns a complete token; a kernel error is the enqueue's error.
+/// Rejects dependency tokens of another domain. One immutable instance per process.
+std::shared_ptr<const EventDomainDriver> immediate_event_driver();
+
+// ---- transfers
+
+/// The kind of memory an engine's tensors live in.
+enum class StorageClass : uint8_t { kHost, kDevice };
+std::string_view storage_class_name(StorageClass c) noexcept;
+
+/// One end of a transfer: an engine and its storage class (spec 000: a transfer endpoint
+/// is the immutable logical pair (EngineId, StorageClass)).
+struct TransferEndpoint {
+  EngineId engine;
+  StorageClass storage = StorageClass::kHost;
+  friend bool operator==(const TransferEndpoint&, const TransferEndpoint&) = default;
+  friend auto operator<=>(const TransferEndpoint&, const TransferEndpoint&) = default;
+};
+
+/// What a transfer provider is asked to prepare: moving one value of `dtype`/`shape`
+/// from `src` (domain `src_domain`) to `dst` (domain `dst_domain`).
+struct TransferRequest {
+  DType dtype = DType::kF64;
+  Shape shape;
+  TransferEndpoint src, dst;
+  int32_t src_domain = 0, dst_domain = 0;
+};
+
+/// Copies tensors between two endpoints. The kernel it prepares runs as a scheduled
+/// transfer node on the destination engine (launched on the destination's event-domain
+/// run inside its entered context) with one input (the source tensor, complete: the
+/// scheduler host-waits on source-domain tokens first) and one output in the
+/// destination's storage. Thread-safe.
+class TransferProvider {
+ public:
+  virtual ~TransferProvider() = default;
+  virtual std::string_view name() const = 0;
+  virtual Result<PrepareCapability<std::shared_ptr<const NodeKernel>>> prepare(const TransferRequest& request) const = 0;
+};
+
 /// An engine's bridge into a runtime (metadata + executable entry). Thread-safe.
 class EngineBridge {
  public:
@@ -145,6 +252,17 @@ class EngineBridge {
     (void)bytes;
     return Error(ErrorStage::kEnqueue, ErrorCode::kUnsupported, "allocate", std::string(name()) + " plans no buffers");
   }
+  /// The engine's event-domain driver. Default: the immediate driver (work completes
+  /// inside enqueue, as on a CPU engine).
+  virtual std::shared_ptr<const EventDomainDriver> event_driver() const { return immediate_event_driver(); }
+  /// The kind of memory the engine's kernels read and write. Default: host memory.
+  virtual StorageClass storage_class() const { return StorageClass::kHost; }
+  /// Whether tensors at `placement` live in this engine's storage (its kernels may read
+  /// them without a transfer). Default: host placements.
+  virtual bool holds(const Placement& placement) const { return placement.is_host(); }
+  /// The placement of tensors the engine produces in `domain` (one it holds()).
+  /// Default: the CPU domain `domain`.
+  virtual Placement placement(int32_t domain) const { return Placement::cpu_domain(domain); }
 };
 
 /// An engine's native implementation of one extension family. Thread-safe.
