@@ -142,6 +142,10 @@ Result<void> launch_node(const PreparedProgram& p, size_t i, Workspace& ws, Engi
   const PreparedNode& n = p.nodes[i];
   EventDomainRun& run = *ws.runs[static_cast<size_t>(n.run)];
   const EventDomainId want{n.engine};
+  const auto clear = [&] {
+    for (size_t k = 0; k < n.inputs.size(); ++k) ws.in[k] = Tensor();
+    for (size_t k = 0; k < n.outputs.size(); ++k) ws.out[k] = Tensor();
+  };
   ws.deps.clear();
   for (size_t k = 0; k < n.inputs.size(); ++k) {
     const auto v = static_cast<size_t>(n.inputs[k]);
@@ -153,6 +157,7 @@ Result<void> launch_node(const PreparedProgram& p, size_t i, Workspace& ws, Engi
       continue;
     }
     if (n.op != nullptr) {
+      clear();
       return node_error(p, i,
                         event_error(ErrorStage::kEnqueue, EventDomainOperation::kEnqueue,
                                     "an operation node admits only tokens of its own event domain " +
@@ -162,12 +167,14 @@ Result<void> launch_node(const PreparedProgram& p, size_t i, Workspace& ws, Engi
     // A transfer bridges the domains: wait on the host for the source's completion.
     const int32_t src = t.origin.value < p.run_of_engine.size() ? p.run_of_engine[t.origin.value] : -1;
     if (src < 0 || !(ws.runs[static_cast<size_t>(src)]->domain() == t.origin)) {
+      clear();
       return node_error(p, i,
                         event_error(ErrorStage::kEnqueue, EventDomainOperation::kTransferBridge,
                                     "no begun run of event domain " + std::to_string(t.origin.value) +
                                         " holds the source token"));
     }
     if (Result<void> w = ws.runs[static_cast<size_t>(src)]->host_wait(t); !w) {
+      clear();
       return node_error(p, i,
                         Error(ErrorStage::kCompletion, w.error().code(), "execute_prepared",
                               "the source of the transfer failed in event domain " + std::to_string(t.origin.value))
@@ -180,10 +187,6 @@ Result<void> launch_node(const PreparedProgram& p, size_t i, Workspace& ws, Engi
   } else if (n.donate_argument >= 0 && ws.donated[static_cast<size_t>(n.donate_argument)] != 0) {
     ws.out[0] = ws.slots[static_cast<size_t>(p.argument_values[static_cast<size_t>(n.donate_argument)])];
   }
-  const auto clear = [&] {
-    for (size_t k = 0; k < n.inputs.size(); ++k) ws.in[k] = Tensor();
-    for (size_t k = 0; k < n.outputs.size(); ++k) ws.out[k] = Tensor();
-  };
   if (!(run.domain() == want)) {
     clear();
     return node_error(p, i,

@@ -13,13 +13,14 @@ namespace tenferro::runtime {
 // exceeds a budget can never run and fails at prepare (kResourceExhausted). Before its
 // first launch a run reserves its peaks in every budgeted domain at once — all or
 // nothing — and releases them after its drain. Runs are admitted strictly in order:
-// when the queue is empty and the reservation fits, the run is admitted at once (a
-// submitted run is then launched on the submitting thread); otherwise it joins the end
-// of the queue, and every release admits waiters from the head while they fit. A
-// synchronous execute_prepared waits in the same queue on its own thread; an admitted
-// submitted run is launched by the runtime's dispatcher thread. No run holds memory
-// while it waits, and the head always fits once earlier runs finished, so no run
-// waits forever for one that waits.
+// when the queue is empty and the reservation fits, the run is admitted at once;
+// otherwise it joins the end of the queue, and every release admits waiters from the
+// head while they fit. A synchronous execute_prepared waits in the same queue on its own
+// thread. An admitted submitted run that uses only immediate domains is launched on the
+// submitting thread (the launch is the whole run and cannot wait on a device); any
+// other is launched by the runtime's dispatcher thread, so submit never blocks on
+// device work. No run holds memory while it waits, and the head always fits once earlier
+// runs finished, so no run waits forever for one that waits.
 //
 // Note [Run ownership]: a submitted run (ExecutionHandle::Run) owns its prepared program
 // (which pins the configuration snapshot and the kernels), its workspace, its argument
@@ -269,7 +270,9 @@ void ExecutionHandle::detach() noexcept {
   if (record && shared != nullptr) shared->record_detached(*run->error);
   if (hand_over) {
     if (shared == nullptr) {
-      finish(*run);  // unreachable in practice: the dispatcher or a waiter holds the state
+      // The runtime is gone and its dispatcher with it: drain on a thread of the run's
+      // own, so dropping the handle still never blocks.
+      std::thread([run] { finish(*run); }).detach();
       return;
     }
     std::lock_guard<std::mutex> lock(shared->mu);
@@ -371,7 +374,15 @@ Result<ExecutionHandle> Runtime::submit(std::shared_ptr<const PreparedProgram> p
     if (s.queue.empty() && s.fits_locked(run->reservation)) {
       s.reserve_locked(run->reservation);
       run->reserved = true;
-      now = true;
+      // Only immediate domains: launching is the whole run and never waits on a
+      // device, so it happens right here. A run with asynchronous domains may host-wait
+      // at a transfer: the dispatcher launches it and submit returns at once.
+      now = run->plan->immediate;
+      if (!now) {
+        s.to_launch.push_back(run);
+        s.ensure_dispatcher_locked(shared_);
+        s.cv.notify_all();
+      }
     } else {
       s.admission_waits.fetch_add(1, std::memory_order_relaxed);
       s.queue.push_back(RuntimeShared::Waiter{run, nullptr, nullptr});
