@@ -49,6 +49,7 @@ struct ExecutionHandle::Run {
   bool claimed = false;    // a thread is finishing it (drain + collect)
   bool detached = false;   // the handle was dropped
   bool observed = false;   // wait() took the result
+  int waiters = 0;         // threads blocked on cv (notify only when > 0)
   std::optional<Error> error;
   std::vector<Tensor> outputs;
 };
@@ -80,6 +81,7 @@ struct RuntimeShared {
   std::deque<std::shared_ptr<Run>> to_finish;  // detached launched runs to drain
   std::vector<std::weak_ptr<Run>> active;      // submitted runs not yet finished
   int64_t in_flight = 0;
+  int idle_waiters = 0;    // shutdown() calls blocked on idle_cv
   bool stopping = false;   // shutdown(): no new submissions
   bool closing = false;    // the Runtime is gone: the dispatcher exits when idle
   bool dispatcher_running = false;  // a detached dispatcher thread is running

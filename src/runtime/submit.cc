@@ -58,7 +58,7 @@ void finish(Run& run) {
   std::shared_ptr<RuntimeShared> shared = run.shared.lock();
   if (shared != nullptr && run.reserved) shared->release(run.reservation);
   run.reserved = false;
-  bool record = false;
+  bool record = false, wake = false;
   {
     std::lock_guard<std::mutex> lock(run.mu);
     if (r) {
@@ -68,16 +68,19 @@ void finish(Run& run) {
       record = run.detached;
     }
     run.state = Run::State::kFinished;
+    wake = run.waiters > 0;
   }
-  run.cv.notify_all();
+  if (wake) run.cv.notify_all();
   if (shared != nullptr) {
     if (record) shared->record_detached(r.error());
     if (r) shared->executions.fetch_add(1, std::memory_order_relaxed);
+    bool idle_wake;
     {
       std::lock_guard<std::mutex> lock(shared->mu);
       --shared->in_flight;
+      idle_wake = shared->idle_waiters > 0;
     }
-    shared->idle_cv.notify_all();
+    if (idle_wake) shared->idle_cv.notify_all();
   }
 }
 
@@ -98,17 +101,18 @@ void launch(const std::shared_ptr<Run>& run, RuntimeShared& shared) {
   }
   run->arguments.clear();
   run->bindings.tensors.clear();
-  bool finish_here = false, hand_over = false;
+  bool finish_here = false, hand_over = false, wake = false;
   {
     std::lock_guard<std::mutex> lock(run->mu);
     run->state = Run::State::kLaunched;
+    wake = run->waiters > 0;
     // With only immediate domains the drain cannot block: finish here. Otherwise the
     // waiter (or, for a dropped handle, the dispatcher) drains.
     finish_here = p.immediate;
     if (!finish_here && run->detached && !run->claimed) hand_over = true;
     if (finish_here || hand_over) run->claimed = true;
   }
-  run->cv.notify_all();
+  if (wake) run->cv.notify_all();
   if (finish_here) {
     finish(*run);
   } else if (hand_over) {
@@ -186,6 +190,8 @@ void RuntimeShared::reserve_locked(const Reservation& r) {
 }
 
 void RuntimeShared::release(const Reservation& r) {
+  if (r.parts.empty()) return;
+  bool waiters;
   {
     std::lock_guard<std::mutex> lock(mu);
     for (const Reservation::Part& part : r.parts) {
@@ -194,9 +200,10 @@ void RuntimeShared::release(const Reservation& r) {
       }
       reserved_total -= part.bytes;
     }
-    grant_locked();
+    waiters = !queue.empty();
+    if (waiters) grant_locked();
   }
-  cv.notify_all();
+  if (waiters) cv.notify_all();  // granted runs for the dispatcher, granted synchronous waiters
 }
 
 void RuntimeShared::grant_locked() {
@@ -290,7 +297,9 @@ Result<std::vector<Tensor>> ExecutionHandle::wait() {
   bool finish_here = false;
   {
     std::unique_lock<std::mutex> lock(run->mu);
+    ++run->waiters;
     run->cv.wait(lock, [&] { return run->state != Run::State::kQueued; });
+    --run->waiters;
     if (run->state == Run::State::kLaunched && !run->claimed) {
       run->claimed = true;
       finish_here = true;
@@ -298,7 +307,9 @@ Result<std::vector<Tensor>> ExecutionHandle::wait() {
   }
   if (finish_here) finish(*run);
   std::unique_lock<std::mutex> lock(run->mu);
+  ++run->waiters;
   run->cv.wait(lock, [&] { return run->state == Run::State::kFinished; });
+  --run->waiters;
   run->observed = true;
   if (run->error) return *run->error;
   return std::move(run->outputs);
@@ -434,7 +445,9 @@ void Runtime::shutdown() {
   {
     std::unique_lock<std::mutex> lock(s.mu);
     s.cv.notify_all();
+    ++s.idle_waiters;
     s.idle_cv.wait(lock, [&] { return s.in_flight == 0 && !s.dispatcher_running; });
+    --s.idle_waiters;
   }
 }
 

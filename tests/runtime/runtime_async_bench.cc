@@ -3,7 +3,7 @@
 //     independent 50 ms branches, one on each engine (target: <= 60 ms in all);
 //  2. submit + wait of a 100-node prepared chain of tiny CPU ops against
 //     execute_prepared of the same plan, interleaved (target: <= 1.2 x).
-// Usage: runtime_async_bench [--reps N]
+// Usage: runtime_async_bench [--reps N] [--only overlap|chain]
 
 #include <algorithm>
 #include <chrono>
@@ -46,8 +46,10 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   int reps = 15;
+  std::string only;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
+    if (std::string(argv[i]) == "--only" && i + 1 < argc) only = argv[++i];  // overlap | chain
   }
   cpu::CpuEngineConfig cfg;
   cpu::CpuDomainConfig d;
@@ -61,7 +63,7 @@ int main(int argc, char** argv) {
   if (!rt->register_extension(cpu, test_engine::cpu_sleep_module())) return 1;
 
   // 1. Overlap.
-  {
+  if (only.empty() || only == "overlap") {
     ProgramBuilder b;
     const ValueType t{DType::kF64, {Extent::exact(8)}};
     Value x = must(b.input(t), "input");
@@ -91,7 +93,7 @@ int main(int argc, char** argv) {
   }
 
   // 2. submit + wait vs execute_prepared, 100-node chain of tiny ops.
-  {
+  if (only.empty() || only == "chain") {
     ProgramBuilder b;
     const ValueType t{DType::kF64, {Extent::exact(8)}};
     Value x = must(b.input(t), "input");
