@@ -1,6 +1,7 @@
 // `tenferro bench runtime`: the prepared-graph path against same-run references — the
 // replay overhead of a 100-node chain of tiny ops against libtorch C++'s per-op time,
-// run() with a warm plan cache against execute_prepared, a GEMM-bound graph against the
+// run() with a warm plan cache and submit + wait against execute_prepared, a GEMM-bound
+// graph against the
 // same CPU kernels called directly, and einsum ops inside graphs against the native
 // einsum executor called directly (einsum-benchmark instances).
 
@@ -147,6 +148,11 @@ int run_bench_runtime(int argc, char** argv, const char* argv0) {
         20001, [&] { (void)rt->run(g, in); }, [&] { (void)rt->execute_prepared(*plan, in); });
     rows.push_back({"run() (warm cache) vs execute_prepared, chain 100", run_us, "execute_prepared", exec_us,
                     "run - execute <= 1 us"});
+    // 3. submit + wait (a CPU-only run launches on the caller) against execute_prepared.
+    const auto [submit_us, exec2_us] = interleaved_us(
+        20001, [&] { (void)must(rt->submit(plan, in), "submit").wait(); },
+        [&] { (void)rt->execute_prepared(*plan, in); });
+    rows.push_back({"submit + wait vs execute_prepared, chain 100", submit_us, "execute_prepared", exec2_us, "<= 1.2"});
   }
 
   // 3. A GEMM-bound graph: 3-layer MLP forward against the same kernels called directly.

@@ -249,14 +249,16 @@ Result<void> Context::with_session(FunctionRef<Result<void>(Context&)> f) const 
     return usage_error(ErrorCode::kContended, "with_session",
                        "CPU domain " + std::to_string(call.domain) + " is held by another session");
   }
+  // Released however the callback ends (an exception thrown by `f` included).
+  struct Release {
+    std::atomic<bool>& busy;
+    ~Release() { busy.store(false, std::memory_order_release); }
+  } release{busy};
   rt_->counters_->sessions.fetch_add(1, std::memory_order_relaxed);
-  Result<void> r = call.slots->cpu->run(call.domain, cpu::ParallelMode::kInner,
-                                        [&](cpu::CpuExecutionContext& ctx) -> Result<void> {
-                                          Context s = Detail::session_context(*this, call.domain, &ctx);
-                                          return f(s);
-                                        });
-  busy.store(false, std::memory_order_release);
-  return r;
+  return call.slots->cpu->run(call.domain, cpu::ParallelMode::kInner, [&](cpu::CpuExecutionContext& ctx) -> Result<void> {
+    Context s = Detail::session_context(*this, call.domain, &ctx);
+    return f(s);
+  });
 }
 
 // ---- call helpers ----

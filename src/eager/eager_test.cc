@@ -528,6 +528,10 @@ TEST(Eager, SessionsUseOneEntryAndRejectReentryAndContention) {
   holder.join();
   EXPECT_EQ(r.error().code(), ErrorCode::kContended);
   EXPECT_FALSE(called);
+  // An exception thrown by the callback releases the session (the next one enters).
+  EXPECT_THROW((void)rt->with_session([&](Context&) -> Result<void> { throw std::runtime_error("boom"); }),
+               std::runtime_error);
+  EXPECT_TRUE(rt->with_session([&](Context&) -> Result<void> { return ok(); }));
 }
 
 TEST(Eager, EinsumWithoutNativeModuleIsPromotedUntilOneIsRegistered) {
