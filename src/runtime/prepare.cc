@@ -12,7 +12,8 @@ namespace tenferro::runtime {
 
 // Note [Preparation order]: prepare_uncached follows the seed's order. (1) Pin the
 // configuration snapshot and place the program on one engine domain (explicit, else the
-// first engine's first domain). (2) Check every input's dtype and rank against the
+// first engine's domain holding most input bytes); ops with an OpPlacement run on
+// another engine domain. (2) Check every input's dtype and rank against the
 // program and bind the symbols from the concrete shapes, evaluating every shape guard —
 // all before any provider is asked. (3) Resolve each op: the engine's native core
 // provider or its extension module for the family; on kUnsupported the extension's core
@@ -20,11 +21,14 @@ namespace tenferro::runtime {
 // inside the same executor entry); then the configured fallback (the reference
 // interpreter on a one-op program); else a typed kUnsupported naming every reason. A
 // kNeedsSpecialization answer is a provider contract error: every extent is already
-// exact, so no request can strictly widen what is known. (4) The buffer plan: each
-// value's last use; a node drops the slots whose last use it is (outputs are kept), so
-// dead intermediates return to their pool during the run; the peak of live bytes is
-// estimated by simulating that order (views count nothing). (5) The schedule is the
-// program's SSA order as one segment (one engine domain, one executor entry).
+// exact, so no request can strictly widen what is known. Transfers are inserted where an
+// operand's storage changes engine (Note [Transfers]). (4) The schedule: node order (Note
+// [Schedule order]), the event domains a run begins in first-use order, segments (one
+// executor entry per contiguous stretch on one engine domain), node leases. (5) The
+// buffer plan: each value's last use; a node drops the slots whose last use it is
+// (outputs are kept), so dead intermediates return to their pool during the run; the
+// peak of live bytes is estimated by simulating that order (views count nothing), in all
+// and per engine domain (admission; a plan over a memory budget fails here).
 
 namespace {
 

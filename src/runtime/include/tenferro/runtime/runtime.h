@@ -271,11 +271,16 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
                                                               const PrepareOptions& options = {});
 
   /// Runs a prepared program with `arguments` (and the bindings of the graph it was
-  /// prepared from, or `bindings`). Checks runtime identity (kRuntimeMismatch), epoch
-  /// (kStalePreparedGraph) and every input's dtype and shape before anything runs; enters
-  /// the engine domain once. The first failing node stops the run; no output is returned
-  /// then (the error names the node and carries the provider's error as cause).
-  /// Outputs may be views sharing storage with inputs or with each other.
+  /// prepared from, or `bindings`) and blocks until it finished. Checks runtime identity
+  /// (kRuntimeMismatch), epoch (kStalePreparedGraph) and every input's dtype, shape and
+  /// placement before anything runs; waits for admission when memory budgets apply
+  /// (Note [Admission]); begins one event-domain run per engine used, enters each engine
+  /// domain once per segment, and drains every run before returning (Note [Event
+  /// domains]). The first failing launch stops the run; no output is returned then (the
+  /// error names the node, carries the provider's error as cause and its event-domain
+  /// operation; drain failures after it are suppressed errors). Outputs may be views
+  /// sharing storage with inputs or with each other; outputs computed on a device engine
+  /// are returned there.
   Result<std::vector<Tensor>> execute_prepared(const PreparedProgram& prepared, std::span<const Tensor> arguments,
                                                const program::ProgramBindings& bindings);
   Result<std::vector<Tensor>> execute_prepared(const PreparedProgram& prepared, std::span<const Tensor> arguments);
