@@ -7,7 +7,7 @@
 
 #include <immintrin.h>
 
-#include "isa_region.h"
+#include "tenferro/core/isa_region.h"
 #include "strided_loop.h"
 #include "tenferro/cpu/kernels.h"
 

@@ -17,7 +17,7 @@
 #include <immintrin.h>
 
 #include "gemm.h"
-#include "isa_region.h"
+#include "tenferro/core/isa_region.h"
 
 TENFERRO_ISA_BEGIN
 namespace tenferro::cpu::detail::TENFERRO_ISA_NS {

@@ -9,7 +9,7 @@
 
 #include "common.h"
 #include "small.h"
-#include "small_lanes.h"
+#include "lanes.h"
 
 namespace tenferro::linalg {
 
@@ -70,7 +70,7 @@ Result<SvdResult> svd_t(const CpuExecutionContext& ctx, const Tensor& a, const S
   if (route.kernel == Kernel::kSmall) {
     if constexpr (!detail::kIsComplex<T>) {
       detail::run_items(ctx, route, batch.count, [&](int64_t b, int64_t e, int) {
-        detail::svd_items_lanes<T>(a, batch, b, e, n, values, res.s, values ? nullptr : &res.u,
+        detail::svd_items_lanes<T>(cpu::kernel_isa(ctx.caps()), a, batch, b, e, n, values, res.s, values ? nullptr : &res.u,
                                    values ? nullptr : &res.vh, failures);
       });
     }
@@ -179,7 +179,7 @@ Result<void> qr_t(const CpuExecutionContext& ctx, const Tensor& a, QrMode mode, 
                               item_mat<T>(*r_out, batch, it));
         }
       } else {
-        detail::qr_items_lanes<T>(a, batch, b, e, n, want_q ? q_out : nullptr, *r_out);
+        detail::qr_items_lanes<T>(cpu::kernel_isa(ctx.caps()), a, batch, b, e, n, want_q ? q_out : nullptr, *r_out);
       }
     });
     return ok();
@@ -276,7 +276,7 @@ Result<EighResult> eigh_t(const CpuExecutionContext& ctx, const Tensor& a, Uplo 
   if (route.kernel == Kernel::kSmall) {
     if constexpr (!detail::kIsComplex<T>) {
       detail::run_items(ctx, route, batch.count, [&](int64_t b, int64_t e, int) {
-        detail::eigh_items_lanes<T>(a, batch, b, e, n, uplo == Uplo::kLower, res.values,
+        detail::eigh_items_lanes<T>(cpu::kernel_isa(ctx.caps()), a, batch, b, e, n, uplo == Uplo::kLower, res.values,
                                     vectors ? &res.vectors : nullptr, failures);
       });
     }
@@ -434,7 +434,7 @@ Result<void> cholesky_t(const CpuExecutionContext& ctx, const Tensor& a, Uplo up
           if (info != 0) failures.record(it, info);
         }
       } else {
-        detail::cholesky_lanes<T>(a, batch, b, e, n, lower, out, failures);
+        detail::cholesky_lanes<T>(cpu::kernel_isa(ctx.caps()), a, batch, b, e, n, lower, out, failures);
       }
     });
   } else {

@@ -1,5 +1,6 @@
-#pragma once
-// Private: small-matrix kernels that factor kLanes real items at once.
+// Private: small-matrix kernels that factor kLanes real items at once. Included only by
+// lanes_isa.cc, inside its ISA region, once per ISA level (Note [Lane kernels per ISA] in
+// lanes.h): everything here lives in namespace detail::TENFERRO_ISA_NS.
 //
 // Note [Item lanes]: the batched small-matrix case (10^4 items of 4 x 4 or 8 x 8) is
 // bound by the sequential dependency chain inside one factorization (each Jacobi
@@ -7,7 +8,7 @@
 // kernels interleave kLanes items element by element (x[(i + j n) * kLanes + w] is
 // element (i, j) of item w), so every scalar step of the textbook algorithm becomes one
 // vector operation over the lanes: the compiler vectorizes the innermost lane loops
-// (AVX-512, AVX2 or SSE, whatever the build targets), and the lanes' independent chains
+// (AVX-512, AVX2 or the baseline's SSE: one copy per level), and the lanes' independent chains
 // overlap. Decisions that differ per item (pivot rows, skipped rotations, convergence)
 // become per-lane selects: a rotation a lane does not need is the identity (c = 1,
 // s = 0), so all lanes run the same instruction stream, and Jacobi sweeps continue until
@@ -25,7 +26,11 @@
 #include "common.h"
 #include "small.h"
 
-namespace tenferro::linalg::detail {
+#ifndef TENFERRO_ISA_NS
+#error "small_lanes.h is compiled through lanes_isa.cc (one copy per ISA level)"
+#endif
+
+namespace tenferro::linalg::detail::TENFERRO_ISA_NS {
 
 inline constexpr int kLanes = 8;
 
@@ -706,4 +711,4 @@ void det_items_lanes(const Tensor& a, const Batch& batch, int64_t b, int64_t e, 
   }
 }
 
-}  // namespace tenferro::linalg::detail
+}  // namespace tenferro::linalg::detail::TENFERRO_ISA_NS

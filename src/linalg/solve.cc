@@ -2,7 +2,7 @@
 
 #include "common.h"
 #include "small.h"
-#include "small_lanes.h"
+#include "lanes.h"
 
 namespace tenferro::linalg {
 
@@ -49,7 +49,7 @@ Result<void> solve_items(const CpuExecutionContext& ctx, Op op, const char* name
   if constexpr (!detail::kIsComplex<T>) {
     if (small) {
       detail::run_items(ctx, route, batch.count, [&](int64_t bgn, int64_t end, int) {
-        detail::solve_items_lanes<T>(a, rhs == Rhs::kGather ? &b : nullptr, batch, bgn, end, n, k, out, failures);
+        detail::solve_items_lanes<T>(cpu::kernel_isa(ctx.caps()), a, rhs == Rhs::kGather ? &b : nullptr, batch, bgn, end, n, k, out, failures);
       });
       if (failures.any()) {
         return detail::item_error(ErrorCode::kSingular, name, batch, failures.item(),
@@ -211,7 +211,7 @@ Result<SlogdetResult> slogdet_t(const CpuExecutionContext& ctx, const Tensor& a,
   if constexpr (!detail::kIsComplex<T>) {
     if (route.kernel == Kernel::kSmall) {
       detail::run_items(ctx, route, batch.count, [&](int64_t bgn, int64_t end, int) {
-        detail::det_items_lanes<T>(a, batch, bgn, end, n,
+        detail::det_items_lanes<T>(cpu::kernel_isa(ctx.caps()), a, batch, bgn, end, n,
                                    [&](int64_t it, const T* diag, bool odd) { emit(it, diag, 1, odd); });
       });
       return res;

@@ -1,9 +1,11 @@
 #pragma once
-// Private: the target region of a per-ISA kernel file (Note [ISA kernels] in
-// gemm_kernels.cc). The file is compiled through a generated wrapper that defines
-// TENFERRO_ISA_LEVEL (0 scalar, 1 AVX2 + FMA, 2 AVX-512 F/DQ/BW/VL) and TENFERRO_ISA_NS
-// (scalar, avx2, avx512). TENFERRO_ISA_BEGIN / TENFERRO_ISA_END enclose the file's own
-// definitions, after every #include.
+// Build support (not installed for users' code): the target region of a per-ISA kernel
+// file (Note [ISA kernels] in src/cpu/gemm_kernels.cc). The file is compiled through a
+// generated wrapper (tenferro_isa_sources) that defines TENFERRO_ISA_LEVEL (0 scalar,
+// 1 AVX2 + FMA, 2 AVX-512 F/DQ/BW/VL) and TENFERRO_ISA_NS (scalar, avx2, avx512).
+// TENFERRO_ISA_BEGIN / TENFERRO_ISA_END enclose the file's own definitions, after every
+// #include of a header shared with other files. Used by the CPU engine's GEMM and copy
+// kernels and by linalg's item-lane kernels.
 
 #if !defined(TENFERRO_ISA_LEVEL) || !defined(TENFERRO_ISA_NS)
 #error "per-ISA kernel files are compiled through their generated wrappers (tenferro_isa_sources)"
