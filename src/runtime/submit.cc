@@ -2,6 +2,7 @@
 // runtime's dispatcher thread, shutdown and detached-run diagnostics.
 
 #include <algorithm>
+#include <chrono>
 
 #include "runtime_state.h"
 
@@ -407,7 +408,7 @@ Result<ExecutionHandle> Runtime::submit(std::shared_ptr<const PreparedProgram> p
 
 void Runtime::shutdown() {
   RuntimeShared& s = *shared_;
-  std::vector<std::shared_ptr<Run>> cancelled, unclaimed;
+  std::vector<std::shared_ptr<Run>> cancelled;
   {
     std::lock_guard<std::mutex> lock(s.mu);
     s.stopping = true;
@@ -416,9 +417,6 @@ void Runtime::shutdown() {
     }
     s.queue.erase(std::remove_if(s.queue.begin(), s.queue.end(), [](const RuntimeShared::Waiter& w) { return w.run != nullptr; }),
                   s.queue.end());
-    for (const std::weak_ptr<Run>& w : s.active) {
-      if (std::shared_ptr<Run> r = w.lock()) unclaimed.push_back(std::move(r));
-    }
   }
   for (const std::shared_ptr<Run>& run : cancelled) {
     {
@@ -433,20 +431,32 @@ void Runtime::shutdown() {
     std::lock_guard<std::mutex> lock(s.mu);
     --s.in_flight;
   }
-  // Launched runs no one drains yet: drain them here (their handles then find them finished).
-  for (const std::shared_ptr<Run>& run : unclaimed) {
-    bool mine = false;
+  // Launched runs no one drains yet are drained here (their handles then find them
+  // finished). The dispatcher may launch a run it had already admitted after a sweep, so
+  // sweep again until nothing is in flight.
+  for (;;) {
+    std::vector<std::shared_ptr<Run>> unclaimed;
     {
-      std::lock_guard<std::mutex> lock(run->mu);
-      if (run->state == Run::State::kLaunched && !run->claimed) mine = run->claimed = true;
+      std::lock_guard<std::mutex> lock(s.mu);
+      if (s.in_flight == 0 && !s.dispatcher_running) break;
+      for (const std::weak_ptr<Run>& w : s.active) {
+        if (std::shared_ptr<Run> r = w.lock()) unclaimed.push_back(std::move(r));
+      }
     }
-    if (mine) finish(*run);
-  }
-  {
+    for (const std::shared_ptr<Run>& run : unclaimed) {
+      bool mine = false;
+      {
+        std::lock_guard<std::mutex> lock(run->mu);
+        if (run->state == Run::State::kLaunched && !run->claimed) mine = run->claimed = true;
+      }
+      if (mine) finish(*run);
+    }
+    unclaimed.clear();
     std::unique_lock<std::mutex> lock(s.mu);
     s.cv.notify_all();
     ++s.idle_waiters;
-    s.idle_cv.wait(lock, [&] { return s.in_flight == 0 && !s.dispatcher_running; });
+    s.idle_cv.wait_for(lock, std::chrono::milliseconds(10),
+                       [&] { return s.in_flight == 0 && !s.dispatcher_running; });
     --s.idle_waiters;
   }
 }

@@ -453,6 +453,28 @@ TEST(RuntimeAsync, CancelBeforeLaunchAndShutdown) {
   EXPECT_EQ(refused.error().code(), ErrorCode::kShutDown);
 }
 
+// shutdown() right after submitting asynchronous runs whose handles are kept but not
+// waited for: it drains them itself (also one the dispatcher launches after shutdown
+// began) and returns; the handles then find the runs finished.
+TEST(RuntimeAsync, ShutdownDrainsLaunchedRunsNobodyWaitsFor) {
+  Fixture f = make();
+  const Mixed m = device_chain(f.mock, 2);
+  const auto in = host_inputs(1);
+  auto plan = f.rt->prepare_for(m.graph, runtime::signature_of(in), m.options).value();
+  const auto want = program::interpret(m.graph, in).value();
+  f.dev->faults().delay_us = 2000;
+  std::vector<runtime::ExecutionHandle> handles;
+  for (int i = 0; i < 4; ++i) handles.push_back(f.rt->submit(plan, in).value());
+  f.rt->shutdown();
+  for (runtime::ExecutionHandle& h : handles) {
+    EXPECT_TRUE(h.ready());
+    auto out = h.wait();
+    ASSERT_TRUE(out) << out.error().to_string();
+    expect_near(values(*f.dev, (*out)[0]), values(*f.dev, want[0]));
+  }
+  EXPECT_EQ(f.dev->counters().runs_begun.load(), f.dev->counters().runs_drained.load());
+}
+
 TEST(RuntimeAsync, PlansThatCanNeverFitFailAtPrepare) {
   runtime::RuntimeConfig cfg;
   cfg.memory_budgets = {runtime::MemoryBudget{EngineId{0}, 0, 60}};
