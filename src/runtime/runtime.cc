@@ -338,13 +338,18 @@ Result<void> Runtime::reconfigure(RuntimeConfig config) {
     std::lock_guard<std::mutex> lock(impl_->config_mu);
     auto snap = std::make_shared<RuntimeConfigSnapshot>(*impl_->snapshot);
     snap->config = config;
-    snap->epoch = impl_->snapshot->epoch + 1;
-    impl_->snapshot = snap;
-    epoch_.store(snap->epoch, std::memory_order_release);
+    publish_locked(std::move(snap));
   }
   std::lock_guard<std::mutex> lock(impl_->cache_mu);
   impl_->evict_locked(config.plan_cache_capacity);
   return ok();
+}
+
+void Runtime::publish_locked(std::shared_ptr<RuntimeConfigSnapshot> next) {
+  const uint64_t epoch = impl_->snapshot->epoch + 1;
+  next->epoch = epoch;
+  impl_->snapshot = std::move(next);
+  epoch_.store(epoch, std::memory_order_release);
 }
 
 Result<EngineId> Runtime::register_engine(std::shared_ptr<const EngineBridge> engine) {
@@ -363,9 +368,7 @@ Result<EngineId> Runtime::register_engine(std::shared_ptr<const EngineBridge> en
   }
   snap->drivers.push_back(std::move(driver));
   snap->engines.push_back(std::move(engine));
-  snap->epoch = impl_->snapshot->epoch + 1;
-  impl_->snapshot = snap;
-  epoch_.store(snap->epoch, std::memory_order_release);
+  publish_locked(std::move(snap));
   return id;
 }
 
@@ -391,9 +394,7 @@ Result<void> Runtime::register_extension(EngineId engine, std::shared_ptr<const 
   }
   auto snap = std::make_shared<RuntimeConfigSnapshot>(cur);
   snap->modules[key] = std::move(module);
-  snap->epoch = cur.epoch + 1;
-  impl_->snapshot = snap;
-  epoch_.store(snap->epoch, std::memory_order_release);
+  publish_locked(std::move(snap));
   return ok();
 }
 
@@ -429,9 +430,7 @@ Result<void> Runtime::register_transfer(TransferEndpoint src, TransferEndpoint d
   }
   auto snap = std::make_shared<RuntimeConfigSnapshot>(cur);
   snap->transfers[key] = std::move(provider);
-  snap->epoch = cur.epoch + 1;
-  impl_->snapshot = snap;
-  epoch_.store(snap->epoch, std::memory_order_release);
+  publish_locked(std::move(snap));
   return ok();
 }
 

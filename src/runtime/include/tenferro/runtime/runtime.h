@@ -342,6 +342,9 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
                                                                   std::span<const TensorSignature> signature,
                                                                   const PrepareOptions& options);
   std::shared_ptr<const RuntimeConfigSnapshot> snapshot_() const;
+  // Publishes `next` (a validated copy of the current snapshot with one change) with the
+  // next epoch. Caller holds the configuration mutex.
+  void publish_locked(std::shared_ptr<RuntimeConfigSnapshot> next);
   Result<void> check_execution(const PreparedProgram& p, std::span<const Tensor> arguments,
                                const program::ProgramBindings& bindings, const char* op) const;
   Result<std::vector<Tensor>> execute_checked(const PreparedProgram& p, std::span<const Tensor> arguments,
