@@ -191,7 +191,6 @@ TEST(RuntimeAsync, MissingTransferProviderFailsAtPrepare) {
   const EngineId cpu = cpu_runtime::register_cpu_engine(*rt, cpu_engine()).value();
   auto dev = test_engine::create();
   const EngineId mock = rt->register_engine(dev->bridge()).value();
-  (void)cpu;
   const Mixed m = mixed_graph(mock);
   const auto in = host_inputs(2);
   auto plan = rt->prepare_for(m.graph, runtime::signature_of(in), m.options);
@@ -199,6 +198,10 @@ TEST(RuntimeAsync, MissingTransferProviderFailsAtPrepare) {
   EXPECT_EQ(plan.error().stage(), ErrorStage::kPrepare);
   EXPECT_EQ(plan.error().code(), ErrorCode::kUnsupported);
   EXPECT_NE(plan.error().message().find("no transfer provider"), std::string::npos) << plan.error().to_string();
+  // The endpoints engines registered with.
+  EXPECT_EQ(rt->endpoint(cpu).value(), (runtime::TransferEndpoint{cpu, runtime::StorageClass::kHost}));
+  EXPECT_EQ(rt->endpoint(mock).value(), (runtime::TransferEndpoint{mock, runtime::StorageClass::kDevice}));
+  EXPECT_EQ(rt->endpoint(EngineId{9}).error().code(), ErrorCode::kOutOfRange);
   // Registration errors.
   EXPECT_EQ(rt->register_transfer({cpu, runtime::StorageClass::kDevice}, {mock, runtime::StorageClass::kDevice},
                                   dev->upload_provider())
