@@ -215,6 +215,7 @@ std::string_view compare_op_name(CompareOp op) noexcept {
 }
 
 Result<Shape> broadcast_shapes(Dims a, Dims b, const char* op) {
+  if (a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin())) return Shape(a);  // the common case
   const size_t rank = std::max(a.size(), b.size());
   Shape out(rank);
   for (size_t k = 0; k < rank; ++k) {
@@ -232,34 +233,34 @@ Result<Shape> broadcast_shapes(Dims a, Dims b, const char* op) {
 }
 
 Result<DType> unary_result_dtype(UnaryOp op, DType d) {
-  const std::string name(unary_op_name(op));
+  const char* const name = unary_op_name(op).data();  // a literal: NUL-terminated
   switch (op) {
     case UnaryOp::kConj: return d;
     case UnaryOp::kReal:
     case UnaryOp::kImag:
     case UnaryOp::kAbs:
-      if (d == DType::kBool && op == UnaryOp::kAbs) return dtype_error(name.c_str(), name, d);
+      if (d == DType::kBool && op == UnaryOp::kAbs) return dtype_error(name, name, d);
       return real_dtype(d);
     case UnaryOp::kNeg:
     case UnaryOp::kSign:
-      if (d == DType::kBool) return dtype_error(name.c_str(), name, d);
+      if (d == DType::kBool) return dtype_error(name, name, d);
       return d;
     default:
-      if (!is_inexact(d)) return dtype_error(name.c_str(), name, d);
+      if (!is_inexact(d)) return dtype_error(name, name, d);
       return d;
   }
 }
 
 Result<void> unary_into(const CpuExecutionContext& ctx, UnaryOp op, const Tensor& x, Tensor& out,
                         Destination destination) {
-  const std::string name(unary_op_name(op));
-  TENFERRO_TRY_VOID(check_defined(x, name.c_str()));
+  const char* const name = unary_op_name(op).data();  // a literal: NUL-terminated
+  TENFERRO_TRY_VOID(check_defined(x, name));
   TENFERRO_TRY(DType rd, unary_result_dtype(op, x.dtype()));
   if (destination == Destination::kPlanned) {
     const Tensor* const ins[] = {&x};
-    TENFERRO_TRY_VOID(check_planned_out(out, rd, x.shape(), ins, name.c_str()));
+    TENFERRO_TRY_VOID(check_planned_out(out, rd, x.shape(), ins, name));
   } else {
-    TENFERRO_TRY_VOID(check_out(out, rd, x.shape(), name.c_str()));
+    TENFERRO_TRY_VOID(check_out(out, rd, x.shape(), name));
   }
   visit_dtype(x.dtype(), [&]<class T>() {
     if (rd == x.dtype()) {
@@ -273,8 +274,8 @@ Result<void> unary_into(const CpuExecutionContext& ctx, UnaryOp op, const Tensor
 
 Result<Tensor> unary(const CpuExecutionContext& ctx, UnaryOp op, const Tensor& x,
                      const std::shared_ptr<HostBufferPool>& pool) {
-  const std::string name(unary_op_name(op));
-  TENFERRO_TRY_VOID(check_defined(x, name.c_str()));
+  const char* const name = unary_op_name(op).data();  // a literal: NUL-terminated
+  TENFERRO_TRY_VOID(check_defined(x, name));
   TENFERRO_TRY(DType rd, unary_result_dtype(op, x.dtype()));
   TENFERRO_TRY(Tensor out, Tensor::uninitialized(rd, x.shape(), pool));
   TENFERRO_TRY_VOID(unary_into(ctx, op, x, out));
@@ -286,11 +287,11 @@ Result<Tensor> unary(const CpuExecutionContext& ctx, UnaryOp op, const Tensor& x
 namespace {
 
 Result<void> check_binary_dtype(BinaryOp op, DType d) {
-  const std::string name(binary_op_name(op));
+  const char* const name = binary_op_name(op).data();  // a literal: NUL-terminated
   bool okay = d != DType::kBool;
   if (op == BinaryOp::kRem || op == BinaryOp::kMax || op == BinaryOp::kMin) okay = okay && !is_complex(d);
   if (op == BinaryOp::kPow) okay = okay && d != DType::kBool;
-  if (!okay) return dtype_error(name.c_str(), name, d);
+  if (!okay) return dtype_error(name, name, d);
   return ok();
 }
 
@@ -401,29 +402,29 @@ Result<void> check_same_dtype(const Tensor& x, const Tensor& y, const char* op) 
 
 Result<void> binary_into(const CpuExecutionContext& ctx, BinaryOp op, const Tensor& x, const Tensor& y, Tensor& out,
                          Destination destination) {
-  const std::string name(binary_op_name(op));
-  TENFERRO_TRY_VOID(check_defined(x, name.c_str()));
-  TENFERRO_TRY_VOID(check_defined(y, name.c_str()));
-  TENFERRO_TRY_VOID(check_same_dtype(x, y, name.c_str()));
+  const char* const name = binary_op_name(op).data();  // a literal: NUL-terminated
+  TENFERRO_TRY_VOID(check_defined(x, name));
+  TENFERRO_TRY_VOID(check_defined(y, name));
+  TENFERRO_TRY_VOID(check_same_dtype(x, y, name));
   TENFERRO_TRY_VOID(check_binary_dtype(op, x.dtype()));
-  TENFERRO_TRY(Shape shape, broadcast_shapes(x.shape(), y.shape(), name.c_str()));
+  TENFERRO_TRY(Shape shape, broadcast_shapes(x.shape(), y.shape(), name));
   if (destination == Destination::kPlanned) {
     const Tensor* const ins[] = {&x, &y};
-    TENFERRO_TRY_VOID(check_planned_out(out, x.dtype(), shape, ins, name.c_str()));
+    TENFERRO_TRY_VOID(check_planned_out(out, x.dtype(), shape, ins, name));
   } else {
-    TENFERRO_TRY_VOID(check_out(out, x.dtype(), shape, name.c_str()));
+    TENFERRO_TRY_VOID(check_out(out, x.dtype(), shape, name));
   }
   return run_binary_checked(ctx, op, x, y, shape, out);
 }
 
 Result<Tensor> binary(const CpuExecutionContext& ctx, BinaryOp op, const Tensor& x, const Tensor& y,
                       const std::shared_ptr<HostBufferPool>& pool) {
-  const std::string name(binary_op_name(op));
-  TENFERRO_TRY_VOID(check_defined(x, name.c_str()));
-  TENFERRO_TRY_VOID(check_defined(y, name.c_str()));
-  TENFERRO_TRY_VOID(check_same_dtype(x, y, name.c_str()));
+  const char* const name = binary_op_name(op).data();  // a literal: NUL-terminated
+  TENFERRO_TRY_VOID(check_defined(x, name));
+  TENFERRO_TRY_VOID(check_defined(y, name));
+  TENFERRO_TRY_VOID(check_same_dtype(x, y, name));
   TENFERRO_TRY_VOID(check_binary_dtype(op, x.dtype()));
-  TENFERRO_TRY(Shape shape, broadcast_shapes(x.shape(), y.shape(), name.c_str()));
+  TENFERRO_TRY(Shape shape, broadcast_shapes(x.shape(), y.shape(), name));
   TENFERRO_TRY(Tensor out, Tensor::uninitialized(x.dtype(), shape, pool));
   TENFERRO_TRY_VOID(run_binary_checked(ctx, op, x, y, shape, out));
   return out;
@@ -431,14 +432,14 @@ Result<Tensor> binary(const CpuExecutionContext& ctx, BinaryOp op, const Tensor&
 
 Result<Tensor> compare(const CpuExecutionContext& ctx, CompareOp op, const Tensor& x, const Tensor& y,
                        const std::shared_ptr<HostBufferPool>& pool) {
-  const std::string name(compare_op_name(op));
-  TENFERRO_TRY_VOID(check_defined(x, name.c_str()));
-  TENFERRO_TRY_VOID(check_defined(y, name.c_str()));
-  TENFERRO_TRY_VOID(check_same_dtype(x, y, name.c_str()));
+  const char* const name = compare_op_name(op).data();  // a literal: NUL-terminated
+  TENFERRO_TRY_VOID(check_defined(x, name));
+  TENFERRO_TRY_VOID(check_defined(y, name));
+  TENFERRO_TRY_VOID(check_same_dtype(x, y, name));
   if (is_complex(x.dtype()) && op != CompareOp::kEq && op != CompareOp::kNe) {
-    return dtype_error(name.c_str(), "ordering comparison", x.dtype());
+    return dtype_error(name, "ordering comparison", x.dtype());
   }
-  TENFERRO_TRY(Shape shape, broadcast_shapes(x.shape(), y.shape(), name.c_str()));
+  TENFERRO_TRY(Shape shape, broadcast_shapes(x.shape(), y.shape(), name));
   TENFERRO_TRY(auto v, broadcast_pair(x, y, shape));
   TENFERRO_TRY(Tensor out, Tensor::uninitialized(DType::kBool, shape, pool));
   const std::array<const void*, 2> in{v.first.storage()->data(), v.second.storage()->data()};

@@ -271,13 +271,13 @@ namespace {
 
 // Validates op/dtype and axes; marks the reduced axes and gives the result shape.
 Result<Shape> reduce_result_shape(ReduceOp op, const Tensor& x, Dims axes, bool keep_dims, SmallVector<bool, 64>& reduced) {
-  const std::string name(reduce_op_name(op));
+  const char* const name = reduce_op_name(op).data();  // a literal: NUL-terminated
   if (!x.defined()) return usage_error(ErrorCode::kInvalidArgument, name, "tensor handle is null");
   const DType d = x.dtype();
   const bool sum_like = op == ReduceOp::kSum || op == ReduceOp::kProd;
   if ((sum_like && d == DType::kBool) || (!sum_like && is_complex(d))) {
     return usage_error(ErrorCode::kDTypeMismatch, name,
-                       name + " is not defined for dtype " + std::string(dtype_name(d)));
+                       std::string(name) + " is not defined for dtype " + std::string(dtype_name(d)));
   }
   reduced.resize(static_cast<size_t>(x.rank()), false);
   for (int64_t a : axes) {
@@ -353,7 +353,7 @@ Result<void> reduce_into(const CpuExecutionContext& ctx, ReduceOp op, const Tens
                          Tensor& out) {
   SmallVector<bool, 64> reduced;
   TENFERRO_TRY(Shape out_shape, reduce_result_shape(op, x, axes, keep_dims, reduced));
-  const std::string name(reduce_op_name(op));
+  const char* const name = reduce_op_name(op).data();  // a literal: NUL-terminated
   if (!out.defined()) return usage_error(ErrorCode::kInvalidArgument, name, "destination handle is null");
   if (out.dtype() != x.dtype()) {
     return usage_error(ErrorCode::kDTypeMismatch, name,
@@ -365,7 +365,7 @@ Result<void> reduce_into(const CpuExecutionContext& ctx, ReduceOp op, const Tens
                        "destination shape " + format_dims(out.shape()) + " differs from the result shape " +
                            format_dims(out_shape));
   }
-  TENFERRO_TRY_VOID(tenferro::detail::check_mutable(out.storage(), out.layout(), name.c_str()));
+  TENFERRO_TRY_VOID(tenferro::detail::check_mutable(out.storage(), out.layout(), name));
   reduce_checked(ctx, op, x, reduced.span(), keep_dims, out);
   return ok();
 }

@@ -272,7 +272,6 @@ Result<Call> Detail::begin(const Context& c, std::span<const EagerTensor* const>
   call.rt = rt;
   call.session = c.session_;
   call.owner = c.keep_ != nullptr ? &c.keep_ : nullptr;
-  SmallVector<InputAffinity, 8> aff;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const EagerTensor& t = *inputs[i];
     if (!t.defined()) {
@@ -284,7 +283,6 @@ Result<Call> Detail::begin(const Context& c, std::span<const EagerTensor* const>
                              " belongs to another eager runtime; bring it over with EagerRuntime::import");
     }
     if (call.owner == nullptr) call.owner = &t.rt_;
-    aff.push_back({t.domain_, t.numel() * t.t_.element_size()});
   }
   call.slots = &rt->slots();
   if (c.session_ != nullptr) {
@@ -299,6 +297,8 @@ Result<Call> Detail::begin(const Context& c, std::span<const EagerTensor* const>
   } else if (rt->domains_.size() == 1) {
     call.domain = rt->domains_.front();  // one domain: nothing to choose
   } else {
+    SmallVector<InputAffinity, 8> aff;  // only where there is a domain to choose
+    for (const EagerTensor* t : inputs) aff.push_back({t->domain_, t->numel() * t->t_.element_size()});
     TENFERRO_TRY(call.domain, choose_domain(aff, rt->affinity_, rt->default_domain_));
   }
   return call;

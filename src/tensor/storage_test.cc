@@ -122,6 +122,40 @@ TEST_F(ElementLifetime, ThrowingConstructorLeavesNothingBehind) {
   EXPECT_EQ(pool->stats().retained_buffers, 1);
 }
 
+// Note [Inline small storage]: up to 128 bytes of data live inside the storage object,
+// with or without a pool; one element more goes to the pool (or a plain allocation).
+TEST(InlineStorage, SmallDataLivesInsideTheStorageObject) {
+  auto pool = HostBufferPool::create();
+  for (const bool pooled : {false, true}) {
+    const std::shared_ptr<HostBufferPool> p = pooled ? pool : nullptr;
+    for (DType d : {DType::kBool, DType::kI32, DType::kF64, DType::kC128}) {
+      const int64_t fit = 128 / dtype_size(d);
+      for (const int64_t n : {int64_t{0}, int64_t{1}, fit, fit + 1}) {
+        Tensor t = Tensor::uninitialized(d, {n}, p).value();
+        const auto* object = reinterpret_cast<const char*>(t.storage().get());
+        const auto* data = static_cast<const char*>(t.storage()->data());
+        visit_dtype(d, [&]<class T>() {
+          const bool inline_kind = dynamic_cast<const InlineStorage<T>*>(t.storage().get()) != nullptr;
+          EXPECT_EQ(inline_kind, n <= fit) << dtype_name(d) << " n=" << n << " pool " << pooled;
+          if (inline_kind) {
+            EXPECT_TRUE(data > object && data + n * dtype_size(d) <= object + sizeof(InlineStorage<T>));
+          }
+        });
+        EXPECT_EQ(t.storage()->kind(), n <= fit || !pooled ? StorageKind::kPlain : StorageKind::kPooled);
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(data) % 16, 0u);
+        EXPECT_EQ(t.storage()->byte_size(), n * dtype_size(d));
+      }
+    }
+    // Values written through the handle read back (bool starts false, as documented).
+    Tensor b = Tensor::uninitialized(DType::kBool, {5}, p).value();
+    for (int64_t i = 0; i < 5; ++i) EXPECT_FALSE(static_cast<const bool*>(b.storage()->data())[i]);
+    TypedTensor<double> x = TypedTensor<double>::full({2, 3}, 2.5, p).value();
+    EXPECT_EQ(x.get({1, 2}).value(), 2.5);
+  }
+  const HostBufferPoolStats st = pool->stats();
+  EXPECT_EQ(st.misses + st.hits, 4) << "only the four tensors one element past the inline size used the pool";
+}
+
 TEST(ExternalStorage, ManagedDeleterRunsOnce) {
   int deleted = 0;
   double* raw = new double[6]{1, 2, 3, 4, 5, 6};

@@ -40,7 +40,27 @@ class SmallVector {
       assign(other.data(), other.size());
     }
   }
-  SmallVector(SmallVector&& other) noexcept { steal(other); }
+  // Note [Moves without a zeroed detour]: a moved-to vector is not zeroed first and then
+  // overwritten: the inline buffer is either copied whole (a small source) or zeroed (a
+  // heap source), so each byte is written once. The heap fields are read only for a heap
+  // source (a small one has none): the compiler would otherwise fuse the loads of
+  // `heap_capacity_` and `size_` into one 16-byte load, which stalls on the two 8-byte
+  // stores that wrote them a moment before (no store-to-load forwarding across them) —
+  // tensor handles move their layouts several times per eager call.
+  SmallVector(SmallVector&& other) noexcept {
+    T* const heap = other.heap_;
+    if (heap != nullptr) {
+      std::memset(static_cast<void*>(inline_), 0, sizeof(inline_));
+      heap_ = heap;
+      heap_capacity_ = other.heap_capacity_;
+      other.heap_ = nullptr;
+      other.heap_capacity_ = 0;
+    } else {
+      std::memcpy(static_cast<void*>(inline_), other.inline_, sizeof(inline_));
+    }
+    size_ = other.size_;
+    other.size_ = 0;
+  }
   SmallVector& operator=(const SmallVector& other) {
     if (this == &other) return *this;
     if (other.heap_ == nullptr && heap_ == nullptr) {

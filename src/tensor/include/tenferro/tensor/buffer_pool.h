@@ -2,18 +2,17 @@
 /// \file
 /// Host buffer pool with a weak recycler (ARCHITECTURE §4 "pooled" storage, spec 001 D2/D11).
 
-#include <array>
 #include <cstdint>
-#include <map>
-#include <vector>
 #include <memory>
-#include <mutex>
 
 #include "tenferro/core/result.h"
 
 namespace tenferro {
 
 class HostBufferPool;
+namespace detail {
+struct PoolState;  // the pool's lists, lock and counters (buffer_pool.cc)
+}  // namespace detail
 
 /// Limits of a HostBufferPool. Buffers returned while the pool is at a limit are freed.
 struct HostBufferPoolConfig {
@@ -41,8 +40,9 @@ struct HostBufferPoolStats {
 /// An owning lease of one pool buffer (uninitialized bytes). Move-only.
 ///
 /// On destruction the buffer goes back to its pool exactly once if the pool still
-/// exists (it holds only a weak reference), otherwise it is freed. The pool lock is
-/// taken only for that bookkeeping. Not thread-safe for concurrent use of one lease.
+/// exists, otherwise it is freed (a lease keeps the pool's bookkeeping alive, never the
+/// pool's retained buffers). The pool lock is taken only for that bookkeeping. Not
+/// thread-safe for concurrent use of one lease.
 class PooledBuffer {
  public:
   PooledBuffer() noexcept = default;
@@ -60,20 +60,20 @@ class PooledBuffer {
 
  private:
   friend class HostBufferPool;
-  PooledBuffer(void* data, int64_t capacity, std::weak_ptr<HostBufferPool> pool) noexcept
+  PooledBuffer(void* data, int64_t capacity, std::shared_ptr<detail::PoolState> pool) noexcept
       : data_(data), capacity_(capacity), pool_(std::move(pool)) {}
   void* data_ = nullptr;
   int64_t capacity_ = 0;
-  std::weak_ptr<HostBufferPool> pool_;
+  std::shared_ptr<detail::PoolState> pool_;
 };
 
 /// A bounded cache of host buffers, shared by the tensors that draw from it.
 ///
-/// Create with `HostBufferPool::create` (buffers refer back to the pool weakly, so the
-/// pool must be owned by a shared_ptr). Thread-safe: acquire, return, stats and clear
-/// may be called concurrently; the lock is never held while memory is allocated,
-/// touched or freed.
-class HostBufferPool : public std::enable_shared_from_this<HostBufferPool> {
+/// Create with `HostBufferPool::create`. Destroying the pool frees its retained buffers;
+/// buffers still leased are freed when their leases end. Thread-safe: acquire, return,
+/// stats and clear may be called concurrently; the lock is never held while memory is
+/// allocated, touched or freed.
+class HostBufferPool {
  public:
   static std::shared_ptr<HostBufferPool> create(HostBufferPoolConfig config = {});
   ~HostBufferPool();
@@ -92,23 +92,11 @@ class HostBufferPool : public std::enable_shared_from_this<HostBufferPool> {
   struct Tag {};
 
  public:
-  explicit HostBufferPool(Tag, HostBufferPoolConfig config) : config_(config) {}
+  explicit HostBufferPool(Tag, HostBufferPoolConfig config);
 
  private:
-  friend class PooledBuffer;
-  void recycle(void* data, int64_t capacity) noexcept;
-
   HostBufferPoolConfig config_;
-  mutable std::mutex mu_;
-  // Note [Small size classes]: buffers of at most kSmallMax bytes (capacities are
-  // multiples of 64) live in one free list per exact capacity, so acquiring and returning
-  // a small buffer once warm is a pop/push on a vector with reserved room: no map node,
-  // no operator new (the eager fast path's outputs). Larger buffers use the size-ordered
-  // map (best fit within max_waste_factor).
-  static constexpr int64_t kSmallMax = 4096;
-  std::array<std::vector<void*>, kSmallMax / 64> small_;
-  std::multimap<int64_t, void*> free_;  // capacity -> buffer
-  HostBufferPoolStats stats_;
+  std::shared_ptr<detail::PoolState> state_;  // shared with the leases (Note [Pool state])
 };
 
 namespace detail {

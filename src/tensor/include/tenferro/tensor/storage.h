@@ -159,6 +159,43 @@ class PooledStorage final : public Storage {
   int64_t count_;
 };
 
+/// Small plain storage: up to kBytes of trivially copyable elements held inside the
+/// storage object itself, so the handle and the data are one allocation.
+///
+/// Note [Inline small storage]: a small tensor's data lives in its storage object (one
+/// heap block with the shared handle's control block), whether or not a pool was given:
+/// for a few dozen bytes the pool's lease (a locked pop, a locked push and a reference to
+/// the pool's state, per output) costs more than the arithmetic, and the handle's
+/// allocation is made anyway. Larger data is pooled or plain as requested. Data is
+/// aligned to 16 bytes (every dtype's element alignment); kind kPlain.
+template <class T>
+class InlineStorage final : public Storage {
+  static_assert(std::is_trivially_copyable_v<T> && alignof(T) <= 16);
+
+ public:
+  static constexpr int64_t kBytes = 128;
+  /// Whether `count` elements fit.
+  static constexpr bool fits(int64_t count) noexcept { return count <= kBytes / static_cast<int64_t>(sizeof(T)); }
+  /// `count` (fits) elements built by `construct(T* slot, int64_t i)`, in order.
+  template <class Construct>
+  static std::shared_ptr<InlineStorage> create(int64_t count, Construct&& construct) {
+    auto s = std::make_shared<InlineStorage>(Key{}, count);
+    detail::construct_elements(static_cast<T*>(s->data()), count, construct);
+    return s;
+  }
+
+ private:
+  struct Key {};
+
+ public:
+  /// Use create (the key is private).
+  InlineStorage(Key, int64_t count) noexcept
+      : Storage(static_cast<void*>(bytes_), count * static_cast<int64_t>(sizeof(T)), StorageKind::kPlain, true) {}
+
+ private:
+  alignas(16) unsigned char bytes_[kBytes];
+};
+
 /// User memory with an explicit deleter (kManaged) or borrowed memory held alive by a
 /// keep-alive handle (kForeign). tenferro never constructs or destroys its elements.
 class ExternalStorage final : public Storage {

@@ -40,7 +40,8 @@ class Tensor : public TensorBase<Tensor> {
   /// Erases the element type of a typed handle (no copy; shares storage).
   template <PresetScalar T>
   Tensor(const TypedTensor<T>& typed)  // NOLINT(google-explicit-constructor)
-      : TensorBase<Tensor>(typed.storage(), typed.layout(), typed.placement()), dtype_(kDTypeOf<T>) {}
+      : TensorBase<Tensor>(std::shared_ptr<Storage>(typed.storage()), Layout(typed.layout()), typed.placement()),
+        dtype_(kDTypeOf<T>) {}
 
   DType dtype() const noexcept { return dtype_; }
   int64_t element_size() const noexcept { return dtype_size(dtype_); }

@@ -98,7 +98,9 @@ class TensorBase {
 
  protected:
   TensorBase() = default;
-  TensorBase(std::shared_ptr<Storage> storage, Layout layout, Placement placement) noexcept
+  // Rvalue parameters: a by-value layout would be moved twice (into the parameter, then
+  // into the member) on every tensor construction.
+  TensorBase(std::shared_ptr<Storage>&& storage, Layout&& layout, Placement placement) noexcept
       : storage_(std::move(storage)), layout_(std::move(layout)), placement_(placement) {}
 
   std::shared_ptr<Storage> storage_;

@@ -83,10 +83,14 @@ class StridedCursor {
 };
 
 /// Allocates storage for `count` elements built by `construct(T* slot, int64_t i)` in
-/// order: pooled when `pool` is given, plain otherwise.
+/// order: inline when small (Note [Inline small storage]), else pooled when `pool` is
+/// given, plain otherwise.
 template <class T, class Construct>
 Result<std::shared_ptr<Storage>> make_storage(int64_t count, const std::shared_ptr<HostBufferPool>& pool,
                                               Construct&& construct) {
+  if constexpr (std::is_trivially_copyable_v<T> && alignof(T) <= 16) {
+    if (InlineStorage<T>::fits(count)) return std::shared_ptr<Storage>(InlineStorage<T>::create(count, construct));
+  }
   if (pool) {
     TENFERRO_TRY(auto s, PooledStorage<T>::create(*pool, count, construct));
     return std::shared_ptr<Storage>(std::move(s));
