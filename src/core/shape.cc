@@ -73,7 +73,14 @@ Strides row_major_strides(Dims shape) {
 }
 
 Layout Layout::col_major(Dims shape) {
-  return Layout{Shape(shape.span()), col_major_strides(shape), 0};
+  // Built in place (returned by NRVO): every kernel output's layout comes from here.
+  Layout layout{Shape(shape.span()), Strides(shape.size()), 0};
+  uint64_t acc = 1;  // wrapping: see element_count
+  for (size_t k = 0; k < shape.size(); ++k) {
+    layout.strides[k] = static_cast<int64_t>(acc);
+    acc *= static_cast<uint64_t>(std::max<int64_t>(shape[k], 1));
+  }
+  return layout;
 }
 
 Result<ReachableRange> reachable_range(const Layout& layout, const char* op) {

@@ -215,7 +215,11 @@ std::string_view compare_op_name(CompareOp op) noexcept {
 }
 
 Result<Shape> broadcast_shapes(Dims a, Dims b, const char* op) {
-  if (a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin())) return Shape(a);  // the common case
+  if (a.size() == b.size()) {  // the common case: equal shapes (a plain loop: a few elements)
+    size_t k = 0;
+    while (k < a.size() && a[k] == b[k]) ++k;
+    if (k == a.size()) return Shape(a);
+  }
   const size_t rank = std::max(a.size(), b.size());
   Shape out(rank);
   for (size_t k = 0; k < rank; ++k) {
@@ -251,6 +255,21 @@ Result<DType> unary_result_dtype(UnaryOp op, DType d) {
   }
 }
 
+namespace {
+
+// Runs a validated unary op (result dtype `rd`) into a checked destination.
+void run_unary_checked(const CpuExecutionContext& ctx, UnaryOp op, const Tensor& x, DType rd, Tensor& out) {
+  visit_dtype(x.dtype(), [&]<class T>() {
+    if (rd == x.dtype()) {
+      run_unary<T, T>(ctx, op, x, out);
+    } else if constexpr (kIsComplex<T>) {
+      run_unary<T, typename T::value_type>(ctx, op, x, out);
+    }
+  });
+}
+
+}  // namespace
+
 Result<void> unary_into(const CpuExecutionContext& ctx, UnaryOp op, const Tensor& x, Tensor& out,
                         Destination destination) {
   const char* const name = unary_op_name(op).data();  // a literal: NUL-terminated
@@ -262,13 +281,7 @@ Result<void> unary_into(const CpuExecutionContext& ctx, UnaryOp op, const Tensor
   } else {
     TENFERRO_TRY_VOID(check_out(out, rd, x.shape(), name));
   }
-  visit_dtype(x.dtype(), [&]<class T>() {
-    if (rd == x.dtype()) {
-      run_unary<T, T>(ctx, op, x, out);
-    } else if constexpr (kIsComplex<T>) {
-      run_unary<T, typename T::value_type>(ctx, op, x, out);
-    }
-  });
+  run_unary_checked(ctx, op, x, rd, out);
   return ok();
 }
 
@@ -278,7 +291,7 @@ Result<Tensor> unary(const CpuExecutionContext& ctx, UnaryOp op, const Tensor& x
   TENFERRO_TRY_VOID(check_defined(x, name));
   TENFERRO_TRY(DType rd, unary_result_dtype(op, x.dtype()));
   TENFERRO_TRY(Tensor out, Tensor::uninitialized(rd, x.shape(), pool));
-  TENFERRO_TRY_VOID(unary_into(ctx, op, x, out));
+  run_unary_checked(ctx, op, x, rd, out);  // a fresh compact output needs no destination checks
   return out;
 }
 
@@ -376,17 +389,25 @@ Result<std::pair<Tensor, Tensor>> broadcast_pair(const Tensor& x, const Tensor& 
   return std::make_pair(std::move(bx), std::move(by));
 }
 
-// Runs a validated binary op into `out` (result shape `shape`): operands already of the
-// result shape run as they are, others through broadcast views.
-Result<void> run_binary_checked(const CpuExecutionContext& ctx, BinaryOp op, const Tensor& x, const Tensor& y,
-                                const Shape& shape, Tensor& out) {
+// Calls f(x', y') with the operands as tensors of the result shape `shape`: operands
+// already of that shape as they are (no handle copies), others as broadcast views.
+template <class F>
+Result<void> with_broadcast(const Tensor& x, const Tensor& y, const Shape& shape, F&& f) {
   if (x.shape() == shape && y.shape() == shape) {
-    visit_dtype(x.dtype(), [&]<class T>() { run_binary<T>(ctx, op, x, y, out); });
+    f(x, y);
     return ok();
   }
   TENFERRO_TRY(auto views, broadcast_pair(x, y, shape));
-  visit_dtype(x.dtype(), [&]<class T>() { run_binary<T>(ctx, op, views.first, views.second, out); });
+  f(views.first, views.second);
   return ok();
+}
+
+// Runs a validated binary op into `out` (result shape `shape`).
+Result<void> run_binary_checked(const CpuExecutionContext& ctx, BinaryOp op, const Tensor& x, const Tensor& y,
+                                const Shape& shape, Tensor& out) {
+  return with_broadcast(x, y, shape, [&](const Tensor& bx, const Tensor& by) {
+    visit_dtype(x.dtype(), [&]<class T>() { run_binary<T>(ctx, op, bx, by, out); });
+  });
 }
 
 Result<void> check_same_dtype(const Tensor& x, const Tensor& y, const char* op) {
@@ -440,27 +461,28 @@ Result<Tensor> compare(const CpuExecutionContext& ctx, CompareOp op, const Tenso
     return dtype_error(name, "ordering comparison", x.dtype());
   }
   TENFERRO_TRY(Shape shape, broadcast_shapes(x.shape(), y.shape(), name));
-  TENFERRO_TRY(auto v, broadcast_pair(x, y, shape));
   TENFERRO_TRY(Tensor out, Tensor::uninitialized(DType::kBool, shape, pool));
-  const std::array<const void*, 2> in{v.first.storage()->data(), v.second.storage()->data()};
-  const std::array<const Layout*, 2> lay{&v.first.layout(), &v.second.layout()};
-  visit_dtype(x.dtype(), [&]<class T>() {
-    auto go = [&](auto f) { detail::map_kernel<bool, T, T>(ctx, out.storage()->data(), out.layout(), in, lay, f); };
-    switch (op) {
-      case CompareOp::kEq: go([](T a, T b) { return a == b; }); return;
-      case CompareOp::kNe: go([](T a, T b) { return a != b; }); return;
-      default: break;
-    }
-    if constexpr (!kIsComplex<T>) {
+  TENFERRO_TRY_VOID(with_broadcast(x, y, shape, [&](const Tensor& bx, const Tensor& by) {
+    const std::array<const void*, 2> in{bx.storage()->data(), by.storage()->data()};
+    const std::array<const Layout*, 2> lay{&bx.layout(), &by.layout()};
+    visit_dtype(x.dtype(), [&]<class T>() {
+      auto go = [&](auto f) { detail::map_kernel<bool, T, T>(ctx, out.storage()->data(), out.layout(), in, lay, f); };
       switch (op) {
-        case CompareOp::kLt: go([](T a, T b) { return a < b; }); return;
-        case CompareOp::kLe: go([](T a, T b) { return a <= b; }); return;
-        case CompareOp::kGt: go([](T a, T b) { return a > b; }); return;
-        case CompareOp::kGe: go([](T a, T b) { return a >= b; }); return;
-        default: return;
+        case CompareOp::kEq: go([](T a, T b) { return a == b; }); return;
+        case CompareOp::kNe: go([](T a, T b) { return a != b; }); return;
+        default: break;
       }
-    }
-  });
+      if constexpr (!kIsComplex<T>) {
+        switch (op) {
+          case CompareOp::kLt: go([](T a, T b) { return a < b; }); return;
+          case CompareOp::kLe: go([](T a, T b) { return a <= b; }); return;
+          case CompareOp::kGt: go([](T a, T b) { return a > b; }); return;
+          case CompareOp::kGe: go([](T a, T b) { return a >= b; }); return;
+          default: return;
+        }
+      }
+    });
+  }));
   return out;
 }
 

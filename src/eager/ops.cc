@@ -253,28 +253,25 @@ Result<EagerTensor> binary(const Context& c, OpCode code, const EagerTensor& x, 
   const Tensor& tx = Detail::physical(x);
   const Tensor& ty = Detail::physical(y);
   const bool integral = x.dtype() == DType::kI32 || x.dtype() == DType::kI64;
+  auto direct = [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) -> Result<Tensor> {
+    if (integral) {  // integer division/pow checks of the program semantics
+      const Tensor in[2] = {tx, ty};
+      return cpu_runtime::run_core_op(ctx, pool, code, attrs, in, x.dtype(), shape);
+    }
+    if (compare) return cpu::compare(ctx, static_cast<cpu::CompareOp>(dir), tx, ty, pool);
+    return cpu::binary(ctx, static_cast<cpu::BinaryOp>(static_cast<int>(code) - static_cast<int>(OpCode::kAdd)), tx,
+                       ty, pool);
+  };
+  auto build = [&](ProgramBuilder& b, std::span<const Value> v) {
+    return emit_binary(b, v, code, attrs, x.shape(), y.shape(), shape);
+  };
   // Operand copies only where a span of tensors is needed (promotion); the direct path
-  // passes references.
-  std::optional<std::array<Tensor, 2>> copies;
-  if (call.slots->cpu == nullptr) copies.emplace(std::array<Tensor, 2>{tx, ty});
-  const std::span<const Tensor> ins = copies ? std::span<const Tensor>(*copies) : std::span<const Tensor>();
-  Result<EagerTensor> r = finish(call, Detail::execute(
-                          call, true, element_count(shape),
-                          [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) -> Result<Tensor> {
-                            if (integral) {  // integer division/pow checks of the program semantics
-                              const Tensor in[2] = {tx, ty};
-                              return cpu_runtime::run_core_op(ctx, pool, code, attrs, in, x.dtype(), shape);
-                            }
-                            if (compare) return cpu::compare(ctx, static_cast<cpu::CompareOp>(dir), tx, ty, pool);
-                            return cpu::binary(
-                                ctx, static_cast<cpu::BinaryOp>(static_cast<int>(code) - static_cast<int>(OpCode::kAdd)),
-                                tx, ty, pool);
-                          },
-                          ins,
-                          [&](ProgramBuilder& b, std::span<const Value> v) {
-                            return emit_binary(b, v, code, attrs, x.shape(), y.shape(), shape);
-                          },
-                          op));
+  // passes references and keeps no tensor array in its frame.
+  Result<EagerTensor> r =
+      call.slots->cpu == nullptr
+          ? finish(call, Detail::execute(call, true, element_count(shape), direct, std::array<Tensor, 2>{tx, ty},
+                                         build, op))
+          : finish(call, Detail::execute(call, true, element_count(shape), direct, {}, build, op));
   if (!Detail::tracing(c, {&x, &y})) return r;
   return Detail::record(std::move(r), {&x, &y}, op,
                         [code, attrs, xs = x.shape(), ys = y.shape(), shape](ProgramBuilder& b, std::span<const Value> v) {

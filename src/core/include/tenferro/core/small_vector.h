@@ -40,23 +40,15 @@ class SmallVector {
       assign(other.data(), other.size());
     }
   }
-  // Note [Moves without a zeroed detour]: a moved-to vector is not zeroed first and then
-  // overwritten: the inline buffer is either copied whole (a small source) or zeroed (a
-  // heap source), so each byte is written once. The heap fields are read only for a heap
-  // source (a small one has none): the compiler would otherwise fuse the loads of
-  // `heap_capacity_` and `size_` into one 16-byte load, which stalls on the two 8-byte
-  // stores that wrote them a moment before (no store-to-load forwarding across them) —
-  // tensor handles move their layouts several times per eager call.
   SmallVector(SmallVector&& other) noexcept {
     T* const heap = other.heap_;
     if (heap != nullptr) {
-      std::memset(static_cast<void*>(inline_), 0, sizeof(inline_));
       heap_ = heap;
       heap_capacity_ = other.heap_capacity_;
       other.heap_ = nullptr;
       other.heap_capacity_ = 0;
     } else {
-      std::memcpy(static_cast<void*>(inline_), other.inline_, sizeof(inline_));
+      copy_words(other.inline_, other.size_);
     }
     size_ = other.size_;
     other.size_ = 0;
@@ -137,8 +129,15 @@ class SmallVector {
     --size_;
   }
 
+  // A plain loop: metadata is a few elements, where a memcmp call costs more.
   friend bool operator==(const SmallVector& a, const SmallVector& b) noexcept {
-    return a.size_ == b.size_ && std::equal(a.begin(), a.end(), b.begin());
+    if (a.size_ != b.size_) return false;
+    const T* x = a.data();
+    const T* y = b.data();
+    for (size_t i = 0; i < a.size_; ++i) {
+      if (!(x[i] == y[i])) return false;
+    }
+    return true;
   }
 
  private:
@@ -169,23 +168,45 @@ class SmallVector {
     size_ = 0;
   }
   void steal(SmallVector& other) noexcept {
-    if (other.heap_) {
-      heap_ = other.heap_;
+    T* const heap = other.heap_;
+    if (heap != nullptr) {
+      heap_ = heap;
       heap_capacity_ = other.heap_capacity_;
       other.heap_ = nullptr;
       other.heap_capacity_ = 0;
     } else {
-      std::memcpy(static_cast<void*>(inline_), other.inline_, sizeof(inline_));
+      copy_words(other.inline_, other.size_);
     }
     size_ = other.size_;
     other.size_ = 0;
   }
-  // Note [Fixed-size inline copies]: copying the whole inline buffer (a constant size the
-  // compiler turns into a few vector moves) is faster than a variable-length memmove
-  // call for the tiny sizes metadata has. The buffer is always initialized (zeroed at
-  // construction), so no indeterminate bytes are read.
+  // Note [Word copies of small vectors]: shapes and strides are written an element at a
+  // time and then copied or moved a moment later (a tensor handle's layout moves several
+  // times per eager call). A 16-byte vector load over two 8-byte stores still in the
+  // store buffer cannot be forwarded and waits for them to retire, so an inline buffer
+  // is copied in 8-byte words, only as many as hold `size` elements (the rest of the
+  // destination keeps its zeros or old elements: initialized bytes either way, never
+  // read as elements). The empty asm keeps each word in a register so the compiler does
+  // not fuse the words back into vector moves. No variable-length memmove call either:
+  // metadata sizes are a few words. The heap fields are read only for a heap source, for
+  // the same reason (fused loads of `heap_capacity_` and `size_`).
+  void copy_words(const T* src, size_t n) noexcept {
+    if constexpr (sizeof(inline_) % 8 == 0) {
+      const size_t words = std::min((n * sizeof(T) + 7) / 8, sizeof(inline_) / 8);
+      const auto* s = reinterpret_cast<const unsigned char*>(src);
+      auto* d = reinterpret_cast<unsigned char*>(inline_);
+      for (size_t w = 0; w < words; ++w) {
+        uint64_t v;
+        std::memcpy(&v, s + 8 * w, 8);
+        asm("" : "+r"(v));
+        std::memcpy(d + 8 * w, &v, 8);
+      }
+    } else {
+      std::memcpy(static_cast<void*>(inline_), src, sizeof(inline_));
+    }
+  }
   void copy_inline(const SmallVector& other) noexcept {
-    std::memcpy(static_cast<void*>(inline_), other.inline_, sizeof(inline_));
+    copy_words(other.inline_, other.size_);
     size_ = other.size_;
   }
 
