@@ -83,6 +83,14 @@ struct PoolState {
   static constexpr int64_t kSmallMax = 4096;
 
   void recycle(void* data, int64_t capacity) noexcept;
+  // Counts a retained buffer of `capacity` bytes leased again (the caller holds the lock).
+  void count_reuse(int64_t capacity) noexcept {
+    stats.hits++;
+    stats.retained_buffers--;
+    stats.retained_bytes -= capacity;
+    stats.outstanding_buffers++;
+    stats.outstanding_bytes += capacity;
+  }
   // Frees every retained buffer; the caller holds no lock.
   void drop_retained() noexcept;
 
@@ -204,11 +212,7 @@ Result<PooledBuffer> HostBufferPool::acquire(int64_t bytes) {
         if (list.empty()) continue;
         void* data = list.back();
         list.pop_back();
-        st.stats.hits++;
-        st.stats.retained_buffers--;
-        st.stats.retained_bytes -= cap;
-        st.stats.outstanding_buffers++;
-        st.stats.outstanding_bytes += cap;
+        st.count_reuse(cap);
         return PooledBuffer(data, cap, state_);
       }
     }
@@ -217,11 +221,7 @@ Result<PooledBuffer> HostBufferPool::acquire(int64_t bytes) {
       const int64_t capacity = it->first;
       void* data = it->second;
       st.large.erase(it);
-      st.stats.hits++;
-      st.stats.retained_buffers--;
-      st.stats.retained_bytes -= capacity;
-      st.stats.outstanding_buffers++;
-      st.stats.outstanding_bytes += capacity;
+      st.count_reuse(capacity);
       return PooledBuffer(data, capacity, state_);
     }
   }

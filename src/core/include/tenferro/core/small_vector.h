@@ -40,19 +40,7 @@ class SmallVector {
       assign(other.data(), other.size());
     }
   }
-  SmallVector(SmallVector&& other) noexcept {
-    T* const heap = other.heap_;
-    if (heap != nullptr) {
-      heap_ = heap;
-      heap_capacity_ = other.heap_capacity_;
-      other.heap_ = nullptr;
-      other.heap_capacity_ = 0;
-    } else {
-      copy_words(other.inline_, other.size_);
-    }
-    size_ = other.size_;
-    other.size_ = 0;
-  }
+  SmallVector(SmallVector&& other) noexcept { steal(other); }
   SmallVector& operator=(const SmallVector& other) {
     if (this == &other) return *this;
     if (other.heap_ == nullptr && heap_ == nullptr) {
