@@ -52,13 +52,20 @@ Result<int64_t> checked_byte_count(Dims shape, DType dtype, const char* op) {
   return bytes;
 }
 
-Strides col_major_strides(Dims shape) {
-  Strides s(shape.size());
+namespace {
+// Column-major strides of `shape` written into `s` (of the same size).
+void fill_col_major_strides(Dims shape, Strides& s) noexcept {
   uint64_t acc = 1;  // wrapping: see element_count
   for (size_t k = 0; k < shape.size(); ++k) {
     s[k] = static_cast<int64_t>(acc);
     acc *= static_cast<uint64_t>(std::max<int64_t>(shape[k], 1));
   }
+}
+}  // namespace
+
+Strides col_major_strides(Dims shape) {
+  Strides s(shape.size());
+  fill_col_major_strides(shape, s);
   return s;
 }
 
@@ -75,11 +82,7 @@ Strides row_major_strides(Dims shape) {
 Layout Layout::col_major(Dims shape) {
   // Built in place (returned by NRVO): every kernel output's layout comes from here.
   Layout layout{Shape(shape.span()), Strides(shape.size()), 0};
-  uint64_t acc = 1;  // wrapping: see element_count
-  for (size_t k = 0; k < shape.size(); ++k) {
-    layout.strides[k] = static_cast<int64_t>(acc);
-    acc *= static_cast<uint64_t>(std::max<int64_t>(shape[k], 1));
-  }
+  fill_col_major_strides(shape, layout.strides);
   return layout;
 }
 
