@@ -80,7 +80,6 @@ Tensor from_numpy(const py::array& array) {
   return unwrap(Tensor::from_storage(dtype, std::move(storage), std::move(layout)));
 }
 
-namespace {
 int numpy_type(DType d) {
   using api = py::detail::npy_api;
   switch (d) {
@@ -94,7 +93,6 @@ int numpy_type(DType d) {
   }
   throw py::type_error("tenferro: no numpy dtype for " + std::string(dtype_name(d)));
 }
-}  // namespace
 
 py::dtype numpy_dtype(DType d) { return py::dtype(numpy_type(d)); }
 

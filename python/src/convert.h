@@ -59,6 +59,8 @@ DType dtype_of(const py::dtype& dt);
 /// kept alive by the tensor's storage. Read-only arrays give read-only storage.
 /// TypeError (dtype) / ValueError (strides not a multiple of the item size, misaligned).
 Tensor from_numpy(const py::array& array);
+/// numpy's type number of a tenferro dtype.
+int numpy_type(DType d);
 /// The numpy dtype of a tenferro dtype.
 py::dtype numpy_dtype(DType d);
 /// An array sharing `tensor`'s memory (its layout as strides); the tensor's storage is

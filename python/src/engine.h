@@ -62,13 +62,26 @@ class WorkspacePool {
   std::vector<Entry> idle_;
 };
 
-// A CPU engine with one domain of `threads` workers, its einsum plan cache and its
-// workspaces. Owned by Python objects (no global engine); thread-safe, so several Python
-// threads may call it.
+/// Recently seen inline einsum calls of one engine (Note [Python call cache] in
+/// einsum_call.cc). Internally synchronised.
+class CallCache;
+std::shared_ptr<CallCache> make_call_cache();
+/// Drops every cached call (now, or when the call in progress ends).
+void clear_call_cache(CallCache& cache);
+/// Entries held and calls served from them since the engine was made.
+struct CallCacheStats {
+  int64_t entries = 0, served = 0;
+};
+CallCacheStats call_cache_stats(CallCache& cache);
+
+// A CPU engine with one domain of `threads` workers, its einsum plan cache, its
+// workspaces and its call cache. Owned by Python objects (no global engine); thread-safe,
+// so several Python threads may call it.
 struct Engine {
   std::shared_ptr<cpu::CpuEngine> engine;
   std::shared_ptr<einsum::PlanCache> plans;
   std::shared_ptr<WorkspacePool> workspaces = std::make_shared<WorkspacePool>();
+  std::shared_ptr<CallCache> calls = make_call_cache();
   int threads = 1;
 };
 

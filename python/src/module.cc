@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "convert.h"
+#include "einsum_call.h"
 #include "engine.h"
 #include "tenferro/cpu/caps.h"
 #include "tenferro/cpu/engine.h"
@@ -50,6 +51,8 @@ Engine make_engine(std::optional<int> threads, size_t plan_capacity) {
   return e;
 }
 
+}  // namespace
+
 // optimize: "greedy" | "optimal" | "treesa" | "left-to-right" | a list of index tuples.
 einsum::PathPolicy path_policy(const py::object& optimize, size_t operands) {
   einsum::PathPolicy p;
@@ -84,6 +87,8 @@ einsum::PathPolicy path_policy(const py::object& optimize, size_t operands) {
   p.explicit_tree = unwrap(einsum::tree_from_pairs(static_cast<int32_t>(operands), pairs));
   return p;
 }
+
+namespace {
 
 bool supported(const py::dtype& dt) {
   const char kind = dt.kind();
@@ -148,12 +153,13 @@ Tensor reversed(const Tensor& t) {
   return unwrap(t.permute(perm));
 }
 
+}  // namespace
+
 // Plans `subscripts` over `operands`, mirrored when that is faster (Note [Row-major
 // operands]); on return `operands` are the tensors to pass to the plan and `mirrored`
 // says whether the plan's result (and an out= destination) is the reversed one.
-std::shared_ptr<const einsum::EinsumPlan> plan_for(Engine& e, std::string_view subscripts,
-                                                   std::vector<Tensor>& operands, DType dtype,
-                                                   const einsum::PathPolicy& policy, bool& mirrored) {
+std::shared_ptr<const einsum::EinsumPlan> plan_for(Engine& e, std::string_view subscripts, std::vector<Tensor>& operands,
+                                                   DType dtype, const einsum::PathPolicy& policy, bool& mirrored) {
   std::vector<Shape> shapes;
   shapes.reserve(operands.size());
   mirrored = false;
@@ -194,7 +200,7 @@ struct Prepared {
   bool mirrored = false;
 };
 
-Prepared prepare(Engine& e, const std::string& subscripts, const py::list& arrays, const py::object& optimize) {
+static Prepared prepare(Engine& e, const std::string& subscripts, const py::list& arrays, const py::object& optimize) {
   Prepared p;
   std::optional<DType> dtype;
   for (const py::handle a : arrays) {
@@ -210,15 +216,7 @@ Prepared prepare(Engine& e, const std::string& subscripts, const py::list& array
   return p;
 }
 
-// Note [Python fast path]: a call's fixed cost is what small-tensor users feel, so a plan
-// whose work is below kInlineFlops runs on the calling thread with the GIL held and a
-// sequential context (no executor entry, no GIL hand-off: each costs more than such a
-// product); larger ones release the GIL and enter the engine's domain with all its
-// threads. einsum_fast takes numpy's string form with ndarray operands of one supported
-// dtype straight from the argument tuple and answers NotImplemented for anything else,
-// which the Python layer then handles (promotion, array-likes, interleaved form, out=).
-constexpr double kInlineFlops = 16384;
-
+// Note [Python fast path] in einsum_call.h.
 Result<void> execute(Engine& e, const std::shared_ptr<const einsum::EinsumPlan>& plan_ptr,
                      std::span<const Tensor> operands, Tensor* dst, Tensor& result) {
   const einsum::EinsumPlan& plan = *plan_ptr;
@@ -246,6 +244,8 @@ py::object scalar_or_array(const Tensor& t) {
   if (t.rank() == 0) return a[py::tuple()];  // numpy returns a scalar for a scalar result
   return a;
 }
+
+namespace {
 
 py::object run_einsum(Engine& e, const std::string& subscripts, const py::list& arrays, const py::object& optimize,
                       const py::object& out) {
@@ -346,6 +346,15 @@ PYBIND11_MODULE(_tenferro, m) {
            [](tp::Engine& e) {
              e.plans->clear();
              e.workspaces->clear();
+             tp::clear_call_cache(*e.calls);
+           })
+      .def("call_cache_stats",
+           [](tp::Engine& e) {
+             const auto s = tp::call_cache_stats(*e.calls);
+             py::dict d;
+             d["entries"] = s.entries;
+             d["served"] = s.served;
+             return d;
            })
       .def("workspace_bytes", [](const tp::Engine& e) { return e.workspaces->retained_bytes(); })
       .def("caps_json", [](const tp::Engine& e) { return e.engine->caps().to_json(); });
@@ -376,6 +385,7 @@ PYBIND11_MODULE(_tenferro, m) {
   py::module_ linalg = m.def_submodule("linalg", "linalg bindings (use tenferro.linalg)");
   tp::bind_linalg(linalg);
   tp::bind_eager(m);
+  tp::bind_einsum_entry(m);
   m.def("einsum_fast", &tp::einsum_fast, py::arg("engine"), py::arg("args"), py::arg("optimize"));
   m.def("einsum", &tp::run_einsum, py::arg("engine"), py::arg("subscripts"), py::arg("operands"), py::arg("optimize"),
         py::arg("out"));

@@ -122,7 +122,7 @@ def _engine(engine, threads):
     return default_engine(threads)
 
 
-def einsum(*operands, optimize="greedy", out=None, threads=None, engine=None):
+def _einsum_general(*operands, optimize="greedy", out=None, threads=None, engine=None):
     """numpy.einsum on tenferro's CPU engine.
 
     Call forms: ``einsum("ij,jk->ik", a, b)`` and ``einsum(a, [0, 1], b, [1, 2], [0, 2])``.
@@ -144,7 +144,7 @@ def einsum(*operands, optimize="greedy", out=None, threads=None, engine=None):
     their runtime and returns an EagerTensor.
     """
     if out is None and threads is None:
-        # Note [Python fast path] (module.cc): string form, ndarrays of one dtype.
+        # Note [Python fast path] (einsum_call.h): string form, ndarrays of one dtype.
         r = _einsum_fast(engine if engine is not None else (_default or default_engine()), operands, optimize)
         if r is not NotImplemented:
             return r
@@ -170,6 +170,13 @@ def einsum(*operands, optimize="greedy", out=None, threads=None, engine=None):
         np.copyto(out, _tenferro.einsum(eng, subscripts, arrays, policy, None))  # overlap: via a fresh result
         return out
     return _tenferro.einsum(eng, subscripts, arrays, policy, out)
+
+
+# The entry point is a C function that serves repeated small calls itself and hands every
+# other call, unchanged, to _einsum_general (Note [Python call cache], einsum_call.cc).
+einsum = _tenferro.make_einsum(_einsum_general, default_engine,
+                               "(*operands, optimize='greedy', out=None, threads=None, engine=None)",
+                               _einsum_general.__doc__)
 
 
 class PathInfo:

@@ -118,6 +118,72 @@ def test_random_einsums_match_numpy():
     assert checked >= 1000
 
 
+def test_repeated_calls_with_new_arrays_match_numpy():
+    # Note [Python call cache]: a repeated call (same subscripts, optimize, dtype, shapes
+    # and strides) is served from the engine's call cache, its handles rebound to the new
+    # arrays; every repetition must see its own arrays.
+    rng = np.random.default_rng(20261203)
+    eng = tenferro.Engine(threads=1)
+    checked = 0
+    for trial in range(300):
+        subs, shapes = random_case(rng)
+        dtype = DTYPES[trial % len(DTYPES)]
+        kinds = [int(rng.integers(0, 4)) for _ in shapes]
+        try:
+            np.einsum(subs, *[np.zeros(s, dtype) for s in shapes], optimize=False)
+        except ValueError:
+            continue
+        for rep in range(4):
+            ops = [with_layout(rng, random_array(rng, s, dtype), k) for s, k in zip(shapes, kinds)]
+            if rep == 2:  # read-only arrays in the same geometry
+                for o in ops:
+                    o.flags.writeable = False
+            want = np.asarray(np.einsum(subs, *ops, optimize=False))
+            got = tenferro.einsum(subs, *ops, engine=eng if trial % 2 else None)
+            assert_matches(got, want, dtype, f"{subs} {np.dtype(dtype)} {shapes} repetition {rep}")
+            if want.ndim == 0:
+                assert np.isscalar(got) or isinstance(got, np.generic)
+            else:
+                assert isinstance(got, np.ndarray) and got.flags.writeable
+                assert not any(np.shares_memory(got, o) for o in ops)
+        if trial % 50 == 0:
+            eng.clear_plan_cache()
+            assert eng.call_cache_stats()["entries"] == 0
+        checked += 1
+    assert checked >= 200
+    assert eng.call_cache_stats()["served"] > 100  # repetitions of small cases came from the call cache
+
+
+def test_the_einsum_entry_point_forwards_every_other_form():
+    rng = np.random.default_rng(7)
+    a, b = rng.random((3, 4)), rng.random((4, 5))
+    eng = tenferro.Engine(threads=1)
+    import inspect
+    assert str(inspect.signature(tenferro.einsum)) == \
+        "(*operands, optimize='greedy', out=None, threads=None, engine=None)"
+    assert "numpy.einsum" in tenferro.einsum.__doc__
+    for _ in range(3):  # cached, then forms the entry point hands on
+        np.testing.assert_allclose(tenferro.einsum("ij,jk->ik", a, b, engine=eng, out=None, threads=None), a @ b)
+        out = np.empty((3, 5))
+        assert tenferro.einsum("ij,jk->ik", a, b, out=out, engine=eng) is out
+        np.testing.assert_allclose(out, a @ b)
+        np.testing.assert_allclose(tenferro.einsum("ij,jk->ik", a, b, threads=1), a @ b)
+        np.testing.assert_allclose(tenferro.einsum("ij,jk->ik", a, b, optimize=False), a @ b)
+        np.testing.assert_allclose(tenferro.einsum("ij,jk->ik", a, b, **{"opt" + "imize": "optimal"}), a @ b)
+        np.testing.assert_allclose(tenferro.einsum(a, [0, 1], b, [1, 2], [0, 2]), a @ b)
+        np.testing.assert_allclose(tenferro.einsum("ij,jk->ik", a.astype(np.float32), b), a @ b)  # promotion
+        np.testing.assert_allclose(tenferro.einsum("ij,jk->ik", a.tolist(), b), a @ b)  # array-likes
+    # Errors after a cached call of the same subscripts come from the Python layer.
+    with pytest.raises(tenferro.ShapeError):
+        tenferro.einsum("ij,jk->ik", a, a, engine=eng)
+    with pytest.raises(ValueError):
+        tenferro.einsum("ij,jk->ik", a, b, optimize="fastest")
+    with pytest.raises(TypeError):
+        tenferro.einsum("ij,jk->ik", a, b, bogus=1)
+    with pytest.raises(TypeError):
+        tenferro.einsum("ij,jk->ik", a, b, engine="not an engine")
+
+
 def test_row_major_operands_are_planned_as_their_mirror():
     """Large C-ordered operands take the mirrored plan (Note [Row-major operands]): results
     must not change, for explicit/implicit outputs, ellipses, repeated labels and out=."""
@@ -273,9 +339,11 @@ def test_engines_threads_and_plan_reuse():
         tenferro.Engine(threads=0)
 
 
-def test_four_python_threads_at_once():
+@pytest.mark.parametrize("shape", [(40, 50, 30), (2, 3, 2)])  # GIL released / inline (call cache)
+def test_four_python_threads_at_once(shape):
     rng = np.random.default_rng(5)
-    inputs = [(rng.random((40, 50)), rng.random((50, 30))) for _ in range(4)]
+    m, k, n = shape
+    inputs = [(rng.random((m, k)), rng.random((k, n))) for _ in range(4)]
     errors = []
 
     def work(k):

@@ -804,9 +804,55 @@ Result<Shape> dot_general_shape(const Shape& lhs, const Shape& rhs, const DotDim
 }
 
 
+namespace {
+
+// Note [Tiny matrix shortcut]: a plain matrix product lhs[m, k] x rhs[k, n] (no batch,
+// lhs axis 1 against rhs axis 0, default options) with at most `tiny_flops` multiply-adds
+// is computed by a direct strided loop before any planning: for 2x2 products the plan
+// (axis grouping, layout analysis, route choice) costs several times the arithmetic.
+// The loop sums over k in ascending order. dot_general_into takes it too when beta is 0,
+// writing through the destination's strides after the destination checks.
+template <class T>
+void tiny_matmul(const Tensor& lhs, const Tensor& rhs, Tensor& out) {
+  const int64_t m = lhs.shape()[0], k = lhs.shape()[1], n = rhs.shape()[1];
+  const T* a = static_cast<const T*>(lhs.storage()->data()) + lhs.offset();
+  const T* b = static_cast<const T*>(rhs.storage()->data()) + rhs.offset();
+  T* c = static_cast<T*>(out.storage()->data()) + out.offset();
+  const int64_t as0 = lhs.strides()[0], as1 = lhs.strides()[1], bs0 = rhs.strides()[0], bs1 = rhs.strides()[1];
+  const int64_t cs0 = out.strides()[0], cs1 = out.strides()[1];
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t i = 0; i < m; ++i) {
+      T acc{};
+      for (int64_t l = 0; l < k; ++l) acc += a[i * as0 + l * as1] * b[l * bs0 + j * bs1];
+      c[i * cs0 + j * cs1] = acc;
+    }
+  }
+}
+
+// tiny_matmul for the dtypes the shortcut admits.
+void tiny_matmul_any(const Tensor& lhs, const Tensor& rhs, Tensor& out) {
+  visit_dtype(lhs.dtype(), [&]<class T>() {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, c64> ||
+                  std::is_same_v<T, c128>) {
+      tiny_matmul<T>(lhs, rhs, out);
+    }
+  });
+}
+
+
+}  // namespace
+
 Result<void> dot_general_into(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs, const DotDims& dims,
                               const DotOptions& options, Tensor& out, const std::shared_ptr<HostBufferPool>& pool,
                               DotScratch* scratch) {
+  if (options.beta == c128{} && detail::tiny_matmul_shortcut(ctx, lhs, rhs, dims, options) && out.defined() &&
+      out.dtype() == lhs.dtype() && out.rank() == 2 && out.shape()[0] == lhs.shape()[0] &&
+      out.shape()[1] == rhs.shape()[1]) {
+    // Note [Tiny matrix shortcut].
+    TENFERRO_TRY_VOID(tenferro::detail::check_mutable(out.storage(), out.layout(), "dot_general"));
+    tiny_matmul_any(lhs, rhs, out);
+    return ok();
+  }
   TENFERRO_TRY(detail::DotAxes axes, detail::validate_dot(lhs, rhs, dims));
   TENFERRO_TRY(Shape shape, dot_general_shape(lhs.shape(), rhs.shape(), dims));
   if (!out.defined()) return usage_error(ErrorCode::kInvalidArgument, "dot_general", "destination handle is null");
@@ -846,42 +892,12 @@ Layout dot_general_result_layout(const Shape& shape, size_t batch_dims) {
   return out;
 }
 
-namespace {
-
-// Note [Tiny matrix shortcut]: a plain matrix product lhs[m, k] x rhs[k, n] (no batch,
-// lhs axis 1 against rhs axis 0, default options) with at most `tiny_flops` multiply-adds
-// is computed by a direct strided loop before any planning: for 2x2 products the plan
-// (axis grouping, layout analysis, route choice) costs several times the arithmetic.
-// The loop sums over k in ascending order.
-template <class T>
-void tiny_matmul(const Tensor& lhs, const Tensor& rhs, Tensor& out) {
-  const int64_t m = lhs.shape()[0], k = lhs.shape()[1], n = rhs.shape()[1];
-  const T* a = static_cast<const T*>(lhs.storage()->data()) + lhs.offset();
-  const T* b = static_cast<const T*>(rhs.storage()->data()) + rhs.offset();
-  T* c = static_cast<T*>(out.storage()->data());
-  const int64_t as0 = lhs.strides()[0], as1 = lhs.strides()[1], bs0 = rhs.strides()[0], bs1 = rhs.strides()[1];
-  for (int64_t j = 0; j < n; ++j) {
-    for (int64_t i = 0; i < m; ++i) {
-      T acc{};
-      for (int64_t l = 0; l < k; ++l) acc += a[i * as0 + l * as1] * b[l * bs0 + j * bs1];
-      c[i + j * m] = acc;
-    }
-  }
-}
-
-
-}  // namespace
 
 Result<Tensor> dot_general(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs, const DotDims& dims,
                            const DotOptions& options, const std::shared_ptr<HostBufferPool>& pool) {
   if (detail::tiny_matmul_shortcut(ctx, lhs, rhs, dims, options)) {
     TENFERRO_TRY(Tensor out, Tensor::uninitialized(lhs.dtype(), {lhs.shape()[0], rhs.shape()[1]}, pool));
-    visit_dtype(lhs.dtype(), [&]<class T>() {
-      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, c64> ||
-                    std::is_same_v<T, c128>) {
-        tiny_matmul<T>(lhs, rhs, out);
-      }
-    });
+    tiny_matmul_any(lhs, rhs, out);
     return out;
   }
   TENFERRO_TRY(detail::DotAxes axes, detail::validate_dot(lhs, rhs, dims));

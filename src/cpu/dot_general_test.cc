@@ -1676,6 +1676,65 @@ TEST(DotGeneral, TypedErrorsBeforeWriting) {
   EXPECT_FALSE(flag.get<bool>({}).value());
 }
 
+// Note [Tiny matrix shortcut] in dot_general_into: tiny products written through any
+// destination layout (column-major, row-major, strided with an offset), against a naive
+// sum; with beta != 0 the destination is read (the general route); a shared destination
+// is refused before any write.
+TEST(DotGeneral, TinyProductsIntoAnyDestinationLayout) {
+  auto ctx = CpuExecutionContext::sequential();
+  DotDims mm;
+  mm.lhs_contracting = {1};
+  mm.rhs_contracting = {0};
+  uint64_t seed = 1;
+  for (DType dt : {DType::kF64, DType::kF32, DType::kC128, DType::kC64}) {
+    for (int64_t m = 1; m <= 3; ++m) {
+      for (int64_t k = 1; k <= 3; ++k) {
+        for (int64_t n = 1; n <= 3; ++n) {
+          Tensor a = Tensor::random_normal(dt, {m, k}, seed++).value();
+          Tensor b = Tensor::random_normal(dt, {k, n}, seed++).value().transpose().value().contiguous().value()
+                         .transpose().value();  // row-major rhs
+          for (int layout = 0; layout < 3; ++layout) {
+            for (double beta : {0.0, 1.0}) {
+              Tensor big = Tensor::full(dt, {4 * m * n + 1}, c128(0.5, 0)).value();
+              std::shared_ptr<Storage> storage = big.storage();
+              big = Tensor();
+              Layout l = Layout::col_major({m, n});
+              if (layout == 1) l.strides = {n, 1};
+              if (layout == 2) {
+                l.strides = {2, 2 * m};
+                l.offset = 1;
+              }
+              Tensor out = Tensor::from_storage(dt, std::move(storage), l).value();
+              DotOptions o;
+              o.beta = beta;
+              ASSERT_TRUE(dot_general_into(ctx, a, b, mm, o, out));
+              for (int64_t i = 0; i < m; ++i) {
+                for (int64_t j = 0; j < n; ++j) {
+                  c128 want = beta * c128(0.5, 0);
+                  for (int64_t q = 0; q < k; ++q) want += a.get_as_c128({i, q}).value() * b.get_as_c128({q, j}).value();
+                  const c128 got = out.get_as_c128({i, j}).value();
+                  const double tol = (dt == DType::kF32 || dt == DType::kC64) ? 1e-5 : 1e-13;
+                  EXPECT_NEAR(got.real(), want.real(), tol * (1 + std::abs(want)))
+                      << dtype_name(dt) << " " << m << "x" << k << "x" << n << " layout " << layout << " beta " << beta;
+                  EXPECT_NEAR(got.imag(), want.imag(), tol * (1 + std::abs(want)));
+                }
+              }
+              if (layout == 2) {  // the element before the offset is untouched
+                EXPECT_EQ(Tensor::from_storage(dt, out.storage(), Layout::col_major({1})).value().get_as_c128({0}).value(),
+                          c128(0.5, 0));
+              }
+            }
+          }
+          Tensor shared = Tensor::full(dt, {m, n}, c128(3, 0)).value();
+          Tensor other = shared;
+          EXPECT_EQ(dot_general_into(ctx, a, b, mm, {}, shared).error().code(), ErrorCode::kNotExclusive);
+          EXPECT_EQ(other.get_as_c128({0, 0}).value(), c128(3, 0));
+        }
+      }
+    }
+  }
+}
+
 // Bool operands: the boolean semiring, out = (alpha and OR_k lhs and rhs) or (beta and
 // out), against the naive count of true terms, for every provider and batch policy that
 // takes integers (all run plain loops), any layouts.

@@ -709,10 +709,15 @@ Result<Tensor> EinsumPlan::run(const cpu::CpuExecutionContext& ctx, std::span<co
   }
 
   // The destination view in root order (Note [Einsum plan]): built from the storage
-  // alone so that the write sees exclusive storage; `out` is restored afterwards.
+  // alone so that the write sees exclusive storage; `out` is restored afterwards. When the
+  // root is already in output order (no diagonal, identity permutation), the caller's
+  // handle itself moves in and back out.
   Tensor target;
   Layout out_layout;
-  if (out != nullptr) {
+  const bool out_as_is = out != nullptr && out_diags_.empty() && is_identity(root_to_out_);
+  if (out_as_is) {
+    target = std::move(*out);
+  } else if (out != nullptr) {
     out_layout = out->layout();
     Layout v = out_layout;
     for (const auto& axes : out_diags_) {
@@ -872,7 +877,9 @@ Result<Tensor> EinsumPlan::run(const cpu::CpuExecutionContext& ctx, std::span<co
     return root.permute(Dims(inv.span()));
   };
   Result<Tensor> result = body();
-  if (out != nullptr) {
+  if (out_as_is) {
+    *out = std::move(target);
+  } else if (out != nullptr) {
     std::shared_ptr<Storage> storage = target.storage();
     target = Tensor();
     auto restored = Tensor::from_storage(dtype_, std::move(storage), out_layout);
