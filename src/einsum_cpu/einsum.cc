@@ -333,7 +333,23 @@ Result<std::shared_ptr<const EinsumPlan>> EinsumPlan::prepare(const EinsumSpec& 
   // Pass 2: orders.
   std::vector<std::vector<Label>> mem = labels;
   for (size_t k = 0; k < plan->tree_.steps.size(); ++k) {
-    const auto [a, b] = plan->tree_.steps[k];
+    auto [a, b] = plan->tree_.steps[k];
+    // Note [Root orientation]: the root's memory order is [lhs free, rhs free, batch], and
+    // the result is column-major in output order; when the output's fastest label is a
+    // free label of the second operand, the operands swap roles, so the root is written
+    // in output order (no transposed result) and its product has the orientation of the
+    // output's own matrix. A numpy product of two C-ordered matrices, planned as its
+    // column-major mirror "ji,kj->ki", otherwise ran as a transposed-transposed product
+    // 10 % slower than the same product from column-major operands (Zen 5, 256^3 f64).
+    if (k + 1 == plan->tree_.steps.size()) {
+      for (Label l : spec.output) {
+        if (spec.extent(l) == 1) continue;
+        const auto& la0 = labels[static_cast<size_t>(a)];
+        const auto& lb0 = labels[static_cast<size_t>(b)];
+        if (contains(lb0, l) && !contains(la0, l)) std::swap(a, b);
+        break;
+      }
+    }
     const auto& la = labels[static_cast<size_t>(a)];
     const auto& lb = labels[static_cast<size_t>(b)];
     // Shared labels follow one operand's memory order (the choice that leaves the larger

@@ -283,6 +283,42 @@ TEST(Einsum, NamedLabelsBroadcastFromExtentOne) {
   EXPECT_EQ(r.get<double>({1, 2}).value(), 90.0);
 }
 
+// Note [Root orientation]: when the output's fastest label comes from the second
+// operand, the root is still written in output order: a compact column-major result with
+// the right values (the mirror of a row-major product, and its batched form).
+TEST(Einsum, RootIsWrittenInOutputOrder) {
+  auto ctx = cpu::CpuExecutionContext::sequential();
+  for (const char* text : {"ji,kj->ki", "jib,kjb->kib", "ij,jk->ki"}) {
+    const std::string t(text);
+    const bool batched = t.find('b') != std::string::npos;
+    const int64_t I = 5, J = 4, K = 3, B = 2;
+    const Shape sa = t[0] == 'j' ? (batched ? Shape{J, I, B} : Shape{J, I}) : Shape{I, J};
+    const Shape sb = batched ? Shape{K, J, B} : (t[3] == 'k' ? Shape{K, J} : Shape{J, K});
+    const Tensor a = Tensor::random_normal(DType::kF64, sa, 1).value();
+    const Tensor b = Tensor::random_normal(DType::kF64, sb, 2).value();
+    std::vector<Tensor> ops{a, b};
+    const Tensor r = einsum(ctx, text, ops).value();
+    ASSERT_EQ(r.shape(), batched ? (Shape{K, I, B}) : (Shape{K, I})) << text;
+    EXPECT_TRUE(is_col_major_contiguous(r.layout())) << text;
+    for (int64_t bb = 0; bb < (batched ? B : 1); ++bb) {
+      for (int64_t k = 0; k < K; ++k) {
+        for (int64_t i = 0; i < I; ++i) {
+          double want = 0;
+          for (int64_t j = 0; j < J; ++j) {
+            const double x = t[0] == 'j' ? (batched ? a.get<double>({j, i, bb}) : a.get<double>({j, i})).value()
+                                         : a.get<double>({i, j}).value();
+            const double y = batched ? b.get<double>({k, j, bb}).value()
+                                     : (t[3] == 'k' ? b.get<double>({k, j}) : b.get<double>({j, k})).value();
+            want += x * y;
+          }
+          const double got = (batched ? r.get<double>({k, i, bb}) : r.get<double>({k, i})).value();
+          EXPECT_NEAR(got, want, 1e-12) << text;
+        }
+      }
+    }
+  }
+}
+
 TEST(Einsum, PlanCacheHitsEvictsAndClears) {
   PlanCache cache(2);
   std::vector<Shape> s1{Shape{2, 3}, Shape{3, 4}}, s2{Shape{2, 3}, Shape{3, 5}}, s3{Shape{4, 3}, Shape{3, 4}};
