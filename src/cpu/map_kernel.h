@@ -1,7 +1,6 @@
 #pragma once
 // Private: the N-ary elementwise map over broadcast-compatible strided operands.
 
-#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <utility>
@@ -33,37 +32,15 @@ void unit_map(Out* o, int64_t n, const F& f, const Ins*... in) {
   for (int64_t i = 0; i < n; ++i) o[i] = f(in[i]...);
 }
 
-// Note [Streaming map alignment]: the streamed part starts where the destination is
-// 16-byte aligned (what the stores need) and, when some such start within the first 64
-// elements also puts the first input on a 64-byte line boundary, at that start: numpy
-// allocates its arrays 16 bytes past a line, and with every vector load of a 64-byte
-// vector split across two lines an elementwise product of two 32 MB numpy arrays ran 14 %
-// slower than the same product over tenferro's line-aligned buffers (Zen 5, AVX-512,
-// 2026-12-02: 1.77-1.79 ms against 1.56 ms). The destination's 16-byte stores do not
-// care where its lines begin.
-template <class Out>
-int64_t stream_start(const Out* o, int64_t n) {
-  int64_t i = 0;
-  while (i < n && reinterpret_cast<uintptr_t>(o + i) % 16 != 0) ++i;
-  return i;
-}
-template <class Out, class First, class... Ins>
-int64_t stream_start(const Out* o, int64_t n, const First* first, const Ins*...) {
-  for (int64_t i = 0; i < std::min<int64_t>(n, 64); ++i) {
-    if (reinterpret_cast<uintptr_t>(o + i) % 16 == 0 && reinterpret_cast<uintptr_t>(first + i) % 64 == 0) return i;
-  }
-  return stream_start(o, n);
-}
-
 // The stores are SSE2 (every x86-64 CPU), so this runs at the library's baseline.
 template <class Out, class F, class... Ins>
 void stream_map(Out* o, int64_t n, const F& f, const Ins*... in) {
   static_assert(16 % sizeof(Out) == 0 || sizeof(Out) == 16);
   constexpr int64_t kBuf = 1024 / static_cast<int64_t>(sizeof(Out));
-  const int64_t i0 = stream_start(o, n, in...);
-  unit_map(o, i0, f, in...);
-  int64_t i = i0;
-  alignas(64) Out buf[kBuf];
+  int64_t i = 0;
+  while (i < n && reinterpret_cast<uintptr_t>(o + i) % 16 != 0) ++i;
+  unit_map(o, i, f, in...);
+  alignas(16) Out buf[kBuf];
   for (; n - i >= kBuf; i += kBuf) {
     unit_map(buf, kBuf, f, (in + i)...);
     auto* dst = reinterpret_cast<__m128i*>(o + i);
