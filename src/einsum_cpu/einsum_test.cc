@@ -283,15 +283,17 @@ TEST(Einsum, NamedLabelsBroadcastFromExtentOne) {
   EXPECT_EQ(r.get<double>({1, 2}).value(), 90.0);
 }
 
-// Note [Root orientation]: when the output's fastest label comes from the second
-// operand, the root is still written in output order: a compact column-major result with
-// the right values (the mirror of a row-major product, and its batched form).
+// Note [Root orientation]: a transposed pair whose output starts with the second
+// operand's free label is swapped, so the root is written in output order: a compact
+// column-major result with the right values (the mirror of a row-major product, and its
+// batched form); a plain pair with a transposed output keeps its orientation and its
+// values.
 TEST(Einsum, RootIsWrittenInOutputOrder) {
   auto ctx = cpu::CpuExecutionContext::sequential();
   for (const char* text : {"ji,kj->ki", "jib,kjb->kib", "ij,jk->ki"}) {
     const std::string t(text);
     const bool batched = t.find('b') != std::string::npos;
-    const int64_t I = 5, J = 4, K = 3, B = 2;
+    const int64_t I = 3, J = 4, K = 5, B = 2;  // the second operand has the larger free volume
     const Shape sa = t[0] == 'j' ? (batched ? Shape{J, I, B} : Shape{J, I}) : Shape{I, J};
     const Shape sb = batched ? Shape{K, J, B} : (t[3] == 'k' ? Shape{K, J} : Shape{J, K});
     const Tensor a = Tensor::random_normal(DType::kF64, sa, 1).value();
@@ -299,7 +301,9 @@ TEST(Einsum, RootIsWrittenInOutputOrder) {
     std::vector<Tensor> ops{a, b};
     const Tensor r = einsum(ctx, text, ops).value();
     ASSERT_EQ(r.shape(), batched ? (Shape{K, I, B}) : (Shape{K, I})) << text;
-    EXPECT_TRUE(is_col_major_contiguous(r.layout())) << text;
+    if (t[0] == 'j') {
+      EXPECT_TRUE(is_col_major_contiguous(r.layout())) << text;
+    }
     for (int64_t bb = 0; bb < (batched ? B : 1); ++bb) {
       for (int64_t k = 0; k < K; ++k) {
         for (int64_t i = 0; i < I; ++i) {
