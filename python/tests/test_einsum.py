@@ -362,6 +362,30 @@ def test_four_python_threads_at_once(shape):
     assert not errors
 
 
+def test_finalizers_that_call_einsum_during_a_cached_call():
+    # A garbage collection inside a cached call (its result allocation) may run
+    # finalizers that call einsum on the same engine and clear its caches: they take the
+    # Python path, the clear waits for the running call, and every result stays right.
+    eng = tenferro.Engine(threads=1)
+    seen = []
+
+    class Finalized:
+        def __del__(self):
+            x = np.full((2, 2), 2.0)
+            seen.append(float(tenferro.einsum("ij,jk->ik", x, x, engine=eng)[0, 0]))
+            eng.clear_plan_cache()
+
+    a, b = np.arange(4.0).reshape(2, 2), np.ones((2, 2))
+    for _ in range(3000):
+        f = Finalized()
+        f.cycle = f  # collected by the cycle collector, at some later allocation
+        del f
+        np.testing.assert_array_equal(tenferro.einsum("ij,jk->ik", a, b, engine=eng), a @ b)
+    gc.collect()
+    assert seen and all(v == 8.0 for v in seen)
+    assert eng.call_cache_stats()["served"] > 0
+
+
 def test_no_leaks_over_many_calls():
     a, b = np.ones((2, 2)), np.ones((2, 2))
     for _ in range(1000):  # warm: plan cache, pools
