@@ -48,6 +48,7 @@ using Word = std::conditional_t<S == 1, uint8_t,
 constexpr int64_t kGroup = 4096;  // max elements of a table-described group (2 x 32 KiB tables)
 constexpr int64_t kStreamBytes = 8 << 20;  // outputs at least this large use streaming stores
 constexpr int64_t kMinGroup = 16;          // groups grow past gaps until this many elements
+constexpr int64_t kPrefetchLines = 2;       // Note [Transpose prefetch]: line-chunks ahead
 
 // Offsets (bytes) of a group's elements in one operand: a table or a stride.
 struct Offsets {
@@ -208,9 +209,23 @@ struct Transposer {
           for (int64_t k = 0; k < kV; ++k) drow[q][k] = d + dj.at(j + q * kV + k);
           scol[q] = s + sj.at(j + q * kV);
         }
+        // Note [Transpose prefetch]: each quad of rows asks for the source lines it
+        // will read kPrefetchLines line-chunks later (the same rows): a block reads one
+        // line from each of its 64 rows per chunk, more streams than the hardware
+        // prefetchers follow when the rows are pages apart. The hint is T2 (outer
+        // levels, not L1): rows a multiple of 4 KiB apart share one L1 set, where lines
+        // fetched ahead evicted each other. Zen 5, 64^4 f64, alternating runs against
+        // the kernel without it (2026-12-02): [1xxx] permutations 0.52-0.87 -> 0.70-1.03
+        // x memcpy at 1 thread, [3xxx] 0.33-0.62 -> 0.45-0.79; at 2 threads 18 -> 4 of
+        // 28 cases below 0.6 (a T0 hint helped [1xxx] as much but not [3xxx]).
+        const int64_t jp = j + kPrefetchLines * kQ * kV;
+        const char* pcol = jp + kQ * kV <= jv ? s + sj.at(jp) : nullptr;
         for (int64_t i = i0; i < iv; i += kV) {
           int64_t so[kV];
           for (int64_t k = 0; k < kV; ++k) so[k] = si.at(i + k);
+          if (pcol != nullptr) {
+            for (int64_t k = 0; k < kV; ++k) _mm_prefetch(pcol + so[k], _MM_HINT_T2);
+          }
           const int64_t doff = di.at(i);
           for (int64_t q = 0; q < kQ; ++q) {
             const char* srow[kV];
