@@ -248,7 +248,13 @@ TEST(CopyKernel, LargeCopiesSplitAcrossThreads) {
                         {{700, 530}, {1, 0}, DType::kC128},
                         {{300, 301}, {1, 0}, DType::kF32},
                         {{1024, 1100}, {1, 0}, DType::kF64},
-                        {{64, 64, 64, 8}, {1, 2, 3, 0}, DType::kF64}};
+                        {{64, 64, 64, 8}, {1, 2, 3, 0}, DType::kF64},
+                        // Few rows, many columns: split over columns (remainder chunks,
+                        // streamed output for the largest).
+                        {{5000, 60}, {1, 0}, DType::kF64},
+                        {{3001, 37}, {1, 0}, DType::kF32},
+                        {{2500, 33}, {1, 0}, DType::kC128},
+                        {{40000, 64}, {1, 0}, DType::kF64}};
   for (const Case& c : cases) {
     Tensor src = Tensor::random_uniform(c.dtype, c.shape, 11, -1, 1).value();
     Tensor out;
