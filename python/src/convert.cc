@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 
 #include "tenferro/tensor/storage.h"
 
@@ -34,19 +35,36 @@ void register_error_translator() {
   });
 }
 
+std::optional<DType> dtype_of_kind(char kind, int64_t size) noexcept {
+  switch (kind) {
+    case 'b': return size == 1 ? std::optional(DType::kBool) : std::nullopt;
+    case 'i': return size == 4 ? std::optional(DType::kI32) : size == 8 ? std::optional(DType::kI64) : std::nullopt;
+    case 'f': return size == 4 ? std::optional(DType::kF32) : size == 8 ? std::optional(DType::kF64) : std::nullopt;
+    case 'c': return size == 8 ? std::optional(DType::kC64) : size == 16 ? std::optional(DType::kC128) : std::nullopt;
+    default: return std::nullopt;
+  }
+}
+
+ArraySpan array_span(int64_t rank, const int64_t* dims, const int64_t* byte_strides, int64_t item) {
+  ArraySpan a;
+  int64_t hi = 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    const int64_t n = dims[d], st = byte_strides[d];
+    a.shape.push_back(n);
+    a.strides.push_back(st / item);
+    if (n > 1) (st < 0 ? a.lo : hi) += st * (n - 1);
+  }
+  a.bytes = hi - a.lo + item;
+  return a;
+}
+
 DType dtype_of(const py::dtype& dt) {
   const char kind = dt.kind();
   const auto size = dt.itemsize();
   const char order = dt.byteorder();
   if (order == '>')
     throw py::type_error("tenferro: non-native byte order (big-endian " + std::string(py::str(py::handle(dt))) + ")");
-  if (kind == 'b' && size == 1) return DType::kBool;
-  if (kind == 'i' && size == 4) return DType::kI32;
-  if (kind == 'i' && size == 8) return DType::kI64;
-  if (kind == 'f' && size == 4) return DType::kF32;
-  if (kind == 'f' && size == 8) return DType::kF64;
-  if (kind == 'c' && size == 8) return DType::kC64;
-  if (kind == 'c' && size == 16) return DType::kC128;
+  if (auto d = dtype_of_kind(kind, static_cast<int64_t>(size))) return *d;
   throw py::type_error("tenferro: unsupported dtype " + std::string(py::str(py::handle(dt))) +
                        " (supported: bool, int32, int64, float32, float64, complex64, complex128)");
 }
@@ -54,29 +72,26 @@ DType dtype_of(const py::dtype& dt) {
 Tensor from_numpy(const py::array& array) {
   const DType dtype = dtype_of(array.dtype());
   const auto item = static_cast<int64_t>(array.itemsize());
-  const auto rank = static_cast<size_t>(array.ndim());
-  Shape shape;
-  Strides strides;
-  int64_t lo = 0, hi = 0;  // byte offsets of the lowest and highest element from data()
+  const auto rank = static_cast<int64_t>(array.ndim());
+  static_assert(std::is_same_v<py::ssize_t, int64_t>, "numpy's extents and strides are read in place");
+  const int64_t* dims = array.shape();
+  const int64_t* byte_strides = array.strides();
   bool empty = false;
-  for (size_t d = 0; d < rank; ++d) {
-    const auto n = static_cast<int64_t>(array.shape(static_cast<py::ssize_t>(d)));
-    const auto st = static_cast<int64_t>(array.strides(static_cast<py::ssize_t>(d)));
+  for (int64_t d = 0; d < rank; ++d) {
+    const int64_t st = byte_strides[d];
     if (st % item != 0) {
       throw py::value_error("tenferro: array strides must be multiples of the item size (axis " + std::to_string(d) +
                             " has stride " + std::to_string(st) + " bytes for " + std::to_string(item) +
                             "-byte items)");
     }
-    shape.push_back(n);
-    strides.push_back(st / item);
-    if (n == 0) empty = true;
-    if (n > 1) (st < 0 ? lo : hi) += st * (n - 1);
+    if (dims[d] == 0) empty = true;
   }
+  ArraySpan span = array_span(rank, dims, byte_strides, item);
   auto* base = static_cast<char*>(const_cast<void*>(array.data()));
-  const int64_t bytes = empty ? 0 : hi - lo + item;
-  auto storage = std::make_shared<NumpyStorage>(base + (empty ? 0 : lo), bytes, array.writeable(), array.ptr());
-  Layout layout{shape, strides, empty ? 0 : -lo / item};
-  if (empty) layout.strides = Strides(rank, 0);
+  const int64_t lo = empty ? 0 : span.lo;
+  auto storage = std::make_shared<NumpyStorage>(base + lo, empty ? 0 : span.bytes, array.writeable(), array.ptr());
+  Layout layout{std::move(span.shape), std::move(span.strides), -lo / item};
+  if (empty) layout.strides = Strides(static_cast<size_t>(rank), 0);
   return unwrap(Tensor::from_storage(dtype, std::move(storage), std::move(layout)));
 }
 

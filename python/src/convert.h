@@ -5,6 +5,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <optional>
 #include <string>
 
 #include "tenferro/core/error.h"
@@ -51,6 +52,21 @@ class NumpyStorage final : public Storage {
  private:
   PyObject* array_;
 };
+
+/// The tenferro dtype of numpy's (kind, item size), or nullopt for one tenferro lacks.
+/// The one table of supported numpy dtypes (dtype_of, the einsum fast paths).
+std::optional<DType> dtype_of_kind(char kind, int64_t item_size) noexcept;
+
+/// Where an array's elements lie relative to its data pointer: `lo` (<= 0) and `bytes`
+/// span every byte its strides reach (negative strides included; the caller handles
+/// empty arrays); `strides` are the byte strides in elements (exact multiples of `item`,
+/// which the caller checks).
+struct ArraySpan {
+  Shape shape;
+  Strides strides;
+  int64_t lo = 0, bytes = 0;
+};
+ArraySpan array_span(int64_t rank, const int64_t* dims, const int64_t* byte_strides, int64_t item);
 
 /// The tenferro dtype of a numpy dtype; TypeError for unsupported ones (float16, object,
 /// strings, structured, non-native byte order).

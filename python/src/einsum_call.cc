@@ -89,14 +89,7 @@ struct CallEntry {
 
 std::optional<DType> dtype_of_descr(const py::detail::PyArrayDescr_Proxy& d) {
   if (d.byteorder == '>') return std::nullopt;
-  switch (d.kind) {
-    case 'b': return d.elsize == 1 ? std::optional(DType::kBool) : std::nullopt;
-    case 'i': return d.elsize == 4 ? std::optional(DType::kI32) : d.elsize == 8 ? std::optional(DType::kI64) : std::nullopt;
-    case 'f': return d.elsize == 4 ? std::optional(DType::kF32) : d.elsize == 8 ? std::optional(DType::kF64) : std::nullopt;
-    case 'c':
-      return d.elsize == 8 ? std::optional(DType::kC64) : d.elsize == 16 ? std::optional(DType::kC128) : std::nullopt;
-    default: return std::nullopt;
-  }
+  return dtype_of_kind(d.kind, d.elsize);
 }
 
 }  // namespace
@@ -319,20 +312,13 @@ std::unique_ptr<CallEntry> make_entry(Engine& e, const Probe& p) {
 Result<Tensor> make_handle(bool writable, DType dtype, int rank, const int64_t* dims, const int64_t* byte_strides,
                            int64_t& lo, int64_t& bytes) {
   const int64_t item = dtype_size(dtype);
-  int64_t hi = 0;
-  lo = 0;
-  Shape shape;
-  Strides strides;
-  for (int d = 0; d < rank; ++d) {
-    const int64_t n = dims[d], st = byte_strides[d];
-    shape.push_back(n);
-    strides.push_back(st / item);  // a multiple of the item size: from_numpy checked it
-    if (n > 1) (st < 0 ? lo : hi) += st * (n - 1);
-  }
-  bytes = hi - lo + item;
+  ArraySpan span = array_span(rank, dims, byte_strides, item);  // strides: from_numpy checked them
+  lo = span.lo;
+  bytes = span.bytes;
   auto storage = std::make_shared<CallStorage>(writable);
   storage->bind(nullptr, bytes);  // the capacity the layout is validated against
-  return Tensor::from_storage(dtype, std::move(storage), Layout{std::move(shape), std::move(strides), -lo / item});
+  return Tensor::from_storage(dtype, std::move(storage),
+                              Layout{std::move(span.shape), std::move(span.strides), -lo / item});
 }
 
 // Points entry.handles[i] at `data` (an array's data pointer); false when no handle can

@@ -90,12 +90,7 @@ einsum::PathPolicy path_policy(const py::object& optimize, size_t operands) {
 
 namespace {
 
-bool supported(const py::dtype& dt) {
-  const char kind = dt.kind();
-  const auto size = dt.itemsize();
-  return (kind == 'b' && size == 1) || (kind == 'i' && (size == 4 || size == 8)) ||
-         (kind == 'f' && (size == 4 || size == 8)) || (kind == 'c' && (size == 8 || size == 16));
-}
+bool supported(const py::dtype& dt) { return dtype_of_kind(dt.kind(), static_cast<int64_t>(dt.itemsize())).has_value(); }
 
 // Note [Row-major operands]: the einsum planner orders intermediates for column-major
 // operands (the library's convention), so a numpy program over C-ordered arrays ran up to
