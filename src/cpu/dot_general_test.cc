@@ -1066,8 +1066,8 @@ TEST(DotGeneral, StreamedOutputProductsMatchTheReference) {
 
 // Note [Streamed tall products]: the kernel itself, A column- or row-major with padded
 // leading dimensions, B in either layout or strided, every slice remainder (m % 8),
-// contraction remainders (k % 4), chunks of 96 rows, alpha/beta; against long-double
-// sums, padding rows of C untouched.
+// contraction remainders (k % 4), chunks of 96 rows, alpha/beta, C column- or row-major;
+// against long-double sums, padding of C untouched.
 TEST(DotGeneral, StreamedKernelMatchesLongDoubleSums) {
   std::mt19937_64 rng(1201);
   std::normal_distribution<double> nd;
@@ -1085,11 +1085,32 @@ TEST(DotGeneral, StreamedKernelMatchesLongDoubleSums) {
             c(static_cast<size_t>(ldc * n));
         for (auto* v : {&a, &b, &c})
           for (double& x : *v) x = nd(rng);
-        const std::vector<double> c0 = c;
         const double alpha = 1.25, beta = rng() % 3 == 0 ? 0.0 : -0.5;
+        // C row-major in a third of the cases (rows ldr apart: the transposed form's C,
+        // Note [Streamed tall products]); checked through its column-major copy, the
+        // padding of each row untouched.
+        const bool c_rows = rng() % 3 == 0;
+        const int64_t ldr = n + static_cast<int64_t>(rng() % 3);
+        std::vector<double> cr(static_cast<size_t>(m * ldr));
+        for (double& x : cr) x = nd(rng);
+        const std::vector<double> cr0 = cr;
+        if (c_rows) {
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) c[static_cast<size_t>(i + j * ldc)] = cr0[static_cast<size_t>(i * ldr + j)];
+        }
+        const std::vector<double> c0 = c;
         const detail::GemmArgs<double> g{m, n, k, alpha, a.data(), row_major ? lda : 1, row_major ? 1 : lda, false,
-                                         b.data(), rsb, csb, false, beta, c.data(), 1, ldc};
+                                         b.data(), rsb, csb, false, beta, c_rows ? cr.data() : c.data(),
+                                         c_rows ? ldr : 1, c_rows ? 1 : ldc};
         detail::streamed_f64(kernel_isa(host_caps()), g);
+        if (c_rows) {
+          for (int64_t i = 0; i < m; ++i) {
+            for (int64_t j = 0; j < n; ++j) c[static_cast<size_t>(i + j * ldc)] = cr[static_cast<size_t>(i * ldr + j)];
+            for (int64_t j = n; j < ldr; ++j) {
+              ASSERT_EQ(cr[static_cast<size_t>(i * ldr + j)], cr0[static_cast<size_t>(i * ldr + j)]) << "row padding";
+            }
+          }
+        }
         expect_kernel_result(
             m, n, k, alpha, beta,
             [&](int64_t i, int64_t p) { return a[static_cast<size_t>(row_major ? i * lda + p : i + p * lda)]; },
@@ -1306,10 +1327,15 @@ TEST(DotGeneral, StreamedTallProductsPackNothing) {
       for (const int threads : {1, 2}) {
         SCOPED_TRACE("tall " + std::to_string(tall) + " orient " + std::to_string(orient) + " threads " +
                      std::to_string(threads));
-        // The destination with the tall side fastest: [t, s], or a transposed view [s, t].
-        Tensor out = Tensor::random_normal(DType::kF64, {tall, narrow}, 13).value();
-        if (tall_rhs) out = out.permute(Dims{1, 0}).value();
-        expect_in_place_product(*executor, cfg, lhs, rhs, threads, out, true);
+        // The destination with the tall side fastest ([t, s], or a transposed view [s, t]),
+        // or with the narrow side fastest (the kernel writes C's rows at a stride).
+        for (const bool tall_fastest : {true, false}) {
+          Tensor out = tall_fastest ? Tensor::random_normal(DType::kF64, {tall, narrow}, 13).value()
+                                    : Tensor::random_normal(DType::kF64, {narrow, tall}, 13).value();
+          if (tall_rhs == tall_fastest) out = out.permute(Dims{1, 0}).value();
+          expect_in_place_product(*executor, cfg, lhs, rhs, threads, out, true);
+          if (HasFatalFailure()) return;
+        }
       }
     }
   }

@@ -415,16 +415,17 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
                  ((M >= 4 && (lms == 1 || lhs_packed) && oms == 1) || (N >= 4 && rns == 1 && ons == 1 && oms != 1));
     small_pack_lhs = small_form && oms == 1 && lms != 1;
     // A tall operand (column- or row-major) against a narrow one with a long
-    // contraction, C column-major, no operand packed: streamed in memory order (Note
-    // [Streamed tall products] in gemm_kernels.cc); C^T = B^T A^T when the tall side is
-    // the rhs (C row-major).
+    // contraction, C column- or row-major, no operand packed: streamed in memory order
+    // (Note [Streamed tall products] in gemm_kernels.cc); C^T = B^T A^T when the tall
+    // side is the rhs. The kernel writes C once per row chunk at any row stride (the
+    // narrow side's stride), which costs nothing next to the contraction.
     const bool merged = lm.mergeable && lk.mergeable && rk.mergeable && rn.mergeable && om.mergeable && on.mergeable;
-    if (!short_form && !small_form && merged && K >= kStreamMinK) {
-      if (M >= kStreamMinLong && N >= kStreamMinShort && N <= detail::kStreamMaxN && (lm.stride == 1 || lk.stride == 1) &&
-          om.stride == 1) {
+    const bool c_plain = om.stride == 1 || on.stride == 1;
+    if (!short_form && !small_form && merged && K >= kStreamMinK && c_plain) {
+      if (M >= kStreamMinLong && N >= kStreamMinShort && N <= detail::kStreamMaxN && (lm.stride == 1 || lk.stride == 1)) {
         stream_form = true;
       } else if (N >= kStreamMinLong && M >= kStreamMinShort && M <= detail::kStreamMaxN &&
-                 (rn.stride == 1 || rk.stride == 1) && on.stride == 1) {
+                 (rn.stride == 1 || rk.stride == 1)) {
         stream_form = true;
         r.transposed = true;
       }

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 
 namespace tenferro::cpu {
@@ -66,11 +67,12 @@ struct Call {
   DotOptions options;
   int threads = 1;
   bool strict = false;  // strict placement
+  std::optional<Layout> out;  // the destination's layout (default: the result layout)
 };
 
 Result<DotRoute> plan(const Call& c, Caps caps) {
   const Shape shape = dot_general_shape(c.lhs.shape, c.rhs.shape, c.dims).value();
-  const Layout out = dot_general_result_layout(shape, c.dims.lhs_batch.size());
+  const Layout out = c.out ? *c.out : dot_general_result_layout(shape, c.dims.lhs_batch.size());
   TENFERRO_TRY(DotProblem p, dot_problem(c.dtype, c.lhs, c.rhs, out, c.dims, c.options));
   BatchSettings bs;
   if (c.options.batch_policy) bs.policy = *c.options.batch_policy;
@@ -160,6 +162,37 @@ TEST(DotPlan, SeveralThreadsSplitTheLongerSideOrColumns) {
   EXPECT_EQ(plan(forced, kAvx512).error().code(), ErrorCode::kUnsupported);
   forced.threads = 1;
   EXPECT_EQ(plan(forced, kAvx512).value().split, DotSplit::kNone);  // one thread: the caller's
+}
+
+// Note [Streamed tall products]: the tall side may be either operand, and C either
+// column- or row-major (the kernel writes C's rows at any stride); a C strided both ways
+// is not streamed.
+TEST(DotPlan, StreamedProductsTakeEitherDestinationOrder) {
+  struct Row {
+    const char* what;
+    int64_t m, n;
+    bool row_major_out, transposed;
+  };
+  for (const Row& row : {Row{"tall lhs, C column-major", 5000, 16, false, false},
+                         Row{"tall lhs, C row-major", 5000, 16, true, false},
+                         Row{"tall rhs, C column-major", 16, 5000, false, true},
+                         Row{"tall rhs, C row-major", 16, 5000, true, true}}) {
+    SCOPED_TRACE(row.what);
+    Call c = matmul(row.m, row.n, 200);
+    if (row.row_major_out) c.out = rm({row.m, row.n});
+    for (const Caps caps : {kAvx2, kAvx512}) {
+      const DotRoute r = plan(c, caps).value();
+      EXPECT_EQ(r.kernel, DotKernel::kStreamed) << describe(r);
+      EXPECT_EQ(r.transposed, row.transposed) << describe(r);
+      EXPECT_FALSE(r.pack_out) << describe(r);
+    }
+  }
+  Call strided = matmul(5000, 16, 200);
+  Layout out = cm({5000, 16});
+  out.strides[0] = 2;
+  out.strides[1] = 2 * 5000;
+  strided.out = out;
+  EXPECT_NE(plan(strided, kAvx512).value().kernel, DotKernel::kStreamed);
 }
 
 TEST(DotPlan, TenferroKernelsNeedAvx2) {

@@ -167,7 +167,7 @@ inline constexpr int64_t kStreamMaxN = 32;
 /// AVX-512 (Note [Streamed slices on AVX-512]), else 8.
 inline int64_t stream_slice_rows(IsaLevel isa) { return isa >= IsaLevel::kAvx512 ? 16 : 8; }
 
-/// C = alpha A B + beta C for f64 with C column-major (g.rsc == 1), A column-major
+/// C = alpha A B + beta C for f64 with C at any strides (fastest column-major), A column-major
 /// (g.rsa == 1) or row-major (g.csa == 1), B any strides and g.n <= kStreamMaxN: a tall
 /// product against a narrow B, A read once in memory order (Note [Streamed tall
 /// products] in gemm.cc). No packing, no allocation (a stack tile); one thread

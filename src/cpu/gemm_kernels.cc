@@ -761,7 +761,7 @@ void short_sides_f64(int64_t m, int64_t n, double alpha, const double* a, const 
 #endif
 }
 
-// Note [Streamed tall products]: C (m x n, column-major) = A B with A tall (m long;
+// Note [Streamed tall products]: C (m x n, rows at any stride) = A B with A tall (m long;
 // column-major, or row-major below), B narrow (n <= 32) and a long contraction - the
 // matrix chain's steps [465 x 396] x [396 x 21], where A is read once from memory and
 // nothing else is large. BLIS's unpacked kernels (and the register-blocked kernels
@@ -778,7 +778,9 @@ void short_sides_f64(int64_t m, int64_t n, double alpha, const double* a, const 
 // interleaved runs 11.6-14.5 ms against BLIS's 16.5-24.5 ms (medians 14-20 against
 // 20-30 ms); warm (A in L2) 22 GFLOP/s against BLIS's 27; row-major A on par with BLIS.
 // In the matrix-chain instance (half its products each way), time inside dot_general,
-// median of 8 runs: 18.6 -> 17.9 ms at one thread, 13.4 -> 10.0 ms at two.
+// median of 8 runs: 18.6 -> 17.9 ms at one thread, 13.4 -> 10.0 ms at two. The tile is
+// written to C once per row chunk, at C's row stride: a C whose narrow side is fastest
+// (the transposed form's C^T of a column-major narrow-by-tall C) costs no packing.
 constexpr int64_t kStreamRows = 96;
 
 #if TENFERRO_ISA_LEVEL >= 1
@@ -940,13 +942,16 @@ void streamed_any_f64(const GemmArgs<double>& g) {
         for (int64_t r = 0; r < rows; ++r) tile[r + j * ldt] += a[r * row_step + p * col_step] * y;
       }
     }
+    // C's rows at any stride: a row-major C is the transposed form's column-major one
+    // (Note [Streamed tall products]).
+    const int64_t rsc = g.rsc;
     for (int64_t j = 0; j < n; ++j) {
-      double* c = g.c + i0 + j * g.csc;
+      double* c = g.c + i0 * rsc + j * g.csc;
       const double* t = tile + j * ldt;
       if (g.beta == 0.0) {
-        for (int64_t r = 0; r < rows; ++r) c[r] = g.alpha * t[r];
+        for (int64_t r = 0; r < rows; ++r) c[r * rsc] = g.alpha * t[r];
       } else {
-        for (int64_t r = 0; r < rows; ++r) c[r] = g.alpha * t[r] + g.beta * c[r];
+        for (int64_t r = 0; r < rows; ++r) c[r * rsc] = g.alpha * t[r] + g.beta * c[r * rsc];
       }
     }
   }
