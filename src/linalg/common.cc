@@ -49,7 +49,10 @@ Result<Route> decide_route(const RouteInput& in, const cpu::BatchSettings& setti
   if (in.dtype == DType::kC64 || in.dtype == DType::kC128) work *= 4;
   Route r;
   const bool small = in.small_kernel_available && in.m == in.n && in.n <= small_max;
-  r.kernel = small ? Kernel::kSmall : Kernel::kLapack;
+  // Note [Recursive LU] (common.h): large LU factorizations on the engine's GEMM.
+  const bool lu_op = in.op == Op::kLu || in.op == Op::kSolve || in.op == Op::kInv || in.op == Op::kDet;
+  const bool recursive = lu_op && !small && k >= kRecursiveLuMinDim;
+  r.kernel = small ? Kernel::kSmall : recursive ? Kernel::kRecursiveLu : Kernel::kLapack;
   const int lanes = static_cast<int>(std::min<int64_t>(threads, std::max<int64_t>(in.items, 1)));
   switch (policy) {
     case BatchPolicy::kWholeBatchVendor:
@@ -66,7 +69,7 @@ Result<Route> decide_route(const RouteInput& in, const cpu::BatchSettings& setti
       r.reason = "forced outer_parallel: items split over the context's workers, one thread each";
       return r;
     case BatchPolicy::kProviderItems:
-      r.kernel = Kernel::kLapack;
+      r.kernel = recursive ? Kernel::kRecursiveLu : Kernel::kLapack;
       r.policy = BatchPolicy::kProviderItems;
       r.provider_threads = threads;
       r.reason = "forced provider_items: one LAPACK call after another, each with the context's threads";

@@ -186,11 +186,19 @@ class Failures {
   }
   int64_t item() const { return item_; }
   int64_t info() const { return info_; }
+  /// An error that is not a numerical failure (a product's workspace could not be
+  /// drawn); the first one is kept and returned after the items ran.
+  void fail(Error e) {
+    std::lock_guard lock(m_);
+    if (!error_) error_ = std::move(e);
+  }
+  const std::optional<Error>& error() const { return error_; }
 
  private:
   mutable std::mutex m_;
   int64_t item_ = -1;
   int64_t info_ = 0;
+  std::optional<Error> error_;
 };
 
 /// An error naming the failing item: "<what> at batch item <k> (index [..])".
@@ -214,8 +222,38 @@ void run_items(const CpuExecutionContext& ctx, const Route& route, int64_t items
     return;
   }
   std::optional<cpu::OpenBlasThreads> scope;
-  if (route.kernel == Kernel::kLapack) scope.emplace(std::max(1, route.provider_threads));
+  if (route.kernel != Kernel::kSmall) scope.emplace(std::max(1, route.provider_threads));
   f(0, items, 0);
+}
+
+/// Note [Recursive LU]: LAPACK's getrf (OpenBLAS) spends most of a large factorization
+/// in its own GEMM, which on CPUs whose OpenBLAS runs 256-bit kernels is up to twice as
+/// slow as the engine's (docs/benchmarks.md "CPU kernels"). The recursive LU splits the
+/// columns in halves: factor the left half, swap and solve the right half's top rows
+/// with L, update the rest with one product, factor it; panels of kLuLeaf columns are
+/// factored column by column, and the triangular solves are halved the same way, so
+/// nearly all the work is in dot_general calls (the context's threads, or one thread in
+/// an outer-parallel lane). Partial pivoting picks the same pivots as LAPACK (largest
+/// |re| + |im|, first on ties) up to rounding, and ipiv/info follow LAPACK's
+/// conventions (1-based rows; info = first exactly zero pivot, factorization
+/// completed). decide_route chooses it for items with min(m, n) >= kRecursiveLuMinDim.
+template <class T>
+Result<lint> recursive_lu(const cpu::CpuExecutionContext& ctx, int64_t m, int64_t n, T* a, int64_t lda, lint* ipiv);
+
+/// The LU factorization of one item (m x n, column-major, leading dimension lda) by the
+/// route's kernel: the recursive LU (its products on `ctx`'s threads, or on one thread
+/// inside an outer-parallel lane) or LAPACK's getrf. LAPACK's ipiv/info conventions.
+template <class T>
+Result<lint> factor_lu(const CpuExecutionContext& ctx, const Route& route, int64_t m, int64_t n, T* a, int64_t lda,
+                       lint* ipiv) {
+  if (route.kernel == Kernel::kRecursiveLu) {
+    if (route.policy == BatchPolicy::kOuterParallel && route.lanes > 1) {
+      const CpuExecutionContext lane(nullptr, cpu::ParallelMode::kSequential, 1, ctx.batch(), &ctx.caps());
+      return recursive_lu<T>(lane, m, n, a, lda, ipiv);
+    }
+    return recursive_lu<T>(ctx, m, n, a, lda, ipiv);
+  }
+  return Lapack<T>::getrf(static_cast<lint>(m), static_cast<lint>(n), a, static_cast<lint>(lda), ipiv);
 }
 
 /// decide_route for an operation on items of m x n.

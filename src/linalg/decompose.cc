@@ -490,16 +490,22 @@ Result<LuFactorResult> lu_factor_t(const CpuExecutionContext& ctx, const Tensor&
   }
   const int64_t lane_bytes = (k * int64_t(sizeof(lint)) + 63) / 64 * 64;
   TENFERRO_TRY(Scratch scratch, Scratch::make(route.lanes * lane_bytes, pool));
+  Failures failures;
   detail::run_items(ctx, route, batch.count, [&](int64_t b, int64_t e, int lane) {
     auto* ipiv = reinterpret_cast<lint*>(scratch.data() + lane * lane_bytes);
     for (int64_t it = b; it < e; ++it) {
       const Mat<T> lu = item_mat<T>(res.lu, batch, it);
       gather(lu.p, m, item_mat<T>(a, batch, it), m, n);
-      Lapack<T>::getrf(static_cast<lint>(m), static_cast<lint>(n), lu.p, static_cast<lint>(m), ipiv);
+      auto factored = detail::factor_lu<T>(ctx, route, m, n, lu.p, m, ipiv);
+      if (!factored) {
+        failures.fail(factored.error());
+        continue;
+      }
       const Mat<int64_t> piv = item_vec<int64_t>(res.pivots, batch, it);
       for (int64_t i = 0; i < k; ++i) piv(i, 0) = ipiv[i] - 1;
     }
   });
+  if (failures.error()) return *failures.error();
   return res;
 }
 

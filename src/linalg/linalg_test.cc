@@ -389,6 +389,47 @@ TEST_P(LinalgTest, LuReconstructsAndSolves) {
   for (int64_t b = 0; b < 3; ++b) EXPECT_LT(max_diff(matmul(item(a, {b}), item(x, {b})), item(bm, {b})), tol(dt()) * 100);
 }
 
+// Note [Recursive LU]: items with min(m, n) >= kRecursiveLuMinDim, square, tall and wide,
+// odd extents (uneven halves, partial 64-column panels): P L U = A, multipliers of
+// magnitude at most 1 (partial pivoting, LAPACK's |re| + |im|), solve and slogdet
+// against independent oracles, and an exactly zero pivot reported as LAPACK does (det
+// exactly 0, also where the product of the other pivots overflows f32).
+TEST_P(LinalgTest, RecursiveLuFactorsLargeItems) {
+  const double t = tol(dt());
+  for (auto [m, n] : {std::pair<int64_t, int64_t>{kRecursiveLuMinDim, kRecursiveLuMinDim}, {203, 203}, {190, 131}, {131, 190}}) {
+    SCOPED_TRACE(std::to_string(m) + " x " + std::to_string(n));
+    const Tensor a = rand({m, n}, 1200 + m + n);
+    const LuResult r = lu(ctx_, a).value();
+    // |l| <= 1 (real); complex pivots maximize |re| + |im|, so |l| <= sqrt(2).
+    const Dense l = item(r.l, {});
+    const double bound = complex() ? std::sqrt(2.0) : 1.0;
+    for (const c128& x : l.v) EXPECT_LE(std::abs(x), bound * (1 + 1e-6));
+    const double scale = static_cast<double>(std::max(m, n));
+    EXPECT_LT(max_diff(matmul(matmul(item(r.p, {}), l), item(r.u, {})), item(a, {})), t * 10 * scale);
+  }
+  const int64_t n = 203;
+  const Tensor a = rand({n, n}, 1300), bm = rand({n, 2}, 1301);
+  const Tensor x = solve(ctx_, a, bm).value();
+  EXPECT_LT(max_diff(matmul(item(a, {}), item(x, {})), item(bm, {})), t * 1000 * static_cast<double>(n));
+  // log|det| against the eigenvalues (eig: an independent LAPACK path).
+  const SlogdetResult sl = slogdet(ctx_, a).value();
+  const EigResult e = eig(ctx_, a).value();
+  double want = 0;
+  for (int64_t i = 0; i < n; ++i) want += std::log(std::abs(e.values.get_as_c128({i}).value()));
+  EXPECT_NEAR(sl.logabsdet.get_as_c128({}).value().real(), want, t * 100 * static_cast<double>(n));
+  // Column 70 exactly zero: U[70, 70] is the first zero pivot; solve names it, det is 0.
+  std::vector<c128> v(static_cast<size_t>(n * n));
+  const Dense d = item(a, {});
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) v[static_cast<size_t>(i * n + j)] = j == 70 ? 0.0 : d.at(i, j);
+  const Tensor sing = from_c128({n, n}, v);
+  const auto sr = solve(ctx_, sing, bm);
+  ASSERT_FALSE(sr.has_value());
+  EXPECT_EQ(sr.error().code(), ErrorCode::kSingular);
+  EXPECT_NE(sr.error().message().find("U[70, 70]"), std::string::npos) << sr.error().message();
+  EXPECT_EQ(std::abs(det(ctx_, sing).value().get_as_c128({}).value()), 0.0);
+}
+
 TEST_P(LinalgTest, SolveVectorMatrixBroadcastAndSingular) {
   for (int64_t n : {1, 3, 8, 24}) {
     const Tensor a = rand({11, n, n}, 800 + n);
@@ -728,6 +769,34 @@ TEST(LinalgRoute, AutoPicksOuterLanesForSmallItemsAndProviderThreadsForLargeOnes
   EXPECT_EQ(r.policy, BatchPolicy::kSequential);
 }
 
+TEST(LinalgRoute, LargeLuFactorizationsRunTheRecursiveLu) {
+  cpu::BatchSettings s;
+  RouteInput in;
+  in.threads = 2;
+  for (Op op : {Op::kLu, Op::kSolve, Op::kInv, Op::kDet}) {
+    in.op = op;
+    in.m = in.n = kRecursiveLuMinDim;
+    EXPECT_EQ(decide_route(in, s, {}).value().kernel, Kernel::kRecursiveLu) << op_name(op);
+    in.m = in.n = kRecursiveLuMinDim - 1;
+    EXPECT_EQ(decide_route(in, s, {}).value().kernel, Kernel::kLapack) << op_name(op);
+  }
+  in.op = Op::kLu;  // min(m, n) decides
+  in.m = kRecursiveLuMinDim;
+  in.n = 4 * kRecursiveLuMinDim;
+  EXPECT_EQ(decide_route(in, s, {}).value().kernel, Kernel::kRecursiveLu);
+  in.m = kRecursiveLuMinDim - 1;
+  EXPECT_EQ(decide_route(in, s, {}).value().kernel, Kernel::kLapack);
+  for (Op op : {Op::kQr, Op::kSvd, Op::kEigh, Op::kCholesky, Op::kLuSolve}) {
+    in.op = op;
+    in.m = in.n = 1024;
+    EXPECT_EQ(decide_route(in, s, {}).value().kernel, Kernel::kLapack) << op_name(op);
+  }
+  in.op = Op::kSolve;
+  LinalgOptions o;
+  o.batch_policy = BatchPolicy::kProviderItems;
+  EXPECT_EQ(decide_route(in, s, o).value().kernel, Kernel::kRecursiveLu);
+}
+
 TEST(LinalgRoute, PrecedenceAndForcedPolicies) {
   cpu::BatchSettings s;
   s.policy = BatchPolicy::kSequential;  // scoped/engine setting
@@ -764,18 +833,36 @@ TEST(LinalgThreads, OneAndTwoThreadsGiveEqualResults) {
   auto engine = cpu::CpuEngine::create(cfg, &t).value();
   const Tensor a = Tensor::random_normal(DType::kF64, {64, 6, 6}, 3).value();
   const Tensor big = Tensor::random_normal(DType::kF64, {3, 40, 40}, 4).value();
+  // Note [Recursive LU]: its products on two workers, one item and three (outer lanes).
+  const Tensor lu_a = Tensor::random_normal(DType::kF64, {3, 300, 300}, 5).value();
+  const Tensor lu_b = Tensor::random_normal(DType::kF64, {3, 300, 2}, 6).value();
   CpuExecutionContext seq = CpuExecutionContext::sequential();
   const SvdResult r1 = svd(seq, a).value();
   const SvdResult b1 = svd(seq, big).value();
+  const Tensor x1 = solve(seq, lu_a, lu_b).value();
   SvdResult r2, b2;
+  Tensor x2, x2one;
   ASSERT_TRUE(engine
                   ->run(0, cpu::ParallelMode::kInner,
                         [&](CpuExecutionContext& ctx) -> Result<void> {
                           TENFERRO_TRY(r2, svd(ctx, a));
                           TENFERRO_TRY(b2, svd(ctx, big));
+                          TENFERRO_TRY(x2, solve(ctx, lu_a, lu_b));
+                          TENFERRO_TRY(Tensor first, lu_a.slice(0, 0, 1));
+                          TENFERRO_TRY(Tensor first_b, lu_b.slice(0, 0, 1));
+                          TENFERRO_TRY(x2one, solve(ctx, first, first_b));
                           return ok();
                         })
                   .has_value());
+  for (int64_t b = 0; b < 3; ++b)
+    for (int64_t i = 0; i < 300; ++i)
+      for (int64_t j = 0; j < 2; ++j) {
+        const double want = x1.get<double>({b, i, j}).value();
+        EXPECT_NEAR(x2.get<double>({b, i, j}).value(), want, 1e-9 * (1 + std::abs(want)));
+        if (b == 0) {
+          EXPECT_NEAR(x2one.get<double>({0, i, j}).value(), want, 1e-9 * (1 + std::abs(want)));
+        }
+      }
   for (int64_t b = 0; b < 64; ++b)
     for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(r1.s.get<double>({b, i}).value(), r2.s.get<double>({b, i}).value());
   for (int64_t b = 0; b < 3; ++b)

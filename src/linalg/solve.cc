@@ -103,16 +103,23 @@ Result<void> solve_items(const CpuExecutionContext& ctx, Op op, const char* name
           for (int64_t j = 0; j < k; ++j) detail::small_lu_solve<T>(acopy, n, spiv, x + j * ldx, 1);
         }
       } else {
-        const lint info = Lapack<T>::getrf(ln, ln, acopy, ln, ipiv);
+        auto factored = detail::factor_lu<T>(ctx, route, n, n, acopy, n, ipiv);
+        if (!factored) {
+          failures.fail(factored.error());
+          continue;
+        }
+        const lint info = *factored;
         if (info != 0) {
           failures.record(it, info);
           continue;
         }
+        const cpu::OpenBlasThreads scope(std::max(1, route.provider_threads));  // after a recursive LU's panels
         Lapack<T>::getrs('N', ln, static_cast<lint>(k), acopy, ln, ipiv, x, static_cast<lint>(ldx));
       }
       if (!direct) scatter(dst, bbuf, n, n, k);
     }
   });
+  if (failures.error()) return *failures.error();
   if (failures.any()) {
     return detail::item_error(ErrorCode::kSingular, name, batch, failures.item(),
                               "the matrix is singular (U[" + std::to_string(failures.info() - 1) + ", " +
@@ -193,8 +200,9 @@ Result<SlogdetResult> slogdet_t(const CpuExecutionContext& ctx, const Tensor& a,
       const T d = diag[i * stride];
       prod *= d;
       const Real<T> ad = std::abs(d);
-      if (ad == 0) {
+      if (ad == 0) {  // exactly singular: det 0 even where the product so far overflowed
         sg = T(0);
+        prod = T(0);
         la = -std::numeric_limits<Real<T>>::infinity();
         break;
       }
@@ -217,6 +225,7 @@ Result<SlogdetResult> slogdet_t(const CpuExecutionContext& ctx, const Tensor& a,
       return res;
     }
   }
+  Failures failures;
   detail::run_items(ctx, route, batch.count, [&](int64_t bgn, int64_t end, int lane) {
     T* acopy;
     lint* ipiv;
@@ -229,12 +238,17 @@ Result<SlogdetResult> slogdet_t(const CpuExecutionContext& ctx, const Tensor& a,
         detail::small_lu<T>(acopy, n, spiv);
         for (int64_t i = 0; i < n; ++i) odd ^= spiv[i] != i;
       } else if (n > 0) {
-        Lapack<T>::getrf(static_cast<lint>(n), static_cast<lint>(n), acopy, static_cast<lint>(n), ipiv);
+        auto factored = detail::factor_lu<T>(ctx, route, n, n, acopy, n, ipiv);
+        if (!factored) {
+          failures.fail(factored.error());
+          continue;
+        }
         for (int64_t i = 0; i < n; ++i) odd ^= ipiv[i] - 1 != i;
       }
       emit(it, acopy, n + 1, odd);
     }
   });
+  if (failures.error()) return *failures.error();
   return res;
 }
 

@@ -76,7 +76,12 @@ inline constexpr int64_t kSmallMaxDim = 16;
 enum class Kernel : uint8_t {
   kLapack,  ///< LAPACK (OpenBLAS) per item, workspace queried once per call
   kSmall,   ///< the engine's small-matrix kernels (registers/L1, no LAPACK call)
+  kRecursiveLu,  ///< LU factorizations: the engine's recursive LU, its updates on dot_general
 };
+
+/// Smallest min(m, n) whose LU factorization (lu, lu_factor, solve, inv, det, slogdet)
+/// runs the recursive LU instead of LAPACK's getrf (Note [Recursive LU]).
+inline constexpr int64_t kRecursiveLuMinDim = 128;
 
 /// How one call runs: the decision and the reason, from decide_route.
 struct Route {
