@@ -6,6 +6,7 @@
 #include <complex>
 #include <vector>
 
+#include "small.h"
 #include "tenferro/cpu/engine.h"
 
 namespace tenferro::linalg {
@@ -171,7 +172,7 @@ TEST_P(LinalgTest, SvdThinFullAndValuesReconstructBatchedStridedInput) {
 }
 
 TEST_P(LinalgTest, SvdSmallKernelAgreesWithLapack) {
-  for (int64_t n : {1, 2, 4, 8, 16}) {
+  for (int64_t n : {1, 2, 3, 4, 5, 7, 8, 13, 16}) {  // odd n: a dummy column in the Jacobi rounds
     const Tensor a = rand({9, n, n}, 100 + n);
     const SvdResult small = svd(ctx_, a).value();
     SvdOptions lapack;
@@ -270,7 +271,7 @@ TEST_P(LinalgTest, QrModesAndPivoting) {
 }
 
 TEST_P(LinalgTest, EighBothTrianglesAndSmallKernel) {
-  for (int64_t n : {1, 3, 8, 20}) {
+  for (int64_t n : {1, 3, 7, 8, 16, 20}) {
     const Tensor s = spd(11, n, 300 + n);
     for (Uplo ul : {Uplo::kLower, Uplo::kUpper}) {
       for (int64_t small : {int64_t{0}, kSmallMaxDim}) {
@@ -737,6 +738,30 @@ TEST_P(LinalgTest, DTypeAndShapeErrors) {
 
 INSTANTIATE_TEST_SUITE_P(AllFloat, LinalgTest,
                          ::testing::Values(DType::kF32, DType::kF64, DType::kC64, DType::kC128), dtype_param_name);
+
+// Note [Jacobi rounds]: every pair of columns meets exactly once per sweep, and the pairs
+// of one round are disjoint (each column at most once).
+TEST(LinalgKernels, JacobiRoundsMeetEveryPairOnce) {
+  for (int64_t n = 1; n <= detail::kSmallCap; ++n) {
+    std::vector<int> met(static_cast<size_t>(n * n), 0);
+    const int64_t rounds = n + (n & 1) - 1;
+    for (int64_t round = 0; round < rounds; ++round) {
+      int64_t ps[detail::kSmallCap / 2 + 1], rs[detail::kSmallCap / 2 + 1];
+      const int pairs = detail::round_robin_pairs(n, round, ps, rs);
+      EXPECT_EQ(pairs, n / 2) << "n " << n;
+      std::vector<int> used(static_cast<size_t>(n), 0);
+      for (int k = 0; k < pairs; ++k) {
+        ASSERT_LT(ps[k], rs[k]);
+        ASSERT_LT(rs[k], n);
+        ++met[static_cast<size_t>(ps[k] * n + rs[k])];
+        EXPECT_EQ(used[static_cast<size_t>(ps[k])]++, 0);
+        EXPECT_EQ(used[static_cast<size_t>(rs[k])]++, 0);
+      }
+    }
+    for (int64_t p = 0; p < n; ++p)
+      for (int64_t r = p + 1; r < n; ++r) EXPECT_EQ(met[static_cast<size_t>(p * n + r)], 1) << n << ": " << p << "," << r;
+  }
+}
 
 // ---- routes: decided from explicit facts, never from this machine ----
 

@@ -416,7 +416,7 @@ inline void jacobi_rotation(T alpha, T beta, T g, bool active, T* c, T* s, T* t_
   *t_out = active ? t : T(0);
 }
 
-/// Cyclic Jacobi for kLanes symmetric items (x holds the full matrices, v gets the
+/// Jacobi for kLanes symmetric items (x holds the full matrices, v gets the
 /// eigenvectors when non-null). Returns false when some lane did not converge.
 template <class T>
 bool eigh_lanes(T* x, int64_t n, T* v) {
@@ -428,10 +428,16 @@ bool eigh_lanes(T* x, int64_t n, T* v) {
   }
   for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
     bool any = false;
-    for (int64_t p = 0; p < n - 1; ++p) {
-      for (int64_t r = p + 1; r < n; ++r) {
-        alignas(64) T c[kLanes], s[kLanes], t[kLanes];
-        T* xpr = x + (p + r * n) * kLanes;
+    // Note [Jacobi rounds] (small.h): a round's disjoint pairs read entries no other
+    // pair of the round writes, so their rotations are computed together first.
+    const int64_t m = n + (n & 1);
+    for (int64_t round = 0; round + 1 < m; ++round) {
+      int64_t ps[kSmallCap / 2 + 1], rs[kSmallCap / 2 + 1];
+      const int pairs = round_robin_pairs(n, round, ps, rs);
+      alignas(64) T c[kSmallCap / 2 + 1][kLanes], s[kSmallCap / 2 + 1][kLanes], t[kSmallCap / 2 + 1][kLanes];
+      for (int k = 0; k < pairs; ++k) {
+        const int64_t p = ps[k], r = rs[k];
+        const T* xpr = x + (p + r * n) * kLanes;
         const T* xpp = x + (p + p * n) * kLanes;
         const T* xrr = x + (r + r * n) * kLanes;
         // Branch-free over the lanes (vectorized): inactive lanes get the identity.
@@ -439,22 +445,26 @@ bool eigh_lanes(T* x, int64_t n, T* v) {
           const T apr = xpr[w];
           const bool active = std::abs(apr) > eps * std::sqrt(std::abs(xpp[w])) * std::sqrt(std::abs(xrr[w])) &&
                               std::abs(apr) > std::numeric_limits<T>::min();
-          jacobi_rotation(xpp[w], xrr[w], apr, active, &c[w], &s[w], &t[w]);
+          jacobi_rotation(xpp[w], xrr[w], apr, active, &c[k][w], &s[k][w], &t[k][w]);
         }
+      }
+      for (int k = 0; k < pairs; ++k) {
+        const int64_t p = ps[k], r = rs[k];
         T moved = 0;
-        for (int w = 0; w < kLanes; ++w) moved += std::abs(s[w]);
+        for (int w = 0; w < kLanes; ++w) moved += std::abs(s[k][w]);
         if (moved == T(0)) continue;
         any = true;
         // Columns p and r, then rows p and r (x <- J^T x J).
-        rotate_lanes(x + p * n * kLanes, x + r * n * kLanes, n, 1, c, s);
-        rotate_lanes(x + p * kLanes, x + r * kLanes, n, n, c, s);
+        rotate_lanes(x + p * n * kLanes, x + r * n * kLanes, n, 1, c[k], s[k]);
+        rotate_lanes(x + p * kLanes, x + r * kLanes, n, n, c[k], s[k]);
+        T* xpr = x + (p + r * n) * kLanes;
         for (int w = 0; w < kLanes; ++w) {
-          if (s[w] != T(0)) {
+          if (s[k][w] != T(0)) {
             xpr[w] = T(0);
             x[(r + p * n) * kLanes + w] = T(0);
           }
         }
-        if (v != nullptr) rotate_lanes(v + p * n * kLanes, v + r * n * kLanes, n, 1, c, s);
+        if (v != nullptr) rotate_lanes(v + p * n * kLanes, v + r * n * kLanes, n, 1, c[k], s[k]);
       }
     }
     if (!any) return true;
@@ -490,31 +500,44 @@ bool svd_lanes(T* x, int64_t n, T* v, T* norm2) {
       for (int w = 0; w < kLanes; ++w) floor[w] = std::max(floor[w], norm2[j * kLanes + w]);
     for (int w = 0; w < kLanes; ++w) floor[w] *= eps * eps;
     bool any = false;
-    for (int64_t p = 0; p < n - 1; ++p) {
-      for (int64_t r = p + 1; r < n; ++r) {
-        alignas(64) T g[kLanes] = {}, c[kLanes], s[kLanes], t[kLanes];
+    // Note [Jacobi rounds] (small.h): each round's disjoint pairs together.
+    const int64_t m = n + (n & 1);  // a dummy column when n is odd
+    for (int64_t round = 0; round + 1 < m; ++round) {
+      int64_t ps[kSmallCap / 2 + 1], rs[kSmallCap / 2 + 1];
+      const int pairs = round_robin_pairs(n, round, ps, rs);
+      alignas(64) T g[kSmallCap / 2 + 1][kLanes] = {}, c[kSmallCap / 2 + 1][kLanes], s[kSmallCap / 2 + 1][kLanes],
+          t[kSmallCap / 2 + 1][kLanes];
+      for (int k = 0; k < pairs; ++k) {
+        const int64_t p = ps[k], r = rs[k];
         for (int64_t i = 0; i < n; ++i) {
           const T* xp = x + (i + p * n) * kLanes;
           const T* xr = x + (i + r * n) * kLanes;
-          for (int w = 0; w < kLanes; ++w) g[w] += xp[w] * xr[w];
+          for (int w = 0; w < kLanes; ++w) g[k][w] += xp[w] * xr[w];
         }
+        const T* np = norm2 + p * kLanes;
+        const T* nr = norm2 + r * kLanes;
+        // Branch-free (bitwise &, no short circuit), so the lanes' square roots and
+        // divisions vectorize (Note [Jacobi rounds]).
+        for (int w = 0; w < kLanes; ++w) {
+          const bool active = (np[w] > floor[w]) & (nr[w] > floor[w]) & (g[k][w] != T(0)) &
+                              (std::abs(g[k][w]) > eps * std::sqrt(np[w]) * std::sqrt(nr[w]));
+          jacobi_rotation(np[w], nr[w], g[k][w], active, &c[k][w], &s[k][w], &t[k][w]);
+        }
+      }
+      for (int k = 0; k < pairs; ++k) {
+        T moved = 0;
+        for (int w = 0; w < kLanes; ++w) moved += std::abs(s[k][w]);
+        if (moved == T(0)) continue;
+        any = true;
+        const int64_t p = ps[k], r = rs[k];
+        rotate_lanes(x + p * n * kLanes, x + r * n * kLanes, n, 1, c[k], s[k]);
         T* np = norm2 + p * kLanes;
         T* nr = norm2 + r * kLanes;
         for (int w = 0; w < kLanes; ++w) {
-          const bool active = np[w] > floor[w] && nr[w] > floor[w] && g[w] != T(0) &&
-                              std::abs(g[w]) > eps * std::sqrt(np[w]) * std::sqrt(nr[w]);
-          jacobi_rotation(np[w], nr[w], g[w], active, &c[w], &s[w], &t[w]);
+          np[w] -= t[k][w] * g[k][w];
+          nr[w] += t[k][w] * g[k][w];
         }
-        T moved = 0;
-        for (int w = 0; w < kLanes; ++w) moved += std::abs(s[w]);
-        if (moved == T(0)) continue;
-        any = true;
-        rotate_lanes(x + p * n * kLanes, x + r * n * kLanes, n, 1, c, s);
-        for (int w = 0; w < kLanes; ++w) {
-          np[w] -= t[w] * g[w];
-          nr[w] += t[w] * g[w];
-        }
-        if (v != nullptr) rotate_lanes(v + p * n * kLanes, v + r * n * kLanes, n, 1, c, s);
+        if (v != nullptr) rotate_lanes(v + p * n * kLanes, v + r * n * kLanes, n, 1, c[k], s[k]);
       }
     }
     refresh();
