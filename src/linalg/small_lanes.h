@@ -178,6 +178,19 @@ void store_lanes(const T* x, int64_t rows, int64_t cols, Tensor& out, const Batc
     }
 }
 
+// A Cholesky pivot d: its square root r and 1 / r when d > 0, else -1 (the marker
+// cholesky_lanes records) and 0. Computed unconditionally and selected, like
+// jacobi_rotation, so the loop over the lanes vectorizes.
+template <class T>
+inline void cholesky_pivot(T d, T* r_out, T* inv_out) {
+  const bool pos = d > T(0);
+  const T dd = pos ? d : T(1);
+  const T r = std::sqrt(dd);
+  const T q = T(1) / r;
+  *r_out = pos ? r : -T(1);
+  *inv_out = pos ? q : T(0);
+}
+
 /// Cholesky of items [b, e): L (lower) or U = L^T (upper) into out.
 template <class T>
 void cholesky_lanes(const Tensor& a, const Batch& batch, int64_t b, int64_t e, int64_t n, bool lower, Tensor& out,
@@ -195,13 +208,10 @@ void cholesky_lanes(const Tensor& a, const Batch& batch, int64_t b, int64_t e, i
         const T* ljk = x + (j + k * n) * kLanes;
         for (int w = 0; w < kLanes; ++w) xjj[w] -= ljk[w] * ljk[w];
       }
-      for (int w = 0; w < kLanes; ++w) {
-        // Not positive (or NaN): recorded below; 1 keeps the lane's arithmetic finite.
-        const T d = xjj[w];
-        const T r = std::sqrt(d > T(0) ? d : T(1));
-        inv[w] = d > T(0) ? T(1) / r : T(0);
-        xjj[w] = d > T(0) ? r : -T(1);
-      }
+      // Not positive (or NaN): recorded below; 1 keeps the lane's arithmetic finite.
+      // (Kept a loop, not unrolled first, so the loop vectorizer takes it.)
+#pragma GCC unroll 1
+      for (int w = 0; w < kLanes; ++w) cholesky_pivot(xjj[w], &xjj[w], &inv[w]);
       for (int w = 0; w < kLanes; ++w) {
         if (xjj[w] < T(0) && bad[w] == 0) bad[w] = static_cast<int>(j + 1);
       }
