@@ -1172,7 +1172,9 @@ TEST(DotGeneral, BlockedF32KernelMatchesLongDoubleSums) {
   std::mt19937_64 rng(1131);
   std::normal_distribution<float> nd;
   int64_t checked = 0;
-  const int64_t shapes[][3] = {{1, 1, 1}, {47, 7, 5}, {48, 8, 256}, {49, 9, 257}, {97, 17, 300}, {400, 13, 40}, {5, 1030, 9}};
+  constexpr int64_t kc = detail::BlockedShape<float>::kK;  // contraction slices: one, two, three
+  const int64_t shapes[][3] = {{1, 1, 1},          {47, 7, 5},          {48, 8, kc},  {49, 9, kc + 1},
+                               {97, 17, 2 * kc + 3}, {400, 13, 40}, {5, 1030, 9}};
   for (const auto& sh : shapes) {
     const int64_t m = sh[0], n = sh[1], k = sh[2];
     for (int form = 0; form < 3; ++form) {

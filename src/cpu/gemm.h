@@ -122,13 +122,16 @@ inline bool short_sides_available(IsaLevel isa) { return isa >= IsaLevel::kAvx2;
 /// element type: 512-bit vectors of kLanes elements; register blocks of kMR rows (kVecs
 /// = 3 vectors: 24 rows of f64, 48 of f32) by kNR = 8 columns (24 accumulators);
 /// contraction slices of kK, A row blocks of kM (multiples of kMR), B column blocks of
-/// kN.
+/// kN. kK is 2 KiB of contraction for either type (256 f64, 512 f32): a B micro-panel
+/// (kNR x kK) then takes 16 KiB of L1 for both, and each f32 register block loads and
+/// stores its C tile half as often as with 256 (f32 n = 2048 at one thread 2-4 %
+/// faster, docs/benchmarks.md "dot_general against the peers at their best").
 template <class T>
 struct BlockedShape {
   static constexpr int64_t kLanes = 64 / static_cast<int64_t>(sizeof(T));
   static constexpr int kVecs = 3;
   static constexpr int64_t kMR = kVecs * kLanes, kNR = 8;
-  static constexpr int64_t kK = 256, kM = 8 * kMR, kN = 1024 / kNR * kNR;  // whole panels
+  static constexpr int64_t kK = sizeof(T) == 4 ? 512 : 256, kM = 8 * kMR, kN = 1024 / kNR * kNR;  // whole panels
 };
 /// Rows of a packed A block and columns of a packed B block for an m x n product.
 template <class T>
