@@ -16,10 +16,10 @@ namespace tenferro::python {
 
 // Note [Python call cache]: a small einsum from Python costs what happens around the
 // product: argument parsing, one storage object and one handle per array, the plan-cache
-// key (a string built and hashed), a workspace taken from a locked list, the result
-// buffer and the capsule that keeps it alive behind the returned array. numpy's own einsum
-// does less of that, so a call that repeats (same subscripts, optimize string, dtype,
-// shapes and strides; numpy arrays; an inline plan) is served here instead:
+// key (the subscripts parsed, a string built and hashed), a workspace taken from a locked
+// list, the result buffer and the capsule that keeps it alive behind the returned array.
+// numpy's own einsum does less of that, so a call that repeats (same subscripts,
+// optimize string, dtype, shapes and strides; numpy arrays) is served here instead:
 // - `tenferro.einsum` is a C function (METH_FASTCALL): no Python frame, the keyword
 //   names compared by pointer (interned), anything it does not serve handed unchanged to
 //   the Python layer, which also raises every error (a failed fast attempt leaves no
@@ -27,24 +27,35 @@ namespace tenferro::python {
 // - each engine keeps kEntries calls keyed by their text and geometry (byte compares, no
 //   hashing), each with its plan, its own workspace and one tensor handle per operand and
 //   for the destination, built once over a storage object that each call points at its
-//   arrays (same geometry, so the validated layouts stay valid): a handle is reused only
-//   while the entry holds its storage alone, and the plan's run keeps no operand or
-//   destination handle (EinsumPlan::run clears its slots), so a pointer is read only
-//   during the call whose arguments keep its array alive;
-// - numpy allocates the result (its small-size allocation cache), column-major as the
-//   tenferro result would be, and the plan writes into it (execute_into): the returned
-//   array owns its memory, no capsule.
-// A call holds its engine's cache through an atomic flag for its whole run, which never
-// releases the GIL; a second caller meanwhile (another thread in a free-threaded build, a
-// finalizer run by an allocation) takes the Python path. Calls whose plan is not inline
-// (Note [Python fast path]) or mirrored (Note [Row-major operands]) are remembered as
-// such and go to the Python path at once.
+//   arrays (same geometry, so the validated layouts stay valid; reversed for a mirrored
+//   plan, Note [Row-major operands]): a handle is reused only while the entry holds its
+//   storage alone, and the plan's run keeps no operand or destination handle
+//   (EinsumPlan::run clears its slots), so a pointer is read only during the call whose
+//   arguments keep its array alive;
+// - numpy allocates the result (its small-size allocation cache), column-major for the
+//   plan as the tenferro result would be (C order of the reversed shape when mirrored),
+//   and the plan writes into it (execute_into): the returned array owns its memory, no
+//   capsule. Results above kCachedResultMaxBytes take the Python path, whose result
+//   comes from the engine's pool;
+// - a plan below kInlineFlops runs on the calling thread with the GIL held; a larger one
+//   releases the GIL and enters the engine's domain (Note [Python fast path]).
+// A call holds its engine's cache through an atomic flag for its whole run (also while
+// it has released the GIL); a second caller meanwhile (another thread, a finalizer run
+// by an allocation) takes the Python path. Clears during a call are deferred. Calls
+// whose result is too large are remembered as such and go to the Python path at once.
+// Serving the larger plans too halved the per-call cost of small non-inline products
+// (docs/benchmarks.md "Python").
 
 namespace {
 
 using Api = py::detail::npy_api;
 
 constexpr size_t kEntries = 16;
+// Largest result the cache allocates through numpy (Note [Python call cache]): above it
+// numpy's allocator maps fresh pages for every call (glibc hands blocks past its mmap
+// threshold, at most 32 MiB, straight to the kernel), while the Python path draws the
+// result from the engine's pool.
+constexpr int64_t kCachedResultMaxBytes = int64_t{4} << 20;
 constexpr size_t kMaxOperands = 16;
 constexpr int kMaxRank = 16;
 constexpr size_t kMaxGeometry = kMaxOperands * (1 + 2 * kMaxRank);
@@ -70,7 +81,9 @@ struct CallEntry {
   std::string subscripts, optimize;
   DType dtype = DType::kF64;
   std::vector<int64_t> geometry;
-  bool served = false;  // false: not inline or mirrored, the Python path runs it
+  bool served = false;    // false: the Python path runs it (a result too large, rank > kMaxRank)
+  bool mirrored = false;  // planned on the reversed operands (Note [Row-major operands])
+  bool inline_run = false;  // below kInlineFlops: on the calling thread, the GIL held
   std::shared_ptr<const einsum::EinsumPlan> plan;
   einsum::EinsumWorkspace workspace;
   // Handles over CallStorage, kept between calls and rebound to each call's arrays:
@@ -290,7 +303,11 @@ std::unique_ptr<CallEntry> make_entry(Engine& e, const Probe& p) {
     entry->optimize = std::string(p.optimize);
     entry->dtype = p.dtype;
     entry->geometry.assign(p.geometry.begin(), p.geometry.begin() + static_cast<ptrdiff_t>(p.geometry_len));
-    entry->served = !mirrored && plan->cost().flops <= kInlineFlops && plan->output_shape().size() <= kMaxRank;
+    const Shape& out_shape = plan->output_shape();
+    const int64_t out_bytes = element_count(out_shape) * dtype_size(p.dtype);
+    entry->served = out_shape.size() <= static_cast<size_t>(kMaxRank) && out_bytes <= kCachedResultMaxBytes;
+    entry->mirrored = mirrored;
+    entry->inline_run = plan->cost().flops <= kInlineFlops;
     entry->out_type = numpy_type(p.dtype);
     if (entry->served) {
       entry->workspace = plan->make_workspace();
@@ -343,25 +360,41 @@ PyObject* run_entry(Engine& e, CallEntry& entry, const Probe& p) {
   const einsum::EinsumPlan& plan = *entry.plan;
   const Shape& out_shape = plan.output_shape();
   const int out_rank = static_cast<int>(out_shape.size());
+  const bool mirrored = entry.mirrored;
+  // numpy's result: the plan's output (reversed when mirrored), allocated column-major
+  // for the plan either way: Fortran order, or C order of the reversed shape.
   Py_intptr_t out_dims[kMaxRank];
-  for (int d = 0; d < out_rank; ++d) out_dims[d] = static_cast<Py_intptr_t>(out_shape[static_cast<size_t>(d)]);
+  for (int d = 0; d < out_rank; ++d) {
+    out_dims[d] = static_cast<Py_intptr_t>(out_shape[static_cast<size_t>(mirrored ? out_rank - 1 - d : d)]);
+  }
   PyObject* descr = api.PyArray_DescrFromType_(entry.out_type);
   if (descr == nullptr) {
     PyErr_Clear();
     return nullptr;
   }
-  // Column-major (nonzero flags with no strides and no data: Fortran order).
-  PyObject* out = api.PyArray_NewFromDescr_(api.PyArray_Type_, descr, out_rank, out_dims, nullptr, nullptr, 1, nullptr);
+  // (Nonzero flags with no strides and no data: Fortran order; zero: C order.)
+  PyObject* out = api.PyArray_NewFromDescr_(api.PyArray_Type_, descr, out_rank, out_dims, nullptr, nullptr,
+                                            mirrored ? 0 : 1, nullptr);
   if (out == nullptr) {
     PyErr_Clear();
     return nullptr;
   }
+  // Binds handle i to an array's geometry, reversed for a mirrored plan.
+  auto bind = [&](size_t i, bool writable, char* data, int rank, const int64_t* dims, const int64_t* strides) {
+    if (!mirrored) return bind_handle(entry, i, writable, data, rank, dims, strides);
+    int64_t rd[kMaxRank], rs[kMaxRank];
+    for (int d = 0; d < rank; ++d) {
+      rd[d] = dims[rank - 1 - d];
+      rs[d] = strides[rank - 1 - d];
+    }
+    return bind_handle(entry, i, writable, data, rank, rd, rs);
+  };
   bool ok = true;
   const int64_t* g = p.geometry.data();
   for (size_t i = 0; i < n && ok; ++i) {
     const auto* a = py::detail::array_proxy(p.arrays[i]);
     const int rank = static_cast<int>(*g++);
-    ok = bind_handle(entry, i, (a->flags & Api::NPY_ARRAY_WRITEABLE_) != 0, a->data, rank, g, g + rank);
+    ok = bind(i, (a->flags & Api::NPY_ARRAY_WRITEABLE_) != 0, a->data, rank, g, g + rank);
     g += 2 * rank;
   }
   if (ok) {
@@ -371,14 +404,27 @@ PyObject* run_entry(Engine& e, CallEntry& entry, const Probe& p) {
       dims[d] = o->dimensions[d];
       strides[d] = o->strides[d];
     }
-    ok = bind_handle(entry, n, true, o->data, out_rank, dims, strides);
+    ok = bind(n, true, o->data, out_rank, dims, strides);
   }
   if (ok) {
-    cpu::CpuExecutionContext ctx(nullptr, cpu::ParallelMode::kSequential, 1, e.engine->config().batch,
-                                 &e.engine->caps());
-    ok = plan.execute_into(ctx, std::span<const Tensor>(entry.handles.data(), n), entry.handles[n], entry.workspace,
-                           e.engine->pool(0))
-             .has_value();
+    const std::span<const Tensor> operands(entry.handles.data(), n);
+    if (entry.inline_run) {
+      cpu::CpuExecutionContext ctx(nullptr, cpu::ParallelMode::kSequential, 1, e.engine->config().batch,
+                                   &e.engine->caps());
+      ok = plan.execute_into(ctx, operands, entry.handles[n], entry.workspace, e.engine->pool(0)).has_value();
+    } else {
+      // Note [Python fast path]: the GIL released, the engine's domain with all its
+      // threads. The arrays stay alive (the caller's arguments and `out`); the entry is
+      // held through the cache's flag, so no other call touches it meanwhile.
+      PyThreadState* saved = PyEval_SaveThread();
+      ok = e.engine
+               ->run(0, cpu::ParallelMode::kInner,
+                     [&](cpu::CpuExecutionContext& ctx) -> Result<void> {
+                       return plan.execute_into(ctx, operands, entry.handles[n], entry.workspace, e.engine->pool(0));
+                     })
+               .has_value();
+      PyEval_RestoreThread(saved);
+    }
   }
   if (!ok) {
     Py_DECREF(out);

@@ -330,11 +330,14 @@ def test_engines_threads_and_plan_reuse():
     r2 = tenferro.einsum("ij,jk->ik", a, b, threads=2)
     np.testing.assert_allclose(r1, a @ b)
     np.testing.assert_allclose(r2, a @ b)
-    before = eng.plan_cache_stats()
+    before, calls_before = eng.plan_cache_stats(), eng.call_cache_stats()
     for _ in range(5):
         tenferro.einsum("ij,jk->ik", a, b, engine=eng)
-    after = eng.plan_cache_stats()
-    assert after["hits"] == before["hits"] + 5 and after["entries"] == before["entries"]
+    after, calls_after = eng.plan_cache_stats(), eng.call_cache_stats()
+    # Every repeat reuses the plan: from the call cache (Note [Python call cache]) or the
+    # plan cache; nothing is planned again.
+    reused = (after["hits"] - before["hits"]) + (calls_after["served"] - calls_before["served"])
+    assert reused == 5 and after["entries"] == before["entries"]
     with pytest.raises(ValueError):
         tenferro.Engine(threads=0)
 
@@ -420,3 +423,38 @@ def test_readme_python_example_runs():
     assert blocks, "README has no python example"
     for code in blocks:
         exec(compile(code, "README.md", "exec"), {})
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_call_cache_serves_large_and_mirrored_plans(threads):
+    # Note [Python call cache]: repeated calls above the inline size (run with the GIL
+    # released on the engine's threads), on C-ordered (mirrored plan), F-ordered and
+    # strided arrays, give numpy's values from the cache; a result above the cache's
+    # size limit takes the Python path and is still right.
+    rng = np.random.default_rng(40 + threads)
+    eng = tenferro.Engine(threads=threads)
+    a = rng.standard_normal((96, 130))
+    b = rng.standard_normal((130, 70))
+    c = rng.standard_normal((70, 5, 3))
+    cases = [
+        ("ij,jk->ik", (a, b)),
+        ("ij,jk->ki", (np.asfortranarray(a), np.asfortranarray(b))),
+        ("ij,jk,klm->iml", (a, b, c)),
+        ("ij,jk->ik", (a[::2, ::-1], b[::-1, :])),
+        ("ij,ij->ij", (a, a[::-1])),
+    ]
+    for subscripts, ops in cases:
+        want = np.einsum(subscripts, *ops)
+        served = eng.call_cache_stats()["served"]
+        for _ in range(3):
+            got = tenferro.einsum(subscripts, *ops, engine=eng)
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+            assert got.shape == want.shape
+        assert eng.call_cache_stats()["served"] >= served + 2, subscripts
+    big = rng.standard_normal((800, 3))
+    big_b = rng.standard_normal((3, 800))  # 800 x 800 f64 result: 5 MB, above the limit
+    want = big @ big_b
+    served = eng.call_cache_stats()["served"]
+    for _ in range(3):
+        np.testing.assert_allclose(tenferro.einsum("ij,jk->ik", big, big_b, engine=eng), want, rtol=1e-12)
+    assert eng.call_cache_stats()["served"] == served
