@@ -19,11 +19,12 @@ namespace tenferro::python {
 // key (the subscripts parsed, a string built and hashed), a workspace taken from a locked
 // list, the result buffer and the capsule that keeps it alive behind the returned array.
 // numpy's own einsum does less of that, so a call that repeats (same subscripts,
-// optimize string, dtype, shapes and strides; numpy arrays) is served here instead:
+// optimize name or path, dtype, shapes and strides; numpy arrays) is served here instead:
 // - `tenferro.einsum` is a C function (METH_FASTCALL): no Python frame, the keyword
 //   names compared by pointer (interned), anything it does not serve handed unchanged to
 //   the Python layer, which also raises every error (a failed fast attempt leaves no
 //   trace: it writes only into the array it allocated itself);
+// - an explicit path (opt_einsum's list of int tuples) is part of the key as text;
 // - each engine keeps kEntries calls keyed by their text and geometry (byte compares, no
 //   hashing), each with its plan, its own workspace and one tensor handle per operand and
 //   for the destination, built once over a storage object that each call points at its
@@ -69,7 +70,9 @@ class CallStorage final : public Storage {
 
 // One call's key: texts and, per operand, rank, extents and byte strides.
 struct Probe {
-  std::string_view subscripts, optimize;
+  std::string_view subscripts, optimize;  // optimize: the name, or an explicit path's text
+  PyObject* path = nullptr;               // the explicit path (a list), borrowed
+  std::array<char, 256> path_text;
   DType dtype = DType::kF64;
   size_t n = 0;
   PyObject* const* arrays = nullptr;
@@ -256,6 +259,42 @@ bool probe_call(EntryState& st, PyObject* const* args, Py_ssize_t nargs, PyObjec
   p.subscripts = std::string_view(text, static_cast<size_t>(len));
   if (optimize == nullptr) {
     p.optimize = "greedy";
+  } else if (PyList_CheckExact(optimize)) {
+    // An explicit path (a list of int tuples), keyed by its text "[a,b;c,d;...": the
+    // steps compared, no hashing; anything else goes to the Python layer.
+    size_t at = 0;
+    auto put = [&](char c) {
+      if (at < p.path_text.size()) p.path_text[at] = c;
+      ++at;
+    };
+    put('[');
+    const Py_ssize_t steps = PyList_GET_SIZE(optimize);
+    for (Py_ssize_t k = 0; k < steps; ++k) {
+      PyObject* step = PyList_GET_ITEM(optimize, k);
+      if (!PyTuple_CheckExact(step)) return false;
+      for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(step); ++j) {
+        PyObject* v = PyTuple_GET_ITEM(step, j);
+        if (!PyLong_CheckExact(v)) return false;
+        const long x = PyLong_AsLong(v);
+        if (x < 0 || x > 9999) {  // also -1 for an overflow (its error cleared below)
+          PyErr_Clear();
+          return false;
+        }
+        char digits[8];
+        int nd = 0;
+        long y = x;
+        do {
+          digits[nd++] = static_cast<char>('0' + y % 10);
+          y /= 10;
+        } while (y > 0);
+        while (nd > 0) put(digits[--nd]);
+        put(',');
+      }
+      put(';');
+    }
+    if (at > p.path_text.size()) return false;
+    p.optimize = std::string_view(p.path_text.data(), at);
+    p.path = optimize;
   } else {
     if (!PyUnicode_CheckExact(optimize)) return false;
     const char* o = PyUnicode_AsUTF8AndSize(optimize, &len);
@@ -295,7 +334,9 @@ std::unique_ptr<CallEntry> make_entry(Engine& e, const Probe& p) {
     std::vector<Tensor> operands;
     operands.reserve(p.n);
     for (size_t i = 0; i < p.n; ++i) operands.push_back(from_numpy(py::reinterpret_borrow<py::array>(p.arrays[i])));
-    const einsum::PathPolicy policy = path_policy(py::str(p.optimize.data(), p.optimize.size()), p.n);
+    const einsum::PathPolicy policy =
+        p.path != nullptr ? path_policy(py::reinterpret_borrow<py::object>(p.path), p.n)
+                          : path_policy(py::str(p.optimize.data(), p.optimize.size()), p.n);
     bool mirrored = false;
     auto plan = plan_for(e, p.subscripts, operands, p.dtype, policy, mirrored);
     auto entry = std::make_unique<CallEntry>();

@@ -458,3 +458,24 @@ def test_call_cache_serves_large_and_mirrored_plans(threads):
     for _ in range(3):
         np.testing.assert_allclose(tenferro.einsum("ij,jk->ik", big, big_b, engine=eng), want, rtol=1e-12)
     assert eng.call_cache_stats()["served"] == served
+
+
+def test_call_cache_keys_explicit_paths():
+    # An explicit path is part of the call cache's key (Note [Python call cache]): the
+    # same call with another path is another entry, and every form gives numpy's values;
+    # a bad path still raises from the Python layer.
+    rng = np.random.default_rng(50)
+    eng = tenferro.Engine(threads=1)
+    a, b, c = rng.standard_normal((40, 30)), rng.standard_normal((30, 50)), rng.standard_normal((50, 20))
+    want = np.einsum("ij,jk,kl->il", a, b, c)
+    for path in ([(0, 1), (0, 1)], [(1, 2), (0, 1)], ["einsum_path", (0, 2), (0, 1)]):
+        served = eng.call_cache_stats()["served"]
+        for _ in range(3):
+            np.testing.assert_allclose(tenferro.einsum("ij,jk,kl->il", a, b, c, optimize=path, engine=eng), want,
+                                       rtol=1e-12, atol=1e-12)
+        if path[0] != "einsum_path":
+            assert eng.call_cache_stats()["served"] >= served + 2, path
+    with pytest.raises(ValueError):
+        tenferro.einsum("ij,jk,kl->il", a, b, c, optimize=[(0, 7), (0, 1)], engine=eng)
+    with pytest.raises(ValueError):
+        tenferro.einsum("ij,jk,kl->il", a, b, c, optimize=[(0, 7), (0, 1)], engine=eng)
