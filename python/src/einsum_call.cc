@@ -457,14 +457,13 @@ PyObject* run_entry(Engine& e, CallEntry& entry, const Probe& p) {
       // Note [Python fast path]: the GIL released, the engine's domain with all its
       // threads. The arrays stay alive (the caller's arguments and `out`); the entry is
       // held through the cache's flag, so no other call touches it meanwhile.
-      PyThreadState* saved = PyEval_SaveThread();
+      py::gil_scoped_release nogil;  // reacquired on every way out, exceptions included
       ok = e.engine
                ->run(0, cpu::ParallelMode::kInner,
                      [&](cpu::CpuExecutionContext& ctx) -> Result<void> {
                        return plan.execute_into(ctx, operands, entry.handles[n], entry.workspace, e.engine->pool(0));
                      })
                .has_value();
-      PyEval_RestoreThread(saved);
     }
   }
   if (!ok) {
