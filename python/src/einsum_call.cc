@@ -86,7 +86,6 @@ struct CallEntry {
   std::vector<int64_t> geometry;
   bool served = false;    // false: the Python path runs it (a result too large, rank > kMaxRank)
   bool mirrored = false;  // planned on the reversed operands (Note [Row-major operands])
-  bool inline_run = false;  // below kInlineFlops: on the calling thread, the GIL held
   std::shared_ptr<const einsum::EinsumPlan> plan;
   einsum::EinsumWorkspace workspace;
   // Handles over CallStorage, kept between calls and rebound to each call's arrays:
@@ -348,7 +347,6 @@ std::unique_ptr<CallEntry> make_entry(Engine& e, const Probe& p) {
     const int64_t out_bytes = element_count(out_shape) * dtype_size(p.dtype);
     entry->served = out_shape.size() <= static_cast<size_t>(kMaxRank) && out_bytes <= kCachedResultMaxBytes;
     entry->mirrored = mirrored;
-    entry->inline_run = plan->cost().flops <= kInlineFlops;
     entry->out_type = numpy_type(p.dtype);
     if (entry->served) {
       entry->workspace = plan->make_workspace();
@@ -448,23 +446,13 @@ PyObject* run_entry(Engine& e, CallEntry& entry, const Probe& p) {
     ok = bind(n, true, o->data, out_rank, dims, strides);
   }
   if (ok) {
+    // Note [Python fast path]: inline, or with the GIL released on the engine's threads;
+    // the arrays stay alive (the caller's arguments and `out`), and the entry is held
+    // through the cache's flag, so no other call touches it meanwhile.
     const std::span<const Tensor> operands(entry.handles.data(), n);
-    if (entry.inline_run) {
-      cpu::CpuExecutionContext ctx(nullptr, cpu::ParallelMode::kSequential, 1, e.engine->config().batch,
-                                   &e.engine->caps());
-      ok = plan.execute_into(ctx, operands, entry.handles[n], entry.workspace, e.engine->pool(0)).has_value();
-    } else {
-      // Note [Python fast path]: the GIL released, the engine's domain with all its
-      // threads. The arrays stay alive (the caller's arguments and `out`); the entry is
-      // held through the cache's flag, so no other call touches it meanwhile.
-      py::gil_scoped_release nogil;  // reacquired on every way out, exceptions included
-      ok = e.engine
-               ->run(0, cpu::ParallelMode::kInner,
-                     [&](cpu::CpuExecutionContext& ctx) -> Result<void> {
-                       return plan.execute_into(ctx, operands, entry.handles[n], entry.workspace, e.engine->pool(0));
-                     })
-               .has_value();
-    }
+    ok = run_plan_body(e, plan, [&](const cpu::CpuExecutionContext& ctx) -> Result<void> {
+           return plan.execute_into(ctx, operands, entry.handles[n], entry.workspace, e.engine->pool(0));
+         }).has_value();
   }
   if (!ok) {
     Py_DECREF(out);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine.h"
+#include "tenferro/core/function_ref.h"
 #include "tenferro/einsum/path.h"
 #include "tenferro/einsum_cpu/einsum.h"
 #include "tenferro/tensor/tensor.h"
@@ -40,6 +41,12 @@ einsum::PathPolicy path_policy(const py::object& optimize, size_t operands);
 /// the translated tenferro error for bad subscripts or shapes.
 std::shared_ptr<const einsum::EinsumPlan> plan_for(Engine& e, std::string_view subscripts, std::vector<Tensor>& operands,
                                                    DType dtype, const einsum::PathPolicy& policy, bool& mirrored);
+
+/// Runs `body` the way Note [Python fast path] says for `plan`: on the calling thread with
+/// a sequential context and the GIL held below kInlineFlops, else with the GIL released
+/// in the engine's domain with all its threads. The one place that decision is made.
+Result<void> run_plan_body(Engine& e, const einsum::EinsumPlan& plan,
+                           FunctionRef<Result<void>(const cpu::CpuExecutionContext&)> body);
 
 /// Runs `plan` on `operands` into `dst`, or into a new `result` when `dst` is null:
 /// inline with the GIL held below kInlineFlops, else with the GIL released on the engine's

@@ -221,17 +221,20 @@ Result<void> execute(Engine& e, const std::shared_ptr<const einsum::EinsumPlan>&
     TENFERRO_TRY(result, plan.execute(ctx, operands, ws.workspace, e.engine->pool(0)));
     return {};
   };
-  Result<void> status;
+  Result<void> status = run_plan_body(e, plan, body);
+  e.workspaces->give_back(std::move(ws));
+  return status;
+}
+
+Result<void> run_plan_body(Engine& e, const einsum::EinsumPlan& plan,
+                           FunctionRef<Result<void>(const cpu::CpuExecutionContext&)> body) {
   if (plan.cost().flops <= kInlineFlops) {
     cpu::CpuExecutionContext ctx(nullptr, cpu::ParallelMode::kSequential, 1, e.engine->config().batch,
                                  &e.engine->caps());
-    status = body(ctx);
-  } else {
-    py::gil_scoped_release nogil;
-    status = e.engine->run(0, cpu::ParallelMode::kInner, [&](cpu::CpuExecutionContext& ctx) { return body(ctx); });
+    return body(ctx);
   }
-  e.workspaces->give_back(std::move(ws));
-  return status;
+  py::gil_scoped_release nogil;  // reacquired on every way out, exceptions included
+  return e.engine->run(0, cpu::ParallelMode::kInner, [&](cpu::CpuExecutionContext& ctx) { return body(ctx); });
 }
 
 py::object scalar_or_array(const Tensor& t) {

@@ -230,13 +230,15 @@ void run_items(const CpuExecutionContext& ctx, const Route& route, int64_t items
 /// in its own GEMM, which on CPUs whose OpenBLAS runs 256-bit kernels is up to twice as
 /// slow as the engine's (docs/benchmarks.md "CPU kernels"). The recursive LU splits the
 /// columns in halves: factor the left half, swap and solve the right half's top rows
-/// with L, update the rest with one product, factor it; panels of kLuLeaf columns are
-/// factored column by column, and the triangular solves are halved the same way, so
-/// nearly all the work is in dot_general calls (the context's threads, or one thread in
-/// an outer-parallel lane). Partial pivoting picks the same pivots as LAPACK (largest
-/// |re| + |im|, first on ties) up to rounding, and ipiv/info follow LAPACK's
-/// conventions (1-based rows; info = first exactly zero pivot, factorization
-/// completed). decide_route chooses it for items with min(m, n) >= kRecursiveLuMinDim.
+/// with L, update the rest with one product, factor it. The triangular solves are
+/// halved the same way, so nearly all the work is in dot_general calls (the context's
+/// threads, or one thread in an outer-parallel lane); panels of at most 64 columns go to
+/// LAPACK's getrf and triangles of at most 64 rows to its trsm, on one OpenBLAS thread
+/// (on the context's OpenBLAS threads they ran slower: OpenBLAS's spinning threads and
+/// the engine's workers shared the cores). Pivoting is LAPACK's own (in its panels), and
+/// ipiv/info follow LAPACK's conventions (1-based rows; info = first exactly zero pivot,
+/// factorization completed). decide_route chooses it for items with min(m, n) >=
+/// kRecursiveLuMinDim.
 template <class T>
 Result<lint> recursive_lu(const cpu::CpuExecutionContext& ctx, int64_t m, int64_t n, T* a, int64_t lda, lint* ipiv);
 

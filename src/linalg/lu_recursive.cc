@@ -1,7 +1,6 @@
 // The recursive LU factorization with partial pivoting on the engine's GEMM (Note
 // [Recursive LU] in common.h).
 
-#include <cmath>
 #include <cstdint>
 #include <utility>
 
@@ -12,19 +11,9 @@ namespace tenferro::linalg::detail {
 
 namespace {
 
-// Columns up to which a panel is factored column by column, and rows of L up to which a
-// triangular solve runs as plain loops.
+// Columns of the panels LAPACK's getrf factors, and rows of the triangles its trsm
+// solves (Note [Recursive LU]).
 constexpr int64_t kLuLeaf = 64;
-
-// The pivot measure LAPACK's i?amax uses: |re| + |im| for complex types.
-template <class T>
-Real<T> pivot_size(const T& x) noexcept {
-  if constexpr (kIsComplex<T>) {
-    return std::abs(x.real()) + std::abs(x.imag());
-  } else {
-    return std::abs(x);
-  }
-}
 
 template <class T>
 class RecursiveLu {
@@ -63,39 +52,6 @@ class RecursiveLu {
  private:
   T& at(int64_t i, int64_t j) const noexcept { return a_[i + j * lda_]; }
 
-  Result<lint> leaf(int64_t c0, int64_t n) {
-    lint info = 0;
-    for (int64_t j = c0; j < c0 + n; ++j) {
-      int64_t p = j;
-      Real<T> best = pivot_size(at(j, j));
-      for (int64_t i = j + 1; i < m_; ++i) {
-        const Real<T> v = pivot_size(at(i, j));
-        if (v > best) {
-          best = v;
-          p = i;
-        }
-      }
-      ipiv_[j] = static_cast<lint>(p + 1);
-      if (at(p, j) != T(0)) {
-        if (p != j) {
-          for (int64_t c = c0; c < c0 + n; ++c) std::swap(at(j, c), at(p, c));
-        }
-        const T inv = T(1) / at(j, j);
-        for (int64_t i = j + 1; i < m_; ++i) at(i, j) *= inv;
-      } else if (info == 0) {
-        info = static_cast<lint>(j + 1);
-      }
-      for (int64_t c = j + 1; c < c0 + n; ++c) {
-        const T u = at(j, c);
-        if (u == T(0)) continue;
-        T* dst = &at(0, c);
-        const T* l = &at(0, j);
-        for (int64_t i = j + 1; i < m_; ++i) dst[i] -= l[i] * u;
-      }
-    }
-    return info;
-  }
-
   // Applies the swaps of ipiv[k0 .. k1) to columns [c0, c1), one column at a time.
   void swap_rows(int64_t k0, int64_t k1, int64_t c0, int64_t c1) noexcept {
     for (int64_t c = c0; c < c1; ++c) {
@@ -114,16 +70,6 @@ class RecursiveLu {
       const cpu::OpenBlasThreads one(1);
       Lapack<T>::trsm(CblasLeft, CblasLower, CblasNoTrans, CblasUnit, static_cast<lint>(nl), static_cast<lint>(nb),
                       &at(r0, r0), static_cast<lint>(lda_), &at(r0, b0), static_cast<lint>(lda_));
-      return ok();
-    }
-    if (nl <= 0) {
-      for (int64_t c = b0; c < b0 + nb; ++c) {
-        for (int64_t p = r0; p < r0 + nl; ++p) {
-          const T x = at(p, c);
-          if (x == T(0)) continue;
-          for (int64_t i = p + 1; i < r0 + nl; ++i) at(i, c) -= at(i, p) * x;
-        }
-      }
       return ok();
     }
     const int64_t h = nl / 2;
