@@ -27,7 +27,9 @@ std::string_view op_name(Op op) noexcept {
 // executes its answer (common.h run_items). Two choices:
 //  - kernel: the engine's small-matrix kernel when the operation has one for the dtype
 //    and request and the items are square of extent <= small_max_dim (Note
-//    [Small-matrix kernels]); LAPACK otherwise.
+//    [Small-matrix kernels]); for large items the recursive LU (Note [Recursive LU]) or
+//    the staged SVD / eigh (Note [Engine back-transformation]) where they apply; LAPACK
+//    otherwise.
 //  - fan-out (ARCHITECTURE §3.7, one level): outer-parallel lanes (each item on one
 //    thread, OpenBLAS set to one thread) or items one after another, each LAPACK call
 //    using the context's threads through OpenBLAS ("provider items"). Never both.
@@ -52,7 +54,12 @@ Result<Route> decide_route(const RouteInput& in, const cpu::BatchSettings& setti
   // Note [Recursive LU] (common.h): large LU factorizations on the engine's GEMM.
   const bool lu_op = in.op == Op::kLu || in.op == Op::kSolve || in.op == Op::kInv || in.op == Op::kDet;
   const bool recursive = lu_op && !small && k >= kRecursiveLuMinDim;
-  r.kernel = small ? Kernel::kSmall : recursive ? Kernel::kRecursiveLu : Kernel::kLapack;
+  // Note [Engine back-transformation] (common.h): svd / eigh vectors of large items whose
+  // aspect gesdd would reduce directly (max < 11/6 min).
+  const bool staged = in.staged_available && !small && (in.op == Op::kSvd || in.op == Op::kEigh) &&
+                      k >= kStagedMinDim && 6 * std::max(in.m, in.n) < 11 * k;
+  const Kernel large = recursive ? Kernel::kRecursiveLu : staged ? Kernel::kStaged : Kernel::kLapack;
+  r.kernel = small ? Kernel::kSmall : large;
   const int lanes = static_cast<int>(std::min<int64_t>(threads, std::max<int64_t>(in.items, 1)));
   switch (policy) {
     case BatchPolicy::kWholeBatchVendor:
@@ -69,7 +76,7 @@ Result<Route> decide_route(const RouteInput& in, const cpu::BatchSettings& setti
       r.reason = "forced outer_parallel: items split over the context's workers, one thread each";
       return r;
     case BatchPolicy::kProviderItems:
-      r.kernel = recursive ? Kernel::kRecursiveLu : Kernel::kLapack;
+      r.kernel = large;
       r.policy = BatchPolicy::kProviderItems;
       r.provider_threads = threads;
       r.reason = "forced provider_items: one LAPACK call after another, each with the context's threads";
@@ -90,6 +97,12 @@ Result<Route> decide_route(const RouteInput& in, const cpu::BatchSettings& setti
   }
   r.policy = BatchPolicy::kProviderItems;
   r.provider_threads = threads;
+  if (r.kernel == Kernel::kStaged && k < kStagedThreadedLapackMinDim) {
+    r.provider_threads = 1;
+    r.reason = "auto: large items one after another; LAPACK's reduction on one thread (smaller than "
+               "kStagedThreadedLapackMinDim), the back-transformation's products on the context's threads";
+    return r;
+  }
   r.reason = in.items >= 2 ? "auto: large items, each LAPACK call uses the context's threads"
                            : "auto: one item, LAPACK uses the context's threads";
   return r;
@@ -197,8 +210,9 @@ Error item_error(ErrorCode code, const char* op, const Batch& batch, int64_t ite
 }
 
 Result<Route> route_for(const CpuExecutionContext& ctx, Op op, DType dt, int64_t m, int64_t n, int64_t items,
-                        bool small_available, const LinalgOptions& options) {
+                        bool small_available, const LinalgOptions& options, bool staged_available) {
   RouteInput in;
+  in.staged_available = staged_available;
   in.op = op;
   in.dtype = dt;
   in.m = m;

@@ -226,6 +226,17 @@ void run_items(const CpuExecutionContext& ctx, const Route& route, int64_t items
   f(0, items, 0);
 }
 
+/// Runs f(item context): `ctx` itself, or inside an outer-parallel lane a sequential
+/// one-thread context (one fan-out level: the lane's products never fan out again).
+template <class F>
+auto with_item_context(const CpuExecutionContext& ctx, const Route& route, F&& f) {
+  if (route.policy == BatchPolicy::kOuterParallel && route.lanes > 1) {
+    const CpuExecutionContext lane(nullptr, cpu::ParallelMode::kSequential, 1, ctx.batch(), &ctx.caps());
+    return f(lane);
+  }
+  return f(ctx);
+}
+
 /// Note [Recursive LU]: LAPACK's getrf (OpenBLAS) spends most of a large factorization
 /// in its own GEMM, which on CPUs whose OpenBLAS runs 256-bit kernels is up to twice as
 /// slow as the engine's (docs/benchmarks.md "CPU kernels"). The recursive LU splits the
@@ -249,18 +260,93 @@ template <class T>
 Result<lint> factor_lu(const CpuExecutionContext& ctx, const Route& route, int64_t m, int64_t n, T* a, int64_t lda,
                        lint* ipiv) {
   if (route.kernel == Kernel::kRecursiveLu) {
-    if (route.policy == BatchPolicy::kOuterParallel && route.lanes > 1) {
-      const CpuExecutionContext lane(nullptr, cpu::ParallelMode::kSequential, 1, ctx.batch(), &ctx.caps());
-      return recursive_lu<T>(lane, m, n, a, lda, ipiv);
-    }
-    return recursive_lu<T>(ctx, m, n, a, lda, ipiv);
+    return with_item_context(ctx, route,
+                             [&](const CpuExecutionContext& c) { return recursive_lu<T>(c, m, n, a, lda, ipiv); });
   }
   return Lapack<T>::getrf(static_cast<lint>(m), static_cast<lint>(n), a, static_cast<lint>(lda), ipiv);
 }
 
+/// Note [Engine back-transformation]: LAPACK's divide-and-conquer SVD (gesdd) and
+/// Hermitian eigensolver (heevd) reduce the matrix to bidiagonal / tridiagonal form
+/// (gebrd / hetrd), solve that (bdsdc / stedc, real), and multiply the small problem's
+/// vectors by the reduction's Householder reflectors (ormbr / ormtr). That last step is
+/// a third to nearly half of the time at n = 256..1024, and LAPACK runs it as rank-32
+/// updates through its BLAS's 256-bit kernels at a fraction of the GEMM rate
+/// (docs/benchmarks.md "Linear algebra"). The staged route calls the same LAPACK
+/// routines for the first two steps and applies the reflectors itself: per block of
+/// kReflectorBlock reflectors, V materialized (unit diagonal, zeros above), T from
+/// LAPACK's larft, then C -= V (T (V^H C)) as three dot_general calls (the engine's
+/// GEMM on the item context's threads). Same algorithm, same vectors up to rounding;
+/// the singular values / eigenvalues are bdsdc's / stedc's. decide_route chooses it
+/// for vectors of items with min(m, n) >= kStagedMinDim whose aspect LAPACK's gesdd
+/// would reduce directly (max < 11/6 min; taller items go through a QR first there).
+
+/// Householder reflectors H(i) = I - tau[i] v_i v_i^H, i < count: v_i is 0 above row
+/// i + shift, 1 there, and tails(r, i) (conjugated when conj_tails) for r > i + shift.
+template <class T>
+struct Reflectors {
+  Mat<const T> tails;
+  const T* tau;
+  int64_t count;
+  int64_t shift;
+  bool conj_tails;
+};
+
+/// The widest block of reflectors apply_reflectors takes.
+inline constexpr int64_t kMaxReflectorBlock = 64;
+
+/// Elements of T apply_reflectors needs as scratch for a rows x cols C.
+int64_t reflector_scratch(int64_t rows, int64_t cols) noexcept;
+
+/// C := H(0) H(1) ... H(count-1) C for the rows x cols strided C (count + shift <=
+/// rows), by blocks of `block` reflectors (at most kMaxReflectorBlock) on dot_general
+/// with `ctx`'s threads. Errors: dot_general's (workspace).
+template <class T>
+Result<void> apply_reflectors(const CpuExecutionContext& ctx, const Reflectors<T>& h, Mat<T> c, int64_t rows,
+                              int64_t cols, int64_t block, T* scratch);
+
+/// The staged SVD of m x n items with vectors (Note [Engine back-transformation]):
+/// plan once per call (workspace query), carve one scratch block per lane, run per item.
+template <class T>
+struct StagedSvd {
+  int64_t m = 0, n = 0, k = 0, ucols = 0, vrows = 0;
+  lint lwork = 1;
+  struct Parts {
+    T *a, *tauq, *taup, *work, *apply;
+    Real<T> *d, *e, *ub, *vtb, *rwork;
+    lint* iwork;
+  };
+  static StagedSvd plan(int64_t m, int64_t n, bool full);
+  /// Bytes of one lane's scratch (base null), or carves base into parts.
+  int64_t carve(std::byte* base, Parts* parts) const;
+  /// s (k), u (m x ucols, leading dimension m), vt (vrows x n, leading dimension
+  /// vrows) of src; returns LAPACK's info (> 0: bdsdc did not converge; nothing of u/vt
+  /// is meaningful then).
+  Result<lint> run(const CpuExecutionContext& ctx, Mat<const T> src, Real<T>* s, T* u, T* vt,
+                   std::byte* scratch) const;
+};
+
+/// The staged Hermitian eigendecomposition of n x n items (Note [Engine
+/// back-transformation]); reads the lower or the upper triangle of src.
+template <class T>
+struct StagedEigh {
+  int64_t n = 0;
+  lint lwork = 1, lrwork = 1, liwork = 1;
+  struct Parts {
+    T *a, *tau, *work, *apply;
+    Real<T> *d, *e, *z, *rwork;
+    lint* iwork;
+  };
+  static StagedEigh plan(int64_t n);
+  int64_t carve(std::byte* base, Parts* parts) const;
+  /// w (n, ascending) and z (n x n, leading dimension n); returns LAPACK's info.
+  Result<lint> run(const CpuExecutionContext& ctx, Mat<const T> src, bool lower, Real<T>* w, T* z,
+                   std::byte* scratch) const;
+};
+
 /// decide_route for an operation on items of m x n.
 Result<Route> route_for(const CpuExecutionContext& ctx, Op op, DType dt, int64_t m, int64_t n, int64_t items,
-                        bool small_available, const LinalgOptions& options);
+                        bool small_available, const LinalgOptions& options, bool staged_available = false);
 
 /// Conjugate for complex types, identity for real ones.
 template <class T>

@@ -44,7 +44,8 @@ Result<SvdResult> svd_t(const CpuExecutionContext& ctx, const Tensor& a, const S
   const bool values = o.mode == SvdMode::kValuesOnly, full = o.mode == SvdMode::kFull;
   const bool small_ok = detail::small_svd_supported<T>() && m == n && o.driver != SvdDriver::kGesdd &&
                         o.driver != SvdDriver::kGesvd;
-  TENFERRO_TRY(Route route, detail::route_for(ctx, Op::kSvd, a.dtype(), m, n, batch.count, small_ok, o.linalg));
+  TENFERRO_TRY(Route route, detail::route_for(ctx, Op::kSvd, a.dtype(), m, n, batch.count, small_ok, o.linalg,
+                                              !values && o.driver == SvdDriver::kAuto));
   if (o.driver == SvdDriver::kJacobi && route.kernel != Kernel::kSmall) {
     return usage_error(ErrorCode::kUnsupported, op,
                        "the Jacobi driver takes square items of extent <= small_max_dim, got " + format_dims(a.shape()));
@@ -106,20 +107,43 @@ Result<SvdResult> svd_t(const CpuExecutionContext& ctx, const Tensor& a, const S
     T *ac, *wk;
     Real<T>* rw;
     lint* iw;
-    const int64_t per_lane = carve(nullptr, &ac, &wk, &rw, &iw);
+    // The staged route (Note [Engine back-transformation]) shares the lane's scratch with
+    // the gesvd fallback.
+    const bool staged = route.kernel == Kernel::kStaged;
+    const auto plan = staged ? detail::StagedSvd<T>::plan(m, n, full) : detail::StagedSvd<T>{};
+    const int64_t per_lane =
+        std::max(carve(nullptr, &ac, &wk, &rw, &iw), staged ? plan.carve(nullptr, nullptr) : int64_t{0});
     TENFERRO_TRY(Scratch scratch, Scratch::make(route.lanes * per_lane, pool));
     detail::run_items(ctx, route, batch.count, [&](int64_t b, int64_t e, int lane) {
       T *acopy, *work;
       Real<T>* rwork;
       lint* iwork;
-      carve(scratch.data() + lane * per_lane, &acopy, &work, &rwork, &iwork);
+      std::byte* base = scratch.data() + lane * per_lane;
+      carve(base, &acopy, &work, &rwork, &iwork);
       for (int64_t it = b; it < e; ++it) {
         const Mat<T> src = item_mat<T>(a, batch, it);
-        gather(acopy, m, src, m, n);
         Real<T>* s = item_vec<Real<T>>(res.s, batch, it).p;
         T* u = values ? &dummy : item_mat<T>(res.u, batch, it).p;
         T* vt = values ? &dummy : item_mat<T>(res.vh, batch, it).p;
         lint info;
+        if (staged) {
+          auto ran = detail::with_item_context(ctx, route, [&](const CpuExecutionContext& item_ctx) {
+            return plan.run(item_ctx, Mat<const T>{src.p, src.rs, src.cs}, s, u, vt, base);
+          });
+          if (!ran) {
+            failures.fail(std::move(ran).error());
+            continue;
+          }
+          info = *ran;
+          if (info > 0) {  // bdsdc did not converge: gesvd (kAuto), reported
+            gather(acopy, m, src, m, n);
+            info = Lapack<T>::gesvd(jv, jv, lm, ln, acopy, lm, s, u, ldu, vt, ldvt, work, lwork, rwork);
+            if (info == 0) fallbacks.fetch_add(1, std::memory_order_relaxed);
+          }
+          if (info != 0) failures.record(it, info);
+          continue;
+        }
+        gather(acopy, m, src, m, n);
         if (o.driver == SvdDriver::kGesvd) {
           info = Lapack<T>::gesvd(jv, jv, lm, ln, acopy, lm, s, u, ldu, vt, ldvt, work, lwork, rwork);
         } else {
@@ -134,6 +158,7 @@ Result<SvdResult> svd_t(const CpuExecutionContext& ctx, const Tensor& a, const S
       }
     });
   }
+  if (failures.error()) return *failures.error();
   if (failures.any()) {
     if (failures.info() < 0) {
       return usage_error(ErrorCode::kInternal, op, "LAPACK rejected argument " + std::to_string(-failures.info()));
@@ -263,8 +288,8 @@ Result<EighResult> eigh_t(const CpuExecutionContext& ctx, const Tensor& a, Uplo 
   const char* op = vectors ? "eigh" : "eigvalsh";
   const int64_t n = a.dim(a.rank() - 1);
   const Batch batch(detail::batch_dims(a));
-  TENFERRO_TRY(Route route,
-               detail::route_for(ctx, Op::kEigh, a.dtype(), n, n, batch.count, detail::small_eigh_supported<T>(), lo));
+  TENFERRO_TRY(Route route, detail::route_for(ctx, Op::kEigh, a.dtype(), n, n, batch.count,
+                                              detail::small_eigh_supported<T>(), lo, vectors));
   EighResult res;
   res.route = route;
   TENFERRO_TRY(res.values, detail::alloc_items(detail::real_dtype(a.dtype()), batch.shape, n, -1, pool));
@@ -280,6 +305,25 @@ Result<EighResult> eigh_t(const CpuExecutionContext& ctx, const Tensor& a, Uplo 
                                     vectors ? &res.vectors : nullptr, failures);
       });
     }
+  } else if (route.kernel == Kernel::kStaged) {
+    const auto plan = detail::StagedEigh<T>::plan(n);
+    const int64_t per_lane = plan.carve(nullptr, nullptr);
+    TENFERRO_TRY(Scratch scratch, Scratch::make(route.lanes * per_lane, pool));
+    detail::run_items(ctx, route, batch.count, [&](int64_t b, int64_t e, int lane) {
+      for (int64_t it = b; it < e; ++it) {
+        const Mat<T> src = item_mat<T>(a, batch, it);
+        auto r = detail::with_item_context(ctx, route, [&](const CpuExecutionContext& item_ctx) {
+          return plan.run(item_ctx, Mat<const T>{src.p, src.rs, src.cs}, uplo == Uplo::kLower,
+                          item_vec<Real<T>>(res.values, batch, it).p, item_mat<T>(res.vectors, batch, it).p,
+                          scratch.data() + lane * per_lane);
+        });
+        if (!r) {
+          failures.fail(std::move(r).error());
+        } else if (*r != 0) {
+          failures.record(it, *r);
+        }
+      }
+    });
   } else {
     const char jobz = vectors ? 'V' : 'N', ul = uplo_char(uplo);
     const lint ln = static_cast<lint>(n);
@@ -320,6 +364,7 @@ Result<EighResult> eigh_t(const CpuExecutionContext& ctx, const Tensor& a, Uplo 
       }
     });
   }
+  if (failures.error()) return *failures.error();
   if (failures.any()) {
     return detail::item_error(ErrorCode::kNoConvergence, op, batch, failures.item(),
                               "the eigensolver did not converge (info " + std::to_string(failures.info()) +

@@ -47,6 +47,23 @@ struct Lapack;
                       lint lwork, T* /*rwork*/, lint* iwork) {                                                      \
       return LAPACKE_##p##gesdd_work(LAPACK_COL_MAJOR, jobz, m, n, a, lda, s, u, ldu, vt, ldvt, work, lwork, iwork); \
     }                                                                                                               \
+    static lint gebrd(lint m, lint n, T* a, lint lda, T* d, T* e, T* tauq, T* taup, T* work, lint lwork) {          \
+      return LAPACKE_##p##gebrd_work(LAPACK_COL_MAJOR, m, n, a, lda, d, e, tauq, taup, work, lwork);                 \
+    }                                                                                                               \
+    static lint hetrd(char uplo, lint n, T* a, lint lda, T* d, T* e, T* tau, T* work, lint lwork) {                  \
+      return LAPACKE_##p##sytrd_work(LAPACK_COL_MAJOR, uplo, n, a, lda, d, e, tau, work, lwork);                     \
+    }                                                                                                               \
+    static lint larft(lint n, lint k, const T* v, lint ldv, const T* tau, T* t, lint ldt) {                         \
+      return LAPACKE_##p##larft_work(LAPACK_COL_MAJOR, 'F', 'C', n, k, v, ldv, tau, t, ldt);                        \
+    }                                                                                                               \
+    /* the real bidiagonal / tridiagonal solvers (compq = compz = 'I'), used by every dtype */                      \
+    static lint bdsdc(char uplo, lint n, T* d, T* e, T* u, lint ldu, T* vt, lint ldvt, T* work, lint* iwork) {       \
+      return LAPACKE_##p##bdsdc_work(LAPACK_COL_MAJOR, uplo, 'I', n, d, e, u, ldu, vt, ldvt, nullptr, nullptr, work, \
+                                     iwork);                                                                        \
+    }                                                                                                               \
+    static lint stedc(lint n, T* d, T* e, T* z, lint ldz, T* work, lint lwork, lint* iwork, lint liwork) {          \
+      return LAPACKE_##p##stedc_work(LAPACK_COL_MAJOR, 'I', n, d, e, z, ldz, work, lwork, iwork, liwork);           \
+    }                                                                                                               \
     static lint gesvd(char ju, char jv, lint m, lint n, T* a, lint lda, T* s, T* u, lint ldu, T* vt, lint ldvt,      \
                       T* work, lint lwork, T* /*rwork*/) {                                                          \
       return LAPACKE_##p##gesvd_work(LAPACK_COL_MAJOR, ju, jv, m, n, a, lda, s, u, ldu, vt, ldvt, work, lwork);      \
@@ -99,6 +116,15 @@ struct Lapack;
                       lint lwork, R* rwork, lint* iwork) {                                                          \
       return LAPACKE_##p##gesdd_work(LAPACK_COL_MAJOR, jobz, m, n, a, lda, s, u, ldu, vt, ldvt, work, lwork, rwork,  \
                                      iwork);                                                                        \
+    }                                                                                                               \
+    static lint gebrd(lint m, lint n, T* a, lint lda, R* d, R* e, T* tauq, T* taup, T* work, lint lwork) {          \
+      return LAPACKE_##p##gebrd_work(LAPACK_COL_MAJOR, m, n, a, lda, d, e, tauq, taup, work, lwork);                 \
+    }                                                                                                               \
+    static lint hetrd(char uplo, lint n, T* a, lint lda, R* d, R* e, T* tau, T* work, lint lwork) {                  \
+      return LAPACKE_##p##hetrd_work(LAPACK_COL_MAJOR, uplo, n, a, lda, d, e, tau, work, lwork);                     \
+    }                                                                                                               \
+    static lint larft(lint n, lint k, const T* v, lint ldv, const T* tau, T* t, lint ldt) {                         \
+      return LAPACKE_##p##larft_work(LAPACK_COL_MAJOR, 'F', 'C', n, k, v, ldv, tau, t, ldt);                        \
     }                                                                                                               \
     static lint gesvd(char ju, char jv, lint m, lint n, T* a, lint lda, R* s, T* u, lint ldu, T* vt, lint ldvt,      \
                       T* work, lint lwork, R* rwork) {                                                              \

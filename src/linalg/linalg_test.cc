@@ -431,6 +431,66 @@ TEST_P(LinalgTest, RecursiveLuFactorsLargeItems) {
   EXPECT_EQ(std::abs(det(ctx_, sing).value().get_as_c128({}).value()), 0.0);
 }
 
+// Note [Engine back-transformation]: svd and eigh vectors of items with min(m, n) >=
+// kStagedMinDim run the staged route (LAPACK's reduction and bidiagonal / tridiagonal
+// solver, the reflectors applied by blocks on dot_general): square, tall and wide items
+// (both bidiagonal forms), partial reflector blocks, thin and full U / Vh, strided and
+// negatively strided inputs, both triangles for eigh; identities against the oracle and
+// values against LAPACK's own drivers (gesdd, heevd values only).
+TEST_P(LinalgTest, StagedSvdAndEighMatchIdentities) {
+  const double t = tol(dt());
+  for (auto [m, n] : {std::pair<int64_t, int64_t>{kStagedMinDim, kStagedMinDim}, {101, 70}, {70, 101}, {131, 131}}) {
+    SCOPED_TRACE(std::to_string(m) + " x " + std::to_string(n));
+    const Tensor a = rand({2, m, n}, 1400 + m + n);
+    const double scale = static_cast<double>(std::max(m, n));
+    SvdOptions lapack;
+    lapack.driver = SvdDriver::kGesdd;
+    lapack.mode = SvdMode::kValuesOnly;
+    const SvdResult want = svd(ctx_, a, lapack).value();
+    for (SvdMode mode : {SvdMode::kThin, SvdMode::kFull}) {
+      SvdOptions o;
+      o.mode = mode;
+      const SvdResult r = svd(ctx_, a, o).value();
+      EXPECT_EQ(r.route.kernel, Kernel::kStaged);
+      for (int64_t b = 0; b < 2; ++b) {
+        check_svd(a, r, {b}, mode == SvdMode::kFull, t * scale);
+        EXPECT_LT(max_diff(item(r.s, {b}), item(want.s, {b})), t * scale);
+      }
+    }
+  }
+  const Tensor base = rand({90, 70}, 1500);
+  for (const Tensor& x : {base.transpose().value(), base.flip(0).value()}) {
+    const SvdResult r = svd(ctx_, x).value();
+    EXPECT_EQ(r.route.kernel, Kernel::kStaged);
+    check_svd(x, r, {}, false, t * 90);
+  }
+  for (int64_t n : {kStagedMinDim, int64_t{101}}) {
+    SCOPED_TRACE(n);
+    const Tensor s = spd(2, n, 1600 + n);
+    const double scale = static_cast<double>(n);
+    for (Uplo ul : {Uplo::kLower, Uplo::kUpper}) {
+      const EighResult r = eigh(ctx_, s, ul).value();
+      EXPECT_EQ(r.route.kernel, Kernel::kStaged);
+      const Tensor vals = eigvalsh(ctx_, s, ul).value();
+      for (int64_t b = 0; b < 2; ++b) {
+        const Dense x = item(s, {b}), v = item(r.vectors, {b}), w = item(r.values, {b});
+        for (int64_t i = 1; i < n; ++i) EXPECT_LE(w.at(i - 1, 0).real(), w.at(i, 0).real());
+        EXPECT_LT(max_diff(matmul(x, v), matmul(v, diag(w, n, n))), t * 100 * scale * scale) << "A V = V L";
+        EXPECT_LT(max_diff(matmul(adjoint(v), v), identity(n)), t * 10 * scale);
+        EXPECT_LT(max_diff(item(vals, {b}), w), t * 100 * scale * scale);
+      }
+    }
+    // Only the named triangle is read: garbage in the other one changes nothing.
+    Dense d = item(s, {0});
+    std::vector<c128> lower_only(static_cast<size_t>(n * n));
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) lower_only[static_cast<size_t>(i * n + j)] = i >= j ? d.at(i, j) : c128(1e3, 7);
+    const EighResult lo = eigh(ctx_, from_c128({n, n}, lower_only), Uplo::kLower).value();
+    const EighResult full = eigh(ctx_, s, Uplo::kLower).value();
+    EXPECT_LT(max_diff(item(lo.values, {}), item(full.values, {0})), t * 100 * scale * scale);
+  }
+}
+
 TEST_P(LinalgTest, SolveVectorMatrixBroadcastAndSingular) {
   for (int64_t n : {1, 3, 8, 24}) {
     const Tensor a = rand({11, n, n}, 800 + n);
@@ -822,6 +882,45 @@ TEST(LinalgRoute, LargeLuFactorizationsRunTheRecursiveLu) {
   EXPECT_EQ(decide_route(in, s, o).value().kernel, Kernel::kRecursiveLu);
 }
 
+TEST(LinalgRoute, LargeSvdAndEighVectorsRunTheStagedRoute) {
+  cpu::BatchSettings s;
+  RouteInput in;
+  in.threads = 2;
+  for (Op op : {Op::kSvd, Op::kEigh}) {
+    in.op = op;
+    in.m = in.n = kStagedMinDim;
+    in.staged_available = true;
+    const Route staged = decide_route(in, s, {}).value();
+    EXPECT_EQ(staged.kernel, Kernel::kStaged) << op_name(op);
+    EXPECT_EQ(staged.policy, BatchPolicy::kProviderItems);
+    EXPECT_EQ(staged.provider_threads, 1) << "LAPACK's steps on one thread below kStagedThreadedLapackMinDim";
+    in.m = in.n = kStagedThreadedLapackMinDim;
+    EXPECT_EQ(decide_route(in, s, {}).value().provider_threads, 2);
+    in.m = in.n = kStagedMinDim;
+    in.staged_available = false;  // values only, or a forced LAPACK driver
+    EXPECT_EQ(decide_route(in, s, {}).value().kernel, Kernel::kLapack) << op_name(op);
+    in.staged_available = true;
+    in.m = in.n = kStagedMinDim - 1;
+    EXPECT_EQ(decide_route(in, s, {}).value().kernel, Kernel::kLapack) << op_name(op);
+  }
+  // Aspect: gesdd reduces items with max < 11/6 min directly; taller ones QR first.
+  in.op = Op::kSvd;
+  in.m = 600;
+  in.n = 328;  // 6 * 600 < 11 * 328
+  EXPECT_EQ(decide_route(in, s, {}).value().kernel, Kernel::kStaged);
+  in.n = 327;
+  EXPECT_EQ(decide_route(in, s, {}).value().kernel, Kernel::kLapack);
+  std::swap(in.m, in.n);
+  EXPECT_EQ(decide_route(in, s, {}).value().kernel, Kernel::kLapack);
+  in.op = Op::kQr;
+  in.m = in.n = 512;
+  EXPECT_EQ(decide_route(in, s, {}).value().kernel, Kernel::kLapack);
+  in.op = Op::kEigh;
+  LinalgOptions o;
+  o.batch_policy = BatchPolicy::kProviderItems;
+  EXPECT_EQ(decide_route(in, s, o).value().kernel, Kernel::kStaged);
+}
+
 TEST(LinalgRoute, PrecedenceAndForcedPolicies) {
   cpu::BatchSettings s;
   s.policy = BatchPolicy::kSequential;  // scoped/engine setting
@@ -861,11 +960,15 @@ TEST(LinalgThreads, OneAndTwoThreadsGiveEqualResults) {
   // Note [Recursive LU]: its products on two workers, one item and three (outer lanes).
   const Tensor lu_a = Tensor::random_normal(DType::kF64, {3, 300, 300}, 5).value();
   const Tensor lu_b = Tensor::random_normal(DType::kF64, {3, 300, 2}, 6).value();
+  // Note [Engine back-transformation]: the reflectors' products on two workers (one
+  // item) and in outer lanes (three items).
+  const Tensor st = Tensor::random_normal(DType::kF64, {3, 120, 100}, 7).value();
   CpuExecutionContext seq = CpuExecutionContext::sequential();
+  const SvdResult st1 = svd(seq, st).value();
   const SvdResult r1 = svd(seq, a).value();
   const SvdResult b1 = svd(seq, big).value();
   const Tensor x1 = solve(seq, lu_a, lu_b).value();
-  SvdResult r2, b2;
+  SvdResult r2, b2, st2, st2one;
   Tensor x2, x2one;
   ASSERT_TRUE(engine
                   ->run(0, cpu::ParallelMode::kInner,
@@ -876,6 +979,9 @@ TEST(LinalgThreads, OneAndTwoThreadsGiveEqualResults) {
                           TENFERRO_TRY(Tensor first, lu_a.slice(0, 0, 1));
                           TENFERRO_TRY(Tensor first_b, lu_b.slice(0, 0, 1));
                           TENFERRO_TRY(x2one, solve(ctx, first, first_b));
+                          TENFERRO_TRY(st2, svd(ctx, st));
+                          TENFERRO_TRY(Tensor st_first, st.slice(0, 0, 1));
+                          TENFERRO_TRY(st2one, svd(ctx, st_first));
                           return ok();
                         })
                   .has_value());
@@ -886,6 +992,17 @@ TEST(LinalgThreads, OneAndTwoThreadsGiveEqualResults) {
         EXPECT_NEAR(x2.get<double>({b, i, j}).value(), want, 1e-9 * (1 + std::abs(want)));
         if (b == 0) {
           EXPECT_NEAR(x2one.get<double>({0, i, j}).value(), want, 1e-9 * (1 + std::abs(want)));
+        }
+      }
+  EXPECT_EQ(st2.route.kernel, Kernel::kStaged);
+  EXPECT_EQ(st2.route.policy, BatchPolicy::kOuterParallel);
+  for (int64_t b = 0; b < 3; ++b)
+    for (int64_t i = 0; i < 120; ++i)
+      for (int64_t j = 0; j < 100; ++j) {
+        const double want = st1.u.get<double>({b, i, j}).value();
+        EXPECT_NEAR(st2.u.get<double>({b, i, j}).value(), want, 1e-9);
+        if (b == 0) {
+          EXPECT_NEAR(st2one.u.get<double>({0, i, j}).value(), want, 1e-9);
         }
       }
   for (int64_t b = 0; b < 64; ++b)

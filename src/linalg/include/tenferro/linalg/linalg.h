@@ -77,7 +77,16 @@ enum class Kernel : uint8_t {
   kLapack,  ///< LAPACK (OpenBLAS) per item, workspace queried once per call
   kSmall,   ///< the engine's small-matrix kernels (registers/L1, no LAPACK call)
   kRecursiveLu,  ///< LU factorizations: the engine's recursive LU, its updates on dot_general
+  kStaged,  ///< svd / eigh vectors: LAPACK's reduction and bidiagonal / tridiagonal solver, the
+            ///< back-transformation of the vectors on dot_general (Note [Engine back-transformation])
 };
+
+/// Smallest min(m, n) whose svd / eigh vectors run the staged route (kStaged).
+inline constexpr int64_t kStagedMinDim = 64;
+/// Smallest min(m, n) whose staged route (auto policy, one item at a time) runs its
+/// LAPACK steps on the context's threads; smaller items run them on one OpenBLAS thread
+/// (Note [Engine back-transformation]).
+inline constexpr int64_t kStagedThreadedLapackMinDim = 1024;
 
 /// Smallest min(m, n) whose LU factorization (lu, lu_factor, solve, inv, det, slogdet)
 /// runs the recursive LU instead of LAPACK's getrf (Note [Recursive LU]).
@@ -100,6 +109,7 @@ struct RouteInput {
   int64_t items = 1;     ///< batch items
   int threads = 1;       ///< the context's thread budget
   bool small_kernel_available = false;  ///< the op has a small kernel for this dtype and request
+  bool staged_available = false;  ///< svd / eigh: vectors requested from the default driver (kStaged possible)
 };
 
 /// The route of one call: a pure function of its input, the context's batch settings and
@@ -119,8 +129,9 @@ enum class SvdMode : uint8_t {
 
 /// LAPACK driver for the SVD.
 enum class SvdDriver : uint8_t {
-  kAuto,    ///< gesdd (divide and conquer), gesvd if gesdd does not converge (reported)
-  kGesdd,   ///< gesdd only (no fallback: non-convergence is kNoConvergence)
+  kAuto,    ///< divide and conquer: gesdd, or for vectors of large items gesdd's steps with the
+            ///< back-transformation on the engine (kStaged); gesvd if it does not converge (reported)
+  kGesdd,   ///< LAPACK's gesdd call itself (no fallback: non-convergence is kNoConvergence)
   kGesvd,   ///< gesvd only
   kJacobi,  ///< the one-sided Jacobi kernel (square items up to kSmallMaxDim; else kUnsupported)
 };
