@@ -489,6 +489,28 @@ TEST_P(LinalgTest, StagedSvdAndEighMatchIdentities) {
     const EighResult full = eigh(ctx_, s, Uplo::kLower).value();
     EXPECT_LT(max_diff(item(lo.values, {}), item(full.values, {0})), t * 100 * scale * scale);
   }
+  // A NaN in the second item: a typed error naming it (or NaN results), never a crash.
+  {
+    const int64_t n = kStagedMinDim;
+    std::vector<c128> v(static_cast<size_t>(2 * n * n), 0.5);
+    for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i * n + i)] = static_cast<double>(n);
+    for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(n * n + i * n + i)] = static_cast<double>(n);
+    v[static_cast<size_t>(n * n + 3 * n + 3)] = std::nan("");
+    const Tensor bad = from_c128({2, n, n}, v);
+    const auto sv = svd(ctx_, bad);
+    const auto ev = eigh(ctx_, bad, Uplo::kLower);
+    for (const Error* e : {sv.has_value() ? nullptr : &sv.error(), ev.has_value() ? nullptr : &ev.error()}) {
+      if (e == nullptr) continue;
+      EXPECT_EQ(e->code(), ErrorCode::kNoConvergence) << e->message();
+      EXPECT_NE(e->message().find("batch item 1"), std::string::npos) << e->message();
+    }
+    if (sv.has_value()) {
+      EXPECT_TRUE(std::isnan(sv->s.get_as_c128({1, 0}).value().real()));
+    }
+    if (ev.has_value()) {
+      EXPECT_TRUE(std::isnan(ev->values.get_as_c128({1, n - 1}).value().real()));
+    }
+  }
 }
 
 TEST_P(LinalgTest, SolveVectorMatrixBroadcastAndSingular) {
