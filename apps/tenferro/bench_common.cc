@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -201,6 +202,10 @@ void print_rows(const std::vector<BenchRow>& rows, int threads, bool json) {
     }
   }
   std::printf("ratio = tenferro / reference (lower is better for tenferro)\n");
+}
+
+void settle_peer_threads(int threads) {
+  if (threads > 1) std::this_thread::sleep_for(std::chrono::milliseconds(250));
 }
 
 }  // namespace tenferro::cli

@@ -49,6 +49,15 @@ Result<EinsumInstance> load_einsum_instance(const std::string& file, const std::
 Result<EinsumInstance> parse_einsum_instance(std::string_view text, const std::string& file,
                                              const std::string& strategy);
 
+/// Note [Peer threads settle]: after a call on several threads OpenBLAS's own worker
+/// threads spin (sched_yield) for up to its thread timeout before they sleep (a 2-thread
+/// dgemm left 0.13 s of CPU time spent after it returned, then none). On a machine with
+/// as many CPUs as threads they take the CPUs tenferro's workers need, so a tenferro
+/// timing right after a multi-threaded OpenBLAS reference would measure the peer's
+/// leftovers. The benchmarks call this after every multi-threaded peer timing: sleeps
+/// 0.25 s when `threads` > 1; no-op otherwise.
+void settle_peer_threads(int threads);
+
 /// Median over 7 repetitions of the per-call time of `calls` calls of `f`, in µs (after
 /// a warm-up of min(calls, 1000) calls).
 double per_call_us(int calls, const std::function<void()>& f);

@@ -37,8 +37,17 @@ cpu::DotDims batch_last_dims() {
   return dims;
 }
 
+// Note [Bench warm-up]: the first milliseconds of a process (or of a worker that has
+// been idle long) are not its steady state: a 256^3 f32 product at two threads took
+// the one-thread time (0.16-0.18 ms) for most of 9 calls right after start in about
+// half of the processes, and 0.084-0.085 ms in every process after 20 ms of calls (the
+// same calls from Python, 300 in a row: 0.099 ms from the fifth on). Each timing
+// therefore warms up for at least one call and 20 ms, tenferro and peer alike.
 double median_ms(int reps, const std::function<void()>& f) {
-  f();  // warm-up (first touch, caches, thread start)
+  const auto warm_end = Clock::now() + std::chrono::milliseconds(20);
+  do {
+    f();
+  } while (Clock::now() < warm_end);
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
     const auto t0 = Clock::now();
@@ -54,7 +63,9 @@ double median_ms(int reps, const std::function<void()>& f) {
 // so the count is set again before each reference.
 double reference_ms(int threads, int reps, const std::function<void()>& f) {
   openblas_set_num_threads(threads);
-  return median_ms(reps, f);
+  const double ms = median_ms(reps, f);
+  settle_peer_threads(threads);  // Note [Peer threads settle]
+  return ms;
 }
 
 struct Row {
@@ -119,6 +130,7 @@ int run_bench_kernels(int argc, char** argv) {
     return 1;
   }
   openblas_set_num_threads(threads);
+  settle_peer_threads(threads);
   std::vector<Row> rows;
   int failures = 0;
   auto want = [&](const std::string& name) { return only.empty() || name.find(only) != std::string::npos; };

@@ -1049,6 +1049,61 @@ struct Vec512<float> {
   static M mask(int64_t n) { return static_cast<M>(n <= 0 ? 0u : n >= 16 ? 0xffffu : (1u << n) - 1u); }
 };
 
+// Note [Packing column-major B]: a column-major B (the usual operand) packs into
+// row-contiguous panels by a transpose, and so does a row-major A into column-contiguous
+// ones. Eight columns by eight rows go through registers: f64 as
+// one 8 x 8 block of 512-bit vectors (unpack, then two rounds of 128-bit lane
+// shuffles), f32 as an 8 x 8 block of 256-bit vectors (unpack, shuffle, lane permute).
+// dst[q * dld + j] = src[q + j * ld] for q, j < 8.
+// GCC 12's 512-bit unpack and lane-shuffle intrinsics expand through an undefined
+// merge operand, which -Wmaybe-uninitialized reports at every use.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+inline void transpose_8x8(const double* src, int64_t ld, double* dst, int64_t dld) {
+  __m512d r[8];
+  for (int j = 0; j < 8; ++j) r[j] = _mm512_loadu_pd(src + j * ld);
+  __m512d t[8];
+  for (int j = 0; j < 8; j += 2) {
+    t[j] = _mm512_unpacklo_pd(r[j], r[j + 1]);      // q = 0, 2, 4, 6 of columns j, j + 1
+    t[j + 1] = _mm512_unpackhi_pd(r[j], r[j + 1]);  // q = 1, 3, 5, 7
+  }
+  // u: q pairs {0, 4}, {2, 6} of columns 0-3 (from t0, t2) and 4-7 (t4, t6); {1, 5}, {3, 7}
+  // from the odd t's.
+  const __m512d u0 = _mm512_shuffle_f64x2(t[0], t[2], 0x88), u1 = _mm512_shuffle_f64x2(t[0], t[2], 0xDD);
+  const __m512d u2 = _mm512_shuffle_f64x2(t[1], t[3], 0x88), u3 = _mm512_shuffle_f64x2(t[1], t[3], 0xDD);
+  const __m512d u4 = _mm512_shuffle_f64x2(t[4], t[6], 0x88), u5 = _mm512_shuffle_f64x2(t[4], t[6], 0xDD);
+  const __m512d u6 = _mm512_shuffle_f64x2(t[5], t[7], 0x88), u7 = _mm512_shuffle_f64x2(t[5], t[7], 0xDD);
+  _mm512_storeu_pd(dst + 0 * dld, _mm512_shuffle_f64x2(u0, u4, 0x88));
+  _mm512_storeu_pd(dst + 4 * dld, _mm512_shuffle_f64x2(u0, u4, 0xDD));
+  _mm512_storeu_pd(dst + 2 * dld, _mm512_shuffle_f64x2(u1, u5, 0x88));
+  _mm512_storeu_pd(dst + 6 * dld, _mm512_shuffle_f64x2(u1, u5, 0xDD));
+  _mm512_storeu_pd(dst + 1 * dld, _mm512_shuffle_f64x2(u2, u6, 0x88));
+  _mm512_storeu_pd(dst + 5 * dld, _mm512_shuffle_f64x2(u2, u6, 0xDD));
+  _mm512_storeu_pd(dst + 3 * dld, _mm512_shuffle_f64x2(u3, u7, 0x88));
+  _mm512_storeu_pd(dst + 7 * dld, _mm512_shuffle_f64x2(u3, u7, 0xDD));
+}
+#pragma GCC diagnostic pop
+inline void transpose_8x8(const float* src, int64_t ld, float* dst, int64_t dld) {
+  __m256 r[8];
+  for (int j = 0; j < 8; ++j) r[j] = _mm256_loadu_ps(src + j * ld);
+  __m256 t[8];
+  for (int j = 0; j < 8; j += 2) {
+    t[j] = _mm256_unpacklo_ps(r[j], r[j + 1]);      // q = 0, 1 | 4, 5 of columns j, j + 1
+    t[j + 1] = _mm256_unpackhi_ps(r[j], r[j + 1]);  // q = 2, 3 | 6, 7
+  }
+  __m256 s[8];
+  for (int h = 0; h < 8; h += 4) {  // columns h .. h + 3, q = 0 | 4, 1 | 5, 2 | 6, 3 | 7
+    s[h] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
+    s[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xEE);
+    s[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
+    s[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xEE);
+  }
+  for (int q = 0; q < 4; ++q) {
+    _mm256_storeu_ps(dst + q * dld, _mm256_permute2f128_ps(s[q], s[q + 4], 0x20));
+    _mm256_storeu_ps(dst + (q + 4) * dld, _mm256_permute2f128_ps(s[q], s[q + 4], 0x31));
+  }
+}
+
 // Packs rows [i0, i0 + mc) x contraction [p0, p0 + kc) of A into kMR-row panels
 // (zero-padded rows), each panel kc x kMR with the rows contiguous.
 template <class T>
@@ -1064,11 +1119,31 @@ void pack_a_block(const GemmArgs<T>& g, int64_t i0, int64_t mc, int64_t p0, int6
         const T* col = src + p * g.csa;
         for (int v = 0; v < S::kVecs; ++v) X::store(dst + p * S::kMR + v * L, X::load(col + v * L));
       }
+    } else if (g.rsa == 1) {
+      // A last partial panel: masked loads read the rows and zero the padding (an
+      // element-wise zero fill compiled to byte stores, a twentieth of an f32 n = 256
+      // product).
+      for (int64_t p = 0; p < kc; ++p) {
+        const T* col = src + p * g.csa;
+        for (int v = 0; v < S::kVecs; ++v) {
+          X::store(dst + p * S::kMR + v * L, X::load(col + v * L, X::mask(rows - v * L)));
+        }
+      }
+    } else if (g.csa == 1 && rows == S::kMR) {
+      // Rows contiguous along the contraction (a row-major A): 8 x 8 register transposes
+      // (Note [Packing column-major B]).
+      int64_t p = 0;
+      for (; p + 8 <= kc; p += 8) {
+        for (int64_t r = 0; r < S::kMR; r += 8) transpose_8x8(src + r * g.rsa + p, g.rsa, dst + p * S::kMR + r, S::kMR);
+      }
+      for (; p < kc; ++p) {
+        for (int64_t r = 0; r < S::kMR; ++r) dst[p * S::kMR + r] = src[r * g.rsa + p];
+      }
     } else {
       for (int64_t p = 0; p < kc; ++p) {
         T* d = dst + p * S::kMR;
+        for (int v = 0; v < S::kVecs; ++v) X::store(d + v * L, X::zero());
         for (int64_t r = 0; r < rows; ++r) d[r] = src[r * g.rsa + p * g.csa];
-        for (int64_t r = rows; r < S::kMR; ++r) d[r] = T(0);
       }
     }
     dst += kc * S::kMR;
@@ -1087,14 +1162,10 @@ void pack_b_block(const GemmArgs<T>& g, int64_t p0, int64_t kc, int64_t j0, int6
     if (g.csb == 1 && cols == NR) {
       for (int64_t p = 0; p < kc; ++p) std::copy(src + p * g.rsb, src + p * g.rsb + NR, dst + p * NR);
     } else if (g.rsb == 1 && cols == NR) {
-      // Columns contiguous: eight column runs, four rows at a time (each store a row).
+      // Columns contiguous: eight column runs, eight rows at a time by register
+      // transposes (Note [Packing column-major B]).
       int64_t p = 0;
-      for (; p + 4 <= kc; p += 4) {
-        for (int64_t q = 0; q < 4; ++q) {
-          T* d = dst + (p + q) * NR;
-          for (int64_t j = 0; j < NR; ++j) d[j] = src[(p + q) + j * g.csb];
-        }
-      }
+      for (; p + 8 <= kc; p += 8) transpose_8x8(src + p, g.csb, dst + p * NR, NR);
       for (; p < kc; ++p) {
         for (int64_t j = 0; j < NR; ++j) dst[p * NR + j] = src[p + j * g.csb];
       }
