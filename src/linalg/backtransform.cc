@@ -111,18 +111,20 @@ Result<void> apply_reflectors(const CpuExecutionContext& ctx, const Reflectors<T
 }
 
 template <class T>
-StagedSvd<T> StagedSvd<T>::plan(int64_t m, int64_t n, bool full) {
+StagedSvd<T> StagedSvd<T>::plan(int64_t m, int64_t n, bool full, Workspace* ws) {
   StagedSvd<T> p;
   p.m = m;
   p.n = n;
   p.k = std::min(m, n);
   p.ucols = full ? m : p.k;
   p.vrows = full ? n : p.k;
-  T wq{}, dummy{};
-  Real<T> rdummy{};
-  Lapack<T>::gebrd(static_cast<lint>(m), static_cast<lint>(n), &dummy, static_cast<lint>(std::max<int64_t>(1, m)),
-                   &rdummy, &rdummy, &dummy, &dummy, &wq, -1);
-  p.lwork = query_size(wq);
+  p.lwork = cached_query(ws, QueryKey{Query::kStagedSvd, kDTypeOf<T>, {m, n, 0, 0, 0}}, [&] {
+    T wq{}, dummy{};
+    Real<T> rdummy{};
+    Lapack<T>::gebrd(static_cast<lint>(m), static_cast<lint>(n), &dummy, static_cast<lint>(std::max<int64_t>(1, m)),
+                     &rdummy, &rdummy, &dummy, &dummy, &wq, -1);
+    return QueryValue{query_size(wq), 0, 0};
+  })[0];
   return p;
 }
 
@@ -173,18 +175,22 @@ Result<lint> StagedSvd<T>::run(const CpuExecutionContext& ctx, Mat<const T> src,
 }
 
 template <class T>
-StagedEigh<T> StagedEigh<T>::plan(int64_t n) {
+StagedEigh<T> StagedEigh<T>::plan(int64_t n, Workspace* ws) {
   StagedEigh<T> p;
   p.n = n;
-  const lint ln = static_cast<lint>(std::max<int64_t>(1, n));
-  T wq{}, dummy{};
-  Real<T> rq{}, rdummy{};
-  lint iq = 0;
-  Lapack<T>::hetrd('L', static_cast<lint>(n), &dummy, ln, &rdummy, &rdummy, &dummy, &wq, -1);
-  p.lwork = query_size(wq);
-  Lapack<Real<T>>::stedc(static_cast<lint>(n), &rdummy, &rdummy, &rdummy, ln, &rq, -1, &iq, -1);
-  p.lrwork = query_size(rq);
-  p.liwork = std::max<lint>(1, iq);
+  const QueryValue sizes = cached_query(ws, QueryKey{Query::kStagedEigh, kDTypeOf<T>, {n, 0, 0, 0, 0}}, [&] {
+    const lint ln = static_cast<lint>(std::max<int64_t>(1, n));
+    T wq{}, dummy{};
+    Real<T> rq{}, rdummy{};
+    lint iq = 0;
+    Lapack<T>::hetrd('L', static_cast<lint>(n), &dummy, ln, &rdummy, &rdummy, &dummy, &wq, -1);
+    const lint lwork = query_size(wq);
+    Lapack<Real<T>>::stedc(static_cast<lint>(n), &rdummy, &rdummy, &rdummy, ln, &rq, -1, &iq, -1);
+    return QueryValue{lwork, query_size(rq), std::max<lint>(1, iq)};
+  });
+  p.lwork = sizes[0];
+  p.lrwork = sizes[1];
+  p.liwork = sizes[2];
   return p;
 }
 

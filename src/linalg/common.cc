@@ -108,6 +108,23 @@ Result<Route> decide_route(const RouteInput& in, const cpu::BatchSettings& setti
   return r;
 }
 
+Workspace::Workspace() : impl_(std::make_unique<Impl>()) {}
+Workspace::~Workspace() = default;
+int64_t Workspace::held_bytes() const noexcept { return impl_->bytes; }
+int64_t Workspace::queries() const noexcept { return static_cast<int64_t>(impl_->entries.size()); }
+int64_t Workspace::hits() const noexcept { return impl_->hits; }
+int64_t Workspace::misses() const noexcept { return impl_->misses; }
+int64_t Workspace::evictions() const noexcept { return impl_->evictions; }
+void Workspace::clear() noexcept {
+  if (!impl_->lent) {
+    impl_->buffer.reset();
+    impl_->data = nullptr;
+    impl_->bytes = 0;
+  }
+  impl_->entries.clear();
+  impl_->next = 0;
+}
+
 namespace detail {
 
 DType real_dtype(DType dt) noexcept {
@@ -182,9 +199,26 @@ std::string Batch::index(int64_t item) const {
   return format_dims(idx);
 }
 
-Result<Scratch> Scratch::make(int64_t bytes, const PoolPtr& pool) {
+Result<Scratch> Scratch::make(int64_t bytes, const PoolPtr& pool, Workspace* ws) {
   Scratch s;
   if (bytes <= 0) return s;
+  if (ws != nullptr && !ws->impl().lent) {
+    Workspace::Impl& w = ws->impl();
+    if (w.bytes < bytes) {
+      std::unique_ptr<std::byte[]> grown(new (std::nothrow) std::byte[static_cast<size_t>(bytes) + 64]);
+      if (grown == nullptr) {
+        return usage_error(ErrorCode::kAllocationFailed, "linalg", "workspace of " + std::to_string(bytes) + " bytes");
+      }
+      w.buffer = std::move(grown);
+      const auto addr = reinterpret_cast<uintptr_t>(w.buffer.get());
+      w.data = w.buffer.get() + ((64 - addr % 64) % 64);
+      w.bytes = bytes;
+    }
+    w.lent = true;
+    s.lent_ = &w;
+    s.data_ = w.data;
+    return s;
+  }
   if (pool != nullptr) {
     TENFERRO_TRY(s.lease_, pool->acquire(bytes));
     s.data_ = static_cast<std::byte*>(s.lease_.data());

@@ -15,6 +15,9 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <array>
+#include <utility>
+#include <vector>
 
 #include "lapack.h"
 #include "tenferro/core/small_vector.h"
@@ -138,16 +141,86 @@ void scatter(Mat<T> dst, const T* src, int64_t ld, int64_t rows, int64_t cols) {
     for (int64_t i = 0; i < rows; ++i) dst(i, j) = src[i + j * ld];
 }
 
-/// Uninitialized scratch: from the pool when given, else the heap. 64-byte aligned.
+/// Note [Held workspace]: spec 001 D11 asks for LAPACK workspace queried once and held
+/// by the prepared op. A Workspace holds both halves of that: the results of the
+/// lwork = -1 queries (keyed by routine, dtype and the arguments that size them) and one
+/// scratch block that grows to the largest need. Without one, every call queries and
+/// draws its scratch from the domain's pool (recycled, so no allocation in steady
+/// state either). The scratch is lent to one call at a time: a call nested inside
+/// another with the same options finds it lent and uses the pool.
+
+/// Which workspace query (part of the key of a held result).
+enum class Query : uint8_t { kSvd, kQr, kEigh, kEig, kLstsq, kTruncatedSvd, kStagedSvd, kStagedEigh };
+struct QueryKey {
+  Query query;
+  DType dtype;
+  std::array<int64_t, 5> args;
+  bool operator==(const QueryKey&) const = default;
+};
+using QueryValue = std::array<lint, 3>;
+
+}  // namespace tenferro::linalg::detail
+
+namespace tenferro::linalg {
+struct Workspace::Impl {
+  std::unique_ptr<std::byte[]> buffer;
+  std::byte* data = nullptr;  // 64-byte aligned inside buffer
+  int64_t bytes = 0;
+  bool lent = false;
+  struct Entry {
+    detail::QueryKey key;
+    detail::QueryValue value;
+  };
+  std::vector<Entry> entries;
+  size_t next = 0;  // the entry replaced next once full
+  int64_t hits = 0, misses = 0, evictions = 0;
+};
+}  // namespace tenferro::linalg
+
+namespace tenferro::linalg::detail {
+
+/// The query's result: held by `ws` when it has this key, else `query()` (then held).
+template <class F>
+QueryValue cached_query(Workspace* ws, const QueryKey& key, F&& query) {
+  if (ws == nullptr) return query();
+  Workspace::Impl& w = ws->impl();
+  for (const auto& e : w.entries) {
+    if (e.key == key) {
+      ++w.hits;
+      return e.value;
+    }
+  }
+  ++w.misses;
+  const QueryValue v = query();
+  if (static_cast<int64_t>(w.entries.size()) < Workspace::kMaxQueries) {
+    w.entries.push_back({key, v});
+  } else {
+    w.entries[w.next] = {key, v};
+    w.next = (w.next + 1) % w.entries.size();
+    ++w.evictions;
+  }
+  return v;
+}
+
+/// Uninitialized scratch, 64-byte aligned: the Workspace's held block when one is given
+/// and not lent (grown to `bytes`), else from the pool when given, else the heap.
 class Scratch {
  public:
-  static Result<Scratch> make(int64_t bytes, const PoolPtr& pool);
+  static Result<Scratch> make(int64_t bytes, const PoolPtr& pool, Workspace* ws = nullptr);
   std::byte* data() const noexcept { return data_; }
+  Scratch() = default;
+  Scratch(Scratch&& o) noexcept
+      : lease_(std::move(o.lease_)), own_(std::move(o.own_)), data_(o.data_), lent_(std::exchange(o.lent_, nullptr)) {}
+  Scratch& operator=(Scratch&&) = delete;
+  ~Scratch() {
+    if (lent_ != nullptr) lent_->lent = false;
+  }
 
  private:
   PooledBuffer lease_;
   std::unique_ptr<std::byte[]> own_;
   std::byte* data_ = nullptr;
+  Workspace::Impl* lent_ = nullptr;
 };
 
 /// Carves typed arrays out of a byte range (each 64-byte aligned). Measure with a null
@@ -316,7 +389,8 @@ struct StagedSvd {
     Real<T> *d, *e, *ub, *vtb, *rwork;
     lint* iwork;
   };
-  static StagedSvd plan(int64_t m, int64_t n, bool full);
+  /// Sizes (gebrd's workspace query, held by `ws` when given).
+  static StagedSvd plan(int64_t m, int64_t n, bool full, Workspace* ws);
   /// Bytes of one lane's scratch (base null), or carves base into parts.
   int64_t carve(std::byte* base, Parts* parts) const;
   /// s (k), u (m x ucols, leading dimension m), vt (vrows x n, leading dimension
@@ -337,7 +411,7 @@ struct StagedEigh {
     Real<T> *d, *e, *z, *rwork;
     lint* iwork;
   };
-  static StagedEigh plan(int64_t n);
+  static StagedEigh plan(int64_t n, Workspace* ws);
   int64_t carve(std::byte* base, Parts* parts) const;
   /// w (n, ascending) and z (n x n, leading dimension n); returns LAPACK's info.
   Result<lint> run(const CpuExecutionContext& ctx, Mat<const T> src, bool lower, Real<T>* w, T* z,

@@ -79,19 +79,23 @@ Result<SvdResult> svd_t(const CpuExecutionContext& ctx, const Tensor& a, const S
     const char jobz = values ? 'N' : (full ? 'A' : 'S');
     const lint lm = static_cast<lint>(m), ln = static_cast<lint>(n), ldu = static_cast<lint>(std::max<int64_t>(1, m)),
                ldvt = static_cast<lint>(std::max<int64_t>(1, vrows));
-    // Workspace queries (Note [LAPACK workspace]).
-    T wq{};
+    // Workspace queries (Note [LAPACK workspace], Note [Held workspace]).
     T dummy{};
-    Real<T> rdummy{};
-    lint idummy = 0;
-    Lapack<T>::gesdd(jobz, lm, ln, &dummy, lm, &rdummy, &dummy, ldu, &dummy, ldvt, &wq, -1, &rdummy, &idummy);
-    lint lwork = detail::query_size(wq);
     const bool may_fallback = o.driver == SvdDriver::kAuto || o.driver == SvdDriver::kGesvd;
     const char jv = values ? 'N' : (full ? 'A' : 'S');
-    if (may_fallback) {
-      Lapack<T>::gesvd(jv, jv, lm, ln, &dummy, lm, &rdummy, &dummy, ldu, &dummy, ldvt, &wq, -1, &rdummy);
-      lwork = std::max(lwork, detail::query_size(wq));
-    }
+    const detail::QueryKey key{detail::Query::kSvd, a.dtype(), {m, n, jobz, may_fallback ? 1 : 0, 0}};
+    const lint lwork = detail::cached_query(o.linalg.workspace, key, [&] {
+      T wq{}, d{};
+      Real<T> rd{};
+      lint id = 0;
+      Lapack<T>::gesdd(jobz, lm, ln, &d, lm, &rd, &d, ldu, &d, ldvt, &wq, -1, &rd, &id);
+      lint lw = detail::query_size(wq);
+      if (may_fallback) {
+        Lapack<T>::gesvd(jv, jv, lm, ln, &d, lm, &rd, &d, ldu, &d, ldvt, &wq, -1, &rd);
+        lw = std::max(lw, detail::query_size(wq));
+      }
+      return detail::QueryValue{lw, 0, 0};
+    })[0];
     const int64_t rwork_n = !detail::kIsComplex<T> ? 1
                             : values ? std::max<int64_t>(7 * k, 5 * k)
                                      : std::max<int64_t>(k * std::max(5 * k + 7, 2 * std::max(m, n) + 2 * k + 1),
@@ -110,10 +114,10 @@ Result<SvdResult> svd_t(const CpuExecutionContext& ctx, const Tensor& a, const S
     // The staged route (Note [Engine back-transformation]) shares the lane's scratch with
     // the gesvd fallback.
     const bool staged = route.kernel == Kernel::kStaged;
-    const auto plan = staged ? detail::StagedSvd<T>::plan(m, n, full) : detail::StagedSvd<T>{};
+    const auto plan = staged ? detail::StagedSvd<T>::plan(m, n, full, o.linalg.workspace) : detail::StagedSvd<T>{};
     const int64_t per_lane =
         std::max(carve(nullptr, &ac, &wk, &rw, &iw), staged ? plan.carve(nullptr, nullptr) : int64_t{0});
-    TENFERRO_TRY(Scratch scratch, Scratch::make(route.lanes * per_lane, pool));
+    TENFERRO_TRY(Scratch scratch, Scratch::make(route.lanes * per_lane, pool, o.linalg.workspace));
     detail::run_items(ctx, route, batch.count, [&](int64_t b, int64_t e, int lane) {
       T *acopy, *work;
       Real<T>* rwork;
@@ -211,20 +215,23 @@ Result<void> qr_t(const CpuExecutionContext& ctx, const Tensor& a, QrMode mode, 
   }
   const lint lm = static_cast<lint>(m), ln = static_cast<lint>(n), lk = static_cast<lint>(k),
              lda = static_cast<lint>(std::max<int64_t>(1, m));
-  T wq{}, dummy{};
-  Real<T> rdummy{};
-  lint idummy = 0;
-  lint lwork = 1;
-  if (pivoted) {
-    Lapack<T>::geqp3(lm, ln, &dummy, lda, &idummy, &dummy, &wq, -1, &rdummy);
-  } else {
-    Lapack<T>::geqrf(lm, ln, &dummy, lda, &dummy, &wq, -1);
-  }
-  lwork = std::max(lwork, detail::query_size(wq));
-  if (want_q && m > 0) {
-    Lapack<T>::ungqr(lm, static_cast<lint>(qcols), lk, &dummy, lda, &dummy, &wq, -1);
-    lwork = std::max(lwork, detail::query_size(wq));
-  }
+  const detail::QueryKey key{detail::Query::kQr, a.dtype(), {m, n, qcols, pivoted ? 1 : 0, want_q ? 1 : 0}};
+  const lint lwork = detail::cached_query(lo.workspace, key, [&] {
+    T wq{}, d{};
+    Real<T> rd{};
+    lint id = 0;
+    if (pivoted) {
+      Lapack<T>::geqp3(lm, ln, &d, lda, &id, &d, &wq, -1, &rd);
+    } else {
+      Lapack<T>::geqrf(lm, ln, &d, lda, &d, &wq, -1);
+    }
+    lint lw = detail::query_size(wq);
+    if (want_q && m > 0) {
+      Lapack<T>::ungqr(lm, static_cast<lint>(qcols), lk, &d, lda, &d, &wq, -1);
+      lw = std::max(lw, detail::query_size(wq));
+    }
+    return detail::QueryValue{lw, 0, 0};
+  })[0];
   const int64_t qbuf_cols = std::max(n, qcols);
   auto carve = [&](std::byte* base, T** acopy, T** tau, T** work, Real<T>** rwork, lint** jpvt) {
     Carver c(base);
@@ -239,7 +246,7 @@ Result<void> qr_t(const CpuExecutionContext& ctx, const Tensor& a, QrMode mode, 
   Real<T>* x4;
   lint* x5;
   const int64_t per_lane = carve(nullptr, &x1, &x2, &x3, &x4, &x5);
-  TENFERRO_TRY(Scratch scratch, Scratch::make(route.lanes * per_lane, pool));
+  TENFERRO_TRY(Scratch scratch, Scratch::make(route.lanes * per_lane, pool, lo.workspace));
   Failures failures;
   detail::run_items(ctx, route, batch.count, [&](int64_t b, int64_t e, int lane) {
     T *acopy, *tau, *work;
@@ -306,9 +313,9 @@ Result<EighResult> eigh_t(const CpuExecutionContext& ctx, const Tensor& a, Uplo 
       });
     }
   } else if (route.kernel == Kernel::kStaged) {
-    const auto plan = detail::StagedEigh<T>::plan(n);
+    const auto plan = detail::StagedEigh<T>::plan(n, lo.workspace);
     const int64_t per_lane = plan.carve(nullptr, nullptr);
-    TENFERRO_TRY(Scratch scratch, Scratch::make(route.lanes * per_lane, pool));
+    TENFERRO_TRY(Scratch scratch, Scratch::make(route.lanes * per_lane, pool, lo.workspace));
     detail::run_items(ctx, route, batch.count, [&](int64_t b, int64_t e, int lane) {
       for (int64_t it = b; it < e; ++it) {
         const Mat<T> src = item_mat<T>(a, batch, it);
@@ -327,13 +334,16 @@ Result<EighResult> eigh_t(const CpuExecutionContext& ctx, const Tensor& a, Uplo 
   } else {
     const char jobz = vectors ? 'V' : 'N', ul = uplo_char(uplo);
     const lint ln = static_cast<lint>(n);
-    T wq{}, dummy{};
-    Real<T> rq{}, rdummy{};
-    lint iq = 0;
-    Lapack<T>::heevd(jobz, ul, ln, &dummy, ln, &rdummy, &wq, -1, &rq, -1, &iq, -1);
-    const lint lwork = detail::query_size(wq);
-    const lint lrwork = detail::kIsComplex<T> ? detail::query_size(rq) : 1;
-    const lint liwork = std::max<lint>(1, iq);
+    const detail::QueryKey key{detail::Query::kEigh, a.dtype(), {n, jobz, ul, 0, 0}};
+    const detail::QueryValue sizes = detail::cached_query(lo.workspace, key, [&] {
+      T wq{}, d{};
+      Real<T> rq{}, rd{};
+      lint iq = 0;
+      Lapack<T>::heevd(jobz, ul, ln, &d, ln, &rd, &wq, -1, &rq, -1, &iq, -1);
+      return detail::QueryValue{detail::query_size(wq), detail::kIsComplex<T> ? detail::query_size(rq) : 1,
+                                std::max<lint>(1, iq)};
+    });
+    const lint lwork = sizes[0], lrwork = sizes[1], liwork = sizes[2];
     auto carve = [&](std::byte* base, T** acopy, T** work, Real<T>** rwork, lint** iwork) {
       Carver c(base);
       *acopy = c.take<T>(n * n);
@@ -346,7 +356,7 @@ Result<EighResult> eigh_t(const CpuExecutionContext& ctx, const Tensor& a, Uplo 
     Real<T>* x3;
     lint* x4;
     const int64_t per_lane = carve(nullptr, &x1, &x2, &x3, &x4);
-    TENFERRO_TRY(Scratch scratch, Scratch::make(route.lanes * per_lane, pool));
+    TENFERRO_TRY(Scratch scratch, Scratch::make(route.lanes * per_lane, pool, lo.workspace));
     detail::run_items(ctx, route, batch.count, [&](int64_t b, int64_t e, int lane) {
       T *acopy, *work;
       Real<T>* rwork;
@@ -391,14 +401,18 @@ Result<EigResult> eig_t(const CpuExecutionContext& ctx, const Tensor& a, bool ve
   if (batch.count == 0 || n == 0) return res;
   const char jr = vectors ? 'V' : 'N';
   const lint ln = static_cast<lint>(n);
-  T wq{}, dummy{};
-  Real<T> rdummy{};
-  if constexpr (detail::kIsComplex<T>) {
-    Lapack<T>::geev('N', jr, ln, &dummy, ln, &dummy, &dummy, 1, &dummy, ln, &wq, -1, &rdummy);
-  } else {
-    Lapack<T>::geev('N', jr, ln, &dummy, ln, &dummy, &dummy, &dummy, 1, &dummy, ln, &wq, -1);
-  }
-  const lint lwork = detail::query_size(wq);
+  T dummy{};
+  const detail::QueryKey key{detail::Query::kEig, a.dtype(), {n, jr, 0, 0, 0}};
+  const lint lwork = detail::cached_query(lo.workspace, key, [&] {
+    T wq{}, d{};
+    Real<T> rd{};
+    if constexpr (detail::kIsComplex<T>) {
+      Lapack<T>::geev('N', jr, ln, &d, ln, &d, &d, 1, &d, ln, &wq, -1, &rd);
+    } else {
+      Lapack<T>::geev('N', jr, ln, &d, ln, &d, &d, &d, 1, &d, ln, &wq, -1);
+    }
+    return detail::QueryValue{detail::query_size(wq), 0, 0};
+  })[0];
   auto carve = [&](std::byte* base, T** acopy, T** vr, T** w1, T** w2, T** work, Real<T>** rwork) {
     Carver c(base);
     *acopy = c.take<T>(n * n);
@@ -412,7 +426,7 @@ Result<EigResult> eig_t(const CpuExecutionContext& ctx, const Tensor& a, bool ve
   T *x1, *x2, *x3, *x4, *x5;
   Real<T>* x6;
   const int64_t per_lane = carve(nullptr, &x1, &x2, &x3, &x4, &x5, &x6);
-  TENFERRO_TRY(Scratch scratch, Scratch::make(route.lanes * per_lane, pool));
+  TENFERRO_TRY(Scratch scratch, Scratch::make(route.lanes * per_lane, pool, lo.workspace));
   Failures failures;
   detail::run_items(ctx, route, batch.count, [&](int64_t b, int64_t e, int lane) {
     T *acopy, *vr, *w1, *w2, *work;
@@ -485,7 +499,7 @@ Result<void> cholesky_t(const CpuExecutionContext& ctx, const Tensor& a, Uplo up
   } else {
     const bool direct = detail::item_mat<T>(out, batch, 0).lapack_ready(n) && !out.shares_storage_with(a);
     const int64_t lane_bytes = direct ? 0 : (n * n * int64_t(sizeof(T)) + 63) / 64 * 64;
-    TENFERRO_TRY(Scratch scratch, Scratch::make(route.lanes * lane_bytes, pool));
+    TENFERRO_TRY(Scratch scratch, Scratch::make(route.lanes * lane_bytes, pool, lo.workspace));
     const lint ln = static_cast<lint>(n);
     detail::run_items(ctx, route, batch.count, [&](int64_t b, int64_t e, int lane) {
       T* buf = direct ? nullptr : reinterpret_cast<T*>(scratch.data() + lane * lane_bytes);
@@ -534,7 +548,7 @@ Result<LuFactorResult> lu_factor_t(const CpuExecutionContext& ctx, const Tensor&
     return res;
   }
   const int64_t lane_bytes = (k * int64_t(sizeof(lint)) + 63) / 64 * 64;
-  TENFERRO_TRY(Scratch scratch, Scratch::make(route.lanes * lane_bytes, pool));
+  TENFERRO_TRY(Scratch scratch, Scratch::make(route.lanes * lane_bytes, pool, lo.workspace));
   Failures failures;
   detail::run_items(ctx, route, batch.count, [&](int64_t b, int64_t e, int lane) {
     auto* ipiv = reinterpret_cast<lint*>(scratch.data() + lane * lane_bytes);

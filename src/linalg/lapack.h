@@ -36,9 +36,10 @@ inline constexpr bool kIsComplex = !std::is_same_v<T, Real<T>>;
 template <class T>
 struct Lapack;
 
-// Note [LAPACK workspace]: every routine is called twice per call shape: once with
-// lwork = -1 to learn the optimal workspace (held for the whole call, one per lane), then
-// once per item. Real routines have no rwork; the generic code passes null for it.
+// Note [LAPACK workspace]: every routine is called with lwork = -1 to learn the optimal
+// workspace (once per call, or once per shape with a held Workspace: Note [Held
+// workspace] in common.h), then once per item with the workspace carved per lane. Real
+// routines have no rwork; the generic code passes null for it.
 
 #define TENFERRO_LAPACK_REAL(T, p)                                                                                  \
   template <>                                                                                                       \

@@ -513,6 +513,58 @@ TEST_P(LinalgTest, StagedSvdAndEighMatchIdentities) {
   }
 }
 
+// Note [Held workspace]: repeated calls with one Workspace query LAPACK once per shape,
+// reuse one scratch block, and give the results calls without it give; a nested call
+// (pinv's SVD) does not share the lent block; the query cache is bounded.
+TEST_P(LinalgTest, HeldWorkspaceIsReusedAndChangesNothing) {
+  Workspace ws;
+  LinalgOptions lo;
+  lo.workspace = &ws;
+  SvdOptions so;
+  so.linalg = lo;
+  const Tensor a = rand({2, 100, 90}, 1700), sq = spd(2, 70, 1701), bm = rand({2, 100, 3}, 1702);
+  auto same = [&](const Tensor& x, const Tensor& y) {
+    ASSERT_EQ(x.shape(), y.shape());
+    const int64_t count = x.numel();
+    for (int64_t i = 0; i < count; ++i) {
+      std::vector<int64_t> idx(static_cast<size_t>(x.rank()));
+      int64_t rest = i;
+      for (int64_t d = 0; d < x.rank(); ++d) {
+        idx[static_cast<size_t>(d)] = rest % x.dim(d);
+        rest /= x.dim(d);
+      }
+      ASSERT_EQ(x.get_as_c128(idx).value(), y.get_as_c128(idx).value());
+    }
+  };
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round);
+    const int64_t misses = ws.misses();
+    same(svd(ctx_, a, so).value().u, svd(ctx_, a).value().u);
+    same(qr(ctx_, a, QrMode::kReduced, lo).value().r, qr(ctx_, a).value().r);
+    same(eigh(ctx_, sq, Uplo::kLower, lo).value().vectors, eigh(ctx_, sq, Uplo::kLower).value().vectors);
+    same(eigvalsh(ctx_, sq, Uplo::kUpper, lo).value(), eigvalsh(ctx_, sq, Uplo::kUpper).value());
+    same(eig(ctx_, sq, lo).value().values, eig(ctx_, sq).value().values);
+    same(lstsq(ctx_, a, bm, std::nullopt, lo).value().solution, lstsq(ctx_, a, bm).value().solution);
+    same(pinv(ctx_, a, std::nullopt, lo).value(), pinv(ctx_, a).value());
+    if (round == 1) {
+      EXPECT_EQ(ws.misses(), misses) << "warm calls query nothing";
+      EXPECT_GT(ws.hits(), 0);
+    }
+  }
+  EXPECT_GT(ws.held_bytes(), 0);
+  EXPECT_GT(ws.queries(), 0);
+  const int64_t held = ws.held_bytes();
+  (void)svd(ctx_, a, so).value();
+  EXPECT_EQ(ws.held_bytes(), held) << "the held block is reused, not grown";
+  ws.clear();
+  EXPECT_EQ(ws.held_bytes(), 0);
+  EXPECT_EQ(ws.queries(), 0);
+  // Bounded: more shapes than kMaxQueries replace the oldest results.
+  for (int64_t n = 1; n <= Workspace::kMaxQueries + 4; ++n) (void)qr(ctx_, rand({n + 16, n}, 1800), QrMode::kReduced, lo).value();
+  EXPECT_EQ(ws.queries(), Workspace::kMaxQueries);
+  EXPECT_EQ(ws.evictions(), 4);
+}
+
 TEST_P(LinalgTest, SolveVectorMatrixBroadcastAndSingular) {
   for (int64_t n : {1, 3, 8, 24}) {
     const Tensor a = rand({11, n, n}, 800 + n);

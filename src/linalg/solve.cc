@@ -73,7 +73,7 @@ Result<void> solve_items(const CpuExecutionContext& ctx, Op op, const char* name
   lint* x3;
   int64_t* x4;
   const int64_t per_lane = carve(nullptr, &x1, &x2, &x3, &x4);
-  TENFERRO_TRY(Scratch scratch, Scratch::make(route.lanes * per_lane, pool));
+  TENFERRO_TRY(Scratch scratch, Scratch::make(route.lanes * per_lane, pool, lo.workspace));
   const lint ln = static_cast<lint>(n);
   detail::run_items(ctx, route, batch.count, [&](int64_t bgn, int64_t end, int lane) {
     T *acopy, *bbuf;
@@ -188,7 +188,7 @@ Result<SlogdetResult> slogdet_t(const CpuExecutionContext& ctx, const Tensor& a,
   lint* x2;
   int64_t* x3;
   const int64_t per_lane = carve(nullptr, &x1, &x2, &x3);
-  TENFERRO_TRY(Scratch scratch, Scratch::make(route.lanes * per_lane, pool));
+  TENFERRO_TRY(Scratch scratch, Scratch::make(route.lanes * per_lane, pool, lo.workspace));
   T* sign = want_log ? static_cast<T*>(res.sign.storage()->data()) : static_cast<T*>(det_out->storage()->data());
   Real<T>* logabs = want_log ? static_cast<Real<T>*>(res.logabsdet.storage()->data()) : nullptr;
   // det = (-1)^swaps * prod(U_ii); item `it` is element `it` of the compact scalar result.
@@ -275,7 +275,7 @@ Result<Tensor> triangular_t(const CpuExecutionContext& ctx, const Tensor& a, con
     }
   }
   const int64_t lane_bytes = (na * na * int64_t(sizeof(T)) + 63) / 64 * 64;
-  TENFERRO_TRY(Scratch scratch, Scratch::make(route.lanes * lane_bytes, pool));
+  TENFERRO_TRY(Scratch scratch, Scratch::make(route.lanes * lane_bytes, pool, o.linalg.workspace));
   const CBLAS_SIDE side = o.left ? CblasLeft : CblasRight;
   const CBLAS_UPLO ul = o.uplo == Uplo::kLower ? CblasLower : CblasUpper;
   const CBLAS_TRANSPOSE tr = o.transpose == Transpose::kNone        ? CblasNoTrans
@@ -314,7 +314,7 @@ Result<Tensor> pinv_t(const CpuExecutionContext& ctx, const Tensor& a, std::opti
   }
   const double tol = rtol.value_or(static_cast<double>(std::max(m, n)) * std::numeric_limits<Real<T>>::epsilon());
   const int64_t lane_bytes = (m * k * int64_t(sizeof(T)) + 63) / 64 * 64;
-  TENFERRO_TRY(Scratch scratch, Scratch::make(sv.route.lanes * lane_bytes, pool));
+  TENFERRO_TRY(Scratch scratch, Scratch::make(sv.route.lanes * lane_bytes, pool, lo.workspace));
   detail::run_items(ctx, sv.route, batch.count, [&](int64_t bgn, int64_t end, int lane) {
     T* w = reinterpret_cast<T*>(scratch.data() + lane * lane_bytes);
     for (int64_t it = bgn; it < end; ++it) {
@@ -354,14 +354,19 @@ Result<LstsqResult> lstsq_t(const CpuExecutionContext& ctx, const Tensor& a, con
   if (batch.count > 0) {
     const int64_t ldb = std::max<int64_t>({1, m, n});
     const lint lm = static_cast<lint>(m), ln = static_cast<lint>(n), lr = static_cast<lint>(nrhs);
-    T wq{}, dummy{};
-    Real<T> rq{}, rdummy{};
-    lint iq = 0, rank_dummy = 0;
-    Lapack<T>::gelsd(lm, ln, lr, &dummy, std::max<lint>(1, lm), &dummy, static_cast<lint>(ldb), &rdummy, rc,
-                     &rank_dummy, &wq, -1, &rq, &iq);
-    const lint lwork = detail::query_size(wq);
-    const int64_t lrwork = detail::kIsComplex<T> ? std::max<int64_t>(1, static_cast<int64_t>(rq)) : 1;
-    const int64_t liwork = std::max<int64_t>(1, iq);
+    const detail::QueryKey key{detail::Query::kLstsq, a.dtype(), {m, n, nrhs, 0, 0}};
+    const detail::QueryValue sizes = detail::cached_query(lo.workspace, key, [&] {
+      T wq{}, d{};
+      Real<T> rq{}, rd{};
+      lint iq = 0, rank_dummy = 0;
+      Lapack<T>::gelsd(lm, ln, lr, &d, std::max<lint>(1, lm), &d, static_cast<lint>(ldb), &rd, rc, &rank_dummy, &wq,
+                       -1, &rq, &iq);
+      return detail::QueryValue{detail::query_size(wq),
+                                detail::kIsComplex<T> ? std::max<lint>(1, static_cast<lint>(rq)) : 1,
+                                std::max<lint>(1, iq)};
+    });
+    const lint lwork = sizes[0];
+    const int64_t lrwork = sizes[1], liwork = sizes[2];
     auto carve = [&](std::byte* base, T** acopy, T** bcopy, T** work, Real<T>** rwork, lint** iwork) {
       Carver c(base);
       *acopy = c.take<T>(m * n);
@@ -375,7 +380,7 @@ Result<LstsqResult> lstsq_t(const CpuExecutionContext& ctx, const Tensor& a, con
     Real<T>* x4;
     lint* x5;
     const int64_t per_lane = carve(nullptr, &x1, &x2, &x3, &x4, &x5);
-    TENFERRO_TRY(Scratch scratch, Scratch::make(route.lanes * per_lane, pool));
+    TENFERRO_TRY(Scratch scratch, Scratch::make(route.lanes * per_lane, pool, lo.workspace));
     Failures failures;
     detail::run_items(ctx, route, batch.count, [&](int64_t bgn, int64_t end, int lane) {
       T *acopy, *bcopy, *work;
@@ -638,7 +643,7 @@ Result<Tensor> lu_solve(const CpuExecutionContext& ctx, const LuFactorResult& fa
         }
       }
       const int64_t per_lane = (n * n * int64_t(sizeof(T)) + 63) / 64 * 64 + (n * int64_t(sizeof(lint)) + 63) / 64 * 64;
-      TENFERRO_TRY(Scratch scratch, Scratch::make(route.lanes * per_lane, pool));
+      TENFERRO_TRY(Scratch scratch, Scratch::make(route.lanes * per_lane, pool, options.workspace));
       detail::run_items(ctx, route, bt.count, [&](int64_t bgn, int64_t end, int lane) {
         std::byte* base = scratch.data() + lane * per_lane;
         T* acopy = reinterpret_cast<T*>(base);

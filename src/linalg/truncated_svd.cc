@@ -79,19 +79,21 @@ Result<TruncatedSvdResult> randomized_t(const CpuExecutionContext& ctx, const Te
   TENFERRO_TRY(Route route, detail::route_for(ctx, Op::kSvd, a.dtype(), m, n, batch.count, false, o.linalg));
   const CBLAS_TRANSPOSE ct = detail::kIsComplex<T> ? CblasConjTrans : CblasTrans;
   // Workspace: QR of m x l and n x l, SVD of l x n.
-  T wq{}, dummy{};
-  R rdummy{};
-  lint idummy = 0;
-  lint lwork = 1;
   const lint lm = static_cast<lint>(m), ln = static_cast<lint>(n), ll = static_cast<lint>(l);
-  for (lint rows : {lm, ln}) {
-    Lapack<T>::geqrf(rows, ll, &dummy, rows, &dummy, &wq, -1);
-    lwork = std::max(lwork, detail::query_size(wq));
-    Lapack<T>::ungqr(rows, ll, ll, &dummy, rows, &dummy, &wq, -1);
-    lwork = std::max(lwork, detail::query_size(wq));
-  }
-  Lapack<T>::gesdd('S', ll, ln, &dummy, ll, &rdummy, &dummy, ll, &dummy, ll, &wq, -1, &rdummy, &idummy);
-  lwork = std::max(lwork, detail::query_size(wq));
+  const detail::QueryKey key{detail::Query::kTruncatedSvd, a.dtype(), {m, n, l, 0, 0}};
+  const lint lwork = detail::cached_query(o.linalg.workspace, key, [&] {
+    T wq{}, d{};
+    R rd{};
+    lint id = 0, lw = 1;
+    for (lint rows : {lm, ln}) {
+      Lapack<T>::geqrf(rows, ll, &d, rows, &d, &wq, -1);
+      lw = std::max(lw, detail::query_size(wq));
+      Lapack<T>::ungqr(rows, ll, ll, &d, rows, &d, &wq, -1);
+      lw = std::max(lw, detail::query_size(wq));
+    }
+    Lapack<T>::gesdd('S', ll, ln, &d, ll, &rd, &d, ll, &d, ll, &wq, -1, &rd, &id);
+    return detail::QueryValue{std::max(lw, detail::query_size(wq)), 0, 0};
+  })[0];
   const int64_t rwork_n = detail::kIsComplex<T> ? l * std::max(5 * l + 7, 2 * std::max(l, n) + 2 * l + 1) : 1;
   auto carve = [&](std::byte* base, T** ac, T** om, T** y, T** bm, T** ub, T** vh, T** tau, T** work, R** s, R** rwork,
                    lint** iwork) {
@@ -113,7 +115,7 @@ Result<TruncatedSvdResult> randomized_t(const CpuExecutionContext& ctx, const Te
   R *p9, *p10;
   lint* p11;
   const int64_t per_lane = carve(nullptr, &p1, &p2, &p3, &p4, &p5, &p6, &p7, &p8, &p9, &p10, &p11);
-  TENFERRO_TRY(Scratch scratch, Scratch::make(std::max<int64_t>(1, route.lanes) * per_lane, pool));
+  TENFERRO_TRY(Scratch scratch, Scratch::make(std::max<int64_t>(1, route.lanes) * per_lane, pool, o.linalg.workspace));
   // Per item: the l candidate triplets are kept in result buffers of width l, then cut.
   TENFERRO_TRY(Tensor u_all, detail::alloc_items(a.dtype(), batch.shape, m, l, pool));
   TENFERRO_TRY(Tensor s_all, detail::alloc_items(detail::real_dtype(a.dtype()), batch.shape, l, -1, pool));

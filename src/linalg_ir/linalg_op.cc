@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdio>
 #include <functional>
+#include <mutex>
 
 #include "tenferro/cpu_runtime/cpu_runtime.h"
 
@@ -232,13 +233,17 @@ Result<std::vector<ValueType>> LinalgOp::infer(std::span<const ValueType> in, st
 }
 
 Result<std::vector<Tensor>> LinalgOp::compute(const cpu::CpuExecutionContext& ctx, std::span<const Tensor> in,
-                                              const std::shared_ptr<HostBufferPool>& pool) const {
+                                              const std::shared_ptr<HostBufferPool>& pool,
+                                              linalg::Workspace* workspace) const {
   std::vector<Tensor> out;
+  linalg::LinalgOptions lo;
+  lo.workspace = workspace;
   switch (p_.kind) {
     case Kind::kSvd: {
       linalg::SvdOptions o;
       o.mode = p_.svd_mode;
       o.gauge_fix = p_.gauge_fix;
+      o.linalg = lo;
       TENFERRO_TRY(linalg::SvdResult r, linalg::svd(ctx, in[0], o, pool));
       if (r.u.defined()) out.push_back(std::move(r.u));
       out.push_back(std::move(r.s));
@@ -246,47 +251,47 @@ Result<std::vector<Tensor>> LinalgOp::compute(const cpu::CpuExecutionContext& ct
       break;
     }
     case Kind::kQr: {
-      TENFERRO_TRY(linalg::QrResult r, linalg::qr(ctx, in[0], p_.qr_mode, {}, pool));
+      TENFERRO_TRY(linalg::QrResult r, linalg::qr(ctx, in[0], p_.qr_mode, lo, pool));
       if (r.q.defined()) out.push_back(std::move(r.q));
       out.push_back(std::move(r.r));
       break;
     }
     case Kind::kEigh: {
       if (!p_.vectors) {
-        TENFERRO_TRY(Tensor w, linalg::eigvalsh(ctx, in[0], p_.uplo, {}, pool));
+        TENFERRO_TRY(Tensor w, linalg::eigvalsh(ctx, in[0], p_.uplo, lo, pool));
         out.push_back(std::move(w));
         break;
       }
-      TENFERRO_TRY(linalg::EighResult r, linalg::eigh(ctx, in[0], p_.uplo, {}, pool));
+      TENFERRO_TRY(linalg::EighResult r, linalg::eigh(ctx, in[0], p_.uplo, lo, pool));
       out.push_back(std::move(r.values));
       out.push_back(std::move(r.vectors));
       break;
     }
     case Kind::kEig: {
       if (!p_.vectors) {
-        TENFERRO_TRY(Tensor w, linalg::eigvals(ctx, in[0], {}, pool));
+        TENFERRO_TRY(Tensor w, linalg::eigvals(ctx, in[0], lo, pool));
         out.push_back(std::move(w));
         break;
       }
-      TENFERRO_TRY(linalg::EigResult r, linalg::eig(ctx, in[0], {}, pool));
+      TENFERRO_TRY(linalg::EigResult r, linalg::eig(ctx, in[0], lo, pool));
       out.push_back(std::move(r.values));
       out.push_back(std::move(r.vectors));
       break;
     }
     case Kind::kCholesky: {
-      TENFERRO_TRY(Tensor l, linalg::cholesky(ctx, in[0], p_.uplo, {}, pool));
+      TENFERRO_TRY(Tensor l, linalg::cholesky(ctx, in[0], p_.uplo, lo, pool));
       out.push_back(std::move(l));
       break;
     }
     case Kind::kLu: {
-      TENFERRO_TRY(linalg::LuResult r, linalg::lu(ctx, in[0], {}, pool));
+      TENFERRO_TRY(linalg::LuResult r, linalg::lu(ctx, in[0], lo, pool));
       out.push_back(std::move(r.p));
       out.push_back(std::move(r.l));
       out.push_back(std::move(r.u));
       break;
     }
     case Kind::kSolve: {
-      TENFERRO_TRY(Tensor x, linalg::solve(ctx, in[0], in[1], {}, pool));
+      TENFERRO_TRY(Tensor x, linalg::solve(ctx, in[0], in[1], lo, pool));
       out.push_back(std::move(x));
       break;
     }
@@ -296,28 +301,28 @@ Result<std::vector<Tensor>> LinalgOp::compute(const cpu::CpuExecutionContext& ct
       break;
     }
     case Kind::kInv: {
-      TENFERRO_TRY(Tensor x, linalg::inv(ctx, in[0], {}, pool));
+      TENFERRO_TRY(Tensor x, linalg::inv(ctx, in[0], lo, pool));
       out.push_back(std::move(x));
       break;
     }
     case Kind::kDet: {
-      TENFERRO_TRY(Tensor x, linalg::det(ctx, in[0], {}, pool));
+      TENFERRO_TRY(Tensor x, linalg::det(ctx, in[0], lo, pool));
       out.push_back(std::move(x));
       break;
     }
     case Kind::kSlogdet: {
-      TENFERRO_TRY(linalg::SlogdetResult r, linalg::slogdet(ctx, in[0], {}, pool));
+      TENFERRO_TRY(linalg::SlogdetResult r, linalg::slogdet(ctx, in[0], lo, pool));
       out.push_back(std::move(r.sign));
       out.push_back(std::move(r.logabsdet));
       break;
     }
     case Kind::kPinv: {
-      TENFERRO_TRY(Tensor x, linalg::pinv(ctx, in[0], p_.rtol, {}, pool));
+      TENFERRO_TRY(Tensor x, linalg::pinv(ctx, in[0], p_.rtol, lo, pool));
       out.push_back(std::move(x));
       break;
     }
     case Kind::kMatrixNorm: {
-      TENFERRO_TRY(Tensor x, linalg::matrix_norm(ctx, in[0], p_.norm, {}, pool));
+      TENFERRO_TRY(Tensor x, linalg::matrix_norm(ctx, in[0], p_.norm, lo, pool));
       out.push_back(std::move(x));
       break;
     }
@@ -468,17 +473,22 @@ namespace {
 class LinalgKernel final : public runtime::NodeKernel {
  public:
   LinalgKernel(std::shared_ptr<const LinalgOp> op, bool sequential) : op_(std::move(op)), sequential_(sequential) {}
+  // The node's held workspace (Note [Held workspace] in linalg): LAPACK's workspace sizes
+  // queried once per shape and one scratch block, lent to one run at a time (a run
+  // that finds it busy queries and draws from the pool).
   Result<void> run(runtime::EngineContext& engine_ctx, std::span<const Tensor> in, std::span<Tensor> out) const override {
     const cpu_runtime::CpuEntered entered = cpu_runtime::cpu_entered(engine_ctx);
     if (entered.ctx == nullptr) {
       return Error(ErrorStage::kCompletion, ErrorCode::kInternal, "linalg", "not entered by the CPU bridge");
     }
     std::vector<Tensor> r;
+    std::unique_lock held(workspace_mutex_, std::try_to_lock);
+    linalg::Workspace* ws = held.owns_lock() ? &workspace_ : nullptr;
     if (sequential_) {
       const cpu::CpuExecutionContext seq = cpu::CpuExecutionContext::sequential();
-      TENFERRO_TRY(r, op_->compute(seq, in, *entered.pool));
+      TENFERRO_TRY(r, op_->compute(seq, in, *entered.pool, ws));
     } else {
-      TENFERRO_TRY(r, op_->compute(*entered.ctx, in, *entered.pool));
+      TENFERRO_TRY(r, op_->compute(*entered.ctx, in, *entered.pool, ws));
     }
     if (r.size() != out.size()) {
       return Error(ErrorStage::kCompletion, ErrorCode::kInternal, "linalg", "output count differs from inference");
@@ -491,6 +501,8 @@ class LinalgKernel final : public runtime::NodeKernel {
  private:
   std::shared_ptr<const LinalgOp> op_;
   bool sequential_;
+  mutable std::mutex workspace_mutex_;
+  mutable linalg::Workspace workspace_;
 };
 
 class LinalgModule final : public runtime::ExtensionModule {

@@ -209,6 +209,38 @@ TEST(LinalgOp, InterpreterAndCpuModuleAgree) {
   }
 }
 
+// Note [Held workspace]: a prepared node keeps LAPACK's workspace between runs; repeated
+// runs (LAPACK-sized items: the staged SVD, QR, eig) give the interpreter's results
+// every time.
+TEST(LinalgOp, PreparedNodesRunRepeatedlyWithTheirHeldWorkspace) {
+  auto rt = cpu_runtime_with(true);
+  ProgramBuilder b;
+  Value a = b.input(type(DType::kF64, {2, 80, 70}), "a").value();
+  Value sq = b.input(type(DType::kF64, {70, 70}), "sq").value();
+  Payload svd, qr, eig;
+  svd.kind = Kind::kSvd;
+  svd.svd_mode = linalg::SvdMode::kThin;
+  qr.kind = Kind::kQr;
+  eig.kind = Kind::kEig;
+  eig.vectors = false;
+  const auto usv = emit_linalg(b, svd, std::vector<Value>{a}).value();
+  const auto qrr = emit_linalg(b, qr, std::vector<Value>{a}).value();
+  const auto w = emit_linalg(b, eig, std::vector<Value>{sq}).value();
+  const auto g = b.finish({usv[0], usv[1], usv[2], qrr[0], qrr[1], w[0]}).value();
+  const std::vector<Tensor> inputs{Tensor::random_normal(DType::kF64, {2, 80, 70}, 3).value(),
+                                   Tensor::random_normal(DType::kF64, {70, 70}, 4).value()};
+  const auto want = program::interpret(g, inputs);
+  ASSERT_TRUE(want) << want.error().to_string();
+  auto plan = rt->prepare_for(g, runtime::signature_of(inputs));
+  ASSERT_TRUE(plan) << plan.error().to_string();
+  for (int run = 0; run < 3; ++run) {
+    const auto got = rt->execute_prepared(**plan, inputs);
+    ASSERT_TRUE(got) << got.error().to_string();
+    ASSERT_EQ(got->size(), 6u);
+    for (size_t i = 0; i < 6; ++i) EXPECT_LT(max_diff((*want)[i], (*got)[i]), 1e-10) << "run " << run << " output " << i;
+  }
+}
+
 TEST(LinalgOp, WithoutTheModuleTheRuntimeReportsUnsupported) {
   auto rt = cpu_runtime_with(false);
   ProgramBuilder b;

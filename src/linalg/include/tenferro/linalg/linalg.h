@@ -57,9 +57,45 @@ enum class Op : uint8_t {
 };
 std::string_view op_name(Op op) noexcept;
 
+/// Scratch memory and LAPACK workspace sizes held across calls (Note [Held workspace]
+/// in common.h): pass the same Workspace (LinalgOptions::workspace) to repeated calls,
+/// as a prepared linalg node does, and warm calls of the same shapes make no LAPACK
+/// workspace query and draw no memory. Holds the largest scratch any call needed until
+/// clear(); remembers at most kMaxQueries query results (oldest replaced first). A call
+/// nested inside another (pinv's SVD) draws from the pool instead of the held scratch.
+/// Not thread-safe: one per concurrent caller.
+class Workspace {
+ public:
+  static constexpr int64_t kMaxQueries = 32;
+  Workspace();
+  ~Workspace();
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+  /// Bytes of scratch held now.
+  int64_t held_bytes() const noexcept;
+  /// Query results held now (<= kMaxQueries).
+  int64_t queries() const noexcept;
+  /// Query lookups answered from the held results / made by calling LAPACK / results
+  /// replaced to make room (since construction).
+  int64_t hits() const noexcept;
+  int64_t misses() const noexcept;
+  int64_t evictions() const noexcept;
+  /// Frees the scratch and forgets the query results (the counters stay).
+  void clear() noexcept;
+
+  struct Impl;  ///< private (src/linalg/common.h)
+  Impl& impl() const noexcept { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
 /// Per-operation options. Unset fields inherit the context's BatchSettings (engine
 /// default < scoped override < these; Note [Linalg routes]).
 struct LinalgOptions {
+  /// Scratch and workspace sizes held across calls (not owned; null: queried and drawn
+  /// from the pool per call).
+  Workspace* workspace = nullptr;
   std::optional<BatchPolicy> batch_policy;
   /// Items whose estimated work (multiply-adds, m * n * min(m, n)) is below this go
   /// outer-parallel under kAuto (default: BatchSettings::outer_parallel_flops).

@@ -85,9 +85,11 @@ class LinalgOp final : public program::ExtensionOp {
   Result<std::vector<Tensor>> evaluate_reference(std::span<const Tensor> inputs) const override;
 
   /// Runs the op with the linalg kernels on `ctx` (the reference evaluation and the CPU
-  /// module share this).
+  /// module share this); `workspace` (optional, not owned) holds LAPACK's workspace
+  /// between runs (a prepared node's).
   Result<std::vector<Tensor>> compute(const cpu::CpuExecutionContext& ctx, std::span<const Tensor> inputs,
-                                      const std::shared_ptr<HostBufferPool>& pool) const;
+                                      const std::shared_ptr<HostBufferPool>& pool,
+                                      linalg::Workspace* workspace = nullptr) const;
 
  private:
   explicit LinalgOp(Payload p) : p_(p) {}
