@@ -18,7 +18,6 @@ namespace {
 constexpr int64_t kSvdReflectorBlock = 32;
 constexpr int64_t kEighReflectorBlock = 64;
 
-
 // A handle over the strided rows x cols matrix at p, on borrowed storage (positive
 // strides; the views of one call never overlap where they are written).
 template <class T>
@@ -238,10 +237,10 @@ Result<lint> StagedEigh<T>::run(const CpuExecutionContext& ctx, Mat<const T> src
   return lint{0};
 }
 
-#define TENFERRO_STAGED(T)                                                                                \
+#define TENFERRO_STAGED(T)                                                                                     \
   template Result<void> apply_reflectors<T>(const CpuExecutionContext&, const Reflectors<T>&, Mat<T>, int64_t, \
-                                            int64_t, int64_t, T*);                                                  \
-  template struct StagedSvd<T>;                                                                            \
+                                            int64_t, int64_t, T*);                                             \
+  template struct StagedSvd<T>;                                                                                \
   template struct StagedEigh<T>;
 TENFERRO_STAGED(float)
 TENFERRO_STAGED(double)

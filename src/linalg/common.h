@@ -4,6 +4,7 @@
 // driver that executes a Route, and item-failure collection.
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <complex>
 #include <cstddef>
@@ -15,7 +16,6 @@
 #include <optional>
 #include <string>
 #include <type_traits>
-#include <array>
 #include <utility>
 #include <vector>
 
@@ -386,7 +386,7 @@ struct StagedSvd {
   lint lwork = 1;
   struct Parts {
     T *a, *tauq, *taup, *work, *apply;
-    Real<T> *d, *e, *ub, *vtb, *rwork;
+    Real<T>*d, *e, *ub, *vtb, *rwork;
     lint* iwork;
   };
   /// Sizes (gebrd's workspace query, held by `ws` when given).
@@ -396,8 +396,7 @@ struct StagedSvd {
   /// s (k), u (m x ucols, leading dimension m), vt (vrows x n, leading dimension
   /// vrows) of src; returns LAPACK's info (> 0: bdsdc did not converge; nothing of u/vt
   /// is meaningful then).
-  Result<lint> run(const CpuExecutionContext& ctx, Mat<const T> src, Real<T>* s, T* u, T* vt,
-                   std::byte* scratch) const;
+  Result<lint> run(const CpuExecutionContext& ctx, Mat<const T> src, Real<T>* s, T* u, T* vt, std::byte* scratch) const;
 };
 
 /// The staged Hermitian eigendecomposition of n x n items (Note [Engine
@@ -408,7 +407,7 @@ struct StagedEigh {
   lint lwork = 1, lrwork = 1, liwork = 1;
   struct Parts {
     T *a, *tau, *work, *apply;
-    Real<T> *d, *e, *z, *rwork;
+    Real<T>*d, *e, *z, *rwork;
     lint* iwork;
   };
   static StagedEigh plan(int64_t n, Workspace* ws);
