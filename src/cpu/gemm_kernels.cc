@@ -1056,9 +1056,10 @@ struct Vec512<float> {
 // shuffles), f32 as an 8 x 8 block of 256-bit vectors (unpack, shuffle, lane permute).
 // dst[q * dld + j] = src[q + j * ld] for q, j < 8.
 // GCC 12's 512-bit unpack and lane-shuffle intrinsics expand through an undefined
-// merge operand, which -Wmaybe-uninitialized reports at every use.
+// merge operand, which -W(maybe-)uninitialized reports at every use.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 inline void transpose_8x8(const double* src, int64_t ld, double* dst, int64_t dld) {
   __m512d r[8];
   for (int j = 0; j < 8; ++j) r[j] = _mm512_loadu_pd(src + j * ld);
