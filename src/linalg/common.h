@@ -347,7 +347,7 @@ Result<lint> factor_lu(const CpuExecutionContext& ctx, const Route& route, int64
 /// updates through its BLAS's 256-bit kernels at a fraction of the GEMM rate
 /// (docs/benchmarks.md "Linear algebra"). The staged route calls the same LAPACK
 /// routines for the first two steps and applies the reflectors itself: per block of
-/// kReflectorBlock reflectors, V materialized (unit diagonal, zeros above), T from
+/// 32 (SVD) or 64 (eigh) reflectors, V materialized (unit diagonal, zeros above), T from
 /// LAPACK's larft, then C -= V (T (V^H C)) as three dot_general calls (the engine's
 /// GEMM on the item context's threads). Same algorithm, same vectors up to rounding;
 /// the singular values / eigenvalues are bdsdc's / stedc's. decide_route chooses it
