@@ -117,12 +117,20 @@ StagedSvd<T> StagedSvd<T>::plan(int64_t m, int64_t n, bool full, Workspace* ws) 
   p.k = std::min(m, n);
   p.ucols = full ? m : p.k;
   p.vrows = full ? n : p.k;
+  // gesdd's rule: items at least 11/6 as tall as wide are reduced after a QR.
+  p.qr_first = 6 * m >= 11 * n;
   p.lwork = cached_query(ws, QueryKey{Query::kStagedSvd, kDTypeOf<T>, {m, n, 0, 0, 0}}, [&] {
     T wq{}, dummy{};
     Real<T> rdummy{};
-    Lapack<T>::gebrd(static_cast<lint>(m), static_cast<lint>(n), &dummy, static_cast<lint>(std::max<int64_t>(1, m)),
+    const int64_t bm = p.qr_first ? n : m;  // the matrix gebrd reduces: R or A
+    Lapack<T>::gebrd(static_cast<lint>(bm), static_cast<lint>(n), &dummy, static_cast<lint>(std::max<int64_t>(1, bm)),
                      &rdummy, &rdummy, &dummy, &dummy, &wq, -1);
-    return QueryValue{query_size(wq), 0, 0};
+    lint lw = query_size(wq);
+    if (p.qr_first) {
+      Lapack<T>::geqrf(static_cast<lint>(m), static_cast<lint>(n), &dummy, static_cast<lint>(m), &dummy, &wq, -1);
+      lw = std::max(lw, query_size(wq));
+    }
+    return QueryValue{lw, 0, 0};
   })[0];
   return p;
 }
@@ -142,8 +150,36 @@ int64_t StagedSvd<T>::carve(std::byte* base, Parts* parts) const {
   x.rwork = c.take<Real<T>>(3 * k * k + 4 * k);
   x.iwork = c.take<lint>(8 * k);
   x.apply = c.take<T>(std::max(reflector_scratch(m, ucols), reflector_scratch(n, vrows)));
+  x.r = qr_first ? c.take<T>(n * n) : nullptr;
+  x.ur = qr_first ? c.take<T>(n * n) : nullptr;
+  x.tau = qr_first ? c.take<T>(n) : nullptr;
   if (parts != nullptr) *parts = x;
   return c.used();
+}
+
+template <class T>
+Result<lint> StagedSvd<T>::bidiagonal(const CpuExecutionContext& ctx, const Parts& x, T* a, int64_t am, Real<T>* s,
+                                      T* u, int64_t ucol, T* vt) const {
+  const bool upper = am >= n;
+  const int64_t kk = std::min(am, n);
+  const lint lm = static_cast<lint>(am), ln = static_cast<lint>(n), lk = static_cast<lint>(kk);
+  lint info = Lapack<T>::gebrd(lm, ln, a, lm, x.d, x.e, x.tauq, x.taup, x.work, lwork);
+  if (info != 0) return info;
+  info = Lapack<Real<T>>::bdsdc(upper ? 'U' : 'L', lk, x.d, x.e, x.ub, lk, x.vtb, lk, x.rwork, x.iwork);
+  if (info != 0) return info;
+  std::copy(x.d, x.d + kk, s);
+  embed_real(u, am, am, ucol, x.ub, kk);
+  embed_real(vt, vrows, vrows, n, x.vtb, kk);
+  // A = Q B P^H (gebrd), B = Ub S VTb: U = Q [Ub 0; 0 I], Vh = [VTb 0; 0 I] P^H, so
+  // Vh^H = P [VTb 0; 0 I]^H: P applied from the left to the conjugate transpose of Vh.
+  const Reflectors<T> q{Mat<const T>{a, 1, am}, x.tauq, upper ? n : am - 1, upper ? 0 : 1, false};
+  TENFERRO_TRY_VOID(apply_reflectors(ctx, q, Mat<T>{u, 1, am}, am, ucol, kSvdReflectorBlock, x.apply));
+  // gebrd keeps P's vectors conjugated in the rows of A (complex dtypes).
+  const Reflectors<T> p{Mat<const T>{a, am, 1}, x.taup, upper ? n - 1 : am, upper ? 1 : 0, kIsComplex<T>};
+  conj_in_place(vt, vrows * n);
+  TENFERRO_TRY_VOID(apply_reflectors(ctx, p, Mat<T>{vt, vrows, 1}, n, vrows, kSvdReflectorBlock, x.apply));
+  conj_in_place(vt, vrows * n);
+  return lint{0};
 }
 
 template <class T>
@@ -151,25 +187,22 @@ Result<lint> StagedSvd<T>::run(const CpuExecutionContext& ctx, Mat<const T> src,
                                std::byte* scratch) const {
   Parts x;
   carve(scratch, &x);
-  const bool upper = m >= n;
   gather(x.a, m, src, m, n);
-  const lint lm = static_cast<lint>(m), ln = static_cast<lint>(n), lk = static_cast<lint>(k);
-  lint info = Lapack<T>::gebrd(lm, ln, x.a, lm, x.d, x.e, x.tauq, x.taup, x.work, lwork);
+  if (!qr_first) return bidiagonal(ctx, x, x.a, m, s, u, ucols, vt);
+  // A = Q_r R (geqrf), R = U_R S Vh: U = Q_r [U_R 0; 0 I] (vrows = n here).
+  const lint info =
+      Lapack<T>::geqrf(static_cast<lint>(m), static_cast<lint>(n), x.a, static_cast<lint>(m), x.tau, x.work, lwork);
   if (info != 0) return info;
-  info = Lapack<Real<T>>::bdsdc(upper ? 'U' : 'L', lk, x.d, x.e, x.ub, lk, x.vtb, lk, x.rwork, x.iwork);
-  if (info != 0) return info;
-  std::copy(x.d, x.d + k, s);
-  embed_real(u, m, m, ucols, x.ub, k);
-  embed_real(vt, vrows, vrows, n, x.vtb, k);
-  // A = Q B P^H (gebrd), B = Ub S VTb: U = Q [Ub 0; 0 I], Vh = [VTb 0; 0 I] P^H, so
-  // Vh^H = P [VTb 0; 0 I]^H: P applied from the left to the conjugate transpose of Vh.
-  const Reflectors<T> q{Mat<const T>{x.a, 1, m}, x.tauq, upper ? n : m - 1, upper ? 0 : 1, false};
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < n; ++i) x.r[i + j * n] = i <= j ? x.a[i + j * m] : T(0);
+  TENFERRO_TRY(const lint binfo, bidiagonal(ctx, x, x.r, n, s, x.ur, n, vt));
+  if (binfo != 0) return binfo;
+  for (int64_t j = 0; j < ucols; ++j) {
+    T* col = u + j * m;
+    for (int64_t i = 0; i < m; ++i) col[i] = (i < n && j < n) ? x.ur[i + j * n] : T(i == j ? 1 : 0);
+  }
+  const Reflectors<T> q{Mat<const T>{x.a, 1, m}, x.tau, n, 0, false};
   TENFERRO_TRY_VOID(apply_reflectors(ctx, q, Mat<T>{u, 1, m}, m, ucols, kSvdReflectorBlock, x.apply));
-  // gebrd keeps P's vectors conjugated in the rows of A (complex dtypes).
-  const Reflectors<T> p{Mat<const T>{x.a, m, 1}, x.taup, upper ? n - 1 : m, upper ? 1 : 0, kIsComplex<T>};
-  conj_in_place(vt, vrows * n);
-  TENFERRO_TRY_VOID(apply_reflectors(ctx, p, Mat<T>{vt, vrows, 1}, n, vrows, kSvdReflectorBlock, x.apply));
-  conj_in_place(vt, vrows * n);
   return lint{0};
 }
 

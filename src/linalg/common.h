@@ -351,8 +351,10 @@ Result<lint> factor_lu(const CpuExecutionContext& ctx, const Route& route, int64
 /// LAPACK's larft, then C -= V (T (V^H C)) as three dot_general calls (the engine's
 /// GEMM on the item context's threads). Same algorithm, same vectors up to rounding;
 /// the singular values / eigenvalues are bdsdc's / stedc's. decide_route chooses it
-/// for vectors of items with min(m, n) >= kStagedMinDim whose aspect LAPACK's gesdd
-/// would reduce directly (max < 11/6 min; taller items go through a QR first there).
+/// for vectors of items with min(m, n) >= kStagedMinDim, except wide ones at least 11/6
+/// as wide as tall (gesdd takes an LQ first there; not staged). Items at least 11/6 as
+/// tall as wide are reduced after a QR as gesdd does (geqrf; R's SVD staged; U = Q_r
+/// [U_R 0; 0 I] by the same reflector products).
 
 /// Householder reflectors H(i) = I - tau[i] v_i v_i^H, i < count: v_i is 0 above row
 /// i + shift, 1 there, and tails(r, i) (conjugated when conj_tails) for r > i + shift.
@@ -383,9 +385,10 @@ Result<void> apply_reflectors(const CpuExecutionContext& ctx, const Reflectors<T
 template <class T>
 struct StagedSvd {
   int64_t m = 0, n = 0, k = 0, ucols = 0, vrows = 0;
+  bool qr_first = false;  ///< m >= 11/6 n: the R of a QR is reduced (gesdd's rule)
   lint lwork = 1;
   struct Parts {
-    T *a, *tauq, *taup, *work, *apply;
+    T *a, *tauq, *taup, *work, *apply, *r, *ur, *tau;
     Real<T>*d, *e, *ub, *vtb, *rwork;
     lint* iwork;
   };
@@ -397,6 +400,12 @@ struct StagedSvd {
   /// vrows) of src; returns LAPACK's info (> 0: bdsdc did not converge; nothing of u/vt
   /// is meaningful then).
   Result<lint> run(const CpuExecutionContext& ctx, Mat<const T> src, Real<T>* s, T* u, T* vt, std::byte* scratch) const;
+
+ private:
+  // The SVD of the am x n matrix at a (leading dimension am, overwritten): s, u (am x
+  // ucol, leading dimension am), vt (vrows x n).
+  Result<lint> bidiagonal(const CpuExecutionContext& ctx, const Parts& x, T* a, int64_t am, Real<T>* s, T* u,
+                          int64_t ucol, T* vt) const;
 };
 
 /// The staged Hermitian eigendecomposition of n x n items (Note [Engine
