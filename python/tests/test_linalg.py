@@ -53,6 +53,31 @@ def test_svd_qr_reconstruct_and_match_numpy(dtype, shape):
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape", [(96, 80), (80, 96), (300, 70), (2, 72, 72)])
+def test_large_svd_and_eigh_match_numpy(dtype, shape):
+    # Items from 64 up take the staged route (the reflectors applied on the engine's
+    # GEMM; a QR first for 300 x 70): numpy's LAPACK gives the values.
+    rng = np.random.default_rng(7)
+    a = rand(rng, shape, dtype)
+    scale = max(shape[-2:])
+    for full in (False, True):
+        u, s, vh = L.svd(a, full_matrices=full)
+        k = min(shape[-2:])
+        np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), rtol=tol(dtype) * scale,
+                                   atol=tol(dtype) * scale)
+        us = u[..., :, :k] * s[..., None, :]
+        np.testing.assert_allclose(us @ vh[..., :k, :], a, atol=tol(dtype) * scale)
+        eye_u = np.broadcast_to(np.eye(u.shape[-1]), u.shape[:-2] + (u.shape[-1],) * 2)
+        np.testing.assert_allclose(np.conj(np.swapaxes(u, -1, -2)) @ u, eye_u, atol=tol(dtype) * scale)
+    n = shape[-1]
+    h = hermitian_pd(rng, n, dtype, shape[:-2])
+    for uplo in ("L", "U"):
+        w, v = L.eigh(h, UPLO=uplo)
+        np.testing.assert_allclose(w, np.linalg.eigvalsh(h), rtol=tol(dtype) * scale * 10)
+        np.testing.assert_allclose(h @ v, v * w[..., None, :], atol=tol(dtype) * scale * 10)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
 def test_eigh_eig_cholesky(dtype):
     rng = np.random.default_rng(2)
     h = hermitian_pd(rng, 6, dtype, (3,))
