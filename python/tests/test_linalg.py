@@ -53,10 +53,11 @@ def test_svd_qr_reconstruct_and_match_numpy(dtype, shape):
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize("shape", [(96, 80), (80, 96), (300, 70), (2, 72, 72)])
+@pytest.mark.parametrize("shape", [(96, 80), (80, 96), (300, 70), (70, 300), (2, 72, 72)])
 def test_large_svd_and_eigh_match_numpy(dtype, shape):
     # Items from 64 up take the staged route (the reflectors applied on the engine's
-    # GEMM; a QR first for 300 x 70): numpy's LAPACK gives the values.
+    # GEMM; a QR first for 300 x 70, the SVD of A^H for 70 x 300): numpy's LAPACK gives
+    # the values.
     rng = np.random.default_rng(7)
     a = rand(rng, shape, dtype)
     scale = max(shape[-2:])

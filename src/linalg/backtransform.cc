@@ -112,6 +112,9 @@ Result<void> apply_reflectors(const CpuExecutionContext& ctx, const Reflectors<T
 template <class T>
 StagedSvd<T> StagedSvd<T>::plan(int64_t m, int64_t n, bool full, Workspace* ws) {
   StagedSvd<T> p;
+  // Items at least 11/6 as wide as tall: the SVD of A^H (tall), outputs transposed back.
+  p.transposed = 6 * n >= 11 * m;
+  if (p.transposed) std::swap(m, n);
   p.m = m;
   p.n = n;
   p.k = std::min(m, n);
@@ -153,6 +156,8 @@ int64_t StagedSvd<T>::carve(std::byte* base, Parts* parts) const {
   x.r = qr_first ? c.take<T>(n * n) : nullptr;
   x.ur = qr_first ? c.take<T>(n * n) : nullptr;
   x.tau = qr_first ? c.take<T>(n) : nullptr;
+  x.uo = transposed ? c.take<T>(m * ucols) : nullptr;
+  x.vto = transposed ? c.take<T>(vrows * n) : nullptr;
   if (parts != nullptr) *parts = x;
   return c.used();
 }
@@ -187,7 +192,25 @@ Result<lint> StagedSvd<T>::run(const CpuExecutionContext& ctx, Mat<const T> src,
                                std::byte* scratch) const {
   Parts x;
   carve(scratch, &x);
+  if (transposed) {
+    // A^H = U' S V'^H: U = V' (n x n here, the conjugate transpose of V'^H) and
+    // Vh = U'^H (ucols x m).
+    gather(x.a, m, Mat<const T>{src.p, src.cs, src.rs}, m, n);
+    conj_in_place(x.a, m * n);
+    TENFERRO_TRY(const lint info, reduce(ctx, x, s, x.uo, x.vto));
+    if (info != 0) return info;
+    for (int64_t c = 0; c < n; ++c)
+      for (int64_t r = 0; r < n; ++r) u[r + c * n] = conj_of(x.vto[c + r * vrows]);
+    for (int64_t c = 0; c < m; ++c)
+      for (int64_t r = 0; r < ucols; ++r) vt[r + c * ucols] = conj_of(x.uo[c + r * m]);
+    return lint{0};
+  }
   gather(x.a, m, src, m, n);
+  return reduce(ctx, x, s, u, vt);
+}
+
+template <class T>
+Result<lint> StagedSvd<T>::reduce(const CpuExecutionContext& ctx, const Parts& x, Real<T>* s, T* u, T* vt) const {
   if (!qr_first) return bidiagonal(ctx, x, x.a, m, s, u, ucols, vt);
   // A = Q_r R (geqrf), R = U_R S Vh: U = Q_r [U_R 0; 0 I] (vrows = n here).
   const lint info =

@@ -54,10 +54,9 @@ Result<Route> decide_route(const RouteInput& in, const cpu::BatchSettings& setti
   // Note [Recursive LU] (common.h): large LU factorizations on the engine's GEMM.
   const bool lu_op = in.op == Op::kLu || in.op == Op::kSolve || in.op == Op::kInv || in.op == Op::kDet;
   const bool recursive = lu_op && !small && k >= kRecursiveLuMinDim;
-  // Note [Engine back-transformation] (common.h): svd / eigh vectors of large items, not
-  // wide ones at least 11/6 as wide as tall (gesdd's LQ-first path).
-  const bool staged = in.staged_available && !small && (in.op == Op::kSvd || in.op == Op::kEigh) &&
-                      k >= kStagedMinDim && 6 * in.n < 11 * in.m;
+  // Note [Engine back-transformation] (common.h): svd / eigh vectors of large items.
+  const bool staged =
+      in.staged_available && !small && (in.op == Op::kSvd || in.op == Op::kEigh) && k >= kStagedMinDim;
   const Kernel large = recursive ? Kernel::kRecursiveLu : staged ? Kernel::kStaged : Kernel::kLapack;
   r.kernel = small ? Kernel::kSmall : large;
   const int lanes = static_cast<int>(std::min<int64_t>(threads, std::max<int64_t>(in.items, 1)));

@@ -351,10 +351,10 @@ Result<lint> factor_lu(const CpuExecutionContext& ctx, const Route& route, int64
 /// LAPACK's larft, then C -= V (T (V^H C)) as three dot_general calls (the engine's
 /// GEMM on the item context's threads). Same algorithm, same vectors up to rounding;
 /// the singular values / eigenvalues are bdsdc's / stedc's. decide_route chooses it
-/// for vectors of items with min(m, n) >= kStagedMinDim, except wide ones at least 11/6
-/// as wide as tall (gesdd takes an LQ first there; not staged). Items at least 11/6 as
-/// tall as wide are reduced after a QR as gesdd does (geqrf; R's SVD staged; U = Q_r
-/// [U_R 0; 0 I] by the same reflector products).
+/// for vectors of items with min(m, n) >= kStagedMinDim. Items at least 11/6 as tall as
+/// wide are reduced after a QR as gesdd does (geqrf; R's SVD staged; U = Q_r [U_R 0; 0
+/// I] by the same reflector products); items that wide take the SVD of A^H that way
+/// (gesdd's LQ-first path mirrored) and transpose the vectors back.
 
 /// Householder reflectors H(i) = I - tau[i] v_i v_i^H, i < count: v_i is 0 above row
 /// i + shift, 1 there, and tails(r, i) (conjugated when conj_tails) for r > i + shift.
@@ -385,10 +385,11 @@ Result<void> apply_reflectors(const CpuExecutionContext& ctx, const Reflectors<T
 template <class T>
 struct StagedSvd {
   int64_t m = 0, n = 0, k = 0, ucols = 0, vrows = 0;
-  bool qr_first = false;  ///< m >= 11/6 n: the R of a QR is reduced (gesdd's rule)
+  bool qr_first = false;    ///< m >= 11/6 n: the R of a QR is reduced (gesdd's rule)
+  bool transposed = false;  ///< n >= 11/6 m: the SVD of A^H (m, n, ucols, vrows are its)
   lint lwork = 1;
   struct Parts {
-    T *a, *tauq, *taup, *work, *apply, *r, *ur, *tau;
+    T *a, *tauq, *taup, *work, *apply, *r, *ur, *tau, *uo, *vto;
     Real<T>*d, *e, *ub, *vtb, *rwork;
     lint* iwork;
   };
@@ -402,6 +403,9 @@ struct StagedSvd {
   Result<lint> run(const CpuExecutionContext& ctx, Mat<const T> src, Real<T>* s, T* u, T* vt, std::byte* scratch) const;
 
  private:
+  // The SVD of the m x n matrix gathered in x.a (overwritten): s, u (m x ucols), vt
+  // (vrows x n), a QR first when qr_first.
+  Result<lint> reduce(const CpuExecutionContext& ctx, const Parts& x, Real<T>* s, T* u, T* vt) const;
   // The SVD of the am x n matrix at a (leading dimension am, overwritten): s, u (am x
   // ucol, leading dimension am), vt (vrows x n).
   Result<lint> bidiagonal(const CpuExecutionContext& ctx, const Parts& x, T* a, int64_t am, Real<T>* s, T* u,

@@ -439,9 +439,10 @@ TEST_P(LinalgTest, RecursiveLuFactorsLargeItems) {
 // values against LAPACK's own drivers (gesdd, heevd values only).
 TEST_P(LinalgTest, StagedSvdAndEighMatchIdentities) {
   const double t = tol(dt());
-  // 101 x 70 and 70 x 101: both bidiagonal forms; 150 x 70, 300 x 64: QR first.
+  // 101 x 70 and 70 x 101: both bidiagonal forms; 150 x 70, 300 x 64: QR first; 70 x
+  // 150, 64 x 300: the SVD of A^H.
   for (auto [m, n] : {std::pair<int64_t, int64_t>{kStagedMinDim, kStagedMinDim}, {101, 70}, {70, 101}, {131, 131},
-                      {150, 70}, {300, kStagedMinDim}}) {
+                      {150, 70}, {300, kStagedMinDim}, {70, 150}, {kStagedMinDim, 300}}) {
     SCOPED_TRACE(std::to_string(m) + " x " + std::to_string(n));
     const Tensor a = rand({2, m, n}, 1400 + m + n);
     const double scale = static_cast<double>(std::max(m, n));
@@ -979,19 +980,18 @@ TEST(LinalgRoute, LargeSvdAndEighVectorsRunTheStagedRoute) {
     in.m = in.n = kStagedMinDim - 1;
     EXPECT_EQ(decide_route(in, s, {}).value().kernel, Kernel::kLapack) << op_name(op);
   }
-  // Aspect: tall items of any aspect are staged (QR first from 11/6); wide ones only
-  // below 11/6 (gesdd's LQ-first path is not staged).
+  // Any aspect: tall items take a QR first, wide ones the SVD of A^H (min(m, n) decides).
   in.op = Op::kSvd;
   in.m = 600;
   in.n = 327;
   EXPECT_EQ(decide_route(in, s, {}).value().kernel, Kernel::kStaged);
   std::swap(in.m, in.n);
-  EXPECT_EQ(decide_route(in, s, {}).value().kernel, Kernel::kLapack);
-  in.m = 328;  // 6 * 600 < 11 * 328
   EXPECT_EQ(decide_route(in, s, {}).value().kernel, Kernel::kStaged);
   in.m = 4000;
   in.n = kStagedMinDim;
   EXPECT_EQ(decide_route(in, s, {}).value().kernel, Kernel::kStaged);
+  in.n = kStagedMinDim - 1;
+  EXPECT_EQ(decide_route(in, s, {}).value().kernel, Kernel::kLapack);
   in.op = Op::kQr;
   in.m = in.n = 512;
   EXPECT_EQ(decide_route(in, s, {}).value().kernel, Kernel::kLapack);
