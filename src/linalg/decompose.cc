@@ -83,13 +83,19 @@ Result<SvdResult> svd_t(const CpuExecutionContext& ctx, const Tensor& a, const S
     T dummy{};
     const bool may_fallback = o.driver == SvdDriver::kAuto || o.driver == SvdDriver::kGesvd;
     const char jv = values ? 'N' : (full ? 'A' : 'S');
-    const detail::QueryKey key{detail::Query::kSvd, a.dtype(), {m, n, jobz, may_fallback ? 1 : 0, 0}};
+    // The staged route (Note [Engine back-transformation]) calls no gesdd: its lane
+    // scratch below serves only the gesvd fallback.
+    const bool staged = route.kernel == Kernel::kStaged;
+    const detail::QueryKey key{detail::Query::kSvd, a.dtype(), {m, n, jobz, may_fallback ? 1 : 0, staged ? 1 : 0}};
     const lint lwork = detail::cached_query(o.linalg.workspace, key, [&] {
       T wq{}, d{};
       Real<T> rd{};
       lint id = 0;
-      Lapack<T>::gesdd(jobz, lm, ln, &d, lm, &rd, &d, ldu, &d, ldvt, &wq, -1, &rd, &id);
-      lint lw = detail::query_size(wq);
+      lint lw = 1;
+      if (!staged) {
+        Lapack<T>::gesdd(jobz, lm, ln, &d, lm, &rd, &d, ldu, &d, ldvt, &wq, -1, &rd, &id);
+        lw = detail::query_size(wq);
+      }
       if (may_fallback) {
         Lapack<T>::gesvd(jv, jv, lm, ln, &d, lm, &rd, &d, ldu, &d, ldvt, &wq, -1, &rd);
         lw = std::max(lw, detail::query_size(wq));
@@ -111,9 +117,7 @@ Result<SvdResult> svd_t(const CpuExecutionContext& ctx, const Tensor& a, const S
     T *ac, *wk;
     Real<T>* rw;
     lint* iw;
-    // The staged route (Note [Engine back-transformation]) shares the lane's scratch with
-    // the gesvd fallback.
-    const bool staged = route.kernel == Kernel::kStaged;
+    // The staged route shares the lane's scratch with the gesvd fallback.
     const auto plan = staged ? detail::StagedSvd<T>::plan(m, n, full, o.linalg.workspace) : detail::StagedSvd<T>{};
     const int64_t per_lane =
         std::max(carve(nullptr, &ac, &wk, &rw, &iw), staged ? plan.carve(nullptr, nullptr) : int64_t{0});
