@@ -324,3 +324,96 @@ TEST(CopyKernel, TransposeGroupsWithShortSegments) {
 
 }  // namespace
 }  // namespace tenferro::cpu
+
+namespace tenferro::cpu {
+namespace {
+
+// Element i of a compact buffer of `dtype` (f32, f64, c128, i32): read its real part,
+// or set it to a real value.
+double real_at(const void* data, DType dtype, int64_t i) {
+  switch (dtype) {
+    case DType::kF32: return static_cast<const float*>(data)[i];
+    case DType::kI32: return static_cast<const int32_t*>(data)[i];
+    case DType::kC128: return static_cast<const double*>(data)[2 * i];
+    default: return static_cast<const double*>(data)[i];
+  }
+}
+void set_real(void* data, DType dtype, int64_t i, double v) {
+  switch (dtype) {
+    case DType::kF32: static_cast<float*>(data)[i] = static_cast<float>(v); break;
+    case DType::kI32: static_cast<int32_t*>(data)[i] = static_cast<int32_t>(v); break;
+    case DType::kC128: static_cast<c128*>(data)[i] = c128(v, 0.0); break;
+    default: static_cast<double*>(data)[i] = v; break;
+  }
+}
+
+// Note [Streamed runs]: large copies whose source and destination share the fastest axis
+// (runs of at least 256 bytes, outputs of 8 MiB or more) are walked in source order
+// with streaming stores. Runs of whole and of partial lines, into compact destinations
+// and into line-unaligned slices of a larger buffer, on one and two threads: every
+// element against the source index it came from, and nothing outside the slice written.
+TEST(CopyKernel, StreamedRunsMatchEveryElement) {
+  auto executor = make_tbb_executor(2).value();
+  struct Case {
+    Shape shape;
+    std::vector<int64_t> perm;
+    DType dtype;
+    int64_t pad;  // destination = rows [pad, pad + n) of axis 0 of a larger buffer
+  };
+  const Case cases[] = {{{32, 64, 32, 32}, {0, 3, 2, 1}, DType::kF64, 0},   // 256-byte runs
+                        {{67, 41, 23, 19}, {0, 2, 3, 1}, DType::kF64, 3},   // 536-byte runs, unaligned
+                        {{130, 150, 120}, {0, 2, 1}, DType::kF32, 1},       // 520-byte runs
+                        {{20, 300, 200}, {0, 2, 1}, DType::kC128, 2},       // 320-byte runs
+                        {{70, 200, 160}, {0, 2, 1}, DType::kI32, 5},        // 280-byte runs
+                        {{33, 90, 40, 20}, {0, 3, 1, 2}, DType::kF64, 0}};  // 264-byte runs
+  for (const int threads : {1, 2}) {
+    for (const Case& c : cases) {
+      const size_t rank = c.shape.size();
+      int64_t numel = 1;
+      for (size_t k = 0; k < rank; ++k) numel *= c.shape[k];
+      Tensor src = Tensor::arange(c.dtype, numel).value().reshape(c.shape).value();
+      Tensor view = src.permute(c.perm).value();
+      Shape parent_shape = view.shape();
+      parent_shape[0] += 2 * c.pad;
+      constexpr double kSentinel = -7.0;
+      const int64_t parent_numel = numel / view.shape()[0] * parent_shape[0];
+      const int64_t bytes = parent_numel * dtype_size(c.dtype);
+      std::vector<c128> buffer(static_cast<size_t>((bytes + 15) / 16));
+      for (int64_t i = 0; i < parent_numel; ++i) set_real(buffer.data(), c.dtype, i, kSentinel);
+      {
+        Tensor parent = Tensor::wrap(c.dtype, parent_shape, buffer.data(), bytes, nullptr).value();
+        Tensor dst = parent.slice(0, c.pad, c.pad + view.shape()[0], 1).value();
+        parent = Tensor();  // the slice is the only handle: a writable destination
+        executor->install([&] {
+          CpuExecutionContext ctx(executor.get(), threads > 1 ? ParallelMode::kInner : ParallelMode::kSequential,
+                                  threads);
+          ASSERT_TRUE(copy_into(ctx, view, dst).has_value());
+        });
+      }
+      // Column-major source strides (elements), and the odometer over the parent.
+      std::vector<int64_t> src_stride(rank, 1);
+      for (size_t k = 1; k < rank; ++k) src_stride[k] = src_stride[k - 1] * c.shape[k - 1];
+      std::vector<int64_t> idx(rank, 0);
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < parent_numel; ++i) {
+        const bool inside = idx[0] >= c.pad && idx[0] < c.pad + view.shape()[0];
+        double expected = kSentinel;
+        if (inside) {
+          expected = static_cast<double>((idx[0] - c.pad) * src_stride[static_cast<size_t>(c.perm[0])]);
+          for (size_t k = 1; k < rank; ++k) {
+            expected += static_cast<double>(idx[k] * src_stride[static_cast<size_t>(c.perm[k])]);
+          }
+        }
+        if (real_at(buffer.data(), c.dtype, i) != expected && ++wrong <= 3) {
+          ADD_FAILURE() << format_dims(c.shape) << " " << dtype_name(c.dtype) << " threads " << threads
+                        << ": element " << i << " is " << real_at(buffer.data(), c.dtype, i) << ", expected " << expected;
+        }
+        for (size_t k = 0; k < rank && ++idx[k] == parent_shape[k]; ++k) idx[k] = 0;
+      }
+      ASSERT_EQ(wrong, 0) << format_dims(c.shape) << " " << dtype_name(c.dtype) << " threads " << threads;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tenferro::cpu

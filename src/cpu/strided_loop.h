@@ -77,6 +77,15 @@ class StridedLoop {
     for (size_t j = from; j < to; ++j) axes_[j] = axes_[j + 1];
     axes_[to] = a;
   }
+  /// Stable-sorts the axes [first, rank) by |stride| of operand `op`, so an odometer over
+  /// them walks that operand in memory order.
+  void sort_axes(size_t first, int op) noexcept {
+    for (size_t i = first + 1; i < axes_.size(); ++i) {
+      for (size_t j = i; j > first && std::llabs(axes_[j].stride[op]) < std::llabs(axes_[j - 1].stride[op]); --j) {
+        std::swap(axes_[j], axes_[j - 1]);
+      }
+    }
+  }
   /// Index of the axis with the smallest |stride| of operand `op` (first on ties).
   size_t fastest_axis(int op) const noexcept {
     size_t best = 0;
