@@ -349,8 +349,8 @@ void set_real(void* data, DType dtype, int64_t i, double v) {
 
 // Note [Streamed runs]: large copies whose source and destination share the fastest axis
 // (runs of at least 256 bytes, outputs of 8 MiB or more) are walked in source order
-// with streaming stores. Runs of whole and of partial lines, into compact destinations
-// and into line-unaligned slices of a larger buffer, on one and two threads: every
+// with streaming stores (Note [Run tiles]: some in tiles of runs). Runs of whole and of
+// partial lines, into compact destinations and into line-unaligned slices of a larger buffer, on one and two threads: every
 // element against the source index it came from, and nothing outside the slice written.
 TEST(CopyKernel, StreamedRunsMatchEveryElement) {
   auto executor = make_tbb_executor(2).value();
@@ -360,7 +360,9 @@ TEST(CopyKernel, StreamedRunsMatchEveryElement) {
     DType dtype;
     int64_t pad;  // destination = rows [pad, pad + n) of axis 0 of a larger buffer
   };
-  const Case cases[] = {{{32, 64, 32, 32}, {0, 3, 2, 1}, DType::kF64, 0},   // 256-byte runs
+  const Case cases[] = {{{32, 64, 32, 32}, {0, 3, 2, 1}, DType::kF64, 0},   // 256-byte runs, tiles
+                        {{40, 37, 23, 45}, {0, 3, 2, 1}, DType::kF64, 0},   // partial tiles
+                        {{40, 37, 23, 45}, {0, 3, 2, 1}, DType::kF64, 1},   // no tiles (padded)
                         {{67, 41, 23, 19}, {0, 2, 3, 1}, DType::kF64, 3},   // 536-byte runs, unaligned
                         {{130, 150, 120}, {0, 2, 1}, DType::kF32, 1},       // 520-byte runs
                         {{20, 300, 200}, {0, 2, 1}, DType::kC128, 2},       // 320-byte runs
