@@ -352,9 +352,13 @@ void short_sides(const CpuExecutionContext& ctx, const detail::GemmArgs<T>& g, c
 // worker (each piece costs nothing extra there); MERA and lm at 2 threads were unchanged
 // within the spread by that.
 constexpr int64_t kStreamPieceRows = 48;
-template <class T>
-void streamed(const CpuExecutionContext& ctx, const detail::GemmArgs<T>& g, bool transposed, int threads) {
-  const detail::GemmArgs<T> t = transposed ? detail::transposed(g) : g;
+// `b_rows`: when not null, the narrow operand is first packed there as rows (Note
+// [Streamed row-major products] in gemm_kernels.cc), once for all pieces.
+void streamed(const CpuExecutionContext& ctx, const detail::GemmArgs<double>& g, bool transposed, int threads,
+              double* b_rows) {
+  using T = double;
+  detail::GemmArgs<T> t = transposed ? detail::transposed(g) : g;
+  if (b_rows != nullptr) t = detail::pack_b_rows(t, b_rows);
   if (threads <= 1) {
     detail::streamed_f64(kernel_isa(ctx.caps()), t);
     return;
@@ -619,6 +623,23 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   const detail::GemmArgs<T> shape{M, N, K, alpha, lbase, lm.stride, lk.stride, opt.conj_lhs,
                                   rbase, rk.stride, rn.stride, opt.conj_rhs, beta, obase, om.stride, on.stride};
 
+  // The streamed kernel's narrow operand as rows (Note [Streamed row-major products] in
+  // gemm_kernels.cc), packed once per product before its pieces, in DotScratch::work or
+  // the pool. Not for outer-parallel items, which would share the buffer: they keep the
+  // kernel's transposing form.
+  T* b_rows = nullptr;
+  Tensor rows_ws;
+  if constexpr (std::is_same_v<T, double>) {
+    const detail::GemmArgs<T> t = route.transposed ? detail::transposed(shape) : shape;
+    if (route.kernel == DotKernel::kStreamed && route.split != DotSplit::kOuterBatch &&
+        detail::streamed_wants_b_rows(isa, t)) {
+      TENFERRO_TRY(rows_ws, take_scratch(DType::kF64, Shape{detail::b_rows_elems(t.k, t.n) + 8},
+                                         dscratch ? &dscratch->work : nullptr, pool));
+      const auto addr = reinterpret_cast<uintptr_t>(rows_ws.storage()->data());
+      b_rows = reinterpret_cast<T*>((addr + 63) & ~uintptr_t{63});
+    }
+  }
+
   // One product, as the route says. `next`: the product this thread runs after this
   // one, if any (a prefetch hint, Note [Small-product prefetch] in gemm_kernels.cc).
   const int threads = route.threads;
@@ -672,7 +693,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
         if constexpr (std::is_same_v<T, double>) short_sides<T>(ctx, g, klev, row_off.data(), route.transposed, threads);
         return;
       case DotKernel::kStreamed:
-        if constexpr (std::is_same_v<T, double>) streamed<T>(ctx, g, route.transposed, threads);
+        if constexpr (std::is_same_v<T, double>) streamed(ctx, g, route.transposed, threads, b_rows);
         return;
       case DotKernel::kStreamedOutput:
         if constexpr (std::is_same_v<T, double>) {
@@ -766,6 +787,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
     if (route.pack_rhs) give_back(rhs_use, &dscratch->rhs);
     if (route.pack_out) give_back(scratch, &dscratch->out);
     if (blocked_ws.defined()) give_back(blocked_ws, &dscratch->work);
+    if (rows_ws.defined()) give_back(rows_ws, &dscratch->work);
   }
   return ok();
 }

@@ -1067,14 +1067,16 @@ TEST(DotGeneral, StreamedOutputProductsMatchTheReference) {
 // Note [Streamed tall products]: the kernel itself, A column- or row-major with padded
 // leading dimensions, B in either layout or strided, every slice remainder (m % 8),
 // contraction remainders (k % 4), chunks of 96 rows, alpha/beta, C column- or row-major;
-// against long-double sums, padding of C untouched.
+// against long-double sums, padding of C untouched. Note [Streamed row-major products]:
+// with A row-major, B's rows contiguous as given or packed by pack_b_rows when the kernel
+// asks for it (every block of rows, one to four vectors per row, full and partial).
 TEST(DotGeneral, StreamedKernelMatchesLongDoubleSums) {
   std::mt19937_64 rng(1201);
   std::normal_distribution<double> nd;
   int checked = 0;
   // m covers partial 8- and 16-row slices (Note [Streamed slices on AVX-512]) and 96-row chunks.
   for (const int64_t m : {1, 5, 8, 13, 16, 24, 96, 97, 111, 203}) {
-    for (const int64_t n : {1, 3, 8, 21, 32}) {
+    for (const int64_t n : {1, 3, 8, 21, 25, 32}) {
       for (const int64_t k : {1, 3, 4, 7, 64, 130}) {
         const bool row_major = rng() % 2, b_rows = rng() % 2;
         const int64_t lda = (row_major ? k : m) + static_cast<int64_t>(rng() % 3);
@@ -1102,7 +1104,13 @@ TEST(DotGeneral, StreamedKernelMatchesLongDoubleSums) {
         const detail::GemmArgs<double> g{m, n, k, alpha, a.data(), row_major ? lda : 1, row_major ? 1 : lda, false,
                                          b.data(), rsb, csb, false, beta, c_rows ? cr.data() : c.data(),
                                          c_rows ? ldr : 1, c_rows ? 1 : ldc};
-        detail::streamed_f64(kernel_isa(host_caps()), g);
+        std::vector<double> packed;
+        if (detail::streamed_wants_b_rows(kernel_isa(host_caps()), g) && rng() % 2 == 0) {
+          packed.assign(static_cast<size_t>(detail::b_rows_elems(k, n)), 0.0);
+          detail::streamed_f64(kernel_isa(host_caps()), detail::pack_b_rows(g, packed.data()));
+        } else {
+          detail::streamed_f64(kernel_isa(host_caps()), g);
+        }
         if (c_rows) {
           for (int64_t i = 0; i < m; ++i) {
             for (int64_t j = 0; j < n; ++j) c[static_cast<size_t>(i + j * ldc)] = cr[static_cast<size_t>(i * ldr + j)];
@@ -1306,8 +1314,9 @@ TEST(DotGeneral, BlockedProductsMatchTheReference) {
 
 // Through dot_general: a tall operand (column- or row-major) against a narrow one
 // with a long contraction, the tall side as lhs (C column-major) or rhs (C row-major,
-// the transposed form), 1 and 2 threads (the tall side split in pieces of up to 48 rows): nothing
-// is packed and the result is the naive one.
+// the transposed form), 1 and 2 threads (the tall side split in pieces of up to 48 rows): no
+// operand is packed (a row-major tall side takes the narrow one as rows in a workspace,
+// Note [Streamed row-major products]) and the result is the naive one.
 TEST(DotGeneral, StreamedTallProductsPackNothing) {
   auto executor = make_tbb_executor(2).value();
   const int64_t sizes[][3] = {{465, 21, 396}, {101, 8, 64}, {700, 32, 67}};

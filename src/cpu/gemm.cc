@@ -290,6 +290,25 @@ bool gemm_blocked(IsaLevel isa, const GemmArgs<float>& g, float* work) {
   return isa >= IsaLevel::kAvx512 && avx512::gemm_blocked_f32(g, work);
 }
 
+bool streamed_wants_b_rows(IsaLevel isa, const GemmArgs<double>& g) {
+  return isa >= IsaLevel::kAvx512 && g.rsa != 1 && g.csa == 1 && g.csb != 1 && g.n >= 1 && g.k >= 1;
+}
+
+GemmArgs<double> pack_b_rows(const GemmArgs<double>& g, double* dst) {
+  const int64_t ld = (g.n + 7) / 8 * 8;
+  for (int64_t p = 0; p < g.k; ++p) {
+    const double* src = g.b + p * g.rsb;
+    double* row = dst + p * ld;
+    for (int64_t j = 0; j < g.n; ++j) row[j] = src[j * g.csb];
+    for (int64_t j = g.n; j < ld; ++j) row[j] = 0.0;
+  }
+  GemmArgs<double> r = g;
+  r.b = dst;
+  r.rsb = ld;
+  r.csb = 1;
+  return r;
+}
+
 void streamed_f64(IsaLevel isa, const GemmArgs<double>& g) {
   switch (isa) {
     case IsaLevel::kAvx512: return avx512::streamed_f64(g);

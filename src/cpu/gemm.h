@@ -173,9 +173,22 @@ inline int64_t stream_slice_rows(IsaLevel isa) { return isa >= IsaLevel::kAvx512
 /// C = alpha A B + beta C for f64 with C at any strides (fastest column-major), A column-major
 /// (g.rsa == 1) or row-major (g.csa == 1), B any strides and g.n <= kStreamMaxN: a tall
 /// product against a narrow B, A read once in memory order (Note [Streamed tall
-/// products] in gemm.cc). No packing, no allocation (a stack tile); one thread
-/// (callers split m). Below kAvx2, plain loops.
+/// products] in gemm_kernels.cc). No packing, no allocation (a stack tile); one thread
+/// (callers split m). With A row-major and B's rows contiguous, on AVX-512, C's rows stay
+/// in registers instead (Note [Streamed row-major products]; see streamed_wants_b_rows).
+/// Below kAvx2, plain loops.
 void streamed_f64(IsaLevel isa, const GemmArgs<double>& g);
+
+/// Whether streamed_f64 runs `g` faster with B's rows contiguous (csb == 1) than as it
+/// is: A row-major and B's rows not contiguous, on AVX-512 (Note [Streamed row-major
+/// products] in gemm_kernels.cc). Callers then pack B with pack_b_rows.
+bool streamed_wants_b_rows(IsaLevel isa, const GemmArgs<double>& g);
+/// Elements pack_b_rows writes for a k x n B.
+inline int64_t b_rows_elems(int64_t k, int64_t n) { return k * ((n + 7) / 8 * 8); }
+/// Copies B (g.k x g.n at rsb, csb) to `dst` as rows of n rounded up to 8 (zero-padded)
+/// and returns g reading B from there (rsb = that width, csb = 1). `dst` holds
+/// b_rows_elems(g.k, g.n) elements. One thread.
+GemmArgs<double> pack_b_rows(const GemmArgs<double>& g, double* dst);
 
 /// Rows of the streamed-output kernel's tiles (a worker's share of rows is a multiple).
 inline constexpr int64_t kOutTileRows = 128;

@@ -11,8 +11,10 @@
 // TENFERRO_MAX_ISA), so every level is reachable and testable on one machine.
 
 #include <algorithm>
+#include <array>
 #include <complex>
 #include <cstring>
+#include <utility>
 
 #include <immintrin.h>
 
@@ -959,10 +961,121 @@ void streamed_any_f64(const GemmArgs<double>& g) {
 }  // namespace
 #endif
 
+#if TENFERRO_ISA_LEVEL >= 2
+namespace {
+// Note [Streamed row-major products]: with A row-major (its rows contiguous along the
+// contraction: the tall operand of C^T = B^T A^T when it was the rhs, or a C-order
+// array) and B's rows contiguous (csb == 1), R rows of C are held in registers whole (n
+// <= 32: NV = ceil(n / 8) vectors per row, R x NV <= 24 accumulators) for the whole
+// contraction: each step loads B's row p (NV vectors) and broadcasts A's R elements of
+// column p, then does R x NV FMAs; C is read and written once. A is read as R rows
+// front to back, and the next R rows are prefetched meanwhile, one line per row every
+// eight steps (the rows of consecutive blocks are consecutive in memory, so A is read
+// nearly in order). A B whose rows are not contiguous is packed by the caller
+// (streamed_wants_b_rows, pack_b_rows in gemm.h): dot_general does it once per product,
+// before its pieces. Against the tile kernel's row-major form (four-element runs of 16
+// rows transposed in registers, 96 rows in flight, the C tile loaded and stored every
+// four steps), 505 x 21 x 462 standalone, Zen 5, 2026-12-03: 84-87 against 63 GFLOP/s
+// with A from memory, 93 against 84 with A in cache; the matrix chain's row-major steps
+// had run at 53-72 GFLOP/s against 80-95 for its column-major ones. Processing the
+// contraction in slices (B packed per 128 or 256 steps on the stack) gave 62-73 GFLOP/s
+// cold: A read as row segments. A dot-product form (R rows x C columns of accumulators,
+// lanes summed at the end) was slower still (30-54): it streams all of B from L2 for
+// every few rows of A.
+template <int R, int NV>
+void rows_block_f64(const double* a, int64_t lda, const double* b, int64_t ldb, int64_t k, double* c, int64_t rsc,
+                    int64_t csc, int64_t n, double alpha, double beta) {
+  __m512d acc[R][NV];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_pd();
+  }
+  const vec::M last = vec::mask(n - 8 * (NV - 1));
+  auto step = [&](int64_t p) {
+    __m512d y[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v + 1 < NV; ++v) y[v] = _mm512_loadu_pd(b + p * ldb + 8 * v);
+    y[NV - 1] = _mm512_maskz_loadu_pd(last, b + p * ldb + 8 * (NV - 1));
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512d x = _mm512_set1_pd(a[r * lda + p]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_pd(x, y[v], acc[r][v]);
+    }
+  };
+  int64_t p = 0;
+  for (; p + 8 <= k; p += 8) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(a + (R + r) * lda + p), _MM_HINT_T0);
+#pragma GCC unroll 8
+    for (int64_t q = 0; q < 8; ++q) step(p + q);
+  }
+  for (; p < k; ++p) step(p);
+  const __m512d va = _mm512_set1_pd(alpha), vb = _mm512_set1_pd(beta);
+  if (csc == 1) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) {
+        const vec::M m = v + 1 < NV ? vec::mask(8) : last;
+        double* out = c + r * rsc + 8 * v;
+        __m512d z = _mm512_mul_pd(va, acc[r][v]);
+        if (beta != 0.0) z = _mm512_fmadd_pd(vb, _mm512_maskz_loadu_pd(m, out), z);
+        _mm512_mask_storeu_pd(out, m, z);
+      }
+    }
+  } else {
+    alignas(64) double t[R][8 * NV];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) _mm512_store_pd(&t[r][8 * v], acc[r][v]);
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int64_t j = 0; j < n; ++j) {
+        double& out = c[r * rsc + j * csc];
+        out = beta == 0.0 ? alpha * t[r][j] : alpha * t[r][j] + beta * out;
+      }
+    }
+  }
+}
+
+using RowsBlockFn = void (*)(const double*, int64_t, const double*, int64_t, int64_t, double*, int64_t, int64_t,
+                             int64_t, double, double);
+// Rows per block for NV vectors per row: at most 24 accumulators.
+constexpr int rows_for(int nv) { return nv <= 3 ? 8 : 6; }
+template <int NV, int... Rs>
+constexpr std::array<RowsBlockFn, 8> rows_row(std::integer_sequence<int, Rs...>) {
+  return {(Rs + 1 <= rows_for(NV) ? &rows_block_f64<(Rs + 1 <= rows_for(NV) ? Rs + 1 : 1), NV> : nullptr)...};
+}
+// kRowsBlocks[NV - 1][R - 1]: the block of R rows with NV vectors per row.
+constexpr std::array<std::array<RowsBlockFn, 8>, 4> kRowsBlocks = {
+    rows_row<1>(std::make_integer_sequence<int, 8>()), rows_row<2>(std::make_integer_sequence<int, 8>()),
+    rows_row<3>(std::make_integer_sequence<int, 8>()), rows_row<4>(std::make_integer_sequence<int, 8>())};
+
+// C = alpha A B + beta C with A row-major (csa == 1) and B's rows contiguous (csb == 1),
+// 1 <= n <= kStreamMaxN, any C strides.
+void streamed_rows_f64(const GemmArgs<double>& g) {
+  const int nv = static_cast<int>((g.n + 7) / 8);
+  const int64_t rmax = rows_for(nv);
+  for (int64_t i0 = 0; i0 < g.m; i0 += rmax) {
+    const int64_t rows = std::min(rmax, g.m - i0);
+    kRowsBlocks[static_cast<size_t>(nv - 1)][static_cast<size_t>(rows - 1)](
+        g.a + i0 * g.rsa, g.rsa, g.b, g.rsb, g.k, g.c + i0 * g.rsc, g.rsc, g.csc, g.n, g.alpha, g.beta);
+  }
+}
+}  // namespace
+#endif
+
 void streamed_f64(const GemmArgs<double>& g) {
 #if TENFERRO_ISA_LEVEL >= 1
   if (g.rsa == 1) {
     streamed_any_f64<false>(g);
+#if TENFERRO_ISA_LEVEL >= 2
+  } else if (g.csa == 1 && g.csb == 1 && g.n >= 1) {
+    streamed_rows_f64(g);  // Note [Streamed row-major products]
+#endif
   } else {
     streamed_any_f64<true>(g);
   }
