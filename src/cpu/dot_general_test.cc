@@ -1312,6 +1312,68 @@ TEST(DotGeneral, BlockedProductsMatchTheReference) {
   }
 }
 
+// Note [Outer products]: K = 1 through dot_general, C column-major (streaming stores for
+// outputs of 8 MiB or more, a line per iteration, columns at every 16-byte alignment),
+// row-major (the roles swapped) and with beta (no streaming), f64 and f32, one and two
+// threads: every element against the product of its two factors.
+TEST(DotGeneral, OuterProductsMatchEveryElement) {
+  auto executor = make_tbb_executor(2).value();
+  struct Case {
+    int64_t m, n;
+    DType dtype;
+    bool row_major;
+    int64_t pad;  // C = rows [pad, pad + m) of a column-major [m + 2 pad, n] buffer
+    double beta;
+  };
+  const Case cases[] = {{1031, 1029, DType::kF64, false, 1, 0.0}, {1031, 1029, DType::kF64, true, 0, 0.0},
+                        {2053, 1030, DType::kF32, false, 3, 0.0}, {2053, 1030, DType::kF32, true, 0, 0.0},
+                        {1031, 1029, DType::kF64, false, 0, 0.5}, {37, 45, DType::kF64, false, 1, 0.0},
+                        {37, 45, DType::kF32, false, 0, -2.0}};
+  for (const Case& c : cases) {
+    const Tensor lhs = Tensor::random_normal(c.dtype, {c.m, 1}, 41).value();
+    const Tensor rhs = Tensor::random_normal(c.dtype, {1, c.n}, 42).value();
+    DotDims dims;
+    dims.lhs_contracting = {1};
+    dims.rhs_contracting = {0};
+    for (const int threads : {1, 2}) {
+      SCOPED_TRACE("m " + std::to_string(c.m) + " " + std::string(dtype_name(c.dtype)) + " row-major " +
+                   std::to_string(c.row_major) + " beta " + std::to_string(c.beta) + " threads " + std::to_string(threads));
+      Tensor out;
+      if (c.row_major) {
+        out = Tensor::random_normal(c.dtype, {c.n, c.m}, 43).value().permute(Dims{1, 0}).value();
+      } else {
+        out = Tensor::random_normal(c.dtype, {c.m + 2 * c.pad, c.n}, 43).value().slice(0, c.pad, c.pad + c.m, 1).value();
+      }
+      const bool f64 = c.dtype == DType::kF64;
+      auto at = [&](const Tensor& t, int64_t e) {
+        return f64 ? static_cast<const double*>(t.storage()->data())[e] : static_cast<const float*>(t.storage()->data())[e];
+      };
+      auto at_ij = [&](const Tensor& t, int64_t i, int64_t j) { return at(t, t.offset() + i * t.strides()[0] + j * t.strides()[1]); };
+      std::vector<double> before(static_cast<size_t>(c.m * c.n));
+      for (int64_t j = 0; j < c.n; ++j)
+        for (int64_t i = 0; i < c.m; ++i) before[static_cast<size_t>(i + j * c.m)] = at_ij(out, i, j);
+      DotOptions opt;
+      opt.beta = c128(c.beta, 0.0);
+      executor->install([&] {
+        CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
+        ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, dims, opt, out));
+      });
+      const double tol = f64 ? 1e-15 : 1e-6;
+      int64_t wrong = 0;
+      for (int64_t j = 0; j < c.n; ++j) {
+        for (int64_t i = 0; i < c.m; ++i) {
+          const double got = at_ij(out, i, j);
+          const double want = at(lhs, i) * at(rhs, j) + c.beta * before[static_cast<size_t>(i + j * c.m)];
+          if (std::fabs(got - want) > tol * (std::fabs(want) + 1) && ++wrong <= 3) {
+            ADD_FAILURE() << "at " << i << "," << j << ": " << got << " vs " << want;
+          }
+        }
+      }
+      ASSERT_EQ(wrong, 0);
+    }
+  }
+}
+
 // Through dot_general: a tall operand (column- or row-major) against a narrow one
 // with a long contraction, the tall side as lhs (C column-major) or rhs (C row-major,
 // the transposed form), 1 and 2 threads (the tall side split in pieces of up to 48 rows): no
