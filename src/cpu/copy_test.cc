@@ -349,10 +349,12 @@ void set_real(void* data, DType dtype, int64_t i, double v) {
 
 // Note [Streamed runs]: large copies whose source and destination share the fastest axis
 // (runs of at least 256 bytes, outputs of 8 MiB or more) are walked in source order
-// with streaming stores (Note [Run tiles]: some in tiles of runs). Runs of whole and of
-// partial lines, into compact destinations and into line-unaligned slices of a larger buffer, on one and two threads: every
-// element against the source index it came from, and nothing outside the slice written.
-TEST(CopyKernel, StreamedRunsMatchEveryElement) {
+// with streaming stores (Note [Run tiles]: some in tiles of runs), and so are the outer
+// axes of large transposes (Note [Transposes in source order]). Runs of whole and of
+// partial lines, into compact destinations and into line-unaligned slices of a larger
+// buffer, on one and two threads: every element against the source index it came from,
+// and nothing outside the slice written.
+TEST(CopyKernel, StreamedCopiesMatchEveryElement) {
   auto executor = make_tbb_executor(2).value();
   struct Case {
     Shape shape;
@@ -367,7 +369,10 @@ TEST(CopyKernel, StreamedRunsMatchEveryElement) {
                         {{130, 150, 120}, {0, 2, 1}, DType::kF32, 1},       // 520-byte runs
                         {{20, 300, 200}, {0, 2, 1}, DType::kC128, 2},       // 320-byte runs
                         {{70, 200, 160}, {0, 2, 1}, DType::kI32, 5},        // 280-byte runs
-                        {{33, 90, 40, 20}, {0, 3, 1, 2}, DType::kF64, 0}};  // 264-byte runs
+                        {{33, 90, 40, 20}, {0, 3, 1, 2}, DType::kF64, 0},   // 264-byte runs
+                        // Transposes with two outer axes (Note [Transposes in source order]).
+                        {{16, 16, 96, 96}, {1, 0, 3, 2}, DType::kF64, 0},
+                        {{12, 10, 130, 70}, {1, 0, 3, 2}, DType::kC128, 1}};
   for (const int threads : {1, 2}) {
     for (const Case& c : cases) {
       const size_t rank = c.shape.size();
