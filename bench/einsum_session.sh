@@ -9,7 +9,9 @@
 #   bench/einsum_session.sh OUT_DIR [THREADS...]        (default threads: 1 2)
 # Environment: TENFERRO (binary, default build/release/apps/tenferro/tenferro),
 # DATA (instance directory, default ../shared/data/einsum-benchmark), PEER (default
-# ../shared/bench/peer_einsum.py), PYTHON (default /usr/bin/python3).
+# ../shared/bench/peer_einsum.py), PYTHON (default /usr/bin/python3), PEER_CORETYPE (an
+# OPENBLAS_CORETYPE for the peers only, to measure them at their best; tenferro keeps
+# the environment it was given).
 # Writes OUT_DIR/tfN.jsonl, npN.jsonl, thN.jsonl and dgemm readings (kN_*.txt), then
 # prints per thread count the table of bench/einsum_table.py (start dgemm) and, for the
 # GEMM-dominated instances, tenferro's and the best peer's share of the dgemm measured
@@ -48,7 +50,8 @@ for n in "${threads[@]}"; do
     for backend in numpy torch; do
       file=$out/np$n.jsonl
       [ $backend = torch ] && file=$out/th$n.jsonl
-      OMP_NUM_THREADS=$n OPENBLAS_NUM_THREADS=$n MKL_NUM_THREADS=$n \
+      env OMP_NUM_THREADS="$n" OPENBLAS_NUM_THREADS="$n" MKL_NUM_THREADS="$n" \
+        ${PEER_CORETYPE:+OPENBLAS_CORETYPE="$PEER_CORETYPE"} \
         "$python" "$peer" $backend "$n" "$file" opt_flops "$name" >>"$out/$backend$n.log" 2>&1
     done
     [ $gemm = 1 ] && dgemm "$n" "$out/k${n}_after_$name.txt"
