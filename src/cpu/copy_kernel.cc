@@ -17,16 +17,18 @@ namespace tenferro::cpu::detail::TENFERRO_ISA_NS {
 // Note [Copy kernel]: the copy runs on the merged axes of Note [Strided loop plan]
 // (operand 0 = destination, 1 = source). If the source's fastest axis is also the
 // destination's fastest, the inner loop walks both together (memcpy when both are unit
-// stride). Otherwise it is a transpose: a destination group G0 (the destination-fastest
-// axes, contiguous in the destination, up to kGroup elements) and a source group G1 (the
-// source-fastest axes not in G0, contiguous in the source) form a P0 x P1 matrix whose
-// rows/columns have the other operand's offsets in small tables (or a plain stride for a
-// single axis). That matrix is copied in 64 x 64 blocks of 4 x 4 register transposes
-// (AVX2 for 4-, 8- and 16-byte elements, scalar otherwise), so both sides move whole
-// vectors, also when a group is contiguous only in segments of an odd extent (Note
-// [Transpose segments]); many tiny axes (rank-24 with extent 2) become one such matrix.
-// Large outputs use streaming stores (no read-for-ownership of the destination).
-// Remaining axes form the odometer split across threads.
+// stride; large copies walk those runs in source order with streaming stores, Note
+// [Streamed runs]). Otherwise it is a transpose: a destination group G0 (the
+// destination-fastest axes, contiguous in the destination, up to kGroup elements) and a
+// source group G1 (the source-fastest axes not in G0, contiguous in the source) form a
+// P0 x P1 matrix whose rows/columns have the other operand's offsets in small tables (or
+// a plain stride for a single axis). That matrix is copied in 64 x 64 blocks of 4 x 4
+// register transposes (AVX2 for 4-, 8- and 16-byte elements, scalar otherwise), so both
+// sides move whole vectors, also when a group is contiguous only in segments of an odd
+// extent (Note [Transpose segments]); many tiny axes (rank-24 with extent 2) become one
+// such matrix. Large outputs use streaming stores (no read-for-ownership of the
+// destination). Remaining axes form the odometer split across threads (in source order
+// when the stores stream, Note [Transposes in source order]).
 
 namespace {
 
@@ -367,7 +369,7 @@ int64_t group_table(const detail::StridedLoop<2>& loop, size_t first, size_t las
 // loop, against glibc memcpy of the same bytes (2026-12-03): destination order with
 // normal stores 0.53-0.70, with streaming stores 0.35-0.47; source order with streaming
 // stores 1.02-1.31.
-constexpr int64_t kStreamRunBytes = 256;  // shortest run streamed (four lines)
+constexpr int64_t kStreamRunBytes = 256;  // shortest run streamed: four lines (measured: 512)
 
 bool streams_runs(const detail::StridedLoop<2>& loop, int64_t dst_bytes) {
   return dst_bytes >= kStreamBytes && loop.rank() > 1 && loop.axis(0).extent * loop.axis(0).stride[0] >= kStreamRunBytes;
