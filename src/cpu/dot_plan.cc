@@ -561,6 +561,16 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
       } else if (stream_form) {
         r.kernel = DotKernel::kStreamed;
         if (threads > 1) r.split = DotSplit::kPieces;  // pieces of whole slices (Note [Streamed pieces])
+        // Note [Streamed row-major products] (gemm_kernels.cc): a tall side whose
+        // contraction is contiguous keeps C's rows in registers on AVX-512 when the narrow
+        // side's rows are contiguous or dot_general packs them (not for outer-parallel
+        // items); the same test as streamed_wants_b_rows on the kernel's arguments.
+        const bool tall_rows = r.transposed ? rk.stride == 1 && rn.stride != 1 : lk.stride == 1 && lm.stride != 1;
+        const bool narrow_rows = r.transposed ? lm.stride == 1 : rn.stride == 1;
+        if (isa >= IsaLevel::kAvx512 && tall_rows && (narrow_rows || r.split != DotSplit::kOuterBatch)) {
+          r.reason = "a tall operand against a narrow one, long contraction, the tall side's contraction contiguous: "
+                     "the streamed kernel with C's rows in registers";
+        }
       } else if (out_form) {
         r.kernel = DotKernel::kStreamedOutput;
         r.columns_outer = M * K <= kOutCachedOperand;  // A stays in cache (Note [Streamed-output products])

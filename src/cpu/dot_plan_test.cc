@@ -195,6 +195,33 @@ TEST(DotPlan, StreamedProductsTakeEitherDestinationOrder) {
   EXPECT_NE(plan(strided, kAvx512).value().kernel, DotKernel::kStreamed);
 }
 
+// Note [Streamed row-major products]: a tall side whose contraction is contiguous (the
+// lhs row-major, or the rhs column-major in the transposed form) keeps C's rows in
+// registers on AVX-512 only, and the route's reason says so; a column-major tall side
+// does not.
+TEST(DotPlan, StreamedRowMajorTallSidesSayCRowsInRegisters) {
+  const std::string kRows = "C's rows in registers";
+  Call lhs_rows = matmul(5000, 16, 200);
+  lhs_rows.lhs = rm({5000, 200});
+  Call rhs_cols = matmul(16, 5000, 200);  // C^T = B^T A^T: the tall rhs [200, 5000], column-major
+  Call col_major = matmul(5000, 16, 200);
+  struct Row {
+    const char* what;
+    Call call;
+    bool rows;
+  };
+  for (const Row& row : {Row{"row-major tall lhs", lhs_rows, true}, Row{"column-major tall rhs", rhs_cols, true},
+                         Row{"column-major tall lhs", col_major, false}}) {
+    SCOPED_TRACE(row.what);
+    const DotRoute r512 = plan(row.call, kAvx512).value();
+    ASSERT_EQ(r512.kernel, DotKernel::kStreamed) << describe(r512);
+    EXPECT_EQ(std::string(r512.reason).find(kRows) != std::string::npos, row.rows) << describe(r512);
+    const DotRoute r2 = plan(row.call, kAvx2).value();
+    ASSERT_EQ(r2.kernel, DotKernel::kStreamed) << describe(r2);
+    EXPECT_EQ(std::string(r2.reason).find(kRows), std::string::npos) << describe(r2);
+  }
+}
+
 TEST(DotPlan, TenferroKernelsNeedAvx2) {
   struct Row {
     const char* what;
