@@ -564,10 +564,10 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
         // Note [Streamed row-major products] (gemm_kernels.cc): a tall side whose
         // contraction is contiguous keeps C's rows in registers on AVX-512 when the narrow
         // side's rows are contiguous or dot_general packs them (not for outer-parallel
-        // items); the same test as streamed_wants_b_rows on the kernel's arguments.
-        const bool tall_rows = r.transposed ? rk.stride == 1 && rn.stride != 1 : lk.stride == 1 && lm.stride != 1;
-        const bool narrow_rows = r.transposed ? lm.stride == 1 : rn.stride == 1;
-        if (isa >= IsaLevel::kAvx512 && tall_rows && (narrow_rows || r.split != DotSplit::kOuterBatch)) {
+        // items). The kernel's arguments: A = the tall side, B = the narrow one.
+        const int64_t rsa = r.transposed ? rn.stride : lm.stride, csa = r.transposed ? rk.stride : lk.stride;
+        const int64_t csb = r.transposed ? lm.stride : rn.stride;
+        if (detail::streamed_rows_form(isa, rsa, csa, csb, r.split != DotSplit::kOuterBatch)) {
           r.reason = "a tall operand against a narrow one, long contraction, the tall side's contraction contiguous: "
                      "the streamed kernel with C's rows in registers";
         }

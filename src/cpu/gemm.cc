@@ -291,7 +291,7 @@ bool gemm_blocked(IsaLevel isa, const GemmArgs<float>& g, float* work) {
 }
 
 bool streamed_wants_b_rows(IsaLevel isa, const GemmArgs<double>& g) {
-  return isa >= IsaLevel::kAvx512 && g.rsa != 1 && g.csa == 1 && g.csb != 1 && g.n >= 1 && g.k >= 1;
+  return streamed_rows_form(isa, g.rsa, g.csa, g.csb, true) && g.csb != 1 && g.n >= 1 && g.k >= 1;
 }
 
 GemmArgs<double> pack_b_rows(const GemmArgs<double>& g, double* dst) {

@@ -179,9 +179,16 @@ inline int64_t stream_slice_rows(IsaLevel isa) { return isa >= IsaLevel::kAvx512
 /// Below kAvx2, plain loops.
 void streamed_f64(IsaLevel isa, const GemmArgs<double>& g);
 
+/// Whether streamed_f64 keeps C's rows in registers (Note [Streamed row-major products]
+/// in gemm_kernels.cc) for A's strides (rsa, csa) and B's column stride csb: on AVX-512,
+/// A row-major, and B's rows contiguous or packed by the caller (`b_packable`). The one
+/// test behind the kernel's form, the caller's packing and the planner's reason.
+inline bool streamed_rows_form(IsaLevel isa, int64_t rsa, int64_t csa, int64_t csb, bool b_packable) {
+  return isa >= IsaLevel::kAvx512 && rsa != 1 && csa == 1 && (csb == 1 || b_packable);
+}
 /// Whether streamed_f64 runs `g` faster with B's rows contiguous (csb == 1) than as it
-/// is: A row-major and B's rows not contiguous, on AVX-512 (Note [Streamed row-major
-/// products] in gemm_kernels.cc). Callers then pack B with pack_b_rows.
+/// is: the rows form once B is packed, B's rows not contiguous yet. Callers then pack B
+/// with pack_b_rows.
 bool streamed_wants_b_rows(IsaLevel isa, const GemmArgs<double>& g);
 /// Elements pack_b_rows writes for a k x n B.
 inline int64_t b_rows_elems(int64_t k, int64_t n) { return k * ((n + 7) / 8 * 8); }

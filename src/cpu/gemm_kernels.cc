@@ -1073,7 +1073,7 @@ void streamed_f64(const GemmArgs<double>& g) {
   if (g.rsa == 1) {
     streamed_any_f64<false>(g);
 #if TENFERRO_ISA_LEVEL >= 2
-  } else if (g.csa == 1 && g.csb == 1 && g.n >= 1) {
+  } else if (streamed_rows_form(IsaLevel::kAvx512, g.rsa, g.csa, g.csb, false) && g.n >= 1) {
     streamed_rows_f64(g);  // Note [Streamed row-major products]
 #endif
   } else {
