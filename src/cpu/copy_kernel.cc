@@ -52,6 +52,7 @@ constexpr int64_t kStreamBytes = 8 << 20;  // outputs at least this large use st
 constexpr int64_t kMinGroup = 16;          // groups grow past gaps until this many elements
 constexpr int64_t kTinyGroup = 256;        // ... source groups of tiny axes until this many
 constexpr int64_t kPrefetchLines = 2;       // Note [Transpose prefetch]: line-chunks ahead
+constexpr int64_t kBlockBytes = 512;        // Note [Transpose blocking]: destination bytes per row block
 
 // Offsets (bytes) of a group's elements in one operand: a table or a stride.
 struct Offsets {
@@ -119,7 +120,7 @@ struct Transposer {
   // transposes]), the large block serves those too (Zen 5, 2026-12-02: 64^4 f64
   // permutations below 0.6 x memcpy 16 -> 5 of 28 at one thread, 15 -> 3 at two).
   int64_t i_block = 1;
-  void choose_block() { i_block = std::max<int64_t>(1, 512 / kE); }
+  void choose_block() { i_block = std::max<int64_t>(1, kBlockBytes / kE); }
 
   void block(char* d, const char* s, int64_t i0, int64_t i1, int64_t j0, int64_t j1) const {
 #if TENFERRO_ISA_LEVEL >= 1
@@ -476,15 +477,25 @@ void copy_typed(const CpuExecutionContext& ctx, const char* src_base, const Layo
     return;
   }
   // Transpose: G1 starts with the source-fastest axis (moved to position 1); G0 = axis 0
-  // (the destination-fastest) plus the next destination-fastest axes, skipping G1's;
-  // then G1 grows with the next source-fastest axes not in G0. Each group keeps offset
-  // tables for both operands, so axes need not be contiguous (Note [Copy kernel]).
+  // (the destination-fastest) plus the next destination-fastest axes, skipping G1's
+  // (Note [Reserved source lines]); then G1 grows with the next source-fastest axes not
+  // in G0. Each group keeps offset tables for both operands, so axes need not be
+  // contiguous (Note [Copy kernel]).
   loop.move_axis(src_fast, 1);
-  auto grow = [&](size_t begin, int64_t product, int op, size_t* end) {
+  // Grows a group ending at *end with the axes [*end, rank) of the smallest |stride| in
+  // operand `op`, and with those reserved axes [2, *r_end) that keep it within
+  // `reserved_until` elements (a reserved axis taken moves to the group's end).
+  auto grow = [&](int64_t product, int op, size_t* end, size_t* r_end, int64_t reserved_until) {
     while (product < kGroup) {
       size_t best = loop.rank();
+      auto better = [&](size_t k) {
+        return best == loop.rank() || std::llabs(loop.axis(k).stride[op]) < std::llabs(loop.axis(best).stride[op]);
+      };
+      for (size_t k = 2; k < *r_end; ++k) {
+        if (product * loop.axis(k).extent <= reserved_until && better(k)) best = k;
+      }
       for (size_t k = *end; k < loop.rank(); ++k) {
-        if (best == loop.rank() || std::llabs(loop.axis(k).stride[op]) < std::llabs(loop.axis(best).stride[op])) best = k;
+        if (better(k)) best = k;
       }
       if (best == loop.rank() || product * loop.axis(best).extent > kGroup) break;
       // Past a minimum size, only grow with an axis that continues the group
@@ -497,19 +508,42 @@ void copy_typed(const CpuExecutionContext& ctx, const char* src_base, const Layo
       const int64_t limit = op == 1 && loop.axis(best).extent <= 4 ? kTinyGroup : kMinGroup;
       if (product >= limit && std::llabs(loop.axis(best).stride[op]) != product * kElem) break;
       product *= loop.axis(best).extent;
-      loop.move_axis(best, *end);
-      ++*end;
+      if (best < *r_end) {
+        loop.move_axis(best, *end - 1);  // the reserved range shrinks by one
+        --*r_end;
+      } else {
+        loop.move_axis(best, (*end)++);
+      }
     }
-    (void)begin;
     return product;
   };
-  // G0 may not take the G1 axis: grow it past position 1 first, then slot G1 after it.
-  size_t g0_end = 2;
-  int64_t p0 = grow(0, loop.axis(0).extent, 0, &g0_end);  // G0 = {0} + [2, g0_end)
-  loop.move_axis(1, g0_end - 1);                           // G1's first axis after G0
-  --g0_end;                                                // G0 = [0, g0_end)
+  // Note [Reserved source lines]: a block of the transpose (Note [Transpose blocking])
+  // covers kBlockBytes of G0 and all of G1, so a source line is consumed whole in one
+  // block only if its axes lie in G1 or in G0's first kBlockBytes. The source-fastest
+  // axes that continue axis 1 contiguously (up to kMinGroup elements) are therefore
+  // reserved for G1 (positions [1, r_end)); G0 may take one of them (not axis 1) only
+  // while it is smaller than a block. Without the reservation, G0 took every
+  // destination-fastest axis, and with many tiny axes those included the source's
+  // second, third, ... fastest at G0 positions far past a block: each source line was
+  // then read once per element pair, in blocks far apart in time (a rank-24 size-2
+  // random permutation ran at 0.19 x memcpy).
+  size_t r_end = 2;
+  for (int64_t run = loop.axis(1).extent; run < kMinGroup;) {
+    size_t next = loop.rank();
+    for (size_t k = r_end; k < loop.rank(); ++k) {
+      if (loop.axis(k).stride[1] == run * kElem) next = k;
+    }
+    if (next == loop.rank()) break;
+    run *= loop.axis(next).extent;
+    loop.move_axis(next, r_end++);
+  }
+  size_t g0_end = r_end;
+  int64_t p0 = grow(loop.axis(0).extent, 0, &g0_end, &r_end, kBlockBytes / kElem);  // G0 = {0} + [r_end, g0_end)
+  for (size_t k = 1; k < r_end; ++k) loop.move_axis(1, g0_end - 1);  // reserved axes after G0
+  g0_end -= r_end - 1;                                                // G0 = [0, g0_end)
   size_t g1_end = g0_end + 1;
-  int64_t p1 = grow(g0_end, loop.axis(g0_end).extent, 1, &g1_end);  // G1 = [g0_end, g1_end)
+  size_t no_reserved = 2;
+  int64_t p1 = grow(loop.axis(g0_end).extent, 1, &g1_end, &no_reserved, 0);  // G1 = [g0_end, g1_end)
   // Offset tables.
   int64_t g0_dst[kGroup], g0_src[kGroup], g1_dst[kGroup], g1_src[kGroup];
   Transposer<W> tr{};

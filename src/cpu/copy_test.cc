@@ -422,5 +422,63 @@ TEST(CopyKernel, StreamedCopiesMatchEveryElement) {
   }
 }
 
+// Note [Reserved source lines]: permutations of many size-2 axes whose source-fastest
+// axes sit at destination positions both inside and far past a row block (the
+// reservation's two cases), reversed and random ones, streamed (f64, f32) and not
+// (c128), on 1 and 2 threads: every element against its source index.
+TEST(CopyKernel, ReservedSourceLinesMatchEveryElement) {
+  auto executor = make_tbb_executor(2).value();
+  const std::vector<std::vector<int64_t>> fixed = {
+      // Source axes 1-3 at destination positions 7-10: past a block of 64 f64 rows.
+      {15, 13, 11, 19, 6, 12, 4, 1, 5, 3, 2, 18, 9, 16, 10, 21, 17, 7, 20, 8, 0, 14},
+      // Source axis 2 at destination position 2: inside the block.
+      {4, 6, 2, 13, 9, 5, 18, 17, 10, 16, 21, 7, 0, 14, 12, 3, 20, 19, 1, 8, 15, 11}};
+  std::mt19937_64 rng(22);
+  for (const DType dtype : {DType::kF64, DType::kF32, DType::kC128}) {
+    const size_t rank = dtype == DType::kC128 ? 18 : 22;
+    std::vector<std::vector<int64_t>> perms;
+    for (const auto& p : fixed) {
+      std::vector<int64_t> q;
+      for (int64_t a : p) {
+        if (a < static_cast<int64_t>(rank)) q.push_back(a);
+      }
+      perms.push_back(q);
+    }
+    std::vector<int64_t> p(rank);
+    for (size_t k = 0; k < rank; ++k) p[k] = static_cast<int64_t>(rank - 1 - k);
+    perms.push_back(p);
+    for (int t = 0; t < 2; ++t) {
+      std::shuffle(p.begin(), p.end(), rng);
+      perms.push_back(p);
+    }
+    const int64_t numel = int64_t{1} << rank;
+    const Tensor src = Tensor::arange(dtype, numel).value().reshape(Shape(rank, 2)).value();
+    const int64_t bytes = numel * dtype_size(dtype);
+    std::vector<c128> buffer(static_cast<size_t>((bytes + 15) / 16));
+    for (const int threads : {1, 2}) {
+      for (const auto& perm : perms) {
+        for (int64_t i = 0; i < numel; ++i) set_real(buffer.data(), dtype, i, -7.0);
+        Tensor dst = Tensor::wrap(dtype, Shape(rank, 2), buffer.data(), bytes, nullptr).value();
+        executor->install([&] {
+          CpuExecutionContext ctx(executor.get(), threads > 1 ? ParallelMode::kInner : ParallelMode::kSequential,
+                                  threads);
+          ASSERT_TRUE(copy_into(ctx, src.permute(perm).value(), dst).has_value());
+        });
+        // Destination element i has index bits i_k; its source index is sum i_k 2^perm[k].
+        int64_t wrong = 0;
+        for (int64_t i = 0; i < numel; ++i) {
+          int64_t from = 0;
+          for (size_t k = 0; k < rank; ++k) from |= ((i >> k) & 1) << perm[k];
+          if (real_at(buffer.data(), dtype, i) != static_cast<double>(from) && ++wrong <= 3) {
+            ADD_FAILURE() << dtype_name(dtype) << " perm " << format_dims(perm) << " threads " << threads
+                          << ": element " << i << " is " << real_at(buffer.data(), dtype, i) << ", expected " << from;
+          }
+        }
+        ASSERT_EQ(wrong, 0) << dtype_name(dtype) << " perm " << format_dims(perm) << " threads " << threads;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tenferro::cpu
