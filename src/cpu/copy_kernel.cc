@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <utility>
 
 #include <immintrin.h>
 
@@ -446,6 +447,116 @@ void copy_streamed_runs(const CpuExecutionContext& ctx, detail::StridedLoop<2>& 
 }
 #endif
 
+// Groups of a transpose on `loop` (axis 0 destination-fastest, axis 1 source-fastest):
+// G0 = axes [0, g0_end) of p0 elements, G1 = [g0_end, g1_end) of p1, and the runs seg_i /
+// seg_j of each that are contiguous in the destination / source.
+struct TransposeGroups {
+  size_t g0_end = 1, g1_end = 2;
+  int64_t p0 = 1, p1 = 1, seg_i = 1, seg_j = 1;
+};
+
+// Grows a group ending at *end with the axes [*end, rank) of the smallest |stride| in
+// operand `op` (and, for G0, with those reserved axes [2, *r_end) that keep it within
+// `reserved_until` elements; a reserved axis taken moves to the group's end).
+int64_t grow_group(detail::StridedLoop<2>& loop, int64_t elem, int64_t product, int op, size_t* end, size_t* r_end,
+                   int64_t reserved_until) {
+  while (product < kGroup) {
+    size_t best = loop.rank();
+    auto better = [&](size_t k) {
+      return best == loop.rank() || std::llabs(loop.axis(k).stride[op]) < std::llabs(loop.axis(best).stride[op]);
+    };
+    for (size_t k = 2; k < *r_end; ++k) {
+      if (product * loop.axis(k).extent <= reserved_until && better(k)) best = k;
+    }
+    for (size_t k = *end; k < loop.rank(); ++k) {
+      if (better(k)) best = k;
+    }
+    if (best == loop.rank() || product * loop.axis(best).extent > kGroup) break;
+    // Past a minimum size, only grow with an axis that continues the group
+    // contiguously in this operand (a gap would scatter the group's accesses).
+    // Note [Tiny-axis source groups]: the source group (G1) of axes of extent <= 4
+    // grows past gaps up to kTinyGroup elements: with many tiny axes a 16-element
+    // group left each tile a few scattered source lines, and the tiles' lines of one
+    // source region were read far apart in time (rank-24 size-2 random permutations,
+    // Zen 5, alternating runs: 0.32-0.45 -> 0.50-0.64 x memcpy at one thread).
+    const int64_t limit = op == 1 && loop.axis(best).extent <= 4 ? kTinyGroup : kMinGroup;
+    if (product >= limit && std::llabs(loop.axis(best).stride[op]) != product * elem) break;
+    product *= loop.axis(best).extent;
+    if (best < *r_end) {
+      loop.move_axis(best, *end - 1);  // the reserved range shrinks by one
+      --*r_end;
+    } else {
+      loop.move_axis(best, (*end)++);
+    }
+  }
+  return product;
+}
+
+// Note [Reserved source lines]: a block of the transpose (Note [Transpose blocking])
+// covers kBlockBytes of G0 and all of G1, so a source line is consumed whole in one block
+// only if its axes lie in G1 or in G0's first kBlockBytes. The axes that continue the
+// source-fastest contiguously, up to kBlockBytes, are therefore reserved for G1
+// (positions [1, r_end)); G0, grown first, may take one of them (never axis 1) only
+// while it stays within `reserved_until` elements. Without the reservation, G0 took
+// every destination-fastest axis, and with many tiny axes those included the source's
+// second, third, ... fastest at G0 positions far past a block: each source line was then
+// read once per element pair, in blocks far apart in time (a rank-24 size-2 random
+// permutation: 0.19 x memcpy; with the reservation 0.9, Zen 5, 2026-12-03).
+TransposeGroups form_groups(detail::StridedLoop<2>& loop, int64_t elem, int64_t reserved_until) {
+  size_t r_end = 2;
+  for (int64_t run = loop.axis(1).extent; run < kBlockBytes / elem;) {
+    size_t next = loop.rank();
+    for (size_t k = r_end; k < loop.rank(); ++k) {
+      if (loop.axis(k).stride[1] == run * elem) next = k;
+    }
+    if (next == loop.rank()) break;
+    run *= loop.axis(next).extent;
+    loop.move_axis(next, r_end++);
+  }
+  TransposeGroups g;
+  g.g0_end = r_end;  // G0 = {0} + [r_end, g0_end) while it grows
+  g.p0 = grow_group(loop, elem, loop.axis(0).extent, 0, &g.g0_end, &r_end, reserved_until);
+  for (size_t k = 1; k < r_end; ++k) loop.move_axis(1, g.g0_end - 1);  // reserved axes after G0
+  g.g0_end -= r_end - 1;                                                // G0 = [0, g0_end)
+  g.g1_end = g.g0_end + 1;
+  size_t no_reserved = 2;
+  g.p1 = grow_group(loop, elem, loop.axis(g.g0_end).extent, 1, &g.g1_end, &no_reserved, 0);
+  auto segment = [&](size_t first, size_t last, int op) {
+    int64_t run = 1;
+    for (size_t k = first; k < last && loop.axis(k).stride[op] == run * elem; ++k) run *= loop.axis(k).extent;
+    return run;
+  };
+  g.seg_i = segment(0, g.g0_end, 0);
+  g.seg_j = segment(g.g0_end, g.g1_end, 1);
+  return g;
+}
+
+// Note [Transpose groups]: an axis that is among both the destination's and the source's
+// fastest (a shared axis: many tiny axes make them common) can make only one group
+// contiguous. Two groupings are formed: G0 may take reserved axes within a block
+// (destination runs long), or only up to one vector (source runs long); the one whose
+// shorter contiguous side (in bytes, counted up to a block) is longer wins, then the one
+// whose longer side is, then the first. Rank-24 size-2 permutations, Zen 5, alternating
+// runs (2026-12-03): one whose source-second axis is the destination-fifth ran 10.2-10.6
+// ms in the first grouping (source runs of 2 elements: the pair path) and 7.0-7.1 in the
+// second (runs of 16 and 8 elements); one whose source-third axis is the
+// destination-third ran 11.9-12.0 in the first (runs of 4096 and 4) and 16.5-17.5 in the
+// second (4 and 16): each is chosen by the rule.
+TransposeGroups choose_groups(detail::StridedLoop<2>& loop, int64_t elem, int64_t quad) {
+  detail::StridedLoop<2> alt = loop;
+  const TransposeGroups first = form_groups(loop, elem, kBlockBytes / elem);
+  const TransposeGroups second = form_groups(alt, elem, quad);
+  auto sides = [&](const TransposeGroups& g) {
+    const int64_t a = std::min(g.seg_i * elem, kBlockBytes), b = std::min(g.seg_j * elem, kBlockBytes);
+    return std::pair<int64_t, int64_t>{std::min(a, b), std::max(a, b)};
+  };
+  if (sides(second) > sides(first)) {
+    loop = alt;
+    return second;
+  }
+  return first;
+}
+
 template <class W>
 void copy_typed(const CpuExecutionContext& ctx, const char* src_base, const Layout& src, char* dst_base,
                 const Layout& dst) {
@@ -476,74 +587,13 @@ void copy_typed(const CpuExecutionContext& ctx, const char* src_base, const Layo
     });
     return;
   }
-  // Transpose: G1 starts with the source-fastest axis (moved to position 1); G0 = axis 0
-  // (the destination-fastest) plus the next destination-fastest axes, skipping G1's
-  // (Note [Reserved source lines]); then G1 grows with the next source-fastest axes not
-  // in G0. Each group keeps offset tables for both operands, so axes need not be
-  // contiguous (Note [Copy kernel]).
+  // Transpose: G1 starts with the source-fastest axis (moved to position 1), G0 with the
+  // destination-fastest (axis 0); Note [Transpose groups] forms the rest.
   loop.move_axis(src_fast, 1);
-  // Grows a group ending at *end with the axes [*end, rank) of the smallest |stride| in
-  // operand `op`, and with those reserved axes [2, *r_end) that keep it within
-  // `reserved_until` elements (a reserved axis taken moves to the group's end).
-  auto grow = [&](int64_t product, int op, size_t* end, size_t* r_end, int64_t reserved_until) {
-    while (product < kGroup) {
-      size_t best = loop.rank();
-      auto better = [&](size_t k) {
-        return best == loop.rank() || std::llabs(loop.axis(k).stride[op]) < std::llabs(loop.axis(best).stride[op]);
-      };
-      for (size_t k = 2; k < *r_end; ++k) {
-        if (product * loop.axis(k).extent <= reserved_until && better(k)) best = k;
-      }
-      for (size_t k = *end; k < loop.rank(); ++k) {
-        if (better(k)) best = k;
-      }
-      if (best == loop.rank() || product * loop.axis(best).extent > kGroup) break;
-      // Past a minimum size, only grow with an axis that continues the group
-      // contiguously in this operand (a gap would scatter the group's accesses).
-      // Note [Tiny-axis source groups]: the source group (G1) of axes of extent <= 4
-      // grows past gaps up to kTinyGroup elements: with many tiny axes a 16-element
-      // group left each tile a few scattered source lines, and the tiles' lines of one
-      // source region were read far apart in time (rank-24 size-2 random permutations,
-      // Zen 5, alternating runs: 0.32-0.45 -> 0.50-0.64 x memcpy at one thread).
-      const int64_t limit = op == 1 && loop.axis(best).extent <= 4 ? kTinyGroup : kMinGroup;
-      if (product >= limit && std::llabs(loop.axis(best).stride[op]) != product * kElem) break;
-      product *= loop.axis(best).extent;
-      if (best < *r_end) {
-        loop.move_axis(best, *end - 1);  // the reserved range shrinks by one
-        --*r_end;
-      } else {
-        loop.move_axis(best, (*end)++);
-      }
-    }
-    return product;
-  };
-  // Note [Reserved source lines]: a block of the transpose (Note [Transpose blocking])
-  // covers kBlockBytes of G0 and all of G1, so a source line is consumed whole in one
-  // block only if its axes lie in G1 or in G0's first kBlockBytes. The source-fastest
-  // axes that continue axis 1 contiguously (up to kMinGroup elements) are therefore
-  // reserved for G1 (positions [1, r_end)); G0 may take one of them (not axis 1) only
-  // while it is smaller than a block. Without the reservation, G0 took every
-  // destination-fastest axis, and with many tiny axes those included the source's
-  // second, third, ... fastest at G0 positions far past a block: each source line was
-  // then read once per element pair, in blocks far apart in time (a rank-24 size-2
-  // random permutation ran at 0.19 x memcpy).
-  size_t r_end = 2;
-  for (int64_t run = loop.axis(1).extent; run < kMinGroup;) {
-    size_t next = loop.rank();
-    for (size_t k = r_end; k < loop.rank(); ++k) {
-      if (loop.axis(k).stride[1] == run * kElem) next = k;
-    }
-    if (next == loop.rank()) break;
-    run *= loop.axis(next).extent;
-    loop.move_axis(next, r_end++);
-  }
-  size_t g0_end = r_end;
-  int64_t p0 = grow(loop.axis(0).extent, 0, &g0_end, &r_end, kBlockBytes / kElem);  // G0 = {0} + [r_end, g0_end)
-  for (size_t k = 1; k < r_end; ++k) loop.move_axis(1, g0_end - 1);  // reserved axes after G0
-  g0_end -= r_end - 1;                                                // G0 = [0, g0_end)
-  size_t g1_end = g0_end + 1;
-  size_t no_reserved = 2;
-  int64_t p1 = grow(loop.axis(g0_end).extent, 1, &g1_end, &no_reserved, 0);  // G1 = [g0_end, g1_end)
+  constexpr int64_t kQ = kElem == 16 ? 2 : 4;  // elements per vector of the quad path
+  const TransposeGroups groups = choose_groups(loop, kElem, kQ);
+  const size_t g0_end = groups.g0_end, g1_end = groups.g1_end;
+  const int64_t p0 = groups.p0, p1 = groups.p1;
   // Offset tables.
   int64_t g0_dst[kGroup], g0_src[kGroup], g1_dst[kGroup], g1_src[kGroup];
   Transposer<W> tr{};
@@ -566,14 +616,8 @@ void copy_typed(const CpuExecutionContext& ctx, const char* src_base, const Layo
   {
     // Vector path: quads inside the contiguous segments of i (dst) and j (src), Note
     // [Transpose segments].
-    constexpr int64_t kQ = kElem == 16 ? 2 : 4;
-    auto segment = [&](size_t first, size_t last, int op) {
-      int64_t run = 1;
-      for (size_t k = first; k < last && loop.axis(k).stride[op] == run * kElem; ++k) run *= loop.axis(k).extent;
-      return run;
-    };
-    tr.seg_i = segment(0, g0_end, 0);
-    tr.seg_j = segment(g0_end, g1_end, 1);
+    tr.seg_i = groups.seg_i;
+    tr.seg_j = groups.seg_j;
     tr.vec_ok = tr.seg_i >= kQ && tr.seg_j >= kQ;
     bool okp = kElem == 8 && p0 >= 2 && p1 >= 2;
     for (int64_t i = 0; okp && i + 2 <= p0; i += 2) okp = tr.di.at(i + 1) == tr.di.at(i) + kElem;
