@@ -422,9 +422,10 @@ TEST(CopyKernel, StreamedCopiesMatchEveryElement) {
   }
 }
 
-// Note [Reserved source lines]: permutations of many size-2 axes whose source-fastest
-// axes sit at destination positions both inside and far past a row block (the
-// reservation's two cases), reversed and random ones, streamed (f64, f32) and not
+// Note [Reserved source lines], Note [Transpose groups]: permutations of many size-2
+// axes whose source-fastest axes sit at destination positions inside and far past a row
+// block, and within the destination's first vector (both groupings), reversed and random
+// ones, streamed (f64, f32) and not
 // (c128), on 1 and 2 threads: every element against its source index.
 TEST(CopyKernel, ReservedSourceLinesMatchEveryElement) {
   auto executor = make_tbb_executor(2).value();
@@ -432,7 +433,10 @@ TEST(CopyKernel, ReservedSourceLinesMatchEveryElement) {
       // Source axes 1-3 at destination positions 7-10: past a block of 64 f64 rows.
       {15, 13, 11, 19, 6, 12, 4, 1, 5, 3, 2, 18, 9, 16, 10, 21, 17, 7, 20, 8, 0, 14},
       // Source axis 2 at destination position 2: inside the block.
-      {4, 6, 2, 13, 9, 5, 18, 17, 10, 16, 21, 7, 0, 14, 12, 3, 20, 19, 1, 8, 15, 11}};
+      {4, 6, 2, 13, 9, 5, 18, 17, 10, 16, 21, 7, 0, 14, 12, 3, 20, 19, 1, 8, 15, 11},
+      // Source axis 1 at destination position 2: the grouping that keeps it for the
+      // source group wins (Note [Transpose groups]).
+      {3, 18, 1, 15, 0, 19, 5, 16, 2, 6, 4, 9, 8, 20, 10, 11, 7, 12, 17, 21, 13, 14}};
   std::mt19937_64 rng(22);
   for (const DType dtype : {DType::kF64, DType::kF32, DType::kC128}) {
     const size_t rank = dtype == DType::kC128 ? 18 : 22;
