@@ -484,5 +484,43 @@ TEST(CopyKernel, ReservedSourceLinesMatchEveryElement) {
   }
 }
 
+// Note [Streamed contiguous copies]: large contiguous copies into destinations that start
+// 0-3 elements past a line boundary and end mid-line, every element size, 1 and 2
+// threads; every element, and the sentinels on both sides untouched.
+TEST(CopyKernel, StreamedContiguousCopiesMatchEveryElement) {
+  auto executor = make_tbb_executor(2).value();
+  for (const DType dtype : {DType::kF32, DType::kF64, DType::kC128, DType::kI32}) {
+    const int64_t elem = dtype_size(dtype);
+    const int64_t n = (int64_t{9} << 20) / elem + 5;  // past the streaming threshold
+    const Tensor src = Tensor::arange(dtype, n).value();
+    for (const int64_t offset : {0, 1, 3}) {
+      const int64_t total = n + offset + 4;
+      std::vector<c128> buffer(static_cast<size_t>((total * elem + 15) / 16));
+      for (int64_t i = 0; i < total; ++i) set_real(buffer.data(), dtype, i, -7.0);
+      for (const int threads : {1, 2}) {
+        {
+          Tensor parent = Tensor::wrap(dtype, {total}, buffer.data(), total * elem, nullptr).value();
+          Tensor dst = parent.slice(0, offset, offset + n, 1).value();
+          parent = Tensor();
+          executor->install([&] {
+            CpuExecutionContext ctx(executor.get(), threads > 1 ? ParallelMode::kInner : ParallelMode::kSequential,
+                                    threads);
+            ASSERT_TRUE(copy_into(ctx, src, dst).has_value());
+          });
+        }
+        int64_t wrong = 0;
+        for (int64_t i = 0; i < total; ++i) {
+          const double expected = i < offset || i >= offset + n ? -7.0 : static_cast<double>(i - offset);
+          if (real_at(buffer.data(), dtype, i) != expected && ++wrong <= 3) {
+            ADD_FAILURE() << dtype_name(dtype) << " offset " << offset << " threads " << threads << ": element " << i
+                          << " is " << real_at(buffer.data(), dtype, i) << ", expected " << expected;
+          }
+        }
+        ASSERT_EQ(wrong, 0) << dtype_name(dtype) << " offset " << offset << " threads " << threads;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tenferro::cpu
