@@ -21,7 +21,8 @@ namespace tenferro::cpu::detail::TENFERRO_ISA_NS {
 // stride; large copies walk those runs in source order with streaming stores, Note
 // [Streamed runs]). Otherwise it is a transpose: a destination group G0 (the
 // destination-fastest axes, contiguous in the destination, up to kGroup elements) and a
-// source group G1 (the source-fastest axes not in G0, contiguous in the source) form a
+// source group G1 (the source-fastest axes not in G0, contiguous in the source; Note
+// [Reserved source lines] and Note [Transpose groups] settle axes both want) form a
 // P0 x P1 matrix whose rows/columns have the other operand's offsets in small tables (or
 // a plain stride for a single axis). That matrix is copied in 64 x 64 blocks of 4 x 4
 // register transposes (AVX2 for 4-, 8- and 16-byte elements, scalar otherwise), so both
@@ -574,23 +575,7 @@ void copy_typed(const CpuExecutionContext& ctx, const char* src_base, const Layo
       return;
     }
 #endif
-#if TENFERRO_ISA_LEVEL >= 1
-    // Note [Streamed contiguous copies]: a large copy between contiguous runs writes whole
-    // lines with streaming stores (stream_run) rather than through glibc's memcpy, which
-    // keeps normal stores at these sizes here (its non-temporal threshold follows the
-    // shared cache size) and so reads every destination line before writing it. 64^4
-    // f64 identity, alternating runs (Zen 5, 2026-12-03): 5.6-5.8 -> 4.7-5.0 ms at one
-    // thread; the rank-24 identity 0.97-1.15 -> 1.16-1.52 x memcpy at one and two threads.
-    const bool stream = ds == kElem && ss == kElem && dst.element_count() * kElem >= kStreamBytes;
-#endif
     loop.run_chunked(ctx, bases, [&](const std::array<char*, 2>& p, int64_t n) {
-#if TENFERRO_ISA_LEVEL >= 1
-      if (stream) {
-        stream_run(p[0], p[1], n * kElem);
-        _mm_sfence();
-        return;
-      }
-#endif
       if (ds == kElem && ss == kElem) {
         std::memcpy(p[0], p[1], static_cast<size_t>(n * kElem));
         return;

@@ -484,10 +484,10 @@ TEST(CopyKernel, ReservedSourceLinesMatchEveryElement) {
   }
 }
 
-// Note [Streamed contiguous copies]: large contiguous copies into destinations that start
-// 0-3 elements past a line boundary and end mid-line, every element size, 1 and 2
+// Large contiguous copies (split into chunks across threads) into destinations that
+// start 0-3 elements past a line boundary and end mid-line, every element size, 1 and 2
 // threads; every element, and the sentinels on both sides untouched.
-TEST(CopyKernel, StreamedContiguousCopiesMatchEveryElement) {
+TEST(CopyKernel, LargeContiguousCopiesMatchEveryElement) {
   auto executor = make_tbb_executor(2).value();
   for (const DType dtype : {DType::kF32, DType::kF64, DType::kC128, DType::kI32}) {
     const int64_t elem = dtype_size(dtype);
