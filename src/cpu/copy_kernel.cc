@@ -138,9 +138,9 @@ struct Transposer {
             const int64_t jb = std::min(j1, (ja / seg_j + 1) * seg_j);
             const int64_t jv = ja + (jb - ja) / kV * kV;
             if (nt) {
-              vec_block<kV, true>(d, s, ia, iv, ja, jv);
+              quads<kV, true>(d, s, ia, iv, ja, jv);
             } else {
-              vec_block<kV, false>(d, s, ia, iv, ja, jv);
+              quads<kV, false>(d, s, ia, iv, ja, jv);
             }
             if (jv < jb) {
               if (nt) {
@@ -176,6 +176,92 @@ struct Transposer {
   }
 
 #if TENFERRO_ISA_LEVEL >= 1
+  // The quads of [i0, iv) x [j0, jv) (both multiples of kV long). Note [Line
+  // transposes]: with AVX-512, 8-byte elements move in 8 x 8 transposes of 64-byte rows
+  // (a line each when aligned) where both ranges allow, and in quads around them: half
+  // the loads of quads (and of the stores, when not streaming: streamed rows go out as
+  // two 32-byte halves) and a quarter fewer shuffles per element. 64^4 f64 permutations at one thread, alternating runs (Zen 5, 2026-12-03):
+  // `[3xxx]` 10.4-13.4 -> 8.7-10.8 ms; in cache (16^4, per 256 MiB, against the AVX2
+  // kernel) `[3120]` 21-24 -> 13.7 ms, `[2031]` 10.0-10.2 -> 7.6-8.4 ms; the other cases
+  // within noise. The same for 16-byte elements (4 x 4 transposes of 128-bit lanes) was
+  // no faster than their pairs (c128 16^4 and 48^4, three permutations).
+  template <int64_t kV, bool kStream>
+  void quads(char* d, const char* s, int64_t i0, int64_t iv, int64_t j0, int64_t jv) const {
+#if TENFERRO_ISA_LEVEL >= 2
+    if constexpr (kE == 8) {
+      constexpr int64_t kW = 8;  // elements per line
+      const int64_t iw = i0 + (iv - i0) / kW * kW, jw = j0 + (jv - j0) / kW * kW;
+      if (iw > i0 && jw > j0) {
+        line_transposes<kStream>(d, s, i0, iw, j0, jw);
+        if (jw < jv) vec_block<kV, kStream>(d, s, i0, iw, jw, jv);
+        if (iw < iv) vec_block<kV, kStream>(d, s, iw, iv, j0, jv);
+        return;
+      }
+    }
+#endif
+    vec_block<kV, kStream>(d, s, i0, iv, j0, jv);
+  }
+
+#if TENFERRO_ISA_LEVEL >= 2
+#pragma GCC diagnostic push
+// GCC 12's AVX-512 intrinsics pass an undefined vector as the unused masked source.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+  // Transposes 8 x 8 blocks of whole lines (Note [Line transposes]); the source lines
+  // of two block columns ahead are prefetched as for quads (Note [Transpose prefetch]).
+  // Streaming stores go out as two 32-byte halves: stream_aligned guarantees 32 bytes.
+  template <bool kStream>
+  void line_transposes(char* d, const char* s, int64_t i0, int64_t iw, int64_t j0, int64_t jw) const {
+    static_assert(kE == 8, "8 x 8 transposes of 8-byte elements");
+    constexpr int64_t kW = 8;
+    for (int64_t j = j0; j < jw; j += kW) {
+      char* drow[kW];
+      for (int64_t k = 0; k < kW; ++k) drow[k] = d + dj.at(j + k);
+      const char* scol = s + sj.at(j);
+      const int64_t jp = j + kPrefetchLines * kW;
+      const char* pcol = jp + kW <= jw ? s + sj.at(jp) : nullptr;
+      for (int64_t i = i0; i < iw; i += kW) {
+        __m512d r[kW];
+        for (int64_t k = 0; k < kW; ++k) {
+          const int64_t so = si.at(i + k);
+          if (pcol != nullptr) _mm_prefetch(pcol + so, _MM_HINT_T2);
+          r[k] = _mm512_loadu_pd(reinterpret_cast<const double*>(scol + so));
+        }
+        // t[2m] = rows 2m, 2m+1 at columns 0, 2, 4, 6; t[2m+1] at columns 1, 3, 5, 7.
+        __m512d t[8];
+        for (int64_t k = 0; k < 8; k += 2) {
+          t[k] = _mm512_unpacklo_pd(r[k], r[k + 1]);
+          t[k + 1] = _mm512_unpackhi_pd(r[k], r[k + 1]);
+        }
+        // u[k] / u[k + 4]: columns k and k + 4 of rows 0-3 / 4-7 (k = 0..3).
+        __m512d u[8];
+        for (int64_t k = 0; k < 2; ++k) {
+          u[k] = _mm512_shuffle_f64x2(t[k], t[k + 2], 0x88);
+          u[k + 2] = _mm512_shuffle_f64x2(t[k], t[k + 2], 0xDD);
+          u[k + 4] = _mm512_shuffle_f64x2(t[k + 4], t[k + 6], 0x88);
+          u[k + 6] = _mm512_shuffle_f64x2(t[k + 4], t[k + 6], 0xDD);
+        }
+        __m512d c[8];
+        for (int64_t k = 0; k < 4; ++k) {
+          c[k] = _mm512_shuffle_f64x2(u[k], u[k + 4], 0x88);
+          c[k + 4] = _mm512_shuffle_f64x2(u[k], u[k + 4], 0xDD);
+        }
+        const int64_t doff = di.at(i);
+        for (int64_t k = 0; k < kW; ++k) {
+          double* out = reinterpret_cast<double*>(drow[k] + doff);
+          if constexpr (kStream) {
+            _mm256_stream_pd(out, _mm512_castpd512_pd256(c[k]));
+            _mm256_stream_pd(out + 4, _mm512_extractf64x4_pd(c[k], 1));
+          } else {
+            _mm512_storeu_pd(out, c[k]);
+          }
+        }
+      }
+    }
+  }
+#pragma GCC diagnostic pop
+#endif
+
   // 2 x 2 transposes of 8-byte elements (SSE2), for groups whose contiguous runs are
   // only two long (many axes of extent 2).
   template <bool kStream>
