@@ -25,7 +25,8 @@ namespace tenferro::cpu::detail::TENFERRO_ISA_NS {
 // [Reserved source lines] and Note [Transpose groups] settle axes both want) form a
 // P0 x P1 matrix whose rows/columns have the other operand's offsets in small tables (or
 // a plain stride for a single axis). That matrix is copied in 64 x 64 blocks of 4 x 4
-// register transposes (AVX2 for 4-, 8- and 16-byte elements, scalar otherwise), so both
+// register transposes (AVX2 for 4-, 8- and 16-byte elements, scalar otherwise; 8 x 8 for
+// 8-byte elements with AVX-512, Note [Line transposes]), so both
 // sides move whole vectors, also when a group is contiguous only in segments of an odd
 // extent (Note [Transpose segments]); many tiny axes (rank-24 with extent 2) become one
 // such matrix. Large outputs use streaming stores (no read-for-ownership of the
@@ -180,8 +181,9 @@ struct Transposer {
   // transposes]: with AVX-512, 8-byte elements move in 8 x 8 transposes of 64-byte rows
   // (a line each when aligned) where both ranges allow, and in quads around them: half
   // the loads of quads (and of the stores, when not streaming: streamed rows go out as
-  // two 32-byte halves) and a quarter fewer shuffles per element. 64^4 f64 permutations at one thread, alternating runs (Zen 5, 2026-12-03):
-  // `[3xxx]` 10.4-13.4 -> 8.7-10.8 ms; in cache (16^4, per 256 MiB, against the AVX2
+  // two 32-byte halves) and a quarter fewer shuffles per element. 64^4 f64 permutations
+  // at one thread, alternating runs (Zen 5, 2026-12-03): `[3xxx]` 10.4-13.4 -> 8.7-10.8
+  // ms; in cache (16^4, per 256 MiB, against the AVX2
   // kernel) `[3120]` 21-24 -> 13.7 ms, `[2031]` 10.0-10.2 -> 7.6-8.4 ms; the other cases
   // within noise. The same for 16-byte elements (4 x 4 transposes of 128-bit lanes) was
   // no faster than their pairs (c128 16^4 and 48^4, three permutations).
