@@ -183,9 +183,8 @@ struct Transposer {
   // the loads of quads (and of the stores, when not streaming: streamed rows go out as
   // two 32-byte halves) and a quarter fewer shuffles per element. 64^4 f64 permutations
   // at one thread, alternating runs (Zen 5, 2026-12-03): `[3xxx]` 10.4-13.4 -> 8.7-10.8
-  // ms; in cache (16^4, per 256 MiB, against the AVX2
-  // kernel) `[3120]` 21-24 -> 13.7 ms, `[2031]` 10.0-10.2 -> 7.6-8.4 ms; the other cases
-  // within noise. The same for 16-byte elements (4 x 4 transposes of 128-bit lanes) was
+  // ms; in cache (16^4, per 256 MiB, against the AVX2 kernel) `[3120]` 21-24 -> 13.7 ms,
+  // `[2031]` 10.0-10.2 -> 7.6-8.4 ms; the other cases within noise. The same for 16-byte elements (4 x 4 transposes of 128-bit lanes) was
   // no faster than their pairs (c128 16^4 and 48^4, three permutations).
   template <int64_t kV, bool kStream>
   void quads(char* d, const char* s, int64_t i0, int64_t iv, int64_t j0, int64_t jv) const {
