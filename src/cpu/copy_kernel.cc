@@ -89,6 +89,11 @@ struct Transposer {
   int64_t seg_i = 1, seg_j = 1;
 
   static constexpr int64_t kE = sizeof(W);
+  // Elements per vector (a quad: the side of the vector path's square register
+  // transposes): 16 bytes of 1-, 2- and 4-byte elements, 32 bytes of 8- and 16-byte ones.
+  static constexpr int64_t kVector = kE <= 4 ? 16 / kE : 32 / kE;
+  // Alignment of the vector path's streaming stores: 16 bytes for 4-byte elements, 32 else.
+  static constexpr uintptr_t kStreamAlign = kE == 4 ? 16 : 32;
 
   void scalar(char* d, const char* s, int64_t i0, int64_t i1, int64_t j0, int64_t j1) const {
     for (int64_t i = i0; i < i1; ++i) {
@@ -127,11 +132,11 @@ struct Transposer {
 
   void block(char* d, const char* s, int64_t i0, int64_t i1, int64_t j0, int64_t j1) const {
 #if TENFERRO_ISA_LEVEL >= 1
-    constexpr int64_t kV = kE == 4 ? 4 : kE == 8 ? 4 : kE == 16 ? 2 : 0;
+    constexpr int64_t kV = kVector;
     if constexpr (kV > 0) {
       if (vec_ok) {
         // Sub-ranges of [i0, i1) and [j0, j1) inside one segment (Note [Transpose segments]).
-        const bool nt = stream_aligned && (reinterpret_cast<uintptr_t>(d) % 32) == 0;
+        const bool nt = stream_aligned && (reinterpret_cast<uintptr_t>(d) % kStreamAlign) == 0;
         for (int64_t ia = i0; ia < i1;) {
           const int64_t ib = std::min(i1, (ia / seg_i + 1) * seg_i);
           const int64_t iv = ia + (ib - ia) / kV * kV;
@@ -178,20 +183,23 @@ struct Transposer {
 
 #if TENFERRO_ISA_LEVEL >= 1
   // The quads of [i0, iv) x [j0, jv) (both multiples of kV long). Note [Line
-  // transposes]: with AVX-512, 8-byte elements move in 8 x 8 transposes of 64-byte rows
-  // (a line each when aligned) where both ranges allow, and in quads around them: half
-  // the loads of quads (and of the stores, when not streaming: streamed rows go out as
-  // two 32-byte halves) and a quarter fewer shuffles per element. 64^4 f64 permutations
-  // at one thread, alternating runs (Zen 5, 2026-12-03): `[3xxx]` 10.4-13.4 -> 8.7-10.8
-  // ms; in cache (16^4, per 256 MiB, against the AVX2 kernel) `[3120]` 21-24 -> 13.7 ms,
-  // `[2031]` 10.0-10.2 -> 7.6-8.4 ms; the other cases within noise. The same for 16-byte elements (4 x 4 transposes of 128-bit lanes) was
-  // no faster than their pairs (c128 16^4 and 48^4, three permutations).
+  // transposes]: 8-byte elements with AVX-512 and 4-byte elements with AVX-512 or AVX2 move
+  // in square tiles of whole 64-byte lines (8 x 8 doubles, 16 x 16 floats) where both
+  // ranges allow, and in quads around them. Each destination line is then written whole
+  // at once, and each source line read whole. For 4-byte elements this is what matters:
+  // their quads wrote 16 bytes to each of 16 destination rows per step, so with streaming
+  // stores every line was flushed in pieces, and without them the stores were four times
+  // as many. f32 transposes at one thread, alternating runs (Zen 5, 2026-12-03): 64^4
+  // `[3210]` 29 -> 9.5 ms, `[1023]` 21 -> 9.6 ms, 8192 x 4096 58 -> 14 ms (0.14 -> 0.6 x
+  // memcpy); with AVX2 (TENFERRO_MAX_ISA=avx2) 0.12-0.17 -> 0.5-0.7. For 8-byte elements
+  // (AVX-512) the tiles halve the loads of quads and save a quarter of the shuffles: 64^4
+  // f64 `[3xxx]` 10.4-13.4 -> 8.7-10.8 ms; in cache (16^4, per 256 MiB, against the AVX2
+  // kernel) `[3120]` 21-24 -> 13.7 ms. The same for 16-byte elements (4 x 4 transposes of
+  // 128-bit lanes) was no faster than their pairs (c128 16^4 and 48^4, three permutations).
   template <int64_t kV, bool kStream>
   void quads(char* d, const char* s, int64_t i0, int64_t iv, int64_t j0, int64_t jv) const {
-#if TENFERRO_ISA_LEVEL >= 2
-    if constexpr (kE == 8) {
-      constexpr int64_t kW = 8;  // elements per line
-      const int64_t iw = i0 + (iv - i0) / kW * kW, jw = j0 + (jv - j0) / kW * kW;
+    if constexpr (kLine > 0) {
+      const int64_t iw = i0 + (iv - i0) / kLine * kLine, jw = j0 + (jv - j0) / kLine * kLine;
       if (iw > i0 && jw > j0) {
         line_transposes<kStream>(d, s, i0, iw, j0, jw);
         if (jw < jv) vec_block<kV, kStream>(d, s, i0, iw, jw, jv);
@@ -199,22 +207,24 @@ struct Transposer {
         return;
       }
     }
-#endif
     vec_block<kV, kStream>(d, s, i0, iv, j0, jv);
   }
 
-#if TENFERRO_ISA_LEVEL >= 2
-#pragma GCC diagnostic push
-// GCC 12's AVX-512 intrinsics pass an undefined vector as the unused masked source.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-  // Transposes 8 x 8 blocks of whole lines (Note [Line transposes]); the source lines
-  // of two block columns ahead are prefetched as for quads (Note [Transpose prefetch]).
-  // Streaming stores go out as two 32-byte halves: stream_aligned guarantees 32 bytes.
+  // Elements per line moved by line transposes at this ISA level (0: none): 8-byte and
+  // 4-byte elements with AVX-512, 4-byte ones with AVX2, bytes with either (Note [Line
+  // transposes]).
+  static constexpr int64_t kLine =
+      (TENFERRO_ISA_LEVEL >= 2 && (kE == 8 || kE == 4)) || (TENFERRO_ISA_LEVEL == 1 && kE == 4) ||
+              (TENFERRO_ISA_LEVEL >= 1 && kE == 1)
+          ? 64 / kE
+          : 0;
+
+  // Transposes kLine x kLine blocks of whole lines (Note [Line transposes]); the source
+  // lines of two block columns ahead are prefetched as for quads (Note [Transpose
+  // prefetch]).
   template <bool kStream>
   void line_transposes(char* d, const char* s, int64_t i0, int64_t iw, int64_t j0, int64_t jw) const {
-    static_assert(kE == 8, "8 x 8 transposes of 8-byte elements");
-    constexpr int64_t kW = 8;
+    constexpr int64_t kW = kLine > 0 ? kLine : 1;
     for (int64_t j = j0; j < jw; j += kW) {
       char* drow[kW];
       for (int64_t k = 0; k < kW; ++k) drow[k] = d + dj.at(j + k);
@@ -222,45 +232,182 @@ struct Transposer {
       const int64_t jp = j + kPrefetchLines * kW;
       const char* pcol = jp + kW <= jw ? s + sj.at(jp) : nullptr;
       for (int64_t i = i0; i < iw; i += kW) {
-        __m512d r[kW];
+        const char* srow[kW];
         for (int64_t k = 0; k < kW; ++k) {
           const int64_t so = si.at(i + k);
           if (pcol != nullptr) _mm_prefetch(pcol + so, _MM_HINT_T2);
-          r[k] = _mm512_loadu_pd(reinterpret_cast<const double*>(scol + so));
+          srow[k] = scol + so;
         }
-        // t[2m] = rows 2m, 2m+1 at columns 0, 2, 4, 6; t[2m+1] at columns 1, 3, 5, 7.
-        __m512d t[8];
-        for (int64_t k = 0; k < 8; k += 2) {
-          t[k] = _mm512_unpacklo_pd(r[k], r[k + 1]);
-          t[k + 1] = _mm512_unpackhi_pd(r[k], r[k + 1]);
+        if constexpr (kE == 1) {
+          byte_line_tile<kStream>(srow, drow, di.at(i));
+        } else {
+          line_tile<kStream>(srow, drow, di.at(i));
         }
-        // u[k] / u[k + 4]: columns k and k + 4 of rows 0-3 / 4-7 (k = 0..3).
-        __m512d u[8];
-        for (int64_t k = 0; k < 2; ++k) {
-          u[k] = _mm512_shuffle_f64x2(t[k], t[k + 2], 0x88);
-          u[k + 2] = _mm512_shuffle_f64x2(t[k], t[k + 2], 0xDD);
-          u[k + 4] = _mm512_shuffle_f64x2(t[k + 4], t[k + 6], 0x88);
-          u[k + 6] = _mm512_shuffle_f64x2(t[k + 4], t[k + 6], 0xDD);
-        }
-        __m512d c[8];
-        for (int64_t k = 0; k < 4; ++k) {
-          c[k] = _mm512_shuffle_f64x2(u[k], u[k + 4], 0x88);
-          c[k + 4] = _mm512_shuffle_f64x2(u[k], u[k + 4], 0xDD);
-        }
-        const int64_t doff = di.at(i);
-        for (int64_t k = 0; k < kW; ++k) {
-          double* out = reinterpret_cast<double*>(drow[k] + doff);
+      }
+    }
+  }
+
+#if TENFERRO_ISA_LEVEL >= 1
+  // One line tile of bytes: through two 4 KiB buffers, the 64 source lines in (their
+  // rows may alias in L1, the buffers do not), 16 x 16 transposes between them, and the
+  // 64 destination lines out, each in one go (its 16-byte pieces stored straight to
+  // aliasing rows were evicted before the line was complete). Never streamed (tr.stream
+  // is off for elements under 4 bytes).
+  template <bool kStream>
+  static void byte_line_tile(const char* const* srow, char* const* drow, int64_t doff) {
+    alignas(64) char in[64 * 64];
+    alignas(64) char out[64 * 64];
+    for (int64_t k = 0; k < 64; ++k) std::memcpy(in + 64 * k, srow[k], 64);
+    for (int64_t c = 0; c < 64; c += 16) {
+      const char* rows[16];
+      char* outs[16];
+      for (int64_t k = 0; k < 16; ++k) outs[k] = out + 64 * (c + k);
+      for (int64_t h = 0; h < 64; h += 16) {
+        for (int64_t k = 0; k < 16; ++k) rows[k] = in + 64 * (h + k) + c;
+        micro<false>(outs, rows, h);
+      }
+    }
+    for (int64_t k = 0; k < 64; ++k) std::memcpy(drow[k] + doff, out + 64 * k, 64);
+  }
+#endif
+
+#if TENFERRO_ISA_LEVEL >= 2
+#pragma GCC diagnostic push
+// GCC 12's AVX-512 intrinsics pass an undefined vector as the unused masked source.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+  // One line tile: dst row k, bytes [doff, doff + 64) = column k of the kLine source
+  // lines srow[0..kLine). Streaming stores go out in the pieces stream_aligned guarantees:
+  // 32 bytes for 8-byte elements, 16 for 4-byte ones.
+  template <bool kStream>
+  static void line_tile(const char* const* srow, char* const* drow, int64_t doff) {
+    __m512 r[kLine];
+    for (int64_t k = 0; k < kLine; ++k) r[k] = _mm512_loadu_ps(reinterpret_cast<const float*>(srow[k]));
+    if constexpr (kE == 8) {
+      transpose8x8(r);
+    } else {
+      transpose16x16(r);
+    }
+    for (int64_t k = 0; k < kLine; ++k) {
+      float* out = reinterpret_cast<float*>(drow[k] + doff);
+      if constexpr (kStream && kE == 8) {
+        _mm256_stream_ps(out, _mm512_castps512_ps256(r[k]));
+        _mm256_stream_ps(out + 8, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(r[k]), 1)));
+      } else if constexpr (kStream) {
+        _mm_stream_ps(out, _mm512_castps512_ps128(r[k]));
+        _mm_stream_ps(out + 4, _mm512_extractf32x4_ps(r[k], 1));
+        _mm_stream_ps(out + 8, _mm512_extractf32x4_ps(r[k], 2));
+        _mm_stream_ps(out + 12, _mm512_extractf32x4_ps(r[k], 3));
+      } else {
+        _mm512_storeu_ps(out, r[k]);
+      }
+    }
+  }
+
+  // r[k] = row k of an 8 x 8 block of 8-byte elements; afterwards r[k] = column k.
+  static void transpose8x8(__m512* r) {
+    __m512d x[8];
+    for (int64_t k = 0; k < 8; ++k) x[k] = _mm512_castps_pd(r[k]);
+    // t[2m] = rows 2m, 2m+1 at columns 0, 2, 4, 6; t[2m+1] at columns 1, 3, 5, 7.
+    __m512d t[8];
+    for (int64_t k = 0; k < 8; k += 2) {
+      t[k] = _mm512_unpacklo_pd(x[k], x[k + 1]);
+      t[k + 1] = _mm512_unpackhi_pd(x[k], x[k + 1]);
+    }
+    // u[k] / u[k + 4]: columns k and k + 4 of rows 0-3 / 4-7 (k = 0..3).
+    __m512d u[8];
+    for (int64_t k = 0; k < 2; ++k) {
+      u[k] = _mm512_shuffle_f64x2(t[k], t[k + 2], 0x88);
+      u[k + 2] = _mm512_shuffle_f64x2(t[k], t[k + 2], 0xDD);
+      u[k + 4] = _mm512_shuffle_f64x2(t[k + 4], t[k + 6], 0x88);
+      u[k + 6] = _mm512_shuffle_f64x2(t[k + 4], t[k + 6], 0xDD);
+    }
+    for (int64_t k = 0; k < 4; ++k) {
+      r[k] = _mm512_castpd_ps(_mm512_shuffle_f64x2(u[k], u[k + 4], 0x88));
+      r[k + 4] = _mm512_castpd_ps(_mm512_shuffle_f64x2(u[k], u[k + 4], 0xDD));
+    }
+  }
+
+  // r[k] = row k of a 16 x 16 block of 4-byte elements; afterwards r[k] = column k. In
+  // 128-bit lanes L: a = rows k, k + 1 interleaved; b[4g + c] = column 4L + c of rows
+  // 4g..4g+3; then lanes are gathered across row groups in two shuffles.
+  static void transpose16x16(__m512* r) {
+    __m512 a[16];
+    for (int64_t k = 0; k < 16; k += 2) {
+      a[k] = _mm512_unpacklo_ps(r[k], r[k + 1]);
+      a[k + 1] = _mm512_unpackhi_ps(r[k], r[k + 1]);
+    }
+    __m512 b[16];
+    for (int64_t k = 0; k < 16; k += 4) {
+      const __m512d a0 = _mm512_castps_pd(a[k]), a1 = _mm512_castps_pd(a[k + 1]);
+      const __m512d a2 = _mm512_castps_pd(a[k + 2]), a3 = _mm512_castps_pd(a[k + 3]);
+      b[k] = _mm512_castpd_ps(_mm512_unpacklo_pd(a0, a2));
+      b[k + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a0, a2));
+      b[k + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(a1, a3));
+      b[k + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(a1, a3));
+    }
+    // e[2c] / e[2c + 1]: lanes (0, 2) / (1, 3) of row groups 0, 1; f the same of groups 2, 3.
+    __m512 e[8], f[8];
+    for (int64_t c = 0; c < 4; ++c) {
+      e[2 * c] = _mm512_shuffle_f32x4(b[c], b[4 + c], 0x88);
+      e[2 * c + 1] = _mm512_shuffle_f32x4(b[c], b[4 + c], 0xDD);
+      f[2 * c] = _mm512_shuffle_f32x4(b[8 + c], b[12 + c], 0x88);
+      f[2 * c + 1] = _mm512_shuffle_f32x4(b[8 + c], b[12 + c], 0xDD);
+    }
+    for (int64_t c = 0; c < 4; ++c) {
+      r[c] = _mm512_shuffle_f32x4(e[2 * c], f[2 * c], 0x88);
+      r[8 + c] = _mm512_shuffle_f32x4(e[2 * c], f[2 * c], 0xDD);
+      r[4 + c] = _mm512_shuffle_f32x4(e[2 * c + 1], f[2 * c + 1], 0x88);
+      r[12 + c] = _mm512_shuffle_f32x4(e[2 * c + 1], f[2 * c + 1], 0xDD);
+    }
+  }
+#pragma GCC diagnostic pop
+#elif TENFERRO_ISA_LEVEL == 1
+  // One line tile of 4-byte elements with AVX2: 16 x 16 in four 8 x 8 transposes, ordered
+  // so that each destination line is completed by two stores back to back (rows 0-7 of
+  // columns 0-7, then rows 8-15 of the same columns), and each source line is read whole
+  // within the tile. Streaming stores go out as 16-byte pieces (stream_aligned).
+  template <bool kStream>
+  static void line_tile(const char* const* srow, char* const* drow, int64_t doff) {
+    static_assert(kE == 4, "AVX2 line tiles move 4-byte elements");
+    for (int64_t c = 0; c < 16; c += 8) {
+      for (int64_t h = 0; h < 16; h += 8) {
+        __m256 r[8];
+        for (int64_t k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(reinterpret_cast<const float*>(srow[h + k]) + c);
+        transpose8x8(r);
+        for (int64_t k = 0; k < 8; ++k) {
+          float* out = reinterpret_cast<float*>(drow[c + k] + doff) + h;
           if constexpr (kStream) {
-            _mm256_stream_pd(out, _mm512_castpd512_pd256(c[k]));
-            _mm256_stream_pd(out + 4, _mm512_extractf64x4_pd(c[k], 1));
+            _mm_stream_ps(out, _mm256_castps256_ps128(r[k]));
+            _mm_stream_ps(out + 4, _mm256_extractf128_ps(r[k], 1));
           } else {
-            _mm512_storeu_pd(out, c[k]);
+            _mm256_storeu_ps(out, r[k]);
           }
         }
       }
     }
   }
-#pragma GCC diagnostic pop
+
+  // r[k] = row k of an 8 x 8 block of 4-byte elements; afterwards r[k] = column k. In
+  // 128-bit lanes: t interleaves row pairs, u holds columns (c, c + 4) of rows 0-3 /
+  // 4-7 in its two lanes, and the lanes are then paired across the row halves.
+  static void transpose8x8(__m256* r) {
+    __m256 t[8], u[8];
+    for (int64_t k = 0; k < 8; k += 2) {
+      t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
+      t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+    }
+    for (int64_t k = 0; k < 8; k += 4) {
+      u[k] = _mm256_shuffle_ps(t[k], t[k + 2], 0x44);
+      u[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], 0xEE);
+      u[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0x44);
+      u[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0xEE);
+    }
+    for (int64_t k = 0; k < 4; ++k) {
+      r[k] = _mm256_permute2f128_ps(u[k], u[k + 4], 0x20);
+      r[k + 4] = _mm256_permute2f128_ps(u[k], u[k + 4], 0x31);
+    }
+  }
 #endif
 
   // 2 x 2 transposes of 8-byte elements (SSE2), for groups whose contiguous runs are
@@ -368,7 +515,14 @@ struct Transposer {
         alignas(32) W v[kV];
         for (int64_t k = 0; k < kV; ++k) v[k] = *reinterpret_cast<const W*>(scol + si.at(i + k));
         char* out = drow + di.at(i);
-        if constexpr (kE == 4) {
+        if constexpr (kE < 4) {
+          const __m128i x = _mm_load_si128(reinterpret_cast<const __m128i*>(v));
+          if constexpr (kStream) {
+            _mm_stream_si128(reinterpret_cast<__m128i*>(out), x);
+          } else {
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(out), x);
+          }
+        } else if constexpr (kE == 4) {
           const __m128 x = _mm_load_ps(reinterpret_cast<const float*>(v));
           if constexpr (kStream) {
             _mm_stream_ps(reinterpret_cast<float*>(out), x);
@@ -384,6 +538,15 @@ struct Transposer {
           }
         }
       }
+    }
+  }
+
+  template <bool kStream>
+  static void store16(char* out, __m128i x) {
+    if constexpr (kStream) {
+      _mm_stream_si128(reinterpret_cast<__m128i*>(out), x);
+    } else {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out), x);
     }
   }
 
@@ -425,6 +588,50 @@ struct Transposer {
         _mm_storeu_ps(reinterpret_cast<float*>(drow[1] + doff), r1);
         _mm_storeu_ps(reinterpret_cast<float*>(drow[2] + doff), r2);
         _mm_storeu_ps(reinterpret_cast<float*>(drow[3] + doff), r3);
+      }
+    } else if constexpr (kE == 2) {
+      // 8 x 8 of 16-bit elements: row pairs interleaved, then pairs of pairs, then halves.
+      __m128i r[8], a[8], b[8];
+      for (int64_t k = 0; k < 8; ++k) r[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(srow[k]));
+      for (int64_t k = 0; k < 8; k += 2) {
+        a[k] = _mm_unpacklo_epi16(r[k], r[k + 1]);  // columns 0-3 of rows k, k + 1
+        a[k + 1] = _mm_unpackhi_epi16(r[k], r[k + 1]);  // columns 4-7
+      }
+      for (int64_t k = 0; k < 8; k += 4) {  // b[k + g]: columns 2g, 2g + 1 of rows k..k+3
+        b[k] = _mm_unpacklo_epi32(a[k], a[k + 2]);
+        b[k + 1] = _mm_unpackhi_epi32(a[k], a[k + 2]);
+        b[k + 2] = _mm_unpacklo_epi32(a[k + 1], a[k + 3]);
+        b[k + 3] = _mm_unpackhi_epi32(a[k + 1], a[k + 3]);
+      }
+      for (int64_t g = 0; g < 4; ++g) {
+        store16<kStream>(drow[2 * g] + doff, _mm_unpacklo_epi64(b[g], b[4 + g]));
+        store16<kStream>(drow[2 * g + 1] + doff, _mm_unpackhi_epi64(b[g], b[4 + g]));
+      }
+    } else if constexpr (kE == 1) {
+      // 16 x 16 bytes in four interleaving stages: a[m][h] holds columns 8h.. of rows 2m,
+      // 2m + 1 as 16-bit units; b[q][g] columns 4g.. of rows 4q.. as 32-bit units; c[o][e]
+      // columns 2e, 2e + 1 of rows 8o.. as 64-bit units; the last stage joins the octets.
+      __m128i r[16], a[8][2], b[4][4], c[2][8];
+      for (int64_t k = 0; k < 16; ++k) r[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(srow[k]));
+      for (int64_t m = 0; m < 8; ++m) {
+        a[m][0] = _mm_unpacklo_epi8(r[2 * m], r[2 * m + 1]);
+        a[m][1] = _mm_unpackhi_epi8(r[2 * m], r[2 * m + 1]);
+      }
+      for (int64_t q = 0; q < 4; ++q) {
+        for (int64_t h = 0; h < 2; ++h) {
+          b[q][2 * h] = _mm_unpacklo_epi16(a[2 * q][h], a[2 * q + 1][h]);
+          b[q][2 * h + 1] = _mm_unpackhi_epi16(a[2 * q][h], a[2 * q + 1][h]);
+        }
+      }
+      for (int64_t o = 0; o < 2; ++o) {
+        for (int64_t g = 0; g < 4; ++g) {
+          c[o][2 * g] = _mm_unpacklo_epi32(b[2 * o][g], b[2 * o + 1][g]);
+          c[o][2 * g + 1] = _mm_unpackhi_epi32(b[2 * o][g], b[2 * o + 1][g]);
+        }
+      }
+      for (int64_t e = 0; e < 8; ++e) {
+        store16<kStream>(drow[2 * e] + doff, _mm_unpacklo_epi64(c[0][e], c[1][e]));
+        store16<kStream>(drow[2 * e + 1] + doff, _mm_unpackhi_epi64(c[0][e], c[1][e]));
       }
     } else if constexpr (kE == 16) {
       const __m256d r0 = _mm256_loadu_pd(reinterpret_cast<const double*>(srow[0]));
@@ -689,7 +896,7 @@ void copy_typed(const CpuExecutionContext& ctx, const char* src_base, const Layo
   // Transpose: G1 starts with the source-fastest axis (moved to position 1), G0 with the
   // destination-fastest (axis 0); Note [Transpose groups] forms the rest.
   loop.move_axis(src_fast, 1);
-  constexpr int64_t kQ = kElem == 16 ? 2 : 4;  // elements per vector of the quad path
+  constexpr int64_t kQ = Transposer<W>::kVector;  // elements per vector of the quad path
   const TransposeGroups groups = choose_groups(loop, kElem, kQ);
   const size_t g0_end = groups.g0_end, g1_end = groups.g1_end;
   const int64_t p0 = groups.p0, p1 = groups.p1;
@@ -723,7 +930,9 @@ void copy_typed(const CpuExecutionContext& ctx, const char* src_base, const Layo
     for (int64_t j = 0; okp && j + 2 <= p1; j += 2) okp = tr.sj.at(j + 1) == tr.sj.at(j) + kElem;
     tr.pair_ok = okp;
   }
-  tr.stream = dst.element_count() * kElem >= kStreamBytes;
+  // 1- and 2-byte elements are stored normally: their vectors are 16 bytes of 8 or 16
+  // rows, partial lines that streaming stores would flush in pieces.
+  tr.stream = kElem >= 4 && dst.element_count() * kElem >= kStreamBytes;
   tr.stream_aligned = tr.stream;
   tr.choose_block();
   {
@@ -732,11 +941,11 @@ void copy_typed(const CpuExecutionContext& ctx, const char* src_base, const Layo
     // i segments that are not whole quads leave element-wise tails inside destination
     // lines: no streaming stores then (j tails are whole destination rows).
     const bool quads = tr.vec_ok;
-    const int64_t step = quads ? (kElem == 16 ? 2 : 4) : 2;
+    const int64_t step = quads ? kQ : 2;
     if (quads && tr.seg_i < p0 && tr.seg_i % step != 0) {
       tr.stream_aligned = false;
     }
-    const int64_t align = (kElem == 4 || !quads) ? 16 : 32;
+    const int64_t align = quads ? static_cast<int64_t>(Transposer<W>::kStreamAlign) : 16;
     for (int64_t j = 0; tr.stream_aligned && j < p1; ++j) tr.stream_aligned = tr.dj.at(j) % align == 0;
     for (int64_t i = 0; tr.stream_aligned && i < p0; i += step) tr.stream_aligned = tr.di.at(i) % align == 0;
   }

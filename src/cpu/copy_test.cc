@@ -372,7 +372,12 @@ TEST(CopyKernel, StreamedCopiesMatchEveryElement) {
                         {{33, 90, 40, 20}, {0, 3, 1, 2}, DType::kF64, 0},   // 264-byte runs
                         // Transposes with two outer axes (Note [Transposes in source order]).
                         {{16, 16, 96, 96}, {1, 0, 3, 2}, DType::kF64, 0},
-                        {{12, 10, 130, 70}, {1, 0, 3, 2}, DType::kC128, 1}};
+                        {{12, 10, 130, 70}, {1, 0, 3, 2}, DType::kC128, 1},
+                        // 4-byte transposes in streamed 16 x 16 line transposes (Note [Line
+                        // transposes]), with remainders in rows and columns.
+                        {{1501, 1600}, {1, 0}, DType::kF32, 0},
+                        {{40, 37, 49, 40}, {2, 3, 0, 1}, DType::kF32, 0},
+                        {{2100, 1204}, {1, 0}, DType::kI32, 4}};
   for (const int threads : {1, 2}) {
     for (const Case& c : cases) {
       const size_t rank = c.shape.size();
@@ -517,6 +522,85 @@ TEST(CopyKernel, LargeContiguousCopiesMatchEveryElement) {
           }
         }
         ASSERT_EQ(wrong, 0) << dtype_name(dtype) << " offset " << offset << " threads " << threads;
+      }
+    }
+  }
+}
+
+
+// Every element size the untyped copy serves (1, 2, 4, 8 and 16 bytes; 2 has no dtype
+// yet), through transposes large enough for each size's vector path (16 x 16 bytes, 8 x 8
+// of 2 bytes, quads and line tiles, pairs), with remainders, segments and many tiny
+// axes, into compact and offset destinations, on one and two threads: every byte against
+// a naive strided copy.
+TEST(CopyKernel, EveryElementSizeMatchesNaiveTransposes) {
+  auto executor = make_tbb_executor(2).value();
+  struct Case {
+    Shape shape;
+    std::vector<int64_t> perm;
+    int64_t offset;  // destination offset, elements
+  };
+  std::vector<Case> cases = {{{64, 80}, {1, 0}, 0},
+                             {{37, 53}, {1, 0}, 3},
+                             {{700, 530}, {1, 0}, 0},
+                             {{20, 33, 17, 6}, {2, 3, 0, 1}, 1},
+                             {{48, 40, 36}, {2, 0, 1}, 0},
+                             {{9, 3, 17, 6, 8, 5}, {4, 2, 5, 3, 1, 0}, 0}};
+  {
+    Case reversed{Shape(12, 2), std::vector<int64_t>(12), 0};
+    for (size_t k = 0; k < 12; ++k) reversed.perm[k] = static_cast<int64_t>(11 - k);
+    Case shuffled{Shape(14, 2), std::vector<int64_t>(14), 5};
+    for (size_t k = 0; k < 14; ++k) shuffled.perm[k] = static_cast<int64_t>(k);
+    std::shuffle(shuffled.perm.begin(), shuffled.perm.end(), std::mt19937_64(14));
+    cases.push_back(reversed);
+    cases.push_back(shuffled);
+  }
+  auto byte_of = [](int64_t element, int64_t b) {
+    uint64_t z = static_cast<uint64_t>(element) * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(b) * 0xBF58476D1CE4E5B9ull;
+    z ^= z >> 29;
+    z *= 0x94D049BB133111EBull;
+    return static_cast<unsigned char>(z >> 56);
+  };
+  for (const int64_t elem : {1, 2, 4, 8, 16}) {
+    for (const Case& c : cases) {
+      const size_t rank = c.shape.size();
+      const int64_t numel = element_count(c.shape);
+      std::vector<unsigned char> src(static_cast<size_t>(numel * elem));
+      for (int64_t n = 0; n < numel; ++n) {
+        for (int64_t b = 0; b < elem; ++b) src[static_cast<size_t>(n * elem + b)] = byte_of(n, b);
+      }
+      const Layout compact = Layout::col_major(c.shape);
+      Layout src_layout;
+      for (size_t k = 0; k < rank; ++k) {
+        src_layout.shape.push_back(c.shape[static_cast<size_t>(c.perm[k])]);
+        src_layout.strides.push_back(compact.strides[static_cast<size_t>(c.perm[k])]);
+      }
+      Layout dst_layout = Layout::col_major(src_layout.shape);
+      dst_layout.offset = c.offset;
+      for (const int threads : {1, 2}) {
+        std::vector<unsigned char> dst(static_cast<size_t>((numel + c.offset + 1) * elem), 0xA5);
+        executor->install([&] {
+          CpuExecutionContext ctx(executor.get(), threads > 1 ? ParallelMode::kInner : ParallelMode::kSequential,
+                                  threads);
+          detail::copy_strided(ctx, src.data(), src_layout, dst.data(), dst_layout, elem);
+        });
+        int64_t wrong = 0;
+        for (int64_t n = 0; n < c.offset * elem; ++n) wrong += dst[static_cast<size_t>(n)] != 0xA5;
+        for (int64_t n = (numel + c.offset) * elem; n < (numel + c.offset + 1) * elem; ++n) {
+          wrong += dst[static_cast<size_t>(n)] != 0xA5;
+        }
+        for_each_index(src_layout.shape, [&](const Index& idx) {
+          int64_t so = 0, d = c.offset;
+          for (size_t k = 0; k < rank; ++k) {
+            so += idx[k] * src_layout.strides[k];
+            d += idx[k] * dst_layout.strides[k];
+          }
+          for (int64_t b = 0; b < elem; ++b) {
+            wrong += dst[static_cast<size_t>(d * elem + b)] != src[static_cast<size_t>(so * elem + b)];
+          }
+        });
+        EXPECT_EQ(wrong, 0) << elem << "-byte elements, shape " << format_dims(c.shape) << " perm "
+                            << format_dims(c.perm) << ", " << threads << " threads";
       }
     }
   }
