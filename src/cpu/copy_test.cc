@@ -2,6 +2,7 @@
 
 #include "tenferro/test_support/index.h"
 
+#include <cstdint>
 #include <random>
 #include <vector>
 
@@ -328,6 +329,20 @@ TEST(CopyKernel, TransposeGroupsWithShortSegments) {
 namespace tenferro::cpu {
 namespace {
 
+// A zeroed buffer of at least `bytes` whose data() is 64-byte aligned, so that the
+// copies into it can take their streaming paths (which need aligned stores).
+class LineAlignedBuffer {
+ public:
+  explicit LineAlignedBuffer(int64_t bytes) : storage_(static_cast<size_t>((bytes + 64 + 15) / 16)) {}
+  void* data() {
+    const uintptr_t p = reinterpret_cast<uintptr_t>(storage_.data());
+    return storage_.data() + (64 - p % 64) % 64 / 16;
+  }
+
+ private:
+  std::vector<c128> storage_;
+};
+
 // Element i of a compact buffer of `dtype` (f32, f64, c128, i32): read its real part,
 // or set it to a real value.
 double real_at(const void* data, DType dtype, int64_t i) {
@@ -377,7 +392,12 @@ TEST(CopyKernel, StreamedCopiesMatchEveryElement) {
                         // transposes]), with remainders in rows and columns.
                         {{1501, 1600}, {1, 0}, DType::kF32, 0},
                         {{40, 37, 49, 40}, {2, 3, 0, 1}, DType::kF32, 0},
-                        {{2100, 1204}, {1, 0}, DType::kI32, 4}};
+                        {{2100, 1204}, {1, 0}, DType::kI32, 4},
+                        // Streamed zips and unzips (Note [Zips]).
+                        {{600001, 2}, {1, 0}, DType::kF64, 0},
+                        {{2, 600004}, {1, 0}, DType::kF64, 0},
+                        {{1000, 2, 1201}, {1, 0, 2}, DType::kF32, 0},
+                        {{2, 1200008}, {1, 0}, DType::kF32, 0}};
   for (const int threads : {1, 2}) {
     for (const Case& c : cases) {
       const size_t rank = c.shape.size();
@@ -390,7 +410,7 @@ TEST(CopyKernel, StreamedCopiesMatchEveryElement) {
       constexpr double kSentinel = -7.0;
       const int64_t parent_numel = numel / view.shape()[0] * parent_shape[0];
       const int64_t bytes = parent_numel * dtype_size(c.dtype);
-      std::vector<c128> buffer(static_cast<size_t>((bytes + 15) / 16));
+      LineAlignedBuffer buffer(bytes);
       for (int64_t i = 0; i < parent_numel; ++i) set_real(buffer.data(), c.dtype, i, kSentinel);
       {
         Tensor parent = Tensor::wrap(c.dtype, parent_shape, buffer.data(), bytes, nullptr).value();
@@ -463,7 +483,7 @@ TEST(CopyKernel, ReservedSourceLinesMatchEveryElement) {
     const int64_t numel = int64_t{1} << rank;
     const Tensor src = Tensor::arange(dtype, numel).value().reshape(Shape(rank, 2)).value();
     const int64_t bytes = numel * dtype_size(dtype);
-    std::vector<c128> buffer(static_cast<size_t>((bytes + 15) / 16));
+    LineAlignedBuffer buffer(bytes);
     for (const int threads : {1, 2}) {
       for (const auto& perm : perms) {
         for (int64_t i = 0; i < numel; ++i) set_real(buffer.data(), dtype, i, -7.0);
@@ -500,7 +520,7 @@ TEST(CopyKernel, LargeContiguousCopiesMatchEveryElement) {
     const Tensor src = Tensor::arange(dtype, n).value();
     for (const int64_t offset : {0, 1, 3}) {
       const int64_t total = n + offset + 4;
-      std::vector<c128> buffer(static_cast<size_t>((total * elem + 15) / 16));
+      LineAlignedBuffer buffer(total * elem);
       for (int64_t i = 0; i < total; ++i) set_real(buffer.data(), dtype, i, -7.0);
       for (const int threads : {1, 2}) {
         {
@@ -530,8 +550,8 @@ TEST(CopyKernel, LargeContiguousCopiesMatchEveryElement) {
 
 // Every element size the untyped copy serves (1, 2, 4, 8 and 16 bytes; 2 has no dtype
 // yet), through transposes large enough for each size's vector path (16 x 16 bytes, 8 x 8
-// of 2 bytes, quads and line tiles, pairs), with remainders, segments and many tiny
-// axes, into compact and offset destinations, on one and two threads: every byte against
+// of 2 bytes, quads and line tiles, pairs, zips and unzips), with remainders, segments
+// and many tiny axes, into compact and offset destinations, on one and two threads: every byte against
 // a naive strided copy.
 TEST(CopyKernel, EveryElementSizeMatchesNaiveTransposes) {
   auto executor = make_tbb_executor(2).value();
@@ -545,7 +565,11 @@ TEST(CopyKernel, EveryElementSizeMatchesNaiveTransposes) {
                              {{700, 530}, {1, 0}, 0},
                              {{20, 33, 17, 6}, {2, 3, 0, 1}, 1},
                              {{48, 40, 36}, {2, 0, 1}, 0},
-                             {{9, 3, 17, 6, 8, 5}, {4, 2, 5, 3, 1, 0}, 0}};
+                             {{9, 3, 17, 6, 8, 5}, {4, 2, 5, 3, 1, 0}, 0},
+                             {{301, 2}, {1, 0}, 1},
+                             {{2, 301}, {1, 0}, 0},
+                             {{60, 2, 37}, {1, 0, 2}, 0},
+                             {{37, 50, 2}, {2, 0, 1}, 3}};
   {
     Case reversed{Shape(12, 2), std::vector<int64_t>(12), 0};
     for (size_t k = 0; k < 12; ++k) reversed.perm[k] = static_cast<int64_t>(11 - k);
