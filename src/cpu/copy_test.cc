@@ -569,7 +569,16 @@ TEST(CopyKernel, EveryElementSizeMatchesNaiveTransposes) {
                              {{301, 2}, {1, 0}, 1},
                              {{2, 301}, {1, 0}, 0},
                              {{60, 2, 37}, {1, 0, 2}, 0},
-                             {{37, 50, 2}, {2, 0, 1}, 3}};
+                             {{37, 50, 2}, {2, 0, 1}, 3},
+                             // Note [Blocked copies]: a shared run of 3 and of 7 elements,
+                             // 3 x 7 transposes along a long shared axis, axes of extent 3.
+                             {{3, 100, 3, 100}, {0, 3, 2, 1}, 1},
+                             {{7, 60, 70, 3}, {0, 3, 2, 1}, 0},
+                             {{7, 300, 200, 3}, {3, 1, 2, 0}, 2},
+                             {{3, 100, 3, 100}, {2, 1, 0, 3}, 0},
+                             // Note [Split group axes]: a source group of 7 x 1000 taken as
+                             // 7 x 500.
+                             {{7, 1000, 50, 3}, {3, 2, 1, 0}, 0}};
   {
     Case reversed{Shape(12, 2), std::vector<int64_t>(12), 0};
     for (size_t k = 0; k < 12; ++k) reversed.perm[k] = static_cast<int64_t>(11 - k);

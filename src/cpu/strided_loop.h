@@ -68,6 +68,8 @@ class StridedLoop {
   }
 
   bool empty() const noexcept { return empty_; }
+  /// Byte offset of operand i's first element from its base pointer (its layout's offset).
+  int64_t base_offset(int i) const noexcept { return base_offset_[static_cast<size_t>(i)]; }
   size_t rank() const noexcept { return axes_.size(); }
   const LoopAxis<N>& axis(size_t k) const noexcept { return axes_[k]; }
   /// Moves axis `from` to position `to`, shifting the axes between (either direction).
@@ -76,6 +78,16 @@ class StridedLoop {
     for (size_t j = from; j > to; --j) axes_[j] = axes_[j - 1];
     for (size_t j = from; j < to; ++j) axes_[j] = axes_[j + 1];
     axes_[to] = a;
+  }
+  /// Splits axis k (extent e) into axis k of extent f (its strides) and, right after it,
+  /// an axis of extent e / f with f times its strides (f must divide e).
+  void split_axis(size_t k, int64_t f) {
+    LoopAxis<N> rest = axes_[k];
+    rest.extent = axes_[k].extent / f;
+    for (int i = 0; i < N; ++i) rest.stride[i] *= f;
+    axes_[k].extent = f;
+    axes_.push_back(rest);
+    move_axis(axes_.size() - 1, k + 1);
   }
   /// Stable-sorts the axes [first, rank) by |stride| of operand `op`, so an odometer over
   /// them walks that operand in memory order.
