@@ -417,6 +417,45 @@ int run_bench_kernels(int argc, char** argv) {
         rows.push_back({std::string("permute rank-24 size-2 ") + kind + (t >= 2 ? std::to_string(t - 1) : ""), tf,
                         "memcpy", memcpy_here, 0});
       }
+      // Other element sizes and shapes (each at most 128 MiB), against a memcpy of the
+      // same bytes: 4-byte and 1-byte transposes, 2 x n zips and unzips, axes of extent 3
+      // and 7 next to long ones (Note [Blocked copies]), many axes of extent 5.
+      struct Other {
+        const char* name;
+        DType dtype;
+        Shape shape;
+        std::vector<int64_t> perm;
+      };
+      const Other others[] = {
+          {"f32 64^4 [3210]", DType::kF32, {64, 64, 64, 64}, {3, 2, 1, 0}},
+          {"f32 64^4 [1023]", DType::kF32, {64, 64, 64, 64}, {1, 0, 2, 3}},
+          {"c128 48^4 [3210]", DType::kC128, {48, 48, 48, 48}, {3, 2, 1, 0}},
+          {"bool 8192^2 [10]", DType::kBool, {8192, 8192}, {1, 0}},
+          {"f64 2x4e6 [10]", DType::kF64, {2, 4000000}, {1, 0}},
+          {"f64 4e6x2 [10]", DType::kF64, {4000000, 2}, {1, 0}},
+          {"f64 2000x2x2000 [102]", DType::kF64, {2000, 2, 2000}, {1, 0, 2}},
+          {"f64 7x600x1000x3 [3120]", DType::kF64, {7, 600, 1000, 3}, {3, 1, 2, 0}},
+          {"f64 7x600x1000x3 [0321]", DType::kF64, {7, 600, 1000, 3}, {0, 3, 2, 1}},
+          {"f64 3x1000x3x1000 [2103]", DType::kF64, {3, 1000, 3, 1000}, {2, 1, 0, 3}},
+          {"f64 5^10 reversed", DType::kF64, Shape(10, 5), {9, 8, 7, 6, 5, 4, 3, 2, 1, 0}},
+      };
+      for (const Other& o : others) {
+        Tensor osrc = Tensor::random_uniform(o.dtype, o.shape, 11, -1, 1).value();
+        Tensor view = osrc.permute(o.perm).value();
+        Tensor dst = Tensor::zeros(o.dtype, view.shape()).value();
+        const int64_t bytes = view.numel() * dtype_size(o.dtype);
+        auto same_bytes = [&] {
+          ctx.parallel_for(threads, 1, [&](int64_t b, int64_t e) {
+            for (int64_t t = b; t < e; ++t) {
+              const int64_t lo = bytes * t / threads, hi = bytes * (t + 1) / threads;
+              std::memcpy(reinterpret_cast<char*>(raw_dst.data()) + lo, reinterpret_cast<const char*>(raw_src.data()) + lo,
+                          static_cast<size_t>(hi - lo));
+            }
+          });
+        };
+        const double tf = median_ms(5, [&] { check(cpu::copy_into(ctx, view, dst)); });
+        rows.push_back({std::string("permute ") + o.name, tf, "memcpy", median_ms(5, same_bytes), 0});
+      }
     }
     // ---- elementwise add and sum.
     if (want("add") || want("sum")) {
