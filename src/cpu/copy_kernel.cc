@@ -495,9 +495,10 @@ struct Transposer {
   // step reads two vectors and writes two, all within 64 contiguous bytes on the
   // interleaved side; large outputs stream (32-byte stores, sequential on both sides).
   // One thread, alternating runs against the pair path and scalar copies before (Zen 5,
-  // 2026-12-03, 64 MiB): f64 2000 x 2 x 2000 `[102]` 7.7 -> 3.9 ms, 4e6 x 2 `[10]` 14.0 ->
-  // 6.3 ms, 2000 x 2000 x 2 `[201]` 14.0 -> 6.3 ms, f32 2 x 8e6 `[10]` 16.4 -> 7.3 ms;
-  // f64 2 x 4e6 `[10]` (an unzip into two rows 32 MiB apart) 7.5 -> 7.7 ms.
+  // 2026-12-03, 64 MiB): f64 2000 x 2 x 2000 `[102]` 7.7 -> 3.9 ms, 2000 x 2000 x 2
+  // `[201]` 14.0 -> 6.3 ms; with the route checks of a whole-axis group made O(1)
+  // (Offsets::runs_of) 4e6 x 2 `[10]` 14.0 -> 2.4 ms, f64 2 x 4e6 `[10]` 7.5 -> 2.6 ms,
+  // f32 2 x 8e6 `[10]` 16.4 -> 2.8 ms (memcpy of the same bytes 3.1 ms).
   template <bool kStream>
   static void store32(char* out, __m256d x) {
     if constexpr (kStream) {
