@@ -1,0 +1,1025 @@
+// The transpose route of the strided copy (Note [Copy kernel] in copy_kernel.cc): groups,
+// offset tables and the vector transposes, compiled once per ISA level (Note [ISA
+// kernels] in gemm_kernels.cc).
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <utility>
+
+#include <immintrin.h>
+
+#include "strided_loop.h"
+#include "tenferro/core/isa_region.h"
+#include "tenferro/cpu/kernels.h"
+
+TENFERRO_ISA_BEGIN
+#include "copy_parts.h"
+
+namespace tenferro::cpu::detail::TENFERRO_ISA_NS {
+namespace {
+
+constexpr int64_t kGroup = 4096;        // max elements of a table-described group (2 x 32 KiB tables)
+constexpr int64_t kMinGroup = 16;       // groups grow past gaps until this many elements
+constexpr int64_t kTinyGroup = 256;     // ... source groups of tiny axes until this many
+constexpr int64_t kPrefetchLines = 2;   // Note [Transpose prefetch]: line-chunks ahead
+constexpr int64_t kBlockBytes = 512;    // Note [Transpose blocking]: destination bytes per row block
+constexpr int64_t kMinPairTile = 1024;  // elements of a transpose worth its pair path
+
+// Offsets (bytes) of a group's elements in one operand: a table or a stride.
+struct Offsets {
+  const int64_t* table = nullptr;
+  int64_t stride = 0;
+  int64_t at(int64_t i) const { return table ? table[i] : i * stride; }
+  // Whether every group of g consecutive elements among the first n (the last partial
+  // group excluded) steps by `delta` bytes. A stride answers at once: groups can be as
+  // long as a whole axis (millions), tables are at most kGroup long.
+  bool runs_of(int64_t g, int64_t n, int64_t delta) const {
+    if (table == nullptr) return n < 2 || g < 2 || stride == delta;
+    for (int64_t b = 0; b + g <= n; b += g) {
+      for (int64_t k = 1; k < g; ++k) {
+        if (table[b + k] != table[b] + k * delta) return false;
+      }
+    }
+    return true;
+  }
+  // Whether the offsets of elements 0, step, 2 step, ... below n are multiples of align.
+  bool aligned(int64_t n, int64_t step, int64_t align) const {
+    if (table == nullptr) return n <= step || (stride * step) % align == 0;
+    for (int64_t k = 0; k < n; k += step) {
+      if (table[k] % align != 0) return false;
+    }
+    return true;
+  }
+};
+
+// Copies a P0 x P1 block: dst[di(i) + dj(j)] = src[si(i) + sj(j)], where di is
+// contiguous (stride d0) and sj contiguous (stride s1).
+template <class W>
+struct Transposer {
+  int64_t p0, p1;
+  Offsets di;  // dst offsets along i (G0)
+  Offsets si;  // src offsets along i
+  Offsets dj;  // dst offsets along j (G1)
+  Offsets sj;  // src offsets along j
+  bool stream;
+  bool stream_aligned = false;  // stream, and every vector store address is 32-byte aligned
+  bool vec_ok = false;          // quads within segments of i contiguous in dst, of j in src
+  bool pair_ok = false;         // (8-byte elements) pairs of i contiguous in dst, of j in src
+  bool zip_ok = false;          // Note [Zips]: pairs of i contiguous in dst, j in zip groups
+  bool unzip_ok = false;        // pairs of j contiguous in src, i in zip groups
+  // Note [Transpose segments]: i runs contiguously in dst over segments of seg_i
+  // elements (the leading G0 axes that continue each other in dst), j in src over
+  // segments of seg_j. The vector path takes quads inside each segment and copies a
+  // segment's last (length mod 4) elements one by one, so a group whose first axis has
+  // an extent like 5 or 9 is still mostly moved in vectors. Before, such a group fell
+  // back to element-wise copies: MERA closed's 136 x 58320 rhs pack (source [5 x 8] N x K
+  // tiles) took 36-48 ms on one thread and 21-24 ms on two; with segments 7-8 ms and 6
+  // ms (memcpy of the same bytes 8-14 ms; `tenferro` MERA closed at 2 threads 970 -> 865
+  // ms, 3 interleaved pairs, 2026-11-30).
+  int64_t seg_i = 1, seg_j = 1;
+
+  static constexpr int64_t kE = sizeof(W);
+  // Elements per vector (a quad: the side of the vector path's square register
+  // transposes): 16 bytes of 1-, 2- and 4-byte elements, 32 bytes of 8- and 16-byte ones.
+  static constexpr int64_t kVector = kE <= 4 ? 16 / kE : 32 / kE;
+  // Alignment of the vector path's streaming stores: 16 bytes for 4-byte elements, 32 else.
+  static constexpr uintptr_t kStreamAlign = kE == 4 ? 16 : 32;
+  // Elements per vector of a zip (Note [Zips]).
+  static constexpr int64_t kZip = 32 / kE;
+
+  void scalar(char* d, const char* s, int64_t i0, int64_t i1, int64_t j0, int64_t j1) const {
+    for (int64_t i = i0; i < i1; ++i) {
+      const char* srow = s + si.at(i);
+      char* dcol = d + di.at(i);
+      for (int64_t j = j0; j < j1; ++j) {
+        *reinterpret_cast<W*>(dcol + dj.at(j)) = *reinterpret_cast<const W*>(srow + sj.at(j));
+      }
+    }
+  }
+
+  // Note [Transpose blocking]: i advances a block of destination bytes at a time, j
+  // runs over the whole group, so every store completes destination lines (good for
+  // streaming stores, whose write-combining buffers are few).
+  void run(char* d, const char* s) const { run_rows(d, s, 0, p0); }
+  void run_rows(char* d, const char* s, int64_t i_begin, int64_t i_end) const {
+    for (int64_t i0 = i_begin; i0 < i_end; i0 += i_block) {
+      block(d, s, i0, std::min(i_end, i0 + i_block), 0, p1);
+    }
+  }
+  // All rows, columns [j_begin, j_end) (whole destination rows).
+  void run_cols(char* d, const char* s, int64_t j_begin, int64_t j_end) const {
+    for (int64_t i0 = 0; i0 < p0; i0 += i_block) {
+      block(d, s, i0, std::min(p0, i0 + i_block), j_begin, j_end);
+    }
+  }
+  // Note [Transpose blocking] (measured, docs/benchmarks.md): rows advance in blocks of
+  // 512 destination bytes (64 rows of f64), so each destination row gets whole lines
+  // in one contiguous run. Rows a multiple of 4 KiB apart alias in L1 and L2, which
+  // once made this one line per block (a line's worth of each row stayed live); since
+  // every source line is now consumed whole before the next row quad (Note [Line-wise
+  // transposes]), the large block serves those too (Zen 5, 2026-12-02: 64^4 f64
+  // permutations below 0.6 x memcpy 16 -> 5 of 28 at one thread, 15 -> 3 at two).
+  int64_t i_block = 1;
+  void choose_block() { i_block = std::max<int64_t>(1, kBlockBytes / kE); }
+
+  void block(char* d, const char* s, int64_t i0, int64_t i1, int64_t j0, int64_t j1) const {
+#if TENFERRO_ISA_LEVEL >= 1
+    constexpr int64_t kV = kVector;
+    if constexpr (kV > 0) {
+      if (vec_ok) {
+        // Sub-ranges of [i0, i1) and [j0, j1) inside one segment (Note [Transpose segments]).
+        const bool nt = stream_aligned && (reinterpret_cast<uintptr_t>(d) % kStreamAlign) == 0;
+        for (int64_t ia = i0; ia < i1;) {
+          const int64_t ib = std::min(i1, (ia / seg_i + 1) * seg_i);
+          const int64_t iv = ia + (ib - ia) / kV * kV;
+          for (int64_t ja = j0; ja < j1;) {
+            const int64_t jb = std::min(j1, (ja / seg_j + 1) * seg_j);
+            const int64_t jv = ja + (jb - ja) / kV * kV;
+            if (nt) {
+              quads<kV, true>(d, s, ia, iv, ja, jv);
+            } else {
+              quads<kV, false>(d, s, ia, iv, ja, jv);
+            }
+            if (jv < jb) {
+              if (nt) {
+                tail_cols<kV, true>(d, s, ia, iv, jv, jb);
+              } else {
+                tail_cols<kV, false>(d, s, ia, iv, jv, jb);
+              }
+            }
+            ja = jb;
+          }
+          if (iv < ib) scalar(d, s, iv, ib, j0, j1);
+          ia = ib;
+        }
+        return;
+      }
+    }
+    if constexpr (kE == 8 || kE == 4) {
+      if (zip_ok && i0 % 2 == 0 && j0 % kZip == 0) {
+        const int64_t iv = i0 + (i1 - i0) / 2 * 2;
+        const int64_t jv = j0 + (j1 - j0) / kZip * kZip;
+        if (stream_aligned && reinterpret_cast<uintptr_t>(d) % 32 == 0) {
+          zip_block<true>(d, s, i0, iv, j0, jv);
+        } else {
+          zip_block<false>(d, s, i0, iv, j0, jv);
+        }
+        if (iv < i1) scalar(d, s, iv, i1, j0, j1);
+        if (jv < j1) scalar(d, s, i0, iv, jv, j1);
+        return;
+      }
+      if (unzip_ok && i0 % kZip == 0 && j0 % 2 == 0) {
+        const int64_t iv = i0 + (i1 - i0) / kZip * kZip;
+        const int64_t jv = j0 + (j1 - j0) / 2 * 2;
+        if (stream_aligned && reinterpret_cast<uintptr_t>(d) % 32 == 0) {
+          unzip_block<true>(d, s, i0, iv, j0, jv);
+        } else {
+          unzip_block<false>(d, s, i0, iv, j0, jv);
+        }
+        if (iv < i1) scalar(d, s, iv, i1, j0, j1);
+        if (jv < j1) scalar(d, s, i0, iv, jv, j1);
+        return;
+      }
+    }
+    if constexpr (kE == 8) {
+      if (pair_ok && i0 % 2 == 0 && j0 % 2 == 0) {
+        const int64_t iv = i0 + (i1 - i0) / 2 * 2;
+        const int64_t jv = j0 + (j1 - j0) / 2 * 2;
+        if (stream_aligned && (reinterpret_cast<uintptr_t>(d) % 16) == 0) {
+          pair_block<true>(d, s, i0, iv, j0, jv);
+        } else {
+          pair_block<false>(d, s, i0, iv, j0, jv);
+        }
+        if (iv < i1) scalar(d, s, iv, i1, j0, j1);
+        if (jv < j1) scalar(d, s, i0, iv, jv, j1);
+        return;
+      }
+    }
+#endif
+    scalar(d, s, i0, i1, j0, j1);
+  }
+
+#if TENFERRO_ISA_LEVEL >= 1
+  // The quads of [i0, iv) x [j0, jv) (both multiples of kV long). Note [Line
+  // transposes]: 8-byte elements with AVX-512 and 4-byte elements with AVX-512 or AVX2 move
+  // in square tiles of whole 64-byte lines (8 x 8 doubles, 16 x 16 floats) where both
+  // ranges allow, and in quads around them. Each destination line is then written whole
+  // at once, and each source line read whole. For 4-byte elements this is what matters:
+  // their quads wrote 16 bytes to each of 16 destination rows per step, so with streaming
+  // stores every line was flushed in pieces, and without them the stores were four times
+  // as many. f32 transposes at one thread, alternating runs (Zen 5, 2026-12-03): 64^4
+  // `[3210]` 29 -> 9.5 ms, `[1023]` 21 -> 9.6 ms, 8192 x 4096 58 -> 14 ms (0.14 -> 0.6 x
+  // memcpy); with AVX2 (TENFERRO_MAX_ISA=avx2) 0.12-0.17 -> 0.5-0.7. For 8-byte elements
+  // (AVX-512) the tiles halve the loads of quads and save a quarter of the shuffles: 64^4
+  // f64 `[3xxx]` 10.4-13.4 -> 8.7-10.8 ms; in cache (16^4, per 256 MiB, against the AVX2
+  // kernel) `[3120]` 21-24 -> 13.7 ms. The same for 16-byte elements (4 x 4 transposes of
+  // 128-bit lanes) was no faster than their pairs (c128 16^4 and 48^4, three permutations).
+  template <int64_t kV, bool kStream>
+  void quads(char* d, const char* s, int64_t i0, int64_t iv, int64_t j0, int64_t jv) const {
+    if constexpr (kLine > 0) {
+      const int64_t iw = i0 + (iv - i0) / kLine * kLine, jw = j0 + (jv - j0) / kLine * kLine;
+      if (iw > i0 && jw > j0) {
+        line_transposes<kStream>(d, s, i0, iw, j0, jw);
+        if (jw < jv) vec_block<kV, kStream>(d, s, i0, iw, jw, jv);
+        if (iw < iv) vec_block<kV, kStream>(d, s, iw, iv, j0, jv);
+        return;
+      }
+    }
+    vec_block<kV, kStream>(d, s, i0, iv, j0, jv);
+  }
+
+  // Elements per line moved by line transposes at this ISA level (0: none): 8-byte and
+  // 4-byte elements with AVX-512, 4-byte ones with AVX2, bytes with either (Note [Line
+  // transposes]).
+  static constexpr int64_t kLine = (TENFERRO_ISA_LEVEL >= 2 && (kE == 8 || kE == 4)) ||
+                                           (TENFERRO_ISA_LEVEL == 1 && kE == 4) || (TENFERRO_ISA_LEVEL >= 1 && kE == 1)
+                                       ? 64 / kE
+                                       : 0;
+
+  // Transposes kLine x kLine blocks of whole lines (Note [Line transposes]); the source
+  // lines of two block columns ahead are prefetched as for quads (Note [Transpose
+  // prefetch]).
+  template <bool kStream>
+  void line_transposes(char* d, const char* s, int64_t i0, int64_t iw, int64_t j0, int64_t jw) const {
+    constexpr int64_t kW = kLine > 0 ? kLine : 1;
+    for (int64_t j = j0; j < jw; j += kW) {
+      char* drow[kW];
+      for (int64_t k = 0; k < kW; ++k) drow[k] = d + dj.at(j + k);
+      const char* scol = s + sj.at(j);
+      const int64_t jp = j + kPrefetchLines * kW;
+      const char* pcol = jp + kW <= jw ? s + sj.at(jp) : nullptr;
+      for (int64_t i = i0; i < iw; i += kW) {
+        const char* srow[kW];
+        for (int64_t k = 0; k < kW; ++k) {
+          const int64_t so = si.at(i + k);
+          if (pcol != nullptr) _mm_prefetch(pcol + so, _MM_HINT_T2);
+          srow[k] = scol + so;
+        }
+        if constexpr (kE == 1) {
+          byte_line_tile<kStream>(srow, drow, di.at(i));
+        } else {
+          line_tile<kStream>(srow, drow, di.at(i));
+        }
+      }
+    }
+  }
+
+#if TENFERRO_ISA_LEVEL >= 1
+  // One line tile of bytes: through two 4 KiB buffers, the 64 source lines in (their
+  // rows may alias in L1, the buffers do not), 16 x 16 transposes between them, and the
+  // 64 destination lines out, each in one go (its 16-byte pieces stored straight to
+  // aliasing rows were evicted before the line was complete). Never streamed (tr.stream
+  // is off for elements under 4 bytes).
+  template <bool kStream>
+  static void byte_line_tile(const char* const* srow, char* const* drow, int64_t doff) {
+    alignas(64) char in[64 * 64];
+    alignas(64) char out[64 * 64];
+    for (int64_t k = 0; k < 64; ++k) std::memcpy(in + 64 * k, srow[k], 64);
+    for (int64_t c = 0; c < 64; c += 16) {
+      const char* rows[16];
+      char* outs[16];
+      for (int64_t k = 0; k < 16; ++k) outs[k] = out + 64 * (c + k);
+      for (int64_t h = 0; h < 64; h += 16) {
+        for (int64_t k = 0; k < 16; ++k) rows[k] = in + 64 * (h + k) + c;
+        micro<false>(outs, rows, h);
+      }
+    }
+    for (int64_t k = 0; k < 64; ++k) std::memcpy(drow[k] + doff, out + 64 * k, 64);
+  }
+#endif
+
+#if TENFERRO_ISA_LEVEL >= 2
+#pragma GCC diagnostic push
+// GCC 12's AVX-512 intrinsics pass an undefined vector as the unused masked source.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+  // One line tile: dst row k, bytes [doff, doff + 64) = column k of the kLine source
+  // lines srow[0..kLine). Streaming stores go out in the pieces stream_aligned guarantees:
+  // 32 bytes for 8-byte elements, 16 for 4-byte ones.
+  template <bool kStream>
+  static void line_tile(const char* const* srow, char* const* drow, int64_t doff) {
+    __m512 r[kLine];
+    for (int64_t k = 0; k < kLine; ++k) r[k] = _mm512_loadu_ps(reinterpret_cast<const float*>(srow[k]));
+    if constexpr (kE == 8) {
+      transpose8x8(r);
+    } else {
+      transpose16x16(r);
+    }
+    for (int64_t k = 0; k < kLine; ++k) {
+      float* out = reinterpret_cast<float*>(drow[k] + doff);
+      if constexpr (kStream && kE == 8) {
+        _mm256_stream_ps(out, _mm512_castps512_ps256(r[k]));
+        _mm256_stream_ps(out + 8, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(r[k]), 1)));
+      } else if constexpr (kStream) {
+        _mm_stream_ps(out, _mm512_castps512_ps128(r[k]));
+        _mm_stream_ps(out + 4, _mm512_extractf32x4_ps(r[k], 1));
+        _mm_stream_ps(out + 8, _mm512_extractf32x4_ps(r[k], 2));
+        _mm_stream_ps(out + 12, _mm512_extractf32x4_ps(r[k], 3));
+      } else {
+        _mm512_storeu_ps(out, r[k]);
+      }
+    }
+  }
+
+  // r[k] = row k of an 8 x 8 block of 8-byte elements; afterwards r[k] = column k.
+  static void transpose8x8(__m512* r) {
+    __m512d x[8];
+    for (int64_t k = 0; k < 8; ++k) x[k] = _mm512_castps_pd(r[k]);
+    // t[2m] = rows 2m, 2m+1 at columns 0, 2, 4, 6; t[2m+1] at columns 1, 3, 5, 7.
+    __m512d t[8];
+    for (int64_t k = 0; k < 8; k += 2) {
+      t[k] = _mm512_unpacklo_pd(x[k], x[k + 1]);
+      t[k + 1] = _mm512_unpackhi_pd(x[k], x[k + 1]);
+    }
+    // u[k] / u[k + 4]: columns k and k + 4 of rows 0-3 / 4-7 (k = 0..3).
+    __m512d u[8];
+    for (int64_t k = 0; k < 2; ++k) {
+      u[k] = _mm512_shuffle_f64x2(t[k], t[k + 2], 0x88);
+      u[k + 2] = _mm512_shuffle_f64x2(t[k], t[k + 2], 0xDD);
+      u[k + 4] = _mm512_shuffle_f64x2(t[k + 4], t[k + 6], 0x88);
+      u[k + 6] = _mm512_shuffle_f64x2(t[k + 4], t[k + 6], 0xDD);
+    }
+    for (int64_t k = 0; k < 4; ++k) {
+      r[k] = _mm512_castpd_ps(_mm512_shuffle_f64x2(u[k], u[k + 4], 0x88));
+      r[k + 4] = _mm512_castpd_ps(_mm512_shuffle_f64x2(u[k], u[k + 4], 0xDD));
+    }
+  }
+
+  // r[k] = row k of a 16 x 16 block of 4-byte elements; afterwards r[k] = column k. In
+  // 128-bit lanes L: a = rows k, k + 1 interleaved; b[4g + c] = column 4L + c of rows
+  // 4g..4g+3; then lanes are gathered across row groups in two shuffles.
+  static void transpose16x16(__m512* r) {
+    __m512 a[16];
+    for (int64_t k = 0; k < 16; k += 2) {
+      a[k] = _mm512_unpacklo_ps(r[k], r[k + 1]);
+      a[k + 1] = _mm512_unpackhi_ps(r[k], r[k + 1]);
+    }
+    __m512 b[16];
+    for (int64_t k = 0; k < 16; k += 4) {
+      const __m512d a0 = _mm512_castps_pd(a[k]), a1 = _mm512_castps_pd(a[k + 1]);
+      const __m512d a2 = _mm512_castps_pd(a[k + 2]), a3 = _mm512_castps_pd(a[k + 3]);
+      b[k] = _mm512_castpd_ps(_mm512_unpacklo_pd(a0, a2));
+      b[k + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a0, a2));
+      b[k + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(a1, a3));
+      b[k + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(a1, a3));
+    }
+    // e[2c] / e[2c + 1]: lanes (0, 2) / (1, 3) of row groups 0, 1; f the same of groups 2, 3.
+    __m512 e[8], f[8];
+    for (int64_t c = 0; c < 4; ++c) {
+      e[2 * c] = _mm512_shuffle_f32x4(b[c], b[4 + c], 0x88);
+      e[2 * c + 1] = _mm512_shuffle_f32x4(b[c], b[4 + c], 0xDD);
+      f[2 * c] = _mm512_shuffle_f32x4(b[8 + c], b[12 + c], 0x88);
+      f[2 * c + 1] = _mm512_shuffle_f32x4(b[8 + c], b[12 + c], 0xDD);
+    }
+    for (int64_t c = 0; c < 4; ++c) {
+      r[c] = _mm512_shuffle_f32x4(e[2 * c], f[2 * c], 0x88);
+      r[8 + c] = _mm512_shuffle_f32x4(e[2 * c], f[2 * c], 0xDD);
+      r[4 + c] = _mm512_shuffle_f32x4(e[2 * c + 1], f[2 * c + 1], 0x88);
+      r[12 + c] = _mm512_shuffle_f32x4(e[2 * c + 1], f[2 * c + 1], 0xDD);
+    }
+  }
+#pragma GCC diagnostic pop
+#elif TENFERRO_ISA_LEVEL == 1
+  // One line tile of 4-byte elements with AVX2: 16 x 16 in four 8 x 8 transposes, ordered
+  // so that each destination line is completed by two stores back to back (rows 0-7 of
+  // columns 0-7, then rows 8-15 of the same columns), and each source line is read whole
+  // within the tile. Streaming stores go out as 16-byte pieces (stream_aligned).
+  template <bool kStream>
+  static void line_tile(const char* const* srow, char* const* drow, int64_t doff) {
+    static_assert(kE == 4, "AVX2 line tiles move 4-byte elements");
+    for (int64_t c = 0; c < 16; c += 8) {
+      for (int64_t h = 0; h < 16; h += 8) {
+        __m256 r[8];
+        for (int64_t k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(reinterpret_cast<const float*>(srow[h + k]) + c);
+        transpose8x8(r);
+        for (int64_t k = 0; k < 8; ++k) {
+          float* out = reinterpret_cast<float*>(drow[c + k] + doff) + h;
+          if constexpr (kStream) {
+            _mm_stream_ps(out, _mm256_castps256_ps128(r[k]));
+            _mm_stream_ps(out + 4, _mm256_extractf128_ps(r[k], 1));
+          } else {
+            _mm256_storeu_ps(out, r[k]);
+          }
+        }
+      }
+    }
+  }
+
+  // r[k] = row k of an 8 x 8 block of 4-byte elements; afterwards r[k] = column k. In
+  // 128-bit lanes: t interleaves row pairs, u holds columns (c, c + 4) of rows 0-3 /
+  // 4-7 in its two lanes, and the lanes are then paired across the row halves.
+  static void transpose8x8(__m256* r) {
+    __m256 t[8], u[8];
+    for (int64_t k = 0; k < 8; k += 2) {
+      t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
+      t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+    }
+    for (int64_t k = 0; k < 8; k += 4) {
+      u[k] = _mm256_shuffle_ps(t[k], t[k + 2], 0x44);
+      u[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], 0xEE);
+      u[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0x44);
+      u[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0xEE);
+    }
+    for (int64_t k = 0; k < 4; ++k) {
+      r[k] = _mm256_permute2f128_ps(u[k], u[k + 4], 0x20);
+      r[k + 4] = _mm256_permute2f128_ps(u[k], u[k + 4], 0x31);
+    }
+  }
+#endif
+
+  // 2 x 2 transposes of 8-byte elements (SSE2), for groups whose contiguous runs are
+  // only two long (many axes of extent 2).
+  template <bool kStream>
+  void pair_block(char* d, const char* s, int64_t i0, int64_t iv, int64_t j0, int64_t jv) const {
+    for (int64_t j = j0; j < jv; j += 2) {
+      char* d0r = d + dj.at(j);
+      char* d1r = d + dj.at(j + 1);
+      const char* scol = s + sj.at(j);
+      for (int64_t i = i0; i < iv; i += 2) {
+        const __m128d r0 = _mm_loadu_pd(reinterpret_cast<const double*>(scol + si.at(i)));
+        const __m128d r1 = _mm_loadu_pd(reinterpret_cast<const double*>(scol + si.at(i + 1)));
+        const __m128d c0 = _mm_unpacklo_pd(r0, r1), c1 = _mm_unpackhi_pd(r0, r1);
+        const int64_t off = di.at(i);
+        if constexpr (kStream) {
+          _mm_stream_pd(reinterpret_cast<double*>(d0r + off), c0);
+          _mm_stream_pd(reinterpret_cast<double*>(d1r + off), c1);
+        } else {
+          _mm_storeu_pd(reinterpret_cast<double*>(d0r + off), c0);
+          _mm_storeu_pd(reinterpret_cast<double*>(d1r + off), c1);
+        }
+      }
+    }
+  }
+#endif
+
+#if TENFERRO_ISA_LEVEL >= 1
+  // Note [Zips]: a transpose with one side two elements wide (a 2 x n matrix, an axis of
+  // extent 2 next to a large one: qubit indices) has no quads, and its 2 x 2 pairs cost a
+  // loop step per four elements. When the destination holds i-pairs side by side along j
+  // (consecutive j in a zip group are 2 elements apart in dst and adjacent in src), two
+  // source rows are interleaved a vector at a time: a zip; the mirror case (j-pairs
+  // adjacent in the source, i in zip groups 2 elements apart there) is an unzip. Each
+  // step reads two vectors and writes two, all within 64 contiguous bytes on the
+  // interleaved side; large outputs stream (32-byte stores, sequential on both sides).
+  // One thread, alternating runs against the pair path and scalar copies before (Zen 5,
+  // 2026-12-03, 64 MiB): f64 2000 x 2 x 2000 `[102]` 7.7 -> 3.9 ms, 2000 x 2000 x 2
+  // `[201]` 14.0 -> 6.3 ms; with the route checks of a whole-axis group made O(1)
+  // (Offsets::runs_of) 4e6 x 2 `[10]` 14.0 -> 2.4 ms, f64 2 x 4e6 `[10]` 7.5 -> 2.6 ms,
+  // f32 2 x 8e6 `[10]` 16.4 -> 2.8 ms (memcpy of the same bytes 3.1 ms).
+  template <bool kStream>
+  static void store32(char* out, __m256d x) {
+    if constexpr (kStream) {
+      _mm256_stream_pd(reinterpret_cast<double*>(out), x);
+    } else {
+      _mm256_storeu_pd(reinterpret_cast<double*>(out), x);
+    }
+  }
+
+  template <bool kStream>
+  void zip_block(char* d, const char* s, int64_t i0, int64_t iv, int64_t j0, int64_t jv) const {
+    for (int64_t i = i0; i < iv; i += 2) {
+      const char* s0 = s + si.at(i);
+      const char* s1 = s + si.at(i + 1);
+      char* drow = d + di.at(i);
+      for (int64_t j = j0; j < jv; j += kZip) {
+        const int64_t so = sj.at(j);
+        char* out = drow + dj.at(j);
+        if constexpr (kE == 8) {
+          const __m256d a = _mm256_loadu_pd(reinterpret_cast<const double*>(s0 + so));
+          const __m256d b = _mm256_loadu_pd(reinterpret_cast<const double*>(s1 + so));
+          const __m256d lo = _mm256_unpacklo_pd(a, b), hi = _mm256_unpackhi_pd(a, b);
+          store32<kStream>(out, _mm256_permute2f128_pd(lo, hi, 0x20));
+          store32<kStream>(out + 32, _mm256_permute2f128_pd(lo, hi, 0x31));
+        } else {
+          const __m256 a = _mm256_loadu_ps(reinterpret_cast<const float*>(s0 + so));
+          const __m256 b = _mm256_loadu_ps(reinterpret_cast<const float*>(s1 + so));
+          const __m256 lo = _mm256_unpacklo_ps(a, b), hi = _mm256_unpackhi_ps(a, b);
+          store32<kStream>(out, _mm256_castps_pd(_mm256_permute2f128_ps(lo, hi, 0x20)));
+          store32<kStream>(out + 32, _mm256_castps_pd(_mm256_permute2f128_ps(lo, hi, 0x31)));
+        }
+      }
+    }
+  }
+
+  template <bool kStream>
+  void unzip_block(char* d, const char* s, int64_t i0, int64_t iv, int64_t j0, int64_t jv) const {
+    for (int64_t j = j0; j < jv; j += 2) {
+      char* d0 = d + dj.at(j);
+      char* d1 = d + dj.at(j + 1);
+      const char* scol = s + sj.at(j);
+      for (int64_t i = i0; i < iv; i += kZip) {
+        const char* in = scol + si.at(i);
+        const int64_t doff = di.at(i);
+        if constexpr (kE == 8) {
+          const __m256d x = _mm256_loadu_pd(reinterpret_cast<const double*>(in));
+          const __m256d y = _mm256_loadu_pd(reinterpret_cast<const double*>(in + 32));
+          const __m256d a = _mm256_permute4x64_pd(_mm256_unpacklo_pd(x, y), 0xD8);
+          const __m256d b = _mm256_permute4x64_pd(_mm256_unpackhi_pd(x, y), 0xD8);
+          store32<kStream>(d0 + doff, a);
+          store32<kStream>(d1 + doff, b);
+        } else {
+          const __m256 x = _mm256_loadu_ps(reinterpret_cast<const float*>(in));
+          const __m256 y = _mm256_loadu_ps(reinterpret_cast<const float*>(in + 32));
+          const __m256d a = _mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(x, y, 0x88)), 0xD8);
+          const __m256d b = _mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(x, y, 0xDD)), 0xD8);
+          store32<kStream>(d0 + doff, a);
+          store32<kStream>(d1 + doff, b);
+        }
+      }
+    }
+  }
+#endif
+
+#if TENFERRO_ISA_LEVEL >= 1
+  // Note [Transpose micro-kernel]: row pointers are formed once per quad of rows and
+  // columns, and the streaming/unaligned choice is made once per block (a template
+  // parameter), so the inner loop is loads, shuffles and stores only.
+  template <int64_t kV, bool kStream>
+  void vec_block(char* d, const char* s, int64_t i0, int64_t iv, int64_t j0, int64_t jv) const {
+    // Note [Line-wise transposes]: the quads that cover one 64-byte line of a source row
+    // run back to back for each quad of rows, so every source line is consumed whole
+    // while it is in L1, even when the rows of a block alias in the cache (rows a
+    // multiple of 4 KiB apart).
+    constexpr int64_t kQ = (64 / kE) / kV > 1 ? (64 / kE) / kV : 1;
+    int64_t j = j0;
+    if constexpr (kQ > 1) {
+      for (; j + kQ * kV <= jv; j += kQ * kV) {
+        char* drow[kQ][kV];
+        const char* scol[kQ];
+        for (int64_t q = 0; q < kQ; ++q) {
+          for (int64_t k = 0; k < kV; ++k) drow[q][k] = d + dj.at(j + q * kV + k);
+          scol[q] = s + sj.at(j + q * kV);
+        }
+        // Note [Transpose prefetch]: each quad of rows asks for the source lines it
+        // will read kPrefetchLines line-chunks later (the same rows): a block reads one
+        // line from each of its 64 rows per chunk, more streams than the hardware
+        // prefetchers follow when the rows are pages apart. The hint is T2 (outer
+        // levels, not L1): rows a multiple of 4 KiB apart share one L1 set, where lines
+        // fetched ahead evicted each other. Zen 5, 64^4 f64, alternating runs against
+        // the kernel without it (2026-12-02): [1xxx] permutations 0.52-0.87 -> 0.70-1.03
+        // x memcpy at 1 thread, [3xxx] 0.33-0.62 -> 0.45-0.79; at 2 threads 18 -> 4 of
+        // 28 cases below 0.6 (a T0 hint helped [1xxx] as much but not [3xxx]).
+        const int64_t jp = j + kPrefetchLines * kQ * kV;
+        const char* pcol = jp + kQ * kV <= jv ? s + sj.at(jp) : nullptr;
+        for (int64_t i = i0; i < iv; i += kV) {
+          int64_t so[kV];
+          for (int64_t k = 0; k < kV; ++k) so[k] = si.at(i + k);
+          if (pcol != nullptr) {
+            for (int64_t k = 0; k < kV; ++k) _mm_prefetch(pcol + so[k], _MM_HINT_T2);
+          }
+          const int64_t doff = di.at(i);
+          for (int64_t q = 0; q < kQ; ++q) {
+            const char* srow[kV];
+            for (int64_t k = 0; k < kV; ++k) srow[k] = scol[q] + so[k];
+            micro<kStream>(drow[q], srow, doff);
+          }
+        }
+      }
+    }
+    for (; j < jv; j += kV) {
+      char* drow[kV];
+      for (int64_t k = 0; k < kV; ++k) drow[k] = d + dj.at(j + k);
+      const char* scol = s + sj.at(j);
+      // Quads of segments shorter than a line (many tiny axes): the source of the
+      // quads kPrefetchLines ahead, in the next segments (Note [Transpose prefetch]).
+      // A rank-24 size-2 random permutation whose source segments are 4 elements:
+      // 14.1-15.2 -> 7.7-8.9 ms at one thread, 7.5-8.4 -> 5.6-7.0 at two (alternating,
+      // Zen 5, 2026-12-03).
+      const int64_t jp = j + kPrefetchLines * kV;
+      const char* pcol = jp + kV <= p1 ? s + sj.at(jp) : nullptr;
+      for (int64_t i = i0; i < iv; i += kV) {
+        const char* srow[kV];
+        for (int64_t k = 0; k < kV; ++k) {
+          const int64_t so = si.at(i + k);
+          if (pcol != nullptr) _mm_prefetch(pcol + so, _MM_HINT_T2);
+          srow[k] = scol + so;
+        }
+        micro<kStream>(drow, srow, di.at(i));
+      }
+    }
+  }
+
+  // The last (length mod 4) j of a segment: whole destination rows, each written in
+  // vectors of kV elements gathered from the source (streamed like the quads).
+  template <int64_t kV, bool kStream>
+  void tail_cols(char* d, const char* s, int64_t i0, int64_t iv, int64_t j0, int64_t j1) const {
+    for (int64_t j = j0; j < j1; ++j) {
+      char* drow = d + dj.at(j);
+      const char* scol = s + sj.at(j);
+      for (int64_t i = i0; i < iv; i += kV) {
+        alignas(32) W v[kV];
+        for (int64_t k = 0; k < kV; ++k) v[k] = *reinterpret_cast<const W*>(scol + si.at(i + k));
+        char* out = drow + di.at(i);
+        if constexpr (kE < 4) {
+          const __m128i x = _mm_load_si128(reinterpret_cast<const __m128i*>(v));
+          if constexpr (kStream) {
+            _mm_stream_si128(reinterpret_cast<__m128i*>(out), x);
+          } else {
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(out), x);
+          }
+        } else if constexpr (kE == 4) {
+          const __m128 x = _mm_load_ps(reinterpret_cast<const float*>(v));
+          if constexpr (kStream) {
+            _mm_stream_ps(reinterpret_cast<float*>(out), x);
+          } else {
+            _mm_storeu_ps(reinterpret_cast<float*>(out), x);
+          }
+        } else {
+          const __m256d x = _mm256_load_pd(reinterpret_cast<const double*>(v));
+          if constexpr (kStream) {
+            _mm256_stream_pd(reinterpret_cast<double*>(out), x);
+          } else {
+            _mm256_storeu_pd(reinterpret_cast<double*>(out), x);
+          }
+        }
+      }
+    }
+  }
+
+  template <bool kStream>
+  static void store16(char* out, __m128i x) {
+    if constexpr (kStream) {
+      _mm_stream_si128(reinterpret_cast<__m128i*>(out), x);
+    } else {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out), x);
+    }
+  }
+
+  template <bool kStream>
+  static void micro(char* const* drow, const char* const* srow, int64_t doff) {
+    if constexpr (kE == 8) {
+      const __m256d r0 = _mm256_loadu_pd(reinterpret_cast<const double*>(srow[0]));
+      const __m256d r1 = _mm256_loadu_pd(reinterpret_cast<const double*>(srow[1]));
+      const __m256d r2 = _mm256_loadu_pd(reinterpret_cast<const double*>(srow[2]));
+      const __m256d r3 = _mm256_loadu_pd(reinterpret_cast<const double*>(srow[3]));
+      const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+      const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+      const __m256d c0 = _mm256_permute2f128_pd(t0, t2, 0x20), c1 = _mm256_permute2f128_pd(t1, t3, 0x20);
+      const __m256d c2 = _mm256_permute2f128_pd(t0, t2, 0x31), c3 = _mm256_permute2f128_pd(t1, t3, 0x31);
+      if constexpr (kStream) {
+        _mm256_stream_pd(reinterpret_cast<double*>(drow[0] + doff), c0);
+        _mm256_stream_pd(reinterpret_cast<double*>(drow[1] + doff), c1);
+        _mm256_stream_pd(reinterpret_cast<double*>(drow[2] + doff), c2);
+        _mm256_stream_pd(reinterpret_cast<double*>(drow[3] + doff), c3);
+      } else {
+        _mm256_storeu_pd(reinterpret_cast<double*>(drow[0] + doff), c0);
+        _mm256_storeu_pd(reinterpret_cast<double*>(drow[1] + doff), c1);
+        _mm256_storeu_pd(reinterpret_cast<double*>(drow[2] + doff), c2);
+        _mm256_storeu_pd(reinterpret_cast<double*>(drow[3] + doff), c3);
+      }
+    } else if constexpr (kE == 4) {
+      __m128 r0 = _mm_loadu_ps(reinterpret_cast<const float*>(srow[0]));
+      __m128 r1 = _mm_loadu_ps(reinterpret_cast<const float*>(srow[1]));
+      __m128 r2 = _mm_loadu_ps(reinterpret_cast<const float*>(srow[2]));
+      __m128 r3 = _mm_loadu_ps(reinterpret_cast<const float*>(srow[3]));
+      _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+      if constexpr (kStream) {
+        _mm_stream_ps(reinterpret_cast<float*>(drow[0] + doff), r0);
+        _mm_stream_ps(reinterpret_cast<float*>(drow[1] + doff), r1);
+        _mm_stream_ps(reinterpret_cast<float*>(drow[2] + doff), r2);
+        _mm_stream_ps(reinterpret_cast<float*>(drow[3] + doff), r3);
+      } else {
+        _mm_storeu_ps(reinterpret_cast<float*>(drow[0] + doff), r0);
+        _mm_storeu_ps(reinterpret_cast<float*>(drow[1] + doff), r1);
+        _mm_storeu_ps(reinterpret_cast<float*>(drow[2] + doff), r2);
+        _mm_storeu_ps(reinterpret_cast<float*>(drow[3] + doff), r3);
+      }
+    } else if constexpr (kE == 2) {
+      // 8 x 8 of 16-bit elements: row pairs interleaved, then pairs of pairs, then halves.
+      __m128i r[8], a[8], b[8];
+      for (int64_t k = 0; k < 8; ++k) r[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(srow[k]));
+      for (int64_t k = 0; k < 8; k += 2) {
+        a[k] = _mm_unpacklo_epi16(r[k], r[k + 1]);      // columns 0-3 of rows k, k + 1
+        a[k + 1] = _mm_unpackhi_epi16(r[k], r[k + 1]);  // columns 4-7
+      }
+      for (int64_t k = 0; k < 8; k += 4) {  // b[k + g]: columns 2g, 2g + 1 of rows k..k+3
+        b[k] = _mm_unpacklo_epi32(a[k], a[k + 2]);
+        b[k + 1] = _mm_unpackhi_epi32(a[k], a[k + 2]);
+        b[k + 2] = _mm_unpacklo_epi32(a[k + 1], a[k + 3]);
+        b[k + 3] = _mm_unpackhi_epi32(a[k + 1], a[k + 3]);
+      }
+      for (int64_t g = 0; g < 4; ++g) {
+        store16<kStream>(drow[2 * g] + doff, _mm_unpacklo_epi64(b[g], b[4 + g]));
+        store16<kStream>(drow[2 * g + 1] + doff, _mm_unpackhi_epi64(b[g], b[4 + g]));
+      }
+    } else if constexpr (kE == 1) {
+      // 16 x 16 bytes in four interleaving stages: a[m][h] holds columns 8h.. of rows 2m,
+      // 2m + 1 as 16-bit units; b[q][g] columns 4g.. of rows 4q.. as 32-bit units; c[o][e]
+      // columns 2e, 2e + 1 of rows 8o.. as 64-bit units; the last stage joins the octets.
+      __m128i r[16], a[8][2], b[4][4], c[2][8];
+      for (int64_t k = 0; k < 16; ++k) r[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(srow[k]));
+      for (int64_t m = 0; m < 8; ++m) {
+        a[m][0] = _mm_unpacklo_epi8(r[2 * m], r[2 * m + 1]);
+        a[m][1] = _mm_unpackhi_epi8(r[2 * m], r[2 * m + 1]);
+      }
+      for (int64_t q = 0; q < 4; ++q) {
+        for (int64_t h = 0; h < 2; ++h) {
+          b[q][2 * h] = _mm_unpacklo_epi16(a[2 * q][h], a[2 * q + 1][h]);
+          b[q][2 * h + 1] = _mm_unpackhi_epi16(a[2 * q][h], a[2 * q + 1][h]);
+        }
+      }
+      for (int64_t o = 0; o < 2; ++o) {
+        for (int64_t g = 0; g < 4; ++g) {
+          c[o][2 * g] = _mm_unpacklo_epi32(b[2 * o][g], b[2 * o + 1][g]);
+          c[o][2 * g + 1] = _mm_unpackhi_epi32(b[2 * o][g], b[2 * o + 1][g]);
+        }
+      }
+      for (int64_t e = 0; e < 8; ++e) {
+        store16<kStream>(drow[2 * e] + doff, _mm_unpacklo_epi64(c[0][e], c[1][e]));
+        store16<kStream>(drow[2 * e + 1] + doff, _mm_unpackhi_epi64(c[0][e], c[1][e]));
+      }
+    } else if constexpr (kE == 16) {
+      const __m256d r0 = _mm256_loadu_pd(reinterpret_cast<const double*>(srow[0]));
+      const __m256d r1 = _mm256_loadu_pd(reinterpret_cast<const double*>(srow[1]));
+      const __m256d c0 = _mm256_permute2f128_pd(r0, r1, 0x20), c1 = _mm256_permute2f128_pd(r0, r1, 0x31);
+      if constexpr (kStream) {
+        _mm256_stream_pd(reinterpret_cast<double*>(drow[0] + doff), c0);
+        _mm256_stream_pd(reinterpret_cast<double*>(drow[1] + doff), c1);
+      } else {
+        _mm256_storeu_pd(reinterpret_cast<double*>(drow[0] + doff), c0);
+        _mm256_storeu_pd(reinterpret_cast<double*>(drow[1] + doff), c1);
+      }
+    }
+  }
+#endif
+};
+
+// Fills `table` with the byte offsets, in operand `op`, of the elements of the axes
+// [first, last) of `loop` enumerated column-major; returns the element count.
+int64_t group_table(const detail::StridedLoop<2>& loop, size_t first, size_t last, int op, int64_t* table) {
+  int64_t n = 1;
+  table[0] = 0;
+  for (size_t k = first; k < last; ++k) {
+    const int64_t e = loop.axis(k).extent;
+    const int64_t st = loop.axis(k).stride[op];
+    for (int64_t r = 1; r < e; ++r) {
+      for (int64_t q = 0; q < n; ++q) table[r * n + q] = table[q] + r * st;
+    }
+    n *= e;
+  }
+  return n;
+}
+
+// Groups of a transpose on `loop` (axis 0 destination-fastest, axis 1 source-fastest):
+// G0 = axes [0, g0_end) of p0 elements, G1 = [g0_end, g1_end) of p1, and the runs seg_i /
+// seg_j of each that are contiguous in the destination / source.
+struct TransposeGroups {
+  size_t g0_end = 1, g1_end = 2;
+  int64_t p0 = 1, p1 = 1, seg_i = 1, seg_j = 1;
+};
+
+// Grows a group ending at *end with the axes [*end, rank) of the smallest |stride| in
+// operand `op` (and, for G0, with those reserved axes [2, *r_end) that keep it within
+// `reserved_until` elements; a reserved axis taken moves to the group's end).
+int64_t grow_group(detail::StridedLoop<2>& loop, int64_t elem, int64_t product, int op, size_t* end, size_t* r_end,
+                   int64_t reserved_until) {
+  while (product < kGroup) {
+    size_t best = loop.rank();
+    auto better = [&](size_t k) {
+      return best == loop.rank() || std::llabs(loop.axis(k).stride[op]) < std::llabs(loop.axis(best).stride[op]);
+    };
+    for (size_t k = 2; k < *r_end; ++k) {
+      if (product * loop.axis(k).extent <= reserved_until && better(k)) best = k;
+    }
+    for (size_t k = *end; k < loop.rank(); ++k) {
+      if (better(k)) best = k;
+    }
+    if (best == loop.rank()) break;
+    if (product * loop.axis(best).extent > kGroup) {
+      // Note [Split group axes]: an axis too long to join whole, continuing the group
+      // contiguously, joins with its largest factor that fits; the rest stays outside.
+      // Without it a group stopped short of such an axis: f64 7 x 1000 x 1000 x 3 `[3210]`
+      // had a source group of 7 elements (56-byte reads from 3000 rows per tile) and ran
+      // 36-38 ms; with 7 x 500 it runs 12.6-14.4 (memcpy 8-10 ms); 500 x 4 x 500 x 4
+      // `[3120]` 6.2 -> 1.3 ms (one thread, Zen 5, 2026-12-03).
+      if (best < *r_end || std::llabs(loop.axis(best).stride[op]) != product * elem) break;
+      const int64_t e = loop.axis(best).extent;
+      int64_t f = std::min(e - 1, kGroup / product);
+      while (f > 1 && e % f != 0) --f;
+      if (f * product < 2 * product || f < 2) break;
+      loop.split_axis(best, f);
+    }
+    // Past a minimum size, only grow with an axis that continues the group
+    // contiguously in this operand (a gap would scatter the group's accesses).
+    // Note [Tiny-axis source groups]: the source group (G1) of axes of extent <= 4
+    // grows past gaps up to kTinyGroup elements: with many tiny axes a 16-element
+    // group left each tile a few scattered source lines, and the tiles' lines of one
+    // source region were read far apart in time (rank-24 size-2 random permutations,
+    // Zen 5, alternating runs: 0.32-0.45 -> 0.50-0.64 x memcpy at one thread).
+    const int64_t limit = op == 1 && loop.axis(best).extent <= 4 ? kTinyGroup : kMinGroup;
+    if (product >= limit && std::llabs(loop.axis(best).stride[op]) != product * elem) break;
+    product *= loop.axis(best).extent;
+    if (best < *r_end) {
+      loop.move_axis(best, *end - 1);  // the reserved range shrinks by one
+      --*r_end;
+    } else {
+      loop.move_axis(best, (*end)++);
+    }
+  }
+  return product;
+}
+
+// Note [Reserved source lines]: a block of the transpose (Note [Transpose blocking])
+// covers kBlockBytes of G0 and all of G1, so a source line is consumed whole in one block
+// only if its axes lie in G1 or in G0's first kBlockBytes. The axes that continue the
+// source-fastest contiguously, up to kBlockBytes, are therefore reserved for G1
+// (positions [1, r_end)); G0, grown first, may take one of them (never axis 1) only
+// while it stays within `reserved_until` elements. Without the reservation, G0 took
+// every destination-fastest axis, and with many tiny axes those included the source's
+// second, third, ... fastest at G0 positions far past a block: each source line was then
+// read once per element pair, in blocks far apart in time (a rank-24 size-2 random
+// permutation: 0.19 x memcpy; with the reservation 0.9, Zen 5, 2026-12-03).
+TransposeGroups form_groups(detail::StridedLoop<2>& loop, int64_t elem, int64_t reserved_until) {
+  size_t r_end = 2;
+  for (int64_t run = loop.axis(1).extent; run < kBlockBytes / elem;) {
+    size_t next = loop.rank();
+    for (size_t k = r_end; k < loop.rank(); ++k) {
+      if (loop.axis(k).stride[1] == run * elem) next = k;
+    }
+    if (next == loop.rank()) break;
+    run *= loop.axis(next).extent;
+    loop.move_axis(next, r_end++);
+  }
+  TransposeGroups g;
+  g.g0_end = r_end;  // G0 = {0} + [r_end, g0_end) while it grows
+  g.p0 = grow_group(loop, elem, loop.axis(0).extent, 0, &g.g0_end, &r_end, reserved_until);
+  for (size_t k = 1; k < r_end; ++k) loop.move_axis(1, g.g0_end - 1);  // reserved axes after G0
+  g.g0_end -= r_end - 1;                                               // G0 = [0, g0_end)
+  g.g1_end = g.g0_end + 1;
+  size_t no_reserved = 2;
+  g.p1 = grow_group(loop, elem, loop.axis(g.g0_end).extent, 1, &g.g1_end, &no_reserved, 0);
+  auto segment = [&](size_t first, size_t last, int op) {
+    int64_t run = 1;
+    for (size_t k = first; k < last && loop.axis(k).stride[op] == run * elem; ++k) run *= loop.axis(k).extent;
+    return run;
+  };
+  g.seg_i = segment(0, g.g0_end, 0);
+  g.seg_j = segment(g.g0_end, g.g1_end, 1);
+  return g;
+}
+
+// Note [Transpose groups]: an axis that is among both the destination's and the source's
+// fastest (a shared axis: many tiny axes make them common) can make only one group
+// contiguous. Two groupings are formed: G0 may take reserved axes within a block
+// (destination runs long), or only up to one vector (source runs long); the one whose
+// shorter contiguous side (in bytes, counted up to a block) is longer wins, then the one
+// whose longer side is, then the first. Rank-24 size-2 permutations, Zen 5, alternating
+// runs (2026-12-03): one whose source-second axis is the destination-fifth ran 10.2-10.6
+// ms in the first grouping (source runs of 2 elements: the pair path) and 7.0-7.1 in the
+// second (runs of 16 and 8 elements); one whose source-third axis is the
+// destination-third ran 11.9-12.0 in the first (runs of 4096 and 4) and 16.5-17.5 in the
+// second (4 and 16): each is chosen by the rule.
+TransposeGroups choose_groups(detail::StridedLoop<2>& loop, int64_t elem, int64_t quad) {
+  detail::StridedLoop<2> alt = loop;
+  const TransposeGroups first = form_groups(loop, elem, kBlockBytes / elem);
+  const TransposeGroups second = form_groups(alt, elem, quad);
+  auto sides = [&](const TransposeGroups& g) {
+    const int64_t a = std::min(g.seg_i * elem, kBlockBytes), b = std::min(g.seg_j * elem, kBlockBytes);
+    return std::pair<int64_t, int64_t>{std::min(a, b), std::max(a, b)};
+  };
+  if (sides(second) > sides(first)) {
+    loop = alt;
+    return second;
+  }
+  return first;
+}
+
+template <class W>
+void copy_transpose_typed(const CpuExecutionContext& ctx, detail::StridedLoop<2>& loop,
+                          const std::array<char*, 2>& bases, int64_t dst_bytes) {
+  constexpr int64_t kElem = sizeof(W);
+  const size_t src_fast = loop.fastest_axis(1);
+  // Transpose: G1 starts with the source-fastest axis (moved to position 1), G0 with the
+  // destination-fastest (axis 0); Note [Transpose groups] forms the rest.
+  loop.move_axis(src_fast, 1);
+  constexpr int64_t kQ = Transposer<W>::kVector;  // elements per vector of the quad path
+  const TransposeGroups groups = choose_groups(loop, kElem, kQ);
+  const size_t g0_end = groups.g0_end, g1_end = groups.g1_end;
+  const int64_t p0 = groups.p0, p1 = groups.p1;
+  // Offset tables.
+  int64_t g0_dst[kGroup], g0_src[kGroup], g1_dst[kGroup], g1_src[kGroup];
+  Transposer<W> tr{};
+  tr.p0 = p0;
+  tr.p1 = p1;
+  auto describe = [&](size_t first, size_t last, int op, int64_t* table) {
+    Offsets o;
+    if (last == first + 1) {
+      o.stride = loop.axis(first).stride[op];
+    } else {
+      group_table(loop, first, last, op, table);
+      o.table = table;
+    }
+    return o;
+  };
+  tr.di = describe(0, g0_end, 0, g0_dst);
+  tr.si = describe(0, g0_end, 1, g0_src);
+  tr.dj = describe(g0_end, g1_end, 0, g1_dst);
+  tr.sj = describe(g0_end, g1_end, 1, g1_src);
+  {
+    // Vector path: quads inside the contiguous segments of i (dst) and j (src), Note
+    // [Transpose segments].
+    tr.seg_i = groups.seg_i;
+    tr.seg_j = groups.seg_j;
+    tr.vec_ok = tr.seg_i >= kQ && tr.seg_j >= kQ;
+    tr.pair_ok = kElem == 8 && p0 >= 2 && p1 >= 2 && tr.di.runs_of(2, p0, kElem) && tr.sj.runs_of(2, p1, kElem);
+    if constexpr ((kElem == 8 || kElem == 4) && TENFERRO_ISA_LEVEL >= 1) {
+      // Note [Zips]: pairs on one side, zip groups (adjacent on the other side's source,
+      // 2 elements apart on its destination, or the mirror) on the other.
+      constexpr int64_t kZ = Transposer<W>::kZip;
+      auto pairs = [](const Offsets& o, int64_t n) { return n % 2 == 0 && o.runs_of(2, n, kElem); };
+      auto zip_groups = [&](const Offsets& near, const Offsets& far, int64_t n) {
+        return n >= kZ && near.runs_of(kZ, n, kElem) && far.runs_of(kZ, n, 2 * kElem);
+      };
+      tr.zip_ok = !tr.vec_ok && pairs(tr.di, p0) && zip_groups(tr.sj, tr.dj, p1);
+      tr.unzip_ok = !tr.vec_ok && !tr.zip_ok && pairs(tr.sj, p1) && zip_groups(tr.di, tr.si, p0);
+    }
+  }
+  // No vector path (or a scalar build), or only pairs of a transpose too small to pay
+  // for its outer iteration: Note [Blocked copies].
+  const bool pairs_pay = tr.pair_ok && p0 * p1 >= kMinPairTile;
+  if (TENFERRO_ISA_LEVEL == 0 || !(tr.vec_ok || tr.zip_ok || tr.unzip_ok || pairs_pay)) {
+    copy_blocked(ctx, loop, bases, kElem);
+    return;
+  }
+  // 1- and 2-byte elements are stored normally: their vectors are 16 bytes of 8 or 16
+  // rows, partial lines that streaming stores would flush in pieces.
+  tr.stream = kElem >= 4 && dst_bytes >= kStreamBytes;
+  tr.stream_aligned = tr.stream;
+  tr.choose_block();
+  {
+    // Alignment of every vector store: 32 bytes for the quad path (16 for floats and
+    // for the pair path); row offsets dj and column offsets di at vector starts.
+    // i segments that are not whole quads leave element-wise tails inside destination
+    // lines: no streaming stores then (j tails are whole destination rows).
+    const bool quads = tr.vec_ok;
+    const int64_t step = quads ? kQ : 2;
+    if (quads && tr.seg_i < p0 && tr.seg_i % step != 0) {
+      tr.stream_aligned = false;
+    }
+    const bool zips = tr.zip_ok || tr.unzip_ok;  // 32-byte stores (Note [Zips])
+    const int64_t align = zips ? 32 : quads ? static_cast<int64_t>(Transposer<W>::kStreamAlign) : 16;
+    const int64_t j_step = tr.zip_ok ? Transposer<W>::kZip : 1;
+    const int64_t i_step = tr.zip_ok ? 2 : tr.unzip_ok ? Transposer<W>::kZip : step;
+    tr.stream_aligned = tr.stream_aligned && tr.dj.aligned(p1, j_step, align) && tr.di.aligned(p0, i_step, align);
+  }
+  // Note [Transposes in source order]: with streaming stores the outer axes are walked in
+  // source order, as for runs (Note [Streamed runs]): consecutive tiles then read
+  // neighbouring source memory while their destination pieces, whole rows of lines, may
+  // land far apart. 64^4 f64 [1032] (64 x 64 tiles, one outer axis 2 MiB apart in the
+  // source, the other in the destination) 0.55-0.90 -> 0.86-1.15 x memcpy, the rank-24
+  // random permutations 0.49-0.66 -> 0.61-0.66 at one thread; at two threads 2-11 ->
+  // 4-10 cases below 0.6 per round, mean ratio 0.74-0.80 -> 0.80-0.83 (alternating
+  // runs, Zen 5, 2026-12-03).
+  if (tr.stream) loop.sort_axes(g1_end, 1);
+  const int64_t outer = loop.outer_count(g1_end);
+  if (ctx.threads() > 1 && outer < 4 * ctx.threads() && p0 * p1 >= (int64_t{1} << 15)) {
+    // Few outer iterations: split each transpose over its rows (i) instead, or over its
+    // columns (j, whole destination rows each) when there are too few row blocks for the
+    // workers: a 64 x 262144 transpose (64^4 [3012]) has one row block, and ran on one
+    // worker of two (0.28-0.38 x a two-thread memcpy).
+    constexpr int64_t kIChunk = 64;
+    constexpr int64_t kJChunk = 256;
+    const int64_t row_pieces = (p0 + kIChunk - 1) / kIChunk;
+    const bool by_columns = row_pieces < 4 * ctx.threads() && p1 >= 4 * ctx.threads() * kJChunk;
+    const int64_t pieces = by_columns ? (p1 + kJChunk - 1) / kJChunk : row_pieces;
+    for (int64_t o = 0; o < outer; ++o) {
+      loop.run_range(bases, g1_end, o, o + 1, [&](const std::array<char*, 2>& p) {
+        ctx.parallel_for(pieces, 1, [&](int64_t b, int64_t e) {
+          if (by_columns) {
+            tr.run_cols(p[0], p[1], b * kJChunk, std::min(p1, e * kJChunk));
+          } else {
+            tr.run_rows(p[0], p[1], b * kIChunk, std::min(p0, e * kIChunk));
+          }
+#if TENFERRO_ISA_LEVEL >= 1
+          if (tr.stream) _mm_sfence();
+#endif
+        });
+      });
+    }
+    return;
+  }
+  loop.run(ctx, bases, g1_end, p0 * p1, [&](const std::array<char*, 2>& p) {
+    tr.run(p[0], p[1]);
+#if TENFERRO_ISA_LEVEL >= 1
+    // Streaming stores are weakly ordered: fence on the thread that issued them.
+    if (tr.stream) _mm_sfence();
+#endif
+  });
+}
+
+}  // namespace
+
+void copy_transpose(const CpuExecutionContext& ctx, detail::StridedLoop<2>& loop, const std::array<char*, 2>& bases,
+                    int64_t dst_bytes, int64_t elem) {
+  switch (elem) {
+    case 1: return copy_transpose_typed<Word<1>>(ctx, loop, bases, dst_bytes);
+    case 2: return copy_transpose_typed<Word<2>>(ctx, loop, bases, dst_bytes);
+    case 4: return copy_transpose_typed<Word<4>>(ctx, loop, bases, dst_bytes);
+    case 8: return copy_transpose_typed<Word<8>>(ctx, loop, bases, dst_bytes);
+    default: return copy_transpose_typed<Word<16>>(ctx, loop, bases, dst_bytes);
+  }
+}
+
+}  // namespace tenferro::cpu::detail::TENFERRO_ISA_NS
+TENFERRO_ISA_END
