@@ -977,8 +977,12 @@ void copy_transpose_typed(const CpuExecutionContext& ctx, detail::StridedLoop<2>
     // Few outer iterations: split each transpose over its rows (i) instead, or over its
     // columns (j, whole destination rows each) when there are too few row blocks for the
     // workers: a 64 x 262144 transpose (64^4 [3012]) has one row block, and ran on one
-    // worker of two (0.28-0.38 x a two-thread memcpy).
-    constexpr int64_t kIChunk = 64;
+    // worker of two (0.28-0.38 x a two-thread memcpy). A row piece is 64 rows, or for
+    // elements under 4 bytes one row block (Note [Transpose blocking]): 64 rows gave each
+    // destination row of a byte transpose 64 bytes per piece, and bool 8192 x 8192 ran 12.2
+    // ms on two threads (13.6 on one); with 512-row pieces 6.8. f32 transposes want 64 rows
+    // there (64^4 `[3210]` at two threads 2.4 ms; with their 128-row block 3.1-3.2).
+    const int64_t kIChunk = kElem < 4 ? tr.i_block : 64;
     constexpr int64_t kJChunk = 256;
     const int64_t row_pieces = (p0 + kIChunk - 1) / kIChunk;
     const bool by_columns = row_pieces < 4 * ctx.threads() && p1 >= 4 * ctx.threads() * kJChunk;
