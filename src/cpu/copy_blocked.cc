@@ -31,14 +31,13 @@ namespace {
 // about (kTileRunBytes / element)^2 elements, which stay in L1 while it is copied:
 // straight, element by element with its longest axis innermost (or a shared run moved
 // whole), or staged through an L1 buffer when that inner loop would touch many rows (see
-// below). Tiles are walked in source order. This is also how a scalar build (or
-// TENFERRO_MAX_ISA=scalar) copies every permutation: 64^4 f64 `[3210]` 115 -> 38 ms,
-// 4096 x 4096 108 -> 27 ms, f32 64^4 `[3210]` 122 -> 22 ms with staging. One thread, alternating runs (Zen 5,
-// 2026-12-03): that
-// `[3120]` 31-34 -> 15-19 ms, f64 7 x 1000 x 1000 x 3 `[0321]` (runs of 56 bytes, each
-// copied as an outer iteration of its own) 68-118 -> 22 ms, 3 x 1000 x 3 x 1000 `[0321]`
-// 24-28 -> 15-18 ms, bool 7 x 1000 x 1000 x 3 `[3210]` 22-43 -> 3.3 ms. numpy's copies
-// of the same permutations took 83, 24, 46 ms (its bool 8192 x 8192 transpose 516 ms).
+// below). Tiles are walked in source order. One thread, alternating runs (Zen 5,
+// 2026-12-03): that `[3120]` 31-34 -> 15-19 ms, f64 7 x 1000 x 1000 x 3 `[0321]` (runs of
+// 56 bytes, each copied as an outer iteration of its own) 68-118 -> 22 ms, 3 x 1000 x 3 x
+// 1000 `[0321]` 24-28 -> 15-18 ms, bool 7 x 1000 x 1000 x 3 `[3210]` 22-43 -> 3.3 ms;
+// numpy's copies of the same permutations took 83, 24 and 46 ms. This is also how a
+// scalar build (or TENFERRO_MAX_ISA=scalar) copies every permutation: with staging 64^4
+// f64 `[3210]` 115 -> 38 ms, 4096 x 4096 108 -> 27 ms, f32 64^4 `[3210]` 122 -> 22 ms.
 constexpr int64_t kTileRunBytes = 256;
 constexpr int64_t kStageBytes = 32 << 10;  // Note [Blocked copies]: the L1 buffer of a tile
 constexpr int64_t kStageRows = 8;          // ... used when a straight inner loop spans more rows
