@@ -199,25 +199,32 @@ void copy_blocked_typed(const CpuExecutionContext& ctx, detail::StridedLoop<2>& 
         *s += start * a.stride[1];
       }
     };
-    // Calls f(d, s) for every run of a tile (inner axis left to f), mid axes odometer.
-    auto for_runs = [&](char* d, const char* s, const SmallVector<int64_t, 8>& sizes, auto&& f) {
+    // The one odometer of a tile: calls f(pa, pb) at every position of `axes` (extents
+    // `sizes`), two pointers stepping by per-axis byte strides; the axes left out are
+    // f's to walk.
+    auto walk = [&](const SmallVector<size_t, 8>& axes, const SmallVector<int64_t, 8>& sizes, auto stride_a,
+                    auto stride_b, char* pa, const char* pb, auto&& f) {
+      for (size_t q = 0; q < axes.size(); ++q) cnt[q] = 0;
       for (;;) {
-        f(d, s);
+        f(pa, pb);
         size_t q = 0;
-        for (; q < mid.size(); ++q) {
-          const detail::LoopAxis<2>& a = loop.axis(mid[q]);
-          if (++cnt[q] < sizes[mid[q]]) {
-            d += a.stride[0];
-            s += a.stride[1];
+        for (; q < axes.size(); ++q) {
+          const size_t k = axes[q];
+          if (++cnt[q] < sizes[k]) {
+            pa += stride_a(k);
+            pb += stride_b(k);
             break;
           }
-          d -= (sizes[mid[q]] - 1) * a.stride[0];
-          s -= (sizes[mid[q]] - 1) * a.stride[1];
+          pa -= (sizes[k] - 1) * stride_a(k);
+          pb -= (sizes[k] - 1) * stride_b(k);
           cnt[q] = 0;
         }
-        if (q == mid.size()) break;
+        if (q == axes.size()) return;
       }
     };
+    auto buf_stride = [&](size_t k) { return buf_st[k]; };
+    auto src_stride = [&](size_t k) { return loop.axis(k).stride[1]; };
+    auto dst_stride = [&](size_t k) { return loop.axis(k).stride[0]; };
     const int64_t di = loop.axis(inner).stride[0], si = loop.axis(inner).stride[1];
     char* d = nullptr;
     const char* s = nullptr;
@@ -228,7 +235,7 @@ void copy_blocked_typed(const CpuExecutionContext& ctx, detail::StridedLoop<2>& 
       if (t + 1 < e) locate(t + 1, &next_d, &next_s, next_n);
       if (t + 1 < e && shared_run) {
         const int64_t last = next_n[inner] - 1;
-        for_runs(next_d, next_s, next_n, [&](char* pd, const char* ps) {
+        walk(mid, next_n, dst_stride, src_stride, next_d, next_s, [&](char* pd, const char* ps) {
           __builtin_prefetch(ps, 0, 3);
           __builtin_prefetch(ps + last * si, 0, 3);
           __builtin_prefetch(pd, 1, 3);
@@ -236,30 +243,6 @@ void copy_blocked_typed(const CpuExecutionContext& ctx, detail::StridedLoop<2>& 
         });
       }
       if (staged) {
-        // Odometer over `axes` (sizes n), two pointers with per-axis byte strides.
-        auto walk = [&](const SmallVector<size_t, 8>& axes, auto stride_a, auto stride_b, char* pa, const char* pb,
-                        auto&& f) {
-          for (size_t q = 0; q < axes.size(); ++q) cnt[q] = 0;
-          for (;;) {
-            f(pa, pb);
-            size_t q = 0;
-            for (; q < axes.size(); ++q) {
-              const size_t k = axes[q];
-              if (++cnt[q] < n[k]) {
-                pa += stride_a(k);
-                pb += stride_b(k);
-                break;
-              }
-              pa -= (n[k] - 1) * stride_a(k);
-              pb -= (n[k] - 1) * stride_b(k);
-              cnt[q] = 0;
-            }
-            if (q == axes.size()) return;
-          }
-        };
-        auto buf_stride = [&](size_t k) { return buf_st[k]; };
-        auto src_stride = [&](size_t k) { return loop.axis(k).stride[1]; };
-        auto dst_stride = [&](size_t k) { return loop.axis(k).stride[0]; };
         // Stage in: the leading tile axes that are whole and contiguous in the source
         // (their buffer strides are then contiguous too) form one run.
         const int64_t sa = src_stride(a0);
@@ -270,7 +253,7 @@ void copy_blocked_typed(const CpuExecutionContext& ctx, detail::StridedLoop<2>& 
         }
         in_tail.clear();
         for (size_t q = first; q < in_rest.size(); ++q) in_tail.push_back(in_rest[q]);
-        walk(in_tail, buf_stride, src_stride, stage, s, [&](char* pb, const char* ps) {
+        walk(in_tail, n, buf_stride, src_stride, stage, s, [&](char* pb, const char* ps) {
           if (sa == kE) {
             copy_run(pb, ps, na * kE);
           } else {
@@ -289,7 +272,7 @@ void copy_blocked_typed(const CpuExecutionContext& ctx, detail::StridedLoop<2>& 
         out_tail.clear();
         if (db == kE && bb == kE) {
           for (size_t q = first; q < out_rest.size(); ++q) out_tail.push_back(out_rest[q]);
-          walk(out_tail, dst_stride, buf_stride, d, stage,
+          walk(out_tail, n, dst_stride, buf_stride, d, stage,
                [&](char* pd, const char* pb) { copy_run(pd, pb, nb * kE); });
         } else {
           // Element-wise: the next axis in destination order is walked inside too (both
@@ -302,7 +285,7 @@ void copy_blocked_typed(const CpuExecutionContext& ctx, detail::StridedLoop<2>& 
           const bool swap = n1 > nb;
           const int64_t ni = swap ? n1 : nb, no = swap ? nb : n1;
           const int64_t din = swap ? d1 : db, bin = swap ? s1 : bb, dout = swap ? db : d1, bout = swap ? bb : s1;
-          walk(out_tail, dst_stride, buf_stride, d, stage, [&](char* pd, const char* pb) {
+          walk(out_tail, n, dst_stride, buf_stride, d, stage, [&](char* pd, const char* pb) {
             for (int64_t y = 0; y < no; ++y) {
               char* qd = pd + y * dout;
               const char* qb = pb + y * bout;
@@ -317,7 +300,7 @@ void copy_blocked_typed(const CpuExecutionContext& ctx, detail::StridedLoop<2>& 
         continue;
       }
       const int64_t ni = n[inner];
-      for_runs(d, s, n, [&](char* pd, const char* ps) {
+      walk(mid, n, dst_stride, src_stride, d, s, [&](char* pd, const char* ps) {
         if (shared_run) {
           copy_short(pd, ps, ni * kE);
         } else {
@@ -336,13 +319,7 @@ void copy_blocked_typed(const CpuExecutionContext& ctx, detail::StridedLoop<2>& 
 
 void copy_blocked(const CpuExecutionContext& ctx, detail::StridedLoop<2>& loop, const std::array<char*, 2>& bases,
                   int64_t elem) {
-  switch (elem) {
-    case 1: return copy_blocked_typed<Word<1>>(ctx, loop, bases);
-    case 2: return copy_blocked_typed<Word<2>>(ctx, loop, bases);
-    case 4: return copy_blocked_typed<Word<4>>(ctx, loop, bases);
-    case 8: return copy_blocked_typed<Word<8>>(ctx, loop, bases);
-    default: return copy_blocked_typed<Word<16>>(ctx, loop, bases);
-  }
+  with_word(elem, [&](auto word) { copy_blocked_typed<decltype(word)>(ctx, loop, bases); });
 }
 
 }  // namespace tenferro::cpu::detail::TENFERRO_ISA_NS

@@ -168,13 +168,7 @@ void copy_strided(const CpuExecutionContext& ctx, const void* src_base, const La
                   const Layout& dst, int64_t elem) {
   const char* s = static_cast<const char*>(src_base);
   char* d = static_cast<char*>(dst_base);
-  switch (elem) {
-    case 1: return copy_typed<Word<1>>(ctx, s, src, d, dst);
-    case 2: return copy_typed<Word<2>>(ctx, s, src, d, dst);
-    case 4: return copy_typed<Word<4>>(ctx, s, src, d, dst);
-    case 8: return copy_typed<Word<8>>(ctx, s, src, d, dst);
-    default: return copy_typed<Word<16>>(ctx, s, src, d, dst);
-  }
+  with_word(elem, [&](auto word) { copy_typed<decltype(word)>(ctx, s, src, d, dst); });
 }
 
 }  // namespace tenferro::cpu::detail::TENFERRO_ISA_NS

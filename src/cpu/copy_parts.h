@@ -17,6 +17,18 @@ using Word = std::conditional_t<
     std::conditional_t<S == 2, uint16_t,
                        std::conditional_t<S == 4, uint32_t, std::conditional_t<S == 8, uint64_t, Bytes<S>>>>>;
 
+// Calls f(Word<elem>{}): the one place an element size becomes a word type.
+template <class F>
+void with_word(int64_t elem, F&& f) {
+  switch (elem) {
+    case 1: return f(Word<1>{});
+    case 2: return f(Word<2>{});
+    case 4: return f(Word<4>{});
+    case 8: return f(Word<8>{});
+    default: return f(Word<16>{});
+  }
+}
+
 constexpr int64_t kStreamBytes = 8 << 20;  // outputs at least this large use streaming stores
 
 /// Note [Blocked copies] (copy_blocked.cc): copies `loop` (operand 0 destination, 1 source,

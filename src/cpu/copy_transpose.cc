@@ -1016,13 +1016,7 @@ void copy_transpose_typed(const CpuExecutionContext& ctx, detail::StridedLoop<2>
 
 void copy_transpose(const CpuExecutionContext& ctx, detail::StridedLoop<2>& loop, const std::array<char*, 2>& bases,
                     int64_t dst_bytes, int64_t elem) {
-  switch (elem) {
-    case 1: return copy_transpose_typed<Word<1>>(ctx, loop, bases, dst_bytes);
-    case 2: return copy_transpose_typed<Word<2>>(ctx, loop, bases, dst_bytes);
-    case 4: return copy_transpose_typed<Word<4>>(ctx, loop, bases, dst_bytes);
-    case 8: return copy_transpose_typed<Word<8>>(ctx, loop, bases, dst_bytes);
-    default: return copy_transpose_typed<Word<16>>(ctx, loop, bases, dst_bytes);
-  }
+  with_word(elem, [&](auto word) { copy_transpose_typed<decltype(word)>(ctx, loop, bases, dst_bytes); });
 }
 
 }  // namespace tenferro::cpu::detail::TENFERRO_ISA_NS
