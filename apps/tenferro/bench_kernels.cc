@@ -9,6 +9,7 @@
 #include <cstring>
 #include <functional>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -142,6 +143,15 @@ int run_bench_kernels(int argc, char** argv) {
   };
   (*executor)->install([&] {
     cpu::CpuExecutionContext ctx(executor->get(), cpu::ParallelMode::kInner, threads);
+    // Where OpenBLAS runs 512-bit kernels, the planner gives products to it rather than
+    // to the blocked kernel (Note [Blocked AVX-512 GEMM]); a second context plans with
+    // caps that say otherwise, so `[blocked]` rows show the blocked kernel beside it.
+    cpu::CpuCaps blocked_caps = cpu::host_caps();
+    blocked_caps.openblas_avx512 = false;
+    std::optional<cpu::CpuExecutionContext> blocked_ctx;
+    if (cpu::host_caps().openblas_avx512) {
+      blocked_ctx.emplace(executor->get(), cpu::ParallelMode::kInner, threads, cpu::BatchSettings{}, &blocked_caps);
+    }
     // ---- dot_general vs raw GEMM.
     for (int n = 64; n <= max_n; n *= 2) {
       for (DType d : {DType::kF64, DType::kF32, DType::kC128}) {
@@ -183,6 +193,14 @@ int run_bench_kernels(int argc, char** argv) {
         blis.provider = cpu::GemmProvider::kBlis;
         const double tb = median_ms(reps, [&] { check(cpu::dot_general_into(ctx, a, b, dims, blis, c)); });
         rows.push_back({name + " [blis]", tb, peer, ref, flops / tb / 1e6});
+        if (blocked_ctx && d != DType::kC128) {
+          // The blocked kernel where the planner keeps OpenBLAS (its 512-bit kernels):
+          // the same product planned as if OpenBLAS ran 256-bit ones.
+          cpu::DotScratch blocked_scratch;
+          const double tk = median_ms(
+              reps, [&] { check(cpu::dot_general_into(*blocked_ctx, a, b, dims, {}, c, nullptr, &blocked_scratch)); });
+          rows.push_back({name + " [blocked]", tk, peer, ref, flops / tk / 1e6});
+        }
       }
     }
     // ---- tiny products: plain loops vs the GEMM providers (Note [Tiny products]).

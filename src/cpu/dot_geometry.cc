@@ -191,7 +191,7 @@ DotDims contraction_order(const Layout& l, const Layout& r, const DotDims& dims)
 // M x N_inner x K products on the operand in place. The batch runs below the peak rate
 // of one large product, so this pays only where the pack is a large part of the step:
 // the pack moves 16 bytes per element of the operand, the product does 2 M flops per
-// element, so with DRAM at ~7.6 GB/s and dgemm at ~37 GFLOP/s (this machine) the pack
+// element, so with DRAM at ~7.6 GB/s and dgemm at ~37 GFLOP/s (the Zen 4 VM of 2026-11-30) the pack
 // costs about 38 / M of the product: the split is used when the other side M is at most
 // 64. Each product also re-packs the other operand inside the BLAS call, so it must stay
 // in cache (at most 65536 elements) or all its re-packs move less than one pack of this

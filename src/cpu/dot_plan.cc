@@ -29,7 +29,7 @@ namespace tenferro::cpu {
 // batches (f64 on AVX-512 builds: the blocked kernel, Note [Blocked AVX-512 GEMM]);
 // BLIS (one thread per call) for sequential, outer-parallel and whole-batch vendor
 // batches, where BLIS runs tuned kernels (Note [Untuned BLIS]). Figures:
-// docs/benchmarks.md ("GEMM providers").
+// docs/benchmarks.md ("CPU kernels and dot_general").
 //
 // Note [Batch policy thresholds]: kAuto runs batches outer-parallel when the context
 // has more than one thread and each product is below DotOptions::outer_parallel_flops
@@ -231,7 +231,8 @@ constexpr int64_t kStreamMinShort = 8;
 // times the contraction: square products lost (2 threads, `bench kernels`, against
 // cblas_dgemm: n = 256 0.83-0.87, 1024 0.70-0.88, 2048 0.76-0.82 with the split;
 // 0.95-1.19 without; bin_matmul_256 0.58-0.69 -> 0.52-0.57 ms), BLIS's kernel being
-// slower than OpenBLAS's on this machine (28 against 36 GFLOP/s on one thread).
+// slower than OpenBLAS's there (the Zen 4 VM without AVX-512 of 2026-11-30: 28 against 36
+// GFLOP/s on one thread).
 
 // Note [OpenBLAS pieces]: with several threads an automatic OpenBLAS product runs as
 // one-thread OpenBLAS calls on pieces of its longer side, taken by the engine's workers,
@@ -244,7 +245,7 @@ constexpr int64_t kStreamMinShort = 8;
 // OpenBLAS's threads (399 x 4320 x 7290: 355-370 against 393-453 ms; 990 x 2187 x 4620,
 // 4320 x 594 x 399, 480 x 4620 x 243, 810 x 12474 x 154 within the spread). Each piece
 // packs the whole other operand again (OpenBLAS's threads share their packed panels),
-// which costs about 17 / width of the product on this machine, so pieces are at least
+// which cost about 17 / width of the product on that machine, so pieces are at least
 // kOpenBlasPiece wide unless that leaves fewer than one per worker, and at most four
 // per worker (a worker that starts late then hands its pieces to the others; 8 pieces
 // of 990 x 2187 x 4620 took 1.15-1.3x as long as 2). The pieces are fixed by the thread
@@ -269,9 +270,12 @@ constexpr int64_t kBlockedPiece = 128;
 // make OpenBLAS calls run the blocked kernel at ISA level AVX-512 when OpenBLAS's core
 // runs 256-bit kernels there (the measured case: Zen 5, where OpenBLAS 0.3.21 picks
 // Haswell), with one packing workspace per worker (DotScratch::work or the pool). An
-// OpenBLAS core with 512-bit kernels keeps its products (not measured against the
-// blocked kernel on the CPUs that pick it). Outer-parallel items stay with OpenBLAS
-// (their workers share no lane index).
+// OpenBLAS core with 512-bit kernels keeps its products: on Zen 4 (OpenBLAS's
+// Cooperlake kernels; 512-bit FMAs executed in two halves) the blocked kernel ran
+// 0.88-1.13x OpenBLAS's time by size and thread count, and the einsum suite 0.88-1.07x,
+// within the host's drift (docs/benchmarks.md, "AMD Zen 4"); Intel cores with such
+// kernels are not measured. Outer-parallel items stay with OpenBLAS (their workers
+// share no lane index).
 
 // Neither a BLAS matrix nor its transpose: rows and columns both strided.
 bool strided_both(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
