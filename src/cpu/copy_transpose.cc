@@ -202,10 +202,10 @@ struct Transposer {
 
 #if TENFERRO_ISA_LEVEL >= 1
   // The quads of [i0, iv) x [j0, jv) (both multiples of kV long). Note [Line
-  // transposes]: 8-byte elements with AVX-512 and 4-byte elements with AVX-512 or AVX2 move
-  // in square tiles of whole 64-byte lines (8 x 8 doubles, 16 x 16 floats) where both
-  // ranges allow, and in quads around them. Each destination line is then written whole
-  // at once, and each source line read whole. For 4-byte elements this is what matters:
+  // transposes]: 8- and 4-byte elements move in square tiles of whole 64-byte lines
+  // (8 x 8 doubles, 16 x 16 floats) where both ranges allow, and in quads around them.
+  // Each destination line is then written whole at once, and (but for AVX2's 8-byte
+  // tiles, below) each source line read whole. For 4-byte elements this is what matters:
   // their quads wrote 16 bytes to each of 16 destination rows per step, so with streaming
   // stores every line was flushed in pieces, and without them the stores were four times
   // as many. f32 transposes at one thread, alternating runs (Zen 5, 2026-12-03): 64^4
@@ -213,7 +213,14 @@ struct Transposer {
   // memcpy); with AVX2 (TENFERRO_MAX_ISA=avx2) 0.12-0.17 -> 0.5-0.7. For 8-byte elements
   // (AVX-512) the tiles halve the loads of quads and save a quarter of the shuffles: 64^4
   // f64 `[3xxx]` 10.4-13.4 -> 8.7-10.8 ms; in cache (16^4, per 256 MiB, against the AVX2
-  // kernel) `[3120]` 21-24 -> 13.7 ms. The same for 16-byte elements (4 x 4 transposes of
+  // kernel) `[3120]` 21-24 -> 13.7 ms. With AVX2, 8-byte tiles are four 4 x 4 quads in
+  // the order that completes each destination line with two stores back to back (a
+  // quad-only block completes a line every second row quad, and reads each source line
+  // whole instead): 64^4 f64 under TENFERRO_MAX_ISA=avx2 on Zen 4 (alternating runs,
+  // 2026-12-03), one thread: `[3120]` 23.8-26.6 -> 18.4-18.9 ms, `[3102]` 0.86x, `[32xx]`
+  // 0.85x, `[1xxx]` 0.92-0.95x, but `[2xxx]` 1.02-1.25x; geometric mean 0.97x, cases
+  // below 0.6 x memcpy 6 -> 0 in three rounds; two threads: `[3xxx]` 0.84-1.00x,
+  // `[2xxx]` 1.05-1.23x, mean 1.02x. The same for 16-byte elements (4 x 4 transposes of
   // 128-bit lanes) was no faster than their pairs (c128 16^4 and 48^4, three permutations).
   template <int64_t kV, bool kStream>
   void quads(char* d, const char* s, int64_t i0, int64_t iv, int64_t j0, int64_t jv) const {
@@ -229,13 +236,9 @@ struct Transposer {
     vec_block<kV, kStream>(d, s, i0, iv, j0, jv);
   }
 
-  // Elements per line moved by line transposes at this ISA level (0: none): 8-byte and
-  // 4-byte elements with AVX-512, 4-byte ones with AVX2, bytes with either (Note [Line
-  // transposes]).
-  static constexpr int64_t kLine = (TENFERRO_ISA_LEVEL >= 2 && (kE == 8 || kE == 4)) ||
-                                           (TENFERRO_ISA_LEVEL == 1 && kE == 4) || (TENFERRO_ISA_LEVEL >= 1 && kE == 1)
-                                       ? 64 / kE
-                                       : 0;
+  // Elements per line moved by line transposes at this ISA level (0: none): 8- and
+  // 4-byte elements and bytes, with AVX2 or AVX-512 (Note [Line transposes]).
+  static constexpr int64_t kLine = TENFERRO_ISA_LEVEL >= 1 && (kE == 8 || kE == 4 || kE == 1) ? 64 / kE : 0;
 
   // Transposes kLine x kLine blocks of whole lines (Note [Line transposes]); the source
   // lines of two block columns ahead are prefetched as for quads (Note [Transpose
@@ -381,13 +384,26 @@ struct Transposer {
   }
 #pragma GCC diagnostic pop
 #elif TENFERRO_ISA_LEVEL == 1
-  // One line tile of 4-byte elements with AVX2: 16 x 16 in four 8 x 8 transposes, ordered
+  // One line tile with AVX2. 8-byte elements: the four 4 x 4 quads of an 8 x 8 tile.
+  // 4-byte elements: 16 x 16 in four 8 x 8 transposes, ordered
   // so that each destination line is completed by two stores back to back (rows 0-7 of
   // columns 0-7, then rows 8-15 of the same columns), and each source line is read whole
   // within the tile. Streaming stores go out as 16-byte pieces (stream_aligned).
   template <bool kStream>
   static void line_tile(const char* const* srow, char* const* drow, int64_t doff) {
-    static_assert(kE == 4, "AVX2 line tiles move 4-byte elements");
+    static_assert(kE == 4 || kE == 8, "AVX2 line tiles move 4- and 8-byte elements");
+    if constexpr (kE == 8) {
+      // 8 x 8 doubles in four 4 x 4 quads, in the same order: each destination line is
+      // completed by two 32-byte stores back to back.
+      for (int64_t c = 0; c < 8; c += 4) {
+        for (int64_t h = 0; h < 8; h += 4) {
+          const char* rows[4];
+          for (int64_t k = 0; k < 4; ++k) rows[k] = srow[h + k] + 8 * c;
+          micro<kStream>(drow + c, rows, doff + 8 * h);
+        }
+      }
+      return;
+    }
     for (int64_t c = 0; c < 16; c += 8) {
       for (int64_t h = 0; h < 16; h += 8) {
         __m256 r[8];
