@@ -402,20 +402,20 @@ struct Transposer {
           micro<kStream>(drow + c, rows, doff + 8 * h);
         }
       }
-      return;
-    }
-    for (int64_t c = 0; c < 16; c += 8) {
-      for (int64_t h = 0; h < 16; h += 8) {
-        __m256 r[8];
-        for (int64_t k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(reinterpret_cast<const float*>(srow[h + k]) + c);
-        transpose8x8(r);
-        for (int64_t k = 0; k < 8; ++k) {
-          float* out = reinterpret_cast<float*>(drow[c + k] + doff) + h;
-          if constexpr (kStream) {
-            _mm_stream_ps(out, _mm256_castps256_ps128(r[k]));
-            _mm_stream_ps(out + 4, _mm256_extractf128_ps(r[k], 1));
-          } else {
-            _mm256_storeu_ps(out, r[k]);
+    } else {
+      for (int64_t c = 0; c < 16; c += 8) {
+        for (int64_t h = 0; h < 16; h += 8) {
+          __m256 r[8];
+          for (int64_t k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(reinterpret_cast<const float*>(srow[h + k]) + c);
+          transpose8x8(r);
+          for (int64_t k = 0; k < 8; ++k) {
+            float* out = reinterpret_cast<float*>(drow[c + k] + doff) + h;
+            if constexpr (kStream) {
+              _mm_stream_ps(out, _mm256_castps256_ps128(r[k]));
+              _mm_stream_ps(out + 4, _mm256_extractf128_ps(r[k], 1));
+            } else {
+              _mm256_storeu_ps(out, r[k]);
+            }
           }
         }
       }
@@ -673,34 +673,20 @@ struct Transposer {
       const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
       const __m256d c0 = _mm256_permute2f128_pd(t0, t2, 0x20), c1 = _mm256_permute2f128_pd(t1, t3, 0x20);
       const __m256d c2 = _mm256_permute2f128_pd(t0, t2, 0x31), c3 = _mm256_permute2f128_pd(t1, t3, 0x31);
-      if constexpr (kStream) {
-        _mm256_stream_pd(reinterpret_cast<double*>(drow[0] + doff), c0);
-        _mm256_stream_pd(reinterpret_cast<double*>(drow[1] + doff), c1);
-        _mm256_stream_pd(reinterpret_cast<double*>(drow[2] + doff), c2);
-        _mm256_stream_pd(reinterpret_cast<double*>(drow[3] + doff), c3);
-      } else {
-        _mm256_storeu_pd(reinterpret_cast<double*>(drow[0] + doff), c0);
-        _mm256_storeu_pd(reinterpret_cast<double*>(drow[1] + doff), c1);
-        _mm256_storeu_pd(reinterpret_cast<double*>(drow[2] + doff), c2);
-        _mm256_storeu_pd(reinterpret_cast<double*>(drow[3] + doff), c3);
-      }
+      store32<kStream>(drow[0] + doff, c0);
+      store32<kStream>(drow[1] + doff, c1);
+      store32<kStream>(drow[2] + doff, c2);
+      store32<kStream>(drow[3] + doff, c3);
     } else if constexpr (kE == 4) {
       __m128 r0 = _mm_loadu_ps(reinterpret_cast<const float*>(srow[0]));
       __m128 r1 = _mm_loadu_ps(reinterpret_cast<const float*>(srow[1]));
       __m128 r2 = _mm_loadu_ps(reinterpret_cast<const float*>(srow[2]));
       __m128 r3 = _mm_loadu_ps(reinterpret_cast<const float*>(srow[3]));
       _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-      if constexpr (kStream) {
-        _mm_stream_ps(reinterpret_cast<float*>(drow[0] + doff), r0);
-        _mm_stream_ps(reinterpret_cast<float*>(drow[1] + doff), r1);
-        _mm_stream_ps(reinterpret_cast<float*>(drow[2] + doff), r2);
-        _mm_stream_ps(reinterpret_cast<float*>(drow[3] + doff), r3);
-      } else {
-        _mm_storeu_ps(reinterpret_cast<float*>(drow[0] + doff), r0);
-        _mm_storeu_ps(reinterpret_cast<float*>(drow[1] + doff), r1);
-        _mm_storeu_ps(reinterpret_cast<float*>(drow[2] + doff), r2);
-        _mm_storeu_ps(reinterpret_cast<float*>(drow[3] + doff), r3);
-      }
+      store16<kStream>(drow[0] + doff, _mm_castps_si128(r0));
+      store16<kStream>(drow[1] + doff, _mm_castps_si128(r1));
+      store16<kStream>(drow[2] + doff, _mm_castps_si128(r2));
+      store16<kStream>(drow[3] + doff, _mm_castps_si128(r3));
     } else if constexpr (kE == 2) {
       // 8 x 8 of 16-bit elements: row pairs interleaved, then pairs of pairs, then halves.
       __m128i r[8], a[8], b[8];
