@@ -112,10 +112,28 @@ TEST(CliEinsum, HostileOptionsGiveTypedErrors) {
   EXPECT_NE(output().find("\"output\""), std::string::npos) << output();
   // Every subcommand answers --help with exit 0.
   for (const char* cmd : {"einsum", "bench einsum", "bench kernels", "bench eager", "bench linalg", "bench runtime",
-                          "ir run", "ir eval", "demo"}) {
+                          "bench ad", "ir run", "ir eval", "demo", "demo trg"}) {
     EXPECT_EQ(exit_code(run(std::string(cmd) + " --help")), 0) << cmd << ": " << output();
     EXPECT_NE(output().find("usage"), std::string::npos) << cmd;
   }
+}
+
+// The numbers of `demo trg` and `bench ad` are checked like every other command's: out of
+// range, not finite, junk or past int64 is a usage error (exit 2) before anything runs.
+TEST(CliOptions, DemoTrgAndBenchAdCheckTheirNumbers) {
+  for (const char* bad : {"--beta nan", "--beta inf", "--beta 1e400", "--beta abc", "--beta -1", "--beta 0",
+                          "--beta 0.3 --chi 1", "--beta 0.3 --chi 99999999999999999999", "--beta 0.3 --steps 0",
+                          "--beta 0.3 --steps 100000000000", "--beta 0.3 --threads 0",
+                          "--beta 0.3 --threads 99999999999"}) {
+    EXPECT_EQ(exit_code(run(std::string("demo trg ") + bad)), 2) << bad << ": " << output();
+    EXPECT_NE(output().find("--beta in (0,"), std::string::npos) << bad << ": " << output();
+  }
+  for (const char* bad : {"--threads 0", "--threads 99999999999", "--trg-chi 1", "--trg-steps x"}) {
+    EXPECT_EQ(exit_code(run(std::string("bench ad ") + bad)), 2) << bad << ": " << output();
+  }
+  // A small valid run: the free energy next to Onsager's.
+  ASSERT_EQ(exit_code(run("demo trg --beta 0.4 --chi 4 --steps 4 --threads 1 --json")), 0) << output();
+  EXPECT_NE(output().find("\"free_energy\""), std::string::npos) << output();
 }
 
 // Instance files of the wrong shape: one typed error each, the command goes on.

@@ -42,6 +42,9 @@ int fail(const Error& e) {
 
 }  // namespace
 
+// The largest β `demo trg` accepts: exp(2β) of the initial tensor stays far from overflow.
+constexpr double kMaxTrgBeta = 100;
+
 int run_demo_trg(int argc, char** argv) {
   examples::TrgOptions o;
   std::vector<double> betas;
@@ -49,13 +52,13 @@ int run_demo_trg(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--beta" && i + 1 < argc) {
-      betas.push_back(std::atof(argv[++i]));
+      betas.push_back(parse_real(argv[++i], 0, kMaxTrgBeta).value_or(0));  // 0: rejected below
     } else if (a == "--chi" && i + 1 < argc) {
-      o.chi = std::atoll(argv[++i]);
+      o.chi = parse_count(argv[++i], 2, examples::kMaxTrgChi).value_or(0);
     } else if (a == "--steps" && i + 1 < argc) {
-      o.steps = std::atoi(argv[++i]);
+      o.steps = static_cast<int>(parse_count(argv[++i], 1, examples::kMaxTrgSteps).value_or(0));
     } else if (a == "--threads" && i + 1 < argc) {
-      o.threads = std::atoi(argv[++i]);
+      o.threads = static_cast<int>(parse_count(argv[++i], 1, kMaxThreads).value_or(-1));
     } else if (a == "--json") {
       json = true;
     } else {
@@ -63,8 +66,12 @@ int run_demo_trg(int argc, char** argv) {
       return 2;
     }
   }
-  if (betas.empty() || o.chi < 2 || o.steps < 1) {
-    std::fprintf(stderr, "tenferro demo trg: needs --beta (> 0), chi >= 2, steps >= 1\n");
+  const bool bad_beta = std::any_of(betas.begin(), betas.end(), [](double b) { return !(b > 0); });
+  if (betas.empty() || bad_beta || o.chi < 2 || o.steps < 1 || o.threads < 0) {
+    std::fprintf(stderr,
+                 "tenferro demo trg: needs --beta in (0, %g], --chi 2 to %lld, --steps 1 to %d, --threads 1 to %lld\n",
+                 kMaxTrgBeta, static_cast<long long>(examples::kMaxTrgChi), examples::kMaxTrgSteps,
+                 static_cast<long long>(kMaxThreads));
     return 2;
   }
   const auto t0 = Clock::now();
@@ -167,20 +174,26 @@ int run_bench_ad(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) {
-      threads = std::atoi(argv[++i]);
+      threads = static_cast<int>(parse_count(argv[++i], 1, kMaxThreads).value_or(0));  // 0: rejected below
     } else if (a == "--json") {
       json = true;
     } else if (a == "--python-peer" && i + 1 < argc) {
       python_peer = argv[++i];
     } else if (a == "--trg-chi" && i + 1 < argc) {
-      trg_chi = std::atoll(argv[++i]);
+      trg_chi = parse_count(argv[++i], 2, examples::kMaxTrgChi).value_or(0);
     } else if (a == "--trg-steps" && i + 1 < argc) {
-      trg_steps = std::atoi(argv[++i]);
+      trg_steps = static_cast<int>(parse_count(argv[++i], 1, examples::kMaxTrgSteps).value_or(0));
     } else {
       std::fprintf(stderr, "usage: tenferro bench ad [--threads N] [--json] [--python-peer bench/peer_ad.py] "
                            "[--trg-chi C] [--trg-steps S]\n");
       return 2;
     }
+  }
+  if (threads < 1 || trg_chi < 2 || trg_steps < 1) {
+    std::fprintf(stderr, "tenferro bench ad: --threads takes 1 to %lld, --trg-chi 2 to %lld, --trg-steps 1 to %d\n",
+                 static_cast<long long>(kMaxThreads), static_cast<long long>(examples::kMaxTrgChi),
+                 examples::kMaxTrgSteps);
+    return 2;
   }
   nlohmann::json out = {{"threads", threads}};
   // MLP loss through the program path.

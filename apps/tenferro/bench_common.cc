@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -28,6 +29,16 @@ std::optional<int64_t> parse_count(const char* text, int64_t lo, int64_t hi) {
   errno = 0;
   const long long v = std::strtoll(text, &end, 10);
   if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi) return std::nullopt;
+  return v;
+}
+
+std::optional<double> parse_real(const char* text, double lo, double hi) {
+  if (text == nullptr || *text == '\0') return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(text, &end);
+  // !(lo <= v && v <= hi) also rejects nan; errno catches overflow to +-inf.
+  if (errno != 0 || end == text || *end != '\0' || !std::isfinite(v) || !(lo <= v && v <= hi)) return std::nullopt;
   return v;
 }
 

@@ -28,6 +28,10 @@ inline constexpr int64_t kMaxThreads = 1024;
 /// overflow), or nullopt.
 std::optional<int64_t> parse_count(const char* text, int64_t lo, int64_t hi);
 
+/// A whole decimal real number in [lo, hi] (finite: no nan, inf or overflow; no junk), or
+/// nullopt.
+std::optional<double> parse_real(const char* text, double lo, double hi);
+
 /// `j` as one line of JSON text; strings that are not valid UTF-8 (e.g. file names) have
 /// the bad bytes replaced instead of throwing.
 std::string json_text(const nlohmann::json& j);

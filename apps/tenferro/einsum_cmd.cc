@@ -218,10 +218,7 @@ int run_bench_einsum(int argc, char** argv) {
     } else if (a == "--json") {
       json = true;
     } else if (a == "--min-time" && i + 1 < argc) {
-      char* end = nullptr;
-      const char* text = argv[++i];
-      min_time_s = std::strtod(text, &end);
-      if (end == text || *end != '\0' || !(min_time_s >= 0 && min_time_s <= 3600)) min_time_s = -1;
+      min_time_s = parse_real(argv[++i], 0, 3600).value_or(-1);  // -1: rejected below
     } else if (a == "--provider" && i + 1 < argc) {
       provider = argv[++i];
     } else if (a == "--profile") {

@@ -6,13 +6,23 @@
 // --check exits nonzero when a free energy is further than 1e-4 (relative) from
 // Onsager's (a smoke test for small C; `tenferro demo trg` is the full-size command).
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "trg.h"
+
+namespace {
+// The whole of `text` as a number of type T, or false (junk, overflow, empty).
+template <class T>
+bool parse(const std::string& text, T& out) {
+  const char* end = text.data() + text.size();
+  const auto r = std::from_chars(text.data(), end, out);
+  return r.ec == std::errc{} && r.ptr == end && !text.empty();
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   tenferro::examples::TrgOptions o;
@@ -20,14 +30,20 @@ int main(int argc, char** argv) {
   std::vector<double> betas;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
+    double beta = 0;
+    bool ok = true;
     if (a == "--chi" && i + 1 < argc) {
-      o.chi = std::atoll(argv[++i]);
+      ok = parse(argv[++i], o.chi);
     } else if (a == "--steps" && i + 1 < argc) {
-      o.steps = std::atoi(argv[++i]);
+      ok = parse(argv[++i], o.steps);
     } else if (a == "--check") {
       check = true;
-    } else {
-      betas.push_back(std::atof(a.c_str()));
+    } else if ((ok = parse(a, beta))) {
+      betas.push_back(beta);
+    }
+    if (!ok) {
+      std::fprintf(stderr, "usage: ising_trg [--chi C] [--steps S] [--check] [BETA...]\n");
+      return 2;
     }
   }
   if (betas.empty()) betas = {0.3, 0.4, 0.5, 0.6};

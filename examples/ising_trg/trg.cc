@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <string>
 
 #include "tenferro/compiler/compiler.h"
 #include "tenferro/cpu/engine.h"
@@ -91,8 +92,11 @@ struct Builder {
 // cotangents are NaN; with the shifted split the first and second derivatives stay
 // finite and exact up to rounding of terms of size 1/δ.
 Result<program::CompiledGraph> trg_program(const TrgOptions& o) {
-  if (o.chi < 2 || o.steps < 1) {
-    return usage_error(ErrorCode::kInvalidArgument, "trg_program", "needs chi >= 2 and steps >= 1");
+  if (o.chi < 2 || o.chi > kMaxTrgChi || o.steps < 1 || o.steps > kMaxTrgSteps) {
+    return usage_error(ErrorCode::kInvalidArgument, "trg_program",
+                       "needs chi in [2, " + std::to_string(kMaxTrgChi) + "] and steps in [1, " +
+                           std::to_string(kMaxTrgSteps) + "], got chi " + std::to_string(o.chi) + " and steps " +
+                           std::to_string(o.steps));
   }
   Builder b;
   TENFERRO_TRY(Value beta, b.tc.input(program::ValueType{DType::kF64, {}}, "beta"));
@@ -204,7 +208,9 @@ Result<std::pair<double, double>> TrgSolver::log_z_and_derivative(double beta) {
 }
 
 Result<TrgResult> TrgSolver::solve(double beta) {
-  if (!(beta > 0)) return usage_error(ErrorCode::kInvalidArgument, "trg", "beta must be > 0");
+  if (!(beta > 0) || !std::isfinite(beta)) {
+    return usage_error(ErrorCode::kInvalidArgument, "trg", "beta must be finite and > 0, got " + std::to_string(beta));
+  }
   TENFERRO_TRY(std::vector<Tensor> out, run(hvp_, beta));  // ln Z/N, d/dβ, d²/dβ² (direction 1)
   TrgResult r;
   r.beta = beta;

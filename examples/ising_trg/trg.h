@@ -15,6 +15,12 @@
 
 namespace tenferro::examples {
 
+/// The largest bond dimension and number of steps trg_program accepts (larger values are
+/// no computation anyone can run: the tensors have chi^2 x chi^2 unfoldings, the program
+/// grows with the steps, and 2^1000 sites are the thermodynamic limit to double precision).
+inline constexpr int64_t kMaxTrgChi = int64_t{1} << 20;
+inline constexpr int kMaxTrgSteps = 1000;
+
 struct TrgOptions {
   int64_t chi = 24;           ///< bond dimension kept by each truncated SVD
   int steps = 20;             ///< TRG steps (the lattice has 2^steps sites)
@@ -23,7 +29,8 @@ struct TrgOptions {
 };
 
 /// The program: one f64 rank-0 input β, one f64 rank-0 output ln Z / N. Errors: those of
-/// program building (kInvalidArgument for chi < 2 or steps < 1).
+/// program building (kInvalidArgument for chi outside [2, kMaxTrgChi] or steps outside
+/// [1, kMaxTrgSteps]).
 Result<program::CompiledGraph> trg_program(const TrgOptions& options);
 
 /// Per-site values at one β.

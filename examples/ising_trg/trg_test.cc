@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
 
 namespace tenferro::examples {
 namespace {
@@ -54,6 +55,29 @@ TEST(Trg, DerivativesByAdMatchOnsagerAndEachOther) {
   EXPECT_NEAR(r->specific_heat, c_fd, 1e-5 * (1 + std::abs(c_fd)));
   const double u_fd = -(up->first - down->first) / (2 * h);
   EXPECT_NEAR(r->energy, u_fd, 1e-6);
+}
+
+// Options out of range and non-finite β are typed errors before anything runs.
+TEST(Trg, BadOptionsAreTypedErrors) {
+  for (const auto& [chi, steps] : {std::pair<int64_t, int>{1, 4}, {kMaxTrgChi + 1, 4}, {4, 0}, {4, kMaxTrgSteps + 1}}) {
+    TrgOptions o;
+    o.chi = chi;
+    o.steps = steps;
+    auto p = trg_program(o);
+    ASSERT_FALSE(p) << chi << " " << steps;
+    EXPECT_EQ(p.error().code(), ErrorCode::kInvalidArgument);
+  }
+  TrgOptions o;
+  o.chi = 4;
+  o.steps = 2;
+  auto solver = TrgSolver::create(o);
+  ASSERT_TRUE(solver) << solver.error().to_string();
+  for (double beta : {0.0, -1.0, std::nan(""), double{INFINITY}}) {
+    auto r = (*solver)->solve(beta);
+    ASSERT_FALSE(r) << beta;
+    EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
+  }
+  EXPECT_TRUE((*solver)->solve(0.4));
 }
 
 }  // namespace

@@ -87,11 +87,11 @@ void plan_buffers(PreparedProgram& p, std::span<const int32_t> donate_arguments,
       const auto u = static_cast<size_t>(v);
       if (p.last_use[u] == i && !is_output[u] && std::find(n.release.begin(), n.release.end(), v) == n.release.end()) {
         n.release.push_back(v);
-        live -= owned[u];
+        live = sat_sub_term(live, owned[u]);
       }
     }
     for (int32_t v : n.release) {
-      if (p.last_use[static_cast<size_t>(v)] < 0) live -= owned[static_cast<size_t>(v)];
+      if (p.last_use[static_cast<size_t>(v)] < 0) live = sat_sub_term(live, owned[static_cast<size_t>(v)]);
     }
   }
 

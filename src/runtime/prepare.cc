@@ -618,7 +618,10 @@ Result<std::shared_ptr<const PreparedProgram>> Runtime::prepare_uncached(const p
       }
       for (int32_t v : n.release) {
         const auto u = static_cast<size_t>(v);
-        if (owner_key[u] >= 0) live[static_cast<size_t>(owner_key[u])] -= owned[u];
+        if (owner_key[u] >= 0) {
+          int64_t& l = live[static_cast<size_t>(owner_key[u])];
+          l = sat_sub_term(l, owned[u]);
+        }
         owned[u] = 0;
       }
     }

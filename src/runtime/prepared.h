@@ -129,6 +129,9 @@ inline int64_t sat_add(int64_t a, int64_t b) {
   int64_t r;
   return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<int64_t>::max() : r;
 }
+// A running total `a` of saturating sums less one of its terms `b`: a saturated total
+// stays saturated (which terms it held is no longer known; its peak is already the max).
+inline int64_t sat_sub_term(int64_t a, int64_t b) { return a == std::numeric_limits<int64_t>::max() ? a : a - b; }
 
 // Runs the nodes of a single-engine program `p` (a lowered sub-program) inside the
 // caller's entered context, inputs already in ws.slots; no event-domain runs (the nodes

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 #include "tenferro/program/interpreter.h"
@@ -178,6 +179,28 @@ TEST(Runtime, PreparesOnceAndReplaysWithOneEntryPerExecution) {
   const std::string text = s.rt->explain(**plan);
   EXPECT_NE(text.find("provider test.kernel"), std::string::npos) << text;
   EXPECT_NE(text.find("native test"), std::string::npos) << text;
+}
+
+// Intermediates whose byte sizes overflow int64 (f64[2^60, 3]: prepared, never run): the
+// peak estimate saturates at INT64_MAX and stays there through the releases. Before, a
+// saturated running total less the released sizes went negative and then overflowed
+// (signed overflow, which the sanitizer build reports) once several such values were
+// released: here three are live at once, then two die at each of two nodes.
+TEST(Runtime, PeakEstimateSaturatesForHugeIntermediates) {
+  Rig s = make_rig();
+  ProgramBuilder b;
+  const Extent n = b.symbol("n").value();
+  Value x = b.input(ValueType{DType::kF64, {n, Extent::exact(3)}}, "x").value();
+  Value a = b.op(OpCode::kAdd, {x, x}).value();
+  Value m = b.op(OpCode::kMul, {x, x}).value();
+  Value d = b.op(OpCode::kNeg, {x}).value();
+  Value am = b.op(OpCode::kMul, {a, m}).value();
+  Value y = b.op(OpCode::kMul, {am, d}).value();
+  const auto g = b.finish({b.op(OpCode::kNeg, {y}).value()}).value();
+  const std::vector<TensorSignature> sig{TensorSignature{DType::kF64, {int64_t{1} << 60, 3}}};
+  auto plan = s.rt->prepare_for(g, sig);
+  ASSERT_TRUE(plan) << plan.error().to_string();
+  EXPECT_EQ(prepared_info(**plan).peak_bytes, std::numeric_limits<int64_t>::max());
 }
 
 TEST(Runtime, UnsupportedOpsFailAtPrepareUnlessAFallbackIsConfigured) {
