@@ -136,6 +136,18 @@ TEST(CliOptions, DemoTrgAndBenchAdCheckTheirNumbers) {
   EXPECT_NE(output().find("\"free_energy\""), std::string::npos) << output();
 }
 
+// A selection that selects nothing is a usage error, not an empty table with exit 0.
+TEST(CliOptions, EmptySelectionsAreUsageErrors) {
+  EXPECT_EQ(exit_code(run("bench kernels --only no-such-case")), 2) << output();
+  EXPECT_NE(output().find("no case matches"), std::string::npos) << output();
+  EXPECT_EQ(exit_code(run("bench linalg --only no-such-case")), 2) << output();
+  EXPECT_NE(output().find("no case matches"), std::string::npos) << output();
+  const std::string empty = dir() + "no_instances";
+  std::filesystem::create_directories(empty);
+  EXPECT_EQ(exit_code(run("bench einsum " + empty)), 2) << output();
+  EXPECT_NE(output().find("no instance files"), std::string::npos) << output();
+}
+
 // Instance files of the wrong shape: one typed error each, the command goes on.
 TEST(CliEinsum, MalformedInstanceFilesAreTypedErrors) {
   const std::pair<const char*, const char*> cases[] = {

@@ -507,6 +507,10 @@ int run_bench_kernels(int argc, char** argv) {
       }
     }
   });
+  if (rows.empty()) {
+    std::fprintf(stderr, "tenferro bench kernels: no case matches --only '%s'\n", only.c_str());
+    return 2;
+  }
   print(rows, json, threads);
   return failures == 0 ? 0 : 1;
 }

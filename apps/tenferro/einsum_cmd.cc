@@ -249,8 +249,14 @@ int run_bench_einsum(int argc, char** argv) {
   for (const std::string& t : targets) {
     std::error_code ec;
     if (std::filesystem::is_directory(t, ec)) {
-      for (const auto& e : std::filesystem::directory_iterator(t)) {
+      const size_t before = files.size();
+      for (const auto& e : std::filesystem::directory_iterator(t, ec)) {
         if (e.path().extension() == ".json") files.push_back(e.path().string());
+      }
+      if (ec || files.size() == before) {
+        std::fprintf(stderr, "tenferro bench einsum: no instance files (*.json) in '%s'%s%s\n", t.c_str(),
+                     ec ? ": " : "", ec ? ec.message().c_str() : "");
+        return 2;
       }
     } else {
       files.push_back(t);

@@ -338,6 +338,10 @@ int run_bench_linalg(int argc, char** argv) {
                     0});
   }
 
+  if (rows.empty()) {
+    std::fprintf(stderr, "tenferro bench linalg: no case matches --only '%s'\n", only.c_str());
+    return 2;
+  }
   for (const Row& row : rows) {
     if (json) {
       nlohmann::json j{{"case", row.name}, {"tenferro_ms", row.tenferro_ms}, {"threads", threads}};
