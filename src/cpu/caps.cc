@@ -8,6 +8,9 @@
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
 
 #include <cblas.h>
 
@@ -28,8 +31,8 @@ namespace tenferro::cpu {
 // the detected level capped by max_isa (TENFERRO_MAX_ISA, read here once, or the
 // engine's config), and kernel_isa() never exceeds what the machine supports, so caps
 // written by hand can change plans but never execute a missing instruction. Probing
-// reads cpuid, sysconf, the libraries' query functions and that one environment
-// variable; it changes no state.
+// reads cpuid, the caches' sysfs entries (sysconf where there are none), the libraries'
+// query functions and that one environment variable; it changes no state.
 
 std::string_view isa_name(IsaLevel level) noexcept {
   switch (level) {
@@ -136,6 +139,30 @@ int64_t cache_bytes(int name) noexcept {
   return v > 0 ? static_cast<int64_t>(v) : 0;
 }
 
+// The first line of a small text file, or "" when it cannot be read.
+std::string first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// "32K", "1024K", "16M", "1G" or plain bytes -> bytes; 0 when it does not parse or
+// claims a terabyte or more.
+int64_t parse_cache_size(const std::string& text) {
+  constexpr int64_t kMax = int64_t{1} << 40;
+  int64_t v = 0;
+  size_t i = 0;
+  for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
+    v = v * 10 + (text[i] - '0');
+    if (v >= kMax) return 0;
+  }
+  const std::string unit = text.substr(i);
+  const int shift = unit.empty() ? 0 : unit == "K" ? 10 : unit == "M" ? 20 : unit == "G" ? 30 : -1;
+  if (i == 0 || shift < 0 || v >= (kMax >> shift)) return 0;
+  return v << shift;
+}
+
 std::string json_string(std::string_view text) {
   std::string out = "\"";
   for (char ch : text) {
@@ -155,6 +182,22 @@ std::string json_string(std::string_view text) {
 
 }  // namespace
 
+CacheSizes read_cache_sizes(const std::string& cache_dir) {
+  CacheSizes out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(cache_dir, ec)) {
+    if (e.path().filename().string().rfind("index", 0) != 0) continue;
+    const std::string dir = e.path().string() + "/";
+    const std::string level = first_line(dir + "level"), type = first_line(dir + "type");
+    const int64_t bytes = parse_cache_size(first_line(dir + "size"));
+    if (bytes <= 0) continue;
+    if (level == "1" && type == "Data") out.l1d = bytes;
+    if (level == "2" && (type == "Unified" || type == "Data")) out.l2 = bytes;
+    if (level == "3" && (type == "Unified" || type == "Data")) out.l3 = bytes;
+  }
+  return out;
+}
+
 CpuCaps CpuCaps::probe() {
   CpuCaps caps;
   probe_cpuid(caps);
@@ -169,9 +212,11 @@ CpuCaps CpuCaps::probe() {
   caps.openblas_tuned = openblas_core_tuned(caps.openblas_core, caps.detected_isa);
   caps.openblas_avx512 = openblas_core_avx512(caps.openblas_core) && caps.detected_isa >= IsaLevel::kAvx512;
   caps.openblas_threaded = openblas_get_parallel() != 0;
-  caps.l1d_bytes = cache_bytes(_SC_LEVEL1_DCACHE_SIZE);
-  caps.l2_bytes = cache_bytes(_SC_LEVEL2_CACHE_SIZE);
-  caps.l3_bytes = cache_bytes(_SC_LEVEL3_CACHE_SIZE);
+  // The kernel's description of the caches first, sysconf where it has none.
+  const CacheSizes sys = read_cache_sizes("/sys/devices/system/cpu/cpu0/cache");
+  caps.l1d_bytes = sys.l1d > 0 ? sys.l1d : cache_bytes(_SC_LEVEL1_DCACHE_SIZE);
+  caps.l2_bytes = sys.l2 > 0 ? sys.l2 : cache_bytes(_SC_LEVEL2_CACHE_SIZE);
+  caps.l3_bytes = sys.l3 > 0 ? sys.l3 : cache_bytes(_SC_LEVEL3_CACHE_SIZE);
   return caps;
 }
 

@@ -2,11 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
+
+#include <unistd.h>
 
 #include "tenferro/cpu/engine.h"
 
@@ -84,6 +87,48 @@ TEST(CpuCaps, ProbeAgreesWithProcCpuinfo) {
   EXPECT_FALSE(caps.openblas_core.empty());
   EXPECT_EQ(caps.openblas_tuned, openblas_core_tuned(caps.openblas_core, caps.detected_isa));
   EXPECT_EQ(CpuCaps::probe(), caps);  // probing is deterministic and changes nothing
+}
+
+// Cache sizes from a sysfs-like directory (a fake one here, so every machine checks the
+// same thing), and the probe agreeing with this machine's own sysfs where it has one.
+TEST(CpuCaps, CacheSizesComeFromTheKernelsDescription) {
+  const std::string root = ::testing::TempDir() + "tenferro_caps_" + std::to_string(::getpid());
+  std::filesystem::remove_all(root);
+  auto entry = [&](const std::string& name, const std::string& level, const std::string& type,
+                   const std::string& size) {
+    const std::string d = root + "/" + name;
+    std::filesystem::create_directories(d);
+    std::ofstream(d + "/level") << level << "\n";
+    std::ofstream(d + "/type") << type << "\n";
+    std::ofstream(d + "/size") << size << "\n";
+  };
+  entry("index0", "1", "Data", "48K");
+  entry("index1", "1", "Instruction", "32K");
+  entry("index2", "2", "Unified", "2M");
+  entry("index3", "3", "Unified", "32768K");
+  entry("power", "9", "Unified", "1K");  // not an index entry: ignored
+  EXPECT_EQ(read_cache_sizes(root), (CacheSizes{48 << 10, 2 << 20, int64_t{32} << 20}));
+  // Sizes that do not parse or are absurd leave their level unknown.
+  entry("index3", "3", "Unified", "lots");
+  entry("index2", "2", "Unified", "99999999999999999999K");
+  EXPECT_EQ(read_cache_sizes(root), (CacheSizes{48 << 10, 0, 0}));
+  entry("index2", "2", "Unified", "2048G");
+  entry("index3", "3", "Unified", "1X");
+  EXPECT_EQ(read_cache_sizes(root), (CacheSizes{48 << 10, 0, 0}));
+  EXPECT_EQ(read_cache_sizes(root + "/missing"), CacheSizes{});
+  std::filesystem::remove_all(root);
+
+  const CacheSizes sys = read_cache_sizes("/sys/devices/system/cpu/cpu0/cache");
+  const CpuCaps caps = CpuCaps::probe();
+  if (sys.l1d > 0) {
+    EXPECT_EQ(caps.l1d_bytes, sys.l1d);
+  }
+  if (sys.l2 > 0) {
+    EXPECT_EQ(caps.l2_bytes, sys.l2);
+  }
+  if (sys.l3 > 0) {
+    EXPECT_EQ(caps.l3_bytes, sys.l3);
+  }
 }
 
 TEST(CpuCaps, JsonAndTextReportsCarryEveryField) {

@@ -90,4 +90,18 @@ bool openblas_core_tuned(std::string_view core, IsaLevel cpu_level) noexcept;
 /// Whether an OpenBLAS core name runs 512-bit (AVX-512) kernels. Pure.
 bool openblas_core_avx512(std::string_view core) noexcept;
 
+/// Cache sizes in bytes (0 = unknown).
+struct CacheSizes {
+  int64_t l1d = 0, l2 = 0, l3 = 0;
+  friend bool operator==(const CacheSizes&, const CacheSizes&) = default;
+};
+
+/// The caches of one CPU as Linux describes them under `cache_dir` (e.g.
+/// /sys/devices/system/cpu/cpu0/cache): the index* entries' `level`, `type` (Data,
+/// Instruction, Unified) and `size` ("32K", "1024K", "32768K"; K, M or G). Entries that
+/// are missing or do not parse are skipped: a level not found stays 0. Never fails.
+/// (CpuCaps::probe prefers this to sysconf, which glibc derives from cpuid and which a
+/// hypervisor can make wrong: 320 MiB of L3 reported for a 32 MiB one, Zen 4 VM.)
+CacheSizes read_cache_sizes(const std::string& cache_dir);
+
 }  // namespace tenferro::cpu
