@@ -1,5 +1,7 @@
 #include "common.h"
 
+#include <cmath>
+
 #include "tenferro/cpu/elementwise.h"
 
 namespace tenferro::linalg {
@@ -158,6 +160,34 @@ Result<void> check_matrix(const Tensor& a, const char* op, bool square) {
                        "matrix extents " + format_dims(a.shape()) + " exceed LAPACK's 32-bit integers");
   }
   return ok();
+}
+
+Result<void> check_finite(const Tensor& a, const char* op, const char* what) {
+  const Batch batch(batch_dims(a));
+  const int64_t rows = a.dim(a.rank() - 2), cols = a.dim(a.rank() - 1);
+  return dispatch(a.dtype(), op, [&](auto t) -> Result<void> {
+    using T = decltype(t);
+    const auto finite = [](const T& v) {
+      if constexpr (kIsComplex<T>) {
+        return std::isfinite(v.real()) && std::isfinite(v.imag());
+      } else {
+        return std::isfinite(v);
+      }
+    };
+    for (int64_t it = 0; it < batch.count; ++it) {
+      const Mat<const T> x = item_mat<const T>(a, batch, it);
+      for (int64_t j = 0; j < cols; ++j) {
+        for (int64_t i = 0; i < rows; ++i) {
+          if (!finite(x(i, j))) {
+            return item_error(ErrorCode::kInvalidArgument, op, batch, it,
+                              std::string(what) + " holds a NaN or an infinity (at row " + std::to_string(i) +
+                                  ", column " + std::to_string(j) + ")");
+          }
+        }
+      }
+    }
+    return ok();
+  });
 }
 
 Result<void> check_same_dtype(const Tensor& x, const Tensor& y, const char* op) {

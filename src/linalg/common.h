@@ -57,6 +57,18 @@ auto dispatch(DType dt, const char* op, F&& f) -> decltype(f(double{})) {
 
 /// Checks rank >= 2 (and square when asked) and that extents fit LAPACK's integers.
 Result<void> check_matrix(const Tensor& a, const char* op, bool square);
+
+/// Note [Non-finite input]: LAPACK's SVD, non-symmetric eigenvalue and least-squares
+/// drivers scale their input by its norm, and a NaN norm makes the scaling routine report
+/// an illegal argument through xerbla (which prints on stderr, or, where a process has
+/// replaced xerbla, as numpy does, raises an error behind the caller's back), while geev's
+/// balancing hands its QR iteration an invalid range. svd, truncated_svd, pinv, eig,
+/// eigvals and lstsq therefore reject a NaN or an infinity in their inputs before
+/// anything runs, on every route (small items too, so the answer does not depend on the
+/// size), as numpy's eig and torch's svd do; the scan reads each input once.
+/// kInvalidArgument naming the first batch item of `a` (rank >= 2, a LAPACK dtype) that
+/// holds a NaN or an infinity (Note [Non-finite input]); `what` names the operand.
+Result<void> check_finite(const Tensor& a, const char* op, const char* what);
 /// Checks that x and y have the same dtype.
 Result<void> check_same_dtype(const Tensor& x, const Tensor& y, const char* op);
 

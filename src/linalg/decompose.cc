@@ -605,6 +605,7 @@ Result<LuResult> lu_t(const CpuExecutionContext& ctx, const Tensor& a, const Lin
 
 Result<SvdResult> svd(const CpuExecutionContext& ctx, const Tensor& a, const SvdOptions& options, const PoolPtr& pool) {
   TENFERRO_TRY_VOID(detail::check_matrix(a, "svd", false));
+  TENFERRO_TRY_VOID(detail::check_finite(a, "svd", "A"));  // Note [Non-finite input]
   return detail::dispatch(a.dtype(), "svd", [&](auto t) { return svd_t<decltype(t)>(ctx, a, options, pool); });
 }
 
@@ -647,12 +648,14 @@ Result<Tensor> eigvalsh(const CpuExecutionContext& ctx, const Tensor& a, Uplo up
 Result<EigResult> eig(const CpuExecutionContext& ctx, const Tensor& a, const LinalgOptions& options,
                       const PoolPtr& pool) {
   TENFERRO_TRY_VOID(detail::check_matrix(a, "eig", true));
+  TENFERRO_TRY_VOID(detail::check_finite(a, "eig", "A"));  // Note [Non-finite input]
   return detail::dispatch(a.dtype(), "eig", [&](auto t) { return eig_t<decltype(t)>(ctx, a, true, options, pool); });
 }
 
 Result<Tensor> eigvals(const CpuExecutionContext& ctx, const Tensor& a, const LinalgOptions& options,
                        const PoolPtr& pool) {
   TENFERRO_TRY_VOID(detail::check_matrix(a, "eigvals", true));
+  TENFERRO_TRY_VOID(detail::check_finite(a, "eigvals", "A"));  // Note [Non-finite input]
   TENFERRO_TRY(EigResult r, detail::dispatch(a.dtype(), "eigvals", [&](auto t) {
                  return eig_t<decltype(t)>(ctx, a, false, options, pool);
                }));

@@ -723,6 +723,7 @@ Result<SlogdetResult> slogdet(const CpuExecutionContext& ctx, const Tensor& a, c
 Result<Tensor> pinv(const CpuExecutionContext& ctx, const Tensor& a, std::optional<double> rtol,
                     const LinalgOptions& options, const PoolPtr& pool) {
   TENFERRO_TRY_VOID(detail::check_matrix(a, "pinv", false));
+  TENFERRO_TRY_VOID(detail::check_finite(a, "pinv", "A"));  // Note [Non-finite input]
   if (rtol && !(*rtol >= 0)) {
     return usage_error(ErrorCode::kInvalidArgument, "pinv", "rtol must be >= 0, got " + std::to_string(*rtol));
   }
@@ -745,6 +746,8 @@ Result<LstsqResult> lstsq(const CpuExecutionContext& ctx, const Tensor& a, const
                        "A " + format_dims(a.shape()) + " needs B [.., m, k] or [.., m] with the same batch and m, got " +
                            format_dims(b.shape()));
   }
+  TENFERRO_TRY_VOID(detail::check_finite(a, op, "A"));  // Note [Non-finite input]
+  TENFERRO_TRY_VOID(detail::check_finite(bm, op, "B"));
   return detail::dispatch(a.dtype(), op,
                           [&](auto t) { return lstsq_t<decltype(t)>(ctx, a, bm, vector, rcond, options, pool); });
 }

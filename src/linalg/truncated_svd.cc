@@ -226,6 +226,7 @@ Result<TruncatedSvdResult> truncated_svd(const CpuExecutionContext& ctx, const T
                                          const TruncatedSvdOptions& options, const PoolPtr& pool) {
   const char* op = "truncated_svd";
   TENFERRO_TRY_VOID(detail::check_matrix(a, op, false));
+  TENFERRO_TRY_VOID(detail::check_finite(a, op, "A"));  // Note [Non-finite input]
   if (options.max_rank && *options.max_rank < 0) {
     return usage_error(ErrorCode::kInvalidArgument, op, "max_rank must be >= 0, got " + std::to_string(*options.max_rank));
   }

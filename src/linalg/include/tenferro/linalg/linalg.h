@@ -14,8 +14,10 @@
 /// Errors, all before any result is published: kDTypeMismatch, kInvalidShape (rank < 2,
 /// a square matrix required), kShapeMismatch (operands disagree), kOverflow (a matrix
 /// extent beyond LAPACK's 32-bit integers), kUnsupported (a forced batch policy the
-/// route cannot honour); numerical failures name the first failing batch item
-/// ("item 3 of 10 (batch index [1, 0])"): kSingular, kNotPositiveDefinite,
+/// route cannot honour), kInvalidArgument for a NaN or an infinity in the input of svd,
+/// truncated_svd, pinv, eig, eigvals and lstsq (LAPACK's drivers for these do not accept
+/// them; naming the item and element); numerical failures name the first failing batch
+/// item ("item 3 of 10 (batch index [1, 0])"): kSingular, kNotPositiveDefinite,
 /// kNoConvergence.
 ///
 /// Thread-safety: functions are reentrant; concurrent calls on different contexts are
