@@ -35,7 +35,8 @@ def grad(f):
     complex inputs get dL/dRe + i dL/dIm). Recorded eagerly, differentiated by the
     program transforms (docs/design/0009-ad.md)."""
     def g(*xs):
-        return tuple(_tenferro.eager_grad(f, list(xs)))
+        ts, _ = _tensors(xs, "grad")
+        return tuple(_tenferro.eager_grad(f, ts))
     return g
 
 
@@ -137,8 +138,8 @@ def trace(f, *examples, runtime=None):
     finally:
         _tenferro._trace_exit()
     single = isinstance(out, EagerTensor)
-    outs = [out] if single else list(out)
-    if not all(isinstance(o, EagerTensor) for o in outs):
+    outs = [out] if single else list(out) if isinstance(out, (tuple, list)) else None
+    if outs is None or not all(isinstance(o, EagerTensor) for o in outs):
         raise TypeError("tenferro.trace: the function must return an EagerTensor or a tuple of them")
     return Program(_tenferro.program_of(outs, leaves, rt), single)
 
@@ -203,6 +204,7 @@ is_grad_enabled = _tenferro.is_grad_enabled
 
 def where(pred, on_true, on_false):
     """Elementwise selection of eager tensors (one runtime, one dtype for the branches)."""
+    _tensors((pred, on_true, on_false), "where")
     return _tenferro.eager_where(pred, on_true, on_false)
 __version__ = "0.1.0"
 

@@ -117,3 +117,14 @@ def test_vjp_and_jvp_match_the_analytic_derivatives(rt):
         tenferro.vjp(f, [a, b], rt.tensor(ct))  # numpy arrays are not eager tensors
     with pytest.raises(tenferro.InvalidArgumentError):
         tenferro.vjp(f, (rt.tensor(a), rt.tensor(b)), rt.tensor(np.ones((2, 2))))  # wrong cotangent shape
+
+
+def test_grad_and_where_name_what_they_take(rt):
+    # numpy arrays where eager tensors are expected: a TypeError naming the function.
+    with pytest.raises(TypeError, match="tenferro.grad: expected an EagerTensor"):
+        tenferro.grad(lambda x: (x * x).sum())(np.ones(3))
+    with pytest.raises(TypeError, match="tenferro.where: expected an EagerTensor"):
+        tenferro.where(np.ones(3) > 0, np.ones(3), np.ones(3))
+    x = rt.tensor(np.arange(3.0))
+    (g,) = tenferro.grad(lambda v: (v * v).sum())(x)
+    assert np.allclose(np.asarray(g), 2 * np.arange(3.0))

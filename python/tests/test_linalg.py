@@ -140,6 +140,19 @@ def test_truncated_svd_discards_what_it_reports():
     np.testing.assert_allclose(np.linalg.norm(a - (u * s) @ vh) ** 2, dw, rtol=1e-8)
 
 
+@pytest.mark.parametrize("n", [3, 64])
+def test_non_finite_inputs_are_value_errors_not_lapack_reports(n):
+    # LAPACK's SVD, eig and least-squares drivers report NaN input as an illegal argument
+    # through xerbla, which numpy (loaded here) turns into a Python error raised from
+    # inside the call; tenferro rejects such input before LAPACK sees it.
+    a = np.eye(n) + 0.1
+    a[1, 2] = np.nan
+    for call in (L.svd, L.pinv, L.eig, L.eigvals, lambda x: L.lstsq(x, np.ones(n)),
+                 lambda x: L.lstsq(np.eye(n), np.where(np.isnan(x), np.inf, x))):
+        with pytest.raises(tenferro.InvalidArgumentError, match="NaN or an infinity"):
+            call(a)
+
+
 def test_integer_input_and_errors():
     i = np.array([[2, 1], [1, 3]], dtype=np.int64)
     np.testing.assert_allclose(L.inv(i), np.linalg.inv(i))

@@ -62,6 +62,10 @@ def test_reading_a_traced_value_inside_the_function_raises():
         tenferro.trace(lambda x: x.detach() * 2.0, np.ones(3))
     with pytest.raises(TypeError):
         tenferro.trace(lambda x: 3.0, np.ones(3))  # not a tensor result
+    with pytest.raises(TypeError, match="must return an EagerTensor"):
+        tenferro.trace(lambda x: None, np.ones(3))
+    with pytest.raises(TypeError, match="must return an EagerTensor"):
+        tenferro.jit(lambda x: "text")(np.ones(3))
     # Tracing ended: reads work again, and an eager tensor's own values stay readable.
     rt = tenferro.Runtime()
     t = rt.tensor(np.arange(3.0))
