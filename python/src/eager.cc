@@ -67,15 +67,33 @@ Shape dims_of(const std::vector<int64_t>& v) {
   return s;
 }
 
-// Axes argument: None (all), an int, or a sequence; negative axes count from the end.
-Shape axes_of(const py::object& axis, int64_t rank) {
+// A Python integer (or an object with __index__) as int64: TypeError when it is none,
+// OverflowError naming `what` when it does not fit (pybind's own cast says only "Unable
+// to cast Python instance").
+int64_t int_arg(py::handle h, const char* what) {
+  py::object i = py::reinterpret_steal<py::object>(PyNumber_Index(h.ptr()));
+  if (!i) {
+    PyErr_Clear();
+    throw py::type_error(std::string("tenferro: ") + what + " must be an integer, got " +
+                         std::string(py::str(py::type::of(h).attr("__name__"))));
+  }
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+  if (overflow != 0) {
+    throw py::value_error(std::string("tenferro: ") + what + " " + std::string(py::str(i)) + " does not fit in int64");
+  }
+  return static_cast<int64_t>(v);
+}
+
+// Axes argument: None (all), an int, or a sequence; negative axes count from the end
+// (the eager ops normalize them and name the axis as given in errors).
+Shape axes_of(const py::object& axis) {
   Shape out;
-  auto add = [&](int64_t a) { out.push_back(a < 0 ? a + rank : a); };
   if (axis.is_none()) return out;
   if (py::isinstance<py::int_>(axis)) {
-    add(axis.cast<int64_t>());
+    out.push_back(int_arg(axis, "axis"));
   } else {
-    for (const py::handle a : axis) add(a.cast<int64_t>());
+    for (const py::handle a : axis) out.push_back(int_arg(a, "axis"));
   }
   return out;
 }
@@ -174,11 +192,15 @@ EagerTensor index(const EagerTensor& x, const py::object& key) {
       start.push_back(b), limit.push_back(len == 0 ? b : b + (len - 1) * s + 1), stride.push_back(s),
           keep.push_back(len);
     } else if (py::isinstance<py::int_>(item)) {
-      int64_t i = item.cast<int64_t>();
+      const auto out_of_bounds = [&] {
+        return py::index_error("tenferro: index " + std::string(py::str(item)) + " is out of bounds for axis " +
+                               std::to_string(d) + " with size " + std::to_string(n));
+      };
+      int overflow = 0;
+      int64_t i = PyLong_AsLongLongAndOverflow(item.ptr(), &overflow);
+      if (overflow != 0) throw out_of_bounds();
       if (i < 0) i += n;
-      if (i < 0 || i >= n)
-        throw py::index_error("tenferro: index " + std::to_string(item.cast<int64_t>()) +
-                              " is out of bounds for axis " + std::to_string(d) + " with size " + std::to_string(n));
+      if (i < 0 || i >= n) throw out_of_bounds();
       start.push_back(i), limit.push_back(i + 1), stride.push_back(1);
       any_int = true;
     } else {
@@ -369,11 +391,11 @@ void bind_eager(py::module_& m) {
            [](const EagerTensor& x, py::args axes) {
              Shape perm;
              if (axes.size() == 1 && !py::isinstance<py::int_>(axes[0])) {
-               for (const py::handle a : axes[0]) perm.push_back(a.cast<int64_t>());
+               for (const py::handle a : axes[0]) perm.push_back(int_arg(a, "axis"));
              } else if (axes.size() == 0) {
                for (int64_t d = x.rank() - 1; d >= 0; --d) perm.push_back(d);
              } else {
-               for (const py::handle a : axes) perm.push_back(a.cast<int64_t>());
+               for (const py::handle a : axes) perm.push_back(int_arg(a, "axis"));
              }
              return nogil([&] { return ctx_of(x).permute(x, perm); });
            })
@@ -381,9 +403,9 @@ void bind_eager(py::module_& m) {
            [](const EagerTensor& x, py::args shape) {
              Shape s;
              if (shape.size() == 1 && !py::isinstance<py::int_>(shape[0])) {
-               for (const py::handle a : shape[0]) s.push_back(a.cast<int64_t>());
+               for (const py::handle a : shape[0]) s.push_back(int_arg(a, "extent"));
              } else {
-               for (const py::handle a : shape) s.push_back(a.cast<int64_t>());
+               for (const py::handle a : shape) s.push_back(int_arg(a, "extent"));
              }
              // numpy's (row-major) reshape: reverse the axes, reshape column-major to the
              // reversed shape, reverse back; views where the layout allows, as numpy.
@@ -461,7 +483,7 @@ void bind_eager(py::module_& m) {
     t.def(
         name,
         [op = op](const EagerTensor& x, const py::object& axis, bool keepdims) {
-          const Shape ax = axes_of(axis, x.rank());
+          const Shape ax = axes_of(axis);
           return nogil([&] { return (ctx_of(x).*op)(x, ax, keepdims); });
         },
         py::arg("axis") = py::none(), py::arg("keepdims") = false);

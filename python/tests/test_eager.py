@@ -77,3 +77,19 @@ def test_dlpack_export_shares_memory(rt):
     assert x.__dlpack_device__() == (1, 0)
     cap = x.__dlpack__()  # never consumed: freed with the capsule
     del cap
+
+
+def test_integer_arguments_too_large_or_negative_name_themselves():
+    rt = tenferro.Runtime()
+    x = rt.tensor(np.arange(6.0).reshape(2, 3))
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[2**70]
+    with pytest.raises(ValueError, match="does not fit in int64"):
+        x.sum(2**70)
+    with pytest.raises(tenferro.InvalidArgumentError, match="axis -5"):
+        x.sum(-5)  # named as given, not after normalization
+    assert np.asarray(x.sum(-1)).tolist() == [3.0, 12.0]
+    with pytest.raises(TypeError, match="must be an integer"):
+        x.reshape(2.5, 2)
+    with pytest.raises(ValueError, match="int64"):
+        x.reshape(2**62, 4)

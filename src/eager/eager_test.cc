@@ -235,6 +235,12 @@ TEST(Eager, ErrorsAreTypedAndNothingRuns) {
   EXPECT_EQ(matmul(a, b3).error().code(), ErrorCode::kShapeMismatch);
   EXPECT_EQ(einsum("ij,jk->ik", {a, a}).error().stage(), ErrorStage::kUsage);
   EXPECT_EQ(reshape(a, {3}).error().code(), ErrorCode::kInvalidShape);
+  // Target extents whose product overflows int64 (signed overflow before), with and
+  // without a -1; a zero extent makes the product 0 whatever the others are.
+  EXPECT_EQ(reshape(a, {int64_t{1} << 62, 4}).error().code(), ErrorCode::kOverflow);
+  EXPECT_EQ(reshape(a, {int64_t{1} << 62, 4, -1}).error().code(), ErrorCode::kOverflow);
+  EXPECT_EQ(reshape(a, {int64_t{1} << 62, 4, 0}).error().code(), ErrorCode::kInvalidShape);
+  EXPECT_NE(sum(a, {-7}).error().message().find("axis -7"), std::string::npos);  // named as given
   EXPECT_EQ(rt->on(CpuPlacement::domain(99)).add(a, a).error().code(), ErrorCode::kOutOfRange);
   EXPECT_EQ(rt->context().gather(a, a, 0).error().stage(), ErrorStage::kUsage);  // f64 indices
   const EagerMetrics after = rt->metrics();

@@ -175,14 +175,22 @@ Shape kept_shape(const Shape& in, std::span<const int64_t> axes, bool keep) {
 Result<Shape> resolve_shape(Dims shape, int64_t numel, const char* op) {
   Shape out(shape);
   int64_t known = 1, hole = -1;
+  bool overflow = false, zero = false;
   for (size_t i = 0; i < out.size(); ++i) {
     if (out[i] == -1 && hole < 0) {
       hole = static_cast<int64_t>(i);
     } else if (out[i] < 0) {
       return usage_error(ErrorCode::kInvalidShape, op, "invalid target shape " + format_dims(shape));
     } else {
-      known *= out[i];
+      zero = zero || out[i] == 0;
+      overflow = overflow || __builtin_mul_overflow(known, out[i], &known);
     }
+  }
+  if (zero) {
+    known = 0;  // a zero extent: no elements, whatever the others multiply to
+  } else if (overflow) {
+    return usage_error(ErrorCode::kOverflow, op,
+                       "target shape " + format_dims(shape) + " has more elements than int64 holds");
   }
   if (hole >= 0) {
     if (known == 0 || numel % known != 0) {
