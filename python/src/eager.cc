@@ -298,7 +298,12 @@ void bind_eager(py::module_& m) {
            }),
            py::arg("threads") = py::none())
       .def(
-          "tensor", [](eg::EagerRuntime& rt, const py::array& a) { return unwrap(rt.from_host(from_numpy(a))); },
+          "tensor",
+          [](eg::EagerRuntime& rt, const py::object& a) {
+            // Any array-like, as numpy.asarray reads it (lists, scalars); no copy of an ndarray.
+            const py::array arr = py::module_::import("numpy").attr("asarray")(a);
+            return unwrap(rt.from_host(from_numpy(arr)));
+          },
           py::arg("array"))
       .def(
           "zeros",

@@ -154,6 +154,8 @@ class jit:
     (the same rules as :func:`trace`)."""
 
     def __init__(self, f=None, *, runtime=None, max_programs=64):
+        if not isinstance(max_programs, int) or max_programs < 1:
+            raise ValueError(f"tenferro.jit: max_programs must be an int >= 1, got {max_programs!r}")
         self._f = f
         self._runtime = runtime
         self._max = max_programs

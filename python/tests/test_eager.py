@@ -93,3 +93,11 @@ def test_integer_arguments_too_large_or_negative_name_themselves():
         x.reshape(2.5, 2)
     with pytest.raises(ValueError, match="int64"):
         x.reshape(2**62, 4)
+
+
+def test_runtime_tensor_takes_array_likes():
+    rt = tenferro.Runtime()
+    assert np.asarray(rt.tensor([1.0, 2.0]) * 2.0).tolist() == [2.0, 4.0]
+    assert rt.tensor(3).dtype == np.asarray(3).dtype
+    with pytest.raises(TypeError, match="unsupported dtype"):
+        rt.tensor(["a", "b"])

@@ -117,3 +117,13 @@ def test_truth_and_number_conversions_follow_numpy():
 
     with pytest.raises(TypeError, match="trace"):
         tenferro.trace(branches, np.ones(3))
+
+
+def test_jit_checks_its_cache_bound():
+    for bad in (0, -1, 2.5):
+        with pytest.raises(ValueError, match="max_programs"):
+            tenferro.jit(lambda x: x * 2.0, max_programs=bad)
+    f = tenferro.jit(lambda x: x * 2.0, max_programs=1)
+    assert np.asarray(f(np.ones(2))).tolist() == [2.0, 2.0]
+    assert np.asarray(f(np.ones(3))).tolist() == [2.0, 2.0, 2.0]
+    assert len(f.programs) == 1  # the older signature was dropped
