@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 #include <filesystem>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -106,6 +107,12 @@ TEST(CliEinsum, HostileOptionsGiveTypedErrors) {
     EXPECT_EQ(exit_code(run("einsum 'i,i->' " + vv + " --threads '" + bad + "'")), 2) << bad;
   }
   EXPECT_EQ(exit_code(run("einsum 'i,i->' " + vv + " --repeat 99999999999")), 2);
+  // -o /dev/null discards the result and leaves the device in place (a rename over it
+  // once replaced it with a regular file when run as root).
+  ASSERT_EQ(exit_code(run("einsum 'i,i->' " + vv + " -o /dev/null")), 0) << output();
+  struct stat st {};
+  ASSERT_EQ(::lstat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
   // A file name that is not UTF-8 still gives valid JSON (the bad byte replaced).
   ASSERT_EQ(exit_code(run("einsum 'i,i->' " + vv + " --json -o \"" + dir() + "out$(printf '\\377').npy\"")), 0)
       << output();

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <vector>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -241,10 +242,56 @@ Result<Tensor> read_npy(const std::string& path) {
 // its target (O_CREAT|O_EXCL: an existing file or link there is never opened or
 // followed), is written fully, fsync'ed and closed, and is then renamed over the target
 // (rename replaces a link at the target, not the file it points to). Temporaries get
-// mode 0644. Several files are renamed only after all were written.
+// mode 0644. Several files are renamed only after all were written. A target that
+// exists and is a character device or a FIFO (`-o /dev/null`, `-o /dev/stdout`, a
+// pipe) is written directly instead, after every temporary was written and before the
+// renames: renaming over it would replace the device node with a regular file (as root,
+// /dev/null itself); a link to one (/dev/stdout) is written through. A target that is
+// (or links to) a directory, a block device or a socket is an error before anything is
+// written.
 namespace {
 
 Error io_error(const std::string& msg) { return usage_error(ErrorCode::kIo, "npy", msg); }
+
+enum class Target { kRename, kDirect };
+
+// How `path` is written: through a renamed temporary (absent, a regular file, a link to
+// one or a dangling link: the link is replaced), or directly (a character device or FIFO,
+// or a link to one, e.g. /dev/stdout); an error for the rest.
+Result<Target> classify(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return Target::kRename;  // absent, dangling (or unreadable: reported later)
+  if (S_ISREG(st.st_mode)) return Target::kRename;
+  if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return Target::kDirect;
+  const char* kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISBLK(st.st_mode) ? "a block device" : "a socket";
+  return io_error("cannot write '" + path + "': it is " + kind);
+}
+
+// Writes all of `bytes` to `fd`.
+bool write_all(int fd, const std::string& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    done += static_cast<size_t>(w);
+  }
+  return true;
+}
+
+Result<void> write_direct(const std::string& path, const std::string& bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return io_error("cannot open '" + path + "': " + std::strerror(errno));
+  if (!write_all(fd, bytes)) {
+    const std::string why = std::strerror(errno);
+    ::close(fd);
+    return io_error("cannot write '" + path + "': " + why);
+  }
+  if (::close(fd) != 0) return io_error("cannot close '" + path + "': " + std::strerror(errno));
+  return ok();
+}
 
 Result<std::string> write_temporary(const std::string& path, const std::string& bytes) {
   std::string name = path + ".tmp.XXXXXX";
@@ -256,15 +303,7 @@ Result<std::string> write_temporary(const std::string& path, const std::string& 
     ::unlink(name.c_str());
     return io_error("cannot " + what + " '" + name + "': " + why);
   };
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return fail("write");
-    }
-    done += static_cast<size_t>(w);
-  }
+  if (!write_all(fd, bytes)) return fail("write");
   if (::fchmod(fd, 0644) != 0) return fail("set the mode of");
   if (::fsync(fd) != 0) return fail("flush");
   if (::close(fd) != 0) {
@@ -283,29 +322,46 @@ Result<void> write_npy_files(std::span<const std::string> paths, std::span<const
                        std::to_string(paths.size()) + " paths for " + std::to_string(tensors.size()) + " tensors");
   }
   std::vector<std::string> bytes;
-  for (const Tensor& t : tensors) {
-    TENFERRO_TRY(std::string b, npy_encode(t));
+  std::vector<Target> targets;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    TENFERRO_TRY(Target target, classify(paths[i]));
+    targets.push_back(target);
+    TENFERRO_TRY(std::string b, npy_encode(tensors[i]));
     bytes.push_back(std::move(b));
   }
-  std::vector<std::string> temps;
-  const auto discard = [&] {
-    for (const std::string& t : temps) ::unlink(t.c_str());
+  // temps[i] is empty for direct targets.
+  std::vector<std::string> temps(paths.size());
+  const auto discard = [&](size_t from) {
+    for (size_t k = from; k < temps.size(); ++k) {
+      if (!temps[k].empty()) ::unlink(temps[k].c_str());
+    }
   };
   for (size_t i = 0; i < paths.size(); ++i) {
+    if (targets[i] == Target::kDirect) continue;
     Result<std::string> t = write_temporary(paths[i], bytes[i]);
     if (!t) {
-      discard();
+      discard(0);
       return t.error();
     }
-    temps.push_back(std::move(*t));
+    temps[i] = std::move(*t);
   }
   for (size_t i = 0; i < paths.size(); ++i) {
+    if (targets[i] != Target::kDirect) continue;
+    if (Result<void> r = write_direct(paths[i], bytes[i]); !r) {
+      discard(0);
+      return r.error();
+    }
+  }
+  size_t placed = 0;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    if (temps[i].empty()) continue;
     if (std::rename(temps[i].c_str(), paths[i].c_str()) != 0) {
       const std::string why = std::strerror(errno);
-      for (size_t k = i; k < temps.size(); ++k) ::unlink(temps[k].c_str());
+      discard(i);
       return io_error("cannot rename '" + temps[i] + "' to '" + paths[i] + "': " + why +
-                      (i > 0 ? " (" + std::to_string(i) + " earlier files were already in place)" : ""));
+                      (placed > 0 ? " (" + std::to_string(placed) + " earlier files were already in place)" : ""));
     }
+    ++placed;
   }
   return ok();
 }

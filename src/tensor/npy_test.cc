@@ -6,10 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <fstream>
-#include <vector>
-#include <unistd.h>
 #include <filesystem>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace tenferro {
 namespace {
@@ -138,6 +141,50 @@ TEST(Npy, WritesSeveralFilesAllOrNothing) {
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++files;
   EXPECT_EQ(files, 4);  // a.npy, b.npy, victim, the link
   EXPECT_EQ(write_npy_files(good, std::vector<Tensor>{a}).error().code(), ErrorCode::kInvalidArgument);
+  std::filesystem::remove_all(dir);
+}
+
+// Note [Atomic npy writes]: character devices and FIFOs (and links to them) are written
+// directly, never replaced by a renamed file (as root that replaced /dev/null); a
+// directory is an error before anything is written.
+TEST(Npy, DevicesAndPipesAreWrittenNotReplaced) {
+  const Tensor a = Tensor::from_col_major<double>({3}, {1, 2, 3}).value();
+  ASSERT_TRUE(write_npy("/dev/null", a)) << "writing to /dev/null";
+  struct stat st {};
+  ASSERT_EQ(::lstat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << "/dev/null is still a character device";
+
+  const std::string dir = ::testing::TempDir() + "tenferro_npy_dev_" + std::to_string(::getpid()) + "/";
+  std::filesystem::create_directories(dir);
+  const std::string fifo = dir + "pipe", link = dir + "pipe_link";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::filesystem::create_symlink(fifo, link);
+  for (const std::string& target : {fifo, link}) {
+    std::string got;
+    std::thread reader([&] {
+      std::ifstream in(fifo, std::ios::binary);
+      got.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    });
+    const auto r = write_npy(target, a);
+    reader.join();
+    ASSERT_TRUE(r) << r.error().to_string();
+    EXPECT_EQ(got, npy_encode(a).value()) << target;
+    ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISFIFO(st.st_mode));
+    ASSERT_EQ(::lstat(link.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISLNK(st.st_mode));
+  }
+  // A directory target fails before any file is written (the other target stays absent).
+  std::filesystem::create_directories(dir + "sub");
+  const std::vector<std::string> paths{dir + "first.npy", dir + "sub"};
+  const auto r = write_npy_files(paths, std::vector<Tensor>{a, a});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ErrorCode::kIo);
+  EXPECT_NE(r.error().message().find("is a directory"), std::string::npos) << r.error().message();
+  EXPECT_FALSE(std::filesystem::exists(dir + "first.npy"));
+  int entries = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++entries;
+  EXPECT_EQ(entries, 3);  // pipe, pipe_link, sub: no temporaries left
   std::filesystem::remove_all(dir);
 }
 

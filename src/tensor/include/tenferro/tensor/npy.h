@@ -30,11 +30,15 @@ Result<std::string> npy_encode(const Tensor& tensor);
 Result<Tensor> read_npy(const std::string& path);
 /// Writes a .npy file (Note [Atomic npy writes]: a unique temporary in the same
 /// directory, flushed to disk, then renamed over `path`; a failed write leaves no partial
-/// file and never writes through a link). Errors: kIo, those of npy_encode.
+/// file and never writes through a link). An existing character device or FIFO at `path`
+/// (/dev/null, /dev/stdout, a pipe) is written directly, never replaced. Errors: kIo
+/// (also for a directory, block device or socket at `path`), those of npy_encode.
 Result<void> write_npy(const std::string& path, const Tensor& tensor);
 /// Writes several .npy files all-or-nothing: every tensor is encoded and written to its
 /// temporary first; the targets are renamed into place only when all were written, and
-/// on any error before that no target is touched and the temporaries are removed.
+/// on any error before that no target is touched and the temporaries are removed
+/// (character devices and FIFOs, written directly after the temporaries, cannot be
+/// taken back).
 /// Errors: kInvalidArgument (count mismatch), kIo, those of npy_encode.
 Result<void> write_npy_files(std::span<const std::string> paths, std::span<const Tensor> tensors);
 
