@@ -227,13 +227,47 @@ Result<std::string> npy_encode(const Tensor& tensor) {
   return out;
 }
 
+// Note [Bounded npy reads]: a file is read as far as its header says and no further: the
+// prefix, the header, then the data bytes the header's shape and dtype declare, then one
+// probe byte (extra bytes are an error). A device or pipe that never ends (/dev/zero,
+// /dev/urandom) or a stream with a huge tail is then a parse error after a few bytes, or a
+// typed allocation error, instead of being read until memory runs out.
 Result<Tensor> read_npy(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return usage_error(ErrorCode::kIo, "npy", "cannot open '" + path + "': " + std::strerror(errno));
-  std::ostringstream buf;
-  buf << in.rdbuf();
+  std::string buf;
+  // Appends up to `n` more bytes (fewer at the end of the input).
+  const auto read_more = [&](size_t n) {
+    constexpr size_t kChunk = size_t{64} << 20;
+    while (n > 0 && in) {
+      const size_t step = std::min(n, kChunk), old = buf.size();
+      buf.resize(old + step);
+      in.read(buf.data() + old, static_cast<std::streamsize>(step));
+      buf.resize(old + static_cast<size_t>(in.gcount()));
+      n -= step;
+    }
+  };
+  try {
+    read_more(12);
+    const bool magic = buf.size() >= 10 && std::string_view(buf).substr(0, 6) == std::string_view(kMagic, 6);
+    const int major = buf.size() > 6 ? static_cast<unsigned char>(buf[6]) : 0;
+    if (magic && (major == 1 || ((major == 2 || major == 3) && buf.size() >= 12))) {
+      const size_t header_at = major == 1 ? 10 : 12;
+      const size_t header_end = header_at + read_le(buf, 8, major == 1 ? 2 : 4);
+      if (header_end > buf.size()) read_more(header_end - buf.size());
+      if (buf.size() >= header_end) {
+        const Result<Header> h = parse_header(std::string_view(buf).substr(header_at, header_end - header_at));
+        const Result<int64_t> nbytes =
+            h ? checked_byte_count(h->shape, h->dtype, "npy") : Result<int64_t>(h.error());
+        if (nbytes && *nbytes >= 0) read_more(header_end + static_cast<size_t>(*nbytes) - buf.size());
+      }
+    }
+    read_more(1);  // the probe: a byte past the declared end is reported as extra
+  } catch (const std::bad_alloc&) {
+    return usage_error(ErrorCode::kAllocationFailed, "npy", "'" + path + "': not enough memory to read it");
+  }
   if (in.bad()) return usage_error(ErrorCode::kIo, "npy", "cannot read '" + path + "'");
-  auto r = npy_decode(buf.str());
+  auto r = npy_decode(buf);
   if (!r) return Error(r.error().stage(), r.error().code(), "npy", "'" + path + "': " + r.error().message());
   return r;
 }

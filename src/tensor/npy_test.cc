@@ -5,12 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 #include <vector>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -141,6 +143,38 @@ TEST(Npy, WritesSeveralFilesAllOrNothing) {
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++files;
   EXPECT_EQ(files, 4);  // a.npy, b.npy, victim, the link
   EXPECT_EQ(write_npy_files(good, std::vector<Tensor>{a}).error().code(), ErrorCode::kInvalidArgument);
+  std::filesystem::remove_all(dir);
+}
+
+// Note [Bounded npy reads]: endless sources are read only as far as a header allows: bad
+// magic after a few bytes of /dev/zero, and a valid file followed by an endless tail
+// (through a FIFO) is "extra bytes" after one probe byte, not a read until memory runs out.
+TEST(Npy, EndlessSourcesAreReadOnlyAsFarAsTheHeaderSays) {
+  const auto zero = read_npy("/dev/zero");
+  ASSERT_FALSE(zero);
+  EXPECT_EQ(zero.error().code(), ErrorCode::kParse);
+  const std::string dir = ::testing::TempDir() + "tenferro_npy_read_" + std::to_string(::getpid()) + "/";
+  std::filesystem::create_directories(dir);
+  const std::string fifo = dir + "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const Tensor a = Tensor::from_col_major<double>({3}, {1, 2, 3}).value();
+  const std::string bytes = npy_encode(a).value();
+  std::thread writer([&] {
+    // The file, then an endless tail: writing stops only when the reader is gone (reading
+    // to the end, as before, would never finish).
+    std::signal(SIGPIPE, SIG_IGN);
+    const int fd = ::open(fifo.c_str(), O_WRONLY);
+    if (fd < 0) return;
+    bool ok = ::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
+    const std::string tail(1 << 16, '\0');
+    while (ok) ok = ::write(fd, tail.data(), tail.size()) > 0;
+    ::close(fd);
+  });
+  const auto r = read_npy(fifo);
+  writer.join();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ErrorCode::kParse);
+  EXPECT_NE(r.error().message().find("extra bytes"), std::string::npos) << r.error().message();
   std::filesystem::remove_all(dir);
 }
 
