@@ -153,6 +153,11 @@ TEST(CliOptions, EmptySelectionsAreUsageErrors) {
   std::filesystem::create_directories(empty);
   EXPECT_EQ(exit_code(run("bench einsum " + empty)), 2) << output();
   EXPECT_NE(output().find("no instance files"), std::string::npos) << output();
+  // Endless inputs are read up to a bound, not until memory runs out.
+  EXPECT_EQ(exit_code(run("bench einsum /dev/zero")), 1) << output();
+  EXPECT_NE(output().find("is larger than"), std::string::npos) << output();
+  EXPECT_EQ(exit_code(run("einsum i->i /dev/zero")), 1) << output();
+  EXPECT_NE(output().find("bad magic"), std::string::npos) << output();
 }
 
 // Instance files of the wrong shape: one typed error each, the command goes on.

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -42,17 +43,30 @@ std::optional<double> parse_real(const char* text, double lo, double hi) {
   return v;
 }
 
+Result<std::string> read_text_file(const std::string& file, int64_t max_bytes, const char* op) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return usage_error(ErrorCode::kIo, op, "'" + file + "': cannot be read: " + std::strerror(errno));
+  std::string text;
+  char chunk[1 << 16];
+  while (in) {
+    in.read(chunk, sizeof chunk);
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+    if (static_cast<int64_t>(text.size()) > max_bytes) {
+      return usage_error(ErrorCode::kInvalidArgument, op,
+                         "'" + file + "' is larger than " + std::to_string(max_bytes) + " bytes");
+    }
+  }
+  if (in.bad()) return usage_error(ErrorCode::kIo, op, "'" + file + "': read error");
+  return text;
+}
+
 std::string json_text(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 Result<EinsumInstance> load_einsum_instance(const std::string& file, const std::string& strategy) {
-  const auto bad = [&](ErrorCode code, const std::string& what) {
-    return usage_error(code, "einsum instance", "'" + file + "': " + what);
-  };
-  std::ifstream in(file);
-  if (!in) return bad(ErrorCode::kIo, "cannot be read");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_einsum_instance(text.str(), file, strategy);
+  // Instance files of the einsum benchmark are at most tens of KiB.
+  auto text = read_text_file(file, int64_t{256} << 20, "einsum instance");
+  if (!text) return text.error();
+  return parse_einsum_instance(*text, file, strategy);
 }
 
 Result<EinsumInstance> parse_einsum_instance(std::string_view text, const std::string& file,

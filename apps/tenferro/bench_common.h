@@ -32,6 +32,11 @@ std::optional<int64_t> parse_count(const char* text, int64_t lo, int64_t hi);
 /// nullopt.
 std::optional<double> parse_real(const char* text, double lo, double hi);
 
+/// The text of `file`, read up to `max_bytes` (an input larger than that, e.g. a device
+/// that never ends, is kInvalidArgument after max_bytes + 1 bytes, not a read until
+/// memory runs out). Errors: kIo naming the file and the system's reason.
+Result<std::string> read_text_file(const std::string& file, int64_t max_bytes, const char* op);
+
 /// `j` as one line of JSON text; strings that are not valid UTF-8 (e.g. file names) have
 /// the bad bytes replaced instead of throwing.
 std::string json_text(const nlohmann::json& j);

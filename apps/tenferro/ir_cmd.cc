@@ -170,10 +170,8 @@ int run_ir(int argc, char** argv) {
     std::fprintf(stderr, "tenferro ir %s: unexpected argument '%s'\n", sub.c_str(), positional[0].c_str());
     return 2;
   }
-  std::ifstream in(file);
-  if (!in) return fail(Error(ErrorStage::kUsage, ErrorCode::kIo, "ir", "cannot read " + file));
-  std::stringstream ss;
-  ss << in.rdbuf();
+  auto text = read_text_file(file, int64_t{1} << 30, "ir");  // programs are text of KiB to MiB
+  if (!text) return fail(text.error());
   std::vector<Tensor> bindings;
   for (const auto& f : binding_files) {
     auto t = read_npy(f);
@@ -183,7 +181,7 @@ int run_ir(int argc, char** argv) {
   // check/compile may run without the binding data (zero placeholders); eval may not.
   program::ExtensionRegistry families;  // extension families the text may use
   if (auto r = einsum::register_einsum_family(families); !r) return fail(r.error());
-  auto parsed = program::parse_program(ss.str(), &families, bindings, sub != "eval" && sub != "run");
+  auto parsed = program::parse_program(*text, &families, bindings, sub != "eval" && sub != "run");
   if (!parsed) return fail(parsed.error());
   const program::SemanticProgram& p = *parsed->program;
   if (sub == "check") {
