@@ -254,12 +254,21 @@ Result<Tensor> read_npy(const std::string& path) {
     if (magic && (major == 1 || ((major == 2 || major == 3) && buf.size() >= 12))) {
       const size_t header_at = major == 1 ? 10 : 12;
       const size_t header_end = header_at + read_le(buf, 8, major == 1 ? 2 : 4);
-      if (header_end > buf.size()) read_more(header_end - buf.size());
+      constexpr size_t kMaxHeader = size_t{1} << 24;  // numpy writes headers of a few KiB
+      if (header_end > buf.size() && header_end <= kMaxHeader) read_more(header_end - buf.size());
       if (buf.size() >= header_end) {
         const Result<Header> h = parse_header(std::string_view(buf).substr(header_at, header_end - header_at));
         const Result<int64_t> nbytes =
             h ? checked_byte_count(h->shape, h->dtype, "npy") : Result<int64_t>(h.error());
-        if (nbytes && *nbytes >= 0) read_more(header_end + static_cast<size_t>(*nbytes) - buf.size());
+        if (nbytes && *nbytes >= 0) {
+          // A regular file's size bounds what there is to read (a header that declares more
+          // is reported as truncated, without reserving memory for it).
+          struct stat st {};
+          const bool regular = ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+          const size_t want = header_end + static_cast<size_t>(*nbytes);
+          if (regular && static_cast<size_t>(st.st_size) >= want) buf.reserve(want + 1);
+          if (want > buf.size()) read_more(want - buf.size());
+        }
       }
     }
     read_more(1);  // the probe: a byte past the declared end is reported as extra
