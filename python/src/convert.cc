@@ -217,4 +217,19 @@ py::capsule to_dlpack(const Tensor& tensor) {
   return py::reinterpret_steal<py::capsule>(cap);
 }
 
+int64_t int_arg(py::handle h, const char* what) {
+  py::object i = py::reinterpret_steal<py::object>(PyNumber_Index(h.ptr()));
+  if (!i) {
+    PyErr_Clear();
+    throw py::type_error(std::string("tenferro: ") + what + " must be an integer, got " +
+                         std::string(py::str(py::type::of(h).attr("__name__"))));
+  }
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+  if (overflow != 0) {
+    throw py::value_error(std::string("tenferro: ") + what + " " + std::string(py::str(i)) + " does not fit in int64");
+  }
+  return static_cast<int64_t>(v);
+}
+
 }  // namespace tenferro::python

@@ -35,6 +35,11 @@ inline void unwrap(Result<void> r) {
 /// Installs the translator of PyError (once, at module import).
 void register_error_translator();
 
+/// A Python integer (or an object with __index__) as int64: TypeError when it is none,
+/// ValueError naming `what` when it does not fit (pybind's own cast says only "Unable to
+/// cast Python instance").
+int64_t int_arg(py::handle h, const char* what);
+
 /// Storage over a numpy array's bytes holding a reference to the array (one allocation
 /// with its control block via make_shared). The reference is dropped with the GIL held,
 /// whichever thread releases the storage.

@@ -67,24 +67,6 @@ Shape dims_of(const std::vector<int64_t>& v) {
   return s;
 }
 
-// A Python integer (or an object with __index__) as int64: TypeError when it is none,
-// OverflowError naming `what` when it does not fit (pybind's own cast says only "Unable
-// to cast Python instance").
-int64_t int_arg(py::handle h, const char* what) {
-  py::object i = py::reinterpret_steal<py::object>(PyNumber_Index(h.ptr()));
-  if (!i) {
-    PyErr_Clear();
-    throw py::type_error(std::string("tenferro: ") + what + " must be an integer, got " +
-                         std::string(py::str(py::type::of(h).attr("__name__"))));
-  }
-  int overflow = 0;
-  const long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
-  if (overflow != 0) {
-    throw py::value_error(std::string("tenferro: ") + what + " " + std::string(py::str(i)) + " does not fit in int64");
-  }
-  return static_cast<int64_t>(v);
-}
-
 // Axes argument: None (all), an int, or a sequence; negative axes count from the end
 // (the eager ops normalize them and name the axis as given in errors).
 Shape axes_of(const py::object& axis) {
@@ -287,9 +269,9 @@ void bind_eager_linalg(py::module_ m) {
 
 void bind_eager(py::module_& m) {
   py::class_<eg::EagerRuntime, std::shared_ptr<eg::EagerRuntime>>(m, "Runtime")
-      .def(py::init([](std::optional<int> threads) {
+      .def(py::init([](const py::object& threads) {
              eg::EagerConfig cfg;
-             if (threads) {
+             if (!threads.is_none()) {
                const auto topo = unwrap(cpu::CpuTopology::discover());
                cfg.engine = engine_config(threads, topo, "tenferro.Runtime");
              }

@@ -87,8 +87,9 @@ struct Engine {
 
 /// Engine configuration for `threads` workers (default: every CPU the process may use) in
 /// one domain on the first allowed CPUs, pinned when there are enough CPUs (as the CLI's
-/// engines). `what` names the caller in the ValueError for a count outside [1, 1024].
-cpu::CpuEngineConfig engine_config(std::optional<int> threads, const cpu::CpuTopology& topo, const char* what);
+/// engines). `threads`: None or an integer; `what` names the caller in the ValueError for
+/// a count outside [1, 1024] (a TypeError for a non-integer).
+cpu::CpuEngineConfig engine_config(const pybind11::object& threads, const cpu::CpuTopology& topo, const char* what);
 
 /// tenferro.linalg's UPLO, mode, ord and method arguments (ValueError for others).
 linalg::Uplo uplo_of(const std::string& s);

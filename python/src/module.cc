@@ -23,11 +23,12 @@
 
 namespace tenferro::python {
 
-cpu::CpuEngineConfig engine_config(std::optional<int> threads, const cpu::CpuTopology& topo, const char* what) {
-  const int n = threads.value_or(static_cast<int>(topo.allowed_cpus.size()));
-  if (n < 1 || n > 1024) {
-    throw py::value_error(std::string(what) + ": threads must be in [1, 1024], got " + std::to_string(n));
+cpu::CpuEngineConfig engine_config(const py::object& threads, const cpu::CpuTopology& topo, const char* what) {
+  const int64_t t = threads.is_none() ? static_cast<int64_t>(topo.allowed_cpus.size()) : int_arg(threads, "threads");
+  if (t < 1 || t > 1024) {
+    throw py::value_error(std::string(what) + ": threads must be in [1, 1024], got " + std::to_string(t));
   }
+  const int n = static_cast<int>(t);
   cpu::CpuEngineConfig cfg;
   std::vector<int> cpus = topo.allowed_cpus;
   if (static_cast<int>(cpus.size()) > n) cpus.resize(static_cast<size_t>(n));
@@ -41,7 +42,7 @@ namespace {
 
 // A CPU engine with one domain of `threads` workers and its einsum plan cache. Owned by
 // Python objects (no global engine); thread-safe, so several Python threads may call it.
-Engine make_engine(std::optional<int> threads, size_t plan_capacity) {
+Engine make_engine(const py::object& threads, size_t plan_capacity) {
   auto topo = unwrap(cpu::CpuTopology::discover());
   const cpu::CpuEngineConfig cfg = engine_config(threads, topo, "tenferro.Engine");
   Engine e;
@@ -324,7 +325,7 @@ PYBIND11_MODULE(_tenferro, m) {
   tp::register_error_translator();
 
   py::class_<tp::Engine>(m, "Engine")
-      .def(py::init([](std::optional<int> threads, size_t plan_capacity) {
+      .def(py::init([](const py::object& threads, size_t plan_capacity) {
              return tp::make_engine(threads, plan_capacity);
            }),
            py::arg("threads") = py::none(), py::arg("plan_capacity") = 256)

@@ -101,3 +101,14 @@ def test_runtime_tensor_takes_array_likes():
     assert rt.tensor(3).dtype == np.asarray(3).dtype
     with pytest.raises(TypeError, match="unsupported dtype"):
         rt.tensor(["a", "b"])
+
+
+def test_thread_counts_are_checked_integers():
+    for bad in (0, -1, 10**12):
+        with pytest.raises(ValueError, match="threads"):
+            tenferro.Engine(threads=bad)
+        with pytest.raises(ValueError, match="threads"):
+            tenferro.Runtime(threads=bad)
+    with pytest.raises(TypeError, match="threads must be an integer"):
+        tenferro.Engine(threads=1.5)
+    assert tenferro.Engine(threads=1).threads == 1
