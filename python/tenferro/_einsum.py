@@ -116,8 +116,8 @@ def _policy(optimize):
 def _engine(engine, threads):
     if engine is not None:
         if threads is not None:
-            raise InvalidArgumentError("einsum: give engine= or threads=, not both",
-                                       "invalid_argument", "usage", "einsum")
+            raise InvalidArgumentError("tenferro: give engine= or threads=, not both",
+                                       "invalid_argument", "usage", "engine")
         return engine
     return default_engine(threads)
 

@@ -209,6 +209,8 @@ def norm(x, ord=None, axis=None, keepdims=False, *, engine=None, threads=None):
         raise ValueError("norm: improper number of dimensions to norm")
     if np.isscalar(axis) or len(axis) == 1:
         return vector_norm(x, 2 if ord is None else ord, axis, keepdims, **kw)
+    if len(axis) != 2:
+        raise ValueError(f"norm: axis must be an int or a pair of ints, got {tuple(axis)!r}")
     r0, r1 = (a + x.ndim if a < 0 else a for a in axis)
     if isinstance(x, _Eager):
         if (r0, r1) != (x.ndim - 2, x.ndim - 1) or keepdims:

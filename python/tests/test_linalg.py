@@ -172,3 +172,12 @@ def test_integer_input_and_errors():
     ro = np.eye(3)
     ro.setflags(write=False)
     np.testing.assert_allclose(L.inv(ro), np.eye(3))  # read-only input is only read
+
+
+def test_norm_axis_and_engine_arguments_are_checked():
+    a = np.eye(3)
+    with pytest.raises(ValueError, match="pair of ints"):
+        L.norm(a, axis=(0, 1, 2))
+    with pytest.raises(tenferro.InvalidArgumentError, match="engine= or threads=, not both"):
+        L.svd(a, threads=1, engine=tenferro.default_engine())
+    np.testing.assert_allclose(L.norm(a, axis=(0, 1)), np.linalg.norm(a, axis=(0, 1)))
