@@ -30,6 +30,32 @@ namespace tenferro::eager {
 // form (linalg entry points that run natively) mark their results unsupported: backward
 // through them is a typed kUnsupported error, never a silently wrong gradient.
 
+// Note [Tape teardown]: records own their operands, whose records own theirs, so the
+// last handle to the end of a long chain (a loop of a hundred thousand steps) used to free
+// it through as many nested destructor calls and overflow the stack. A record's
+// destructor instead takes the records of its operands that nothing else holds into a
+// work list and frees them one at a time, taking theirs in turn before each dies: every
+// nested destructor finds its operands already detached, so the depth stays one. Records
+// still held elsewhere (by a tensor the caller keeps, or by another record) are only
+// released, as before.
+AdNode::~AdNode() {
+  std::vector<std::shared_ptr<AdNode>> pending;
+  const auto take = [&pending](std::vector<EagerTensor>& operands) {
+    for (EagerTensor& t : operands) {
+      std::shared_ptr<AdNode> n = t.ad_node();
+      if (!n) continue;
+      t.set_ad_node(nullptr);
+      if (n.use_count() == 1) pending.push_back(std::move(n));  // else: only released here
+    }
+  };
+  take(inputs);
+  while (!pending.empty()) {
+    std::shared_ptr<AdNode> n = std::move(pending.back());
+    pending.pop_back();
+    take(n->inputs);
+  }  // each n dies at the end of its iteration, its operands already taken
+}
+
 namespace {
 bool any_traced(std::span<const EagerTensor* const> inputs) noexcept {
   for (const EagerTensor* t : inputs) {

@@ -119,6 +119,31 @@ TEST(Autograd, GradientsAccumulateAndSavedValuesOutliveTheirHandles) {
   EXPECT_FALSE(grad_of(x).defined());
 }
 
+// Note [Tape teardown]: a chain of 300 000 records (a long loop) is freed without one
+// nested destructor call per record (which overflowed the stack), and a record another
+// handle still holds survives the teardown with its operands and its gradient path.
+TEST(Autograd, LongChainsAreFreedWithoutRecursion) {
+  auto rt = runtime();
+  EagerTensor x = requires_grad(rt->from_values<double>({2}, {1, 2}).value()).value();
+  EagerTensor kept;
+  {
+    EagerTensor y = x;
+    for (int i = 0; i < 300000; ++i) {
+      y = y * 1.0;
+      if (i == 10) kept = y;
+    }
+    ASSERT_TRUE(backward(sum(y).value()));
+  }  // the chain's end is dropped here; the first 11 records stay with `kept`
+  const std::vector<c128> g = values(grad_of(x));
+  EXPECT_EQ(g[0].real(), 1.0);
+  EXPECT_EQ(g[1].real(), 1.0);
+  zero_grad(x);
+  ASSERT_TRUE(backward(sum(kept * kept).value()));  // d/dx sum(x^2) = 2 x through the kept records
+  const std::vector<c128> g2 = values(grad_of(x));
+  EXPECT_EQ(g2[0].real(), 2.0);
+  EXPECT_EQ(g2[1].real(), 4.0);
+}
+
 // Note [Gradient accumulation]: an accumulator nobody else holds grows in place; one a
 // caller holds is never written (the caller's tensor keeps its values).
 TEST(Autograd, AccumulationNeverWritesAHeldGradient) {

@@ -47,6 +47,13 @@ struct AdNode {
   EagerTensor grad;                 ///< a leaf's accumulated gradient (undefined until a backward)
   bool traced = false;              ///< depends on a trace_input: every result records (Note [Eager trace])
   bool leaf() const noexcept { return !build && unsupported.empty(); }
+  AdNode() = default;
+  AdNode(const AdNode&) = delete;
+  AdNode& operator=(const AdNode&) = delete;
+  /// Tears down the records only this one keeps alive without recursion (Note [Tape
+  /// teardown]): a chain of a million records is freed in a loop, not a million nested
+  /// destructor calls.
+  ~AdNode();
 };
 
 /// A tensor sharing `x`'s storage that requires grad: a new leaf. Errors:
