@@ -873,6 +873,45 @@ TEST_P(LinalgTest, DTypeAndShapeErrors) {
   EXPECT_EQ(solve(ctx_, rand({3, 3}, 1), Tensor::zeros(other, {3}).value()).error().code(), ErrorCode::kDTypeMismatch);
 }
 
+// Note [Staged SVD scaling]: matrices with entries near the overflow threshold (bdsdc
+// reported an illegal argument, or did not return) and with subnormal entries give the
+// singular values of the unscaled matrix times the scale (powers of two: the exact answer
+// scales exactly; infinite where that exceeds the largest value), on every staged form
+// (square, QR first, transposed).
+TEST_P(LinalgTest, StagedSvdOfExtremeMagnitudesScalesExactly) {
+  const bool single = dt() == DType::kF32 || dt() == DType::kC64;
+  for (auto [m, n] : {std::pair<int64_t, int64_t>{kStagedMinDim, kStagedMinDim}, {150, 70}, {70, 150}}) {
+    const Tensor a = rand({m, n}, 2100 + m);
+    const Dense d = item(a, {});
+    const SvdResult want = svd(ctx_, a).value();
+    for (const int e : single ? std::vector<int>{125, -140} : std::vector<int>{1021, -1060}) {
+      SCOPED_TRACE(std::to_string(m) + " x " + std::to_string(n) + ", scale 2^" + std::to_string(e));
+      std::vector<c128> v(d.v.size());
+      for (size_t i = 0; i < v.size(); ++i) v[i] = c128(std::ldexp(d.v[i].real(), e), std::ldexp(d.v[i].imag(), e));
+      const auto got = svd(ctx_, from_c128({m, n}, v));
+      ASSERT_TRUE(got.has_value()) << got.error().to_string();
+      const auto scaled_want = [&](int64_t i) {
+        const double w = std::ldexp(std::abs(want.s.get_as_c128({i}).value()), e);
+        return single ? static_cast<double>(static_cast<float>(w)) : w;  // inf past the dtype's range
+      };
+      double top = 0;
+      for (int64_t i = 0; i < std::min(m, n); ++i) {
+        if (std::isfinite(scaled_want(i))) top = std::max(top, scaled_want(i));
+      }
+      // Subnormal inputs keep fewer significant bits: a looser bound there.
+      const double t = e < 0 ? 1e-3 : tol(dt()) * 100;
+      for (int64_t i = 0; i < std::min(m, n); ++i) {
+        const double g = std::abs(got->s.get_as_c128({i}).value()), w = scaled_want(i);
+        if (std::isinf(w)) {
+          EXPECT_TRUE(std::isinf(g)) << "s[" << i << "] = " << g;
+        } else {
+          EXPECT_LE(std::abs(g - w), t * top) << "s[" << i << "]";
+        }
+      }
+    }
+  }
+}
+
 // Note [Non-finite input]: a NaN or an infinity in item 2 of 3 at (1, 2) (in a transposed
 // view too, and in B for lstsq) is kInvalidArgument naming the item and the element, for
 // small items and for items that go to LAPACK alike, and nothing is printed or raised
