@@ -3,14 +3,14 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
-#include <string>
-#include <filesystem>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
 
 #include "tenferro/tensor/npy.h"
 
@@ -128,10 +128,10 @@ TEST(CliEinsum, HostileOptionsGiveTypedErrors) {
 // The numbers of `demo trg` and `bench ad` are checked like every other command's: out of
 // range, not finite, junk or past int64 is a usage error (exit 2) before anything runs.
 TEST(CliOptions, DemoTrgAndBenchAdCheckTheirNumbers) {
-  for (const char* bad : {"--beta nan", "--beta inf", "--beta 1e400", "--beta abc", "--beta -1", "--beta 0",
-                          "--beta 0.3 --chi 1", "--beta 0.3 --chi 99999999999999999999", "--beta 0.3 --steps 0",
-                          "--beta 0.3 --steps 100000000000", "--beta 0.3 --threads 0",
-                          "--beta 0.3 --threads 99999999999"}) {
+  for (const char* bad :
+       {"--beta nan", "--beta inf", "--beta 1e400", "--beta abc", "--beta -1", "--beta 0", "--beta 0.3 --chi 1",
+        "--beta 0.3 --chi 99999999999999999999", "--beta 0.3 --steps 0", "--beta 0.3 --steps 100000000000",
+        "--beta 0.3 --threads 0", "--beta 0.3 --threads 99999999999"}) {
     EXPECT_EQ(exit_code(run(std::string("demo trg ") + bad)), 2) << bad << ": " << output();
     EXPECT_NE(output().find("--beta in (0,"), std::string::npos) << bad << ": " << output();
   }

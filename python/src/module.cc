@@ -325,9 +325,8 @@ PYBIND11_MODULE(_tenferro, m) {
   tp::register_error_translator();
 
   py::class_<tp::Engine>(m, "Engine")
-      .def(py::init([](const py::object& threads, size_t plan_capacity) {
-             return tp::make_engine(threads, plan_capacity);
-           }),
+      .def(py::init(
+               [](const py::object& threads, size_t plan_capacity) { return tp::make_engine(threads, plan_capacity); }),
            py::arg("threads") = py::none(), py::arg("plan_capacity") = 256)
       .def_property_readonly("threads", [](const tp::Engine& e) { return e.threads; })
       .def("plan_cache_stats",

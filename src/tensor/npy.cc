@@ -258,8 +258,7 @@ Result<Tensor> read_npy(const std::string& path) {
       if (header_end > buf.size() && header_end <= kMaxHeader) read_more(header_end - buf.size());
       if (buf.size() >= header_end) {
         const Result<Header> h = parse_header(std::string_view(buf).substr(header_at, header_end - header_at));
-        const Result<int64_t> nbytes =
-            h ? checked_byte_count(h->shape, h->dtype, "npy") : Result<int64_t>(h.error());
+        const Result<int64_t> nbytes = h ? checked_byte_count(h->shape, h->dtype, "npy") : Result<int64_t>(h.error());
         if (nbytes && *nbytes >= 0) {
           // A regular file's size bounds what there is to read (a header that declares more
           // is reported as truncated, without reserving memory for it).
