@@ -44,8 +44,10 @@ std::string_view isa_name(IsaLevel level) noexcept {
 }
 
 Result<IsaLevel> parse_isa(std::string_view text) {
+  std::string lower(text);  // AVX2 as well as avx2
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   for (IsaLevel l : {IsaLevel::kScalar, IsaLevel::kAvx2, IsaLevel::kAvx512}) {
-    if (text == isa_name(l)) return l;
+    if (lower == isa_name(l)) return l;
   }
   return Error(ErrorStage::kConfiguration, ErrorCode::kInvalidArgument, "parse_isa",
                std::string("unknown ISA level '").append(text).append("' (expected scalar, avx2 or avx512)"));

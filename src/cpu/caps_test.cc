@@ -22,6 +22,8 @@ TEST(CpuCaps, IsaNamesRoundTripAndUnknownNamesAreTypedErrors) {
     ASSERT_TRUE(p) << p.error().to_string();
     EXPECT_EQ(*p, l);
   }
+  EXPECT_EQ(parse_isa("AVX2").value(), IsaLevel::kAvx2);  // names are case-insensitive
+  EXPECT_EQ(parse_isa("Avx512").value(), IsaLevel::kAvx512);
   auto bad = parse_isa("sse4");
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().code(), ErrorCode::kInvalidArgument);

@@ -21,7 +21,7 @@ enum class IsaLevel : uint8_t { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
 /// "scalar", "avx2", "avx512".
 std::string_view isa_name(IsaLevel level) noexcept;
 
-/// Parses an ISA name ("scalar", "avx2", "avx512"). Errors: kInvalidArgument naming the
+/// Parses an ISA name ("scalar", "avx2", "avx512"; any case). Errors: kInvalidArgument naming the
 /// text and the accepted names (stage kConfiguration).
 Result<IsaLevel> parse_isa(std::string_view text);
 
