@@ -39,6 +39,9 @@ void register_error_translator();
 /// ValueError naming `what` when it does not fit (pybind's own cast says only "Unable to
 /// cast Python instance").
 int64_t int_arg(py::handle h, const char* what);
+/// Whether `h` is an integer for indexing and axes: a Python int or anything with
+/// __index__ (numpy's integer scalars), but not a bool (numpy gives bools other meanings).
+inline bool is_integer(py::handle h) { return PyIndex_Check(h.ptr()) != 0 && !PyBool_Check(h.ptr()); }
 
 /// Storage over a numpy array's bytes holding a reference to the array (one allocation
 /// with its control block via make_shared). The reference is dropped with the GIL held,

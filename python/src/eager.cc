@@ -72,7 +72,7 @@ Shape dims_of(const std::vector<int64_t>& v) {
 Shape axes_of(const py::object& axis) {
   Shape out;
   if (axis.is_none()) return out;
-  if (py::isinstance<py::int_>(axis)) {
+  if (is_integer(axis)) {
     out.push_back(int_arg(axis, "axis"));
   } else {
     for (const py::handle a : axis) out.push_back(int_arg(a, "axis"));
@@ -173,20 +173,23 @@ EagerTensor index(const EagerTensor& x, const py::object& key) {
       if (s < 0) throw py::index_error("tenferro: negative slice steps are not supported (use flip)");
       start.push_back(b), limit.push_back(len == 0 ? b : b + (len - 1) * s + 1), stride.push_back(s),
           keep.push_back(len);
-    } else if (py::isinstance<py::int_>(item)) {
+    } else if (is_integer(item)) {
       const auto out_of_bounds = [&] {
         return py::index_error("tenferro: index " + std::string(py::str(item)) + " is out of bounds for axis " +
                                std::to_string(d) + " with size " + std::to_string(n));
       };
+      const py::object as_int = py::reinterpret_steal<py::object>(PyNumber_Index(item.ptr()));
+      if (!as_int) throw py::error_already_set();
       int overflow = 0;
-      int64_t i = PyLong_AsLongLongAndOverflow(item.ptr(), &overflow);
+      int64_t i = PyLong_AsLongLongAndOverflow(as_int.ptr(), &overflow);
       if (overflow != 0) throw out_of_bounds();
       if (i < 0) i += n;
       if (i < 0 || i >= n) throw out_of_bounds();
       start.push_back(i), limit.push_back(i + 1), stride.push_back(1);
       any_int = true;
     } else {
-      throw py::index_error("tenferro: only integers and slices are valid indices");
+      throw py::index_error(std::string("tenferro: only integers and slices are valid indices, got ") +
+                            std::string(py::str(py::type::of(item).attr("__name__"))));
     }
   }
   EagerTensor r = nogil([&] { return ctx_of(x).slice(x, start, limit, stride); });
@@ -377,7 +380,7 @@ void bind_eager(py::module_& m) {
       .def("transpose",
            [](const EagerTensor& x, py::args axes) {
              Shape perm;
-             if (axes.size() == 1 && !py::isinstance<py::int_>(axes[0])) {
+             if (axes.size() == 1 && !is_integer(axes[0])) {
                for (const py::handle a : axes[0]) perm.push_back(int_arg(a, "axis"));
              } else if (axes.size() == 0) {
                for (int64_t d = x.rank() - 1; d >= 0; --d) perm.push_back(d);
@@ -389,7 +392,7 @@ void bind_eager(py::module_& m) {
       .def("reshape",
            [](const EagerTensor& x, py::args shape) {
              Shape s;
-             if (shape.size() == 1 && !py::isinstance<py::int_>(shape[0])) {
+             if (shape.size() == 1 && !is_integer(shape[0])) {
                for (const py::handle a : shape[0]) s.push_back(int_arg(a, "extent"));
              } else {
                for (const py::handle a : shape) s.push_back(int_arg(a, "extent"));

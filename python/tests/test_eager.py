@@ -112,3 +112,16 @@ def test_thread_counts_are_checked_integers():
     with pytest.raises(TypeError, match="threads must be an integer"):
         tenferro.Engine(threads=1.5)
     assert tenferro.Engine(threads=1).threads == 1
+
+
+def test_numpy_integers_index_and_name_axes():
+    rt = tenferro.Runtime()
+    a = np.arange(6.0).reshape(2, 3)
+    x = rt.tensor(a)
+    assert np.asarray(x[np.int64(1)]).tolist() == a[1].tolist()
+    assert np.asarray(x[np.int32(1), 1:]).tolist() == a[1, 1:].tolist()
+    assert np.asarray(x.sum(np.int64(1))).tolist() == a.sum(1).tolist()
+    assert np.asarray(x.reshape(np.int64(3), 2)).shape == (3, 2)
+    assert np.asarray(x.transpose(np.int64(1), 0)).tolist() == a.T.tolist()
+    with pytest.raises(IndexError, match="bool"):
+        x[True]  # numpy would add an axis: not silently read as 1
