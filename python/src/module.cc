@@ -77,7 +77,7 @@ einsum::PathPolicy path_policy(const py::object& optimize, size_t operands) {
   for (const py::handle step : optimize) {
     std::vector<int32_t> entry;
     for (const py::handle i : step) {
-      const auto v = i.cast<int64_t>();
+      const int64_t v = int_arg(i, "path position");
       if (v < 0 || v > (int64_t{1} << 30))
         throw py::value_error("tenferro.einsum: path position " + std::to_string(v) + " is out of range");
       entry.push_back(static_cast<int32_t>(v));

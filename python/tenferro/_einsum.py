@@ -101,16 +101,18 @@ def _as_operands(ops):
 
 
 def _policy(optimize):
-    if optimize is True:
+    if optimize is True or optimize is None:
         return "greedy"
     if optimize is False:
         return "left-to-right"
     if isinstance(optimize, str):
         return optimize
     path = list(optimize)
-    if path and path[0] == "einsum_path":  # numpy.einsum_path's form
+    if path and isinstance(path[0], str) and path[0] == "einsum_path":  # numpy.einsum_path's form
         path = path[1:]
-    return [tuple(int(i) for i in step) for step in path]
+    # Positions stay as given (ints, numpy integers): the binding checks each one, so a
+    # float or a string is a TypeError there, never truncated here.
+    return [tuple(step) for step in path]
 
 
 def _engine(engine, threads):
@@ -128,7 +130,8 @@ def _einsum_general(*operands, optimize="greedy", out=None, threads=None, engine
     Call forms: ``einsum("ij,jk->ik", a, b)`` and ``einsum(a, [0, 1], b, [1, 2], [0, 2])``.
     numpy's semantics: implicit output (labels seen once, sorted), ``...`` broadcasting,
     repeated labels (diagonals and sums); unlike numpy, an explicit output without ``...``
-    sums the broadcast dimensions instead of raising. ``optimize``: ``"greedy"`` (default),
+    sums the broadcast dimensions instead of raising. ``optimize``: ``"greedy"`` (default;
+    also ``True`` and ``None``),
     ``"optimal"``, ``"treesa"``, ``"left-to-right"`` (also ``False``), or a path (pairs of
     operand positions, opt_einsum's form, or numpy.einsum_path's ``["einsum_path", ...]``).
     ``out``: an array of the result's shape and dtype to write into. ``threads``: run on

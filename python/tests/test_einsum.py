@@ -479,3 +479,15 @@ def test_call_cache_keys_explicit_paths():
         tenferro.einsum("ij,jk,kl->il", a, b, c, optimize=[(0, 7), (0, 1)], engine=eng)
     with pytest.raises(ValueError):
         tenferro.einsum("ij,jk,kl->il", a, b, c, optimize=[(0, 7), (0, 1)], engine=eng)
+
+
+def test_path_positions_are_checked_integers():
+    a, b, c = np.ones((2, 3)), np.ones((3, 4)), np.ones((4, 2))
+    want = a @ b @ c
+    for path in ([(np.int64(0), 1), (0, 1)], np.array([[0, 1], [0, 1]]), ["einsum_path", (1, 2), (0, 1)]):
+        np.testing.assert_allclose(tenferro.einsum("ij,jk,kl->il", a, b, c, optimize=path), want)
+    np.testing.assert_allclose(tenferro.einsum("ij,jk,kl->il", a, b, c, optimize=None), want)
+    with pytest.raises(TypeError, match="path position must be an integer"):
+        tenferro.einsum("ij,jk,kl->il", a, b, c, optimize=[(0.5, 1), (0, 1)])  # not truncated to 0
+    with pytest.raises(ValueError, match="does not fit in int64"):
+        tenferro.einsum("ij,jk,kl->il", a, b, c, optimize=[(2**70, 0), (0, 1)])
