@@ -217,7 +217,7 @@ py::capsule to_dlpack(const Tensor& tensor) {
   return py::reinterpret_steal<py::capsule>(cap);
 }
 
-int64_t int_arg(py::handle h, const char* what) {
+std::optional<int64_t> int64_of(py::handle h, const char* what) {
   py::object i = py::reinterpret_steal<py::object>(PyNumber_Index(h.ptr()));
   if (!i) {
     PyErr_Clear();
@@ -226,10 +226,16 @@ int64_t int_arg(py::handle h, const char* what) {
   }
   int overflow = 0;
   const long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
-  if (overflow != 0) {
-    throw py::value_error(std::string("tenferro: ") + what + " " + std::string(py::str(i)) + " does not fit in int64");
-  }
+  if (overflow != 0) return std::nullopt;
   return static_cast<int64_t>(v);
+}
+
+int64_t int_arg(py::handle h, const char* what) {
+  const std::optional<int64_t> v = int64_of(h, what);
+  if (!v) {
+    throw py::value_error(std::string("tenferro: ") + what + " " + std::string(py::str(h)) + " does not fit in int64");
+  }
+  return *v;
 }
 
 }  // namespace tenferro::python

@@ -35,9 +35,11 @@ inline void unwrap(Result<void> r) {
 /// Installs the translator of PyError (once, at module import).
 void register_error_translator();
 
-/// A Python integer (or an object with __index__) as int64: TypeError when it is none,
-/// ValueError naming `what` when it does not fit (pybind's own cast says only "Unable to
-/// cast Python instance").
+/// A Python integer (or an object with __index__) as int64, nullopt when it does not fit;
+/// TypeError naming `what` when it is no integer.
+std::optional<int64_t> int64_of(py::handle h, const char* what);
+/// int64_of, with a ValueError naming `what` when it does not fit (pybind's own cast says
+/// only "Unable to cast Python instance").
 int64_t int_arg(py::handle h, const char* what);
 /// Whether `h` is an integer for indexing and axes: a Python int or anything with
 /// __index__ (numpy's integer scalars), but not a bool (numpy gives bools other meanings).

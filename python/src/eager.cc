@@ -178,11 +178,9 @@ EagerTensor index(const EagerTensor& x, const py::object& key) {
         return py::index_error("tenferro: index " + std::string(py::str(item)) + " is out of bounds for axis " +
                                std::to_string(d) + " with size " + std::to_string(n));
       };
-      const py::object as_int = py::reinterpret_steal<py::object>(PyNumber_Index(item.ptr()));
-      if (!as_int) throw py::error_already_set();
-      int overflow = 0;
-      int64_t i = PyLong_AsLongLongAndOverflow(as_int.ptr(), &overflow);
-      if (overflow != 0) throw out_of_bounds();
+      const std::optional<int64_t> index = int64_of(item, "index");
+      if (!index) throw out_of_bounds();
+      int64_t i = *index;
       if (i < 0) i += n;
       if (i < 0 || i >= n) throw out_of_bounds();
       start.push_back(i), limit.push_back(i + 1), stride.push_back(1);
