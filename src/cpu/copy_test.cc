@@ -547,6 +547,54 @@ TEST(CopyKernel, LargeContiguousCopiesMatchEveryElement) {
   }
 }
 
+// Copies the col-major `shape` viewed through `perm` (its axes permuted) into a compact
+// destination at `offset` elements with copy_strided, `elem`-byte elements of hashed
+// bytes, and returns how many destination bytes differ from a naive strided copy
+// (including the guard bytes before and after the destination).
+int64_t transpose_mismatches(CpuDomainExecutor& executor, const Shape& shape, const std::vector<int64_t>& perm,
+                             int64_t offset, int64_t elem, int threads) {
+  auto byte_of = [](int64_t element, int64_t b) {
+    uint64_t z =
+        static_cast<uint64_t>(element) * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(b) * 0xBF58476D1CE4E5B9ull;
+    z ^= z >> 29;
+    z *= 0x94D049BB133111EBull;
+    return static_cast<unsigned char>(z >> 56);
+  };
+  const size_t rank = shape.size();
+  const int64_t numel = element_count(shape);
+  std::vector<unsigned char> src(static_cast<size_t>(numel * elem));
+  for (int64_t n = 0; n < numel; ++n) {
+    for (int64_t b = 0; b < elem; ++b) src[static_cast<size_t>(n * elem + b)] = byte_of(n, b);
+  }
+  const Layout compact = Layout::col_major(shape);
+  Layout src_layout;
+  for (size_t k = 0; k < rank; ++k) {
+    src_layout.shape.push_back(shape[static_cast<size_t>(perm[k])]);
+    src_layout.strides.push_back(compact.strides[static_cast<size_t>(perm[k])]);
+  }
+  Layout dst_layout = Layout::col_major(src_layout.shape);
+  dst_layout.offset = offset;
+  // The destination buffer starts on a 64-byte line (as tensor storage does), so that
+  // offset 0 allows streaming stores; the bytes around it are guards.
+  std::vector<unsigned char> buffer(static_cast<size_t>((numel + offset + 1) * elem + 64), 0xA5);
+  unsigned char* dst = buffer.data() + (64 - reinterpret_cast<uintptr_t>(buffer.data()) % 64) % 64;
+  executor.install([&] {
+    CpuExecutionContext ctx(&executor, threads > 1 ? ParallelMode::kInner : ParallelMode::kSequential, threads);
+    detail::copy_strided(ctx, src.data(), src_layout, dst, dst_layout, elem);
+  });
+  int64_t wrong = 0;
+  for (int64_t n = 0; n < offset * elem; ++n) wrong += dst[n] != 0xA5;
+  for (int64_t n = (numel + offset) * elem; n < (numel + offset + 1) * elem; ++n) wrong += dst[n] != 0xA5;
+  for_each_index(src_layout.shape, [&](const Index& idx) {
+    int64_t so = 0, d = offset;
+    for (size_t k = 0; k < rank; ++k) {
+      so += idx[k] * src_layout.strides[k];
+      d += idx[k] * dst_layout.strides[k];
+    }
+    for (int64_t b = 0; b < elem; ++b) wrong += dst[d * elem + b] != src[static_cast<size_t>(so * elem + b)];
+  });
+  return wrong;
+}
 
 // Every element size the untyped copy serves (1, 2, 4, 8 and 16 bytes; 2 has no dtype
 // yet), through transposes large enough for each size's vector path (16 x 16 bytes, 8 x 8
@@ -588,53 +636,42 @@ TEST(CopyKernel, EveryElementSizeMatchesNaiveTransposes) {
     cases.push_back(reversed);
     cases.push_back(shuffled);
   }
-  auto byte_of = [](int64_t element, int64_t b) {
-    uint64_t z = static_cast<uint64_t>(element) * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(b) * 0xBF58476D1CE4E5B9ull;
-    z ^= z >> 29;
-    z *= 0x94D049BB133111EBull;
-    return static_cast<unsigned char>(z >> 56);
-  };
   for (const int64_t elem : {1, 2, 4, 8, 16}) {
     for (const Case& c : cases) {
-      const size_t rank = c.shape.size();
-      const int64_t numel = element_count(c.shape);
-      std::vector<unsigned char> src(static_cast<size_t>(numel * elem));
-      for (int64_t n = 0; n < numel; ++n) {
-        for (int64_t b = 0; b < elem; ++b) src[static_cast<size_t>(n * elem + b)] = byte_of(n, b);
-      }
-      const Layout compact = Layout::col_major(c.shape);
-      Layout src_layout;
-      for (size_t k = 0; k < rank; ++k) {
-        src_layout.shape.push_back(c.shape[static_cast<size_t>(c.perm[k])]);
-        src_layout.strides.push_back(compact.strides[static_cast<size_t>(c.perm[k])]);
-      }
-      Layout dst_layout = Layout::col_major(src_layout.shape);
-      dst_layout.offset = c.offset;
       for (const int threads : {1, 2}) {
-        std::vector<unsigned char> dst(static_cast<size_t>((numel + c.offset + 1) * elem), 0xA5);
-        executor->install([&] {
-          CpuExecutionContext ctx(executor.get(), threads > 1 ? ParallelMode::kInner : ParallelMode::kSequential,
-                                  threads);
-          detail::copy_strided(ctx, src.data(), src_layout, dst.data(), dst_layout, elem);
-        });
-        int64_t wrong = 0;
-        for (int64_t n = 0; n < c.offset * elem; ++n) wrong += dst[static_cast<size_t>(n)] != 0xA5;
-        for (int64_t n = (numel + c.offset) * elem; n < (numel + c.offset + 1) * elem; ++n) {
-          wrong += dst[static_cast<size_t>(n)] != 0xA5;
-        }
-        for_each_index(src_layout.shape, [&](const Index& idx) {
-          int64_t so = 0, d = c.offset;
-          for (size_t k = 0; k < rank; ++k) {
-            so += idx[k] * src_layout.strides[k];
-            d += idx[k] * dst_layout.strides[k];
-          }
-          for (int64_t b = 0; b < elem; ++b) {
-            wrong += dst[static_cast<size_t>(d * elem + b)] != src[static_cast<size_t>(so * elem + b)];
-          }
-        });
-        EXPECT_EQ(wrong, 0) << elem << "-byte elements, shape " << format_dims(c.shape) << " perm "
-                            << format_dims(c.perm) << ", " << threads << " threads";
+        EXPECT_EQ(transpose_mismatches(*executor, c.shape, c.perm, c.offset, elem, threads), 0)
+            << elem << "-byte elements, shape " << format_dims(c.shape) << " perm " << format_dims(c.perm) << ", "
+            << threads << " threads";
       }
+    }
+  }
+}
+
+// Note [Streamed byte tiles]: byte transposes of 8 MiB or more stream their whole line
+// tiles when the destination's lines allow (aligned, whole tiles and remainders of both
+// sides, row and column splits over two threads), and store normally when the
+// destination starts mid-line or its segments are not whole tiles: every byte against
+// the naive copy.
+TEST(CopyKernel, LargeByteTransposesMatchEveryElement) {
+  auto executor = make_tbb_executor(2).value();
+  struct Case {
+    Shape shape;
+    std::vector<int64_t> perm;
+    int64_t offset;
+  };
+  const Case cases[] = {
+      {{4096, 2304}, {1, 0}, 0},       // streamed, whole tiles
+      {{4100, 2336}, {1, 0}, 0},       // streamed, a remainder on both sides
+      {{4100, 2336}, {1, 0}, 3},       // starts mid-line: stored normally
+      {{3001, 3003}, {1, 0}, 0},       // rows off the 32-byte grid: stored normally
+      {{96, 70, 1408}, {2, 0, 1}, 0},  // a source group of two axes
+      {{40, 220000}, {1, 0}, 0},       // too few columns for line tiles
+  };
+  for (const Case& c : cases) {
+    for (const int threads : {1, 2}) {
+      EXPECT_EQ(transpose_mismatches(*executor, c.shape, c.perm, c.offset, 1, threads), 0)
+          << "shape " << format_dims(c.shape) << " perm " << format_dims(c.perm) << " offset " << c.offset << ", "
+          << threads << " threads";
     }
   }
 }

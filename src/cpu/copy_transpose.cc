@@ -143,7 +143,7 @@ struct Transposer {
             }
             if (jv < jb) {
               if (nt) {
-                tail_cols<kV, true>(d, s, ia, iv, jv, jb);
+                tail_cols<kV, kE >= 4>(d, s, ia, iv, jv, jb);
               } else {
                 tail_cols<kV, false>(d, s, ia, iv, jv, jb);
               }
@@ -228,12 +228,12 @@ struct Transposer {
       const int64_t iw = i0 + (iv - i0) / kLine * kLine, jw = j0 + (jv - j0) / kLine * kLine;
       if (iw > i0 && jw > j0) {
         line_transposes<kStream>(d, s, i0, iw, j0, jw);
-        if (jw < jv) vec_block<kV, kStream>(d, s, i0, iw, jw, jv);
-        if (iw < iv) vec_block<kV, kStream>(d, s, iw, iv, j0, jv);
+        if (jw < jv) vec_block<kV, kStream && kE >= 4>(d, s, i0, iw, jw, jv);
+        if (iw < iv) vec_block<kV, kStream && kE >= 4>(d, s, iw, iv, j0, jv);
         return;
       }
     }
-    vec_block<kV, kStream>(d, s, i0, iv, j0, jv);
+    vec_block<kV, kStream && kE >= 4>(d, s, i0, iv, j0, jv);
   }
 
   // Elements per line moved by line transposes at this ISA level (0: none): 8- and
@@ -272,8 +272,14 @@ struct Transposer {
   // One line tile of bytes: through two 4 KiB buffers, the 64 source lines in (their
   // rows may alias in L1, the buffers do not), 16 x 16 transposes between them, and the
   // 64 destination lines out, each in one go (its 16-byte pieces stored straight to
-  // aliasing rows were evicted before the line was complete). Never streamed (tr.stream
-  // is off for elements under 4 bytes).
+  // aliasing rows were evicted before the line was complete). Note [Streamed byte
+  // tiles]: with kStream each destination line leaves as two 32-byte streaming stores
+  // back to back, so it is written whole without a read of the destination first; only
+  // the line tiles of bytes stream (their quads and tail columns store 16-byte pieces of
+  // lines, which streaming stores would flush partly filled). bool 8192 x 8192 on Zen 4
+  // (alternating runs against the kernel before, 2026-12-03): 14.0-16.3 -> 10.2-10.6 ms
+  // at one thread (0.63-0.69 -> 0.84-1.21 x memcpy), 8.9-11.3 -> 5.5-8.0 ms at two; with
+  // TENFERRO_MAX_ISA=avx2 12.9-21.2 -> 9.9-13.7 ms.
   template <bool kStream>
   static void byte_line_tile(const char* const* srow, char* const* drow, int64_t doff) {
     alignas(64) char in[64 * 64];
@@ -288,7 +294,15 @@ struct Transposer {
         micro<false>(outs, rows, h);
       }
     }
-    for (int64_t k = 0; k < 64; ++k) std::memcpy(drow[k] + doff, out + 64 * k, 64);
+    if constexpr (kStream) {
+      for (int64_t k = 0; k < 64; ++k) {
+        __m256i* dl = reinterpret_cast<__m256i*>(drow[k] + doff);
+        _mm256_stream_si256(dl, _mm256_load_si256(reinterpret_cast<const __m256i*>(out + 64 * k)));
+        _mm256_stream_si256(dl + 1, _mm256_load_si256(reinterpret_cast<const __m256i*>(out + 64 * k + 32)));
+      }
+    } else {
+      for (int64_t k = 0; k < 64; ++k) std::memcpy(drow[k] + doff, out + 64 * k, 64);
+    }
   }
 #endif
 
@@ -944,18 +958,20 @@ void copy_transpose_typed(const CpuExecutionContext& ctx, detail::StridedLoop<2>
     copy_blocked(ctx, loop, bases, kElem);
     return;
   }
-  // 1- and 2-byte elements are stored normally: their vectors are 16 bytes of 8 or 16
-  // rows, partial lines that streaming stores would flush in pieces.
-  tr.stream = kElem >= 4 && dst_bytes >= kStreamBytes;
+  // 2-byte elements are stored normally: their vectors are 16 bytes of 8 rows, partial
+  // lines that streaming stores would flush in pieces; bytes stream only their line
+  // tiles (Note [Streamed byte tiles]), whose alignment is checked per 64 elements.
+  tr.stream = kElem != 2 && dst_bytes >= kStreamBytes;
   tr.stream_aligned = tr.stream;
   tr.choose_block();
   {
     // Alignment of every vector store: 32 bytes for the quad path (16 for floats and
     // for the pair path); row offsets dj and column offsets di at vector starts.
     // i segments that are not whole quads leave element-wise tails inside destination
-    // lines: no streaming stores then (j tails are whole destination rows).
+    // lines: no streaming stores then (j tails are whole destination rows). Bytes stream
+    // only whole line tiles, which start every 64 elements of i.
     const bool quads = tr.vec_ok;
-    const int64_t step = quads ? kQ : 2;
+    const int64_t step = quads ? (kElem == 1 ? 64 : kQ) : 2;
     if (quads && tr.seg_i < p0 && tr.seg_i % step != 0) {
       tr.stream_aligned = false;
     }
