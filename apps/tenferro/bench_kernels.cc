@@ -407,33 +407,40 @@ int run_bench_kernels(int argc, char** argv) {
         }
       });
     };
-    if (want("permute")) {
-      Tensor src = Tensor::random_normal(DType::kF64, {64, 64, 64, 64}, 5).value();
+    // Each permutation is a row of its own: --only selects any of them by a substring of
+    // its name ("permute", "permute 64^4", "bool"). The 128 MiB source is made for the
+    // first row that runs.
+    {
+      Tensor src;
+      auto source = [&]() -> const Tensor& {
+        if (!src.defined()) src = Tensor::random_normal(DType::kF64, {64, 64, 64, 64}, 5).value();
+        return src;
+      };
       std::vector<int64_t> perm{0, 1, 2, 3};
       do {
         const std::string name = "permute 64^4 [" + std::to_string(perm[0]) + std::to_string(perm[1]) +
                                  std::to_string(perm[2]) + std::to_string(perm[3]) + "]";
-        Tensor view = src.permute(perm).value();
+        if (!want(name)) continue;
+        Tensor view = source().permute(perm).value();
         Tensor dst = Tensor::zeros(DType::kF64, view.shape()).value();
         const double tf = median_ms(5, [&] { check(cpu::copy_into(ctx, view, dst)); });
         // Re-measure the reference next to each case: the machine's bandwidth drifts.
         rows.push_back({name, tf, "memcpy", median_ms(5, par_memcpy), 0});
       } while (std::next_permutation(perm.begin(), perm.end()));
-      Shape s24(24, 2);
-      Tensor src24 = src.reshape(s24).value();
       std::mt19937_64 rng(24);
       for (int t = 0; t < 4; ++t) {
         std::vector<int64_t> p(24);
         std::iota(p.begin(), p.end(), 0);
         if (t == 1) std::reverse(p.begin(), p.end());
         if (t >= 2) std::shuffle(p.begin(), p.end(), rng);
-        Tensor view = src24.permute(p).value();
+        const char* kind = t == 0 ? "identity" : t == 1 ? "reversed" : "random";
+        const std::string name = std::string("permute rank-24 size-2 ") + kind + (t >= 2 ? std::to_string(t - 1) : "");
+        if (!want(name)) continue;
+        Tensor view = source().reshape(Shape(24, 2)).value().permute(p).value();
         Tensor dst = Tensor::zeros(DType::kF64, view.shape()).value();
         const double tf = median_ms(5, [&] { check(cpu::copy_into(ctx, view, dst)); });
         const double memcpy_here = median_ms(5, par_memcpy);
-        const char* kind = t == 0 ? "identity" : t == 1 ? "reversed" : "random";
-        rows.push_back({std::string("permute rank-24 size-2 ") + kind + (t >= 2 ? std::to_string(t - 1) : ""), tf,
-                        "memcpy", memcpy_here, 0});
+        rows.push_back({name, tf, "memcpy", memcpy_here, 0});
       }
       // Other element sizes and shapes (each at most 128 MiB), against a memcpy of the
       // same bytes: 4-byte and 1-byte transposes, 2 x n zips and unzips, axes of extent 3
@@ -458,6 +465,7 @@ int run_bench_kernels(int argc, char** argv) {
           {"f64 5^10 reversed", DType::kF64, Shape(10, 5), {9, 8, 7, 6, 5, 4, 3, 2, 1, 0}},
       };
       for (const Other& o : others) {
+        if (!want(std::string("permute ") + o.name)) continue;
         Tensor osrc = Tensor::random_uniform(o.dtype, o.shape, 11, -1, 1).value();
         Tensor view = osrc.permute(o.perm).value();
         Tensor dst = Tensor::zeros(o.dtype, view.shape()).value();
