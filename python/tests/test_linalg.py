@@ -151,6 +151,33 @@ def test_non_finite_inputs_are_value_errors_not_lapack_reports(n):
                  lambda x: L.lstsq(np.eye(n), np.where(np.isnan(x), np.inf, x))):
         with pytest.raises(tenferro.InvalidArgumentError, match="NaN or an infinity"):
             call(a)
+    # eigh reads one triangle (numpy's UPLO): (1, 2) is in the upper one.
+    for call in (lambda x: L.eigh(x, UPLO="U"), lambda x: L.eigvalsh(x, UPLO="U")):
+        with pytest.raises(tenferro.InvalidArgumentError, match="NaN or an infinity"):
+            call(a)
+    np.testing.assert_allclose(L.eigvalsh(a), np.linalg.eigvalsh(a), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [4, 16, 100])
+@pytest.mark.parametrize("e", [1021, -1060])
+def test_extreme_magnitudes_match_the_scaled_answer(n, e):
+    # Entries near the overflow threshold or subnormal: the answers of the unscaled
+    # matrix times the power of two (exact scaling), as numpy's LAPACK drivers give.
+    rng = np.random.default_rng(n)
+    a = rng.standard_normal((n, n))
+    h = a + a.T
+    tol = 1e-12 if e > 0 else 1e-3
+    for got, want in ((L.svd(np.ldexp(a, e))[1], np.linalg.svd(a)[1]),
+                      (L.eigvalsh(np.ldexp(h, e)), np.linalg.eigvalsh(h)),
+                      (L.eigh(np.ldexp(h, e))[0], np.linalg.eigvalsh(h)),
+                      (np.abs(L.qr(np.ldexp(a, e))[1]), np.abs(np.linalg.qr(a)[1]))):
+        with np.errstate(over="ignore"):
+            want = np.ldexp(want, e)  # inf past the largest double, as LAPACK's are
+        fin = np.isfinite(want)
+        assert np.all(np.isinf(np.asarray(got)[~fin]))
+        scale = np.max(np.abs(want[fin]))
+        np.testing.assert_allclose(np.asarray(got)[fin], want[fin], rtol=0,
+                                   atol=tol * scale + 2 * n * np.finfo(float).smallest_subnormal)
 
 
 def test_integer_input_and_errors():

@@ -190,39 +190,6 @@ Result<lint> StagedSvd<T>::bidiagonal(const CpuExecutionContext& ctx, const Part
   return lint{0};
 }
 
-// Note [Staged SVD scaling]: gebrd and bdsdc assume a matrix in a safe range (gesdd
-// scales into it first): with entries near the overflow threshold the bidiagonal's norm
-// overflows and bdsdc's own scaling reports an illegal argument through xerbla (a
-// SystemError under numpy, Note [Non-finite input]); near the underflow threshold
-// accuracy is lost. So, as gesdd does, a matrix whose largest magnitude lies outside
-// [sqrt(safe min) / eps, its reciprocal] is scaled by a power of two to magnitude about 1
-// (ldexp: exact, subnormal entries included), and the singular values are scaled back
-// (to infinity where they exceed the largest double, as gesdd's do); U and Vh do not
-// change.
-namespace {
-template <class R>
-R scaled(R v, int e) {
-  return std::ldexp(v, e);
-}
-template <class R>
-std::complex<R> scaled(std::complex<R> v, int e) {
-  return {std::ldexp(v.real(), e), std::ldexp(v.imag(), e)};
-}
-// The power of two (exponent) that brings `a` into the safe range, after scaling `a` by
-// it; 0 when it is in range (Note [Staged SVD scaling]).
-template <class T>
-int staged_svd_scale(T* a, int64_t count) {
-  using R = Real<T>;
-  R amax = 0;
-  for (int64_t i = 0; i < count; ++i) amax = std::max<R>(amax, std::abs(a[i]));
-  const R small = std::sqrt(std::numeric_limits<R>::min()) / std::numeric_limits<R>::epsilon();
-  if (!(amax > 0) || (amax >= small && amax <= 1 / small)) return 0;
-  const int e = -std::ilogb(amax);  // ldexp by e is exact in range, also from subnormals
-  for (int64_t i = 0; i < count; ++i) a[i] = scaled(a[i], e);
-  return e;
-}
-}  // namespace
-
 template <class T>
 Result<lint> StagedSvd<T>::run(const CpuExecutionContext& ctx, Mat<const T> src, Real<T>* s, T* u, T* vt,
                                std::byte* scratch) const {
@@ -233,10 +200,8 @@ Result<lint> StagedSvd<T>::run(const CpuExecutionContext& ctx, Mat<const T> src,
     // Vh = U'^H (ucols x m).
     gather(x.a, m, Mat<const T>{src.p, src.cs, src.rs}, m, n);
     conj_in_place(x.a, m * n);
-    const int e = staged_svd_scale(x.a, m * n);  // Note [Staged SVD scaling]
     TENFERRO_TRY(const lint info, reduce(ctx, x, s, x.uo, x.vto));
     if (info != 0) return info;
-    for (int64_t i = 0; i < k && e != 0; ++i) s[i] = std::ldexp(s[i], -e);
     for (int64_t c = 0; c < n; ++c)
       for (int64_t r = 0; r < n; ++r) u[r + c * n] = conj_of(x.vto[c + r * vrows]);
     for (int64_t c = 0; c < m; ++c)
@@ -244,10 +209,7 @@ Result<lint> StagedSvd<T>::run(const CpuExecutionContext& ctx, Mat<const T> src,
     return lint{0};
   }
   gather(x.a, m, src, m, n);
-  const int e = staged_svd_scale(x.a, m * n);  // Note [Staged SVD scaling]
-  TENFERRO_TRY(const lint info, reduce(ctx, x, s, u, vt));
-  for (int64_t i = 0; i < k && info == 0 && e != 0; ++i) s[i] = std::ldexp(s[i], -e);
-  return info;
+  return reduce(ctx, x, s, u, vt);
 }
 
 template <class T>

@@ -162,29 +162,112 @@ Result<void> check_matrix(const Tensor& a, const char* op, bool square) {
   return ok();
 }
 
-Result<void> check_finite(const Tensor& a, const char* op, const char* what) {
+namespace {
+
+// Calls f(i, j) for the entries (i, j) of a rows x cols item that `part` names.
+template <class F>
+void for_each_part(int64_t rows, int64_t cols, Part part, F&& f) {
+  for (int64_t j = 0; j < cols; ++j) {
+    const int64_t lo = part == Part::kLower ? std::min(j, rows) : 0;
+    const int64_t hi = part == Part::kUpper ? std::min(j + 1, rows) : rows;
+    for (int64_t i = lo; i < hi; ++i) f(i, j);
+  }
+}
+
+template <class T>
+bool finite(const T& v) {
+  if constexpr (kIsComplex<T>) {
+    return std::isfinite(v.real()) && std::isfinite(v.imag());
+  } else {
+    return std::isfinite(v);
+  }
+}
+
+template <class T>
+T times_pow2(T v, int e) {
+  if constexpr (kIsComplex<T>) {
+    return {std::ldexp(v.real(), e), std::ldexp(v.imag(), e)};
+  } else {
+    return std::ldexp(v, e);
+  }
+}
+
+}  // namespace
+
+Result<void> check_finite(const Tensor& a, const char* op, const char* what, Part part) {
   const Batch batch(batch_dims(a));
   const int64_t rows = a.dim(a.rank() - 2), cols = a.dim(a.rank() - 1);
   return dispatch(a.dtype(), op, [&](auto t) -> Result<void> {
     using T = decltype(t);
-    const auto finite = [](const T& v) {
-      if constexpr (kIsComplex<T>) {
-        return std::isfinite(v.real()) && std::isfinite(v.imag());
-      } else {
-        return std::isfinite(v);
-      }
-    };
     for (int64_t it = 0; it < batch.count; ++it) {
       const Mat<const T> x = item_mat<const T>(a, batch, it);
-      for (int64_t j = 0; j < cols; ++j) {
-        for (int64_t i = 0; i < rows; ++i) {
-          if (!finite(x(i, j))) {
-            return item_error(ErrorCode::kInvalidArgument, op, batch, it,
-                              std::string(what) + " holds a NaN or an infinity (at row " + std::to_string(i) +
-                                  ", column " + std::to_string(j) + ")");
-          }
+      int64_t bad_i = -1, bad_j = -1;
+      for_each_part(rows, cols, part, [&](int64_t i, int64_t j) {
+        if (bad_i < 0 && !finite(x(i, j))) {
+          bad_i = i;
+          bad_j = j;
         }
+      });
+      if (bad_i >= 0) {
+        return item_error(ErrorCode::kInvalidArgument, op, batch, it,
+                          std::string(what) + " holds a NaN or an infinity (at row " + std::to_string(bad_i) +
+                              ", column " + std::to_string(bad_j) + ")");
       }
+    }
+    return ok();
+  });
+}
+
+Result<SafeRange> scale_to_safe_range(const Tensor& a, Part part, const PoolPtr& pool) {
+  const Batch batch(batch_dims(a));
+  const int64_t rows = a.dim(a.rank() - 2), cols = a.dim(a.rank() - 1);
+  SafeRange r;
+  r.exponent.assign(static_cast<size_t>(batch.count), 0);
+  TENFERRO_TRY_VOID(dispatch(a.dtype(), "linalg", [&](auto t) -> Result<void> {
+    using T = decltype(t);
+    using R = Real<T>;
+    const R small = std::sqrt(std::numeric_limits<R>::min()) / std::numeric_limits<R>::epsilon();
+    bool any = false;
+    for (int64_t it = 0; it < batch.count; ++it) {
+      const Mat<const T> x = item_mat<const T>(a, batch, it);
+      R amax = 0;
+      bool all_finite = true;
+      for_each_part(rows, cols, part, [&](int64_t i, int64_t j) {
+        const T v = x(i, j);
+        all_finite = all_finite && finite(v);
+        amax = std::max<R>(amax, std::abs(v));
+      });
+      if (!all_finite || !(amax > 0) || (amax >= small && amax <= 1 / small)) continue;
+      r.exponent[static_cast<size_t>(it)] = -std::ilogb(amax);  // amax to [1, 2)
+      any = true;
+    }
+    if (!any) return ok();
+    TENFERRO_TRY(r.scaled, alloc_items(a.dtype(), batch.shape, rows, cols, pool));
+    for (int64_t it = 0; it < batch.count; ++it) {
+      const Mat<const T> x = item_mat<const T>(a, batch, it);
+      const Mat<T> y = item_mat<T>(r.scaled, batch, it);
+      const int e = r.exponent[static_cast<size_t>(it)];
+      for (int64_t j = 0; j < cols; ++j)
+        for (int64_t i = 0; i < rows; ++i) y(i, j) = times_pow2(x(i, j), e);
+    }
+    return ok();
+  }));
+  return r;
+}
+
+void unscale_items(const Tensor& t, const SafeRange& r, bool vector) {
+  if (!r.scaled.defined() || !t.defined()) return;
+  const int64_t batch_rank = t.rank() - (vector ? 1 : 2);
+  const Batch batch(Dims(std::span<const int64_t>(t.shape().data(), static_cast<size_t>(batch_rank))));
+  const int64_t rows = t.dim(batch_rank), cols = vector ? 1 : t.dim(batch_rank + 1);
+  (void)dispatch(t.dtype(), "linalg", [&](auto z) -> Result<void> {
+    using T = decltype(z);
+    for (int64_t it = 0; it < batch.count; ++it) {
+      const int e = r.exponent[static_cast<size_t>(it)];
+      if (e == 0) continue;
+      const Mat<T> x = vector ? item_vec<T>(t, batch, it) : item_mat<T>(t, batch, it);
+      for (int64_t j = 0; j < cols; ++j)
+        for (int64_t i = 0; i < rows; ++i) x(i, j) = times_pow2(x(i, j), -e);
     }
     return ok();
   });

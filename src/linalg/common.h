@@ -58,17 +58,50 @@ auto dispatch(DType dt, const char* op, F&& f) -> decltype(f(double{})) {
 /// Checks rank >= 2 (and square when asked) and that extents fit LAPACK's integers.
 Result<void> check_matrix(const Tensor& a, const char* op, bool square);
 
-/// Note [Non-finite input]: LAPACK's SVD, non-symmetric eigenvalue and least-squares
-/// drivers scale their input by its norm, and a NaN norm makes the scaling routine report
-/// an illegal argument through xerbla (which prints on stderr, or, where a process has
-/// replaced xerbla, as numpy does, raises an error behind the caller's back), while geev's
-/// balancing hands its QR iteration an invalid range. svd, truncated_svd, pinv, eig,
-/// eigvals and lstsq therefore reject a NaN or an infinity in their inputs before
-/// anything runs, on every route (small items too, so the answer does not depend on the
-/// size), as numpy's eig and torch's svd do; the scan reads each input once.
+/// The entries of an item an operation reads: all of them, or (Hermitian eigenproblems)
+/// one triangle with the diagonal.
+enum class Part { kAll, kLower, kUpper };
+
+/// Note [Non-finite input]: LAPACK's SVD, eigenvalue and least-squares drivers scale
+/// their input by its norm, and a NaN norm makes the scaling routine report an illegal
+/// argument through xerbla (which prints on stderr, or, where a process has replaced
+/// xerbla, as numpy does, raises an error behind the caller's back), while geev's
+/// balancing hands its QR iteration an invalid range; the small kernels returned numbers
+/// for a matrix holding a NaN (eigh of 8 x 8). svd, truncated_svd, pinv, eig, eigvals,
+/// eigh, eigvalsh and lstsq therefore reject a NaN or an infinity in the entries they
+/// read before anything runs, on every route (small items too, so the answer does not
+/// depend on the size), as numpy's eig and torch's svd do; the scan reads each input once.
 /// kInvalidArgument naming the first batch item of `a` (rank >= 2, a LAPACK dtype) that
-/// holds a NaN or an infinity (Note [Non-finite input]); `what` names the operand.
-Result<void> check_finite(const Tensor& a, const char* op, const char* what);
+/// holds a NaN or an infinity among the entries `part` names (Note [Non-finite input]);
+/// `what` names the operand.
+Result<void> check_finite(const Tensor& a, const char* op, const char* what, Part part = Part::kAll);
+
+/// Note [Safe-range scaling]: the small kernels (Jacobi SVD and eigh, Householder QR of
+/// small items) and the staged SVD and eigh (gebrd + bdsdc, hetrd + stedc) assume entries
+/// whose squares and norms neither overflow nor underflow: with entries near 2^1021 the
+/// small SVD returned infinities, the small QR NaNs and the staged eigh's vectors NaNs,
+/// bdsdc reported an illegal argument through xerbla or did not return, and subnormal
+/// entries lost most digits (eigh 4 x 4: 0.66 relative error). LAPACK's drivers (gesdd,
+/// heevd) scale such a matrix into the safe range first; svd, eigh, eigvalsh and qr do the
+/// same on every route: an item whose largest magnitude lies outside [sqrt(safe min) /
+/// eps, its reciprocal] is multiplied by the power of two that brings it to about 1
+/// (ldexp: exact, subnormal entries included), and the results that scale with the input
+/// (singular values, eigenvalues, R) are multiplied back (to infinity where they exceed
+/// the largest value, as LAPACK's are); U, V, Q and eigenvectors do not change. Items in
+/// range (every item, in practice) cost one read of the input.
+struct SafeRange {
+  std::vector<int> exponent;  // per item: the power of two it was multiplied by (0: in range)
+  Tensor scaled;              // a compact copy of the input, scaled; undefined when no item was
+  /// The tensor to compute on: the scaled copy, or `a` itself when every item is in range.
+  const Tensor& input(const Tensor& a) const { return scaled.defined() ? scaled : a; }
+};
+/// Scans the items of `a` (rank >= 2, a LAPACK dtype; only the entries `part` names) and
+/// scales the out-of-range ones (Note [Safe-range scaling]). All-zero items and items with
+/// a non-finite entry keep exponent 0. Errors: allocation of the copy.
+Result<SafeRange> scale_to_safe_range(const Tensor& a, Part part, const PoolPtr& pool);
+/// Multiplies item `it` of `t` (a result of alloc_items: matrices, or vectors when `vector`)
+/// by 2^-exponent[it], undoing scale_to_safe_range on a result that scales with the input.
+void unscale_items(const Tensor& t, const SafeRange& r, bool vector);
 /// Checks that x and y have the same dtype.
 Result<void> check_same_dtype(const Tensor& x, const Tensor& y, const char* op);
 

@@ -601,47 +601,69 @@ Result<LuResult> lu_t(const CpuExecutionContext& ctx, const Tensor& a, const Lin
   return res;
 }
 
+// eigh and eigvalsh: the referenced triangle checked (Note [Non-finite input]) and
+// scaled into the safe range (Note [Safe-range scaling]).
+Result<EighResult> eigh_scaled(const CpuExecutionContext& ctx, const Tensor& a, Uplo uplo, bool vectors,
+                               const LinalgOptions& options, const PoolPtr& pool) {
+  const char* op = vectors ? "eigh" : "eigvalsh";
+  const detail::Part part = uplo == Uplo::kLower ? detail::Part::kLower : detail::Part::kUpper;
+  TENFERRO_TRY_VOID(detail::check_finite(a, op, "A", part));
+  TENFERRO_TRY(const detail::SafeRange range, detail::scale_to_safe_range(a, part, pool));
+  TENFERRO_TRY(EighResult res, detail::dispatch(a.dtype(), op, [&](auto t) {
+                 return eigh_t<decltype(t)>(ctx, range.input(a), uplo, vectors, options, pool);
+               }));
+  detail::unscale_items(res.values, range, true);
+  return res;
+}
+
 }  // namespace
 
 Result<SvdResult> svd(const CpuExecutionContext& ctx, const Tensor& a, const SvdOptions& options, const PoolPtr& pool) {
   TENFERRO_TRY_VOID(detail::check_matrix(a, "svd", false));
   TENFERRO_TRY_VOID(detail::check_finite(a, "svd", "A"));  // Note [Non-finite input]
-  return detail::dispatch(a.dtype(), "svd", [&](auto t) { return svd_t<decltype(t)>(ctx, a, options, pool); });
+  TENFERRO_TRY(const detail::SafeRange range, detail::scale_to_safe_range(a, detail::Part::kAll, pool));
+  TENFERRO_TRY(SvdResult res, detail::dispatch(a.dtype(), "svd", [&](auto t) {
+                 return svd_t<decltype(t)>(ctx, range.input(a), options, pool);
+               }));
+  detail::unscale_items(res.s, range, true);  // Note [Safe-range scaling]
+  return res;
 }
 
 Result<QrResult> qr(const CpuExecutionContext& ctx, const Tensor& a, QrMode mode, const LinalgOptions& options,
                     const PoolPtr& pool) {
   TENFERRO_TRY_VOID(detail::check_matrix(a, "qr", false));
+  TENFERRO_TRY(const detail::SafeRange range, detail::scale_to_safe_range(a, detail::Part::kAll, pool));
   QrResult res;
   TENFERRO_TRY_VOID(detail::dispatch(a.dtype(), "qr", [&](auto t) {
-    return qr_t<decltype(t)>(ctx, a, mode, false, options, pool, &res.q, &res.r, nullptr, &res.route);
+    return qr_t<decltype(t)>(ctx, range.input(a), mode, false, options, pool, &res.q, &res.r, nullptr, &res.route);
   }));
+  detail::unscale_items(res.r, range, false);  // Note [Safe-range scaling]
   return res;
 }
 
 Result<QrPivotedResult> qr_pivoted(const CpuExecutionContext& ctx, const Tensor& a, const LinalgOptions& options,
                                    const PoolPtr& pool) {
   TENFERRO_TRY_VOID(detail::check_matrix(a, "qr_pivoted", false));
+  TENFERRO_TRY(const detail::SafeRange range, detail::scale_to_safe_range(a, detail::Part::kAll, pool));
   QrPivotedResult res;
   TENFERRO_TRY_VOID(detail::dispatch(a.dtype(), "qr_pivoted", [&](auto t) {
-    return qr_t<decltype(t)>(ctx, a, QrMode::kReduced, true, options, pool, &res.q, &res.r, &res.perm, &res.route);
+    return qr_t<decltype(t)>(ctx, range.input(a), QrMode::kReduced, true, options, pool, &res.q, &res.r, &res.perm,
+                             &res.route);
   }));
+  detail::unscale_items(res.r, range, false);  // Note [Safe-range scaling]
   return res;
 }
 
 Result<EighResult> eigh(const CpuExecutionContext& ctx, const Tensor& a, Uplo uplo, const LinalgOptions& options,
                         const PoolPtr& pool) {
   TENFERRO_TRY_VOID(detail::check_matrix(a, "eigh", true));
-  return detail::dispatch(a.dtype(), "eigh",
-                          [&](auto t) { return eigh_t<decltype(t)>(ctx, a, uplo, true, options, pool); });
+  return eigh_scaled(ctx, a, uplo, true, options, pool);
 }
 
 Result<Tensor> eigvalsh(const CpuExecutionContext& ctx, const Tensor& a, Uplo uplo, const LinalgOptions& options,
                         const PoolPtr& pool) {
   TENFERRO_TRY_VOID(detail::check_matrix(a, "eigvalsh", true));
-  TENFERRO_TRY(EighResult r, detail::dispatch(a.dtype(), "eigvalsh", [&](auto t) {
-                 return eigh_t<decltype(t)>(ctx, a, uplo, false, options, pool);
-               }));
+  TENFERRO_TRY(EighResult r, eigh_scaled(ctx, a, uplo, false, options, pool));
   return std::move(r.values);
 }
 

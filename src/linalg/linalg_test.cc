@@ -493,8 +493,8 @@ TEST_P(LinalgTest, StagedSvdAndEighMatchIdentities) {
     const EighResult full = eigh(ctx_, s, Uplo::kLower).value();
     EXPECT_LT(max_diff(item(lo.values, {}), item(full.values, {0})), t * 100 * scale * scale);
   }
-  // A NaN in the second item: svd rejects it up front naming the item (Note [Non-finite
-  // input]); eigh gives a typed error naming it or NaN results, never a crash.
+  // A NaN in the second item: svd and eigh reject it up front naming the item (Note
+  // [Non-finite input]).
   {
     const int64_t n = kStagedMinDim;
     std::vector<c128> v(static_cast<size_t>(2 * n * n), 0.5);
@@ -507,12 +507,9 @@ TEST_P(LinalgTest, StagedSvdAndEighMatchIdentities) {
     EXPECT_EQ(sv.error().code(), ErrorCode::kInvalidArgument) << sv.error().message();
     EXPECT_NE(sv.error().message().find("batch item 1"), std::string::npos) << sv.error().message();
     const auto ev = eigh(ctx_, bad, Uplo::kLower);
-    if (!ev.has_value()) {
-      EXPECT_EQ(ev.error().code(), ErrorCode::kNoConvergence) << ev.error().message();
-      EXPECT_NE(ev.error().message().find("batch item 1"), std::string::npos) << ev.error().message();
-    } else {
-      EXPECT_TRUE(std::isnan(ev->values.get_as_c128({1, n - 1}).value().real()));
-    }
+    ASSERT_FALSE(ev.has_value());
+    EXPECT_EQ(ev.error().code(), ErrorCode::kInvalidArgument) << ev.error().message();
+    EXPECT_NE(ev.error().message().find("batch item 1"), std::string::npos) << ev.error().message();
   }
 }
 
@@ -873,47 +870,104 @@ TEST_P(LinalgTest, DTypeAndShapeErrors) {
   EXPECT_EQ(solve(ctx_, rand({3, 3}, 1), Tensor::zeros(other, {3}).value()).error().code(), ErrorCode::kDTypeMismatch);
 }
 
-// Note [Staged SVD scaling]: matrices with entries near the overflow threshold (bdsdc
-// reported an illegal argument, or did not return) and with subnormal entries give the
-// singular values of the unscaled matrix times the scale (powers of two: the exact answer
-// scales exactly; infinite where that exceeds the largest value), on every staged form
-// (square, QR first, transposed).
-TEST_P(LinalgTest, StagedSvdOfExtremeMagnitudesScalesExactly) {
+// Note [Safe-range scaling]: matrices with entries near the overflow threshold (the small
+// SVD gave infinities, the small QR NaNs, the staged eigh NaN vectors; bdsdc reported an
+// illegal argument or did not return) and with subnormal entries (the small eigh lost
+// most digits) give the results of the unscaled matrix times the scale (powers of two:
+// the exact answer scales exactly; infinite where that exceeds the largest value): the
+// singular values, the eigenvalues (eigh and eigvalsh, both triangles), |R| of QR, and
+// eigenvectors and |Q| unchanged, on every route (small kernels, LAPACK, staged; square,
+// QR first and transposed SVDs).
+TEST_P(LinalgTest, ExtremeMagnitudesScaleExactly) {
   const bool single = dt() == DType::kF32 || dt() == DType::kC64;
-  for (auto [m, n] : {std::pair<int64_t, int64_t>{kStagedMinDim, kStagedMinDim}, {150, 70}, {70, 150}}) {
-    const Tensor a = rand({m, n}, 2100 + m);
+  struct Case {
+    int64_t m, n, small_max_dim;
+  };
+  for (const Case c :
+       {Case{5, 5, kSmallMaxDim}, Case{16, 16, kSmallMaxDim}, Case{8, 8, 0},
+        Case{kStagedMinDim, kStagedMinDim, kSmallMaxDim}, Case{150, 70, kSmallMaxDim}, Case{70, 150, kSmallMaxDim}}) {
+    const int64_t m = c.m, n = c.n, k = std::min(m, n);
+    LinalgOptions lo;
+    lo.small_max_dim = c.small_max_dim;
+    SvdOptions so;
+    so.linalg = lo;
+    const Tensor a = rand({m, n}, 2100 + m + c.small_max_dim);
     const Dense d = item(a, {});
-    const SvdResult want = svd(ctx_, a).value();
+    // A Hermitian matrix of the same entries: A + A^H (square cases).
+    std::vector<c128> hv;
+    for (int64_t i = 0; i < m && m == n; ++i)
+      for (int64_t j = 0; j < n; ++j) hv.push_back(d.at(i, j) + std::conj(d.at(j, i)));
+    const SvdResult want_svd = svd(ctx_, a, so).value();
+    const QrResult want_qr = qr(ctx_, a, QrMode::kReduced, lo).value();
+    const EighResult want_eigh = m == n ? eigh(ctx_, from_c128({n, n}, hv), Uplo::kLower, lo).value() : EighResult{};
     for (const int e : single ? std::vector<int>{125, -140} : std::vector<int>{1021, -1060}) {
-      SCOPED_TRACE(std::to_string(m) + " x " + std::to_string(n) + ", scale 2^" + std::to_string(e));
-      std::vector<c128> v(d.v.size());
-      for (size_t i = 0; i < v.size(); ++i) v[i] = c128(std::ldexp(d.v[i].real(), e), std::ldexp(d.v[i].imag(), e));
-      const auto got = svd(ctx_, from_c128({m, n}, v));
-      ASSERT_TRUE(got.has_value()) << got.error().to_string();
-      const auto scaled_want = [&](int64_t i) {
-        const double w = std::ldexp(std::abs(want.s.get_as_c128({i}).value()), e);
-        return single ? static_cast<double>(static_cast<float>(w)) : w;  // inf past the dtype's range
+      SCOPED_TRACE(std::to_string(m) + " x " + std::to_string(n) + " (small_max_dim " +
+                   std::to_string(c.small_max_dim) + "), scale 2^" + std::to_string(e));
+      auto scaled = [&](const std::vector<c128>& v) {
+        std::vector<c128> out(v.size());
+        for (size_t i = 0; i < v.size(); ++i) out[i] = c128(std::ldexp(v[i].real(), e), std::ldexp(v[i].imag(), e));
+        return out;
       };
-      double top = 0;
-      for (int64_t i = 0; i < std::min(m, n); ++i) {
-        if (std::isfinite(scaled_want(i))) top = std::max(top, scaled_want(i));
-      }
-      // Subnormal inputs keep fewer significant bits: a looser bound there.
-      const double t = e < 0 ? 1e-3 : tol(dt()) * 100;
-      for (int64_t i = 0; i < std::min(m, n); ++i) {
-        const double g = std::abs(got->s.get_as_c128({i}).value()), w = scaled_want(i);
-        if (std::isinf(w)) {
-          EXPECT_TRUE(std::isinf(g)) << "s[" << i << "] = " << g;
-        } else {
-          EXPECT_LE(std::abs(g - w), t * top) << "s[" << i << "]";
+      // Compares |got| with |want| 2^shift elementwise: infinite where that overflows the
+      // dtype, else within a tolerance relative to the largest finite entry (subnormal
+      // inputs keep fewer significant bits: a looser bound there).
+      auto expect_scaled = [&](const Tensor& got, const Tensor& want, int shift, const char* what) {
+        const Dense g = item(got, {}), w = item(want, {});
+        ASSERT_EQ(g.v.size(), w.v.size()) << what;
+        std::vector<double> ws(w.v.size());
+        double top = 0;
+        for (size_t i = 0; i < w.v.size(); ++i) {
+          const double x = std::ldexp(std::abs(w.v[i]), shift);
+          ws[i] = single ? static_cast<double>(static_cast<float>(x)) : x;  // inf past the dtype's range
+          if (std::isfinite(ws[i])) top = std::max(top, ws[i]);
         }
+        // Subnormal results are also rounded to the subnormal grid, a few steps of the
+        // smallest subnormal off (the input's rounding, summed over a column).
+        const double step =
+            single ? std::numeric_limits<float>::denorm_min() : std::numeric_limits<double>::denorm_min();
+        const double bound =
+            e < 0 ? 1e-3 * top + 2 * std::sqrt(static_cast<double>(m * n)) * step : tol(dt()) * 100 * top;
+        for (size_t i = 0; i < w.v.size(); ++i) {
+          const double gi = std::abs(g.v[i]);
+          if (std::isinf(ws[i])) {
+            EXPECT_TRUE(std::isinf(gi)) << what << "[" << i << "] = " << gi;
+          } else {
+            EXPECT_LE(std::abs(gi - ws[i]), bound) << what << "[" << i << "]";
+          }
+        }
+      };
+      const Tensor as = from_c128({m, n}, scaled(d.v));
+      const auto s = svd(ctx_, as, so);
+      ASSERT_TRUE(s.has_value()) << s.error().to_string();
+      EXPECT_EQ(s->route.kernel, want_svd.route.kernel);
+      expect_scaled(s->s, want_svd.s, e, "s");
+      if (e > 0) {
+        expect_scaled(s->u, want_svd.u, 0, "|U|");
+        expect_scaled(s->vh, want_svd.vh, 0, "|Vh|");
+      }
+      const auto q = qr(ctx_, as, QrMode::kReduced, lo);
+      ASSERT_TRUE(q.has_value()) << q.error().to_string();
+      expect_scaled(q->r, want_qr.r, e, "|R|");
+      if (e > 0) expect_scaled(q->q, want_qr.q, 0, "|Q|");
+      (void)k;
+      if (m != n) continue;
+      const Tensor hs = from_c128({n, n}, scaled(hv));
+      for (const Uplo ul : {Uplo::kLower, Uplo::kUpper}) {
+        const auto h = eigh(ctx_, hs, ul, lo);
+        ASSERT_TRUE(h.has_value()) << h.error().to_string();
+        EXPECT_EQ(h->route.kernel, want_eigh.route.kernel);
+        expect_scaled(h->values, want_eigh.values, e, "eigh w");
+        if (e > 0) expect_scaled(h->vectors, want_eigh.vectors, 0, "|V|");
+        const auto w = eigvalsh(ctx_, hs, ul, lo);
+        ASSERT_TRUE(w.has_value()) << w.error().to_string();
+        expect_scaled(*w, want_eigh.values, e, "eigvalsh w");
       }
     }
   }
 }
 
 // Note [Non-finite input]: a NaN or an infinity in item 2 of 3 at (1, 2) (in a transposed
-// view too, and in B for lstsq) is kInvalidArgument naming the item and the element, for
+// view too, in B for lstsq, and in the triangle eigh reads) is kInvalidArgument naming the item and the element, for
 // small items and for items that go to LAPACK alike, and nothing is printed or raised
 // from inside LAPACK; the same batch without it computes.
 TEST_P(LinalgTest, NonFiniteInputsAreRejectedUpFront) {
@@ -947,6 +1001,10 @@ TEST_P(LinalgTest, NonFiniteInputsAreRejectedUpFront) {
         expect(pinv(ctx_, x).error(), "pinv");
         expect(eig(ctx_, x).error(), "eig");
         expect(eigvals(ctx_, x).error(), "eigvals");
+        // eigh reads one triangle: (1, 2) is in the upper one.
+        expect(eigh(ctx_, x, Uplo::kUpper).error(), "eigh");
+        expect(eigvalsh(ctx_, x, Uplo::kUpper).error(), "eigvalsh");
+        EXPECT_TRUE(eigvalsh(ctx_, x, Uplo::kLower).has_value());
         expect(lstsq(ctx_, x, fine).error(), "lstsq A");
         const auto b = lstsq(ctx_, fine, x);
         ASSERT_FALSE(b.has_value());
