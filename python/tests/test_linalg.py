@@ -178,6 +178,15 @@ def test_extreme_magnitudes_match_the_scaled_answer(n, e):
         scale = np.max(np.abs(want[fin]))
         np.testing.assert_allclose(np.asarray(got)[fin], want[fin], rtol=0,
                                    atol=tol * scale + 2 * n * np.finfo(float).smallest_subnormal)
+    sign, logabs = L.slogdet(np.ldexp(a, e))
+    want_sign, want_logabs = np.linalg.slogdet(a)
+    assert sign == want_sign
+    np.testing.assert_allclose(logabs, want_logabs + n * e * np.log(2), rtol=1e-12 if e > 0 else 1e-6)
+    assert not np.isnan(L.pinv(np.ldexp(a, e))).any()
+    s = L.truncated_svd(np.ldexp(a, e), max_rank=3)[1]
+    with np.errstate(over="ignore"):
+        want = np.ldexp(L.truncated_svd(a, max_rank=3)[1], e)
+    np.testing.assert_allclose(s, want, rtol=1e-12 if e > 0 else 1e-3)
 
 
 def test_integer_input_and_errors():

@@ -255,19 +255,24 @@ Result<SafeRange> scale_to_safe_range(const Tensor& a, Part part, const PoolPtr&
   return r;
 }
 
-void unscale_items(const Tensor& t, const SafeRange& r, bool vector) {
+void unscale_items(const Tensor& t, const SafeRange& r, int item_rank, int64_t power) {
   if (!r.scaled.defined() || !t.defined()) return;
-  const int64_t batch_rank = t.rank() - (vector ? 1 : 2);
+  const int64_t batch_rank = t.rank() - item_rank;
   const Batch batch(Dims(std::span<const int64_t>(t.shape().data(), static_cast<size_t>(batch_rank))));
-  const int64_t rows = t.dim(batch_rank), cols = vector ? 1 : t.dim(batch_rank + 1);
+  const int64_t rows = item_rank >= 1 ? t.dim(batch_rank) : 1, cols = item_rank == 2 ? t.dim(batch_rank + 1) : 1;
   (void)dispatch(t.dtype(), "linalg", [&](auto z) -> Result<void> {
     using T = decltype(z);
     for (int64_t it = 0; it < batch.count; ++it) {
-      const int e = r.exponent[static_cast<size_t>(it)];
-      if (e == 0) continue;
-      const Mat<T> x = vector ? item_vec<T>(t, batch, it) : item_mat<T>(t, batch, it);
+      // Exponents are at most ~1100 and |power| a matrix extent at most: no int64 overflow;
+      // past +-100000 ldexp saturates (0 or infinity) as it would for the exact shift.
+      const int64_t shift = -power * r.exponent[static_cast<size_t>(it)];
+      if (shift == 0) continue;
+      const int e = static_cast<int>(std::clamp<int64_t>(shift, -100000, 100000));
+      auto* base = static_cast<T*>(t.storage()->data()) + batch.offset(it, t);
+      const int64_t rs = item_rank >= 1 ? t.strides()[static_cast<size_t>(batch_rank)] : 0;
+      const int64_t cs = item_rank == 2 ? t.strides()[static_cast<size_t>(batch_rank + 1)] : 0;
       for (int64_t j = 0; j < cols; ++j)
-        for (int64_t i = 0; i < rows; ++i) x(i, j) = times_pow2(x(i, j), -e);
+        for (int64_t i = 0; i < rows; ++i) base[i * rs + j * cs] = times_pow2(base[i * rs + j * cs], e);
     }
     return ok();
   });

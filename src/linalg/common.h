@@ -81,14 +81,18 @@ Result<void> check_finite(const Tensor& a, const char* op, const char* what, Par
 /// whose squares and norms neither overflow nor underflow: with entries near 2^1021 the
 /// small SVD returned infinities, the small QR NaNs and the staged eigh's vectors NaNs,
 /// bdsdc reported an illegal argument through xerbla or did not return, and subnormal
-/// entries lost most digits (eigh 4 x 4: 0.66 relative error). LAPACK's drivers (gesdd,
-/// heevd) scale such a matrix into the safe range first; svd, eigh, eigvalsh and qr do the
-/// same on every route: an item whose largest magnitude lies outside [sqrt(safe min) /
-/// eps, its reciprocal] is multiplied by the power of two that brings it to about 1
-/// (ldexp: exact, subnormal entries included), and the results that scale with the input
-/// (singular values, eigenvalues, R) are multiplied back (to infinity where they exceed
-/// the largest value, as LAPACK's are); U, V, Q and eigenvectors do not change. Items in
-/// range (every item, in practice) cost one read of the input.
+/// entries lost most digits (eigh 4 x 4: 0.66 relative error); the randomized truncated
+/// SVD's projection overflowed ("did not converge"), pinv of subnormal matrices was NaN
+/// (reciprocals of subnormal singular values overflow) and so was slogdet (LU pivots).
+/// LAPACK's drivers (gesdd, heevd) scale such a matrix into the safe range first; svd,
+/// truncated_svd, eigh, eigvalsh, qr, qr_pivoted, pinv, det and slogdet do the same on
+/// every route: an item whose largest magnitude lies outside [sqrt(safe min) / eps, its
+/// reciprocal] is multiplied by the power of two that brings it to about 1 (ldexp: exact,
+/// subnormal entries included), and the results are scaled back by their power of the
+/// input's scale (singular values, eigenvalues and R by 2^-e, the pseudo-inverse by 2^e,
+/// the determinant by 2^(-n e), log|det| shifted by -n e log 2), to zero or infinity where
+/// the exact result leaves the range, as LAPACK's do; U, V, Q and eigenvectors do not
+/// change. Items in range (every item, in practice) cost one read of the input.
 struct SafeRange {
   std::vector<int> exponent;  // per item: the power of two it was multiplied by (0: in range)
   Tensor scaled;              // a compact copy of the input, scaled; undefined when no item was
@@ -99,9 +103,11 @@ struct SafeRange {
 /// scales the out-of-range ones (Note [Safe-range scaling]). All-zero items and items with
 /// a non-finite entry keep exponent 0. Errors: allocation of the copy.
 Result<SafeRange> scale_to_safe_range(const Tensor& a, Part part, const PoolPtr& pool);
-/// Multiplies item `it` of `t` (a result of alloc_items: matrices, or vectors when `vector`)
-/// by 2^-exponent[it], undoing scale_to_safe_range on a result that scales with the input.
-void unscale_items(const Tensor& t, const SafeRange& r, bool vector);
+/// Multiplies item `it` of `t` by 2^(-power * exponent[it]), undoing scale_to_safe_range on
+/// a result that scales with the input's `power`-th power (1: singular values,
+/// eigenvalues, R; -1: the pseudo-inverse; n: the determinant). Items are the trailing
+/// `item_rank` axes of `t` (0: one scalar per item, 1: vectors, 2: matrices).
+void unscale_items(const Tensor& t, const SafeRange& r, int item_rank, int64_t power);
 /// Checks that x and y have the same dtype.
 Result<void> check_same_dtype(const Tensor& x, const Tensor& y, const char* op);
 

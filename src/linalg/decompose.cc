@@ -612,7 +612,7 @@ Result<EighResult> eigh_scaled(const CpuExecutionContext& ctx, const Tensor& a, 
   TENFERRO_TRY(EighResult res, detail::dispatch(a.dtype(), op, [&](auto t) {
                  return eigh_t<decltype(t)>(ctx, range.input(a), uplo, vectors, options, pool);
                }));
-  detail::unscale_items(res.values, range, true);
+  detail::unscale_items(res.values, range, 1, 1);
   return res;
 }
 
@@ -625,7 +625,7 @@ Result<SvdResult> svd(const CpuExecutionContext& ctx, const Tensor& a, const Svd
   TENFERRO_TRY(SvdResult res, detail::dispatch(a.dtype(), "svd", [&](auto t) {
                  return svd_t<decltype(t)>(ctx, range.input(a), options, pool);
                }));
-  detail::unscale_items(res.s, range, true);  // Note [Safe-range scaling]
+  detail::unscale_items(res.s, range, 1, 1);  // Note [Safe-range scaling]
   return res;
 }
 
@@ -637,7 +637,7 @@ Result<QrResult> qr(const CpuExecutionContext& ctx, const Tensor& a, QrMode mode
   TENFERRO_TRY_VOID(detail::dispatch(a.dtype(), "qr", [&](auto t) {
     return qr_t<decltype(t)>(ctx, range.input(a), mode, false, options, pool, &res.q, &res.r, nullptr, &res.route);
   }));
-  detail::unscale_items(res.r, range, false);  // Note [Safe-range scaling]
+  detail::unscale_items(res.r, range, 2, 1);  // Note [Safe-range scaling]
   return res;
 }
 
@@ -650,7 +650,7 @@ Result<QrPivotedResult> qr_pivoted(const CpuExecutionContext& ctx, const Tensor&
     return qr_t<decltype(t)>(ctx, range.input(a), QrMode::kReduced, true, options, pool, &res.q, &res.r, &res.perm,
                              &res.route);
   }));
-  detail::unscale_items(res.r, range, false);  // Note [Safe-range scaling]
+  detail::unscale_items(res.r, range, 2, 1);  // Note [Safe-range scaling]
   return res;
 }
 

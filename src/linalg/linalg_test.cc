@@ -875,8 +875,9 @@ TEST_P(LinalgTest, DTypeAndShapeErrors) {
 // illegal argument or did not return) and with subnormal entries (the small eigh lost
 // most digits) give the results of the unscaled matrix times the scale (powers of two:
 // the exact answer scales exactly; infinite where that exceeds the largest value): the
-// singular values, the eigenvalues (eigh and eigvalsh, both triangles), |R| of QR, and
-// eigenvectors and |Q| unchanged, on every route (small kernels, LAPACK, staged; square,
+// singular values (svd and truncated_svd), the eigenvalues (eigh and eigvalsh, both
+// triangles), |R| of QR, the pseudo-inverse (times the inverse scale), log|det| (plus n e
+// log 2, same sign), and eigenvectors and |Q| unchanged, on every route (small kernels, LAPACK, staged; square,
 // QR first and transposed SVDs).
 TEST_P(LinalgTest, ExtremeMagnitudesScaleExactly) {
   const bool single = dt() == DType::kF32 || dt() == DType::kC64;
@@ -899,6 +900,11 @@ TEST_P(LinalgTest, ExtremeMagnitudesScaleExactly) {
       for (int64_t j = 0; j < n; ++j) hv.push_back(d.at(i, j) + std::conj(d.at(j, i)));
     const SvdResult want_svd = svd(ctx_, a, so).value();
     const QrResult want_qr = qr(ctx_, a, QrMode::kReduced, lo).value();
+    const Tensor want_pinv = pinv(ctx_, a, std::nullopt, lo).value();
+    TruncatedSvdOptions to;  // randomized from 100 x 100 on (auto)
+    to.max_rank = 3;
+    to.linalg = lo;
+    const TruncatedSvdResult want_tsvd = truncated_svd(ctx_, a, to).value();
     const EighResult want_eigh = m == n ? eigh(ctx_, from_c128({n, n}, hv), Uplo::kLower, lo).value() : EighResult{};
     for (const int e : single ? std::vector<int>{125, -140} : std::vector<int>{1021, -1060}) {
       SCOPED_TRACE(std::to_string(m) + " x " + std::to_string(n) + " (small_max_dim " +
@@ -949,8 +955,34 @@ TEST_P(LinalgTest, ExtremeMagnitudesScaleExactly) {
       ASSERT_TRUE(q.has_value()) << q.error().to_string();
       expect_scaled(q->r, want_qr.r, e, "|R|");
       if (e > 0) expect_scaled(q->q, want_qr.q, 0, "|Q|");
+      // pinv(2^e A) = 2^-e pinv(A). Subnormal inputs keep a few bits only, which moves
+      // the small singular values and so the pseudo-inverse by more than any bound: there
+      // the result must be free of NaN (before, the reciprocals of subnormal singular
+      // values overflowed and their products made NaN).
+      const auto pi = pinv(ctx_, as, std::nullopt, lo);
+      ASSERT_TRUE(pi.has_value()) << pi.error().to_string();
+      if (e > 0) {
+        expect_scaled(*pi, want_pinv, -e, "|pinv|");
+      } else {
+        const Dense p = item(*pi, {});
+        for (size_t i = 0; i < p.v.size(); ++i) ASSERT_FALSE(std::isnan(std::abs(p.v[i]))) << "pinv[" << i << "]";
+      }
+      const auto ts = truncated_svd(ctx_, as, to);
+      ASSERT_TRUE(ts.has_value()) << ts.error().to_string();
+      EXPECT_EQ(ts->method_used, want_tsvd.method_used);
+      expect_scaled(ts->s, want_tsvd.s, e, "truncated s");
       (void)k;
       if (m != n) continue;
+      // log|det(2^e A)| = log|det A| + n e log 2 (subnormal pivots gave NaN), same sign.
+      const SlogdetResult want_ld = slogdet(ctx_, a, lo).value();
+      const auto ld = slogdet(ctx_, as, lo);
+      ASSERT_TRUE(ld.has_value()) << ld.error().to_string();
+      const double la_want =
+          std::real(want_ld.logabsdet.get_as_c128({}).value()) + static_cast<double>(n * e) * std::log(2.0);
+      EXPECT_NEAR(std::real(ld->logabsdet.get_as_c128({}).value()), la_want,
+                  (e < 0 ? 1e-3 : tol(dt())) * std::abs(la_want));
+      // (A complex sign is a phase, which the subnormal input's rounding moves a little.)
+      EXPECT_LT(std::abs(ld->sign.get_as_c128({}).value() - want_ld.sign.get_as_c128({}).value()), e < 0 ? 0.1 : 1e-3);
       const Tensor hs = from_c128({n, n}, scaled(hv));
       for (const Uplo ul : {Uplo::kLower, Uplo::kUpper}) {
         const auto h = eigh(ctx_, hs, ul, lo);

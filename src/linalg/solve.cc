@@ -704,20 +704,42 @@ Result<void> inv_into(const CpuExecutionContext& ctx, const Tensor& a, Tensor& o
 
 Result<Tensor> det(const CpuExecutionContext& ctx, const Tensor& a, const LinalgOptions& options, const PoolPtr& pool) {
   TENFERRO_TRY_VOID(detail::check_matrix(a, "det", true));
+  // det(A) = det(2^e A) 2^(-n e) (Note [Safe-range scaling]): subnormal entries made the
+  // LU's pivots overflow their reciprocals.
+  TENFERRO_TRY(const detail::SafeRange range, detail::scale_to_safe_range(a, detail::Part::kAll, pool));
   Tensor out;
   const Result<void> r = detail::dispatch(a.dtype(), "det", [&](auto t) -> Result<void> {
-    TENFERRO_TRY_VOID(slogdet_t<decltype(t)>(ctx, a, false, options, pool, &out));
+    TENFERRO_TRY_VOID(slogdet_t<decltype(t)>(ctx, range.input(a), false, options, pool, &out));
     return ok();
   });
   if (!r.has_value()) return r.error();
+  detail::unscale_items(out, range, 0, a.dim(a.rank() - 1));
   return out;
 }
 
 Result<SlogdetResult> slogdet(const CpuExecutionContext& ctx, const Tensor& a, const LinalgOptions& options,
                               const PoolPtr& pool) {
   TENFERRO_TRY_VOID(detail::check_matrix(a, "slogdet", true));
-  return detail::dispatch(a.dtype(), "slogdet",
-                          [&](auto t) { return slogdet_t<decltype(t)>(ctx, a, true, options, pool, nullptr); });
+  // log|det A| = log|det(2^e A)| - n e log 2 (Note [Safe-range scaling]).
+  TENFERRO_TRY(const detail::SafeRange range, detail::scale_to_safe_range(a, detail::Part::kAll, pool));
+  TENFERRO_TRY(SlogdetResult res, detail::dispatch(a.dtype(), "slogdet", [&](auto t) {
+                 return slogdet_t<decltype(t)>(ctx, range.input(a), true, options, pool, nullptr);
+               }));
+  if (range.scaled.defined()) {
+    const int64_t n = a.dim(a.rank() - 1);
+    TENFERRO_TRY_VOID(detail::dispatch(res.logabsdet.dtype(), "slogdet", [&](auto t) -> Result<void> {
+      using R = decltype(t);
+      if constexpr (!detail::kIsComplex<R>) {                         // logabsdet is real
+        auto* la = static_cast<R*>(res.logabsdet.storage()->data());  // compact, item order
+        for (size_t it = 0; it < range.exponent.size(); ++it) {
+          const double shift = static_cast<double>(n) * range.exponent[it] * std::log(2.0);
+          la[it] = static_cast<R>(static_cast<double>(la[it]) - shift);
+        }
+      }
+      return ok();
+    }));
+  }
+  return res;
 }
 
 Result<Tensor> pinv(const CpuExecutionContext& ctx, const Tensor& a, std::optional<double> rtol,
@@ -727,7 +749,14 @@ Result<Tensor> pinv(const CpuExecutionContext& ctx, const Tensor& a, std::option
   if (rtol && !(*rtol >= 0)) {
     return usage_error(ErrorCode::kInvalidArgument, "pinv", "rtol must be >= 0, got " + std::to_string(*rtol));
   }
-  return detail::dispatch(a.dtype(), "pinv", [&](auto t) { return pinv_t<decltype(t)>(ctx, a, rtol, options, pool); });
+  // pinv(A) = 2^e pinv(2^e A) (Note [Safe-range scaling]): subnormal singular values made
+  // their reciprocals overflow and the product NaN.
+  TENFERRO_TRY(const detail::SafeRange range, detail::scale_to_safe_range(a, detail::Part::kAll, pool));
+  TENFERRO_TRY(Tensor out, detail::dispatch(a.dtype(), "pinv", [&](auto t) {
+                 return pinv_t<decltype(t)>(ctx, range.input(a), rtol, options, pool);
+               }));
+  detail::unscale_items(out, range, 2, -1);
+  return out;
 }
 
 Result<LstsqResult> lstsq(const CpuExecutionContext& ctx, const Tensor& a, const Tensor& b, std::optional<double> rcond,

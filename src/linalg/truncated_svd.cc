@@ -247,34 +247,42 @@ Result<TruncatedSvdResult> truncated_svd(const CpuExecutionContext& ctx, const T
     method = randomized ? TruncatedSvdMethod::kRandomized : TruncatedSvdMethod::kExact;
   }
   const Batch batch(detail::batch_dims(a));
-  return detail::dispatch(a.dtype(), op, [&](auto t) -> Result<TruncatedSvdResult> {
-    using T = decltype(t);
-    using R = Real<T>;
-    TruncatedSvdResult res;
-    Tensor total;
-    if (method == TruncatedSvdMethod::kRandomized && k > 0) {
-      TENFERRO_TRY(res, randomized_t<T>(ctx, a, options, pool));
-    } else {
-      SvdOptions so;
-      so.linalg = options.linalg;
-      TENFERRO_TRY(SvdResult sv, svd(ctx, a, so, pool));
-      res.u = std::move(sv.u);
-      res.s = std::move(sv.s);
-      res.vh = std::move(sv.vh);
-      res.method_used = TruncatedSvdMethod::kExact;
-    }
-    TENFERRO_TRY(total, Tensor::uninitialized(detail::real_dtype(a.dtype()), batch.shape, pool));
-    auto* tot = static_cast<R*>(total.storage()->data());
-    for (int64_t it = 0; it < batch.count; ++it) tot[it] = frob2(item_mat<T>(a, batch, it), m, n);
-    TENFERRO_TRY_VOID(cut<T>(res, total, res.method_used == TruncatedSvdMethod::kExact, options, m, n, batch, pool));
-    if (options.gauge_fix) {
-      const int64_t r = res.s.dim(res.s.rank() - 1);
-      for (int64_t it = 0; it < batch.count; ++it) {
-        detail::gauge_fix_item(item_mat<T>(res.u, batch, it), m, r, item_mat<T>(res.vh, batch, it), r, n, r);
-      }
-    }
-    return res;
-  });
+  // The singular values of 2^e A are 2^e times A's (Note [Safe-range scaling]): entries
+  // near the overflow threshold made the random projection overflow.
+  TENFERRO_TRY(const detail::SafeRange range, detail::scale_to_safe_range(a, detail::Part::kAll, pool));
+  const Tensor& x = range.input(a);
+  TENFERRO_TRY(TruncatedSvdResult out, detail::dispatch(a.dtype(), op, [&](auto t) -> Result<TruncatedSvdResult> {
+                 using T = decltype(t);
+                 using R = Real<T>;
+                 TruncatedSvdResult res;
+                 Tensor total;
+                 if (method == TruncatedSvdMethod::kRandomized && k > 0) {
+                   TENFERRO_TRY(res, randomized_t<T>(ctx, x, options, pool));
+                 } else {
+                   SvdOptions so;
+                   so.linalg = options.linalg;
+                   TENFERRO_TRY(SvdResult sv, svd(ctx, x, so, pool));
+                   res.u = std::move(sv.u);
+                   res.s = std::move(sv.s);
+                   res.vh = std::move(sv.vh);
+                   res.method_used = TruncatedSvdMethod::kExact;
+                 }
+                 TENFERRO_TRY(total, Tensor::uninitialized(detail::real_dtype(a.dtype()), batch.shape, pool));
+                 auto* tot = static_cast<R*>(total.storage()->data());
+                 for (int64_t it = 0; it < batch.count; ++it) tot[it] = frob2(item_mat<T>(x, batch, it), m, n);
+                 TENFERRO_TRY_VOID(
+                     cut<T>(res, total, res.method_used == TruncatedSvdMethod::kExact, options, m, n, batch, pool));
+                 if (options.gauge_fix) {
+                   const int64_t r = res.s.dim(res.s.rank() - 1);
+                   for (int64_t it = 0; it < batch.count; ++it) {
+                     detail::gauge_fix_item(item_mat<T>(res.u, batch, it), m, r, item_mat<T>(res.vh, batch, it), r, n,
+                                            r);
+                   }
+                 }
+                 return res;
+               }));
+  detail::unscale_items(out.s, range, 1, 1);
+  return out;
 }
 
 }  // namespace tenferro::linalg
