@@ -125,3 +125,17 @@ def test_numpy_integers_index_and_name_axes():
     assert np.asarray(x.transpose(np.int64(1), 0)).tolist() == a.T.tolist()
     with pytest.raises(IndexError, match="bool"):
         x[True]  # numpy would add an axis: not silently read as 1
+
+
+def test_complex_power_follows_numpy_special_cases(rt):
+    # z ** 0 is 1 for every z (NaN, infinities and 0 included), integer exponents are
+    # repeated products (exact where those are), as numpy's power.
+    with np.errstate(all="ignore"):
+        z = np.array([0, np.nan + 1j * np.nan, np.inf, -np.inf + 1j, 1 + 1j * np.inf, 3 - 4j, 1 + 1j, 0.5 - 2j])
+        for w in (0, 2, 3, -2, 10):
+            got = (rt.tensor(z) ** rt.tensor(np.full(z.shape, w, dtype=complex))).numpy()
+            want = np.power(z, complex(w))
+            finite = np.isfinite(want)
+            np.testing.assert_allclose(got[finite], want[finite], rtol=1e-14, atol=0)
+        np.testing.assert_array_equal((rt.tensor(z) ** rt.tensor(np.zeros(z.shape, dtype=complex))).numpy(), 1 + 0j)
+        assert (rt.tensor(np.array([1 + 1j])) ** rt.tensor(np.array([2 + 0j]))).numpy()[0] == 2j

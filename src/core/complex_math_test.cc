@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <complex>
+#include <limits>
 
 namespace tenferro {
 namespace {
@@ -53,6 +54,38 @@ TEST(ComplexMath, MatchesTheStandardFunctionsAwayFromZero) {
   // Series: Re expm1 = x + (x^2 - y^2)/2 = 1e-6 - 1.5e-12; Im log1p = y - xy = 2e-6 - 2e-12.
   EXPECT_NEAR(complex_expm1(f).real(), 1e-6 - 1.5e-12, 3e-13);
   EXPECT_NEAR(complex_log1p(f).imag(), 2e-6 - 2e-12, 5e-13);
+}
+
+// complex_pow: numpy's special cases exactly, exp(w log z) elsewhere (long double oracle).
+TEST(ComplexMath, PowSpecialCasesAndIntegerExponents) {
+  using C = std::complex<double>;
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  for (const C z : {C(0, 0), C(nan, nan), C(inf, 0), C(-inf, 1), C(1, inf), C(3, -4)}) {
+    const C one = complex_pow(z, C(0, 0));
+    EXPECT_EQ(one.real(), 1) << z;
+    EXPECT_EQ(one.imag(), 0) << z;
+  }
+  // Repeated squaring: exact where every product is.
+  EXPECT_EQ(complex_pow(C(1, 1), C(2, 0)), C(0, 2));
+  EXPECT_EQ(complex_pow(C(1, 1), C(-2, 0)), C(0, -0.5));
+  EXPECT_EQ(complex_pow(C(3, 4), C(3, 0)), C(-117, 44));
+  EXPECT_EQ(complex_pow(C(2, 0), C(10, 0)), C(1024, 0));
+  EXPECT_EQ(complex_pow(C(0, 1), C(100, 0)), C(1, 0));
+  EXPECT_EQ(complex_pow(C(0, 0), C(2, 0)), C(0, 0));
+  EXPECT_EQ(complex_pow(C(0, 0), C(0.5, 2)), C(0, 0));  // 0^w = 0 for Re w > 0
+  EXPECT_EQ(complex_pow(std::complex<float>(1, 1), std::complex<float>(2, 0)), std::complex<float>(0, 2));
+  // Elsewhere exp(w log z): non-integer, complex and large integer exponents.
+  for (const auto& [z, w] : {std::pair{C(1.5, -0.5), C(0.3, 0.7)}, std::pair{C(-2, 0.25), C(0.5, 0)},
+                             std::pair{C(0.9, 0.1), C(101, 0)}, std::pair{C(0.5, 2), C(-3.5, 1)}}) {
+    const std::complex<long double> zl(z.real(), z.imag()), wl(w.real(), w.imag());
+    EXPECT_LT(rel(complex_pow(z, w), std::exp(wl * std::log(zl))), 1e-13) << z << " ^ " << w;
+  }
+  // Integer exponents within the squaring range agree with exp(w log z) to rounding.
+  for (int n = -7; n <= 7; ++n) {
+    const C z(0.8, -1.3);
+    const std::complex<long double> zl(z.real(), z.imag());
+    EXPECT_LT(rel(complex_pow(z, C(n, 0)), std::exp(static_cast<long double>(n) * std::log(zl))), 1e-14) << n;
+  }
 }
 
 }  // namespace

@@ -347,6 +347,8 @@ void run_binary(const CpuExecutionContext& ctx, BinaryOp op, const Tensor& x, co
       case BinaryOp::kPow:
         if constexpr (kIsInt<T>) {
           go([](T a, T b) -> T { return int_pow(a, b); });
+        } else if constexpr (kIsComplex<T>) {
+          go([](T a, T b) -> T { return complex_pow(a, b); });
         } else {
           go([](T a, T b) -> T { return std::pow(a, b); });
         }

@@ -228,6 +228,8 @@ Result<T> binary(OpCode code, T a, T b) {
         return r;
       } else if constexpr (std::is_same_v<T, uint8_t>) {
         return T{0};
+      } else if constexpr (kIsComplex<T>) {
+        return complex_pow(a, b);
       } else {
         return std::pow(a, b);
       }
