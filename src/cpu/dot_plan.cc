@@ -232,7 +232,17 @@ constexpr int64_t kStreamMinShort = 8;
 // cblas_dgemm: n = 256 0.83-0.87, 1024 0.70-0.88, 2048 0.76-0.82 with the split;
 // 0.95-1.19 without; bin_matmul_256 0.58-0.69 -> 0.52-0.57 ms), BLIS's kernel being
 // slower than OpenBLAS's there (the Zen 4 VM without AVX-512 of 2026-11-30: 28 against 36
-// GFLOP/s on one thread).
+// GFLOP/s on one thread). Nor where OpenBLAS runs 512-bit kernels and the contraction is
+// below kBlisSlowK with both sides at least kBlisSlowMinSide: there BLIS's (256-bit)
+// kernel ran 0.65-0.8x OpenBLAS's on one thread (Zen 4, 512 x 8192 with K = 64, 128,
+// 192: 25-35 against 32-40 GFLOP/s; from K = 256 on both 42-46), and the split lost to
+// OpenBLAS pieces at two threads (K = 128: 38-55 against 59-78 GFLOP/s;
+// tensornetwork_permutation_focus's 4 x 512 x 8192 x 128 step, that layout alone: 88-117
+// -> 62-74 ms, alternating runs, 2026-12-03). With a short side BLIS stays (4 x 8192 x
+// 256: 3.5-3.7 ms against 7.7-7.8 with OpenBLAS pieces; 48 to 256 rows within the
+// spread).
+constexpr int64_t kBlisSlowK = 256;
+constexpr int64_t kBlisSlowMinSide = 256;
 
 // Note [OpenBLAS pieces]: with several threads an automatic OpenBLAS product runs as
 // one-thread OpenBLAS calls on pieces of its longer side, taken by the engine's workers,
@@ -248,8 +258,12 @@ constexpr int64_t kStreamMinShort = 8;
 // which cost about 17 / width of the product on that machine, so pieces are at least
 // kOpenBlasPiece wide unless that leaves fewer than one per worker, and at most four
 // per worker (a worker that starts late then hands its pieces to the others; 8 pieces
-// of 990 x 2187 x 4620 took 1.15-1.3x as long as 2). The pieces are fixed by the thread
-// count, so the result does not depend on which worker runs which piece. A product
+// of 990 x 2187 x 4620 took 1.15-1.3x as long as 2), and a whole number per worker: 3
+// pieces of lm sentence_3's 1728 x 1100 x 144 on 2 workers left one worker a third of
+// the product alone (2 threads, that step alone: 9.6-10.5 ms; 2 pieces 7.8-9.0, Zen 4,
+// 2026-12-03). The pieces are
+// fixed by the thread count, so the result does not depend on which worker runs which
+// piece. A product
 // forced to provider openblas keeps OpenBLAS's own threads (the provider's contract).
 constexpr int64_t kOpenBlasPiece = 512;
 // Note [Blocked pieces]: the blocked GEMM's pieces (Note [Blocked AVX-512 GEMM]) are
@@ -474,7 +488,8 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   // Note [Column-split products].
   if (!integral && automatic && r.policy == BatchPolicy::kProviderItems && r.provider == GemmProvider::kOpenBlas &&
       caps.blis_tuned && st.threads > 1 && flops >= st.batch.parallel_min_flops && M <= 4 * N &&
-      std::max(M, N) >= 32 * int64_t{st.threads} && std::max(M, N) >= 4 * K) {
+      std::max(M, N) >= 32 * int64_t{st.threads} && std::max(M, N) >= 4 * K &&
+      !(caps.openblas_avx512 && K < kBlisSlowK && std::min(M, N) >= kBlisSlowMinSide)) {
     r.provider = GemmProvider::kBlis;
     r.reason = "several threads, a product at most 4x taller than wide: one BLIS call per worker (Note [Column-split products])";
   }
@@ -513,6 +528,12 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
       r.pieces = count;
     }
   };
+  // Pieces of at least `piece` along the longer side, one to four per worker, a whole
+  // number per worker (Note [OpenBLAS pieces]).
+  auto balanced = [&](int64_t piece) {
+    const int64_t n = std::clamp<int64_t>(std::max(M, N) / piece, threads, 4 * int64_t{threads});
+    return n - n % threads;
+  };
   if (K == 0) {
     r.kernel = DotKernel::kScaleOutput;
     r.reason = "an empty contraction: out = beta out";
@@ -532,11 +553,11 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
         r.reason = "a product OpenBLAS would run with 256-bit kernels on an AVX-512 CPU: the blocked kernel (Note "
                    "[Blocked AVX-512 GEMM])";
         // Pieces of at least kBlockedPiece (Note [Blocked pieces]), each lane its own panels.
-        pieces(std::clamp<int64_t>(std::max(M, N) / kBlockedPiece, threads, 4 * int64_t{threads}));
+        pieces(balanced(kBlockedPiece));
       } else {
         r.kernel = DotKernel::kOpenBlas;
         if (threads > 1 && automatic) {
-          pieces(std::clamp<int64_t>(std::max(M, N) / kOpenBlasPiece, threads, 4 * int64_t{threads}));  // Note [OpenBLAS pieces]
+          pieces(balanced(kOpenBlasPiece));  // Note [OpenBLAS pieces]
         } else if (threads > 1) {
           if (st.batch.strict_placement) {
             return usage_error(ErrorCode::kUnsupported, "dot_general",

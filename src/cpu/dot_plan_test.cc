@@ -17,6 +17,7 @@ struct Caps {
   IsaLevel isa = IsaLevel::kAvx512;
   bool blis_tuned = true;
   bool openblas_tuned = true;
+  bool openblas_avx512 = false;  // OpenBLAS runs 512-bit kernels (SkylakeX core)
 };
 
 CpuCaps make_caps(Caps c) {
@@ -25,8 +26,9 @@ CpuCaps make_caps(Caps c) {
   caps.built_isa = IsaLevel::kAvx512;
   caps.blis_arch = c.blis_tuned ? "zen3" : "generic";
   caps.blis_tuned = c.blis_tuned;
-  caps.openblas_core = c.openblas_tuned ? "Haswell" : "Prescott";
+  caps.openblas_core = c.openblas_avx512 ? "SkylakeX" : c.openblas_tuned ? "Haswell" : "Prescott";
   caps.openblas_tuned = c.openblas_tuned;
+  caps.openblas_avx512 = c.openblas_avx512;
   caps.openblas_threaded = true;
   return caps;
 }
@@ -142,6 +144,23 @@ TEST(DotPlan, SeveralThreadsSplitTheLongerSideOrColumns) {
   EXPECT_EQ(r.pieces, 2);
   // ... but not with an untuned BLIS.
   EXPECT_EQ(plan(matmul(2048, 2048, 64, 2), kUntunedBlis).value().provider, GemmProvider::kOpenBlas);
+  // Nor, where OpenBLAS runs 512-bit kernels, with a contraction below 256 and both sides
+  // at least 256 (BLIS's kernel slower there): OpenBLAS pieces, two per worker at most
+  // four, a whole number per worker.
+  const Caps wide{IsaLevel::kAvx512, true, true, true};
+  r = plan(matmul(512, 8192, 128, 2), wide).value();
+  EXPECT_EQ(r.kernel, DotKernel::kOpenBlas) << describe(r);
+  EXPECT_EQ(r.split, DotSplit::kPieces);
+  EXPECT_EQ(r.pieces, 8);  // 8192 / 512 = 16, at most 4 per worker
+  EXPECT_EQ(plan(matmul(512, 8192, 128, 2), kAvx2).value().kernel, DotKernel::kBlis);  // 256-bit OpenBLAS
+  EXPECT_EQ(plan(matmul(512, 8192, 256, 2), wide).value().kernel, DotKernel::kBlis);   // K = 256: alike
+  EXPECT_EQ(plan(matmul(4, 8192, 128, 2), wide).value().kernel, DotKernel::kBlis);     // a short side
+  // 1728 x 1100: 3 pieces of 512 would leave one worker two; a whole number per worker.
+  r = plan(matmul(1728, 1100, 144, 2), wide).value();
+  EXPECT_EQ(r.kernel, DotKernel::kOpenBlas) << describe(r);
+  EXPECT_EQ(r.pieces, 2);
+  r = plan(matmul(1728, 1100, 144, 3), wide).value();
+  EXPECT_EQ(r.pieces, 3);
   // A small output with a long contraction: split-K BLIS (Note [Split-K products]).
   r = plan(matmul(19, 19, 23000, 2), kAvx2).value();
   EXPECT_EQ(r.kernel, DotKernel::kBlis) << describe(r);
