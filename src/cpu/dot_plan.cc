@@ -213,7 +213,15 @@ constexpr int64_t kStreamMinShort = 8;
 // lost (MPS 2318 x 19 x 19: 0.1 ms on one thread, 0.2 ms on two); on one thread those
 // stay on OpenBLAS (lm sentence_4 ran 25-36 ms with OpenBLAS, 40-44 ms with BLIS).
 // A short side below 8 stays on OpenBLAS too (8192 x 4 x 256: BLIS 4.9 ms, OpenBLAS
-// 2.0 ms; its 4 x 8 kernel fits four rows exactly).
+// 2.0 ms; its 4 x 8 kernel fits four rows exactly), unless it is M, C's rows, in a
+// column-major C with rows of at least kFewRowsMinN (B past L2): OpenBLAS then packs all
+// of B for a few rows, which BLIS reads in place (f64, one thread, Zen 4, 2026-12-03:
+// 4 x 32768 x 256 with B column- / row-major 12.3-15.4 / 25-35 ms against BLIS 7.3-8.1
+// / 13-15; 2 and 6 rows alike; 4 x 65536 x 64 7.4 / 5.5-6.4; a batch of 8 of 4 x 8192
+// x 256 24-28 / 13-15; 4 x 1024 x 256 0.17-0.23 / 0.08-0.17, but 4 x 512 x 256, B in L2,
+// 0.024 / 0.034). The mirrored case, 8192 x 4 x 256 above, stays on OpenBLAS (16-19 ms
+// with BLIS against 6.9-8.6).
+constexpr int64_t kFewRowsMinN = 1024;
 // Small products with A and C column-major go to the register-blocked small kernel,
 // which beat OpenBLAS up to 262144 multiply-adds (Note [Tiny products]).
 
@@ -480,6 +488,10 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
     } else if (std::min(M, N) <= 32 && std::min(M, N) >= 8 && (K >= 64 || st.threads > 1) && caps.blis_tuned) {
       r.provider = GemmProvider::kBlis;
       r.reason = "a short side (8 to 32) with a long contraction or several threads: BLIS (Note [Short-side products])";
+    } else if (f64 && M >= 2 && M < 8 && N >= kFewRowsMinN && K >= 64 && om.mergeable && om.stride == 1 &&
+               caps.blis_tuned) {
+      r.provider = GemmProvider::kBlis;
+      r.reason = "fewer than 8 rows of a column-major C, long rows: BLIS (Note [Short-side products])";
     }
   } else if (f64 && automatic && !vendor) {
     short_form = short_route();  // products the plain loops would take after packing

@@ -295,6 +295,29 @@ TEST(DotPlan, ShortSidesWalkAStridedContraction) {
   EXPECT_TRUE(r.pack_lhs || r.pack_rhs) << describe(r);
 }
 
+// Note [Short-side products]: fewer than 8 rows of a column-major C with rows past L2
+// go to BLIS (f64; B read in place), on one thread and split over several; the mirrored
+// shape (few columns), short rows, another dtype or an untuned BLIS stay on OpenBLAS.
+TEST(DotPlan, FewRowsOfLongColumnMajorRowsGoToBlis) {
+  for (const int64_t m : {2, 4, 7}) {
+    const DotRoute r = plan(matmul(m, 32768, 256), kAvx512).value();
+    EXPECT_EQ(r.provider, GemmProvider::kBlis) << m << ": " << describe(r);
+  }
+  Call row_major_b = matmul(4, 8192, 256);
+  row_major_b.rhs = rm({256, 8192});
+  EXPECT_EQ(plan(row_major_b, kAvx512).value().provider, GemmProvider::kBlis);
+  const DotRoute two = plan(matmul(4, 32768, 256, 2), kAvx512).value();
+  EXPECT_EQ(two.provider, GemmProvider::kBlis);
+  EXPECT_EQ(two.threads, 2) << describe(two);
+  EXPECT_EQ(plan(matmul(32768, 4, 256), kAvx512).value().provider, GemmProvider::kOpenBlas);  // few columns
+  EXPECT_EQ(plan(matmul(4, 512, 256), kAvx512).value().provider, GemmProvider::kOpenBlas);    // B in L2
+  EXPECT_EQ(plan(matmul(4, 32768, 256, 1, DType::kF32), kAvx512).value().provider, GemmProvider::kOpenBlas);
+  EXPECT_EQ(plan(matmul(4, 32768, 256), kUntunedBlis).value().provider, GemmProvider::kOpenBlas);
+  Call row_major_c = matmul(4, 32768, 256);
+  row_major_c.out = rm({4, 32768});
+  EXPECT_EQ(plan(row_major_c, kAvx512).value().provider, GemmProvider::kOpenBlas);
+}
+
 TEST(DotPlan, DegenerateProducts) {
   // Tiny: plain loops below the provider's call cost.
   DotRoute r = plan(matmul(3, 3, 3), kAvx512).value();
