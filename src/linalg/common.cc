@@ -222,12 +222,10 @@ Result<SafeRange> scale_to_safe_range(const Tensor& a, Part part, const PoolPtr&
   const Batch batch(batch_dims(a));
   const int64_t rows = a.dim(a.rank() - 2), cols = a.dim(a.rank() - 1);
   SafeRange r;
-  r.exponent.assign(static_cast<size_t>(batch.count), 0);
   TENFERRO_TRY_VOID(dispatch(a.dtype(), "linalg", [&](auto t) -> Result<void> {
     using T = decltype(t);
     using R = Real<T>;
     const R small = std::sqrt(std::numeric_limits<R>::min()) / std::numeric_limits<R>::epsilon();
-    bool any = false;
     for (int64_t it = 0; it < batch.count; ++it) {
       const Mat<const T> x = item_mat<const T>(a, batch, it);
       R amax = 0;
@@ -238,10 +236,10 @@ Result<SafeRange> scale_to_safe_range(const Tensor& a, Part part, const PoolPtr&
         amax = std::max<R>(amax, std::abs(v));
       });
       if (!all_finite || !(amax > 0) || (amax >= small && amax <= 1 / small)) continue;
-      r.exponent[static_cast<size_t>(it)] = -std::ilogb(amax);  // amax to [1, 2)
-      any = true;
+      if (r.exponent.empty()) r.exponent.assign(static_cast<size_t>(batch.count), 0);  // the first one
+      r.exponent[static_cast<size_t>(it)] = -std::ilogb(amax);                         // amax to [1, 2)
     }
-    if (!any) return ok();
+    if (r.exponent.empty()) return ok();
     TENFERRO_TRY(r.scaled, alloc_items(a.dtype(), batch.shape, rows, cols, pool));
     for (int64_t it = 0; it < batch.count; ++it) {
       const Mat<const T> x = item_mat<const T>(a, batch, it);

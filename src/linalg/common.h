@@ -94,7 +94,7 @@ Result<void> check_finite(const Tensor& a, const char* op, const char* what, Par
 /// the exact result leaves the range, as LAPACK's do; U, V, Q and eigenvectors do not
 /// change. Items in range (every item, in practice) cost one read of the input.
 struct SafeRange {
-  std::vector<int> exponent;  // per item: the power of two it was multiplied by (0: in range)
+  std::vector<int> exponent;  // per item: the power of two it was multiplied by (0: in range); empty when every item is
   Tensor scaled;              // a compact copy of the input, scaled; undefined when no item was
   /// The tensor to compute on: the scaled copy, or `a` itself when every item is in range.
   const Tensor& input(const Tensor& a) const { return scaled.defined() ? scaled : a; }
