@@ -783,8 +783,47 @@ TEST_P(LinalgTest, Norms) {
               std::sqrt(std::pow(matrix_norm(ctx_, a).value().get_as_c128({0}).value().real(), 2) +
                         std::pow(matrix_norm(ctx_, a).value().get_as_c128({1}).value().real(), 2)),
               tol(dt()) * 10);
-  EXPECT_EQ(vector_norm(ctx_, a, -1.0).error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(vector_norm(ctx_, a, std::nan("")).error().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(vector_norm(ctx_, a, 2.0, {1, -2}).error().code(), ErrorCode::kInvalidArgument);
+}
+
+// numpy's vector and entry-wise matrix norms on special values: NaN propagates through
+// every ord but 0 (max and min dropped it), an infinite entry makes the 2-norm and the
+// Frobenius norm infinite (both made NaN), negative ords are (sum |x|^p)^(1/p) (0 once an
+// entry is 0). Expected values by hand.
+TEST_P(LinalgTest, NormSpecialValuesFollowNumpy) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  auto norm = [&](std::vector<c128> v, double ord) {
+    return vector_norm(ctx_, from_c128({static_cast<int64_t>(v.size())}, v), ord)
+        .value()
+        .get_as_c128({})
+        .value()
+        .real();
+  };
+  for (double ord : {2.0, 1.0, 3.0, 0.5, -1.0, inf, -inf}) {
+    EXPECT_TRUE(std::isnan(norm({1, nan, 2}, ord))) << ord;
+    EXPECT_TRUE(std::isnan(norm({nan, 1}, ord))) << ord;
+  }
+  EXPECT_EQ(norm({1, nan, 0}, 0.0), 2);  // a count of nonzeros: NaN is nonzero
+  for (double ord : {2.0, 1.0, 3.0, inf}) {
+    EXPECT_EQ(norm({inf, 1}, ord), inf) << ord;
+    EXPECT_EQ(norm({1, -inf, inf, 2}, ord), inf) << ord;
+  }
+  EXPECT_TRUE(std::isnan(norm({inf, nan}, 2.0)));
+  EXPECT_NEAR(norm({3, -4}, -1.0), 1 / (1.0 / 3 + 1.0 / 4), 1e-6);
+  EXPECT_NEAR(norm({3, -4}, -2.0), 1 / std::sqrt(1.0 / 9 + 1.0 / 16), 1e-6);
+  EXPECT_EQ(norm({3, 0, -4}, -1.0), 0);
+  EXPECT_EQ(norm({inf, 2}, -1.0), 2);
+  // Matrix norms of the entry-wise kinds alike (2 x 2, row-major values).
+  auto mnorm = [&](std::vector<c128> v, MatrixNorm kind) {
+    return matrix_norm(ctx_, from_c128({2, 2}, v), kind).value().get_as_c128({}).value().real();
+  };
+  for (MatrixNorm kind : {MatrixNorm::kFrobenius, MatrixNorm::kOne, MatrixNorm::kInf}) {
+    EXPECT_TRUE(std::isnan(mnorm({nan, 1, 1, 1}, kind))) << int(kind);
+    EXPECT_TRUE(std::isnan(mnorm({1, 1, 1, nan}, kind))) << int(kind);
+    EXPECT_EQ(mnorm({inf, 1, inf, 1}, kind), inf) << int(kind);
+  }
+  EXPECT_TRUE(std::isnan(mnorm({inf, 1, 1, nan}, MatrixNorm::kFrobenius)));
 }
 
 TEST_P(LinalgTest, TruncatedSvdExactDiscardedWeightAndCutoff) {

@@ -442,8 +442,10 @@ Result<Tensor> elementwise_norm_t(const Tensor& a, MatrixNorm kind, const PoolPt
     const Mat<T> x = item_mat<T>(a, batch, it);
     Real<T> result = 0;
     if (kind == MatrixNorm::kFrobenius) {
-      // Scaled sum of squares (no overflow or underflow for representable norms).
+      // Scaled sum of squares (no overflow or underflow for representable norms); a NaN
+      // entry makes NaN and an infinite one infinity, as numpy's (inf / inf made NaN).
       Real<T> scale = 0, ssq = 1;
+      bool has_nan = false, has_inf = false;
       for (int64_t j = 0; j < n; ++j)
         for (int64_t i = 0; i < m; ++i) {
           const T v = x(i, j);
@@ -458,7 +460,9 @@ Result<Tensor> elementwise_norm_t(const Tensor& a, MatrixNorm kind, const PoolPt
           }
           for (int q = 0; q < np; ++q) {
             const Real<T> av = std::abs(parts[q]);
-            if (av == 0) continue;
+            has_nan = has_nan || std::isnan(av);
+            has_inf = has_inf || std::isinf(av);
+            if (av == 0 || !std::isfinite(av)) continue;
             if (scale < av) {
               ssq = 1 + ssq * (scale / av) * (scale / av);
               scale = av;
@@ -467,18 +471,17 @@ Result<Tensor> elementwise_norm_t(const Tensor& a, MatrixNorm kind, const PoolPt
             }
           }
         }
-      result = scale * std::sqrt(ssq);
-    } else if (kind == MatrixNorm::kOne) {
-      for (int64_t j = 0; j < n; ++j) {
-        Real<T> s = 0;
-        for (int64_t i = 0; i < m; ++i) s += std::abs(x(i, j));
-        result = std::max(result, s);
-      }
+      result = has_nan   ? std::numeric_limits<Real<T>>::quiet_NaN()
+               : has_inf ? std::numeric_limits<Real<T>>::infinity()
+                         : scale * std::sqrt(ssq);
     } else {
-      for (int64_t i = 0; i < m; ++i) {
+      // The largest column (kOne) or row (kInf) sum of |a_ij|; a NaN sum wins (std::max
+      // dropped it).
+      const bool cols = kind == MatrixNorm::kOne;
+      for (int64_t l = 0; l < (cols ? n : m) && !std::isnan(result); ++l) {
         Real<T> s = 0;
-        for (int64_t j = 0; j < n; ++j) s += std::abs(x(i, j));
-        result = std::max(result, s);
+        for (int64_t q = 0; q < (cols ? m : n); ++q) s += std::abs(cols ? x(q, l) : x(l, q));
+        if (std::isnan(s) || s > result) result = s;
       }
     }
     o[it] = result;
@@ -535,9 +538,14 @@ Result<Tensor> vector_norm_t(const Tensor& x, double ord, Dims axes, bool keep_d
     }
     const R v = std::abs(base[src]);
     R& a = acc[static_cast<size_t>(dst)];
-    if (two) {
+    if (!zero && (std::isnan(v) || std::isnan(a))) {
+      a = v + a;  // NaN propagates, as numpy's norms do (max and min would drop it)
+    } else if (two) {
       R& s = scale[static_cast<size_t>(dst)];
-      if (v != 0) {
+      if (std::isinf(v)) {
+        s = v;  // an infinite entry: the norm is infinite (inf / inf would make NaN)
+        a = 1;
+      } else if (v != 0 && !std::isinf(s)) {
         if (s < v) {
           a = 1 + a * (s / v) * (s / v);
           s = v;
@@ -815,10 +823,7 @@ Result<Tensor> matrix_norm(const CpuExecutionContext& ctx, const Tensor& a, Matr
 Result<Tensor> vector_norm(const CpuExecutionContext& /*ctx*/, const Tensor& x, double ord, Dims axes, bool keep_dims,
                            const PoolPtr& pool) {
   if (!x.defined()) return usage_error(ErrorCode::kInvalidArgument, "vector_norm", "undefined tensor");
-  if (std::isnan(ord) || (ord < 0 && !std::isinf(ord))) {
-    return usage_error(ErrorCode::kInvalidArgument, "vector_norm",
-                       "ord must be >= 0, +inf or -inf, got " + std::to_string(ord));
-  }
+  if (std::isnan(ord)) return usage_error(ErrorCode::kInvalidArgument, "vector_norm", "ord is NaN");
   return detail::dispatch(x.dtype(), "vector_norm",
                           [&](auto t) { return vector_norm_t<decltype(t)>(x, ord, axes, keep_dims, pool); });
 }

@@ -354,9 +354,10 @@ enum class MatrixNorm : uint8_t {
 Result<Tensor> matrix_norm(const CpuExecutionContext& ctx, const Tensor& a, MatrixNorm kind = MatrixNorm::kFrobenius,
                            const LinalgOptions& options = {}, const PoolPtr& pool = nullptr);
 
-/// Vector p-norm over `axes` (empty = all axes) of |x|: ord 2 (default), 1, any p > 0,
-/// +inf (max), -inf (min), 0 (count of nonzeros). Real result dtype. Errors:
-/// kOutOfRange (axis), kInvalidArgument (repeated axis, ord < 0 other than -inf, NaN ord).
+/// Vector p-norm over `axes` (empty = all axes) of |x|, numpy's: ord 2 (default), 1, any
+/// other p (sum |x|^p)^(1/p) (negative p too: 0 when an entry is 0), +inf (max), -inf
+/// (min), 0 (count of nonzeros); a NaN entry gives NaN, an infinite one (ord > 0) infinity.
+/// Real result dtype. Errors: kOutOfRange (axis), kInvalidArgument (repeated axis, NaN ord).
 Result<Tensor> vector_norm(const CpuExecutionContext& ctx, const Tensor& x, double ord = 2.0, Dims axes = {},
                            bool keep_dims = false, const PoolPtr& pool = nullptr);
 
