@@ -139,7 +139,10 @@ la::MatrixNorm matrix_norm_kind(const std::string& kind) {
   if (kind == "2") return la::MatrixNorm::kSpectral;
   if (kind == "1") return la::MatrixNorm::kOne;
   if (kind == "inf") return la::MatrixNorm::kInf;
-  throw py::value_error("tenferro.linalg.matrix_norm: ord must be 'fro', 'nuc', 2, 1 or inf");
+  if (kind == "-2") return la::MatrixNorm::kMinSingular;
+  if (kind == "-1") return la::MatrixNorm::kMinColumnSum;
+  if (kind == "-inf") return la::MatrixNorm::kMinRowSum;
+  throw py::value_error("tenferro.linalg.matrix_norm: ord must be 'fro', 'nuc', 2, 1, inf, -2, -1 or -inf");
 }
 
 la::TruncatedSvdOptions truncated_svd_options(std::optional<int64_t> max_rank, double rel_cutoff,

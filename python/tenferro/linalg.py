@@ -162,13 +162,14 @@ def lstsq(a, b, rcond=None, *, engine=None, threads=None):
     return x, res, _scalar(rank), s
 
 
-_MATRIX_ORDS = {"fro": "fro", "nuc": "nuc", 2: "2", 1: "1", np.inf: "inf"}
+_MATRIX_ORDS = {"fro": "fro", "nuc": "nuc", 2: "2", 1: "1", np.inf: "inf", -2: "-2", -1: "-1", -np.inf: "-inf"}
 
 
 def matrix_norm(x, ord="fro", keepdims=False, *, engine=None, threads=None):
-    """Norm of each matrix over the last two axes: 'fro', 'nuc', 2, 1 or inf."""
+    """Norm of each matrix over the last two axes, numpy's ords: 'fro', 'nuc', 2, 1, inf,
+    -2 (smallest singular value), -1, -inf (smallest column / row sum of |x|)."""
     if ord not in _MATRIX_ORDS:
-        raise UnsupportedError(f"matrix_norm: ord {ord!r} is not 'fro', 'nuc', 2, 1 or inf",
+        raise UnsupportedError(f"matrix_norm: ord {ord!r} is not 'fro', 'nuc', 2, 1, inf, -2, -1 or -inf",
                                "unsupported", "usage", "matrix_norm")
     if _on_eager(engine, threads, x):
         if keepdims:

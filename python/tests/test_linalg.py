@@ -217,3 +217,19 @@ def test_norm_axis_and_engine_arguments_are_checked():
     with pytest.raises(tenferro.InvalidArgumentError, match="engine= or threads=, not both"):
         L.svd(a, threads=1, engine=tenferro.default_engine())
     np.testing.assert_allclose(L.norm(a, axis=(0, 1)), np.linalg.norm(a, axis=(0, 1)))
+
+
+def test_matrix_norms_take_every_numpy_ord():
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((3, 4, 5))
+    for ord in ("fro", "nuc", 2, 1, np.inf, -2, -1, -np.inf):
+        np.testing.assert_allclose(L.matrix_norm(a, ord=ord), np.linalg.norm(a, ord=ord, axis=(-2, -1)),
+                                   rtol=1e-12, err_msg=str(ord))
+        np.testing.assert_allclose(L.norm(a[0], ord=ord), np.linalg.norm(a[0], ord=ord), rtol=1e-12, err_msg=str(ord))
+    m = np.array([[np.nan, 1.0], [1.0, 1.0]])
+    for ord in ("fro", 1, np.inf, -1, -np.inf):
+        assert np.isnan(L.matrix_norm(m, ord=ord)), ord
+    for ord in (2, 1, 3, 0.5, -1, -2, np.inf, -np.inf):
+        np.testing.assert_allclose(L.vector_norm(np.array([3.0, -4.0, 0.5]), ord=ord),
+                                   np.linalg.norm(np.array([3.0, -4.0, 0.5]), ord=ord), rtol=1e-12, err_msg=str(ord))
+        assert np.isnan(L.vector_norm(np.array([1.0, np.nan]), ord=ord)), ord

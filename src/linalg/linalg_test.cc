@@ -729,7 +729,8 @@ TEST_P(LinalgTest, PinvAndLstsq) {
 TEST_P(LinalgTest, Norms) {
   const Tensor a = rand({2, 4, 3}, 1400);
   for (MatrixNorm kind :
-       {MatrixNorm::kFrobenius, MatrixNorm::kNuclear, MatrixNorm::kSpectral, MatrixNorm::kOne, MatrixNorm::kInf}) {
+       {MatrixNorm::kFrobenius, MatrixNorm::kNuclear, MatrixNorm::kSpectral, MatrixNorm::kOne, MatrixNorm::kInf,
+        MatrixNorm::kMinSingular, MatrixNorm::kMinColumnSum, MatrixNorm::kMinRowSum}) {
     const Tensor nrm = matrix_norm(ctx_, a, kind).value();
     for (int64_t b = 0; b < 2; ++b) {
       const Dense x = item(a, {b});
@@ -742,17 +743,23 @@ TEST_P(LinalgTest, Norms) {
         for (c128 z : s.v) want += z.real();
       } else if (kind == MatrixNorm::kSpectral) {
         want = s.at(0, 0).real();
-      } else if (kind == MatrixNorm::kOne) {
+      } else if (kind == MatrixNorm::kMinSingular) {
+        want = s.at(2, 0).real();
+      } else if (kind == MatrixNorm::kOne || kind == MatrixNorm::kMinColumnSum) {
+        const bool least = kind == MatrixNorm::kMinColumnSum;
+        want = least ? INFINITY : 0;
         for (int64_t j = 0; j < 3; ++j) {
           double c = 0;
           for (int64_t i = 0; i < 4; ++i) c += std::abs(x.at(i, j));
-          want = std::max(want, c);
+          want = least ? std::min(want, c) : std::max(want, c);
         }
       } else {
+        const bool least = kind == MatrixNorm::kMinRowSum;
+        want = least ? INFINITY : 0;
         for (int64_t i = 0; i < 4; ++i) {
           double c = 0;
           for (int64_t j = 0; j < 3; ++j) c += std::abs(x.at(i, j));
-          want = std::max(want, c);
+          want = least ? std::min(want, c) : std::max(want, c);
         }
       }
       EXPECT_NEAR(nrm.get_as_c128({b}).value().real(), want, tol(dt()) * 10 * (1 + want)) << int(kind);
@@ -818,11 +825,15 @@ TEST_P(LinalgTest, NormSpecialValuesFollowNumpy) {
   auto mnorm = [&](std::vector<c128> v, MatrixNorm kind) {
     return matrix_norm(ctx_, from_c128({2, 2}, v), kind).value().get_as_c128({}).value().real();
   };
-  for (MatrixNorm kind : {MatrixNorm::kFrobenius, MatrixNorm::kOne, MatrixNorm::kInf}) {
+  for (MatrixNorm kind : {MatrixNorm::kFrobenius, MatrixNorm::kOne, MatrixNorm::kInf, MatrixNorm::kMinColumnSum,
+                          MatrixNorm::kMinRowSum}) {
     EXPECT_TRUE(std::isnan(mnorm({nan, 1, 1, 1}, kind))) << int(kind);
     EXPECT_TRUE(std::isnan(mnorm({1, 1, 1, nan}, kind))) << int(kind);
-    EXPECT_EQ(mnorm({inf, 1, inf, 1}, kind), inf) << int(kind);
   }
+  for (MatrixNorm kind : {MatrixNorm::kFrobenius, MatrixNorm::kOne, MatrixNorm::kInf, MatrixNorm::kMinRowSum}) {
+    EXPECT_EQ(mnorm({inf, 1, inf, 1}, kind), inf) << int(kind);  // both rows hold an infinity
+  }
+  EXPECT_EQ(mnorm({inf, 1, inf, 1}, MatrixNorm::kMinColumnSum), 2);
   EXPECT_TRUE(std::isnan(mnorm({inf, 1, 1, nan}, MatrixNorm::kFrobenius)));
 }
 

@@ -475,13 +475,15 @@ Result<Tensor> elementwise_norm_t(const Tensor& a, MatrixNorm kind, const PoolPt
                : has_inf ? std::numeric_limits<Real<T>>::infinity()
                          : scale * std::sqrt(ssq);
     } else {
-      // The largest column (kOne) or row (kInf) sum of |a_ij|; a NaN sum wins (std::max
-      // dropped it).
-      const bool cols = kind == MatrixNorm::kOne;
-      for (int64_t l = 0; l < (cols ? n : m) && !std::isnan(result); ++l) {
+      // The largest (kOne, kInf) or smallest (kMinColumnSum, kMinRowSum) column or row sum
+      // of |a_ij|; a NaN sum wins (std::max dropped it).
+      const bool cols = kind == MatrixNorm::kOne || kind == MatrixNorm::kMinColumnSum;
+      const bool least = kind == MatrixNorm::kMinColumnSum || kind == MatrixNorm::kMinRowSum;
+      const int64_t lines = cols ? n : m;
+      for (int64_t l = 0; l < lines && !std::isnan(result); ++l) {
         Real<T> s = 0;
         for (int64_t q = 0; q < (cols ? m : n); ++q) s += std::abs(cols ? x(q, l) : x(l, q));
-        if (std::isnan(s) || s > result) result = s;
+        if (std::isnan(s) || l == 0 || (least ? s < result : s > result)) result = s;
       }
     }
     o[it] = result;
@@ -792,7 +794,7 @@ Result<LstsqResult> lstsq(const CpuExecutionContext& ctx, const Tensor& a, const
 Result<Tensor> matrix_norm(const CpuExecutionContext& ctx, const Tensor& a, MatrixNorm kind,
                            const LinalgOptions& options, const PoolPtr& pool) {
   TENFERRO_TRY_VOID(detail::check_matrix(a, "matrix_norm", false));
-  if (kind == MatrixNorm::kNuclear || kind == MatrixNorm::kSpectral) {
+  if (kind == MatrixNorm::kNuclear || kind == MatrixNorm::kSpectral || kind == MatrixNorm::kMinSingular) {
     SvdOptions so;
     so.mode = SvdMode::kValuesOnly;
     so.linalg = options;
@@ -808,6 +810,8 @@ Result<Tensor> matrix_norm(const CpuExecutionContext& ctx, const Tensor& a, Matr
         R acc = 0;
         if (kind == MatrixNorm::kSpectral) {
           acc = k > 0 ? s(0, 0) : R(0);
+        } else if (kind == MatrixNorm::kMinSingular) {
+          acc = k > 0 ? s(k - 1, 0) : R(0);
         } else {
           for (int64_t i = 0; i < k; ++i) acc += s(i, 0);
         }

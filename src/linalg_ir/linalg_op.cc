@@ -40,6 +40,9 @@ std::string_view norm_text(linalg::MatrixNorm n) {
     case linalg::MatrixNorm::kSpectral: return "2";
     case linalg::MatrixNorm::kOne: return "1";
     case linalg::MatrixNorm::kInf: return "inf";
+    case linalg::MatrixNorm::kMinSingular: return "-2";
+    case linalg::MatrixNorm::kMinColumnSum: return "-1";
+    case linalg::MatrixNorm::kMinRowSum: return "-inf";
   }
   return "fro";
 }
@@ -437,6 +440,12 @@ Result<std::shared_ptr<const LinalgOp>> parse_linalg_payload(std::string_view pa
             p.norm = linalg::MatrixNorm::kOne;
           } else if (val == "inf") {
             p.norm = linalg::MatrixNorm::kInf;
+          } else if (val == "-2") {
+            p.norm = linalg::MatrixNorm::kMinSingular;
+          } else if (val == "-1") {
+            p.norm = linalg::MatrixNorm::kMinColumnSum;
+          } else if (val == "-inf") {
+            p.norm = linalg::MatrixNorm::kMinRowSum;
           } else {
             ok_opt = false;
           }

@@ -63,10 +63,13 @@ TEST(LinalgOp, PayloadTextRoundTrips) {
   p.kind = Kind::kPinv;
   p.rtol = 1e-7;
   ps.push_back(p);
-  p = Payload{};
-  p.kind = Kind::kMatrixNorm;
-  p.norm = linalg::MatrixNorm::kNuclear;
-  ps.push_back(p);
+  for (linalg::MatrixNorm n : {linalg::MatrixNorm::kNuclear, linalg::MatrixNorm::kMinSingular,
+                               linalg::MatrixNorm::kMinColumnSum, linalg::MatrixNorm::kMinRowSum}) {
+    p = Payload{};
+    p.kind = Kind::kMatrixNorm;
+    p.norm = n;
+    ps.push_back(p);
+  }
   for (Kind k : {Kind::kEig, Kind::kCholesky, Kind::kLu, Kind::kSolve, Kind::kInv, Kind::kDet, Kind::kSlogdet}) {
     p = Payload{};
     p.kind = k;

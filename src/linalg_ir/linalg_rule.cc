@@ -498,21 +498,25 @@ Result<std::vector<MaybeValue>> norm_jvp(Helpers& x, const Payload& p, Value a, 
       return std::vector<MaybeValue>{d};
     }
     case linalg::MatrixNorm::kNuclear:
-    case linalg::MatrixNorm::kSpectral: {
+    case linalg::MatrixNorm::kSpectral:
+    case linalg::MatrixNorm::kMinSingular: {
       TENFERRO_TRY(Svd d, thin_svd(x, Payload{}, a, {}));
       Value g;
       if (p.norm == linalg::MatrixNorm::kNuclear) {
         TENFERRO_TRY(g, x.mm(d.u, d.vh));
       } else {
-        // u₁ vh₁: the first column of U times the first row of Vh.
+        // u_j vh_j: column j of U times row j of Vh, j the first (largest) or the last
+        // (smallest) singular value.
         TENFERRO_TRY(ValueType ut, x.type(d.u));
         TENFERRO_TRY(ValueType vt, x.type(d.vh));
+        const int64_t k = ut.shape[static_cast<size_t>(r - 1)].exact_value();
+        const int64_t j = p.norm == linalg::MatrixNorm::kSpectral ? 0 : k - 1;
         Attrs su, sv;
         for (int64_t i = 0; i < r; ++i) {
-          su.start.push_back(0);
-          sv.start.push_back(0);
-          su.limit.push_back(i == r - 1 ? 1 : ut.shape[static_cast<size_t>(i)].exact_value());
-          sv.limit.push_back(i == r - 2 ? 1 : vt.shape[static_cast<size_t>(i)].exact_value());
+          su.start.push_back(i == r - 1 ? j : 0);
+          sv.start.push_back(i == r - 2 ? j : 0);
+          su.limit.push_back(i == r - 1 ? j + 1 : ut.shape[static_cast<size_t>(i)].exact_value());
+          sv.limit.push_back(i == r - 2 ? j + 1 : vt.shape[static_cast<size_t>(i)].exact_value());
           su.stride.push_back(1);
           sv.stride.push_back(1);
         }
@@ -524,13 +528,18 @@ Result<std::vector<MaybeValue>> norm_jvp(Helpers& x, const Payload& p, Value a, 
       return std::vector<MaybeValue>{ip};
     }
     case linalg::MatrixNorm::kOne:
-    case linalg::MatrixNorm::kInf: {
-      // The maximal column (one) or row (inf) sums of |A|, ties averaged.
-      const bool one = p.norm == linalg::MatrixNorm::kOne;
+    case linalg::MatrixNorm::kInf:
+    case linalg::MatrixNorm::kMinColumnSum:
+    case linalg::MatrixNorm::kMinRowSum: {
+      // The maximal (minimal) column (one) or row (inf) sums of |A|, ties averaged.
+      const bool one = p.norm == linalg::MatrixNorm::kOne || p.norm == linalg::MatrixNorm::kMinColumnSum;
+      const bool least = p.norm == linalg::MatrixNorm::kMinColumnSum || p.norm == linalg::MatrixNorm::kMinRowSum;
       const int64_t summed = one ? r - 2 : r - 1, line = one ? r - 1 : r - 2;
       TENFERRO_TRY(Value mag, e.op(OpCode::kAbs, {a}));
       TENFERRO_TRY(Value sums, e.sum(mag, {summed}));
-      TENFERRO_TRY(Value mx, e.op(OpCode::kReduce, {sums}, Attrs{.dims = {r - 2}, .reduce = program::ReduceKind::kMax}));
+      TENFERRO_TRY(Value mx, e.op(OpCode::kReduce, {sums},
+                                  Attrs{.dims = {r - 2},
+                                        .reduce = least ? program::ReduceKind::kMin : program::ReduceKind::kMax}));
       TENFERRO_TRY(ValueType st, x.type(sums));
       std::vector<int64_t> keep;
       for (int64_t i = 0; i < r - 2; ++i) keep.push_back(i);

@@ -205,8 +205,10 @@ TEST(LinalgRules, SolversInverseDeterminantsNorms) {
       auto sl = linalg(tc, Payload{.kind = Kind::kSlogdet}, {a});
       return std::vector<Value>{inv[0], det[0], sl[0], sl[1]};
     }, seed++, ctx);
-    for (linalg::MatrixNorm n : {linalg::MatrixNorm::kFrobenius, linalg::MatrixNorm::kNuclear, linalg::MatrixNorm::kSpectral,
-                                 linalg::MatrixNorm::kOne, linalg::MatrixNorm::kInf}) {
+    for (linalg::MatrixNorm n :
+         {linalg::MatrixNorm::kFrobenius, linalg::MatrixNorm::kNuclear, linalg::MatrixNorm::kSpectral,
+          linalg::MatrixNorm::kOne, linalg::MatrixNorm::kInf, linalg::MatrixNorm::kMinSingular,
+          linalg::MatrixNorm::kMinColumnSum, linalg::MatrixNorm::kMinRowSum}) {
       check("matrix_norm " + dn, {vt(d, {2, 4, 3})}, [n](TraceContext& tc, std::vector<Value> in) {
         return linalg(tc, Payload{.kind = Kind::kMatrixNorm, .norm = n}, {in[0]});
       }, seed++, ctx);

@@ -344,13 +344,18 @@ Result<LstsqResult> lstsq(const CpuExecutionContext& ctx, const Tensor& a, const
 // Norms
 
 enum class MatrixNorm : uint8_t {
-  kFrobenius,  ///< sqrt(sum |a_ij|^2)
-  kNuclear,    ///< sum of singular values
-  kSpectral,   ///< largest singular value ("2")
-  kOne,        ///< largest column sum of |a_ij|
-  kInf,        ///< largest row sum of |a_ij|
+  kFrobenius,     ///< sqrt(sum |a_ij|^2)
+  kNuclear,       ///< sum of singular values
+  kSpectral,      ///< largest singular value ("2")
+  kOne,           ///< largest column sum of |a_ij|
+  kInf,           ///< largest row sum of |a_ij|
+  kMinSingular,   ///< smallest singular value ("-2", numpy's; not a norm)
+  kMinColumnSum,  ///< smallest column sum of |a_ij| ("-1")
+  kMinRowSum,     ///< smallest row sum of |a_ij| ("-inf")
 };
-/// Norm of each matrix [..] (real dtype). Empty matrices have norm 0.
+/// Norm of each matrix [..] (real dtype), numpy's ords 'fro', 'nuc', 2, 1, inf, -2, -1,
+/// -inf; a NaN entry gives NaN (the singular-value kinds: kInvalidArgument, Note
+/// [Non-finite input]). Empty matrices have norm 0.
 Result<Tensor> matrix_norm(const CpuExecutionContext& ctx, const Tensor& a, MatrixNorm kind = MatrixNorm::kFrobenius,
                            const LinalgOptions& options = {}, const PoolPtr& pool = nullptr);
 
