@@ -39,7 +39,8 @@ def _on_eager(engine, threads, *xs):
     return True
 
 __all__ = ["svd", "qr", "eigh", "eigvalsh", "eig", "eigvals", "cholesky", "solve", "inv", "det", "slogdet",
-           "pinv", "lstsq", "norm", "matrix_norm", "vector_norm", "truncated_svd"]
+           "pinv", "lstsq", "norm", "matrix_norm", "vector_norm", "truncated_svd", "matrix_rank", "cond",
+           "matrix_power", "multi_dot"]
 
 
 def _arr(a, name, matrix=True):
@@ -239,3 +240,114 @@ def truncated_svd(a, max_rank=None, rel_cutoff=0.0, method="auto", seed=0, gauge
                                            None if max_rank is None else int(max_rank), float(rel_cutoff), method,
                                            int(seed), bool(gauge_fix))
     return u, s, vh, _scalar(dw)
+
+
+def _arrays_only(name, *xs):
+    if any(isinstance(x, _Eager) for x in xs):
+        raise UnsupportedError(f"{name}: eager tensors (compose it from the eager operations)", "unsupported",
+                               "usage", name)
+
+
+def matrix_rank(A, tol=None, hermitian=False, *, rtol=None, engine=None, threads=None):
+    """numpy.linalg.matrix_rank: the number of singular values above `tol` (default
+    S.max() * max(M, N) * eps, or S.max() * rtol); arrays of rank < 2 have rank 0 or 1.
+    `hermitian` is accepted and ignored (the general SVD is used)."""
+    _arrays_only("matrix_rank", A)
+    A = np.asarray(A)
+    if A.ndim < 2:
+        return int(not np.all(A == 0))
+    s = svd(A, compute_uv=False, engine=engine, threads=threads)
+    if tol is None:
+        if rtol is None:
+            rtol = max(A.shape[-2:]) * np.finfo(s.dtype).eps
+        tol = s.max(axis=-1, keepdims=True, initial=0) * np.asarray(rtol)[..., None]
+    else:
+        tol = np.asarray(tol)[..., None]
+    return np.count_nonzero(s > tol, axis=-1)
+
+
+def cond(x, p=None, *, engine=None, threads=None):
+    """numpy.linalg.cond: the condition number in norm `p` (None, 2, -2: ratios of
+    singular values; 'fro', 'nuc', 1, -1, inf, -inf: norm(x) * norm(inv(x)), square x
+    only); infinite for singular matrices."""
+    _arrays_only("cond", x)
+    x = _arr(x, "cond")
+    kw = dict(engine=engine, threads=threads)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if p is None or p == 2 or p == -2:
+            s = svd(x, compute_uv=False, **kw)
+            r = s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
+        else:
+            if x.shape[-1] != x.shape[-2]:
+                raise LinAlgError("cond: last 2 dimensions of the array must be square", "invalid_shape", "usage", "cond")
+            batch = x.reshape((-1,) + x.shape[-2:])
+            r = np.empty(batch.shape[0], dtype=np.finfo(x.dtype).dtype if x.dtype.kind == "c" else x.dtype)
+            for i, item in enumerate(batch):
+                try:
+                    r[i] = matrix_norm(item, ord=p, **kw) * matrix_norm(inv(item, **kw), ord=p, **kw)
+                except LinAlgError:
+                    r[i] = np.inf  # singular
+            r = r.reshape(x.shape[:-2])
+    return _scalar(np.asarray(r))
+
+
+def matrix_power(a, n, *, engine=None, threads=None):
+    """numpy.linalg.matrix_power: a to the integer power n (n < 0: of inv(a)) by repeated
+    squaring on tenferro's einsum; integer matrices stay integer for n >= 0."""
+    _arrays_only("matrix_power", a)
+    import operator
+    from ._einsum import einsum
+    a = np.asarray(a)
+    try:
+        n = operator.index(n)
+    except TypeError as e:
+        raise TypeError("matrix_power: exponent must be an integer") from e
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise LinAlgError("matrix_power: last 2 dimensions of the array must be square", "invalid_shape", "usage",
+                          "matrix_power")
+    kw = dict(engine=engine, threads=threads)
+    if n == 0:
+        return np.broadcast_to(np.eye(a.shape[-1], dtype=a.dtype), a.shape).copy()
+    if n < 0:
+        a = inv(a, **kw)
+        n = -n
+    result, base = None, a
+    while True:
+        if n & 1:
+            result = base.copy() if result is None else einsum("...ij,...jk->...ik", result, base, **kw)
+        n >>= 1
+        if n == 0:
+            return result
+        base = einsum("...ij,...jk->...ik", base, base, **kw)
+
+
+def multi_dot(arrays, *, out=None, engine=None, threads=None):
+    """numpy.linalg.multi_dot: the product of a chain of matrices (the first may be a
+    vector, taken as a row, and the last a vector, taken as a column), in the order
+    tenferro's contraction-path search finds cheapest."""
+    from ._einsum import einsum
+    arrays = list(arrays)
+    _arrays_only("multi_dot", *arrays)
+    if len(arrays) < 2:
+        raise ValueError("multi_dot: expecting at least two arrays")
+    arrays = [np.asarray(x) for x in arrays]
+    for i, x in enumerate(arrays):
+        ok = x.ndim == 2 or (x.ndim == 1 and i in (0, len(arrays) - 1))
+        if not ok:
+            raise LinAlgError(f"multi_dot: array {i} has {x.ndim} dimensions; matrices (vectors at the ends) only",
+                              "invalid_shape", "usage", "multi_dot")
+    labels = [chr(ord("a") + i) for i in range(len(arrays) + 1)]
+    terms = []
+    for i, x in enumerate(arrays):
+        if x.ndim == 1:
+            terms.append(labels[1] if i == 0 else labels[i])
+        else:
+            terms.append(labels[i] + labels[i + 1])
+    first = labels[0] if arrays[0].ndim == 2 else ""
+    last = labels[len(arrays)] if arrays[-1].ndim == 2 else ""
+    spec = ",".join(terms) + "->" + first + last
+    r = einsum(spec, *arrays, optimize="optimal" if len(arrays) <= 8 else "greedy", engine=engine, threads=threads)
+    if out is not None:
+        out[...] = r
+        return out
+    return r

@@ -233,3 +233,39 @@ def test_matrix_norms_take_every_numpy_ord():
         np.testing.assert_allclose(L.vector_norm(np.array([3.0, -4.0, 0.5]), ord=ord),
                                    np.linalg.norm(np.array([3.0, -4.0, 0.5]), ord=ord), rtol=1e-12, err_msg=str(ord))
         assert np.isnan(L.vector_norm(np.array([1.0, np.nan]), ord=ord)), ord
+
+
+def test_matrix_rank_cond_matrix_power_multi_dot_match_numpy():
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((5, 5))
+    low = rng.standard_normal((6, 2)) @ rng.standard_normal((2, 4))
+    stack = rng.standard_normal((3, 4, 4))
+    for x in (a, low, stack, np.zeros((3, 3)), np.eye(4)):
+        np.testing.assert_array_equal(L.matrix_rank(x), np.linalg.matrix_rank(x))
+    assert L.matrix_rank(np.zeros(3)) == 0 and L.matrix_rank(np.ones(3)) == 1
+    assert L.matrix_rank(low, tol=1e-300) == np.linalg.matrix_rank(low, tol=1e-300)
+    for p in (None, 2, -2, "fro", "nuc", 1, -1, np.inf, -np.inf):
+        np.testing.assert_allclose(L.cond(a, p), np.linalg.cond(a, p), rtol=1e-10, err_msg=str(p))
+        np.testing.assert_allclose(L.cond(stack, p), np.linalg.cond(stack, p), rtol=1e-10, err_msg=str(p))
+    singular = np.array([[1.0, 2.0], [2.0, 4.0]])
+    assert L.cond(singular, 1) == np.inf
+    with pytest.raises(tenferro.LinAlgError):
+        L.cond(low, 1)  # norm ords other than 2 need square matrices
+    for n in (0, 1, 2, 3, 7, -1, -3):
+        np.testing.assert_allclose(L.matrix_power(a, n), np.linalg.matrix_power(a, n), rtol=1e-9, atol=1e-9,
+                                   err_msg=str(n))
+        np.testing.assert_allclose(L.matrix_power(stack, n), np.linalg.matrix_power(stack, n), rtol=1e-9, atol=1e-9)
+    ints = np.array([[1, 1], [1, 0]])
+    np.testing.assert_array_equal(L.matrix_power(ints, 10), np.linalg.matrix_power(ints, 10))  # Fibonacci, exact
+    assert L.matrix_power(ints, 10).dtype == ints.dtype
+    with pytest.raises(TypeError):
+        L.matrix_power(a, 1.5)
+    chain = [rng.standard_normal(s) for s in ((10, 30), (30, 5), (5, 60), (60, 8))]
+    np.testing.assert_allclose(L.multi_dot(chain), np.linalg.multi_dot(chain), rtol=1e-10)
+    v, w = rng.standard_normal(10), rng.standard_normal(8)
+    for arrays in ([v] + chain[:1] + chain[1:], chain + [w], [v] + chain + [w], [v, v]):
+        np.testing.assert_allclose(L.multi_dot(arrays), np.linalg.multi_dot(arrays), rtol=1e-10)
+    with pytest.raises(ValueError):
+        L.multi_dot([a])
+    with pytest.raises(tenferro.LinAlgError):
+        L.multi_dot([a, stack])
