@@ -155,24 +155,55 @@ py::list run_program(const TracedProgram& p, const py::sequence& args) {
 }
 
 // Basic indexing: ints and slices (any step), one per leading axis.
+// numpy's basic indexing: integers, slices (negative steps too: a flip, then a forward
+// slice), one Ellipsis, None (a new axis of extent 1). A view where the slice allows.
 EagerTensor index(const EagerTensor& x, const py::object& key) {
   py::tuple k = py::isinstance<py::tuple>(key) ? key.cast<py::tuple>() : py::make_tuple(key);
-  if (static_cast<int64_t>(k.size()) > x.rank()) throw py::index_error("tenferro: too many indices");
-  Shape start, limit, stride, keep;
-  bool any_int = false;
-  for (int64_t d = 0; d < x.rank(); ++d) {
+  // Items that consume an axis (integers, slices), and where the Ellipsis is.
+  int64_t consuming = 0, ellipsis = -1;
+  for (size_t i = 0; i < k.size(); ++i) {
+    if (py::isinstance<py::ellipsis>(k[i])) {
+      if (ellipsis >= 0) throw py::index_error("tenferro: an index can only have a single ellipsis ('...')");
+      ellipsis = static_cast<int64_t>(i);
+    } else if (!k[i].is_none()) {
+      ++consuming;
+    }
+  }
+  if (consuming > x.rank()) throw py::index_error("tenferro: too many indices");
+  Shape start, limit, stride, flips, out_shape;
+  bool reshaped = false;
+  int64_t d = 0;
+  auto full_axis = [&] {
     const int64_t n = x.shape()[static_cast<size_t>(d)];
-    if (d >= static_cast<int64_t>(k.size())) {
-      start.push_back(0), limit.push_back(n), stride.push_back(1), keep.push_back(n);
+    start.push_back(0), limit.push_back(n), stride.push_back(1), out_shape.push_back(n);
+    ++d;
+  };
+  for (size_t i = 0; i < k.size(); ++i) {
+    py::handle item = k[i];
+    if (static_cast<int64_t>(i) == ellipsis) {
+      for (int64_t e = 0; e < x.rank() - consuming; ++e) full_axis();
       continue;
     }
-    py::handle item = k[static_cast<size_t>(d)];
+    if (item.is_none()) {
+      out_shape.push_back(1);
+      reshaped = true;
+      continue;
+    }
+    if (py::isinstance<py::array>(item) && item.cast<py::array>().ndim() > 0) {
+      throw py::index_error("tenferro: advanced (array) indexing is not supported; use gather or numpy");
+    }
+    const int64_t n = x.shape()[static_cast<size_t>(d)];
     if (py::isinstance<py::slice>(item)) {
-      py::ssize_t b = 0, e = 0, s = 0, len = 0;
-      if (!item.cast<py::slice>().compute(static_cast<py::ssize_t>(n), &b, &e, &s, &len)) throw py::error_already_set();
-      if (s < 0) throw py::index_error("tenferro: negative slice steps are not supported (use flip)");
-      start.push_back(b), limit.push_back(len == 0 ? b : b + (len - 1) * s + 1), stride.push_back(s),
-          keep.push_back(len);
+      py::ssize_t b = 0, e = 0, st = 0, len = 0;
+      if (!item.cast<py::slice>().compute(static_cast<py::ssize_t>(n), &b, &e, &st, &len))
+        throw py::error_already_set();
+      if (st < 0) {  // elements b, b + st, ...: in the flipped axis n - 1 - b onwards, step -st
+        flips.push_back(d);
+        b = len == 0 ? 0 : n - 1 - b;
+        st = -st;
+      }
+      start.push_back(b), limit.push_back(len == 0 ? b : b + (len - 1) * st + 1), stride.push_back(st);
+      out_shape.push_back(len);
     } else if (is_integer(item)) {
       const auto out_of_bounds = [&] {
         return py::index_error("tenferro: index " + std::string(py::str(item)) + " is out of bounds for axis " +
@@ -180,19 +211,28 @@ EagerTensor index(const EagerTensor& x, const py::object& key) {
       };
       const std::optional<int64_t> index = int64_of(item, "index");
       if (!index) throw out_of_bounds();
-      int64_t i = *index;
-      if (i < 0) i += n;
-      if (i < 0 || i >= n) throw out_of_bounds();
-      start.push_back(i), limit.push_back(i + 1), stride.push_back(1);
-      any_int = true;
+      int64_t i2 = *index;
+      if (i2 < 0) i2 += n;
+      if (i2 < 0 || i2 >= n) throw out_of_bounds();
+      start.push_back(i2), limit.push_back(i2 + 1), stride.push_back(1);
+      reshaped = true;
     } else {
-      throw py::index_error(std::string("tenferro: only integers and slices are valid indices, got ") +
+      throw py::index_error(std::string("tenferro: only integers, slices, ... and None are valid indices, got ") +
                             std::string(py::str(py::type::of(item).attr("__name__"))));
     }
+    ++d;
   }
-  EagerTensor r = nogil([&] { return ctx_of(x).slice(x, start, limit, stride); });
-  if (!any_int) return r;
-  return nogil([&] { return ctx_of(r).reshape(r, keep); });
+  while (d < x.rank()) full_axis();
+  return nogil([&]() -> Result<EagerTensor> {
+    const eg::Context c = ctx_of(x);
+    EagerTensor r = x;
+    if (!flips.empty()) {
+      TENFERRO_TRY(r, c.flip(r, flips));
+    }
+    TENFERRO_TRY(r, c.slice(r, start, limit, stride));
+    if (!reshaped) return r;
+    return c.reshape(r, out_shape);  // unit axes only: no element moves
+  });
 }
 
 }  // namespace

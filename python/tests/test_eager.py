@@ -139,3 +139,27 @@ def test_complex_power_follows_numpy_special_cases(rt):
             np.testing.assert_allclose(got[finite], want[finite], rtol=1e-14, atol=0)
         np.testing.assert_array_equal((rt.tensor(z) ** rt.tensor(np.zeros(z.shape, dtype=complex))).numpy(), 1 + 0j)
         assert (rt.tensor(np.array([1 + 1j])) ** rt.tensor(np.array([2 + 0j]))).numpy()[0] == 2j
+
+
+def test_basic_indexing_follows_numpy(rt):
+    # numpy's basic indexing: integers, slices with any step (negative: a flipped view),
+    # one Ellipsis, None (new axes); results are views of the array's memory.
+    a = np.arange(2 * 3 * 4 * 5, dtype=float).reshape(2, 3, 4, 5)
+    x = rt.tensor(a)
+    keys = [np.s_[..., 0], np.s_[0, ..., None], np.s_[None, 1, ..., ::-1], np.s_[::-1], np.s_[1, ::-2, None, 3, ...],
+            np.s_[..., None], np.s_[None], np.s_[...], (), np.s_[-1, -1, -1, -1], np.s_[3:-7:-2, -1::-3],
+            np.s_[..., 4:0:-1, ::2], np.s_[0, None, None, 1], np.s_[5:2:-1, 0]]
+    for k in keys:
+        got = x[k].numpy()
+        np.testing.assert_array_equal(got, a[k], err_msg=str(k))
+        if got.size:
+            assert np.shares_memory(got, a), k
+    for bad in ((..., ...), (0, 0, 0, 0, 0), (None, 0, 0, 0, 0, 0), 2.5, np.array([0, 1])):
+        with pytest.raises(IndexError):
+            x[bad]
+    # Differentiable: the gradient of sum(x[::-2, ..., None]) is one where it reads.
+    y = rt.tensor(a.copy()).requires_grad_()
+    y[::-2, ..., None].sum().backward()
+    want = np.zeros_like(a)
+    want[::-2] = 1
+    np.testing.assert_array_equal(y.grad.numpy(), want)
