@@ -512,6 +512,22 @@ void bind_eager(py::module_& m) {
         name,
         [op = op](const EagerTensor& x, const py::object& axis, bool keepdims) {
           const Shape ax = axes_of(axis);
+          // numpy: axis=() reduces nothing (the values themselves); the C++ API's empty
+          // axes mean all axes. mean still checks its dtype.
+          if (!axis.is_none() && ax.empty() && (op != &eg::Context::mean || is_inexact(x.dtype()))) return x;
+          // numpy: max and min over an empty axis have no identity (the C++ API gives -inf
+          // / +inf, the identity).
+          if (op == &eg::Context::amax || op == &eg::Context::amin) {
+            bool empty = ax.empty() && x.tensor().numel() == 0;
+            for (int64_t a : ax) {
+              const int64_t d = a < 0 ? a + x.rank() : a;
+              empty = empty || (d >= 0 && d < x.rank() && x.shape()[static_cast<size_t>(d)] == 0);
+            }
+            if (empty) {
+              throw py::value_error(std::string("tenferro: zero-size array to reduction operation ") +
+                                    (op == &eg::Context::amax ? "max" : "min") + ", which has no identity");
+            }
+          }
           return nogil([&] { return (ctx_of(x).*op)(x, ax, keepdims); });
         },
         py::arg("axis") = py::none(), py::arg("keepdims") = false);

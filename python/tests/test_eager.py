@@ -163,3 +163,19 @@ def test_basic_indexing_follows_numpy(rt):
     want = np.zeros_like(a)
     want[::-2] = 1
     np.testing.assert_array_equal(y.grad.numpy(), want)
+
+
+def test_reductions_over_no_axes_and_empty_axes_follow_numpy(rt):
+    a = np.arange(6.0).reshape(2, 3)
+    x = rt.tensor(a)
+    for op in ("sum", "prod", "max", "min", "mean"):
+        np.testing.assert_array_equal(getattr(x, op)(axis=()).numpy(), getattr(np, op)(a, axis=()))
+        np.testing.assert_array_equal(getattr(x, op)(axis=(0, -1)).numpy(), getattr(np, op)(a, axis=(0, -1)))
+    e = rt.tensor(np.zeros((0, 3)))
+    for op in ("max", "min"):
+        with pytest.raises(ValueError):
+            getattr(e, op)()
+        with pytest.raises(ValueError):
+            getattr(e, op)(axis=0)
+        np.testing.assert_array_equal(getattr(e, op)(axis=1).numpy(), np.zeros(0))  # no empty axis reduced
+    np.testing.assert_array_equal(e.sum(axis=0).numpy(), np.zeros(3))  # sums have an identity
