@@ -102,10 +102,22 @@ using Binary = Result<EagerTensor> (eg::Context::*)(const EagerTensor&, const Ea
 using Unary = Result<EagerTensor> (eg::Context::*)(const EagerTensor&) const;
 
 py::object binary(const EagerTensor& x, const py::object& y, Binary op, bool reflected) {
+  if (y.is_none() && (op == &eg::Context::eq || op == &eg::Context::ne)) {
+    return py::reinterpret_borrow<py::object>(Py_NotImplemented);  // x == None: Python's identity test
+  }
   const EagerTensor other = operand(x, y);
   const EagerTensor& lhs = reflected ? other : x;
   const EagerTensor& rhs = reflected ? x : other;
-  return py::cast(nogil([&] { return (ctx_of(lhs).*op)(lhs, rhs); }));
+  return py::cast(nogil([&]() -> Result<EagerTensor> {
+    // Python's / is true division; the core div of integers truncates (C's), which numpy
+    // users would take for a bug: refuse it.
+    if (op == &eg::Context::div && !is_inexact(x.dtype())) {
+      return usage_error(ErrorCode::kDTypeMismatch, "div",
+                         "/ of " + std::string(dtype_name(x.dtype())) +
+                             " tensors: Python's true division needs floating tensors (convert with astype)");
+    }
+    return (ctx_of(lhs).*op)(lhs, rhs);
+  }));
 }
 
 EagerTensor unary(const EagerTensor& x, Unary op) {
@@ -491,7 +503,8 @@ void bind_eager(py::module_& m) {
       {"__truediv__", &eg::Context::div, false}, {"__rtruediv__", &eg::Context::div, true},
       {"__pow__", &eg::Context::pow, false},     {"__lt__", &eg::Context::lt, false},
       {"__le__", &eg::Context::le, false},       {"__gt__", &eg::Context::gt, false},
-      {"__ge__", &eg::Context::ge, false}};
+      {"__ge__", &eg::Context::ge, false},       {"__eq__", &eg::Context::eq, false},
+      {"__ne__", &eg::Context::ne, false}};
   for (const BinaryOperator& b : binaries) {
     t.def(
         b.name,

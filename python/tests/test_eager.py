@@ -179,3 +179,16 @@ def test_reductions_over_no_axes_and_empty_axes_follow_numpy(rt):
             getattr(e, op)(axis=0)
         np.testing.assert_array_equal(getattr(e, op)(axis=1).numpy(), np.zeros(0))  # no empty axis reduced
     np.testing.assert_array_equal(e.sum(axis=0).numpy(), np.zeros(3))  # sums have an identity
+
+
+def test_equality_is_elementwise_and_integer_true_division_is_refused(rt):
+    a, b = np.array([1.0, 2.0, 3.0]), np.array([1.0, 0.0, 3.0])
+    x, y = rt.tensor(a), rt.tensor(b)
+    np.testing.assert_array_equal((x == y).numpy(), a == b)
+    np.testing.assert_array_equal((x != y).numpy(), a != b)
+    np.testing.assert_array_equal((x == 2.0).numpy(), a == 2.0)
+    assert (x == None) is False and (x != None) is True  # noqa: E711 (Python's identity test)
+    i = rt.tensor(np.array([1, 2, 3]))
+    with pytest.raises(tenferro.DTypeError):
+        i / i  # numpy gives floats; the core's integer division truncates: convert first
+    np.testing.assert_allclose((i.astype(np.float64) / 2).numpy(), np.array([1, 2, 3]) / 2)
