@@ -269,10 +269,9 @@ constexpr int64_t kBlisSlowMinSide = 256;
 // of 990 x 2187 x 4620 took 1.15-1.3x as long as 2), and a whole number per worker: 3
 // pieces of lm sentence_3's 1728 x 1100 x 144 on 2 workers left one worker a third of
 // the product alone (2 threads, that step alone: 9.6-10.5 ms; 2 pieces 7.8-9.0, Zen 4,
-// 2026-12-03). The pieces are
-// fixed by the thread count, so the result does not depend on which worker runs which
-// piece. A product
-// forced to provider openblas keeps OpenBLAS's own threads (the provider's contract).
+// 2026-12-03). The pieces are fixed by the thread count, so the result does not depend
+// on which worker runs which piece. A product forced to provider openblas keeps
+// OpenBLAS's own threads (the provider's contract).
 constexpr int64_t kOpenBlasPiece = 512;
 // Note [Blocked pieces]: the blocked GEMM's pieces (Note [Blocked AVX-512 GEMM]) are
 // narrower than OpenBLAS's: each packs the other operand again, but a second worker
