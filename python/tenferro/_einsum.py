@@ -124,7 +124,8 @@ def _engine(engine, threads):
     return default_engine(threads)
 
 
-def _einsum_general(*operands, optimize="greedy", out=None, threads=None, engine=None):
+def _einsum_general(*operands, optimize="greedy", out=None, threads=None, engine=None, dtype=None, casting="safe",
+                    order="K"):
     """numpy.einsum on tenferro's CPU engine.
 
     Call forms: ``einsum("ij,jk->ik", a, b)`` and ``einsum(a, [0, 1], b, [1, 2], [0, 2])``.
@@ -144,8 +145,20 @@ def _einsum_general(*operands, optimize="greedy", out=None, threads=None, engine
     dtypes are first converted to numpy's common type (a copy of the converted ones).
     The result is a new array over tenferro's buffer (no copy) or ``out``. With
     ``tenferro.EagerTensor`` operands (all of one ``tenferro.Runtime``) the einsum runs on
-    their runtime and returns an EagerTensor.
+    their runtime and returns an EagerTensor. ``dtype`` / ``casting``: numpy's: the
+    operands are converted to ``dtype`` first where ``casting`` allows (default 'safe').
+    ``order``: the result's memory order, 'K' and 'A' (tenferro's, the default), 'C' or 'F'.
     """
+    if order not in ("K", "A", "C", "F"):
+        raise ValueError(f"tenferro.einsum: order must be 'K', 'A', 'C' or 'F', got {order!r}")
+    if casting not in ("no", "equiv", "safe", "same_kind", "unsafe"):
+        raise ValueError(f"tenferro.einsum: casting must be 'no', 'equiv', 'safe', 'same_kind' or 'unsafe', got {casting!r}")
+    if dtype is not None or order in ("C", "F"):
+        r = _einsum_general(*_cast_operands(operands, dtype, casting), optimize=optimize, out=out, threads=threads,
+                            engine=engine)
+        if out is not None or isinstance(r, _tenferro.EagerTensor) or not isinstance(r, np.ndarray):
+            return r
+        return np.ascontiguousarray(r) if order == "C" else np.asfortranarray(r) if order == "F" else r
     if out is None and threads is None:
         # Note [Python fast path] (einsum_call.h): string form, ndarrays of one dtype.
         r = _einsum_fast(engine if engine is not None else (_default or default_engine()), operands, optimize)
@@ -175,10 +188,32 @@ def _einsum_general(*operands, optimize="greedy", out=None, threads=None, engine
     return _tenferro.einsum(eng, subscripts, arrays, policy, out)
 
 
+def _cast_operands(operands, dtype, casting):
+    """The call's operands with every array converted to `dtype` (numpy's casting rule)."""
+    if dtype is None:
+        return operands
+    dt = np.dtype(dtype)
+    out = []
+    for o in operands:
+        if isinstance(o, (str, list, tuple)) or o is Ellipsis:
+            out.append(o)  # subscripts, or the interleaved form's label lists
+            continue
+        if isinstance(o, _tenferro.EagerTensor):
+            raise InvalidArgumentError("einsum: dtype= on eager tensors (convert them with astype)",
+                                       "invalid_argument", "usage", "einsum")
+        a = np.asarray(o)
+        if not np.can_cast(a.dtype, dt, casting):
+            raise TypeError(f"tenferro.einsum: cannot cast operand data from {a.dtype} to {dt} "
+                            f"according to the rule {casting!r}")
+        out.append(a.astype(dt, copy=False))
+    return out
+
+
 # The entry point is a C function that serves repeated small calls itself and hands every
 # other call, unchanged, to _einsum_general (Note [Python call cache], einsum_call.cc).
 einsum = _tenferro.make_einsum(_einsum_general, default_engine,
-                               "(*operands, optimize='greedy', out=None, threads=None, engine=None)",
+                               "(*operands, optimize='greedy', out=None, threads=None, engine=None, dtype=None, "
+                               "casting='safe', order='K')",
                                _einsum_general.__doc__)
 
 

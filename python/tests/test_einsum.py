@@ -491,3 +491,24 @@ def test_path_positions_are_checked_integers():
         tenferro.einsum("ij,jk,kl->il", a, b, c, optimize=[(0.5, 1), (0, 1)])  # not truncated to 0
     with pytest.raises(ValueError, match="does not fit in int64"):
         tenferro.einsum("ij,jk,kl->il", a, b, c, optimize=[(2**70, 0), (0, 1)])
+
+
+def test_dtype_casting_and_order_as_numpy():
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    b = rng.standard_normal((4, 5))
+    for dt in (np.float64, np.complex128):
+        r = tenferro.einsum("ij,jk->ik", a, b, dtype=dt)
+        w = np.einsum("ij,jk->ik", a, b, dtype=dt)
+        assert r.dtype == w.dtype
+        np.testing.assert_allclose(r, w, rtol=1e-6)
+    with pytest.raises(TypeError):
+        tenferro.einsum("ij,jk->ik", a, b, dtype=np.float32)  # float64 -> float32 is not 'safe'
+    r = tenferro.einsum("ij,jk->ik", a, b, dtype=np.float32, casting="same_kind")
+    assert r.dtype == np.float32
+    assert tenferro.einsum("ij,jk->ik", a, b, order="C").flags.c_contiguous
+    assert tenferro.einsum("ij,jk->ik", a, b, order="F").flags.f_contiguous
+    assert tenferro.einsum(a, [0, 1], b, [1, 2], [0, 2], dtype=np.float64).dtype == np.float64
+    for bad in (dict(order="X"), dict(casting="maybe")):
+        with pytest.raises(ValueError):
+            tenferro.einsum("ij,jk->ik", a, b, **bad)
