@@ -160,7 +160,7 @@ def test_the_einsum_entry_point_forwards_every_other_form():
     eng = tenferro.Engine(threads=1)
     import inspect
     assert str(inspect.signature(tenferro.einsum)) == \
-        "(*operands, optimize='greedy', out=None, threads=None, engine=None)"
+        "(*operands, optimize='greedy', out=None, threads=None, engine=None, dtype=None, casting='safe', order='K')"
     assert "numpy.einsum" in tenferro.einsum.__doc__
     for _ in range(3):  # cached, then forms the entry point hands on
         np.testing.assert_allclose(tenferro.einsum("ij,jk->ik", a, b, engine=eng, out=None, threads=None), a @ b)
