@@ -100,9 +100,12 @@ struct SafeRange {
   const Tensor& input(const Tensor& a) const { return scaled.defined() ? scaled : a; }
 };
 /// Scans the items of `a` (rank >= 2, a LAPACK dtype; only the entries `part` names) and
-/// scales the out-of-range ones (Note [Safe-range scaling]). All-zero items and items with
-/// a non-finite entry keep exponent 0. Errors: allocation of the copy.
-Result<SafeRange> scale_to_safe_range(const Tensor& a, Part part, const PoolPtr& pool);
+/// scales the out-of-range ones (Note [Safe-range scaling]), in the same read as
+/// check_finite's when `op` is given: a non-finite entry is then check_finite's error
+/// (`what` names the operand); without `op`, items with a non-finite entry keep exponent
+/// 0, as all-zero items do. Errors: those, allocation of the copy.
+Result<SafeRange> scale_to_safe_range(const Tensor& a, Part part, const PoolPtr& pool, const char* op = nullptr,
+                                      const char* what = "A");
 /// Multiplies item `it` of `t` by 2^(-power * exponent[it]), undoing scale_to_safe_range on
 /// a result that scales with the input's `power`-th power (1: singular values,
 /// eigenvalues, R; -1: the pseudo-inverse; n: the determinant). Items are the trailing

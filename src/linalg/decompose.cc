@@ -607,8 +607,7 @@ Result<EighResult> eigh_scaled(const CpuExecutionContext& ctx, const Tensor& a, 
                                const LinalgOptions& options, const PoolPtr& pool) {
   const char* op = vectors ? "eigh" : "eigvalsh";
   const detail::Part part = uplo == Uplo::kLower ? detail::Part::kLower : detail::Part::kUpper;
-  TENFERRO_TRY_VOID(detail::check_finite(a, op, "A", part));
-  TENFERRO_TRY(const detail::SafeRange range, detail::scale_to_safe_range(a, part, pool));
+  TENFERRO_TRY(const detail::SafeRange range, detail::scale_to_safe_range(a, part, pool, op));
   TENFERRO_TRY(EighResult res, detail::dispatch(a.dtype(), op, [&](auto t) {
                  return eigh_t<decltype(t)>(ctx, range.input(a), uplo, vectors, options, pool);
                }));
@@ -620,8 +619,8 @@ Result<EighResult> eigh_scaled(const CpuExecutionContext& ctx, const Tensor& a, 
 
 Result<SvdResult> svd(const CpuExecutionContext& ctx, const Tensor& a, const SvdOptions& options, const PoolPtr& pool) {
   TENFERRO_TRY_VOID(detail::check_matrix(a, "svd", false));
-  TENFERRO_TRY_VOID(detail::check_finite(a, "svd", "A"));  // Note [Non-finite input]
-  TENFERRO_TRY(const detail::SafeRange range, detail::scale_to_safe_range(a, detail::Part::kAll, pool));
+  // Note [Non-finite input], Note [Safe-range scaling]: one read.
+  TENFERRO_TRY(const detail::SafeRange range, detail::scale_to_safe_range(a, detail::Part::kAll, pool, "svd"));
   TENFERRO_TRY(SvdResult res, detail::dispatch(a.dtype(), "svd", [&](auto t) {
                  return svd_t<decltype(t)>(ctx, range.input(a), options, pool);
                }));

@@ -755,13 +755,13 @@ Result<SlogdetResult> slogdet(const CpuExecutionContext& ctx, const Tensor& a, c
 Result<Tensor> pinv(const CpuExecutionContext& ctx, const Tensor& a, std::optional<double> rtol,
                     const LinalgOptions& options, const PoolPtr& pool) {
   TENFERRO_TRY_VOID(detail::check_matrix(a, "pinv", false));
-  TENFERRO_TRY_VOID(detail::check_finite(a, "pinv", "A"));  // Note [Non-finite input]
   if (rtol && !(*rtol >= 0)) {
     return usage_error(ErrorCode::kInvalidArgument, "pinv", "rtol must be >= 0, got " + std::to_string(*rtol));
   }
   // pinv(A) = 2^e pinv(2^e A) (Note [Safe-range scaling]): subnormal singular values made
-  // their reciprocals overflow and the product NaN.
-  TENFERRO_TRY(const detail::SafeRange range, detail::scale_to_safe_range(a, detail::Part::kAll, pool));
+  // their reciprocals overflow and the product NaN. The same read checks finiteness (Note
+  // [Non-finite input]).
+  TENFERRO_TRY(const detail::SafeRange range, detail::scale_to_safe_range(a, detail::Part::kAll, pool, "pinv"));
   TENFERRO_TRY(Tensor out, detail::dispatch(a.dtype(), "pinv", [&](auto t) {
                  return pinv_t<decltype(t)>(ctx, range.input(a), rtol, options, pool);
                }));

@@ -226,7 +226,6 @@ Result<TruncatedSvdResult> truncated_svd(const CpuExecutionContext& ctx, const T
                                          const TruncatedSvdOptions& options, const PoolPtr& pool) {
   const char* op = "truncated_svd";
   TENFERRO_TRY_VOID(detail::check_matrix(a, op, false));
-  TENFERRO_TRY_VOID(detail::check_finite(a, op, "A"));  // Note [Non-finite input]
   if (options.max_rank && *options.max_rank < 0) {
     return usage_error(ErrorCode::kInvalidArgument, op, "max_rank must be >= 0, got " + std::to_string(*options.max_rank));
   }
@@ -249,7 +248,8 @@ Result<TruncatedSvdResult> truncated_svd(const CpuExecutionContext& ctx, const T
   const Batch batch(detail::batch_dims(a));
   // The singular values of 2^e A are 2^e times A's (Note [Safe-range scaling]): entries
   // near the overflow threshold made the random projection overflow.
-  TENFERRO_TRY(const detail::SafeRange range, detail::scale_to_safe_range(a, detail::Part::kAll, pool));
+  // The same read checks finiteness (Note [Non-finite input]).
+  TENFERRO_TRY(const detail::SafeRange range, detail::scale_to_safe_range(a, detail::Part::kAll, pool, op));
   const Tensor& x = range.input(a);
   TENFERRO_TRY(TruncatedSvdResult out, detail::dispatch(a.dtype(), op, [&](auto t) -> Result<TruncatedSvdResult> {
                  using T = decltype(t);
