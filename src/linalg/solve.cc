@@ -432,6 +432,35 @@ Result<LstsqResult> lstsq_t(const CpuExecutionContext& ctx, const Tensor& a, con
   return res;
 }
 
+// sqrt(sum v^2) of magnitudes v >= 0 as a scale and a scaled sum of squares, so that no
+// representable norm overflows or underflows on the way; numpy's special values: a NaN
+// entry makes NaN, else an infinite one infinity (scaling by it would make inf / inf).
+// The Frobenius norm and the vector 2-norm.
+template <class R>
+struct SumOfSquares {
+  R scale = 0, ssq = 1;
+  bool nan = false, inf = false;
+  void add(R v) {
+    if (!(v <= std::numeric_limits<R>::max())) {  // NaN or infinity
+      nan = nan || std::isnan(v);
+      inf = true;
+      return;
+    }
+    if (v == 0) return;
+    if (scale < v) {
+      ssq = 1 + ssq * (scale / v) * (scale / v);
+      scale = v;
+    } else {
+      ssq += (v / scale) * (v / scale);
+    }
+  }
+  R norm() const {
+    return nan   ? std::numeric_limits<R>::quiet_NaN()
+           : inf ? std::numeric_limits<R>::infinity()
+                 : scale * std::sqrt(ssq);
+  }
+};
+
 template <class T>
 Result<Tensor> elementwise_norm_t(const Tensor& a, MatrixNorm kind, const PoolPtr& pool) {
   const int64_t m = a.dim(a.rank() - 2), n = a.dim(a.rank() - 1);
@@ -442,38 +471,18 @@ Result<Tensor> elementwise_norm_t(const Tensor& a, MatrixNorm kind, const PoolPt
     const Mat<T> x = item_mat<T>(a, batch, it);
     Real<T> result = 0;
     if (kind == MatrixNorm::kFrobenius) {
-      // Scaled sum of squares (no overflow or underflow for representable norms); a NaN
-      // entry makes NaN and an infinite one infinity, as numpy's (inf / inf made NaN).
-      Real<T> scale = 0, ssq = 1;
-      bool has_nan = false, has_inf = false;
+      SumOfSquares<Real<T>> sum;
       for (int64_t j = 0; j < n; ++j)
         for (int64_t i = 0; i < m; ++i) {
           const T v = x(i, j);
-          Real<T> parts[2];
-          int np = 1;
           if constexpr (detail::kIsComplex<T>) {
-            parts[0] = v.real();
-            parts[1] = v.imag();
-            np = 2;
+            sum.add(std::abs(v.real()));
+            sum.add(std::abs(v.imag()));
           } else {
-            parts[0] = v;
-          }
-          for (int q = 0; q < np; ++q) {
-            const Real<T> av = std::abs(parts[q]);
-            has_nan = has_nan || std::isnan(av);
-            has_inf = has_inf || std::isinf(av);
-            if (av == 0 || !std::isfinite(av)) continue;
-            if (scale < av) {
-              ssq = 1 + ssq * (scale / av) * (scale / av);
-              scale = av;
-            } else {
-              ssq += (av / scale) * (av / scale);
-            }
+            sum.add(std::abs(v));
           }
         }
-      result = has_nan   ? std::numeric_limits<Real<T>>::quiet_NaN()
-               : has_inf ? std::numeric_limits<Real<T>>::infinity()
-                         : scale * std::sqrt(ssq);
+      result = sum.norm();
     } else {
       // The largest (kOne, kInf) or smallest (kMinColumnSum, kMinRowSum) column or row sum
       // of |a_ij|; a NaN sum wins (std::max dropped it).
@@ -519,11 +528,11 @@ Result<Tensor> vector_norm_t(const Tensor& x, double ord, Dims axes, bool keep_d
   const Strides out_strides = col_major_strides(out_shape);
   const int64_t count = element_count(out_shape);
   auto* o = static_cast<R*>(out.storage()->data());
-  // Accumulators: scale/ssq for p = 2, plain sums for other p, extremes for +-inf.
+  // Accumulators: SumOfSquares for p = 2, plain sums for other p, extremes for +-inf.
   const bool inf = std::isinf(ord), two = ord == 2.0, zero = ord == 0.0, one = ord == 1.0;
-  std::vector<R> acc(static_cast<size_t>(count), R(0)), scale(two ? static_cast<size_t>(count) : 0, R(0));
+  std::vector<R> acc(two ? 0 : static_cast<size_t>(count), R(0));
+  std::vector<SumOfSquares<R>> sums(two ? static_cast<size_t>(count) : 0);
   if (inf && ord < 0) std::fill(acc.begin(), acc.end(), std::numeric_limits<R>::infinity());
-  if (two) std::fill(acc.begin(), acc.end(), R(1));
   const T* base = static_cast<const T*>(x.storage()->data());
   const int64_t total = x.numel();
   SmallVector<int64_t, 8> idx(static_cast<size_t>(r), 0);
@@ -539,30 +548,19 @@ Result<Tensor> vector_norm_t(const Tensor& x, double ord, Dims axes, bool keep_d
       }
     }
     const R v = std::abs(base[src]);
-    R& a = acc[static_cast<size_t>(dst)];
-    if (!zero && (std::isnan(v) || std::isnan(a))) {
-      a = v + a;  // NaN propagates, as numpy's norms do (max and min would drop it)
-    } else if (two) {
-      R& s = scale[static_cast<size_t>(dst)];
-      if (std::isinf(v)) {
-        s = v;  // an infinite entry: the norm is infinite (inf / inf would make NaN)
-        a = 1;
-      } else if (v != 0 && !std::isinf(s)) {
-        if (s < v) {
-          a = 1 + a * (s / v) * (s / v);
-          s = v;
-        } else {
-          a += (v / s) * (v / s);
-        }
-      }
+    R* a = two ? nullptr : &acc[static_cast<size_t>(dst)];
+    if (two) {
+      sums[static_cast<size_t>(dst)].add(v);
+    } else if (!zero && (std::isnan(v) || std::isnan(*a))) {
+      *a = v + *a;  // NaN propagates, as numpy's norms do (max and min would drop it)
     } else if (inf) {
-      a = ord > 0 ? std::max(a, v) : std::min(a, v);
+      *a = ord > 0 ? std::max(*a, v) : std::min(*a, v);
     } else if (zero) {
-      a += v != 0 ? R(1) : R(0);
+      *a += v != 0 ? R(1) : R(0);
     } else if (one) {
-      a += v;
+      *a += v;
     } else {
-      a += std::pow(v, static_cast<R>(ord));
+      *a += std::pow(v, static_cast<R>(ord));
     }
     for (int64_t i = 0; i < r; ++i) {
       if (++idx[static_cast<size_t>(i)] < x.dim(i)) break;
@@ -570,10 +568,12 @@ Result<Tensor> vector_norm_t(const Tensor& x, double ord, Dims axes, bool keep_d
     }
   }
   for (int64_t i = 0; i < count; ++i) {
-    const R a = acc[static_cast<size_t>(i)];
     if (two) {
-      o[i] = scale[static_cast<size_t>(i)] * std::sqrt(a);
-    } else if (inf || zero || one) {
+      o[i] = sums[static_cast<size_t>(i)].norm();
+      continue;
+    }
+    const R a = acc[static_cast<size_t>(i)];
+    if (inf || zero || one) {
       o[i] = a;
     } else {
       o[i] = std::pow(a, static_cast<R>(1.0 / ord));
