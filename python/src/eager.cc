@@ -120,6 +120,84 @@ py::object binary(const EagerTensor& x, const py::object& y, Binary op, bool ref
   }));
 }
 
+// Note [Floor division]: Python's `%`, `//` and divmod() on tensors are numpy's mod and
+// floor_divide (the remainder takes the divisor's sign, the quotient rounds toward -inf),
+// composed from the core ops, whose rem and integer div truncate (C's, XLA's): r = rem(a,
+// b) moves by b where it is nonzero and its sign differs from b's, and the quotient by
+// -1 there. Integers: a zero divisor gives 0 for both (numpy's value; it also warns;
+// the runtime's integer division by zero is an error, so such divisors are replaced first).
+// Floats follow numpy's npy_divmod: the quotient is (a - rem(a, b)) / b, so adjusted,
+// rounded to the integer it approximates (|q| < 2^52, or 2^23 for f32, by adding and
+// subtracting that power; larger floats are integers already); a zero quotient or
+// remainder takes the sign of a / b or of b; a zero divisor gives a / b and NaN. The
+// pieces are differentiable ops, so gradients are numpy/torch's: d(a % b)/da = 1,
+// d(a % b)/db = -floor(a / b), and zero through the quotient. Complex and bool tensors
+// are refused by rem (kDTypeMismatch), as numpy refuses them.
+Result<std::pair<EagerTensor, EagerTensor>> floor_divmod(const EagerTensor& a, const EagerTensor& b) {
+  const eg::Context c = ctx_of(a);
+  const DType d = a.dtype();
+  TENFERRO_TRY(EagerTensor zero, c.scalar(0, d));
+  TENFERRO_TRY(EagerTensor one, c.scalar(1, d));
+  TENFERRO_TRY(EagerTensor b_zero, c.eq(b, zero));
+  // Integer division by zero is an error of the runtime: such divisors become 1 (their
+  // results are replaced below).
+  EagerTensor divisor = b;
+  if (!is_floating(d) && !is_complex(d)) {
+    TENFERRO_TRY(divisor, c.where(b_zero, one, b));
+  }
+  TENFERRO_TRY(EagerTensor r, c.rem(a, divisor));
+  TENFERRO_TRY(EagerTensor r_neg, c.lt(r, zero));
+  TENFERRO_TRY(EagerTensor b_neg, c.lt(b, zero));
+  TENFERRO_TRY(EagerTensor r_nonzero, c.ne(r, zero));
+  TENFERRO_TRY(EagerTensor signs_differ, c.ne(r_neg, b_neg));
+  TENFERRO_TRY(EagerTensor fix, c.where(r_nonzero, signs_differ, r_nonzero));  // r != 0 and signs differ
+  TENFERRO_TRY(EagerTensor r_plus_b, c.add(r, b));
+  TENFERRO_TRY(EagerTensor mod, c.where(fix, r_plus_b, r));
+  if (!is_floating(d)) {
+    TENFERRO_TRY(EagerTensor q, c.div(a, divisor));
+    TENFERRO_TRY(EagerTensor q_minus_one, c.sub(q, one));
+    TENFERRO_TRY(q, c.where(fix, q_minus_one, q));
+    TENFERRO_TRY(q, c.where(b_zero, zero, q));
+    TENFERRO_TRY(mod, c.where(b_zero, zero, mod));
+    return std::pair{q, mod};
+  }
+  // Floats: the quotient (a - r) / b, less one where the remainder moved, rounded.
+  TENFERRO_TRY(EagerTensor a_minus_r, c.sub(a, r));
+  TENFERRO_TRY(EagerTensor t, c.div(a_minus_r, b));
+  TENFERRO_TRY(EagerTensor t_minus_one, c.sub(t, one));
+  TENFERRO_TRY(t, c.where(fix, t_minus_one, t));
+  TENFERRO_TRY(EagerTensor magnitude, c.abs(t));
+  TENFERRO_TRY(EagerTensor big, c.scalar(d == DType::kF32 ? 8388608.0 : 4503599627370496.0, d));  // 2^23, 2^52
+  TENFERRO_TRY(EagerTensor shifted, c.add(magnitude, big));
+  TENFERRO_TRY(EagerTensor rounded, c.sub(shifted, big));
+  TENFERRO_TRY(EagerTensor t_sign, c.sign(t));
+  TENFERRO_TRY(rounded, c.mul(t_sign, rounded));
+  TENFERRO_TRY(EagerTensor small, c.lt(magnitude, big));
+  TENFERRO_TRY(EagerTensor q, c.where(small, rounded, t));
+  TENFERRO_TRY(EagerTensor ratio, c.div(a, b));
+  TENFERRO_TRY(EagerTensor q_is_zero, c.eq(q, zero));
+  TENFERRO_TRY(EagerTensor signed_zero_q, c.mul(zero, ratio));  // copysign(0, a / b)
+  TENFERRO_TRY(q, c.where(q_is_zero, signed_zero_q, q));
+  TENFERRO_TRY(q, c.where(b_zero, ratio, q));
+  TENFERRO_TRY(EagerTensor mod_is_zero, c.eq(mod, zero));
+  TENFERRO_TRY(EagerTensor b_sign, c.sign(b));
+  TENFERRO_TRY(EagerTensor signed_zero_mod, c.mul(zero, b_sign));  // copysign(0, b)
+  TENFERRO_TRY(mod, c.where(mod_is_zero, signed_zero_mod, mod));
+  return std::pair{q, mod};
+}
+
+// x // y, x % y, divmod(x, y) and their reflections (Note [Floor division]).
+enum class FloorPart { kQuotient, kRemainder, kBoth };
+py::object floor_op(const EagerTensor& x, const py::object& y, FloorPart part, bool reflected) {
+  const EagerTensor other = operand(x, y);
+  const EagerTensor& lhs = reflected ? other : x;
+  const EagerTensor& rhs = reflected ? x : other;
+  auto qr = nogil([&] { return floor_divmod(lhs, rhs); });
+  if (part == FloorPart::kQuotient) return py::cast(qr.first);
+  if (part == FloorPart::kRemainder) return py::cast(qr.second);
+  return py::make_tuple(qr.first, qr.second);
+}
+
 EagerTensor unary(const EagerTensor& x, Unary op) {
   return nogil([&] { return (ctx_of(x).*op)(x); });
 }
@@ -501,15 +579,27 @@ void bind_eager(py::module_& m) {
       {"__sub__", &eg::Context::sub, false},     {"__rsub__", &eg::Context::sub, true},
       {"__mul__", &eg::Context::mul, false},     {"__rmul__", &eg::Context::mul, true},
       {"__truediv__", &eg::Context::div, false}, {"__rtruediv__", &eg::Context::div, true},
-      {"__pow__", &eg::Context::pow, false},     {"__lt__", &eg::Context::lt, false},
-      {"__le__", &eg::Context::le, false},       {"__gt__", &eg::Context::gt, false},
-      {"__ge__", &eg::Context::ge, false},       {"__eq__", &eg::Context::eq, false},
-      {"__ne__", &eg::Context::ne, false}};
+      {"__pow__", &eg::Context::pow, false},     {"__rpow__", &eg::Context::pow, true},
+      {"__lt__", &eg::Context::lt, false},       {"__le__", &eg::Context::le, false},
+      {"__gt__", &eg::Context::gt, false},       {"__ge__", &eg::Context::ge, false},
+      {"__eq__", &eg::Context::eq, false},       {"__ne__", &eg::Context::ne, false}};
   for (const BinaryOperator& b : binaries) {
     t.def(
         b.name,
         [op = b.op, reflected = b.reflected](const EagerTensor& x, const py::object& y) {
           return binary(x, y, op, reflected);
+        },
+        py::is_operator());
+  }
+  const std::tuple<const char*, FloorPart, bool> floors[] = {
+      {"__floordiv__", FloorPart::kQuotient, false}, {"__rfloordiv__", FloorPart::kQuotient, true},
+      {"__mod__", FloorPart::kRemainder, false},     {"__rmod__", FloorPart::kRemainder, true},
+      {"__divmod__", FloorPart::kBoth, false},       {"__rdivmod__", FloorPart::kBoth, true}};
+  for (const auto& [name, part, reflected] : floors) {
+    t.def(
+        name,
+        [part = part, reflected = reflected](const EagerTensor& x, const py::object& y) {
+          return floor_op(x, y, part, reflected);
         },
         py::is_operator());
   }

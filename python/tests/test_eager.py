@@ -192,3 +192,49 @@ def test_equality_is_elementwise_and_integer_true_division_is_refused(rt):
     with pytest.raises(tenferro.DTypeError):
         i / i  # numpy gives floats; the core's integer division truncates: convert first
     np.testing.assert_allclose((i.astype(np.float64) / 2).numpy(), np.array([1, 2, 3]) / 2)
+
+
+def test_floor_division_and_modulo_follow_numpy(rt):
+    # Note [Floor division]: numpy's floor_divide and mod (signs of zeros, infinities, NaN,
+    # zero divisors, MIN // -1 included), composed from the core's truncating ops.
+    rng = np.random.default_rng(3)
+    special_a = [0.0, -0.0, 5, -5, 1e300, -1e-300, np.inf, -np.inf, np.nan, 7.5, -7.5, 3, 1e17, 4e15, 6, -6]
+    special_b = [3, 3, 0.0, -0.0, 7, 3, 2, 2, 2, np.inf, -np.inf, -3, 3, 0.1, 3, -3]
+    for dtype in (np.float64, np.float32, np.int64, np.int32):
+        if np.issubdtype(dtype, np.floating):
+            with np.errstate(over="ignore"):
+                a = np.concatenate([rng.normal(0, 10, 300), special_a]).astype(dtype)
+                b = np.concatenate([rng.normal(0, 3, 300), special_b]).astype(dtype)
+        else:
+            info = np.iinfo(dtype)
+            a = rng.integers(info.min, info.max, 300, dtype=dtype, endpoint=True)
+            b = rng.integers(-5, 6, 300).astype(dtype)
+            a[:5], b[:5] = [0, 1, info.max, info.min, 7], [3, 0, 2, -1, 0]
+        with np.errstate(all="ignore"):
+            want_q, want_r = np.floor_divide(a, b), np.mod(a, b)
+        x, y = rt.tensor(a), rt.tensor(b)
+        q, r = divmod(x, y)
+        for got, want in [(x // y, want_q), (x % y, want_r), (q, want_q), (r, want_r)]:
+            got = np.asarray(got)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+            if np.issubdtype(dtype, np.floating):  # zeros carry numpy's signs
+                np.testing.assert_array_equal(np.signbit(got[got == 0]), np.signbit(want[want == 0]))
+    t = rt.tensor(np.array([7.0, -7.0]))
+    np.testing.assert_array_equal((7 // rt.tensor(np.array([2.0, -2.0]))).numpy(), [3.0, -4.0])
+    np.testing.assert_array_equal((t % 3).numpy(), [1.0, 2.0])
+    np.testing.assert_array_equal((7 % rt.tensor(np.array([2, -2]))).numpy(), [1, -1])
+    np.testing.assert_allclose((2 ** rt.tensor(np.array([3.0, 0.5]))).numpy(), [8.0, np.sqrt(2)])
+    with pytest.raises(tenferro.DTypeError):
+        rt.tensor(np.array([1 + 1j])) % 2  # numpy refuses complex mod too
+    # Gradients as numpy/torch define them: d(a % b)/da = 1, d(a % b)/db = -floor(a / b),
+    # zero through the quotient; checked against central differences.
+    a0, b0 = np.array([5.3, -5.3, 7.9, -2.2]), np.array([2.1, 2.1, -3.2, -0.7])
+    ga, gb = tenferro.grad(lambda u, v: ((u % v) * (u % v)).sum() + (u // v).sum())(rt.tensor(a0), rt.tensor(b0))
+    f = lambda u, v: ((np.mod(u, v)) ** 2).sum() + np.floor_divide(u, v).sum()
+    h = 1e-6
+    for k in range(4):
+        e = np.zeros(4)
+        e[k] = h
+        np.testing.assert_allclose(ga.numpy()[k], (f(a0 + e, b0) - f(a0 - e, b0)) / (2 * h), rtol=1e-6)
+        np.testing.assert_allclose(gb.numpy()[k], (f(a0, b0 + e) - f(a0, b0 - e)) / (2 * h), rtol=1e-6)
