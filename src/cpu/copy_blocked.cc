@@ -38,6 +38,12 @@ namespace {
 // numpy's copies of the same permutations took 83, 24 and 46 ms. This is also how a
 // scalar build (or TENFERRO_MAX_ISA=scalar) copies every permutation: with staging 64^4
 // f64 `[3210]` 115 -> 38 ms, 4096 x 4096 108 -> 27 ms, f32 64^4 `[3210]` 122 -> 22 ms.
+// Tried and not kept (Zen 4, 2026-12-03): for outputs of 8 MiB or more, tiles whose
+// destination runs were grown to whole lines, staged in destination order and stored
+// with streaming stores (no read of the destination): f64 7 x 600 x 1000 x 3 `[0321]`
+// 19-25 -> 22-33 ms, 3 x 1000 x 3 x 1000 `[2103]` 2x slower (more source streams per
+// tile and the staging pass cost more than the saved reads; walking tiles in
+// destination order did not help).
 constexpr int64_t kTileRunBytes = 256;
 constexpr int64_t kStageBytes = 32 << 10;  // Note [Blocked copies]: the L1 buffer of a tile
 constexpr int64_t kStageRows = 8;          // ... used when a straight inner loop spans more rows
