@@ -688,7 +688,11 @@ std::string_view dot_split_name(DotSplit s) noexcept {
 
 std::string describe(const DotRoute& r) {
   std::string out = "kernel ";
-  out.append(dot_kernel_name(r.kernel)).append(", provider ").append(gemm_provider_name(r.provider));
+  // Provider naive in a route means tenferro's own code (plain loops or one of its
+  // vector kernels, which `kernel` names), so it is printed as such.
+  out.append(dot_kernel_name(r.kernel))
+      .append(", provider ")
+      .append(r.provider == GemmProvider::kNaive ? std::string_view("tenferro") : gemm_provider_name(r.provider));
   out.append(", batch ").append(std::to_string(r.batch)).append(" x ").append(std::to_string(r.m));
   out.append(" x ").append(std::to_string(r.n));
   out.append(", split ").append(dot_split_name(r.split));

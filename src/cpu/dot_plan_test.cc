@@ -426,7 +426,11 @@ TEST(DotPlan, IsPureAndDescribed) {
   EXPECT_EQ(e.kernel, DotKernel::kOpenBlas) << describe(e);
   const CpuCaps caps2 = make_caps(kAvx2);
   CpuExecutionContext ctx2(nullptr, ParallelMode::kSequential, 1, {}, &caps2);
-  EXPECT_EQ(explain_dot_general(ctx2, lhs, rhs, matmul_dims()).value().kernel, DotKernel::kSmall);
+  const DotRoute own = explain_dot_general(ctx2, lhs, rhs, matmul_dims()).value();
+  EXPECT_EQ(own.kernel, DotKernel::kSmall);
+  // tenferro's own kernels name tenferro as the provider, the libraries themselves.
+  EXPECT_NE(describe(own).find("kernel small, provider tenferro,"), std::string::npos) << describe(own);
+  EXPECT_NE(describe(e).find("kernel openblas, provider openblas,"), std::string::npos) << describe(e);
   // Errors as dot_general's.
   DotDims bad = matmul_dims();
   bad.rhs_contracting = {1};

@@ -95,7 +95,9 @@ struct DotSettings {
 /// The planner's answer. `reason` is static text (never freed, never allocated).
 struct DotRoute {
   BatchPolicy policy = BatchPolicy::kAuto;  ///< resolved: never kAuto
-  GemmProvider provider = GemmProvider::kAuto;  ///< resolved: never kAuto
+  /// Resolved: never kAuto; kNaive is tenferro's own code (plain loops or the vector
+  /// kernel `kernel` names), printed by describe() as "provider tenferro".
+  GemmProvider provider = GemmProvider::kAuto;
   DotKernel kernel = DotKernel::kNone;
   DotSplit split = DotSplit::kNone;
   int threads = 1;       ///< threads per product (1 under an outer-parallel batch)
@@ -131,7 +133,7 @@ Result<DotRoute> explain_dot_general(const CpuExecutionContext& ctx, const Tenso
                                      const DotDims& dims, const DotOptions& options = {},
                                      const Layout* out = nullptr);
 
-/// One line: "kernel small, provider naive, split none, 1 thread, pack lhs: <reason>".
+/// One line: "kernel small, provider tenferro, split none, 1 thread, pack lhs: <reason>".
 std::string describe(const DotRoute& route);
 
 }  // namespace tenferro::cpu
