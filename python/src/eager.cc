@@ -635,6 +635,40 @@ void bind_eager(py::module_& m) {
         },
         py::arg("axis") = py::none(), py::arg("keepdims") = false);
   }
+  // numpy's any / all: elements are true where nonzero (NaN included), then OR / AND over
+  // `axis` (max / min of bools); over no elements any is false and all is true.
+  for (const bool is_any : {true, false}) {
+    t.def(
+        is_any ? "any" : "all",
+        [is_any](const EagerTensor& x, const py::object& axis, bool keepdims) {
+          const Shape ax = axes_of(axis);
+          return nogil([&]() -> Result<EagerTensor> {
+            const char* op = is_any ? "any" : "all";
+            for (size_t i = 0; i < ax.size(); ++i) {  // errors name any / all, not the max / min below
+              const int64_t d = ax[i] < 0 ? ax[i] + x.rank() : ax[i];
+              if (d < 0 || d >= x.rank()) {
+                return usage_error(
+                    ErrorCode::kInvalidArgument, op,
+                    "axis " + std::to_string(ax[i]) + " out of range for rank " + std::to_string(x.rank()));
+              }
+              for (size_t j = 0; j < i; ++j) {
+                if ((ax[j] < 0 ? ax[j] + x.rank() : ax[j]) == d) {
+                  return usage_error(ErrorCode::kInvalidArgument, op, "axis " + std::to_string(ax[i]) + " repeated");
+                }
+              }
+            }
+            const eg::Context c = ctx_of(x);
+            EagerTensor truth = x;
+            if (x.dtype() != DType::kBool) {
+              TENFERRO_TRY(EagerTensor zero, c.scalar(0, x.dtype()));
+              TENFERRO_TRY(truth, c.ne(x, zero));
+            }
+            if (!axis.is_none() && ax.empty()) return truth;  // axis=(): no reduction
+            return is_any ? c.amax(truth, ax, keepdims) : c.amin(truth, ax, keepdims);
+          });
+        },
+        py::arg("axis") = py::none(), py::arg("keepdims") = false);
+  }
   const std::pair<const char*, Unary> unaries[] = {{"exp", &eg::Context::exp},   {"log", &eg::Context::log},
                                                    {"sin", &eg::Context::sin},   {"cos", &eg::Context::cos},
                                                    {"tanh", &eg::Context::tanh}, {"sqrt", &eg::Context::sqrt},

@@ -238,3 +238,30 @@ def test_floor_division_and_modulo_follow_numpy(rt):
         e[k] = h
         np.testing.assert_allclose(ga.numpy()[k], (f(a0 + e, b0) - f(a0 - e, b0)) / (2 * h), rtol=1e-6)
         np.testing.assert_allclose(gb.numpy()[k], (f(a0, b0 + e) - f(a0, b0 - e)) / (2 * h), rtol=1e-6)
+
+
+def test_any_and_all_follow_numpy(rt):
+    # Nonzero (NaN included) is true; any over no elements is False, all is True.
+    import itertools
+    rng = np.random.default_rng(5)
+    for shape in [(3, 4), (0, 3), (2, 0, 3), (5,), (), (2, 3, 4)]:
+        for dtype in (bool, np.float64, np.int32, np.complex128):
+            if dtype is bool:
+                a = rng.random(shape) < 0.3
+            else:
+                a = (rng.integers(0, 2, shape) * (rng.random(shape) < 0.5)).astype(dtype)
+            if dtype is np.float64 and a.size:
+                a.flat[0] = np.nan
+            x = rt.tensor(a)
+            axes = [None, ()] + [c for r in range(1, len(shape) + 1) for c in itertools.combinations(range(len(shape)), r)]
+            for axis in axes + ([-1] if shape else []):
+                for keepdims in (False, True):
+                    for name in ("any", "all"):
+                        got = np.asarray(getattr(x, name)(axis=axis, keepdims=keepdims))
+                        want = getattr(np, name)(a, axis=axis, keepdims=keepdims)
+                        assert got.dtype == np.bool_ and got.shape == np.shape(want)
+                        np.testing.assert_array_equal(got, want)
+    with pytest.raises(tenferro.InvalidArgumentError, match="any: axis 2 out of range"):
+        rt.tensor(np.ones((2, 3))).any(axis=2)
+    with pytest.raises(tenferro.InvalidArgumentError, match="all: axis -1 repeated"):
+        rt.tensor(np.ones((2, 3))).all(axis=(1, -1))
