@@ -538,15 +538,69 @@ void bind_eager(py::module_& m) {
                return c.permute(r, rev_out);
              });
            })
+      // numpy's ravel (a view where the layout allows) and squeeze.
+      .def("ravel",
+           [](const EagerTensor& x) {
+             Shape rev, flat{x.tensor().numel()};
+             for (int64_t d = x.rank() - 1; d >= 0; --d) rev.push_back(d);
+             return nogil([&]() -> Result<EagerTensor> {
+               const eg::Context c = ctx_of(x);
+               TENFERRO_TRY(EagerTensor flipped, c.permute(x, rev));  // row-major order, as numpy
+               return c.reshape(flipped, flat);
+             });
+           })
+      .def(
+          "squeeze",
+          [](const EagerTensor& x, const py::object& axis) {
+            const Shape ax = axes_of(axis);
+            std::vector<bool> drop(static_cast<size_t>(x.rank()), false);
+            for (int64_t a : ax) {
+              const int64_t d = a < 0 ? a + x.rank() : a;
+              if (d < 0 || d >= x.rank()) {
+                throw py::value_error("tenferro: squeeze: axis " + std::to_string(a) + " out of range for rank " +
+                                      std::to_string(x.rank()));
+              }
+              if (x.shape()[static_cast<size_t>(d)] != 1) {
+                throw py::value_error("tenferro: squeeze: axis " + std::to_string(a) + " has extent " +
+                                      std::to_string(x.shape()[static_cast<size_t>(d)]) + ", not 1");
+              }
+              drop[static_cast<size_t>(d)] = true;
+            }
+            Shape kept;
+            for (int64_t d = 0; d < x.rank(); ++d) {
+              const bool one = x.shape()[static_cast<size_t>(d)] == 1;
+              if (!(axis.is_none() ? one : drop[static_cast<size_t>(d)]))
+                kept.push_back(x.shape()[static_cast<size_t>(d)]);
+            }
+            // Dropping extent-1 axes keeps the order of the others: a column-major reshape
+            // does it, a view.
+            return nogil([&] { return ctx_of(x).reshape(x, kept); });
+          },
+          py::arg("axis") = py::none())
+      // numpy's clip: min(max(x, lo), hi), NaN propagating; either bound may be None.
+      .def(
+          "clip",
+          [](const EagerTensor& x, const py::object& lo, const py::object& hi) {
+            if (lo.is_none() && hi.is_none()) throw py::value_error("tenferro: clip: one of min or max must be given");
+            const std::optional<EagerTensor> l = lo.is_none() ? std::nullopt : std::optional(operand(x, lo));
+            const std::optional<EagerTensor> h = hi.is_none() ? std::nullopt : std::optional(operand(x, hi));
+            return nogil([&]() -> Result<EagerTensor> {
+              const eg::Context c = ctx_of(x);
+              if (l && h) return c.clamp(x, *l, *h);
+              return l ? c.maximum(x, *l) : c.minimum(x, *h);
+            });
+          },
+          py::arg("min") = py::none(), py::arg("max") = py::none())
       .def("astype",
            [](const EagerTensor& x, const py::object& dt) {
              const DType d = dtype_from(dt);
              return nogil([&] { return ctx_of(x).astype(x, d); });
            })
-      .def("item", [](const EagerTensor& x) -> py::object {
-        if (x.numel() != 1) throw py::value_error("tenferro: item() needs a tensor with one element");
-        return numpy_of(x).attr("item")();
-      })
+      .def("item",
+           [](const EagerTensor& x) -> py::object {
+             if (x.numel() != 1) throw py::value_error("tenferro: item() needs a tensor with one element");
+             return numpy_of(x).attr("item")();
+           })
       // Truth and number conversions with numpy's rules: one element converts (a host
       // read, refused inside a trace); more than one is ambiguous (ValueError), never
       // the silent `len(x) != 0` that Python would fall back to.

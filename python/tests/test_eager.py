@@ -265,3 +265,31 @@ def test_any_and_all_follow_numpy(rt):
         rt.tensor(np.ones((2, 3))).any(axis=2)
     with pytest.raises(tenferro.InvalidArgumentError, match="all: axis -1 repeated"):
         rt.tensor(np.ones((2, 3))).all(axis=(1, -1))
+
+
+def test_ravel_squeeze_and_clip_follow_numpy(rt):
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((2, 1, 3, 1))
+    a[0, 0, 0, 0] = np.nan
+    x = rt.tensor(a)
+    cases = [(x.ravel(), a.ravel()), (x.transpose(2, 0, 1, 3).ravel(), a.transpose(2, 0, 1, 3).ravel()),
+             (x[:, :, ::-1].ravel(), a[:, :, ::-1].ravel()), (x.squeeze(), a.squeeze()),
+             (x.squeeze(axis=1), a.squeeze(axis=1)), (x.squeeze(axis=(1, -1)), a.squeeze(axis=(1, -1))),
+             (x.clip(-0.5, 0.5), a.clip(-0.5, 0.5)), (x.clip(min=0), a.clip(min=0)), (x.clip(max=0), a.clip(max=0)),
+             (x.clip(0.5, -0.5), a.clip(0.5, -0.5)), (x.clip(rt.tensor(np.full((3, 1), -0.2)), 0.3),
+                                                       a.clip(np.full((3, 1), -0.2), 0.3))]
+    for got, want in cases:
+        assert np.asarray(got).shape == want.shape
+        np.testing.assert_array_equal(np.asarray(got), want)  # NaN stays NaN, as numpy's clip
+    assert np.shares_memory(np.asarray(x.ravel()), a)  # a view where the layout allows, as numpy
+    np.testing.assert_array_equal(rt.tensor(np.array([1, 5, -3])).clip(0, 2).numpy(), [1, 2, 0])
+    with pytest.raises(ValueError, match="extent 2, not 1"):
+        x.squeeze(axis=0)
+    with pytest.raises(ValueError, match="out of range"):
+        x.squeeze(axis=7)
+    with pytest.raises(ValueError, match="one of min or max"):
+        x.clip()
+    # Gradients: through the views as through reshape, clip's where the value is inside.
+    b = np.array([[-1.0, 0.2], [0.7, 0.1]])
+    (g,) = tenferro.grad(lambda t: (t.clip(-0.5, 0.5).ravel() * rt.tensor(np.arange(4.0))).sum())(rt.tensor(b))
+    np.testing.assert_array_equal(g.numpy(), [[0.0, 1.0], [0.0, 3.0]])
