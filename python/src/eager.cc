@@ -12,29 +12,17 @@
 #include <vector>
 
 #include "convert.h"
+#include "eager_internal.h"
 #include "engine.h"
 #include "tenferro/ad/ad.h"
 #include "tenferro/eager/autograd.h"
 #include "tenferro/eager/eager.h"
-#include "tenferro/linalg_eager/linalg_eager.h"
 #include "tenferro/program/text.h"
 
 namespace tenferro::python {
-namespace {
 
-namespace eg = tenferro::eager;
-using eg::EagerTensor;
-
-// Note [Python no_grad]: `with tenferro.no_grad():` turns AD recording off for the eager
-// calls the current Python thread makes inside the block (as torch.no_grad does). The
-// C++ core keeps no such state (an op records when its Context has grad enabled;
-// Context::no_grad() is the C++ scope); the binding keeps a per-thread depth and derives
-// each call's Context from it, so other threads and runtimes are unaffected.
-thread_local int tls_no_grad_depth = 0;
-// Note [Python trace]: while tenferro.trace runs the user's function (per thread), a
-// value computed from the trace inputs must not be read back to the host: it would
-// enter the program as a constant of this one trace. Such reads raise.
-thread_local int tls_trace_depth = 0;
+thread_local int tls_no_grad_depth = 0;  // Note [Python no_grad] (eager_internal.h)
+thread_local int tls_trace_depth = 0;    // Note [Python trace]
 
 void refuse_traced_read(const EagerTensor& x, const char* what) {
   if (tls_trace_depth > 0 && x.ad_node() && x.ad_node()->traced) {
@@ -44,31 +32,11 @@ void refuse_traced_read(const EagerTensor& x, const char* what) {
   }
 }
 
-// The context of a call on `t` (its runtime's default placement policy).
 eg::Context ctx_of(const EagerTensor& t) {
   const eg::Context c = eg::Context::of(t);
   return tls_no_grad_depth > 0 ? c.no_grad() : c;
 }
 
-// Runs `f` (no Python objects inside) with the GIL released and unwraps its result.
-template <class F>
-auto nogil(F&& f) {
-  std::optional<decltype(f())> r;
-  {
-    py::gil_scoped_release release;
-    r.emplace(f());
-  }
-  return unwrap(std::move(*r));
-}
-
-Shape dims_of(const std::vector<int64_t>& v) {
-  Shape s;
-  for (int64_t x : v) s.push_back(x);
-  return s;
-}
-
-// Axes argument: None (all), an int, or a sequence; negative axes count from the end
-// (the eager ops normalize them and name the axis as given in errors).
 Shape axes_of(const py::object& axis) {
   Shape out;
   if (axis.is_none()) return out;
@@ -80,10 +48,6 @@ Shape axes_of(const py::object& axis) {
   return out;
 }
 
-DType dtype_from(const py::object& dt) { return dtype_of(py::dtype::from_args(dt)); }
-
-// An operand of a binary operation: a tensor, or a Python/numpy scalar in the tensor's
-// dtype (scalars never change the result dtype; arrays must be converted explicitly).
 EagerTensor operand(const EagerTensor& like, const py::object& o) {
   if (py::isinstance<EagerTensor>(o)) return o.cast<EagerTensor>();
   if (py::isinstance<py::array>(o)) {
@@ -97,6 +61,16 @@ EagerTensor operand(const EagerTensor& like, const py::object& o) {
   }
   return unwrap(ctx_of(like).scalar(v, like.dtype()));
 }
+
+namespace {
+
+Shape dims_of(const std::vector<int64_t>& v) {
+  Shape s;
+  for (int64_t x : v) s.push_back(x);
+  return s;
+}
+
+DType dtype_from(const py::object& dt) { return dtype_of(py::dtype::from_args(dt)); }
 
 using Binary = Result<EagerTensor> (eg::Context::*)(const EagerTensor&, const EagerTensor&) const;
 using Unary = Result<EagerTensor> (eg::Context::*)(const EagerTensor&) const;
@@ -118,84 +92,6 @@ py::object binary(const EagerTensor& x, const py::object& y, Binary op, bool ref
     }
     return (ctx_of(lhs).*op)(lhs, rhs);
   }));
-}
-
-// Note [Floor division]: Python's `%`, `//` and divmod() on tensors are numpy's mod and
-// floor_divide (the remainder takes the divisor's sign, the quotient rounds toward -inf),
-// composed from the core ops, whose rem and integer div truncate (C's, XLA's): r = rem(a,
-// b) moves by b where it is nonzero and its sign differs from b's, and the quotient by
-// -1 there. Integers: a zero divisor gives 0 for both (numpy's value; it also warns;
-// the runtime's integer division by zero is an error, so such divisors are replaced first).
-// Floats follow numpy's npy_divmod: the quotient is (a - rem(a, b)) / b, so adjusted,
-// rounded to the integer it approximates (|q| < 2^52, or 2^23 for f32, by adding and
-// subtracting that power; larger floats are integers already); a zero quotient or
-// remainder takes the sign of a / b or of b; a zero divisor gives a / b and NaN. The
-// pieces are differentiable ops, so gradients are numpy/torch's: d(a % b)/da = 1,
-// d(a % b)/db = -floor(a / b), and zero through the quotient. Complex and bool tensors
-// are refused by rem (kDTypeMismatch), as numpy refuses them.
-Result<std::pair<EagerTensor, EagerTensor>> floor_divmod(const EagerTensor& a, const EagerTensor& b) {
-  const eg::Context c = ctx_of(a);
-  const DType d = a.dtype();
-  TENFERRO_TRY(EagerTensor zero, c.scalar(0, d));
-  TENFERRO_TRY(EagerTensor one, c.scalar(1, d));
-  TENFERRO_TRY(EagerTensor b_zero, c.eq(b, zero));
-  // Integer division by zero is an error of the runtime: such divisors become 1 (their
-  // results are replaced below).
-  EagerTensor divisor = b;
-  if (!is_floating(d) && !is_complex(d)) {
-    TENFERRO_TRY(divisor, c.where(b_zero, one, b));
-  }
-  TENFERRO_TRY(EagerTensor r, c.rem(a, divisor));
-  TENFERRO_TRY(EagerTensor r_neg, c.lt(r, zero));
-  TENFERRO_TRY(EagerTensor b_neg, c.lt(b, zero));
-  TENFERRO_TRY(EagerTensor r_nonzero, c.ne(r, zero));
-  TENFERRO_TRY(EagerTensor signs_differ, c.ne(r_neg, b_neg));
-  TENFERRO_TRY(EagerTensor fix, c.where(r_nonzero, signs_differ, r_nonzero));  // r != 0 and signs differ
-  TENFERRO_TRY(EagerTensor r_plus_b, c.add(r, b));
-  TENFERRO_TRY(EagerTensor mod, c.where(fix, r_plus_b, r));
-  if (!is_floating(d)) {
-    TENFERRO_TRY(EagerTensor q, c.div(a, divisor));
-    TENFERRO_TRY(EagerTensor q_minus_one, c.sub(q, one));
-    TENFERRO_TRY(q, c.where(fix, q_minus_one, q));
-    TENFERRO_TRY(q, c.where(b_zero, zero, q));
-    TENFERRO_TRY(mod, c.where(b_zero, zero, mod));
-    return std::pair{q, mod};
-  }
-  // Floats: the quotient (a - r) / b, less one where the remainder moved, rounded.
-  TENFERRO_TRY(EagerTensor a_minus_r, c.sub(a, r));
-  TENFERRO_TRY(EagerTensor t, c.div(a_minus_r, b));
-  TENFERRO_TRY(EagerTensor t_minus_one, c.sub(t, one));
-  TENFERRO_TRY(t, c.where(fix, t_minus_one, t));
-  TENFERRO_TRY(EagerTensor magnitude, c.abs(t));
-  TENFERRO_TRY(EagerTensor big, c.scalar(d == DType::kF32 ? 8388608.0 : 4503599627370496.0, d));  // 2^23, 2^52
-  TENFERRO_TRY(EagerTensor shifted, c.add(magnitude, big));
-  TENFERRO_TRY(EagerTensor rounded, c.sub(shifted, big));
-  TENFERRO_TRY(EagerTensor t_sign, c.sign(t));
-  TENFERRO_TRY(rounded, c.mul(t_sign, rounded));
-  TENFERRO_TRY(EagerTensor small, c.lt(magnitude, big));
-  TENFERRO_TRY(EagerTensor q, c.where(small, rounded, t));
-  TENFERRO_TRY(EagerTensor ratio, c.div(a, b));
-  TENFERRO_TRY(EagerTensor q_is_zero, c.eq(q, zero));
-  TENFERRO_TRY(EagerTensor signed_zero_q, c.mul(zero, ratio));  // copysign(0, a / b)
-  TENFERRO_TRY(q, c.where(q_is_zero, signed_zero_q, q));
-  TENFERRO_TRY(q, c.where(b_zero, ratio, q));
-  TENFERRO_TRY(EagerTensor mod_is_zero, c.eq(mod, zero));
-  TENFERRO_TRY(EagerTensor b_sign, c.sign(b));
-  TENFERRO_TRY(EagerTensor signed_zero_mod, c.mul(zero, b_sign));  // copysign(0, b)
-  TENFERRO_TRY(mod, c.where(mod_is_zero, signed_zero_mod, mod));
-  return std::pair{q, mod};
-}
-
-// x // y, x % y, divmod(x, y) and their reflections (Note [Floor division]).
-enum class FloorPart { kQuotient, kRemainder, kBoth };
-py::object floor_op(const EagerTensor& x, const py::object& y, FloorPart part, bool reflected) {
-  const EagerTensor other = operand(x, y);
-  const EagerTensor& lhs = reflected ? other : x;
-  const EagerTensor& rhs = reflected ? x : other;
-  auto qr = nogil([&] { return floor_divmod(lhs, rhs); });
-  if (part == FloorPart::kQuotient) return py::cast(qr.first);
-  if (part == FloorPart::kRemainder) return py::cast(qr.second);
-  return py::make_tuple(qr.first, qr.second);
 }
 
 EagerTensor unary(const EagerTensor& x, Unary op) {
@@ -244,159 +140,7 @@ py::list run_program(const TracedProgram& p, const py::sequence& args) {
   return r;
 }
 
-// Basic indexing: ints and slices (any step), one per leading axis.
-// numpy's basic indexing: integers, slices (negative steps too: a flip, then a forward
-// slice), one Ellipsis, None (a new axis of extent 1). A view where the slice allows.
-EagerTensor index(const EagerTensor& x, const py::object& key) {
-  py::tuple k = py::isinstance<py::tuple>(key) ? key.cast<py::tuple>() : py::make_tuple(key);
-  // Items that consume an axis (integers, slices), and where the Ellipsis is.
-  int64_t consuming = 0, ellipsis = -1;
-  for (size_t i = 0; i < k.size(); ++i) {
-    if (py::isinstance<py::ellipsis>(k[i])) {
-      if (ellipsis >= 0) throw py::index_error("tenferro: an index can only have a single ellipsis ('...')");
-      ellipsis = static_cast<int64_t>(i);
-    } else if (!k[i].is_none()) {
-      ++consuming;
-    }
-  }
-  if (consuming > x.rank()) throw py::index_error("tenferro: too many indices");
-  Shape start, limit, stride, flips, out_shape;
-  bool reshaped = false;
-  int64_t d = 0;
-  auto full_axis = [&] {
-    const int64_t n = x.shape()[static_cast<size_t>(d)];
-    start.push_back(0), limit.push_back(n), stride.push_back(1), out_shape.push_back(n);
-    ++d;
-  };
-  for (size_t i = 0; i < k.size(); ++i) {
-    py::handle item = k[i];
-    if (static_cast<int64_t>(i) == ellipsis) {
-      for (int64_t e = 0; e < x.rank() - consuming; ++e) full_axis();
-      continue;
-    }
-    if (item.is_none()) {
-      out_shape.push_back(1);
-      reshaped = true;
-      continue;
-    }
-    if (py::isinstance<py::array>(item) && item.cast<py::array>().ndim() > 0) {
-      throw py::index_error("tenferro: advanced (array) indexing is not supported; use gather or numpy");
-    }
-    const int64_t n = x.shape()[static_cast<size_t>(d)];
-    if (py::isinstance<py::slice>(item)) {
-      py::ssize_t b = 0, e = 0, st = 0, len = 0;
-      if (!item.cast<py::slice>().compute(static_cast<py::ssize_t>(n), &b, &e, &st, &len))
-        throw py::error_already_set();
-      if (st < 0) {  // elements b, b + st, ...: in the flipped axis n - 1 - b onwards, step -st
-        flips.push_back(d);
-        b = len == 0 ? 0 : n - 1 - b;
-        st = -st;
-      }
-      start.push_back(b), limit.push_back(len == 0 ? b : b + (len - 1) * st + 1), stride.push_back(st);
-      out_shape.push_back(len);
-    } else if (is_integer(item)) {
-      const auto out_of_bounds = [&] {
-        return py::index_error("tenferro: index " + std::string(py::str(item)) + " is out of bounds for axis " +
-                               std::to_string(d) + " with size " + std::to_string(n));
-      };
-      const std::optional<int64_t> index = int64_of(item, "index");
-      if (!index) throw out_of_bounds();
-      int64_t i2 = *index;
-      if (i2 < 0) i2 += n;
-      if (i2 < 0 || i2 >= n) throw out_of_bounds();
-      start.push_back(i2), limit.push_back(i2 + 1), stride.push_back(1);
-      reshaped = true;
-    } else {
-      throw py::index_error(std::string("tenferro: only integers, slices, ... and None are valid indices, got ") +
-                            std::string(py::str(py::type::of(item).attr("__name__"))));
-    }
-    ++d;
-  }
-  while (d < x.rank()) full_axis();
-  return nogil([&]() -> Result<EagerTensor> {
-    const eg::Context c = ctx_of(x);
-    EagerTensor r = x;
-    if (!flips.empty()) {
-      TENFERRO_TRY(r, c.flip(r, flips));
-    }
-    TENFERRO_TRY(r, c.slice(r, start, limit, stride));
-    if (!reshaped) return r;
-    return c.reshape(r, out_shape);  // unit axes only: no element moves
-  });
-}
-
 }  // namespace
-
-// tenferro.linalg on eager tensors (src/linalg_eager): results are eager tensors that
-// record for AD. Entry points that take a Context get the call's (no_grad); the others
-// record, and under no_grad their results are detached here.
-namespace el = tenferro::eager::linalg;
-
-EagerTensor done(EagerTensor t) {
-  if (tls_no_grad_depth > 0 && !(t.ad_node() && t.ad_node()->traced)) return eg::detach(t);
-  return t;
-}
-
-void bind_eager_linalg(py::module_ m) {
-  m.def("svd", [](const EagerTensor& a, bool full, bool uv, bool gauge) -> py::object {
-    el::SvdOptions o;
-    o.mode = !uv ? el::SvdMode::kValuesOnly : full ? el::SvdMode::kFull : el::SvdMode::kThin;
-    o.gauge_fix = gauge;
-    el::Svd r = nogil([&] { return el::svd(ctx_of(a), a, o); });
-    if (!uv) return py::cast(r.s);
-    return py::make_tuple(r.u, r.s, r.vh);
-  });
-  m.def("qr", [](const EagerTensor& a, const std::string& mode) -> py::object {
-    const el::QrMode qm = qr_mode_of(mode);
-    el::Qr r = nogil([&] { return el::qr(ctx_of(a), a, qm); });
-    if (qm == el::QrMode::kR) return py::cast(r.r);
-    return py::make_tuple(r.q, r.r);
-  });
-  m.def("eigh", [](const EagerTensor& a, const std::string& uplo, bool vectors) -> py::object {
-    const el::Uplo u = uplo_of(uplo);
-    if (!vectors) return py::cast(done(nogil([&] { return el::eigvalsh(a, u); })));
-    el::Eigh r = nogil([&] { return el::eigh(ctx_of(a), a, u); });
-    return py::make_tuple(r.values, r.vectors);
-  });
-  m.def("eig", [](const EagerTensor& a, bool vectors) -> py::object {
-    if (!vectors) return py::cast(done(nogil([&] { return el::eigvals(a); })));
-    el::Eig r = nogil([&] { return el::eig(a); });
-    return py::make_tuple(done(r.values), done(r.vectors));
-  });
-  m.def("cholesky", [](const EagerTensor& a, const std::string& uplo) {
-    const el::Uplo u = uplo_of(uplo);
-    return nogil([&] { return el::cholesky(ctx_of(a), a, u); });
-  });
-  m.def("solve", [](const EagerTensor& a, const EagerTensor& b) {
-    return nogil([&] { return el::solve(ctx_of(a), a, b); });
-  });
-  m.def("inv", [](const EagerTensor& a) { return done(nogil([&] { return el::inv(a); })); });
-  m.def("det", [](const EagerTensor& a) { return done(nogil([&] { return el::det(a); })); });
-  m.def("slogdet", [](const EagerTensor& a) {
-    el::Slogdet r = nogil([&] { return el::slogdet(a); });
-    return py::make_tuple(done(r.sign), done(r.logabsdet));
-  });
-  m.def("pinv", [](const EagerTensor& a, std::optional<double> rtol) {
-    return done(nogil([&] { return el::pinv(a, rtol); }));
-  });
-  m.def("lstsq", [](const EagerTensor& a, const EagerTensor& b, std::optional<double> rcond) {
-    el::Lstsq r = nogil([&] { return el::lstsq(a, b, rcond); });
-    return py::make_tuple(done(r.solution), done(r.residuals), done(r.rank), done(r.singular_values));
-  });
-  m.def("matrix_norm", [](const EagerTensor& a, const std::string& kind) {
-    const el::MatrixNorm k = matrix_norm_kind(kind);
-    return done(nogil([&] { return el::matrix_norm(a, k); }));
-  });
-  m.def("vector_norm", [](const EagerTensor& a, double ord, std::vector<int64_t> axes, bool keepdims) {
-    return done(nogil([&] { return el::vector_norm(a, ord, axes, keepdims); }));
-  });
-  m.def("truncated_svd", [](const EagerTensor& a, std::optional<int64_t> max_rank, double rel_cutoff,
-                            const std::string& method, uint64_t seed, bool gauge) {
-    const el::TruncatedSvdOptions o = truncated_svd_options(max_rank, rel_cutoff, method, seed, gauge);
-    el::TruncatedSvd r = nogil([&] { return el::truncated_svd(ctx_of(a), a, o); });
-    return py::make_tuple(r.u, r.s, r.vh, r.discarded_weight, r.rank);
-  });
-}
 
 void bind_eager(py::module_& m) {
   py::class_<eg::EagerRuntime, std::shared_ptr<eg::EagerRuntime>>(m, "Runtime")
@@ -480,7 +224,7 @@ void bind_eager(py::module_& m) {
              if (x.rank() == 0) throw py::type_error("len() of a 0-d tensor");
              return x.shape()[0];
            })
-      .def("__getitem__", &index)
+      .def("__getitem__", &basic_index)
       .def(
           "__matmul__",
           [](const EagerTensor& x, const py::object& y) {
@@ -549,34 +293,7 @@ void bind_eager(py::module_& m) {
                return c.reshape(flipped, flat);
              });
            })
-      .def(
-          "squeeze",
-          [](const EagerTensor& x, const py::object& axis) {
-            const Shape ax = axes_of(axis);
-            std::vector<bool> drop(static_cast<size_t>(x.rank()), false);
-            for (int64_t a : ax) {
-              const int64_t d = a < 0 ? a + x.rank() : a;
-              if (d < 0 || d >= x.rank()) {
-                throw py::value_error("tenferro: squeeze: axis " + std::to_string(a) + " out of range for rank " +
-                                      std::to_string(x.rank()));
-              }
-              if (x.shape()[static_cast<size_t>(d)] != 1) {
-                throw py::value_error("tenferro: squeeze: axis " + std::to_string(a) + " has extent " +
-                                      std::to_string(x.shape()[static_cast<size_t>(d)]) + ", not 1");
-              }
-              drop[static_cast<size_t>(d)] = true;
-            }
-            Shape kept;
-            for (int64_t d = 0; d < x.rank(); ++d) {
-              const bool one = x.shape()[static_cast<size_t>(d)] == 1;
-              if (!(axis.is_none() ? one : drop[static_cast<size_t>(d)]))
-                kept.push_back(x.shape()[static_cast<size_t>(d)]);
-            }
-            // Dropping extent-1 axes keeps the order of the others: a column-major reshape
-            // does it, a view.
-            return nogil([&] { return ctx_of(x).reshape(x, kept); });
-          },
-          py::arg("axis") = py::none())
+      .def("squeeze", &squeeze, py::arg("axis") = py::none())
       // numpy's clip: min(max(x, lo), hi), NaN propagating; either bound may be None.
       .def(
           "clip",
@@ -689,37 +406,12 @@ void bind_eager(py::module_& m) {
         },
         py::arg("axis") = py::none(), py::arg("keepdims") = false);
   }
-  // numpy's any / all: elements are true where nonzero (NaN included), then OR / AND over
-  // `axis` (max / min of bools); over no elements any is false and all is true.
+  // numpy's any / all (eager_numpy.cc).
   for (const bool is_any : {true, false}) {
     t.def(
         is_any ? "any" : "all",
         [is_any](const EagerTensor& x, const py::object& axis, bool keepdims) {
-          const Shape ax = axes_of(axis);
-          return nogil([&]() -> Result<EagerTensor> {
-            const char* op = is_any ? "any" : "all";
-            for (size_t i = 0; i < ax.size(); ++i) {  // errors name any / all, not the max / min below
-              const int64_t d = ax[i] < 0 ? ax[i] + x.rank() : ax[i];
-              if (d < 0 || d >= x.rank()) {
-                return usage_error(
-                    ErrorCode::kInvalidArgument, op,
-                    "axis " + std::to_string(ax[i]) + " out of range for rank " + std::to_string(x.rank()));
-              }
-              for (size_t j = 0; j < i; ++j) {
-                if ((ax[j] < 0 ? ax[j] + x.rank() : ax[j]) == d) {
-                  return usage_error(ErrorCode::kInvalidArgument, op, "axis " + std::to_string(ax[i]) + " repeated");
-                }
-              }
-            }
-            const eg::Context c = ctx_of(x);
-            EagerTensor truth = x;
-            if (x.dtype() != DType::kBool) {
-              TENFERRO_TRY(EagerTensor zero, c.scalar(0, x.dtype()));
-              TENFERRO_TRY(truth, c.ne(x, zero));
-            }
-            if (!axis.is_none() && ax.empty()) return truth;  // axis=(): no reduction
-            return is_any ? c.amax(truth, ax, keepdims) : c.amin(truth, ax, keepdims);
-          });
+          return any_or_all(x, axis, keepdims, is_any);
         },
         py::arg("axis") = py::none(), py::arg("keepdims") = false);
   }

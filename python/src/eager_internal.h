@@ -1,0 +1,75 @@
+#pragma once
+// Private to the eager binding (eager.cc: the Runtime and EagerTensor classes;
+// eager_numpy.cc: numpy semantics composed from the core ops; eager_linalg.cc:
+// tenferro.linalg on eager tensors): the per-thread AD state and the helpers they share.
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <optional>
+#include <utility>
+
+#include "convert.h"
+#include "tenferro/eager/eager.h"
+
+namespace tenferro::python {
+
+namespace eg = tenferro::eager;
+using eg::EagerTensor;
+
+// Note [Python no_grad]: `with tenferro.no_grad():` turns AD recording off for the eager
+// calls the current Python thread makes inside the block (as torch.no_grad does). The
+// C++ core keeps no such state (an op records when its Context has grad enabled;
+// Context::no_grad() is the C++ scope); the binding keeps a per-thread depth and derives
+// each call's Context from it, so other threads and runtimes are unaffected.
+extern thread_local int tls_no_grad_depth;
+// Note [Python trace]: while tenferro.trace runs the user's function (per thread), a
+// value computed from the trace inputs must not be read back to the host: it would
+// enter the program as a constant of this one trace. Such reads raise.
+extern thread_local int tls_trace_depth;
+
+/// Raises TypeError when `x` is a traced value read back to the host inside a trace.
+void refuse_traced_read(const EagerTensor& x, const char* what);
+
+/// The context of a call on `t` (its runtime's default placement policy; no_grad per
+/// Note [Python no_grad]).
+eg::Context ctx_of(const EagerTensor& t);
+
+// Runs `f` (no Python objects inside) with the GIL released and unwraps its result.
+template <class F>
+auto nogil(F&& f) {
+  std::optional<decltype(f())> r;
+  {
+    py::gil_scoped_release release;
+    r.emplace(f());
+  }
+  return unwrap(std::move(*r));
+}
+
+/// Axes argument: None (all), an int, or a sequence; negative axes count from the end
+/// (the eager ops normalize them and name the axis as given in errors).
+Shape axes_of(const py::object& axis);
+
+/// An operand of a binary operation: a tensor, or a Python/numpy scalar in the tensor's
+/// dtype (scalars never change the result dtype; arrays must be converted explicitly).
+EagerTensor operand(const EagerTensor& like, const py::object& o);
+
+/// x // y, x % y, divmod(x, y) and their reflections (Note [Floor division] in
+/// eager_numpy.cc).
+enum class FloorPart { kQuotient, kRemainder, kBoth };
+py::object floor_op(const EagerTensor& x, const py::object& y, FloorPart part, bool reflected);
+
+/// numpy's basic indexing (eager_numpy.cc): integers, slices of any step, one Ellipsis,
+/// None; a view where the slice allows. Array indices raise IndexError.
+EagerTensor basic_index(const EagerTensor& x, const py::object& key);
+
+/// numpy's any / all over `axis` (eager_numpy.cc).
+EagerTensor any_or_all(const EagerTensor& x, const py::object& axis, bool keepdims, bool is_any);
+
+/// numpy's squeeze (eager_numpy.cc).
+EagerTensor squeeze(const EagerTensor& x, const py::object& axis);
+
+/// Binds tenferro.linalg's eager entry points into `m` (eager_linalg.cc).
+void bind_eager_linalg(py::module_ m);
+
+}  // namespace tenferro::python

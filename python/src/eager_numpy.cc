@@ -1,0 +1,224 @@
+// numpy semantics on eager tensors composed from the core ops (eager_internal.h): floor
+// division and modulo, basic indexing, any / all, squeeze.
+
+#include <string>
+#include <vector>
+
+#include "eager_internal.h"
+
+namespace tenferro::python {
+namespace {
+
+// Note [Floor division]: Python's `%`, `//` and divmod() on tensors are numpy's mod and
+// floor_divide (the remainder takes the divisor's sign, the quotient rounds toward -inf),
+// composed from the core ops, whose rem and integer div truncate (C's, XLA's): r = rem(a,
+// b) moves by b where it is nonzero and its sign differs from b's, and the quotient by
+// -1 there. Integers: a zero divisor gives 0 for both (numpy's value; it also warns;
+// the runtime's integer division by zero is an error, so such divisors are replaced first).
+// Floats follow numpy's npy_divmod: the quotient is (a - rem(a, b)) / b, so adjusted,
+// rounded to the integer it approximates (|q| < 2^52, or 2^23 for f32, by adding and
+// subtracting that power; larger floats are integers already); a zero quotient or
+// remainder takes the sign of a / b or of b; a zero divisor gives a / b and NaN. The
+// pieces are differentiable ops, so gradients are numpy/torch's: d(a % b)/da = 1,
+// d(a % b)/db = -floor(a / b), and zero through the quotient. Complex and bool tensors
+// are refused by rem (kDTypeMismatch), as numpy refuses them.
+Result<std::pair<EagerTensor, EagerTensor>> floor_divmod(const EagerTensor& a, const EagerTensor& b) {
+  const eg::Context c = ctx_of(a);
+  const DType d = a.dtype();
+  TENFERRO_TRY(EagerTensor zero, c.scalar(0, d));
+  TENFERRO_TRY(EagerTensor one, c.scalar(1, d));
+  TENFERRO_TRY(EagerTensor b_zero, c.eq(b, zero));
+  // Integer division by zero is an error of the runtime: such divisors become 1 (their
+  // results are replaced below).
+  EagerTensor divisor = b;
+  if (!is_floating(d) && !is_complex(d)) {
+    TENFERRO_TRY(divisor, c.where(b_zero, one, b));
+  }
+  TENFERRO_TRY(EagerTensor r, c.rem(a, divisor));
+  TENFERRO_TRY(EagerTensor r_neg, c.lt(r, zero));
+  TENFERRO_TRY(EagerTensor b_neg, c.lt(b, zero));
+  TENFERRO_TRY(EagerTensor r_nonzero, c.ne(r, zero));
+  TENFERRO_TRY(EagerTensor signs_differ, c.ne(r_neg, b_neg));
+  TENFERRO_TRY(EagerTensor fix, c.where(r_nonzero, signs_differ, r_nonzero));  // r != 0 and signs differ
+  TENFERRO_TRY(EagerTensor r_plus_b, c.add(r, b));
+  TENFERRO_TRY(EagerTensor mod, c.where(fix, r_plus_b, r));
+  if (!is_floating(d)) {
+    TENFERRO_TRY(EagerTensor q, c.div(a, divisor));
+    TENFERRO_TRY(EagerTensor q_minus_one, c.sub(q, one));
+    TENFERRO_TRY(q, c.where(fix, q_minus_one, q));
+    TENFERRO_TRY(q, c.where(b_zero, zero, q));
+    TENFERRO_TRY(mod, c.where(b_zero, zero, mod));
+    return std::pair{q, mod};
+  }
+  // Floats: the quotient (a - r) / b, less one where the remainder moved, rounded.
+  TENFERRO_TRY(EagerTensor a_minus_r, c.sub(a, r));
+  TENFERRO_TRY(EagerTensor t, c.div(a_minus_r, b));
+  TENFERRO_TRY(EagerTensor t_minus_one, c.sub(t, one));
+  TENFERRO_TRY(t, c.where(fix, t_minus_one, t));
+  TENFERRO_TRY(EagerTensor magnitude, c.abs(t));
+  TENFERRO_TRY(EagerTensor big, c.scalar(d == DType::kF32 ? 8388608.0 : 4503599627370496.0, d));  // 2^23, 2^52
+  TENFERRO_TRY(EagerTensor shifted, c.add(magnitude, big));
+  TENFERRO_TRY(EagerTensor rounded, c.sub(shifted, big));
+  TENFERRO_TRY(EagerTensor t_sign, c.sign(t));
+  TENFERRO_TRY(rounded, c.mul(t_sign, rounded));
+  TENFERRO_TRY(EagerTensor small, c.lt(magnitude, big));
+  TENFERRO_TRY(EagerTensor q, c.where(small, rounded, t));
+  TENFERRO_TRY(EagerTensor ratio, c.div(a, b));
+  TENFERRO_TRY(EagerTensor q_is_zero, c.eq(q, zero));
+  TENFERRO_TRY(EagerTensor signed_zero_q, c.mul(zero, ratio));  // copysign(0, a / b)
+  TENFERRO_TRY(q, c.where(q_is_zero, signed_zero_q, q));
+  TENFERRO_TRY(q, c.where(b_zero, ratio, q));
+  TENFERRO_TRY(EagerTensor mod_is_zero, c.eq(mod, zero));
+  TENFERRO_TRY(EagerTensor b_sign, c.sign(b));
+  TENFERRO_TRY(EagerTensor signed_zero_mod, c.mul(zero, b_sign));  // copysign(0, b)
+  TENFERRO_TRY(mod, c.where(mod_is_zero, signed_zero_mod, mod));
+  return std::pair{q, mod};
+}
+
+}  // namespace
+
+py::object floor_op(const EagerTensor& x, const py::object& y, FloorPart part, bool reflected) {
+  const EagerTensor other = operand(x, y);
+  const EagerTensor& lhs = reflected ? other : x;
+  const EagerTensor& rhs = reflected ? x : other;
+  auto qr = nogil([&] { return floor_divmod(lhs, rhs); });
+  if (part == FloorPart::kQuotient) return py::cast(qr.first);
+  if (part == FloorPart::kRemainder) return py::cast(qr.second);
+  return py::make_tuple(qr.first, qr.second);
+}
+
+// numpy's basic indexing: integers, slices (negative steps too: a flip, then a forward
+// slice), one Ellipsis, None (a new axis of extent 1). A view where the slice allows.
+EagerTensor basic_index(const EagerTensor& x, const py::object& key) {
+  py::tuple k = py::isinstance<py::tuple>(key) ? key.cast<py::tuple>() : py::make_tuple(key);
+  // Items that consume an axis (integers, slices), and where the Ellipsis is.
+  int64_t consuming = 0, ellipsis = -1;
+  for (size_t i = 0; i < k.size(); ++i) {
+    if (py::isinstance<py::ellipsis>(k[i])) {
+      if (ellipsis >= 0) throw py::index_error("tenferro: an index can only have a single ellipsis ('...')");
+      ellipsis = static_cast<int64_t>(i);
+    } else if (!k[i].is_none()) {
+      ++consuming;
+    }
+  }
+  if (consuming > x.rank()) throw py::index_error("tenferro: too many indices");
+  Shape start, limit, stride, flips, out_shape;
+  bool reshaped = false;
+  int64_t d = 0;
+  auto full_axis = [&] {
+    const int64_t n = x.shape()[static_cast<size_t>(d)];
+    start.push_back(0), limit.push_back(n), stride.push_back(1), out_shape.push_back(n);
+    ++d;
+  };
+  for (size_t i = 0; i < k.size(); ++i) {
+    py::handle item = k[i];
+    if (static_cast<int64_t>(i) == ellipsis) {
+      for (int64_t e = 0; e < x.rank() - consuming; ++e) full_axis();
+      continue;
+    }
+    if (item.is_none()) {
+      out_shape.push_back(1);
+      reshaped = true;
+      continue;
+    }
+    if (py::isinstance<py::array>(item) && item.cast<py::array>().ndim() > 0) {
+      throw py::index_error("tenferro: advanced (array) indexing is not supported; use gather or numpy");
+    }
+    const int64_t n = x.shape()[static_cast<size_t>(d)];
+    if (py::isinstance<py::slice>(item)) {
+      py::ssize_t b = 0, e = 0, st = 0, len = 0;
+      if (!item.cast<py::slice>().compute(static_cast<py::ssize_t>(n), &b, &e, &st, &len))
+        throw py::error_already_set();
+      if (st < 0) {  // elements b, b + st, ...: in the flipped axis n - 1 - b onwards, step -st
+        flips.push_back(d);
+        b = len == 0 ? 0 : n - 1 - b;
+        st = -st;
+      }
+      start.push_back(b), limit.push_back(len == 0 ? b : b + (len - 1) * st + 1), stride.push_back(st);
+      out_shape.push_back(len);
+    } else if (is_integer(item)) {
+      const auto out_of_bounds = [&] {
+        return py::index_error("tenferro: index " + std::string(py::str(item)) + " is out of bounds for axis " +
+                               std::to_string(d) + " with size " + std::to_string(n));
+      };
+      const std::optional<int64_t> index = int64_of(item, "index");
+      if (!index) throw out_of_bounds();
+      int64_t i2 = *index;
+      if (i2 < 0) i2 += n;
+      if (i2 < 0 || i2 >= n) throw out_of_bounds();
+      start.push_back(i2), limit.push_back(i2 + 1), stride.push_back(1);
+      reshaped = true;
+    } else {
+      throw py::index_error(std::string("tenferro: only integers, slices, ... and None are valid indices, got ") +
+                            std::string(py::str(py::type::of(item).attr("__name__"))));
+    }
+    ++d;
+  }
+  while (d < x.rank()) full_axis();
+  return nogil([&]() -> Result<EagerTensor> {
+    const eg::Context c = ctx_of(x);
+    EagerTensor r = x;
+    if (!flips.empty()) {
+      TENFERRO_TRY(r, c.flip(r, flips));
+    }
+    TENFERRO_TRY(r, c.slice(r, start, limit, stride));
+    if (!reshaped) return r;
+    return c.reshape(r, out_shape);  // unit axes only: no element moves
+  });
+}
+
+EagerTensor any_or_all(const EagerTensor& x, const py::object& axis, bool keepdims, bool is_any) {
+  // Elements are true where nonzero (NaN included), then OR / AND over `axis` (max / min
+  // of bools); over no elements any is false and all is true.
+  const Shape ax = axes_of(axis);
+  return nogil([&]() -> Result<EagerTensor> {
+    const char* op = is_any ? "any" : "all";
+    for (size_t i = 0; i < ax.size(); ++i) {  // errors name any / all, not the max / min below
+      const int64_t d = ax[i] < 0 ? ax[i] + x.rank() : ax[i];
+      if (d < 0 || d >= x.rank()) {
+        return usage_error(ErrorCode::kInvalidArgument, op,
+                           "axis " + std::to_string(ax[i]) + " out of range for rank " + std::to_string(x.rank()));
+      }
+      for (size_t j = 0; j < i; ++j) {
+        if ((ax[j] < 0 ? ax[j] + x.rank() : ax[j]) == d) {
+          return usage_error(ErrorCode::kInvalidArgument, op, "axis " + std::to_string(ax[i]) + " repeated");
+        }
+      }
+    }
+    const eg::Context c = ctx_of(x);
+    EagerTensor truth = x;
+    if (x.dtype() != DType::kBool) {
+      TENFERRO_TRY(EagerTensor zero, c.scalar(0, x.dtype()));
+      TENFERRO_TRY(truth, c.ne(x, zero));
+    }
+    if (!axis.is_none() && ax.empty()) return truth;  // axis=(): no reduction
+    return is_any ? c.amax(truth, ax, keepdims) : c.amin(truth, ax, keepdims);
+  });
+}
+
+EagerTensor squeeze(const EagerTensor& x, const py::object& axis) {
+  const Shape ax = axes_of(axis);
+  std::vector<bool> drop(static_cast<size_t>(x.rank()), false);
+  for (int64_t a : ax) {
+    const int64_t d = a < 0 ? a + x.rank() : a;
+    if (d < 0 || d >= x.rank()) {
+      throw py::value_error("tenferro: squeeze: axis " + std::to_string(a) + " out of range for rank " +
+                            std::to_string(x.rank()));
+    }
+    if (x.shape()[static_cast<size_t>(d)] != 1) {
+      throw py::value_error("tenferro: squeeze: axis " + std::to_string(a) + " has extent " +
+                            std::to_string(x.shape()[static_cast<size_t>(d)]) + ", not 1");
+    }
+    drop[static_cast<size_t>(d)] = true;
+  }
+  Shape kept;
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    const bool one = x.shape()[static_cast<size_t>(d)] == 1;
+    if (!(axis.is_none() ? one : drop[static_cast<size_t>(d)])) kept.push_back(x.shape()[static_cast<size_t>(d)]);
+  }
+  // Dropping extent-1 axes keeps the order of the others: a column-major reshape does
+  // it, a view.
+  return nogil([&] { return ctx_of(x).reshape(x, kept); });
+}
+
+}  // namespace tenferro::python
