@@ -202,6 +202,12 @@ TEST(Eager, ViewsShareStorageAndFollowNumpy) {
   EagerTensor dy = diagonal(x, 2, 1).value();  // extents 4 and 3: the leading 3x3 part
   EXPECT_EQ(dy.shape(), Shape({2, 3}));
   EXPECT_EQ(item(dy, {1, 2}).value(), c128(12 + 8 + 2, 0));
+  // The first axis named after the second, with the remaining axis between them: the
+  // remaining axis keeps its place, the diagonal goes last (numpy's x.diagonal(0, 2, 0)).
+  EagerTensor dz = diagonal(x, 2, 0).value();
+  EXPECT_EQ(dz.shape(), Shape({3, 2}));
+  EXPECT_EQ(item(dz, {2, 1}).value(), c128(12 + 8 + 1, 0));
+  EXPECT_EQ(item(dz, {1, 0}).value(), c128(4, 0));
   EagerTensor bc = broadcast_to(d, {2, 3}).value();
   EXPECT_TRUE(bc.tensor().storage() == sq.tensor().storage());
   EXPECT_EQ(item(bc, {1, 1}).value(), c128(5, 0));

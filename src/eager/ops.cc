@@ -651,8 +651,9 @@ Result<EagerTensor> Context::diagonal(const EagerTensor& x, int64_t a, int64_t b
   TENFERRO_TRY(sq, sq.slice(na, 0, len, 1));
   TENFERRO_TRY(sq, sq.slice(nb, 0, len, 1));
   TENFERRO_TRY(Tensor d, sq.diagonal({na, nb}));
-  // The diagonal replaced the first of the two axes; numpy puts it last.
-  const int64_t at = std::min(na, nb);
+  // The diagonal took the place of the first axis named (na), among the axes left after
+  // nb is removed; numpy puts it last.
+  const int64_t at = nb < na ? na - 1 : na;
   SmallVector<int64_t, 8> perm;
   for (int64_t i = 0; i < d.rank(); ++i) {
     if (i != at) perm.push_back(i);
