@@ -294,6 +294,50 @@ void bind_eager(py::module_& m) {
              });
            })
       .def("squeeze", &squeeze, py::arg("axis") = py::none())
+      .def("swapaxes",
+           [](const EagerTensor& x, const py::object& axis1, const py::object& axis2) {
+             Shape perm;
+             for (int64_t d = 0; d < x.rank(); ++d) perm.push_back(d);
+             const int64_t a = int_arg(axis1, "axis1"), b = int_arg(axis2, "axis2");
+             for (int64_t v : {a, b}) {
+               if (v < -x.rank() || v >= x.rank()) {
+                 throw py::value_error("tenferro: swapaxes: axis " + std::to_string(v) + " out of range for rank " +
+                                       std::to_string(x.rank()));
+               }
+             }
+             std::swap(perm[static_cast<size_t>(a < 0 ? a + x.rank() : a)],
+                       perm[static_cast<size_t>(b < 0 ? b + x.rank() : b)]);
+             return nogil([&] { return ctx_of(x).permute(x, perm); });
+           })
+      .def("diagonal", &diagonal, py::arg("offset") = 0, py::arg("axis1") = 0, py::arg("axis2") = 1)
+      .def("trace", &trace, py::arg("offset") = 0, py::arg("axis1") = 0, py::arg("axis2") = 1)
+      .def(
+          "var",
+          [](const EagerTensor& x, const py::object& axis, int64_t ddof, bool keepdims) {
+            return variance(x, axis, ddof, keepdims, false);
+          },
+          py::arg("axis") = py::none(), py::arg("ddof") = 0, py::arg("keepdims") = false)
+      .def(
+          "std",
+          [](const EagerTensor& x, const py::object& axis, int64_t ddof, bool keepdims) {
+            return variance(x, axis, ddof, keepdims, true);
+          },
+          py::arg("axis") = py::none(), py::arg("ddof") = 0, py::arg("keepdims") = false)
+      // A copy that owns its memory (numpy's copy / flatten: later writes to the numpy
+      // array the tensor came from do not reach it).
+      .def("copy", [](const EagerTensor& x) { return nogil([&] { return ctx_of(x).contiguous(x); }); })
+      .def("flatten",
+           [](const EagerTensor& x) {
+             Shape rev, flat{x.tensor().numel()};
+             for (int64_t d = x.rank() - 1; d >= 0; --d) rev.push_back(d);
+             return nogil([&]() -> Result<EagerTensor> {
+               const eg::Context c = ctx_of(x);
+               TENFERRO_TRY(EagerTensor flipped, c.permute(x, rev));
+               TENFERRO_TRY(EagerTensor copied, c.contiguous(flipped));
+               return c.reshape(copied, flat);
+             });
+           })
+      .def("tolist", [](const EagerTensor& x) { return numpy_of(x).attr("tolist")(); })
       // numpy's clip: min(max(x, lo), hi), NaN propagating; either bound may be None.
       .def(
           "clip",

@@ -69,6 +69,15 @@ EagerTensor any_or_all(const EagerTensor& x, const py::object& axis, bool keepdi
 /// numpy's squeeze (eager_numpy.cc).
 EagerTensor squeeze(const EagerTensor& x, const py::object& axis);
 
+/// numpy's diagonal(offset, axis1, axis2) (a view; the diagonal is the last axis) and
+/// trace (its sum) (eager_numpy.cc).
+EagerTensor diagonal(const EagerTensor& x, int64_t offset, int64_t axis1, int64_t axis2);
+EagerTensor trace(const EagerTensor& x, int64_t offset, int64_t axis1, int64_t axis2);
+
+/// numpy's var / std over `axis` with `ddof` (eager_numpy.cc): floating and complex
+/// tensors (a real result), as mean's dtypes.
+EagerTensor variance(const EagerTensor& x, const py::object& axis, int64_t ddof, bool keepdims, bool root);
+
 /// Binds tenferro.linalg's eager entry points into `m` (eager_linalg.cc).
 void bind_eager_linalg(py::module_ m);
 

@@ -1,6 +1,7 @@
 // numpy semantics on eager tensors composed from the core ops (eager_internal.h): floor
 // division and modulo, basic indexing, any / all, squeeze.
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -219,6 +220,74 @@ EagerTensor squeeze(const EagerTensor& x, const py::object& axis) {
   // Dropping extent-1 axes keeps the order of the others: a column-major reshape does
   // it, a view.
   return nogil([&] { return ctx_of(x).reshape(x, kept); });
+}
+
+namespace {
+
+// An axis argument in [-rank, rank) as an axis, else a ValueError (numpy's AxisError is
+// one).
+int64_t axis_in(const EagerTensor& x, int64_t a, const char* op) {
+  const int64_t d = a < 0 ? a + x.rank() : a;
+  if (d < 0 || d >= x.rank()) {
+    throw py::value_error(std::string("tenferro: ") + op + ": axis " + std::to_string(a) + " out of range for rank " +
+                          std::to_string(x.rank()));
+  }
+  return d;
+}
+
+}  // namespace
+
+EagerTensor diagonal(const EagerTensor& x, int64_t offset, int64_t axis1, int64_t axis2) {
+  const int64_t a = axis_in(x, axis1, "diagonal"), b = axis_in(x, axis2, "diagonal");
+  if (a == b) throw py::value_error("tenferro: diagonal: axis1 and axis2 cannot be the same");
+  // An offset k > 0 starts the diagonal at column k of axis2, k < 0 at row -k of axis1:
+  // a slice first (empty when past the end), then the main diagonal.
+  const int64_t along = offset >= 0 ? b : a;
+  const int64_t n = x.shape()[static_cast<size_t>(along)];
+  const int64_t start = std::min(n, offset >= 0 ? offset : -offset);
+  return nogil([&]() -> Result<EagerTensor> {
+    const eg::Context c = ctx_of(x);
+    TENFERRO_TRY(EagerTensor shifted, c.slice(x, along, start, n));
+    return c.diagonal(shifted, a, b);
+  });
+}
+
+EagerTensor trace(const EagerTensor& x, int64_t offset, int64_t axis1, int64_t axis2) {
+  const EagerTensor d = diagonal(x, offset, axis1, axis2);
+  const Shape last{d.rank() - 1};
+  return nogil([&] { return ctx_of(d).sum(d, last); });
+}
+
+EagerTensor variance(const EagerTensor& x, const py::object& axis, int64_t ddof, bool keepdims, bool root) {
+  const Shape ax = axes_of(axis);
+  int64_t n = 1;
+  if (axis.is_none()) {
+    n = x.tensor().numel();
+  } else {
+    for (int64_t a : ax) n *= x.shape()[static_cast<size_t>(axis_in(x, a, root ? "std" : "var"))];
+  }
+  // axis=(): each element is its own sample (numpy: zeros, or NaN for ddof >= 1).
+  const bool none = !axis.is_none() && ax.empty();
+  return nogil([&]() -> Result<EagerTensor> {
+    const eg::Context c = ctx_of(x);
+    EagerTensor centered = x;
+    if (!none) {
+      TENFERRO_TRY(EagerTensor mu, c.mean(x, ax, true));
+      TENFERRO_TRY(centered, c.sub(x, mu));
+    } else {
+      TENFERRO_TRY(centered, c.sub(x, x));  // each element against itself: zeros
+    }
+    TENFERRO_TRY(EagerTensor magnitude, c.abs(centered));  // real for complex x
+    TENFERRO_TRY(EagerTensor squares, c.mul(magnitude, magnitude));
+    EagerTensor total = squares;
+    if (!none) {
+      TENFERRO_TRY(total, c.sum(squares, ax, keepdims));
+    }
+    // numpy divides by max(n - ddof, 0): NaN or inf past the degrees of freedom.
+    TENFERRO_TRY(EagerTensor denominator, c.scalar(static_cast<double>(std::max<int64_t>(n - ddof, 0)), total.dtype()));
+    TENFERRO_TRY(EagerTensor v, c.div(total, denominator));
+    return root ? c.sqrt(v) : v;
+  });
 }
 
 }  // namespace tenferro::python

@@ -1,6 +1,8 @@
 """tenferro.Runtime / EagerTensor: operators, reductions, views and indexing against numpy;
 zero-copy; typed errors."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -293,3 +295,54 @@ def test_ravel_squeeze_and_clip_follow_numpy(rt):
     b = np.array([[-1.0, 0.2], [0.7, 0.1]])
     (g,) = tenferro.grad(lambda t: (t.clip(-0.5, 0.5).ravel() * rt.tensor(np.arange(4.0))).sum())(rt.tensor(b))
     np.testing.assert_array_equal(g.numpy(), [[0.0, 1.0], [0.0, 3.0]])
+
+
+def test_diagonal_trace_var_std_and_copies_follow_numpy(rt):
+    rng = np.random.default_rng(7)
+    for dtype in (np.float64, np.float32, np.complex128):
+        a = rng.standard_normal((3, 4, 5)).astype(dtype)
+        if dtype is np.complex128:
+            a = a + 1j * rng.standard_normal((3, 4, 5))
+        x = rt.tensor(a)
+        tol = 1e-5 if dtype is np.float32 else 1e-12
+        for offset in (-4, -1, 0, 1, 2, 7):
+            for axis1, axis2 in [(0, 1), (1, 0), (0, 2), (2, 0), (-1, 1)]:
+                np.testing.assert_allclose(x.diagonal(offset, axis1, axis2).numpy(), a.diagonal(offset, axis1, axis2))
+                np.testing.assert_allclose(x.trace(offset, axis1, axis2).numpy(), a.trace(offset, axis1, axis2),
+                                           rtol=tol, atol=tol)
+        for axis in (None, (), 0, -1, (0, 2), (0, 1, 2)):
+            for ddof in (0, 1, 3):
+                for keepdims in (False, True):
+                    for name in ("var", "std"):
+                        with np.errstate(all="ignore"), warnings.catch_warnings():
+                            warnings.simplefilter("ignore", RuntimeWarning)  # ddof past the samples
+                            want = getattr(a, name)(axis=axis, ddof=ddof, keepdims=keepdims)
+                        got = getattr(x, name)(axis=axis, ddof=ddof, keepdims=keepdims).numpy()
+                        assert got.dtype == want.dtype and got.shape == want.shape  # real for complex
+                        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+        for axis1, axis2 in [(0, 1), (2, 0), (-1, -2), (1, 1)]:
+            np.testing.assert_array_equal(x.swapaxes(axis1, axis2).numpy(), a.swapaxes(axis1, axis2))
+        np.testing.assert_array_equal(x[:, ::-1].flatten().numpy(), a[:, ::-1].flatten())
+        assert x.tolist() == a.tolist()
+    # copy and flatten own their memory; ravel is a view where the layout allows.
+    b = np.arange(6.0).reshape(2, 3)
+    y = rt.tensor(b)
+    c, f, r = y.copy(), y.flatten(), y.ravel()
+    b[0, 0] = 100.0
+    assert c.numpy()[0, 0] == 0.0 and f.numpy()[0] == 0.0 and r.numpy()[0] == 100.0
+    with pytest.raises(ValueError, match="cannot be the same"):
+        y.diagonal(0, 1, -1)
+    with pytest.raises(ValueError, match="out of range"):
+        y.swapaxes(0, 3)
+    with pytest.raises(tenferro.DTypeError):
+        rt.tensor(np.arange(3)).var()  # as mean: convert integers first
+    # Gradients through the compositions, against central differences.
+    a0 = rng.standard_normal((3, 4))
+    (g,) = tenferro.grad(lambda t: t.var(axis=0, ddof=1).sum() + t.std() + t.trace(1))(rt.tensor(a0))
+    f0 = lambda v: v.var(axis=0, ddof=1).sum() + v.std() + v.trace(1)
+    fd = np.zeros_like(a0)
+    for idx in np.ndindex(a0.shape):
+        e = np.zeros_like(a0)
+        e[idx] = 1e-6
+        fd[idx] = (f0(a0 + e) - f0(a0 - e)) / 2e-6
+    np.testing.assert_allclose(g.numpy(), fd, rtol=1e-6, atol=1e-8)
