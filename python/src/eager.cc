@@ -259,6 +259,11 @@ void bind_eager(py::module_& m) {
              } else {
                for (const py::handle a : axes) perm.push_back(int_arg(a, "axis"));
              }
+             // numpy: negative axes count from the end (out-of-range ones stay for the
+             // core's error).
+             for (int64_t& v : perm) {
+               if (v < 0 && v >= -x.rank()) v += x.rank();
+             }
              return nogil([&] { return ctx_of(x).permute(x, perm); });
            })
       .def("reshape",

@@ -322,6 +322,9 @@ def test_diagonal_trace_var_std_and_copies_follow_numpy(rt):
                         np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
         for axis1, axis2 in [(0, 1), (2, 0), (-1, -2), (1, 1)]:
             np.testing.assert_array_equal(x.swapaxes(axis1, axis2).numpy(), a.swapaxes(axis1, axis2))
+        for perm in [(0, 2, 1), (-1, 0, -2), (2, -2, -3)]:  # negative axes count from the end, as numpy's
+            np.testing.assert_array_equal(x.transpose(perm).numpy(), a.transpose(perm))
+            np.testing.assert_array_equal(x.transpose(*perm).numpy(), a.transpose(*perm))
         np.testing.assert_array_equal(x[:, ::-1].flatten().numpy(), a[:, ::-1].flatten())
         assert x.tolist() == a.tolist()
     # copy and flatten own their memory; ravel is a view where the layout allows.
