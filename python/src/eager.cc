@@ -288,16 +288,7 @@ void bind_eager(py::module_& m) {
              });
            })
       // numpy's ravel (a view where the layout allows) and squeeze.
-      .def("ravel",
-           [](const EagerTensor& x) {
-             Shape rev, flat{x.tensor().numel()};
-             for (int64_t d = x.rank() - 1; d >= 0; --d) rev.push_back(d);
-             return nogil([&]() -> Result<EagerTensor> {
-               const eg::Context c = ctx_of(x);
-               TENFERRO_TRY(EagerTensor flipped, c.permute(x, rev));  // row-major order, as numpy
-               return c.reshape(flipped, flat);
-             });
-           })
+      .def("ravel", &ravel)
       .def("squeeze", &squeeze, py::arg("axis") = py::none())
       .def("swapaxes",
            [](const EagerTensor& x, const py::object& axis1, const py::object& axis2) {
@@ -568,6 +559,10 @@ void bind_eager(py::module_& m) {
   m.def("eager_where", [](const EagerTensor& p, const EagerTensor& a, const EagerTensor& b) {
     return nogil([&] { return ctx_of(p).where(p, a, b); });
   });
+  m.def("eager_concatenate", &concatenate);
+  m.def("eager_stack", &stack);
+  m.def("eager_tril", [](const EagerTensor& x, int64_t k) { return nogil([&] { return ctx_of(x).tril(x, k); }); });
+  m.def("eager_triu", [](const EagerTensor& x, int64_t k) { return nogil([&] { return ctx_of(x).triu(x, k); }); });
 }
 
 }  // namespace tenferro::python

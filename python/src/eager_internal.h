@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "convert.h"
 #include "tenferro/eager/eager.h"
@@ -66,6 +67,9 @@ EagerTensor basic_index(const EagerTensor& x, const py::object& key);
 /// numpy's any / all over `axis` (eager_numpy.cc).
 EagerTensor any_or_all(const EagerTensor& x, const py::object& axis, bool keepdims, bool is_any);
 
+/// numpy's ravel: row-major order, a view where the layout allows (eager_numpy.cc).
+EagerTensor ravel(const EagerTensor& x);
+
 /// numpy's squeeze (eager_numpy.cc).
 EagerTensor squeeze(const EagerTensor& x, const py::object& axis);
 
@@ -77,6 +81,12 @@ EagerTensor trace(const EagerTensor& x, int64_t offset, int64_t axis1, int64_t a
 /// numpy's var / std over `axis` with `ddof` (eager_numpy.cc): floating and complex
 /// tensors (a real result), as mean's dtypes.
 EagerTensor variance(const EagerTensor& x, const py::object& axis, int64_t ddof, bool keepdims, bool root);
+
+/// numpy's concatenate (axis None: of the flattened tensors) and stack (a new axis of
+/// extent len(parts)) (eager_numpy.cc). Errors: ValueError for no parts or an axis out of
+/// range; the core's for differing shapes or dtypes.
+EagerTensor concatenate(const std::vector<EagerTensor>& parts, const py::object& axis);
+EagerTensor stack(const std::vector<EagerTensor>& parts, int64_t axis);
 
 /// Binds tenferro.linalg's eager entry points into `m` (eager_linalg.cc).
 void bind_eager_linalg(py::module_ m);

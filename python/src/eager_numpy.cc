@@ -197,6 +197,16 @@ EagerTensor any_or_all(const EagerTensor& x, const py::object& axis, bool keepdi
   });
 }
 
+EagerTensor ravel(const EagerTensor& x) {
+  Shape rev, flat{x.tensor().numel()};
+  for (int64_t d = x.rank() - 1; d >= 0; --d) rev.push_back(d);
+  return nogil([&]() -> Result<EagerTensor> {
+    const eg::Context c = ctx_of(x);
+    TENFERRO_TRY(EagerTensor flipped, c.permute(x, rev));  // row-major order, as numpy
+    return c.reshape(flipped, flat);
+  });
+}
+
 EagerTensor squeeze(const EagerTensor& x, const py::object& axis) {
   const Shape ax = axes_of(axis);
   std::vector<bool> drop(static_cast<size_t>(x.rank()), false);
@@ -288,6 +298,60 @@ EagerTensor variance(const EagerTensor& x, const py::object& axis, int64_t ddof,
     TENFERRO_TRY(EagerTensor v, c.div(total, denominator));
     return root ? c.sqrt(v) : v;
   });
+}
+
+EagerTensor concatenate(const std::vector<EagerTensor>& parts, const py::object& axis) {
+  if (parts.empty()) throw py::value_error("tenferro: concatenate: need at least one tensor");
+  std::vector<EagerTensor> flat;
+  int64_t a = 0;
+  if (axis.is_none()) {  // numpy: the tensors flattened (row-major), joined
+    for (const EagerTensor& p : parts) flat.push_back(ravel(p));
+  } else {
+    a = int_arg(axis, "axis");
+    const int64_t rank = parts[0].rank();
+    if (a < -rank || a >= rank) {
+      throw py::value_error("tenferro: concatenate: axis " + std::to_string(a) + " out of range for rank " +
+                            std::to_string(rank));
+    }
+    if (a < 0) a += rank;
+  }
+  const std::vector<EagerTensor>& joined = axis.is_none() ? flat : parts;
+  return nogil([&]() -> Result<EagerTensor> {
+    for (const EagerTensor& p : joined) {
+      if (p.dtype() != joined[0].dtype()) {  // no implicit promotion: convert with astype
+        return usage_error(ErrorCode::kDTypeMismatch, "concatenate",
+                           "tensors of dtypes " + std::string(dtype_name(joined[0].dtype())) + " and " +
+                               std::string(dtype_name(p.dtype())) + " (convert with astype)");
+      }
+    }
+    return ctx_of(joined[0]).concatenate(joined, a);
+  });
+}
+
+EagerTensor stack(const std::vector<EagerTensor>& parts, int64_t axis) {
+  if (parts.empty()) throw py::value_error("tenferro: stack: need at least one tensor");
+  const int64_t rank = parts[0].rank();
+  if (axis < -(rank + 1) || axis > rank) {
+    throw py::value_error("tenferro: stack: axis " + std::to_string(axis) + " out of range for rank " +
+                          std::to_string(rank + 1));
+  }
+  if (axis < 0) axis += rank + 1;
+  for (const EagerTensor& p : parts) {
+    if (!(p.shape() == parts[0].shape())) {
+      throw py::value_error("tenferro: stack: all tensors must have the same shape, got " +
+                            format_dims(parts[0].shape()) + " and " + format_dims(p.shape()));
+    }
+  }
+  // Each part with a unit axis at `axis` (a view: inserting an extent-1 axis moves no
+  // element in either order), then joined along it.
+  std::vector<EagerTensor> lifted;
+  Shape shape;
+  for (int64_t d = 0; d <= rank; ++d) {
+    if (d == axis) shape.push_back(1);
+    if (d < rank) shape.push_back(parts[0].shape()[static_cast<size_t>(d)]);
+  }
+  for (const EagerTensor& p : parts) lifted.push_back(nogil([&] { return ctx_of(p).reshape(p, shape); }));
+  return nogil([&] { return ctx_of(lifted[0]).concatenate(lifted, axis); });
 }
 
 }  // namespace tenferro::python

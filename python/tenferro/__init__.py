@@ -208,6 +208,35 @@ def where(pred, on_true, on_false):
     """Elementwise selection of eager tensors (one runtime, one dtype for the branches)."""
     _tensors((pred, on_true, on_false), "where")
     return _tenferro.eager_where(pred, on_true, on_false)
+
+
+def concatenate(tensors, axis=0):
+    """numpy's concatenate of eager tensors (one runtime, one dtype): along `axis`, or of
+    the flattened tensors when `axis` is None."""
+    tensors = list(tensors)
+    _tensors(tensors, "concatenate")
+    return _tenferro.eager_concatenate(tensors, axis)
+
+
+def stack(tensors, axis=0):
+    """numpy's stack of eager tensors of one shape: joined along a new axis `axis`."""
+    tensors = list(tensors)
+    _tensors(tensors, "stack")
+    return _tenferro.eager_stack(tensors, axis)
+
+
+def tril(x, k=0):
+    """numpy's tril: the lower triangle of the last two axes (diagonal offset k)."""
+    _tensors((x,), "tril")
+    return _tenferro.eager_tril(x, k)
+
+
+def triu(x, k=0):
+    """numpy's triu: the upper triangle of the last two axes (diagonal offset k)."""
+    _tensors((x,), "triu")
+    return _tenferro.eager_triu(x, k)
+
+
 __version__ = "0.1.0"
 
 

@@ -349,3 +349,38 @@ def test_diagonal_trace_var_std_and_copies_follow_numpy(rt):
         e[idx] = 1e-6
         fd[idx] = (f0(a0 + e) - f0(a0 - e)) / 2e-6
     np.testing.assert_allclose(g.numpy(), fd, rtol=1e-6, atol=1e-8)
+
+
+def test_concatenate_stack_tril_triu_follow_numpy(rt):
+    rng = np.random.default_rng(4)
+    a, b, c = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 5, 4)), rng.standard_normal((2, 1, 4))
+    xs = [rt.tensor(v) for v in (a, b, c)]
+    for axis in (1, -2):
+        np.testing.assert_array_equal(tenferro.concatenate(xs, axis=axis).numpy(), np.concatenate([a, b, c], axis=axis))
+    np.testing.assert_array_equal(tenferro.concatenate(xs, axis=None).numpy(), np.concatenate([a, b, c], axis=None))
+    same = [rng.standard_normal((3, 4)) for _ in range(3)]
+    for axis in (0, 1, 2, -1, -3):
+        np.testing.assert_array_equal(tenferro.stack([rt.tensor(v) for v in same], axis=axis).numpy(),
+                                      np.stack(same, axis=axis))
+    m = rng.standard_normal((2, 4, 5))
+    for k in (-5, -1, 0, 1, 3, 9):
+        np.testing.assert_array_equal(tenferro.tril(rt.tensor(m), k).numpy(), np.tril(m, k))
+        np.testing.assert_array_equal(tenferro.triu(rt.tensor(m), k).numpy(), np.triu(m, k))
+        np.testing.assert_array_equal(tenferro.tril(rt.tensor(m[0].T), k).numpy(), np.tril(m[0].T, k))
+    with pytest.raises(ValueError, match="at least one"):
+        tenferro.concatenate([], 0)
+    with pytest.raises(ValueError, match="out of range"):
+        tenferro.concatenate(xs, axis=3)
+    with pytest.raises(ValueError, match="same shape"):
+        tenferro.stack(xs)
+    with pytest.raises(tenferro.DTypeError):
+        tenferro.concatenate([xs[0], rt.tensor(np.ones((2, 3, 4), dtype=np.float32))], axis=1)
+    with pytest.raises(tenferro.ShapeError):
+        tenferro.concatenate([xs[0], xs[1]], axis=0)
+    # Gradients flow back to each part.
+    u = rt.tensor(same[0])
+    w = np.arange(24.0).reshape(3, 2, 4)
+    (g,) = tenferro.grad(lambda t: (tenferro.stack([t, t * 2], axis=1) * rt.tensor(w)).sum())(u)
+    np.testing.assert_allclose(g.numpy(), w[:, 0, :] + 2 * w[:, 1, :])
+    (g,) = tenferro.grad(lambda t: (tenferro.triu(t, 1) * t).sum())(u)
+    np.testing.assert_allclose(g.numpy(), 2 * np.triu(same[0], 1))
