@@ -219,6 +219,12 @@ void bind_eager(py::module_& m) {
              }
              return "tenferro.EagerTensor(" + std::string(py::repr(numpy_of(x))) + ")";
            })
+      // format(x, spec) as numpy's (a 0-d tensor takes number formats, f"{loss:.3e}"); a
+      // host read, refused inside a trace.
+      .def("__format__",
+           [](const EagerTensor& x, const std::string& spec) {
+             return py::module_::import("builtins").attr("format")(numpy_of(x), spec);
+           })
       .def("__len__",
            [](const EagerTensor& x) {
              if (x.rank() == 0) throw py::type_error("len() of a 0-d tensor");

@@ -384,3 +384,11 @@ def test_concatenate_stack_tril_triu_follow_numpy(rt):
     np.testing.assert_allclose(g.numpy(), w[:, 0, :] + 2 * w[:, 1, :])
     (g,) = tenferro.grad(lambda t: (tenferro.triu(t, 1) * t).sum())(u)
     np.testing.assert_allclose(g.numpy(), 2 * np.triu(same[0], 1))
+
+
+def test_format_follows_numpy(rt):
+    x = rt.tensor(np.array(3.14159))
+    assert f"{x:.2f}" == "3.14" and f"{x:.1e}" == "3.1e+00"
+    assert f"{rt.tensor(np.array([1.0, 2.0]))}" == f"{np.array([1.0, 2.0])}"
+    with pytest.raises(TypeError):
+        f"{rt.tensor(np.array([1.0, 2.0])):.2f}"  # numpy refuses number formats of arrays too
