@@ -392,3 +392,29 @@ def test_format_follows_numpy(rt):
     assert f"{rt.tensor(np.array([1.0, 2.0]))}" == f"{np.array([1.0, 2.0])}"
     with pytest.raises(TypeError):
         f"{rt.tensor(np.array([1.0, 2.0])):.2f}"  # numpy refuses number formats of arrays too
+
+
+def test_numpy_ufuncs_dispatch_to_tenferro_and_keep_gradients(rt):
+    # np.exp(x), numpy scalars and arrays next to eager tensors: tenferro operations (the
+    # result records for AD); other ufuncs compute in numpy unless that would drop a gradient.
+    a = np.array([1.0, 2.0])
+    x = rt.tensor(a).requires_grad_()
+    for got, want in [(np.ones(2) + x, a + 1), (np.float64(2.0) * x, 2 * a), (np.exp(x), np.exp(a)),
+                      (np.ones(2) < x, np.ones(2) < a), (np.eye(2) @ x, a), (3 ** x, 3 ** a),
+                      (np.array([5.0, 7.0]) % x, np.array([5.0, 7.0]) % a), (np.sqrt(x), np.sqrt(a)),
+                      (np.negative(x), -a), (np.absolute(x), a), (np.array([3.0, 1.0]) - x, np.array([3.0, 1.0]) - a)]:
+        assert isinstance(got, tenferro.EagerTensor)
+        np.testing.assert_allclose(got.detach().numpy(), want)
+    q, r = np.divmod(np.array([5.0, 7.0]), x)
+    np.testing.assert_array_equal(q.detach().numpy(), [5.0, 3.0])
+    loss = (np.float64(0.5) * (x * x)).sum()
+    loss.backward()
+    np.testing.assert_allclose(x.grad.numpy(), a)
+    with pytest.raises(TypeError, match="drop the gradient"):
+        np.arctan2(x, x)
+    with pytest.raises(TypeError, match="drop the gradient"):
+        np.add.reduce(x)
+    y = rt.tensor(a)
+    assert isinstance(np.arctan2(y, y), np.ndarray)  # no gradient to lose: numpy computes
+    with pytest.raises(tenferro.DTypeError):
+        np.ones(2, dtype=np.float32) + y  # no implicit promotion, as the operators
