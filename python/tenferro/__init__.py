@@ -257,43 +257,8 @@ def _tensor_array(self, dtype=None, copy=None):
 Tensor.__array__ = _tensor_array
 
 
-# numpy ufuncs on eager tensors (np.exp(x), np.float64(2) * x, array + x): the ones with a
-# tenferro operation run it (the result is an eager tensor and records for AD, numpy
-# scalars and arrays as operands, as the operators take them); any other ufunc, method or
-# out= reads the values into numpy, which would silently drop a gradient, so it raises
-# TypeError when an input requires grad and otherwise computes with numpy as before.
-_UFUNC_BINARY = {
-    _np.add: ("__add__", "__radd__"), _np.subtract: ("__sub__", "__rsub__"),
-    _np.multiply: ("__mul__", "__rmul__"), _np.true_divide: ("__truediv__", "__rtruediv__"),
-    _np.power: ("__pow__", "__rpow__"), _np.floor_divide: ("__floordiv__", "__rfloordiv__"),
-    _np.remainder: ("__mod__", "__rmod__"), _np.divmod: ("__divmod__", "__rdivmod__"),
-    _np.matmul: ("__matmul__", "__rmatmul__"), _np.equal: ("__eq__", "__eq__"),
-    _np.not_equal: ("__ne__", "__ne__"), _np.less: ("__lt__", "__gt__"), _np.less_equal: ("__le__", "__ge__"),
-    _np.greater: ("__gt__", "__lt__"), _np.greater_equal: ("__ge__", "__le__"),
-}
-_UFUNC_UNARY = {
-    _np.negative: "__neg__", _np.absolute: "__abs__", _np.exp: "exp", _np.log: "log", _np.sin: "sin",
-    _np.cos: "cos", _np.tanh: "tanh", _np.sqrt: "sqrt", _np.conjugate: "conj",
-}
-
-
-def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
-    if method == "__call__" and not kwargs:
-        if ufunc in _UFUNC_UNARY and len(inputs) == 1:
-            return getattr(inputs[0], _UFUNC_UNARY[ufunc])()
-        if ufunc in _UFUNC_BINARY and len(inputs) == 2:
-            a, b = inputs
-            forward, reflected = _UFUNC_BINARY[ufunc]
-            return getattr(a, forward)(b) if isinstance(a, EagerTensor) else getattr(b, reflected)(a)
-    if any(isinstance(x, EagerTensor) and x.requires_grad for x in inputs):
-        raise TypeError(f"tenferro: numpy.{ufunc.__name__}{'' if method == '__call__' else '.' + method} on an eager "
-                        "tensor that requires grad would compute in numpy and drop the gradient; use tenferro "
-                        "operations (or .detach() first)")
-    host = [x.numpy() if isinstance(x, EagerTensor) else x for x in inputs]
-    return getattr(ufunc, method)(*host, **kwargs)
-
-
-EagerTensor.__array_ufunc__ = _array_ufunc
+# numpy's ufunc and function protocols on eager tensors (np.exp(x), np.sum(x), array + x).
+from . import _numpy_protocols  # noqa: E402,F401  (installs them on EagerTensor)
 
 
 def info(threads=None):

@@ -418,3 +418,36 @@ def test_numpy_ufuncs_dispatch_to_tenferro_and_keep_gradients(rt):
     assert isinstance(np.arctan2(y, y), np.ndarray)  # no gradient to lose: numpy computes
     with pytest.raises(tenferro.DTypeError):
         np.ones(2, dtype=np.float32) + y  # no implicit promotion, as the operators
+
+
+def test_numpy_functions_dispatch_to_tenferro(rt):
+    # np.sum(x), np.transpose(x), np.linalg.det(x), ... run tenferro operations on eager
+    # tensors (results are eager tensors that record for AD); other numpy functions compute
+    # in numpy unless an operand requires grad.
+    a = np.array([[1.0, 2.0], [3.0, 4.5]])
+    for x in (rt.tensor(a), rt.tensor(a).requires_grad_()):
+        cases = [(np.sum(x), np.sum(a)), (np.sum(x, axis=0, keepdims=True), np.sum(a, axis=0, keepdims=True)),
+                 (np.mean(x, 1), np.mean(a, 1)), (np.max(x), np.max(a)), (np.amin(x, axis=1), np.amin(a, axis=1)),
+                 (np.std(x, ddof=1), np.std(a, ddof=1)), (np.var(x, axis=0), np.var(a, axis=0)),
+                 (np.any(x > 4), np.any(a > 4)), (np.transpose(x), a.T), (np.reshape(x, (4,)), a.reshape(4)),
+                 (np.ravel(x), a.ravel()), (np.trace(x), np.trace(a)), (np.clip(x, 1.5, 3), np.clip(a, 1.5, 3)),
+                 (np.diagonal(x), np.diagonal(a)), (np.squeeze(x[None]), a), (np.swapaxes(x, 0, 1), a.T),
+                 (np.concatenate([x, x], axis=1), np.concatenate([a, a], axis=1)), (np.stack([x, x]), np.stack([a, a])),
+                 (np.tril(x), np.tril(a)), (np.triu(x, 1), np.triu(a, 1)), (np.where(x > 2, x, x * 0), np.where(a > 2, a, 0)),
+                 (np.einsum("ij,jk->ik", x, x), a @ a), (np.linalg.det(x), np.linalg.det(a)),
+                 (np.linalg.norm(x), np.linalg.norm(a)), (np.linalg.inv(x), np.linalg.inv(a)),
+                 (np.linalg.svd(x, compute_uv=False), np.linalg.svd(a, compute_uv=False)), (np.real(x), a)]
+        for got, want in cases:
+            assert isinstance(got, tenferro.EagerTensor)
+            np.testing.assert_allclose(got.detach().numpy(), want, rtol=1e-12)
+        assert np.shape(x) == (2, 2) and np.ndim(x) == 2 and np.size(x) == 4
+    x = rt.tensor(a).requires_grad_()
+    np.sum(np.transpose(x) * np.float64(2.0)).backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.full((2, 2), 2.0))
+    with pytest.raises(TypeError, match="drop the gradient"):
+        np.cumsum(x)
+    with pytest.raises(TypeError, match="drop the gradient"):
+        np.sum(x, dtype=np.float32)  # a conversion tenferro does not make implicitly
+    y = rt.tensor(a)
+    assert isinstance(np.cumsum(y), np.ndarray)  # no gradient to lose: numpy computes, as before
+    np.testing.assert_allclose(np.cumsum(y), np.cumsum(a))
