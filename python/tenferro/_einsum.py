@@ -144,8 +144,9 @@ def _einsum_general(*operands, optimize="greedy", out=None, threads=None, engine
     complex64 or complex128, read in place whatever their strides; operands of different
     dtypes are first converted to numpy's common type (a copy of the converted ones).
     The result is a new array over tenferro's buffer (no copy) or ``out``. With
-    ``tenferro.EagerTensor`` operands (all of one ``tenferro.Runtime``) the einsum runs on
-    their runtime and returns an EagerTensor. ``dtype`` / ``casting``: numpy's: the
+    ``tenferro.EagerTensor`` operands (all of one ``tenferro.Runtime``; arrays among them
+    become constants there, of the same dtype) the einsum runs on their runtime and
+    returns an EagerTensor that records for AD. ``dtype`` / ``casting``: numpy's: the
     operands are converted to ``dtype`` first where ``casting`` allows (default 'safe').
     ``order``: the result's memory order, 'K' and 'A' (tenferro's, the default), 'C' or 'F'.
     """
@@ -165,7 +166,11 @@ def _einsum_general(*operands, optimize="greedy", out=None, threads=None, engine
         if r is not NotImplemented:
             return r
     subscripts, ops = _parse_args(operands)
-    if ops and all(isinstance(o, _tenferro.EagerTensor) for o in ops):
+    eager = [o for o in ops if isinstance(o, _tenferro.EagerTensor)]
+    if eager:
+        # Arrays next to eager tensors are constants on their runtime (as the operators
+        # take them; same dtype required): computing all in numpy would drop gradients.
+        ops = [o if isinstance(o, _tenferro.EagerTensor) else eager[0].runtime.tensor(np.asarray(o)) for o in ops]
         if out is not None or engine is not None or threads is not None:
             raise InvalidArgumentError("einsum: eager tensors run on their runtime (no out=, engine= or threads=)",
                                        "invalid_argument", "usage", "einsum")

@@ -451,3 +451,17 @@ def test_numpy_functions_dispatch_to_tenferro(rt):
     y = rt.tensor(a)
     assert isinstance(np.cumsum(y), np.ndarray)  # no gradient to lose: numpy computes, as before
     np.testing.assert_allclose(np.cumsum(y), np.cumsum(a))
+
+
+def test_einsum_of_eager_tensors_and_arrays_stays_eager(rt):
+    # Arrays next to eager tensors are constants on their runtime; the result records for
+    # AD (it was a numpy array, silently without the gradient).
+    a = np.array([[1.0, 2.0], [3.0, 4.5]])
+    x = rt.tensor(a).requires_grad_()
+    for r in (tenferro.einsum("ij,jk->ik", x, a), np.einsum("ij,jk->ik", a, x), tenferro.einsum(x, [0, 1], a, [1, 2], [0, 2])):
+        assert isinstance(r, tenferro.EagerTensor)
+        np.testing.assert_allclose(r.detach().numpy(), a @ a)
+    tenferro.einsum("ij,jk->", x, a).backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.ones((2, 2)) @ a.T)
+    with pytest.raises(tenferro.DTypeError):
+        tenferro.einsum("ij,jk->ik", x, np.eye(2, dtype=np.float32))
