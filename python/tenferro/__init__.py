@@ -257,6 +257,16 @@ def _tensor_array(self, dtype=None, copy=None):
 Tensor.__array__ = _tensor_array
 
 
+def _eager_copy(self, memo=None):
+    # copy.copy / copy.deepcopy: a tensor over new memory (numpy's copy), a new leaf that
+    # requires grad where the original does (torch's deepcopy of a parameter).
+    c = self.detach().copy()
+    return c.requires_grad_() if self.requires_grad else c
+
+
+EagerTensor.__copy__ = _eager_copy
+EagerTensor.__deepcopy__ = _eager_copy
+
 # numpy's ufunc and function protocols on eager tensors (np.exp(x), np.sum(x), array + x).
 from . import _numpy_protocols  # noqa: E402,F401  (installs them on EagerTensor)
 

@@ -465,3 +465,18 @@ def test_einsum_of_eager_tensors_and_arrays_stays_eager(rt):
     np.testing.assert_allclose(x.grad.numpy(), np.ones((2, 2)) @ a.T)
     with pytest.raises(tenferro.DTypeError):
         tenferro.einsum("ij,jk->ik", x, np.eye(2, dtype=np.float32))
+
+
+def test_copy_module_copies(rt):
+    import copy
+    a = np.arange(3.0)
+    x = rt.tensor(a)
+    for c in (copy.copy(x), copy.deepcopy(x), copy.deepcopy([x])[0]):
+        assert isinstance(c, tenferro.EagerTensor) and not c.requires_grad
+        np.testing.assert_array_equal(c.numpy(), a)
+        assert not np.shares_memory(c.numpy(), a)
+    p = rt.tensor(np.ones(2)).requires_grad_()
+    q = copy.deepcopy(p)  # a new leaf: its gradient is its own
+    (q * 3).sum().backward()
+    np.testing.assert_array_equal(q.grad.numpy(), [3.0, 3.0])
+    assert p.grad is None
