@@ -50,8 +50,10 @@ def test_backward_errors_are_typed(rt):
     with pytest.raises(tenferro.InvalidArgumentError):
         x.sum().backward()  # nothing requires grad
     y = rt.tensor(np.ones((2, 2))).requires_grad_()
-    with pytest.raises(tenferro.DTypeError):
+    with pytest.raises(tenferro.ShapeError):
         (y * y).backward()  # not a scalar, no cotangent
+    with pytest.raises(tenferro.DTypeError):
+        (y.astype(np.complex128) * 1j).sum().backward()  # a complex scalar: no implicit real seed
     with pytest.raises(tenferro.DTypeError):
         rt.tensor(np.ones(2, dtype=np.int64)).requires_grad_()
 

@@ -487,7 +487,7 @@ TEST(AdContextTest, TypedErrors) {
   EXPECT_EQ(int_active.error().code(), ErrorCode::kDTypeMismatch);
   auto not_scalar = ctx.grad(g);
   ASSERT_FALSE(not_scalar);
-  EXPECT_EQ(not_scalar.error().code(), ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(not_scalar.error().code(), ErrorCode::kShapeMismatch);
   auto out_of_range = ctx.grad(g, 3);
   ASSERT_FALSE(out_of_range);
   EXPECT_EQ(out_of_range.error().code(), ErrorCode::kOutOfRange);

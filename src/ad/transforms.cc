@@ -395,8 +395,10 @@ Result<void> check_scalar_output(const SemanticProgram& p, int64_t output, std::
   }
   const ValueType& t = p.type(p.outputs()[static_cast<size_t>(output)]);
   if (!is_floating(t.dtype) || t.rank() != 0) {
-    return ad_error(ErrorCode::kDTypeMismatch, op,
-                    "output " + std::to_string(output) + " must be a real scalar (f32 or f64, rank 0) to take a gradient");
+    // A shape error for rank > 0, a dtype error for a complex or integer scalar.
+    return ad_error(
+        t.rank() != 0 ? ErrorCode::kShapeMismatch : ErrorCode::kDTypeMismatch, op,
+        "output " + std::to_string(output) + " must be a real scalar (f32 or f64, rank 0) to take a gradient");
   }
   return {};
 }

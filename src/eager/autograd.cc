@@ -447,7 +447,9 @@ Result<Gradients> reverse(const EagerTensor& root, const EagerTensor& seed, Back
   TENFERRO_TRY_VOID(check_root(root, op));
   const bool scalar = root.rank() == 0 && is_floating(root.dtype());
   if (!seed.defined() && !scalar) {
-    return usage_error(ErrorCode::kDTypeMismatch, op,
+    // A shape error for a tensor of rank > 0, a dtype error for a complex (or integer)
+    // scalar: which of the two the implicit seed 1 needs.
+    return usage_error(root.rank() != 0 ? ErrorCode::kShapeMismatch : ErrorCode::kDTypeMismatch, op,
                        "the output is not a real scalar (dtype " + std::string(dtype_name(root.dtype())) + ", rank " +
                            std::to_string(root.rank()) + "): pass a cotangent");
   }

@@ -548,7 +548,11 @@ TEST(Autograd, TypedErrors) {
   EagerTensor x = requires_grad(a).value();
   auto vec = backward(x * x);
   ASSERT_FALSE(vec);
-  EXPECT_EQ(vec.error().code(), ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(vec.error().code(), ErrorCode::kShapeMismatch);  // not a scalar
+  EagerTensor z = requires_grad(rt->from_values<c128>({2}, {c128(1, 1), c128(0, 2)}).value()).value();
+  auto complex_root = backward(sum(z * z).value());
+  ASSERT_FALSE(complex_root);
+  EXPECT_EQ(complex_root.error().code(), ErrorCode::kDTypeMismatch);  // a complex scalar: no implicit seed
   EXPECT_TRUE(backward(x * x, a));  // with a cotangent
   EXPECT_EQ(values(grad_of(x)), (std::vector<c128>{2.0, 8.0}));
   auto ints = requires_grad(rt->from_values<int64_t>({2}, {1, 2}).value());
