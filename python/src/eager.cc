@@ -48,18 +48,36 @@ Shape axes_of(const py::object& axis) {
   return out;
 }
 
-EagerTensor operand(const EagerTensor& like, const py::object& o) {
+std::optional<EagerTensor> try_operand(const EagerTensor& like, const py::object& o) {
   if (py::isinstance<EagerTensor>(o)) return o.cast<EagerTensor>();
   if (py::isinstance<py::array>(o)) {
     return unwrap(like.runtime()->from_host(from_numpy(py::reinterpret_borrow<py::array>(o))));
   }
-  c128 v;
-  if (PyComplex_Check(o.ptr())) {
-    v = c128(PyComplex_RealAsDouble(o.ptr()), PyComplex_ImagAsDouble(o.ptr()));
-  } else {
-    v = c128(o.cast<double>(), 0.0);
+  if (py::isinstance<py::list>(o) || py::isinstance<py::tuple>(o)) {
+    // Nested sequences of numbers are literal values: in the tensor's dtype, as scalars.
+    const py::array a = py::module_::import("numpy").attr("asarray")(o, numpy_dtype(like.dtype()));
+    return unwrap(like.runtime()->from_host(from_numpy(a)));
   }
-  return unwrap(ctx_of(like).scalar(v, like.dtype()));
+  if (PyComplex_Check(o.ptr())) {
+    return unwrap(
+        ctx_of(like).scalar(c128(PyComplex_RealAsDouble(o.ptr()), PyComplex_ImagAsDouble(o.ptr())), like.dtype()));
+  }
+  if (PyFloat_Check(o.ptr()) || PyLong_Check(o.ptr()) || PyBool_Check(o.ptr()) ||
+      py::isinstance(o, py::module_::import("numpy").attr("number"))) {
+    const py::object c = py::module_::import("builtins").attr("complex")(o);
+    return unwrap(
+        ctx_of(like).scalar(c128(PyComplex_RealAsDouble(c.ptr()), PyComplex_ImagAsDouble(c.ptr())), like.dtype()));
+  }
+  return std::nullopt;
+}
+
+EagerTensor operand(const EagerTensor& like, const py::object& o) {
+  std::optional<EagerTensor> t = try_operand(like, o);
+  if (!t) {
+    throw py::type_error("tenferro: expected an EagerTensor, a numpy array or a number, got " +
+                         std::string(py::str(py::type::of(o).attr("__name__"))));
+  }
+  return *t;
 }
 
 namespace {
@@ -79,7 +97,9 @@ py::object binary(const EagerTensor& x, const py::object& y, Binary op, bool ref
   if (y.is_none() && (op == &eg::Context::eq || op == &eg::Context::ne)) {
     return py::reinterpret_borrow<py::object>(Py_NotImplemented);  // x == None: Python's identity test
   }
-  const EagerTensor other = operand(x, y);
+  const std::optional<EagerTensor> maybe = try_operand(x, y);
+  if (!maybe) return py::reinterpret_borrow<py::object>(Py_NotImplemented);  // Python raises TypeError
+  const EagerTensor& other = *maybe;
   const EagerTensor& lhs = reflected ? other : x;
   const EagerTensor& rhs = reflected ? x : other;
   return py::cast(nogil([&]() -> Result<EagerTensor> {
@@ -233,16 +253,18 @@ void bind_eager(py::module_& m) {
       .def("__getitem__", &basic_index)
       .def(
           "__matmul__",
-          [](const EagerTensor& x, const py::object& y) {
-            const EagerTensor other = operand(x, y);  // a numpy array: a constant tensor (no copy)
-            return nogil([&] { return ctx_of(x).matmul(x, other); });
+          [](const EagerTensor& x, const py::object& y) -> py::object {
+            const std::optional<EagerTensor> other = try_operand(x, y);  // an array: a constant (no copy)
+            if (!other) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+            return py::cast(nogil([&] { return ctx_of(x).matmul(x, *other); }));
           },
           py::is_operator())
       .def(
           "__rmatmul__",
-          [](const EagerTensor& x, const py::object& y) {
-            const EagerTensor other = operand(x, y);
-            return nogil([&] { return ctx_of(x).matmul(other, x); });
+          [](const EagerTensor& x, const py::object& y) -> py::object {
+            const std::optional<EagerTensor> other = try_operand(x, y);
+            if (!other) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+            return py::cast(nogil([&] { return ctx_of(x).matmul(*other, x); }));
           },
           py::is_operator())
       .def("__neg__", [](const EagerTensor& x) { return unary(x, &eg::Context::neg); })
@@ -493,6 +515,10 @@ void bind_eager(py::module_& m) {
       .def(
           "backward",
           [](const EagerTensor& x, const py::object& seed) {
+            if (!seed.is_none() && !py::isinstance<EagerTensor>(seed)) {
+              throw py::type_error("tenferro: backward: the cotangent must be an EagerTensor, got " +
+                                   std::string(py::str(py::type::of(seed).attr("__name__"))));
+            }
             const EagerTensor s = seed.is_none() ? EagerTensor() : seed.cast<EagerTensor>();
             nogil([&] { return eg::backward(x, s); });
           },

@@ -51,8 +51,11 @@ auto nogil(F&& f) {
 /// (the eager ops normalize them and name the axis as given in errors).
 Shape axes_of(const py::object& axis);
 
-/// An operand of a binary operation: a tensor, or a Python/numpy scalar in the tensor's
-/// dtype (scalars never change the result dtype; arrays must be converted explicitly).
+/// An operand of a binary operation: a tensor, a numpy array (a constant, no copy; its
+/// dtype must match), a list/tuple of numbers or a Python/numpy number (values in the
+/// tensor's dtype: they never change the result dtype); nullopt for anything else (the
+/// operators then return NotImplemented). operand() raises TypeError instead.
+std::optional<EagerTensor> try_operand(const EagerTensor& like, const py::object& o);
 EagerTensor operand(const EagerTensor& like, const py::object& o);
 
 /// x // y, x % y, divmod(x, y) and their reflections (Note [Floor division] in

@@ -79,7 +79,9 @@ Result<std::pair<EagerTensor, EagerTensor>> floor_divmod(const EagerTensor& a, c
 }  // namespace
 
 py::object floor_op(const EagerTensor& x, const py::object& y, FloorPart part, bool reflected) {
-  const EagerTensor other = operand(x, y);
+  const std::optional<EagerTensor> maybe = try_operand(x, y);
+  if (!maybe) return py::reinterpret_borrow<py::object>(Py_NotImplemented);  // Python raises TypeError
+  const EagerTensor& other = *maybe;
   const EagerTensor& lhs = reflected ? other : x;
   const EagerTensor& rhs = reflected ? x : other;
   auto qr = nogil([&] { return floor_divmod(lhs, rhs); });

@@ -480,3 +480,19 @@ def test_copy_module_copies(rt):
     (q * 3).sum().backward()
     np.testing.assert_array_equal(q.grad.numpy(), [3.0, 3.0])
     assert p.grad is None
+
+
+def test_unsupported_operands_raise_python_type_errors(rt):
+    # Operators return NotImplemented for what they cannot take (Python's TypeError);
+    # lists of numbers are values in the tensor's dtype, as scalars are.
+    x = rt.tensor(np.arange(6.0).reshape(2, 3))
+    for bad in ("a", None, object()):
+        for op in (lambda: x + bad, lambda: bad * x, lambda: x @ bad, lambda: x // bad, lambda: x ** bad):
+            with pytest.raises(TypeError, match="unsupported operand|can't multiply"):
+                op()
+    np.testing.assert_array_equal((x + [0, 5, 1]).numpy(), np.arange(6.0).reshape(2, 3) + [0, 5, 1])
+    np.testing.assert_array_equal((x * (1, 2, 3)).numpy(), np.arange(6.0).reshape(2, 3) * (1, 2, 3))
+    with pytest.raises(TypeError, match="cotangent must be an EagerTensor"):
+        x.requires_grad_().sum().backward("a")
+    with pytest.raises(TypeError, match="expected an EagerTensor, a numpy array or a number"):
+        x.clip("a", 1)
