@@ -53,8 +53,10 @@ std::optional<EagerTensor> try_operand(const EagerTensor& like, const py::object
   if (py::isinstance<py::array>(o)) {
     return unwrap(like.runtime()->from_host(from_numpy(py::reinterpret_borrow<py::array>(o))));
   }
-  if (py::isinstance<py::list>(o) || py::isinstance<py::tuple>(o)) {
-    // Nested sequences of numbers are literal values: in the tensor's dtype, as scalars.
+  const bool exact_int = PyLong_Check(o.ptr()) && !is_inexact(like.dtype());  // beyond 2^53 too
+  if (py::isinstance<py::list>(o) || py::isinstance<py::tuple>(o) || exact_int) {
+    // Nested sequences of numbers are literal values: in the tensor's dtype, as scalars
+    // (Python integers for integer tensors too, exactly).
     const py::array a = py::module_::import("numpy").attr("asarray")(o, numpy_dtype(like.dtype()));
     return unwrap(like.runtime()->from_host(from_numpy(a)));
   }
@@ -62,8 +64,13 @@ std::optional<EagerTensor> try_operand(const EagerTensor& like, const py::object
     return unwrap(
         ctx_of(like).scalar(c128(PyComplex_RealAsDouble(o.ptr()), PyComplex_ImagAsDouble(o.ptr())), like.dtype()));
   }
-  if (PyFloat_Check(o.ptr()) || PyLong_Check(o.ptr()) || PyBool_Check(o.ptr()) ||
-      py::isinstance(o, py::module_::import("numpy").attr("number"))) {
+  if (PyFloat_Check(o.ptr())) return unwrap(ctx_of(like).scalar(c128(PyFloat_AS_DOUBLE(o.ptr()), 0.0), like.dtype()));
+  if (PyLong_Check(o.ptr())) {  // bool too
+    const double v = PyLong_AsDouble(o.ptr());
+    if (v == -1.0 && PyErr_Occurred()) throw py::error_already_set();  // too large for a double
+    return unwrap(ctx_of(like).scalar(c128(v, 0.0), like.dtype()));
+  }
+  if (py::isinstance(o, py::module_::import("numpy").attr("number"))) {
     const py::object c = py::module_::import("builtins").attr("complex")(o);
     return unwrap(
         ctx_of(like).scalar(c128(PyComplex_RealAsDouble(c.ptr()), PyComplex_ImagAsDouble(c.ptr())), like.dtype()));
