@@ -325,6 +325,7 @@ void bind_eager(py::module_& m) {
       // numpy's ravel (a view where the layout allows) and squeeze.
       .def("ravel", &ravel)
       .def("squeeze", &squeeze, py::arg("axis") = py::none())
+      .def("take", &take, py::arg("indices"), py::arg("axis") = py::none())
       .def("swapaxes",
            [](const EagerTensor& x, const py::object& axis1, const py::object& axis2) {
              Shape perm;

@@ -85,6 +85,11 @@ EagerTensor trace(const EagerTensor& x, int64_t offset, int64_t axis1, int64_t a
 /// tensors (a real result), as mean's dtypes.
 EagerTensor variance(const EagerTensor& x, const py::object& axis, int64_t ddof, bool keepdims, bool root);
 
+/// numpy's take (mode 'raise'): `indices` (integers: an array-like or an integer eager
+/// tensor, read on the host) along `axis`, or of the flattened tensor when None; the
+/// program's gather after a bounds check (IndexError) (eager_numpy.cc).
+EagerTensor take(const EagerTensor& x, const py::object& indices, const py::object& axis);
+
 /// numpy's concatenate (axis None: of the flattened tensors) and stack (a new axis of
 /// extent len(parts)) (eager_numpy.cc). Errors: ValueError for no parts or an axis out of
 /// range; the core's for differing shapes or dtypes.

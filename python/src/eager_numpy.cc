@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "eager_internal.h"
+#include "tenferro/eager/autograd.h"
 
 namespace tenferro::python {
 namespace {
@@ -124,8 +125,9 @@ EagerTensor basic_index(const EagerTensor& x, const py::object& key) {
       reshaped = true;
       continue;
     }
-    if (py::isinstance<py::array>(item) && item.cast<py::array>().ndim() > 0) {
-      throw py::index_error("tenferro: advanced (array) indexing is not supported; use gather or numpy");
+    if ((py::isinstance<py::array>(item) && item.cast<py::array>().ndim() > 0) || py::isinstance<py::list>(item) ||
+        py::isinstance<EagerTensor>(item)) {
+      throw py::index_error("tenferro: advanced (array) indexing is not supported; use x.take(indices, axis)");
     }
     const int64_t n = x.shape()[static_cast<size_t>(d)];
     if (py::isinstance<py::slice>(item)) {
@@ -300,6 +302,43 @@ EagerTensor variance(const EagerTensor& x, const py::object& axis, int64_t ddof,
     TENFERRO_TRY(EagerTensor v, c.div(total, denominator));
     return root ? c.sqrt(v) : v;
   });
+}
+
+EagerTensor take(const EagerTensor& x, const py::object& indices, const py::object& axis) {
+  const py::module_ np = py::module_::import("numpy");
+  py::object host = indices;
+  if (py::isinstance<EagerTensor>(indices)) {
+    const EagerTensor& t = indices.cast<const EagerTensor&>();
+    refuse_traced_read(t, "take's indices");  // they are read on the host
+    host = to_numpy(unwrap(eg::to_host(t)));
+  }
+  py::array idx = np.attr("asarray")(host);
+  const std::string kind = py::str(idx.dtype().attr("kind"));
+  if (idx.size() > 0 && kind != "i" && kind != "u") {
+    throw py::type_error("tenferro: take: indices must be integers, got dtype " + std::string(py::str(idx.dtype())));
+  }
+  idx = np.attr("asarray")(idx, "int64");
+  const EagerTensor src = axis.is_none() ? ravel(x) : x;
+  int64_t a = axis.is_none() ? 0 : int_arg(axis, "axis");
+  if (a < -src.rank() || a >= src.rank()) {
+    throw py::value_error("tenferro: take: axis " + std::to_string(a) + " out of range for rank " +
+                          std::to_string(src.rank()));
+  }
+  if (a < 0) a += src.rank();
+  const int64_t n = src.shape()[static_cast<size_t>(a)];
+  // mode 'raise': every index in [-n, n), negative ones counted from the end (the
+  // program's gather would clamp them instead).
+  py::array_t<int64_t> fixed = np.attr("array")(idx, "int64");
+  int64_t* v = fixed.mutable_data();
+  for (py::ssize_t k = 0; k < fixed.size(); ++k) {
+    if (v[k] < -n || v[k] >= n) {
+      throw py::index_error("tenferro: take: index " + std::to_string(v[k]) + " is out of bounds for axis " +
+                            std::to_string(a) + " with size " + std::to_string(n));
+    }
+    if (v[k] < 0) v[k] += n;
+  }
+  const EagerTensor where = unwrap(src.runtime()->from_host(from_numpy(fixed)));
+  return nogil([&] { return ctx_of(src).gather(src, where, a); });
 }
 
 EagerTensor concatenate(const std::vector<EagerTensor>& parts, const py::object& axis) {

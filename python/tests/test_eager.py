@@ -498,3 +498,26 @@ def test_unsupported_operands_raise_python_type_errors(rt):
         x.requires_grad_().sum().backward("a")
     with pytest.raises(TypeError, match="expected an EagerTensor, a numpy array or a number"):
         x.clip("a", 1)
+
+
+def test_take_follows_numpy(rt):
+    a = np.arange(24.0).reshape(2, 3, 4)
+    x = rt.tensor(a)
+    for indices in ([0], [1, -1, 0], np.array([[1, 0], [1, 1]]), 1, np.array([], dtype=np.int64)):
+        for axis in (None, 0, 1, -1):
+            want = np.take(a, indices, axis=axis)
+            got = x.take(indices, axis=axis).numpy()
+            assert got.shape == want.shape
+            np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(x.take(rt.tensor(np.array([1, 0])), axis=1).numpy(), np.take(a, [1, 0], axis=1))
+    with pytest.raises(IndexError, match="index 3 is out of bounds for axis 1 with size 3"):
+        x.take([3], axis=1)  # numpy's mode 'raise' (the program's gather would clamp)
+    with pytest.raises(TypeError, match="must be integers"):
+        x.take([0.5])
+    with pytest.raises(IndexError, match="use x.take"):
+        x[[0, 1]]
+    (g,) = tenferro.grad(lambda t: t.take([2, 0, 2], axis=1).sum())(rt.tensor(a))
+    want = np.zeros_like(a)
+    want[:, 2] += 2
+    want[:, 0] += 1
+    np.testing.assert_array_equal(g.numpy(), want)
