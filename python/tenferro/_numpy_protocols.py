@@ -163,6 +163,8 @@ _FUNCTIONS = {
     np.var: _moments("var"), np.std: _moments("std"),
     np.transpose: _transpose, np.reshape: _reshape, np.ravel: _ravel, np.trace: _trace, np.clip: _clip,
     np.squeeze: _method("squeeze"), np.swapaxes: _method("swapaxes"), np.diagonal: _method("diagonal"),
+    np.take: lambda a, indices, axis=None, out=None, mode="raise": (
+        a.take(indices, axis) if isinstance(a, EagerTensor) and out is None and mode == "raise" else None),
     np.real: lambda a: a.real if isinstance(a, EagerTensor) else None,
     np.imag: lambda a: a.imag if isinstance(a, EagerTensor) else None,
     np.shape: lambda a: a.shape, np.ndim: lambda a: a.ndim,

@@ -436,7 +436,8 @@ def test_numpy_functions_dispatch_to_tenferro(rt):
                  (np.tril(x), np.tril(a)), (np.triu(x, 1), np.triu(a, 1)), (np.where(x > 2, x, x * 0), np.where(a > 2, a, 0)),
                  (np.einsum("ij,jk->ik", x, x), a @ a), (np.linalg.det(x), np.linalg.det(a)),
                  (np.linalg.norm(x), np.linalg.norm(a)), (np.linalg.inv(x), np.linalg.inv(a)),
-                 (np.linalg.svd(x, compute_uv=False), np.linalg.svd(a, compute_uv=False)), (np.real(x), a)]
+                 (np.linalg.svd(x, compute_uv=False), np.linalg.svd(a, compute_uv=False)), (np.real(x), a),
+                 (np.take(x, [1, 0], axis=1), np.take(a, [1, 0], axis=1))]
         for got, want in cases:
             assert isinstance(got, tenferro.EagerTensor)
             np.testing.assert_allclose(got.detach().numpy(), want, rtol=1e-12)
