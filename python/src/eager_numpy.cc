@@ -1,5 +1,6 @@
 // numpy semantics on eager tensors composed from the core ops (eager_internal.h): floor
-// division and modulo, basic indexing, any / all, squeeze.
+// division and modulo, basic indexing, take, any / all, ravel, squeeze, diagonal / trace,
+// var / std, concatenate / stack.
 
 #include <algorithm>
 #include <string>
