@@ -132,6 +132,104 @@ def test_random_compositions_differentiate_as_central_differences(rt):
         np.testing.assert_allclose(g.numpy(), fd, rtol=1e-4, atol=1e-5, err_msg=str(trial))
 
 
+def _complex_step(x, rnd):
+    # Operations on complex (and, after real/abs, real) tensors, linear algebra included.
+    r = x.ndim
+    complex_dtype = np.iscomplexobj(np.zeros(1, dtype=x.dtype))
+    ops = ["mul", "conj", "abs2", "exp", "sum", "matmul", "slice", "einsum", "sub", "real", "imag", "pow", "take",
+           "cat"]
+    if r >= 2 and x.shape[-1] == x.shape[-2]:
+        ops += ["det", "inv", "svdvals", "norm", "eigvalsh", "solve", "qr", "cholesky"]
+    op = rnd.choice(ops)
+    n = x.shape[-1]
+    eye = (np.eye(n) * 4.0).astype(x.dtype) if r >= 2 else None
+    if op == "mul":
+        return x * (0.5 - 0.3j) if complex_dtype else x * 0.7
+    if op == "conj":
+        return x.conj()
+    if op == "abs2":
+        return (x * x.conj()).real
+    if op == "exp":
+        return np.exp(x * 0.2)
+    if op == "sum":
+        return x.sum(axis=rnd.randrange(r))
+    if op == "matmul":
+        return x @ x.swapaxes(-1, -2) if r >= 2 else x * x
+    if op == "slice":
+        return x[..., ::-1]
+    if op == "einsum":
+        return np.einsum("...i,...i->...", x, x.conj())
+    if op == "sub":
+        return 2.0 - x
+    if op == "real":
+        return x.real
+    if op == "imag":
+        return x.imag
+    if op == "pow":
+        return x ** 2
+    if op == "take":
+        return x.take([0, -1], axis=-1) if n else x
+    if op == "cat":
+        return np.concatenate([x, 2.0 * x], axis=-1)
+    if op == "det":
+        return np.linalg.det(x + eye)
+    if op == "inv":
+        return np.linalg.inv(x + eye)
+    if op == "svdvals":
+        return np.linalg.svd(x + eye, compute_uv=False)
+    if op == "norm":
+        return np.linalg.norm(x, axis=(-2, -1))
+    if op == "eigvalsh":
+        return np.linalg.eigvalsh(x + x.conj().swapaxes(-1, -2))
+    if op == "solve":
+        return np.linalg.solve(x + eye, x)
+    if op == "qr":
+        return abs(np.linalg.qr(x + eye)[1])
+    return np.linalg.cholesky(x @ x.conj().swapaxes(-1, -2) + eye)
+
+
+def test_random_complex_compositions_differentiate_as_central_differences(rt):
+    # Complex inputs: the gradient is dL/dRe + i dL/dIm (docs/design/0009-ad.md).
+    rng = np.random.default_rng(3)
+    checked = 0
+    for trial in range(100):
+        shape = tuple(int(s) for s in rng.integers(1, 4, size=rng.integers(2, 4)))
+        if rng.random() < 0.6:
+            shape = shape[:-1] + (shape[-2],)
+        z = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+
+        def f(x, seed=trial):
+            rnd = random.Random(seed)
+            for _ in range(rnd.randint(1, 3)):
+                if x.ndim == 0:
+                    break
+                x = _complex_step(x, rnd)
+            return x
+
+        with _quiet():
+            try:
+                out = np.asarray(f(z.copy()))
+            except Exception:
+                continue
+            w = rng.standard_normal(out.shape) + (1j * rng.standard_normal(out.shape) if np.iscomplexobj(out) else 0)
+            loss = lambda b: float(np.real(np.sum(np.asarray(f(b)) * np.conj(w))))
+            if not np.isfinite(loss(z)):
+                continue
+            wt = rt.tensor(np.asarray(w, dtype=out.dtype))
+            if np.iscomplexobj(out):
+                (g,) = tenferro.grad(lambda x: (f(x) * wt.conj()).sum().real)(rt.tensor(z))
+            else:
+                (g,) = tenferro.grad(lambda x: (f(x) * wt).sum())(rt.tensor(z))
+            fd = np.zeros_like(z)
+            for idx in np.ndindex(z.shape):
+                e = np.zeros_like(z)
+                e[idx] = 1e-6
+                fd[idx] = (loss(z + e) - loss(z - e)) / 2e-6 + 1j * (loss(z + 1j * e) - loss(z - 1j * e)) / 2e-6
+        checked += 1
+        np.testing.assert_allclose(g.numpy(), fd, rtol=1e-4, atol=1e-5, err_msg=str(trial))
+    assert checked > 50
+
+
 class _quiet:
     """numpy's RuntimeWarnings (empty reductions) silenced."""
 
