@@ -1009,7 +1009,12 @@ void copy_transpose_typed(const CpuExecutionContext& ctx, detail::StridedLoop<2>
     // for the pair path); row offsets dj and column offsets di at vector starts.
     // i segments that are not whole quads leave element-wise tails inside destination
     // lines: no streaming stores then (j tails are whole destination rows). Bytes stream
-    // only whole line tiles, which start every 64 elements of i.
+    // only whole line tiles, which start every 64 elements of i. Tried for outputs that
+    // stream but whose rows start off vector boundaries (rows of 114, 243 or 3125 doubles:
+    // a dozen transposes of the einsum suite): each block transposed into an L1 buffer and
+    // its rows stored as runs, whole lines streamed, ragged ends normally. 5^10 reversed
+    // 0.88-0.98x, MERA and tensornetwork instances 0.91-1.07x (Zen 4, 2026-12-03, three
+    // alternating rounds): within the noise, not kept.
     const bool quads = tr.vec_ok;
     const int64_t step = quads ? (kElem == 1 ? 64 : kQ) : 2;
     if (quads && tr.seg_i < p0 && tr.seg_i % step != 0) {
