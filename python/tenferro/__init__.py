@@ -267,6 +267,22 @@ def _eager_copy(self, memo=None):
 EagerTensor.__copy__ = _eager_copy
 EagerTensor.__deepcopy__ = _eager_copy
 
+
+def _eager_iter(self):
+    # numpy's iteration: over the first axis; a 0-d tensor is not iterable.
+    if self.ndim == 0:
+        raise TypeError("iteration over a 0-d tensor")
+    return (self[i] for i in range(self.shape[0]))
+
+
+def _eager_contains(self, value):
+    # numpy's `value in a`: (a == value).any().
+    return bool((self == value).any())
+
+
+EagerTensor.__iter__ = _eager_iter
+EagerTensor.__contains__ = _eager_contains
+
 # numpy's ufunc and function protocols on eager tensors (np.exp(x), np.sum(x), array + x).
 from . import _numpy_protocols  # noqa: E402,F401  (installs them on EagerTensor)
 

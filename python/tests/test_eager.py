@@ -522,3 +522,13 @@ def test_take_follows_numpy(rt):
     want[:, 2] += 2
     want[:, 0] += 1
     np.testing.assert_array_equal(g.numpy(), want)
+
+
+def test_iteration_and_membership_follow_numpy(rt):
+    with pytest.raises(TypeError, match="0-d"):
+        list(rt.tensor(np.array(3.0)))
+    y = rt.tensor(np.arange(3.0))
+    assert [float(v) for v in y] == [0.0, 1.0, 2.0]
+    z = rt.tensor(np.arange(4.0).reshape(2, 2))
+    assert [r.numpy().tolist() for r in z] == [[0.0, 1.0], [2.0, 3.0]]
+    assert (2.0 in z) and (5.0 not in z) and (1.0 in y)
