@@ -70,7 +70,8 @@ std::optional<EagerTensor> try_operand(const EagerTensor& like, const py::object
     if (v == -1.0 && PyErr_Occurred()) throw py::error_already_set();  // too large for a double
     return unwrap(ctx_of(like).scalar(c128(v, 0.0), like.dtype()));
   }
-  if (py::isinstance(o, py::module_::import("numpy").attr("number"))) {
+  const py::module_ np = py::module_::import("numpy");
+  if (py::isinstance(o, np.attr("number")) || py::isinstance(o, np.attr("bool_"))) {
     const py::object c = py::module_::import("builtins").attr("complex")(o);
     return unwrap(
         ctx_of(like).scalar(c128(PyComplex_RealAsDouble(c.ptr()), PyComplex_ImagAsDouble(c.ptr())), like.dtype()));

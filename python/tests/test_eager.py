@@ -493,6 +493,7 @@ def test_unsupported_operands_raise_python_type_errors(rt):
                 op()
     np.testing.assert_array_equal((x + [0, 5, 1]).numpy(), np.arange(6.0).reshape(2, 3) + [0, 5, 1])
     np.testing.assert_array_equal((x * (1, 2, 3)).numpy(), np.arange(6.0).reshape(2, 3) * (1, 2, 3))
+    np.testing.assert_array_equal((np.True_ * x).numpy(), np.arange(6.0).reshape(2, 3))  # numpy bools are numbers
     big = rt.tensor(np.array([1, 2], dtype=np.int64)) + (2**60 + 1)  # exact, past 2^53
     np.testing.assert_array_equal(big.numpy(), np.array([1, 2]) + (2**60 + 1))
     with pytest.raises(TypeError, match="cotangent must be an EagerTensor"):
