@@ -600,6 +600,11 @@ void bind_eager(py::module_& m) {
   m.def("eager_where", [](const EagerTensor& p, const EagerTensor& a, const EagerTensor& b) {
     return nogil([&] { return ctx_of(p).where(p, a, b); });
   });
+  // numpy's maximum / minimum (NaN propagates); the second operand as the operators take it.
+  m.def("eager_maximum",
+        [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::maximum, false); });
+  m.def("eager_minimum",
+        [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::minimum, false); });
   m.def("eager_concatenate", &concatenate);
   m.def("eager_stack", &stack);
   m.def("eager_tril", [](const EagerTensor& x, int64_t k) { return nogil([&] { return ctx_of(x).tril(x, k); }); });

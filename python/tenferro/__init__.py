@@ -225,6 +225,26 @@ def stack(tensors, axis=0):
     return _tenferro.eager_stack(tensors, axis)
 
 
+def maximum(x, y):
+    """numpy's maximum of eager tensors (NaN propagates); either may be a number or an
+    array of the tensor's dtype."""
+    if not isinstance(x, EagerTensor):
+        x, y = y, x
+    if not isinstance(x, EagerTensor):
+        raise TypeError("tenferro.maximum: expected an EagerTensor operand")
+    return _tenferro.eager_maximum(x, y)
+
+
+def minimum(x, y):
+    """numpy's minimum of eager tensors (NaN propagates); either may be a number or an
+    array of the tensor's dtype."""
+    if not isinstance(x, EagerTensor):
+        x, y = y, x
+    if not isinstance(x, EagerTensor):
+        raise TypeError("tenferro.minimum: expected an EagerTensor operand")
+    return _tenferro.eager_minimum(x, y)
+
+
 def tril(x, k=0):
     """numpy's tril: the lower triangle of the last two axes (diagonal offset k)."""
     _tensors((x,), "tril")

@@ -56,6 +56,9 @@ def _in_numpy(what, call, args, kwargs):
 
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    if method == "__call__" and not kwargs and ufunc in (np.maximum, np.minimum) and len(inputs) == 2:
+        from . import maximum, minimum
+        return (maximum if ufunc is np.maximum else minimum)(*inputs)
     if method == "__call__" and not kwargs:
         if ufunc in _UFUNC_UNARY and len(inputs) == 1:
             return getattr(inputs[0], _UFUNC_UNARY[ufunc])()

@@ -533,3 +533,18 @@ def test_iteration_and_membership_follow_numpy(rt):
     z = rt.tensor(np.arange(4.0).reshape(2, 2))
     assert [r.numpy().tolist() for r in z] == [[0.0, 1.0], [2.0, 3.0]]
     assert (2.0 in z) and (5.0 not in z) and (1.0 in y)
+
+
+def test_maximum_and_minimum_follow_numpy(rt):
+    a = np.array([1.0, -2.0, np.nan, 3.0])
+    x = rt.tensor(a)
+    for got, want in [(np.maximum(x, 0.0), np.maximum(a, 0.0)), (np.maximum(0.0, x), np.maximum(0.0, a)),
+                      (np.minimum(x, np.array([0.0, 0.0, 0.0, 5.0])), np.minimum(a, [0.0, 0.0, 0.0, 5.0])),
+                      (tenferro.maximum(x, x * 2), np.maximum(a, a * 2)), (tenferro.minimum(1.0, x), np.minimum(1.0, a))]:
+        assert isinstance(got, tenferro.EagerTensor)
+        np.testing.assert_array_equal(got.numpy(), want)  # NaN propagates, as numpy's
+    b = rt.tensor(np.array([1.0, -2.0, 3.0])).requires_grad_()
+    np.sum(np.maximum(b, 0.0) * 2.0).backward()
+    np.testing.assert_array_equal(b.grad.numpy(), [2.0, 0.0, 2.0])
+    with pytest.raises(TypeError):
+        tenferro.maximum(1.0, 2.0)
