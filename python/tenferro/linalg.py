@@ -12,7 +12,8 @@ tenferro.einsum.
 Every function also takes `tenferro.EagerTensor` inputs (of one runtime): it then runs
 on their runtime and returns eager tensors that record for reverse-mode AD, so
 ``loss.backward()`` and ``tenferro.grad`` differentiate through svd, qr, eigh,
-cholesky, solve, inv, det, slogdet, pinv, the norms and truncated_svd
+cholesky, solve, inv, det, slogdet, pinv, the norms, truncated_svd, matrix_power and
+multi_dot
 (docs/design/0009-ad.md lists the derivative conventions and what is unsupported:
 full_matrices=True SVD vectors, the complete QR of a tall matrix, eig's vectors, lstsq).
 """
@@ -293,11 +294,13 @@ def cond(x, p=None, *, engine=None, threads=None):
 
 def matrix_power(a, n, *, engine=None, threads=None):
     """numpy.linalg.matrix_power: a to the integer power n (n < 0: of inv(a)) by repeated
-    squaring on tenferro's einsum; integer matrices stay integer for n >= 0."""
-    _arrays_only("matrix_power", a)
+    squaring on tenferro's einsum; integer matrices stay integer for n >= 0. Eager
+    tensors: the products record for AD."""
     import operator
     from ._einsum import einsum
-    a = np.asarray(a)
+    eager = _on_eager(engine, threads, a)
+    if not eager:
+        a = np.asarray(a)
     try:
         n = operator.index(n)
     except TypeError as e:
@@ -305,9 +308,10 @@ def matrix_power(a, n, *, engine=None, threads=None):
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise LinAlgError("matrix_power: last 2 dimensions of the array must be square", "invalid_shape", "usage",
                           "matrix_power")
-    kw = dict(engine=engine, threads=threads)
+    kw = {} if eager else dict(engine=engine, threads=threads)
     if n == 0:
-        return np.broadcast_to(np.eye(a.shape[-1], dtype=a.dtype), a.shape).copy()
+        identity = np.broadcast_to(np.eye(a.shape[-1], dtype=a.dtype), a.shape).copy()
+        return a.runtime.tensor(identity) if eager else identity
     if n < 0:
         a = inv(a, **kw)
         n = -n
@@ -324,13 +328,17 @@ def matrix_power(a, n, *, engine=None, threads=None):
 def multi_dot(arrays, *, out=None, engine=None, threads=None):
     """numpy.linalg.multi_dot: the product of a chain of matrices (the first may be a
     vector, taken as a row, and the last a vector, taken as a column), in the order
-    tenferro's contraction-path search finds cheapest."""
+    tenferro's contraction-path search finds cheapest. Eager tensors: one einsum that
+    records for AD."""
     from ._einsum import einsum
     arrays = list(arrays)
-    _arrays_only("multi_dot", *arrays)
+    eager = _on_eager(engine, threads, *arrays)
+    if eager and out is not None:
+        raise TypeError("multi_dot: eager tensors are immutable (no out=)")
     if len(arrays) < 2:
         raise ValueError("multi_dot: expecting at least two arrays")
-    arrays = [np.asarray(x) for x in arrays]
+    if not eager:
+        arrays = [np.asarray(x) for x in arrays]
     for i, x in enumerate(arrays):
         ok = x.ndim == 2 or (x.ndim == 1 and i in (0, len(arrays) - 1))
         if not ok:
@@ -346,7 +354,10 @@ def multi_dot(arrays, *, out=None, engine=None, threads=None):
     first = labels[0] if arrays[0].ndim == 2 else ""
     last = labels[len(arrays)] if arrays[-1].ndim == 2 else ""
     spec = ",".join(terms) + "->" + first + last
-    r = einsum(spec, *arrays, optimize="optimal" if len(arrays) <= 8 else "greedy", engine=engine, threads=threads)
+    optimize = "optimal" if len(arrays) <= 8 else "greedy"
+    if eager:
+        return einsum(spec, *arrays, optimize=optimize)
+    r = einsum(spec, *arrays, optimize=optimize, engine=engine, threads=threads)
     if out is not None:
         out[...] = r
         return out

@@ -269,3 +269,27 @@ def test_matrix_rank_cond_matrix_power_multi_dot_match_numpy():
         L.multi_dot([a])
     with pytest.raises(tenferro.LinAlgError):
         L.multi_dot([a, stack])
+
+
+def test_matrix_power_and_multi_dot_take_eager_tensors():
+    rt = tenferro.Runtime()
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((3, 3))
+    x = rt.tensor(a)
+    for n in (0, 1, 2, 5, -1, -3):
+        got = L.matrix_power(x, n)
+        assert isinstance(got, tenferro.EagerTensor)
+        np.testing.assert_allclose(got.numpy(), np.linalg.matrix_power(a, n), rtol=1e-10, atol=1e-12)
+    b, c, v = rng.standard_normal((3, 4)), rng.standard_normal((4, 2)), rng.standard_normal(3)
+    np.testing.assert_allclose(L.multi_dot([x, rt.tensor(b), rt.tensor(c)]).numpy(), a @ b @ c, rtol=1e-12)
+    np.testing.assert_allclose(np.linalg.multi_dot([rt.tensor(v), x, rt.tensor(b)]).numpy(), v @ a @ b, rtol=1e-12)
+    xg = rt.tensor(a).requires_grad_()
+    np.sum(np.linalg.matrix_power(xg, 3)).backward()
+    fd = np.zeros_like(a)
+    for i in np.ndindex(a.shape):
+        e = np.zeros_like(a)
+        e[i] = 1e-6
+        fd[i] = (np.linalg.matrix_power(a + e, 3).sum() - np.linalg.matrix_power(a - e, 3).sum()) / 2e-6
+    np.testing.assert_allclose(xg.grad.numpy(), fd, rtol=1e-6)
+    with pytest.raises(TypeError, match="mix of eager tensors and arrays"):
+        L.multi_dot([x, b])
