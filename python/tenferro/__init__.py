@@ -225,24 +225,26 @@ def stack(tensors, axis=0):
     return _tenferro.eager_stack(tensors, axis)
 
 
-def maximum(x, y):
-    """numpy's maximum of eager tensors (NaN propagates); either may be a number or an
-    array of the tensor's dtype."""
+def _elementwise_pair(name, run, x, y):
+    # A symmetric binary function: the eager tensor first, the other operand as the
+    # operators take it.
     if not isinstance(x, EagerTensor):
         x, y = y, x
     if not isinstance(x, EagerTensor):
-        raise TypeError("tenferro.maximum: expected an EagerTensor operand")
-    return _tenferro.eager_maximum(x, y)
+        raise TypeError(f"tenferro.{name}: expected an EagerTensor operand")
+    return run(x, y)
+
+
+def maximum(x, y):
+    """numpy's maximum of eager tensors (NaN propagates); either may be a number or an
+    array of the tensor's dtype."""
+    return _elementwise_pair("maximum", _tenferro.eager_maximum, x, y)
 
 
 def minimum(x, y):
     """numpy's minimum of eager tensors (NaN propagates); either may be a number or an
     array of the tensor's dtype."""
-    if not isinstance(x, EagerTensor):
-        x, y = y, x
-    if not isinstance(x, EagerTensor):
-        raise TypeError("tenferro.minimum: expected an EagerTensor operand")
-    return _tenferro.eager_minimum(x, y)
+    return _elementwise_pair("minimum", _tenferro.eager_minimum, x, y)
 
 
 def tril(x, k=0):
