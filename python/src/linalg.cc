@@ -134,14 +134,7 @@ la::QrMode qr_mode_of(const std::string& mode) {
 }
 
 la::MatrixNorm matrix_norm_kind(const std::string& kind) {
-  if (kind == "fro") return la::MatrixNorm::kFrobenius;
-  if (kind == "nuc") return la::MatrixNorm::kNuclear;
-  if (kind == "2") return la::MatrixNorm::kSpectral;
-  if (kind == "1") return la::MatrixNorm::kOne;
-  if (kind == "inf") return la::MatrixNorm::kInf;
-  if (kind == "-2") return la::MatrixNorm::kMinSingular;
-  if (kind == "-1") return la::MatrixNorm::kMinColumnSum;
-  if (kind == "-inf") return la::MatrixNorm::kMinRowSum;
+  if (const std::optional<la::MatrixNorm> k = la::parse_matrix_norm(kind)) return *k;
   throw py::value_error("tenferro.linalg.matrix_norm: ord must be 'fro', 'nuc', 2, 1, inf, -2, -1 or -inf");
 }
 

@@ -1315,5 +1315,18 @@ TEST(LinalgThreads, OneAndTwoThreadsGiveEqualResults) {
     for (int64_t i = 0; i < 40; ++i) EXPECT_NEAR(b1.s.get<double>({b, i}).value(), b2.s.get<double>({b, i}).value(), 1e-12);
 }
 
+TEST(MatrixNormNames, RoundTripNumpysOrds) {
+  const std::pair<MatrixNorm, const char*> names[] = {
+      {MatrixNorm::kFrobenius, "fro"},   {MatrixNorm::kNuclear, "nuc"},   {MatrixNorm::kSpectral, "2"},
+      {MatrixNorm::kOne, "1"},           {MatrixNorm::kInf, "inf"},       {MatrixNorm::kMinSingular, "-2"},
+      {MatrixNorm::kMinColumnSum, "-1"}, {MatrixNorm::kMinRowSum, "-inf"}};
+  for (const auto& [kind, name] : names) {
+    EXPECT_EQ(matrix_norm_name(kind), name);
+    EXPECT_EQ(parse_matrix_norm(name), kind);
+  }
+  EXPECT_FALSE(parse_matrix_norm("frob"));
+  EXPECT_FALSE(parse_matrix_norm(""));
+}
+
 }  // namespace
 }  // namespace tenferro::linalg

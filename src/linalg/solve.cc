@@ -791,6 +791,28 @@ Result<LstsqResult> lstsq(const CpuExecutionContext& ctx, const Tensor& a, const
                           [&](auto t) { return lstsq_t<decltype(t)>(ctx, a, bm, vector, rcond, options, pool); });
 }
 
+namespace {
+constexpr std::pair<MatrixNorm, std::string_view> kMatrixNormNames[] = {
+    {MatrixNorm::kFrobenius, "fro"},   {MatrixNorm::kNuclear, "nuc"},    {MatrixNorm::kSpectral, "2"},
+    {MatrixNorm::kOne, "1"},           {MatrixNorm::kInf, "inf"},        {MatrixNorm::kMinSingular, "-2"},
+    {MatrixNorm::kMinColumnSum, "-1"}, {MatrixNorm::kMinRowSum, "-inf"},
+};
+}  // namespace
+
+std::string_view matrix_norm_name(MatrixNorm kind) noexcept {
+  for (const auto& [k, name] : kMatrixNormNames) {
+    if (k == kind) return name;
+  }
+  return "fro";
+}
+
+std::optional<MatrixNorm> parse_matrix_norm(std::string_view name) noexcept {
+  for (const auto& [k, n] : kMatrixNormNames) {
+    if (n == name) return k;
+  }
+  return std::nullopt;
+}
+
 Result<Tensor> matrix_norm(const CpuExecutionContext& ctx, const Tensor& a, MatrixNorm kind,
                            const LinalgOptions& options, const PoolPtr& pool) {
   TENFERRO_TRY_VOID(detail::check_matrix(a, "matrix_norm", false));

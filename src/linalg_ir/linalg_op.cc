@@ -33,19 +33,6 @@ std::string_view uplo_text(linalg::Uplo u) { return u == linalg::Uplo::kLower ? 
 std::string_view transpose_text(linalg::Transpose t) {
   return t == linalg::Transpose::kNone ? "n" : t == linalg::Transpose::kTranspose ? "t" : "c";
 }
-std::string_view norm_text(linalg::MatrixNorm n) {
-  switch (n) {
-    case linalg::MatrixNorm::kFrobenius: return "fro";
-    case linalg::MatrixNorm::kNuclear: return "nuc";
-    case linalg::MatrixNorm::kSpectral: return "2";
-    case linalg::MatrixNorm::kOne: return "1";
-    case linalg::MatrixNorm::kInf: return "inf";
-    case linalg::MatrixNorm::kMinSingular: return "-2";
-    case linalg::MatrixNorm::kMinColumnSum: return "-1";
-    case linalg::MatrixNorm::kMinRowSum: return "-inf";
-  }
-  return "fro";
-}
 
 bool is_float(DType d) { return d == DType::kF32 || d == DType::kF64 || d == DType::kC64 || d == DType::kC128; }
 DType real_of(DType d) { return d == DType::kC64 ? DType::kF32 : d == DType::kC128 ? DType::kF64 : d; }
@@ -124,7 +111,7 @@ std::string LinalgOp::payload_text() const {
         s += std::string(";rtol=") + buf;
       }
       break;
-    case Kind::kMatrixNorm: s += ";ord=" + std::string(norm_text(p_.norm)); break;
+    case Kind::kMatrixNorm: s += ";ord=" + std::string(linalg::matrix_norm_name(p_.norm)); break;
     default: break;
   }
   return s;
@@ -429,26 +416,9 @@ Result<std::shared_ptr<const LinalgOp>> parse_linalg_payload(std::string_view pa
         break;
       case Kind::kMatrixNorm:
         if (key == "ord") {
-          ok_opt = true;
-          if (val == "fro") {
-            p.norm = linalg::MatrixNorm::kFrobenius;
-          } else if (val == "nuc") {
-            p.norm = linalg::MatrixNorm::kNuclear;
-          } else if (val == "2") {
-            p.norm = linalg::MatrixNorm::kSpectral;
-          } else if (val == "1") {
-            p.norm = linalg::MatrixNorm::kOne;
-          } else if (val == "inf") {
-            p.norm = linalg::MatrixNorm::kInf;
-          } else if (val == "-2") {
-            p.norm = linalg::MatrixNorm::kMinSingular;
-          } else if (val == "-1") {
-            p.norm = linalg::MatrixNorm::kMinColumnSum;
-          } else if (val == "-inf") {
-            p.norm = linalg::MatrixNorm::kMinRowSum;
-          } else {
-            ok_opt = false;
-          }
+          const std::optional<linalg::MatrixNorm> norm = linalg::parse_matrix_norm(val);
+          ok_opt = norm.has_value();
+          if (norm) p.norm = *norm;
         }
         break;
       default: break;

@@ -353,6 +353,11 @@ enum class MatrixNorm : uint8_t {
   kMinColumnSum,  ///< smallest column sum of |a_ij| ("-1")
   kMinRowSum,     ///< smallest row sum of |a_ij| ("-inf")
 };
+/// numpy's name of a matrix norm ord ("fro", "nuc", "2", "1", "inf", "-2", "-1", "-inf"),
+/// and the norm a name denotes (nullopt for any other text): one table for the program
+/// text and the Python binding.
+std::string_view matrix_norm_name(MatrixNorm kind) noexcept;
+std::optional<MatrixNorm> parse_matrix_norm(std::string_view name) noexcept;
 /// Norm of each matrix [..] (real dtype), numpy's ords 'fro', 'nuc', 2, 1, inf, -2, -1,
 /// -inf; a NaN entry gives NaN (the singular-value kinds: kInvalidArgument, Note
 /// [Non-finite input]). Empty matrices have norm 0.
