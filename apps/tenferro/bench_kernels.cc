@@ -394,6 +394,33 @@ int run_bench_kernels(int argc, char** argv) {
                         2.0 * 32 * 64 * 64 * 64 / tp / 1e6});
       }
     }
+    // ---- batched products with the batch label fastest in every operand ('bij,bjk->bik'
+    // with column-major tensors: numpy's row-major einsum written in tenferro; Note
+    // [Batch-lane products]), against one cblas_dgemm per item on contiguous matrices
+    // (the layout BLAS wants, no copies).
+    for (const auto& [items, n] :
+         std::vector<std::pair<int64_t, int64_t>>{{32, 64}, {12, 64}, {256, 16}, {64, 32}, {16, 128}}) {
+      const std::string name = "lanes f64 " + std::to_string(items) + "x" + std::to_string(n) + "^3";
+      if (!want(name)) continue;
+      Tensor a = Tensor::random_normal(DType::kF64, {items, n, n}, 6).value();
+      Tensor b = Tensor::random_normal(DType::kF64, {items, n, n}, 7).value();
+      Tensor c = Tensor::zeros(DType::kF64, {items, n, n}).value();
+      const cpu::DotDims dims{{0}, {0}, {2}, {1}};
+      const double tf = median_ms(31, [&] { check(cpu::dot_general_into(ctx, a, b, dims, {}, c)); });
+      const auto len = static_cast<size_t>(items * n * n);
+      std::vector<double> ra(len), rb(len), rc(len);
+      std::iota(ra.begin(), ra.end(), 0.0);
+      std::iota(rb.begin(), rb.end(), 1.0);
+      const int nn = static_cast<int>(n);
+      const double ref = reference_ms(threads, 31, [&] {
+        for (int64_t i = 0; i < items; ++i) {
+          const size_t at = static_cast<size_t>(i * n * n);
+          cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, nn, nn, nn, 1.0, ra.data() + at, nn, rb.data() + at,
+                      nn, 0.0, rc.data() + at, nn);
+        }
+      });
+      rows.push_back({name, tf, "dgemm_loop", ref, 2.0 * static_cast<double>(items * n * n * n) / tf / 1e6});
+    }
     // ---- permutations of 2^24 f64 elements vs memcpy.
     const int64_t n24 = int64_t{1} << 24;
     std::vector<double> raw_src(static_cast<size_t>(n24), 1.0), raw_dst(static_cast<size_t>(n24), 0.0);

@@ -545,6 +545,55 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
     om = an.lhs_split->out;
     add_batch(*an.lhs_split, false);
   }
+  if (route.kernel == DotKernel::kBatchLanes) {
+    // Batch items as vector lanes (Note [Batch-lane products] in gemm_lanes.cc): the lane
+    // run's pairs become the lanes, the other batch pairs are walked one item at a time.
+    // A unit is one vector of lanes of one item; a worker takes consecutive units.
+    if constexpr (std::is_same_v<T, double>) {
+      SmallVector<int64_t, 8> iext = bext;
+      for (size_t i = 0; i < nb0 && i < 64; ++i) {
+        if ((an.lane_dims >> i & 1u) != 0) iext[i] = 1;
+      }
+      const BatchAxes items_ax = batch_axes(iext.span(), lbs.span(), rbs.span(), obs.span());
+      const int64_t lanes = route.lanes, width = detail::lane_width(isa);
+      const int64_t blocks = (lanes + width - 1) / width, units = route.batch / lanes * blocks;
+      const detail::GemmArgs<double> base{M,
+                                          N,
+                                          K,
+                                          alpha,
+                                          static_cast<const double*>(lhs.storage()->data()) + lhs.offset(),
+                                          lm.stride,
+                                          lk.stride,
+                                          false,
+                                          static_cast<const double*>(rhs.storage()->data()) + rhs.offset(),
+                                          rk.stride,
+                                          rn.stride,
+                                          false,
+                                          beta,
+                                          static_cast<double*>(out.storage()->data()) + out.offset(),
+                                          om.stride,
+                                          on.stride};
+      auto run_units = [&](int64_t u0, int64_t u1) {
+        for (int64_t u = u0; u < u1;) {
+          const int64_t item = u / blocks, b0 = u % blocks, b1 = std::min(blocks, b0 + (u1 - u));
+          const BatchCursor cur(items_ax, item);
+          detail::GemmArgs<double> g = base;
+          g.a += cur.lo + b0 * width;
+          g.b += cur.ro + b0 * width;
+          g.c += cur.oo + b0 * width;
+          detail::lanes_f64(isa, g, std::min(lanes, b1 * width) - b0 * width, route.columns_outer);
+          u += b1 - b0;
+        }
+      };
+      if (route.split == DotSplit::kPieces && route.threads > 1) {
+        const int64_t per = 4 * int64_t{route.threads};
+        ctx.parallel_for(units, (units + per - 1) / per, run_units);
+      } else {
+        run_units(0, units);
+      }
+    }
+    return ok();
+  }
   // The short-side kernel's contraction levels and the broadcast operand's row offsets,
   // in C's row order (Note [Short-side products with a strided contraction]).
   detail::KLevels klev = an.klev;
@@ -942,12 +991,12 @@ Result<Tensor> dot_general(const CpuExecutionContext& ctx, const Tensor& lhs, co
   }
   TENFERRO_TRY(detail::DotAxes axes, detail::validate_dot(lhs, rhs, dims));
   TENFERRO_TRY(Shape shape, dot_general_shape(lhs.shape(), rhs.shape(), dims));
-  const Layout layout = dot_general_result_layout(shape, dims.lhs_batch.size());
+  DotOptions o = options;
+  o.beta = 0.0;
+  const Layout layout = detail::own_result_layout(ctx, lhs.dtype(), lhs.layout(), rhs.layout(), dims, o, axes, shape);
   TENFERRO_TRY(Tensor buffer, Tensor::uninitialized(lhs.dtype(), {element_count(shape)}, pool));
   TENFERRO_TRY(Tensor out, Tensor::from_storage(lhs.dtype(), buffer.storage(), layout));
   buffer = Tensor();
-  DotOptions o = options;
-  o.beta = 0.0;
   TENFERRO_TRY_VOID(dot_general_into(ctx, lhs, rhs, dims, o, out, pool));
   return out;
 }

@@ -14,6 +14,7 @@
 
 #include "gemm.h"
 #include "tenferro/cpu/dot_route.h"
+#include "tenferro/cpu/elementwise.h"
 
 namespace tenferro::cpu {
 namespace {
@@ -464,7 +465,11 @@ TEST(DotGeneral, BatchFastestOperandsArePackedForBlis) {
     st = dot_general_into(ctx, lhs, rhs, c.dims, DotOptions{}, out, nullptr, &scratch);
   });
   ASSERT_TRUE(st.has_value()) << st.error().to_string();
-  const DotRoute route = planned(kReferenceCaps, 2, lhs, rhs, out, c.dims);
+  // With an L2 too small for the lane kernel's slices (Note [Batch-lane thresholds]),
+  // which these operands would otherwise take.
+  CpuCaps caps = kReferenceCaps;
+  caps.l2_bytes = 32 << 10;
+  const DotRoute route = planned(caps, 2, lhs, rhs, out, c.dims);
   EXPECT_EQ(route.provider, GemmProvider::kBlis) << describe(route);
   EXPECT_TRUE(route.pack_lhs);
   EXPECT_TRUE(route.pack_rhs);
@@ -660,6 +665,178 @@ TEST(DotGeneral, BatchFastestOperandsArePackedForTheSmallKernel) {
           << "m " << m << " threads " << threads << " first at " << first;
     }
   }
+}
+
+// Note [Batch-lane products]: batch items one element apart in every operand, as
+// vector lanes. Lane runs of one batch label and of two that merge, with another batch
+// label walked item by item; lane counts with a masked last vector; every register-block
+// remainder of m and n; strided rows, columns and contraction (sliced and permuted
+// views); alpha and beta; the row-block and column-block orders; one and two threads;
+// every ISA level the machine has. Values against the long-double reference.
+TEST(DotGeneral, BatchLaneProductsMatchTheReference) {
+  auto executor = make_tbb_executor(2).value();
+  std::mt19937_64 rng(2026);
+  struct Case {
+    Shape run;     // the lane run's labels, fastest first
+    int64_t walk;  // a batch label stored after the matrices: walked item by item
+    int64_t m, n, k;
+  };
+  const Case cases[] = {{{32}, 1, 9, 7, 13},   {{20}, 2, 4, 6, 70},  {{8, 4}, 3, 5, 1, 3}, {{16}, 1, 1, 11, 2},
+                        {{36}, 1, 13, 3, 129}, {{4, 6}, 2, 3, 5, 1}, {{12}, 1, 2, 40, 5}};
+  for (const Case& cs : cases) {
+    const int64_t nr = static_cast<int64_t>(cs.run.size());
+    // Stored as lhs [run..., i, 2j, w] (j a step-2 slice), rhs [run..., k, j, w], out
+    // [run..., i, k, w]; viewed as [run..., w, i, j], [run..., w, j, k], [run..., w, i, k].
+    auto stored = [&](int64_t a, int64_t b) {
+      Shape sh = cs.run;
+      for (int64_t e : {a, b, cs.walk}) sh.push_back(e);
+      return sh;
+    };
+    auto view = [&](bool swap) {
+      SmallVector<int64_t, 8> p;
+      for (int64_t i = 0; i < nr; ++i) p.push_back(i);
+      p.push_back(nr + 2);
+      p.push_back(swap ? nr + 1 : nr);
+      p.push_back(swap ? nr : nr + 1);
+      return Dims(p.span());
+    };
+    const Tensor lhs = Tensor::random_normal(DType::kF64, stored(cs.m, 2 * cs.k), rng())
+                           .value()
+                           .slice(nr + 1, 0, 2 * cs.k, 2)
+                           .value()
+                           .permute(view(false))
+                           .value();
+    const Tensor rhs =
+        Tensor::random_normal(DType::kF64, stored(cs.n, cs.k), rng()).value().permute(view(true)).value();
+    Config c;
+    c.lhs_shape = lhs.shape();
+    c.rhs_shape = rhs.shape();
+    for (int64_t i = 0; i <= nr; ++i) {
+      c.dims.lhs_batch.push_back(i);
+      c.dims.rhs_batch.push_back(i);
+    }
+    c.dims.lhs_contracting = {nr + 2};
+    c.dims.rhs_contracting = {nr + 1};
+    for (int threads : {1, 2}) {
+      for (bool scaled : {false, true}) {
+        Tensor out = Tensor::random_normal(DType::kF64, stored(cs.m, cs.n), rng()).value().permute(view(false)).value();
+        const Tensor before = out.clone().value();
+        DotOptions opt;
+        if (scaled) {
+          opt.alpha = -0.75;
+          opt.beta = 1.5;
+        }
+        Result<void> st;
+        executor->install([&] {
+          CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
+          st = dot_general_into(ctx, lhs, rhs, c.dims, opt, out);
+        });
+        ASSERT_TRUE(st.has_value()) << st.error().to_string();
+        std::string first;
+        EXPECT_EQ(alpha_beta_mismatches(lhs, rhs, c, opt, before, out, 1e-12, &first), 0)
+            << "run " << format_dims(cs.run) << " m " << cs.m << " n " << cs.n << " k " << cs.k << " threads "
+            << threads << " first at " << first;
+      }
+    }
+    // The planner with the reference capabilities takes the lane kernel for the whole
+    // lane run (both labels when two merge) wherever it fills its vectors well enough.
+    const Tensor out = Tensor::zeros(DType::kF64, stored(cs.m, cs.n)).value().permute(view(false)).value();
+    const DotRoute route = planned(kReferenceCaps, 1, lhs, rhs, out, c.dims);
+    int64_t run = 1;
+    for (int64_t e : cs.run) run *= e;
+    if (run % 8 == 0 || run >= 20) {
+      EXPECT_EQ(route.kernel, DotKernel::kBatchLanes) << describe(route);
+      EXPECT_EQ(route.lanes, run) << describe(route);
+      EXPECT_FALSE(route.pack_lhs || route.pack_rhs || route.pack_out) << describe(route);
+    } else {
+      EXPECT_NE(route.kernel, DotKernel::kBatchLanes) << describe(route);
+    }
+  }
+}
+
+// The lane kernel itself at every ISA level this machine has (the scalar level's plain
+// loops too, which the planner never picks): lanes with a masked last vector, both block
+// orders, strided products, depth blocks past one (k > 64), alpha and beta, against a
+// plain loop in long double.
+TEST(DotGeneral, LaneKernelAtEveryIsaLevel) {
+  std::mt19937_64 rng(77);
+  std::normal_distribution<double> nd;
+  const IsaLevel top = CpuCaps::probe().usable_isa();
+  for (IsaLevel isa : {IsaLevel::kScalar, IsaLevel::kAvx2, IsaLevel::kAvx512}) {
+    if (isa > top) continue;
+    for (const auto& [lanes, m, n, k] : {std::array<int64_t, 4>{11, 5, 7, 3}, std::array<int64_t, 4>{16, 9, 2, 130},
+                                         std::array<int64_t, 4>{3, 1, 13, 1}}) {
+      for (bool cols : {false, true}) {
+        // Item w of A (i, p) at w + 13 i + 17 13 p (lanes <= 13 apart from the rows);
+        // B (p, j) at w + 19 p + 19 k j; C (i, j) at w + 20 i + 20 m j.
+        const int64_t rsa = 17, csa = 17 * m, rsb = 19, csb = 19 * k, rsc = 20, csc = 20 * m;
+        std::vector<double> a(static_cast<size_t>(csa * k + 17)), b(static_cast<size_t>(csb * n + 19)),
+            c(static_cast<size_t>(csc * n + 20));
+        for (auto* v : {&a, &b, &c})
+          for (double& x : *v) x = nd(rng);
+        const std::vector<double> before = c;
+        const detail::GemmArgs<double> g{m,        n,   k,   -0.5,  a.data(), rsa,      csa, false,
+                                         b.data(), rsb, csb, false, 2.0,      c.data(), rsc, csc};
+        detail::lanes_f64(isa, g, lanes, cols);
+        for (int64_t w = 0; w < 20; ++w)
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+              const size_t at = static_cast<size_t>(w + i * rsc + j * csc);
+              if (w >= lanes) {
+                ASSERT_EQ(c[at], before[at]) << "lane " << w << " past the batch was written";
+                continue;
+              }
+              long double sum = 0, mag = 0;
+              for (int64_t p = 0; p < k; ++p) {
+                const long double x = a[static_cast<size_t>(w + i * rsa + p * csa)],
+                                  y = b[static_cast<size_t>(w + p * rsb + j * csb)];
+                sum += x * y;
+                mag += std::fabs(x * y);
+              }
+              const long double want = -0.5L * sum + 2.0L * before[at];
+              EXPECT_NEAR(c[at], static_cast<double>(want),
+                          1e-13 * static_cast<double>(mag + 2 * std::fabs(before[at]) + 1))
+                  << isa_name(isa) << " lanes " << lanes << " m " << m << " n " << n << " k " << k << " w " << w;
+            }
+      }
+    }
+  }
+}
+
+// Note [Lane-first results]: dot_general's own result follows batch-fastest operands
+// when the lane kernel computes it, and keeps the usual layout otherwise.
+TEST(DotGeneral, OwnResultOfBatchLaneProductsIsLaneFirst) {
+  const Tensor lhs = Tensor::random_normal(DType::kF64, {16, 6, 5}, 41).value();  // [b, i, j], b fastest
+  const Tensor rhs = Tensor::random_normal(DType::kF64, {16, 5, 7}, 42).value();  // [b, j, k]
+  Config c;
+  c.lhs_shape = lhs.shape();
+  c.rhs_shape = rhs.shape();
+  c.dims.lhs_batch = {0};
+  c.dims.rhs_batch = {0};
+  c.dims.lhs_contracting = {2};
+  c.dims.rhs_contracting = {1};
+  const CpuExecutionContext& ctx = CpuExecutionContext::sequential();
+  const Tensor out = dot_general(ctx, lhs, rhs, c.dims).value();
+  const bool lanes = explain_dot_general(ctx, lhs, rhs, c.dims).value().kernel == DotKernel::kBatchLanes;
+  if (lanes) {
+    EXPECT_EQ(out.strides()[0], 1);
+    EXPECT_EQ(out.strides()[1], 16);
+    EXPECT_EQ(out.strides()[2], 96);
+  } else {
+    EXPECT_EQ(out.layout(), dot_general_result_layout(out.shape(), 1));
+  }
+  std::vector<long double> mag;
+  const auto ref = reference(lhs, rhs, c, false, false, out.shape(), &mag);
+  int64_t lin = 0;
+  for_each_index(out.shape(), [&](const Index& oi) {
+    EXPECT_NEAR(out.get_as_c128(oi).value().real(), static_cast<double>(ref[static_cast<size_t>(lin)].real()),
+                1e-12 * static_cast<double>(mag[static_cast<size_t>(lin)] + 1));
+    ++lin;
+  });
+  // f32 has no lane kernel: the usual layout.
+  const Tensor out32 =
+      dot_general(ctx, convert(ctx, lhs, DType::kF32).value(), convert(ctx, rhs, DType::kF32).value(), c.dims).value();
+  EXPECT_EQ(out32.layout(), dot_general_result_layout(out32.shape(), 1));
 }
 
 // Row-major batched products ('bij,bjk->bik' on C-order arrays): the small kernel takes

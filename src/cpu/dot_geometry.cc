@@ -5,6 +5,7 @@
 // choice is made in dot_plan.cc.
 
 #include <algorithm>
+#include <array>
 #include <optional>
 #include <string>
 
@@ -317,9 +318,79 @@ bool unit_batch_stride(const Layout& l, std::span<const int64_t> axes) {
   return false;
 }
 
+// The lane run of lhs and rhs (Note [Batch-lane products] in gemm_lanes.cc): the first
+// batch pair with stride 1 in both operands, then every batch pair that continues the run
+// in both (stride = the run's extent so far). `out`, when given, must continue it too.
+// Pairs past the 64th are not considered. Returns the run's items (0: none) and its
+// pairs as bits of `pairs`.
+int64_t operand_lane_run(const Layout& lhs, const Layout& rhs, const DotDims& dims, const Layout* out,
+                         std::span<const int64_t> out_batch, uint64_t* pairs) {
+  const size_t nb = std::min<size_t>(dims.lhs_batch.size(), 64);
+  auto extent = [&](size_t i) { return lhs.shape[static_cast<size_t>(dims.lhs_batch[i])]; };
+  auto in_run = [&](size_t i, int64_t want) {
+    return extent(i) > 1 && lhs.strides[static_cast<size_t>(dims.lhs_batch[i])] == want &&
+           rhs.strides[static_cast<size_t>(dims.rhs_batch[i])] == want &&
+           (out == nullptr || out->strides[static_cast<size_t>(out_batch[i])] == want);
+  };
+  *pairs = 0;
+  int64_t run = 0;
+  for (size_t i = 0; i < nb && run == 0; ++i) {
+    if (in_run(i, 1)) {
+      run = extent(i);
+      *pairs = uint64_t{1} << i;
+    }
+  }
+  for (bool grown = run > 0; grown;) {
+    grown = false;
+    for (size_t i = 0; i < nb; ++i) {
+      if ((*pairs >> i & 1u) == 0 && in_run(i, run)) {
+        run *= extent(i);
+        *pairs |= uint64_t{1} << i;
+        grown = true;
+      }
+    }
+  }
+  return run;
+}
+
 }  // namespace
 
 namespace detail {
+
+std::optional<Layout> lane_first_layout(const Layout& lhs, const Layout& rhs, const DotDims& dims, const Shape& shape) {
+  uint64_t pairs = 0;
+  if (operand_lane_run(lhs, rhs, dims, nullptr, {}, &pairs) == 0) return std::nullopt;
+  // The run's pairs in run order: each continues the one before it (stride = the
+  // extents so far), so ordering them by lhs stride gives that order.
+  SmallVector<size_t, 8> run;
+  for (size_t i = 0; i < 64 && i < dims.lhs_batch.size(); ++i) {
+    if ((pairs >> i & 1u) != 0) run.push_back(i);
+  }
+  std::sort(run.begin(), run.end(), [&](size_t x, size_t y) {
+    return lhs.strides[static_cast<size_t>(dims.lhs_batch[x])] < lhs.strides[static_cast<size_t>(dims.lhs_batch[y])];
+  });
+  const uint64_t mask = pairs;
+  // The run first, then dot_general_result_layout's order: [lhs free, rhs free, batch].
+  Layout out;
+  out.shape = shape;
+  out.strides = Strides(shape.size(), 0);
+  int64_t stride = 1;
+  for (size_t i : run) {
+    out.strides[i] = stride;
+    stride *= shape[i];
+  }
+  const size_t nbatch = dims.lhs_batch.size();
+  for (size_t i = nbatch; i < shape.size(); ++i) {
+    out.strides[i] = stride;
+    stride *= shape[i];
+  }
+  for (size_t i = 0; i < nbatch; ++i) {
+    if (i < 64 && (mask >> i & 1u) != 0) continue;
+    out.strides[i] = stride;
+    stride *= shape[i];
+  }
+  return out;
+}
 
 void analyze_dot(DType dtype, const Layout& lhs, const Layout& rhs, const Layout& out, const DotDims& dims_in,
                  const DotAxes& axes, const DotOptions& options, DotAnalysis* a) {
@@ -352,6 +423,7 @@ void analyze_dot(DType dtype, const Layout& lhs, const Layout& rhs, const Layout
   p.lhs_batch_unit = unit_batch_stride(lhs, dims.lhs_batch.span());
   p.rhs_batch_unit = unit_batch_stride(rhs, dims.rhs_batch.span());
   p.out_batch_unit = unit_batch_stride(out, a->out_batch.span());
+  p.lane_batch = operand_lane_run(lhs, rhs, dims, &out, a->out_batch.span(), &a->lane_dims);
   p.conj_lhs = options.conj_lhs && is_complex_dtype(dtype);
   p.conj_rhs = options.conj_rhs && is_complex_dtype(dtype);
   p.beta_zero = options.beta == c128(0.0);

@@ -280,7 +280,9 @@ constexpr int64_t kOpenBlasPiece = 512;
 // the second woke): 0.44 / 3.0 ms, the one-thread times.
 constexpr int64_t kBlockedPiece = 128;
 
-// Note [Batch-fastest operands]: BLIS takes any strides, but an operand whose unit
+// Note [Batch-fastest operands]: f64 batches whose items are one element apart in all
+// three operands run as vector lanes (Note [Batch-lane thresholds]); the rest of this
+// note is about the others. BLIS takes any strides, but an operand whose unit
 // stride is a batch dimension gives each product rows and columns that are both
 // strided, which BLIS gathers element by element; packing the whole batch once (one
 // vectorized copy) is faster there (bin_batched_matmul, batch label fastest, 2
@@ -399,6 +401,36 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   r.batch = B;
   r.m = M;
   r.n = N;
+  // Note [Batch-lane thresholds]: batch items as vector lanes (Note [Batch-lane
+  // products] in gemm_lanes.cc) when the lane run fills at least one vector and every
+  // group merges (the kernel takes any strides but packs nothing). The kernel re-reads
+  // one operand's lane slice (k x n or m x k vectors) once per register block of the
+  // other, so the smaller slice must stay in L2: at most half of it (of 512 KiB when the
+  // size is unknown). Larger products pack and run a blocked GEMM.
+  if (f64 && automatic && !vendor && kernels && K >= 1 && p.lane_batch >= detail::lane_width(isa) && lm.mergeable &&
+      lk.mergeable && rk.mergeable && rn.mergeable && om.mergeable && on.mergeable) {
+    const int64_t l2 = caps.l2_bytes > 0 ? caps.l2_bytes : int64_t{512} << 10;
+    const int64_t width = detail::lane_width(isa);
+    const int64_t padded = (p.lane_batch + width - 1) / width * width;
+    if (std::min(M * K, K * N) <= l2 / 2 / (8 * width) && 4 * padded <= 5 * p.lane_batch) {
+      r.kernel = DotKernel::kBatchLanes;
+      r.provider = GemmProvider::kNaive;
+      r.lanes = p.lane_batch;
+      r.columns_outer = M * K < K * N;  // A's slice is the one re-read
+      const int64_t units = B / p.lane_batch * (padded / width);
+      const bool parallel = r.policy != BatchPolicy::kSequential && st.threads > 1 && units > 1 &&
+                            flops >= (st.batch.parallel_min_flops + B - 1) / B;
+      r.threads = parallel ? st.threads : 1;
+      if (parallel) {
+        r.split = DotSplit::kPieces;
+        r.pieces = units;
+      }
+      r.reason =
+          "batch items one element apart in every operand: the batch-lane kernel, no packing (Note "
+          "[Batch-lane products])";
+      return r;
+    }
+  }
   // Pack forms of operands that do not merge (Note [Pack order]).
   const bool lhs_k_first = p.lhs_first_free < 16 && p.lhs_k_unit_run >= 16;
   const bool rhs_n_first = p.rhs_first_k < 16 && p.rhs_n_unit_run >= 16 &&
@@ -628,6 +660,28 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   return r;
 }
 
+namespace detail {
+
+// Note [Lane-first results]: operands whose batch items lie one element apart (numpy's
+// 'bij,bjk->bik' in column-major tensors) get a result laid out the same way when the
+// planner then runs the batch-lane kernel (Note [Batch-lane products] in
+// gemm_lanes.cc), which writes such a C with whole vectors; in the usual layout it would
+// write each item's block lane by lane. Otherwise (no lane run, or products the lane
+// kernel does not take) the result keeps the usual layout, which the BLAS routes address
+// without a scratch.
+Layout own_result_layout(const CpuExecutionContext& ctx, DType dtype, const Layout& lhs, const Layout& rhs,
+                         const DotDims& dims, const DotOptions& options, const DotAxes& axes, const Shape& shape) {
+  if (auto lanes = lane_first_layout(lhs, rhs, dims, shape)) {
+    DotAnalysis an;
+    analyze_dot(dtype, lhs, rhs, *lanes, dims, axes, options, &an);
+    const DotSettings settings{effective_batch_settings(ctx, options), ctx.threads()};
+    auto route = plan_dot(an.problem, ctx.caps(), settings);
+    if (route && route->kernel == DotKernel::kBatchLanes) return *lanes;
+  }
+  return dot_general_result_layout(shape, dims.lhs_batch.size());
+}
+
+}  // namespace detail
 
 Result<DotRoute> explain_dot_general(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs,
                                      const DotDims& dims, const DotOptions& options, const Layout* out_layout) {
@@ -643,7 +697,11 @@ Result<DotRoute> explain_dot_general(const CpuExecutionContext& ctx, const Tenso
     return r;
   }
   TENFERRO_TRY(Shape shape, dot_general_shape(lhs.shape(), rhs.shape(), dims));
-  const Layout out = out_layout != nullptr ? *out_layout : dot_general_result_layout(shape, dims.lhs_batch.size());
+  DotOptions own = options;  // dot_general's own result: beta = 0
+  own.beta = 0.0;
+  const Layout out = out_layout != nullptr ? *out_layout
+                                           : detail::own_result_layout(ctx, lhs.dtype(), lhs.layout(), rhs.layout(),
+                                                                       dims, own, axes, shape);
   if (!(out.shape == shape)) {
     return usage_error(ErrorCode::kShapeMismatch, "dot_general",
                        "destination shape " + format_dims(out.shape) + " differs from result shape " + format_dims(shape));
@@ -668,6 +726,7 @@ std::string_view dot_kernel_name(DotKernel k) noexcept {
     case DotKernel::kStreamed: return "streamed";
     case DotKernel::kStreamedOutput: return "streamed-output";
     case DotKernel::kBlocked: return "blocked";
+    case DotKernel::kBatchLanes: return "batch-lanes";
     case DotKernel::kOpenBlas: return "openblas";
     case DotKernel::kBlis: return "blis";
     case DotKernel::kVendorBatch: return "vendor-batch";
@@ -695,6 +754,7 @@ std::string describe(const DotRoute& r) {
       .append(r.provider == GemmProvider::kNaive ? std::string_view("tenferro") : gemm_provider_name(r.provider));
   out.append(", batch ").append(std::to_string(r.batch)).append(" x ").append(std::to_string(r.m));
   out.append(" x ").append(std::to_string(r.n));
+  if (r.kernel == DotKernel::kBatchLanes) out.append(" (").append(std::to_string(r.lanes)).append(" lanes)");
   out.append(", split ").append(dot_split_name(r.split));
   if (r.split == DotSplit::kPieces || r.split == DotSplit::kSplitK) {
     if (r.pieces > 1) out.append(" (").append(std::to_string(r.pieces)).append(")");

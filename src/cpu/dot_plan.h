@@ -45,11 +45,23 @@ struct DotAnalysis {
   SmallVector<int64_t, 8> out_batch, out_m, out_n;
   std::optional<FreeSplit> lhs_split, rhs_split;
   KLevels klev;
+  uint64_t lane_dims = 0;  ///< bit i: batch pair i (i < 64) belongs to the lane run (DotProblem::lane_batch)
 };
 
 /// Analyzes a validated call (no allocation beyond inline small vectors).
 void analyze_dot(DType dtype, const Layout& lhs, const Layout& rhs, const Layout& out, const DotDims& dims,
                  const DotAxes& axes, const DotOptions& options, DotAnalysis* analysis);
+
+/// Note [Lane-first results] (dot_plan.cc): dot_general's result layout with the
+/// operands' lane run (Note [Batch-lane products]) fastest, then the order of
+/// dot_general_result_layout; nullopt when lhs and rhs have no lane run.
+std::optional<Layout> lane_first_layout(const Layout& lhs, const Layout& rhs, const DotDims& dims, const Shape& shape);
+
+/// The layout of dot_general's own result (Note [Lane-first results] in dot_plan.cc):
+/// lane_first_layout when the planner then runs the batch-lane kernel, else
+/// dot_general_result_layout. `options` as dot_general runs them (beta = 0).
+Layout own_result_layout(const CpuExecutionContext& ctx, DType dtype, const Layout& lhs, const Layout& rhs,
+                         const DotDims& dims, const DotOptions& options, const DotAxes& axes, const Shape& shape);
 
 /// Whether a provider can address an r x c operand with strides (rs, cs) under `policy`.
 bool operand_ok(BatchPolicy policy, GemmProvider provider, bool output, bool conj_complex, int64_t rows,

@@ -410,6 +410,62 @@ TEST(DotPlan, FreeGroupSplitAndPackForms) {
   }
 }
 
+// Note [Batch-lane thresholds]: batch items one element apart in all three operands
+// run as vector lanes where the lane run fills its vectors (at most a fourth padding)
+// and the smaller operand slice fits half of L2; otherwise the batch is packed.
+TEST(DotPlan, BatchLanesWhereItemsAreOneElementApart) {
+  auto lanes_call = [](int64_t b, int64_t m, int64_t n, int64_t k, int threads = 1, DType dtype = DType::kF64) {
+    Call c;
+    c.dtype = dtype;
+    c.dims = batched_dims();
+    c.lhs = cm({b, m, k});
+    c.rhs = cm({b, k, n});
+    c.out = cm({b, m, n});
+    c.threads = threads;
+    return c;
+  };
+  DotRoute r = plan(lanes_call(32, 64, 64, 64), kAvx512).value();
+  EXPECT_EQ(r.kernel, DotKernel::kBatchLanes) << describe(r);
+  EXPECT_EQ(r.provider, GemmProvider::kNaive);
+  EXPECT_EQ(r.lanes, 32);
+  EXPECT_EQ(r.threads, 1);
+  EXPECT_FALSE(r.pack_lhs || r.pack_rhs || r.pack_out);
+  EXPECT_NE(describe(r).find("(32 lanes)"), std::string::npos) << describe(r);
+  // Two threads: units of one vector of lanes over the workers.
+  r = plan(lanes_call(32, 64, 64, 64, 2), kAvx512).value();
+  EXPECT_EQ(r.kernel, DotKernel::kBatchLanes);
+  EXPECT_EQ(r.split, DotSplit::kPieces);
+  EXPECT_EQ(r.pieces, 4);
+  EXPECT_EQ(r.threads, 2);
+  // ...but not under a sequential batch policy, nor for a batch too small to share.
+  Call seq = lanes_call(32, 64, 64, 64, 2);
+  seq.options.batch_policy = BatchPolicy::kSequential;
+  EXPECT_EQ(plan(seq, kAvx512).value().threads, 1);
+  EXPECT_EQ(plan(lanes_call(8, 2, 2, 2, 2), kAvx512).value().threads, 1);
+  // Lane width 8 with AVX-512, 4 with AVX2: 12 items pad a third vector of 8 (not
+  // taken) but fill three of 4; no vector kernels at the scalar level.
+  EXPECT_NE(plan(lanes_call(12, 8, 8, 8), kAvx512).value().kernel, DotKernel::kBatchLanes);
+  EXPECT_EQ(plan(lanes_call(12, 8, 8, 8), kAvx2).value().kernel, DotKernel::kBatchLanes);
+  EXPECT_EQ(plan(lanes_call(20, 8, 8, 8), kAvx512).value().kernel, DotKernel::kBatchLanes);  // 24 slots
+  EXPECT_NE(plan(lanes_call(32, 8, 8, 8), kScalar).value().kernel, DotKernel::kBatchLanes);
+  EXPECT_NE(plan(lanes_call(4, 8, 8, 8), kAvx512).value().kernel, DotKernel::kBatchLanes);
+  // The smaller slice: 64 x 64 (4096 elements, 256 KiB of 8 lanes) fits half of an
+  // unknown L2 (512 KiB assumed); 128 x 128 does not, but 128 x 16 against 16 x 128 does.
+  EXPECT_NE(plan(lanes_call(32, 128, 128, 128), kAvx512).value().kernel, DotKernel::kBatchLanes);
+  r = plan(lanes_call(32, 16, 2000, 128), kAvx512).value();
+  EXPECT_EQ(r.kernel, DotKernel::kBatchLanes);
+  EXPECT_TRUE(r.columns_outer);  // A's slice (16 x 128) is the one re-read
+  EXPECT_FALSE(plan(lanes_call(32, 2000, 16, 128), kAvx512).value().columns_outer);
+  // f32, a forced provider, or a destination whose items are not one element apart.
+  EXPECT_NE(plan(lanes_call(32, 8, 8, 8, 1, DType::kF32), kAvx512).value().kernel, DotKernel::kBatchLanes);
+  Call forced = lanes_call(32, 8, 8, 8);
+  forced.options.provider = GemmProvider::kBlis;
+  EXPECT_EQ(plan(forced, kAvx512).value().kernel, DotKernel::kBlis);
+  Call slow_out = lanes_call(32, 8, 8, 8);
+  slow_out.out = std::nullopt;  // dot_general_result_layout: the batch outermost
+  EXPECT_NE(plan(slow_out, kAvx512).value().kernel, DotKernel::kBatchLanes);
+}
+
 TEST(DotPlan, IsPureAndDescribed) {
   const Call c = matmul(700, 300, 200, 2);
   const DotRoute a = plan(c, kAvx2).value(), b = plan(c, kAvx2).value();

@@ -327,6 +327,15 @@ void streamed_out_f64(IsaLevel isa, const GemmArgs<double>& g, bool columns_oute
   scalar::streamed_out_f64(g, columns_outer);
 }
 
+void lanes_f64(IsaLevel isa, const GemmArgs<double>& g, int64_t lanes, bool columns_outer) {
+  switch (isa) {
+    case IsaLevel::kAvx512: return avx512::lanes_f64(g, lanes, columns_outer);
+    case IsaLevel::kAvx2: return avx2::lanes_f64(g, lanes, columns_outer);
+    case IsaLevel::kScalar: break;
+  }
+  scalar::lanes_f64(g, lanes, columns_outer);
+}
+
 #define TENFERRO_GEMM_INSTANTIATE(T)                                  \
   template bool gemm_openblas<T>(const GemmArgs<T>&, int);            \
   template bool gemm_blis<T>(const GemmArgs<T>&);                     \

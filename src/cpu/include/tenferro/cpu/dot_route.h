@@ -30,6 +30,7 @@ enum class DotKernel : uint8_t {
   kStreamed,        ///< tenferro's streamed tall-product kernel (Note [Streamed tall products])
   kStreamedOutput,  ///< tenferro's streamed-output kernel (Note [Streamed-output products])
   kBlocked,         ///< tenferro's blocked AVX-512 f64 GEMM (Note [Blocked AVX-512 GEMM])
+  kBatchLanes,      ///< tenferro's f64 kernel with batch items as vector lanes (Note [Batch-lane products])
   kOpenBlas,        ///< cblas_?gemm of OpenBLAS
   kBlis,            ///< bli_?gemm_ex of BLIS (one thread per call)
   kVendorBatch,     ///< one BLIS ?gemm_batch_ call for the whole batch
@@ -76,6 +77,10 @@ struct DotProblem {
   bool lhs_batch_unit = false;  ///< some batch dimension of the operand has stride 1
   bool rhs_batch_unit = false;
   bool out_batch_unit = false;
+  /// Items of the lane run: a batch dimension with stride 1 in lhs, rhs and out, times
+  /// the batch dimensions that continue it in all three (0: none; Note [Batch-lane
+  /// products]).
+  int64_t lane_batch = 0;
   DotFreeSplit lhs_split, rhs_split;  ///< candidate splits of non-merging free groups
   int64_t lhs_first_free = 1;   ///< extent of the lhs's first non-trivial free axis
   int64_t lhs_k_unit_run = 1;   ///< elements of the lhs contraction's unit-stride run
@@ -107,8 +112,9 @@ struct DotRoute {
   bool rhs_n_first = false;  ///< a packed rhs is [free, contraction] (else [contraction, free])
   bool split_lhs_free = false, split_rhs_free = false;  ///< Note [Split free groups] applied
   bool transposed = false;   ///< kShortSides / kStreamed compute C^T = B^T A^T
-  bool columns_outer = false;  ///< kStreamedOutput: column blocks outermost (A stays in cache)
+  bool columns_outer = false;       ///< kStreamedOutput, kBatchLanes: column blocks outermost (A stays in cache)
   int64_t m = 1, n = 1, batch = 1;  ///< product sizes after any free-group split
+  int64_t lanes = 0;                ///< kBatchLanes: items of the lane run (the rest are walked one by one)
   const char* reason = "";
 };
 

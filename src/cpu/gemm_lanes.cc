@@ -1,0 +1,224 @@
+// Note [Batch-lane products]: a batch of f64 products whose batch dimension has unit
+// stride in A, B and C (the column-major layout of numpy's 'bij,bjk->bik': the batch
+// label is written first, so it is the fastest axis) makes every row and column of
+// each product strided. BLAS needs a unit stride in each matrix, so the other routes
+// pack the whole batch of both operands and compute into a scratch that is copied back
+// (three transposing copies of the data), and every product is then a separate small
+// GEMM. Here the batch itself is the vector: lane w of a vector is item w of the batch,
+// so C[w, i, j] += A[w, i, p] B[w, p, j] is one FMA of a vector of A by a vector of B,
+// with no broadcast, no packing and no scratch. Register blocks of kLaneRows x
+// kLaneCols vectors of C (4 x 6 with 512-bit vectors, 3 x 4 with 256-bit ones) load
+// kLaneRows + kLaneCols vectors per step of the contraction, each one whole cache line
+// (AVX-512) of one row or column of the lane block. A lane block is kLanes items; a
+// short last block is masked (its loads too: the lanes past the batch may lie past the
+// buffer). Row blocks outermost re-read B's lane slice (k x n lines) once per row block
+// and keep A's rows in L1; with `columns_outer` the roles swap (A's slice re-read,
+// B's columns in L1). The planner picks the order whose re-read slice fits in L2 and
+// sends this kernel nothing larger (Note [Batch-lane thresholds] in dot_plan.cc).
+
+#include <algorithm>
+#include <cstdint>
+
+#include <immintrin.h>
+
+#include "gemm.h"
+#include "tenferro/core/isa_region.h"
+
+TENFERRO_ISA_BEGIN
+#include "simd_f64.h"
+
+namespace tenferro::cpu::detail::TENFERRO_ISA_NS {
+
+#if TENFERRO_ISA_LEVEL >= 1
+namespace {
+
+#if TENFERRO_ISA_LEVEL >= 2
+constexpr int kLaneRows = 4, kLaneCols = 6;  // 24 accumulators, 4 + 1 operand registers of 32
+#else
+constexpr int kLaneRows = 3, kLaneCols = 4;  // 12 accumulators, 3 + 1 operand registers of 16
+#endif
+// Contraction steps per packed block: 4 rows x 64 steps of 64-byte vectors are 16 KiB,
+// half of L1, next to the other operand's stream.
+constexpr int64_t kLaneDepth = 64;
+
+// One register block of C for one vector of lanes.
+struct LaneTile {
+  int64_t rows, cols, kc;  // RI, RJ (the template's) and the contraction steps
+  const double* x;         // X's vector (r, p) at x + r * xr + p * xp
+  int64_t xr, xp;
+  const double* y;  // Y's vector (t, p) at y + t * yc + p * yp
+  int64_t yc, yp;
+  double* c;  // C's vector (r, t) at c + r * rsc + t * csc
+  int64_t rsc, csc;
+  double alpha, beta;
+  vec::M mask;
+};
+
+// C = alpha X Y + beta C for one RI x RJ block. kMaskX / kMaskY: that operand is read
+// with the lane mask (it lies in the caller's arrays, not in a full packed block); C is
+// masked when either is.
+template <int RI, int RJ, bool kMaskX, bool kMaskY>
+void lane_block(const LaneTile& tl) {
+  constexpr bool kMaskC = kMaskX || kMaskY;
+  vec::V acc[RI][RJ];
+#pragma GCC unroll 4
+  for (int r = 0; r < RI; ++r)
+#pragma GCC unroll 6
+    for (int t = 0; t < RJ; ++t) acc[r][t] = vec::zero();
+  const double* x = tl.x;
+  const double* y = tl.y;
+  const int64_t xr = tl.xr, xp = tl.xp, yc = tl.yc, yp = tl.yp;
+  const vec::M mask = tl.mask;
+  for (int64_t p = 0; p < tl.kc; ++p, x += xp, y += yp) {
+    vec::V xv[RI];
+#pragma GCC unroll 4
+    for (int r = 0; r < RI; ++r) xv[r] = kMaskX ? vec::load(x + r * xr, mask) : vec::load(x + r * xr);
+#pragma GCC unroll 6
+    for (int t = 0; t < RJ; ++t) {
+      const vec::V yv = kMaskY ? vec::load(y + t * yc, mask) : vec::load(y + t * yc);
+#pragma GCC unroll 4
+      for (int r = 0; r < RI; ++r) acc[r][t] = vec::fma(xv[r], yv, acc[r][t]);
+    }
+  }
+  const double alpha = tl.alpha, beta = tl.beta;
+  const vec::V av = vec::set1(alpha), bv = vec::set1(beta);
+#pragma GCC unroll 4
+  for (int r = 0; r < RI; ++r)
+#pragma GCC unroll 6
+    for (int t = 0; t < RJ; ++t) {
+      double* dst = tl.c + r * tl.rsc + t * tl.csc;
+      vec::V v = alpha == 1.0 ? acc[r][t] : vec::mul(av, acc[r][t]);
+      if (beta != 0.0) v = vec::fma(bv, kMaskC ? vec::load(dst, mask) : vec::load(dst), v);
+      if (kMaskC) {
+        vec::store(dst, v, mask);
+      } else {
+        vec::store(dst, v);
+      }
+    }
+}
+
+template <int RI, bool kMaskX, bool kMaskY>
+void lane_cols(const LaneTile& t) {
+  switch (t.cols) {
+    case 6: return lane_block<RI, 6, kMaskX, kMaskY>(t);
+    case 5: return lane_block<RI, 5, kMaskX, kMaskY>(t);
+    case 4: return lane_block<RI, 4, kMaskX, kMaskY>(t);
+    case 3: return lane_block<RI, 3, kMaskX, kMaskY>(t);
+    case 2: return lane_block<RI, 2, kMaskX, kMaskY>(t);
+    default: return lane_block<RI, 1, kMaskX, kMaskY>(t);
+  }
+}
+
+template <bool kMaskX, bool kMaskY>
+void lane_tile(const LaneTile& t) {
+  switch (t.rows) {
+    case 4: return lane_cols<4, kMaskX, kMaskY>(t);
+    case 3: return lane_cols<3, kMaskX, kMaskY>(t);
+    case 2: return lane_cols<2, kMaskX, kMaskY>(t);
+    default: return lane_cols<1, kMaskX, kMaskY>(t);
+  }
+}
+
+// Copies `count` x kc vectors (vector (r, p) at src + r * rs + p * ps, lanes past the
+// mask read as zero) to dst, vector (r, p) at dst + (p * count + r) * kLanes.
+void pack_lanes(const double* src, int64_t count, int64_t kc, int64_t rs, int64_t ps, bool masked, vec::M mask,
+                double* dst) {
+  for (int64_t p = 0; p < kc; ++p, src += ps) {
+    for (int64_t r = 0; r < count; ++r, dst += vec::kLanes) {
+      vec::store(dst, masked ? vec::load(src + r * rs, mask) : vec::load(src + r * rs));
+    }
+  }
+}
+
+}  // namespace
+#endif
+
+// Note [Batch-lane packing]: the operand kept in L1 (A's row block, or B's column block
+// with columns outermost) is copied, kLaneDepth steps at a time, into a contiguous
+// stack block before the register blocks use it: in the caller's arrays its vectors lie
+// one contraction stride apart, and with power-of-two extents that stride maps every
+// vector of a row to the same L1 set (bin_batched_matmul's A: 16 KiB apart), so the
+// block never stayed in L1. The other operand streams from L2 in place.
+void lanes_f64(const GemmArgs<double>& g, int64_t lanes, bool columns_outer) {
+#if TENFERRO_ISA_LEVEL >= 1
+  constexpr int64_t L = vec::kLanes;
+  constexpr int64_t kHeld = kLaneRows > kLaneCols ? kLaneRows : kLaneCols;
+  alignas(64) double held[kHeld * kLaneDepth * L];
+  for (int64_t w0 = 0; w0 < lanes; w0 += L) {
+    const bool masked = lanes - w0 < L;
+    const vec::M mask = vec::mask(lanes - w0);
+    for (int64_t p0 = 0; p0 < g.k; p0 += kLaneDepth) {
+      const int64_t kc = std::min(kLaneDepth, g.k - p0);
+      // Later depth blocks add to what the first wrote.
+      const double beta = p0 == 0 ? g.beta : 1.0;
+      const double* a = g.a + w0 + p0 * g.csa;
+      const double* b = g.b + w0 + p0 * g.rsb;
+      double* c = g.c + w0;
+      if (!columns_outer) {
+        for (int64_t i0 = 0; i0 < g.m; i0 += kLaneRows) {
+          const int64_t rows = std::min<int64_t>(kLaneRows, g.m - i0);
+          pack_lanes(a + i0 * g.rsa, rows, kc, g.rsa, g.csa, masked, mask, held);
+          for (int64_t j0 = 0; j0 < g.n; j0 += kLaneCols) {
+            const LaneTile t{rows,
+                             std::min<int64_t>(kLaneCols, g.n - j0),
+                             kc,
+                             held,
+                             L,
+                             rows * L,
+                             b + j0 * g.csb,
+                             g.csb,
+                             g.rsb,
+                             c + i0 * g.rsc + j0 * g.csc,
+                             g.rsc,
+                             g.csc,
+                             g.alpha,
+                             beta,
+                             mask};
+            masked ? lane_tile<false, true>(t) : lane_tile<false, false>(t);
+          }
+        }
+      } else {
+        for (int64_t j0 = 0; j0 < g.n; j0 += kLaneCols) {
+          const int64_t cols = std::min<int64_t>(kLaneCols, g.n - j0);
+          pack_lanes(b + j0 * g.csb, cols, kc, g.csb, g.rsb, masked, mask, held);
+          for (int64_t i0 = 0; i0 < g.m; i0 += kLaneRows) {
+            const LaneTile t{std::min<int64_t>(kLaneRows, g.m - i0),
+                             cols,
+                             kc,
+                             a + i0 * g.rsa,
+                             g.rsa,
+                             g.csa,
+                             held,
+                             L,
+                             cols * L,
+                             c + i0 * g.rsc + j0 * g.csc,
+                             g.rsc,
+                             g.csc,
+                             g.alpha,
+                             beta,
+                             mask};
+            masked ? lane_tile<true, false>(t) : lane_tile<false, false>(t);
+          }
+        }
+      }
+    }
+  }
+#else
+  // The baseline: lanes innermost, which the compiler vectorizes for the baseline ISA.
+  (void)columns_outer;
+  for (int64_t j = 0; j < g.n; ++j)
+    for (int64_t i = 0; i < g.m; ++i) {
+      double* c = g.c + i * g.rsc + j * g.csc;
+      for (int64_t w = 0; w < lanes; ++w) c[w] = g.beta == 0.0 ? 0.0 : g.beta * c[w];
+      for (int64_t p = 0; p < g.k; ++p) {
+        const double* a = g.a + i * g.rsa + p * g.csa;
+        const double* b = g.b + p * g.rsb + j * g.csb;
+        for (int64_t w = 0; w < lanes; ++w) c[w] += g.alpha * (a[w] * b[w]);
+      }
+    }
+#endif
+}
+
+}  // namespace tenferro::cpu::detail::TENFERRO_ISA_NS
+
+TENFERRO_ISA_END
