@@ -398,8 +398,8 @@ int run_bench_kernels(int argc, char** argv) {
     // with column-major tensors: numpy's row-major einsum written in tenferro; Note
     // [Batch-lane products]), against one cblas_dgemm per item on contiguous matrices
     // (the layout BLAS wants, no copies).
-    for (const auto& [items, n] :
-         std::vector<std::pair<int64_t, int64_t>>{{32, 64}, {12, 64}, {256, 16}, {64, 32}, {16, 128}}) {
+    for (const auto& [items, n] : std::vector<std::pair<int64_t, int64_t>>{
+             {32, 64}, {12, 64}, {256, 16}, {64, 32}, {16, 128}, {8, 256}, {8, 384}, {8, 512}}) {
       const std::string name = "lanes f64 " + std::to_string(items) + "x" + std::to_string(n) + "^3";
       if (!want(name)) continue;
       Tensor a = Tensor::random_normal(DType::kF64, {items, n, n}, 6).value();

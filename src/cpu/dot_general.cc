@@ -548,7 +548,9 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
   if (route.kernel == DotKernel::kBatchLanes) {
     // Batch items as vector lanes (Note [Batch-lane products] in gemm_lanes.cc): the lane
     // run's pairs become the lanes, the other batch pairs are walked one item at a time.
-    // A unit is one vector of lanes of one item; a worker takes consecutive units.
+    // A unit is one vector of lanes of one item, or one part of its rows (columns when
+    // column blocks are outermost) when the planner split them (Note [Batch-lane
+    // thresholds]); a worker takes consecutive units.
     if constexpr (std::is_same_v<T, double>) {
       SmallVector<int64_t, 8> iext = bext;
       for (size_t i = 0; i < nb0 && i < 64; ++i) {
@@ -556,7 +558,10 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
       }
       const BatchAxes items_ax = batch_axes(iext.span(), lbs.span(), rbs.span(), obs.span());
       const int64_t lanes = route.lanes, width = detail::lane_width(isa);
-      const int64_t blocks = (lanes + width - 1) / width, units = route.batch / lanes * blocks;
+      const int64_t blocks = (lanes + width - 1) / width, parts = route.lane_parts;
+      const int64_t units = route.batch / lanes * blocks * parts;
+      const int64_t side = route.columns_outer ? N : M;
+      const int64_t part_len = (side + parts - 1) / parts;
       const detail::GemmArgs<double> base{M,
                                           N,
                                           K,
@@ -574,15 +579,25 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
                                           om.stride,
                                           on.stride};
       auto run_units = [&](int64_t u0, int64_t u1) {
-        for (int64_t u = u0; u < u1;) {
-          const int64_t item = u / blocks, b0 = u % blocks, b1 = std::min(blocks, b0 + (u1 - u));
+        for (int64_t u = u0; u < u1; ++u) {
+          const int64_t part = u % parts, vector = u / parts % blocks, item = u / parts / blocks;
+          const int64_t s0 = part * part_len, s1 = std::min(side, s0 + part_len);
+          if (s0 >= s1) continue;
           const BatchCursor cur(items_ax, item);
           detail::GemmArgs<double> g = base;
-          g.a += cur.lo + b0 * width;
-          g.b += cur.ro + b0 * width;
-          g.c += cur.oo + b0 * width;
-          detail::lanes_f64(isa, g, std::min(lanes, b1 * width) - b0 * width, route.columns_outer);
-          u += b1 - b0;
+          g.a += cur.lo + vector * width;
+          g.b += cur.ro + vector * width;
+          g.c += cur.oo + vector * width;
+          if (route.columns_outer) {
+            g.n = s1 - s0;
+            g.b += s0 * g.csb;
+            g.c += s0 * g.csc;
+          } else {
+            g.m = s1 - s0;
+            g.a += s0 * g.rsa;
+            g.c += s0 * g.rsc;
+          }
+          detail::lanes_f64(isa, g, std::min(width, lanes - vector * width), route.columns_outer);
         }
       };
       if (route.split == DotSplit::kPieces && route.threads > 1) {

@@ -468,7 +468,7 @@ TEST(DotGeneral, BatchFastestOperandsArePackedForBlis) {
   // With an L2 too small for the lane kernel's slices (Note [Batch-lane thresholds]),
   // which these operands would otherwise take.
   CpuCaps caps = kReferenceCaps;
-  caps.l2_bytes = 32 << 10;
+  caps.l2_bytes = 8 << 10;
   const DotRoute route = planned(caps, 2, lhs, rhs, out, c.dims);
   EXPECT_EQ(route.provider, GemmProvider::kBlis) << describe(route);
   EXPECT_TRUE(route.pack_lhs);
@@ -681,8 +681,11 @@ TEST(DotGeneral, BatchLaneProductsMatchTheReference) {
     int64_t walk;  // a batch label stored after the matrices: walked item by item
     int64_t m, n, k;
   };
-  const Case cases[] = {{{32}, 1, 9, 7, 13},   {{20}, 2, 4, 6, 70},  {{8, 4}, 3, 5, 1, 3}, {{16}, 1, 1, 11, 2},
-                        {{36}, 1, 13, 3, 129}, {{4, 6}, 2, 3, 5, 1}, {{12}, 1, 2, 40, 5}};
+  // {8} with 40 rows / 30 columns (row blocks outermost) and 30 rows / 50 columns
+  // (column blocks outermost): one vector, its rows / columns in parts on two threads.
+  const Case cases[] = {{{32}, 1, 9, 7, 13}, {{20}, 2, 4, 6, 70},   {{8, 4}, 3, 5, 1, 3},
+                        {{16}, 1, 1, 11, 2}, {{36}, 1, 13, 3, 129}, {{4, 6}, 2, 3, 5, 1},
+                        {{12}, 1, 2, 40, 5}, {{8}, 1, 40, 30, 60},  {{8}, 1, 30, 50, 60}};
   for (const Case& cs : cases) {
     const int64_t nr = static_cast<int64_t>(cs.run.size());
     // Stored as lhs [run..., i, 2j, w] (j a step-2 slice), rhs [run..., k, j, w], out
@@ -750,6 +753,10 @@ TEST(DotGeneral, BatchLaneProductsMatchTheReference) {
       EXPECT_FALSE(route.pack_lhs || route.pack_rhs || route.pack_out) << describe(route);
     } else {
       EXPECT_NE(route.kernel, DotKernel::kBatchLanes) << describe(route);
+    }
+    if (run == 8 && cs.walk == 1) {  // one vector: its rows or columns in parts on two threads
+      const DotRoute two = planned(kReferenceCaps, 2, lhs, rhs, out, c.dims);
+      EXPECT_GT(two.lane_parts, 1) << describe(two);
     }
   }
 }

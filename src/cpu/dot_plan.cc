@@ -279,6 +279,9 @@ constexpr int64_t kOpenBlasPiece = 512;
 // or 512^3 product ran entirely on the first worker (it had taken both pieces before
 // the second woke): 0.44 / 3.0 ms, the one-thread times.
 constexpr int64_t kBlockedPiece = 128;
+// Note [Batch-lane thresholds]: the shortest part of a lane unit's rows (or columns)
+// given to a worker (a multiple of the register blocks' 4 and 3 rows).
+constexpr int64_t kLanePartMin = 12;
 
 // Note [Batch-fastest operands]: f64 batches whose items are one element apart in all
 // three operands run as vector lanes (Note [Batch-lane thresholds]); the rest of this
@@ -402,28 +405,43 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   r.m = M;
   r.n = N;
   // Note [Batch-lane thresholds]: batch items as vector lanes (Note [Batch-lane
-  // products] in gemm_lanes.cc) when the lane run fills at least one vector and every
-  // group merges (the kernel takes any strides but packs nothing). The kernel re-reads
-  // one operand's lane slice (k x n or m x k vectors) once per register block of the
-  // other, so the smaller slice must stay in L2: at most half of it (of 512 KiB when the
-  // size is unknown). Larger products pack and run a blocked GEMM.
+  // products] in gemm_lanes.cc) when the lane run fills its vectors and every group
+  // merges (the kernel takes any strides but packs nothing). `tenferro bench kernels
+  // --only lanes`, f64, one thread, Zen 4 (L2 1 MiB), medians of 3 alternating runs
+  // against the packing routes (2026-12-03), b x n^3 with the batch fastest: 32 x 64^3
+  // 0.57 -> 0.44 ms, 64 x 32^3 0.19 -> 0.13, 256 x 16^3 0.16 -> 0.10 (bin_batched_matmul
+  // in the einsum suite 0.54 -> 0.42 ms at one thread, 0.27 -> 0.23 at two).
+  // - Fill: a last vector at most a fourth empty (12 items in vectors of 8, three
+  //   fourths full: 0.18 -> 0.23 ms, lost).
+  // - Size: the kernel re-reads the smaller operand's lane slice (min(M K, K N) vectors)
+  //   once per register block of the other, so it must stay in a near cache level:
+  //   slices of 1 MiB (16 x 128^3) 2.82 -> 1.78 ms, 4 MiB (8 x 256^3) 9.8 -> 7.3, 9.4 MiB
+  //   (8 x 384^3) even, 16 MiB (8 x 512^3) 60 -> 76 (lost). Taken up to four times L2
+  //   (512 KiB assumed when unknown).
+  // - Threads: units of one vector of lanes of one item over the workers; with fewer
+  //   than two units per worker, each unit's rows (or columns) in parts of at least
+  //   kLanePartMin, so a batch of one vector still uses every worker.
   if (f64 && automatic && !vendor && kernels && K >= 1 && p.lane_batch >= detail::lane_width(isa) && lm.mergeable &&
       lk.mergeable && rk.mergeable && rn.mergeable && om.mergeable && on.mergeable) {
     const int64_t l2 = caps.l2_bytes > 0 ? caps.l2_bytes : int64_t{512} << 10;
     const int64_t width = detail::lane_width(isa);
     const int64_t padded = (p.lane_batch + width - 1) / width * width;
-    if (std::min(M * K, K * N) <= l2 / 2 / (8 * width) && 4 * padded <= 5 * p.lane_batch) {
+    if (std::min(M * K, K * N) <= 4 * (l2 / (8 * width)) && 4 * padded <= 5 * p.lane_batch) {
       r.kernel = DotKernel::kBatchLanes;
       r.provider = GemmProvider::kNaive;
       r.lanes = p.lane_batch;
       r.columns_outer = M * K < K * N;  // A's slice is the one re-read
       const int64_t units = B / p.lane_batch * (padded / width);
-      const bool parallel = r.policy != BatchPolicy::kSequential && st.threads > 1 && units > 1 &&
-                            flops >= (st.batch.parallel_min_flops + B - 1) / B;
-      r.threads = parallel ? st.threads : 1;
-      if (parallel) {
+      const bool parallel =
+          r.policy != BatchPolicy::kSequential && st.threads > 1 && flops >= (st.batch.parallel_min_flops + B - 1) / B;
+      const int64_t side = r.columns_outer ? N : M;
+      r.lane_parts = parallel && units < 2 * st.threads
+                         ? std::clamp<int64_t>((2 * st.threads + units - 1) / units, 1, side / kLanePartMin)
+                         : 1;
+      r.threads = parallel && units * r.lane_parts > 1 ? st.threads : 1;
+      if (r.threads > 1) {
         r.split = DotSplit::kPieces;
-        r.pieces = units;
+        r.pieces = units * r.lane_parts;
       }
       r.reason =
           "batch items one element apart in every operand: the batch-lane kernel, no packing (Note "

@@ -449,9 +449,17 @@ TEST(DotPlan, BatchLanesWhereItemsAreOneElementApart) {
   EXPECT_EQ(plan(lanes_call(20, 8, 8, 8), kAvx512).value().kernel, DotKernel::kBatchLanes);  // 24 slots
   EXPECT_NE(plan(lanes_call(32, 8, 8, 8), kScalar).value().kernel, DotKernel::kBatchLanes);
   EXPECT_NE(plan(lanes_call(4, 8, 8, 8), kAvx512).value().kernel, DotKernel::kBatchLanes);
-  // The smaller slice: 64 x 64 (4096 elements, 256 KiB of 8 lanes) fits half of an
-  // unknown L2 (512 KiB assumed); 128 x 128 does not, but 128 x 16 against 16 x 128 does.
-  EXPECT_NE(plan(lanes_call(32, 128, 128, 128), kAvx512).value().kernel, DotKernel::kBatchLanes);
+  // The smaller slice within four times an unknown L2 (512 KiB assumed): 128 x 128
+  // (1 MiB of 8 lanes) is, 256 x 256 (4 MiB) is not, 256 x 16 against 16 x 256 is.
+  EXPECT_EQ(plan(lanes_call(32, 128, 128, 128), kAvx512).value().kernel, DotKernel::kBatchLanes);
+  EXPECT_NE(plan(lanes_call(8, 256, 256, 256), kAvx512).value().kernel, DotKernel::kBatchLanes);
+  EXPECT_EQ(plan(lanes_call(8, 256, 16, 256), kAvx512).value().kernel, DotKernel::kBatchLanes);
+  // One vector of lanes on two threads: its rows in parts (four: two per worker).
+  r = plan(lanes_call(8, 128, 128, 128, 2), kAvx512).value();
+  EXPECT_EQ(r.kernel, DotKernel::kBatchLanes);
+  EXPECT_EQ(r.lane_parts, 4);
+  EXPECT_EQ(r.pieces, 4);
+  EXPECT_EQ(r.threads, 2);
   r = plan(lanes_call(32, 16, 2000, 128), kAvx512).value();
   EXPECT_EQ(r.kernel, DotKernel::kBatchLanes);
   EXPECT_TRUE(r.columns_outer);  // A's slice (16 x 128) is the one re-read

@@ -115,6 +115,7 @@ struct DotRoute {
   bool columns_outer = false;       ///< kStreamedOutput, kBatchLanes: column blocks outermost (A stays in cache)
   int64_t m = 1, n = 1, batch = 1;  ///< product sizes after any free-group split
   int64_t lanes = 0;                ///< kBatchLanes: items of the lane run (the rest are walked one by one)
+  int64_t lane_parts = 1;           ///< kBatchLanes: parts of each vector's rows (columns) over the workers
   const char* reason = "";
 };
 
