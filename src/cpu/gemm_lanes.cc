@@ -6,15 +6,16 @@
 // (three transposing copies of the data), and every product is then a separate small
 // GEMM. Here the batch itself is the vector: lane w of a vector is item w of the batch,
 // so C[w, i, j] += A[w, i, p] B[w, p, j] is one FMA of a vector of A by a vector of B,
-// with no broadcast, no packing and no scratch. Register blocks of kLaneRows x
-// kLaneCols vectors of C (4 x 6 with 512-bit vectors, 3 x 4 with 256-bit ones) load
-// kLaneRows + kLaneCols vectors per step of the contraction, each one whole cache line
-// (AVX-512) of one row or column of the lane block. A lane block is kLanes items; a
-// short last block is masked (its loads too: the lanes past the batch may lie past the
-// buffer). Row blocks outermost re-read B's lane slice (k x n lines) once per row block
-// and keep A's rows in L1; with `columns_outer` the roles swap (A's slice re-read,
-// B's columns in L1). The planner picks the order whose re-read slice fits in L2 and
-// sends this kernel nothing larger (Note [Batch-lane thresholds] in dot_plan.cc).
+// with no broadcast, no packing of the batch and no scratch. Register blocks of
+// kLaneRows x kLaneCols vectors of C (4 x 6 with 512-bit vectors, 3 x 4 with 256-bit
+// ones) load kLaneRows + kLaneCols vectors per step of the contraction, each one whole
+// cache line (AVX-512) of one row or column of the lane block. A lane block is kLanes
+// items; a short last block is masked (its loads too: the lanes past the batch may lie
+// past the buffer). Row blocks outermost re-read B's lane slice (k x n vectors) once per
+// row block and keep A's rows in L1; with `columns_outer` the roles swap (the same loop
+// on C^T = B^T A^T). The planner picks the order that re-reads the smaller slice and
+// sends this kernel nothing larger than its measured limit (Note [Batch-lane
+// thresholds] in dot_plan.cc).
 
 #include <algorithm>
 #include <cstdint>
@@ -54,12 +55,11 @@ struct LaneTile {
   vec::M mask;
 };
 
-// C = alpha X Y + beta C for one RI x RJ block. kMaskX / kMaskY: that operand is read
-// with the lane mask (it lies in the caller's arrays, not in a full packed block); C is
-// masked when either is.
-template <int RI, int RJ, bool kMaskX, bool kMaskY>
+// C = alpha X Y + beta C for one RI x RJ block; X is the packed block (whole vectors,
+// lanes past the batch zero). kMasked: Y (in the caller's arrays) and C are read and
+// written with the lane mask.
+template <int RI, int RJ, bool kMasked>
 void lane_block(const LaneTile& tl) {
-  constexpr bool kMaskC = kMaskX || kMaskY;
   vec::V acc[RI][RJ];
 #pragma GCC unroll 4
   for (int r = 0; r < RI; ++r)
@@ -72,10 +72,10 @@ void lane_block(const LaneTile& tl) {
   for (int64_t p = 0; p < tl.kc; ++p, x += xp, y += yp) {
     vec::V xv[RI];
 #pragma GCC unroll 4
-    for (int r = 0; r < RI; ++r) xv[r] = kMaskX ? vec::load(x + r * xr, mask) : vec::load(x + r * xr);
+    for (int r = 0; r < RI; ++r) xv[r] = vec::load(x + r * xr);
 #pragma GCC unroll 6
     for (int t = 0; t < RJ; ++t) {
-      const vec::V yv = kMaskY ? vec::load(y + t * yc, mask) : vec::load(y + t * yc);
+      const vec::V yv = kMasked ? vec::load(y + t * yc, mask) : vec::load(y + t * yc);
 #pragma GCC unroll 4
       for (int r = 0; r < RI; ++r) acc[r][t] = vec::fma(xv[r], yv, acc[r][t]);
     }
@@ -88,8 +88,8 @@ void lane_block(const LaneTile& tl) {
     for (int t = 0; t < RJ; ++t) {
       double* dst = tl.c + r * tl.rsc + t * tl.csc;
       vec::V v = alpha == 1.0 ? acc[r][t] : vec::mul(av, acc[r][t]);
-      if (beta != 0.0) v = vec::fma(bv, kMaskC ? vec::load(dst, mask) : vec::load(dst), v);
-      if (kMaskC) {
+      if (beta != 0.0) v = vec::fma(bv, kMasked ? vec::load(dst, mask) : vec::load(dst), v);
+      if (kMasked) {
         vec::store(dst, v, mask);
       } else {
         vec::store(dst, v);
@@ -97,25 +97,25 @@ void lane_block(const LaneTile& tl) {
     }
 }
 
-template <int RI, bool kMaskX, bool kMaskY>
+template <int RI, bool kMasked>
 void lane_cols(const LaneTile& t) {
   switch (t.cols) {
-    case 6: return lane_block<RI, 6, kMaskX, kMaskY>(t);
-    case 5: return lane_block<RI, 5, kMaskX, kMaskY>(t);
-    case 4: return lane_block<RI, 4, kMaskX, kMaskY>(t);
-    case 3: return lane_block<RI, 3, kMaskX, kMaskY>(t);
-    case 2: return lane_block<RI, 2, kMaskX, kMaskY>(t);
-    default: return lane_block<RI, 1, kMaskX, kMaskY>(t);
+    case 6: return lane_block<RI, 6, kMasked>(t);
+    case 5: return lane_block<RI, 5, kMasked>(t);
+    case 4: return lane_block<RI, 4, kMasked>(t);
+    case 3: return lane_block<RI, 3, kMasked>(t);
+    case 2: return lane_block<RI, 2, kMasked>(t);
+    default: return lane_block<RI, 1, kMasked>(t);
   }
 }
 
-template <bool kMaskX, bool kMaskY>
+template <bool kMasked>
 void lane_tile(const LaneTile& t) {
   switch (t.rows) {
-    case 4: return lane_cols<4, kMaskX, kMaskY>(t);
-    case 3: return lane_cols<3, kMaskX, kMaskY>(t);
-    case 2: return lane_cols<2, kMaskX, kMaskY>(t);
-    default: return lane_cols<1, kMaskX, kMaskY>(t);
+    case 4: return lane_cols<4, kMasked>(t);
+    case 3: return lane_cols<3, kMasked>(t);
+    case 2: return lane_cols<2, kMasked>(t);
+    default: return lane_cols<1, kMasked>(t);
   }
 }
 
@@ -133,7 +133,7 @@ void pack_lanes(const double* src, int64_t count, int64_t kc, int64_t rs, int64_
 }  // namespace
 #endif
 
-// Note [Batch-lane packing]: the operand kept in L1 (A's row block, or B's column block
+// Note [Batch-lane packing]: the operand kept in L1 (A's row block; B's column block
 // with columns outermost) is copied, kLaneDepth steps at a time, into a contiguous
 // stack block before the register blocks use it: in the caller's arrays its vectors lie
 // one contraction stride apart, and with power-of-two extents that stride maps every
@@ -141,64 +141,40 @@ void pack_lanes(const double* src, int64_t count, int64_t kc, int64_t rs, int64_
 // block never stayed in L1. The other operand streams from L2 in place.
 void lanes_f64(const GemmArgs<double>& g, int64_t lanes, bool columns_outer) {
 #if TENFERRO_ISA_LEVEL >= 1
+  // Column blocks outermost are row blocks outermost of C^T = B^T A^T.
+  const GemmArgs<double> h = columns_outer ? transposed(g) : g;
   constexpr int64_t L = vec::kLanes;
-  constexpr int64_t kHeld = kLaneRows > kLaneCols ? kLaneRows : kLaneCols;
-  alignas(64) double held[kHeld * kLaneDepth * L];
+  alignas(64) double held[kLaneRows * kLaneDepth * L];
   for (int64_t w0 = 0; w0 < lanes; w0 += L) {
     const bool masked = lanes - w0 < L;
     const vec::M mask = vec::mask(lanes - w0);
-    for (int64_t p0 = 0; p0 < g.k; p0 += kLaneDepth) {
-      const int64_t kc = std::min(kLaneDepth, g.k - p0);
+    for (int64_t p0 = 0; p0 < h.k; p0 += kLaneDepth) {
+      const int64_t kc = std::min(kLaneDepth, h.k - p0);
       // Later depth blocks add to what the first wrote.
-      const double beta = p0 == 0 ? g.beta : 1.0;
-      const double* a = g.a + w0 + p0 * g.csa;
-      const double* b = g.b + w0 + p0 * g.rsb;
-      double* c = g.c + w0;
-      if (!columns_outer) {
-        for (int64_t i0 = 0; i0 < g.m; i0 += kLaneRows) {
-          const int64_t rows = std::min<int64_t>(kLaneRows, g.m - i0);
-          pack_lanes(a + i0 * g.rsa, rows, kc, g.rsa, g.csa, masked, mask, held);
-          for (int64_t j0 = 0; j0 < g.n; j0 += kLaneCols) {
-            const LaneTile t{rows,
-                             std::min<int64_t>(kLaneCols, g.n - j0),
-                             kc,
-                             held,
-                             L,
-                             rows * L,
-                             b + j0 * g.csb,
-                             g.csb,
-                             g.rsb,
-                             c + i0 * g.rsc + j0 * g.csc,
-                             g.rsc,
-                             g.csc,
-                             g.alpha,
-                             beta,
-                             mask};
-            masked ? lane_tile<false, true>(t) : lane_tile<false, false>(t);
-          }
-        }
-      } else {
-        for (int64_t j0 = 0; j0 < g.n; j0 += kLaneCols) {
-          const int64_t cols = std::min<int64_t>(kLaneCols, g.n - j0);
-          pack_lanes(b + j0 * g.csb, cols, kc, g.csb, g.rsb, masked, mask, held);
-          for (int64_t i0 = 0; i0 < g.m; i0 += kLaneRows) {
-            const LaneTile t{std::min<int64_t>(kLaneRows, g.m - i0),
-                             cols,
-                             kc,
-                             a + i0 * g.rsa,
-                             g.rsa,
-                             g.csa,
-                             held,
-                             L,
-                             cols * L,
-                             c + i0 * g.rsc + j0 * g.csc,
-                             g.rsc,
-                             g.csc,
-                             g.alpha,
-                             beta,
-                             mask};
-            masked ? lane_tile<true, false>(t) : lane_tile<false, false>(t);
-          }
+      const double beta = p0 == 0 ? h.beta : 1.0;
+      const double* a = h.a + w0 + p0 * h.csa;
+      const double* b = h.b + w0 + p0 * h.rsb;
+      double* c = h.c + w0;
+      for (int64_t i0 = 0; i0 < h.m; i0 += kLaneRows) {
+        const int64_t rows = std::min<int64_t>(kLaneRows, h.m - i0);
+        pack_lanes(a + i0 * h.rsa, rows, kc, h.rsa, h.csa, masked, mask, held);
+        for (int64_t j0 = 0; j0 < h.n; j0 += kLaneCols) {
+          const LaneTile t{rows,
+                           std::min<int64_t>(kLaneCols, h.n - j0),
+                           kc,
+                           held,
+                           L,
+                           rows * L,
+                           b + j0 * h.csb,
+                           h.csb,
+                           h.rsb,
+                           c + i0 * h.rsc + j0 * h.csc,
+                           h.rsc,
+                           h.csc,
+                           h.alpha,
+                           beta,
+                           mask};
+          masked ? lane_tile<true>(t) : lane_tile<false>(t);
         }
       }
     }
