@@ -396,30 +396,50 @@ int run_bench_kernels(int argc, char** argv) {
     }
     // ---- batched products with the batch label fastest in every operand ('bij,bjk->bik'
     // with column-major tensors: numpy's row-major einsum written in tenferro; Note
-    // [Batch-lane products]), against one cblas_dgemm per item on contiguous matrices
-    // (the layout BLAS wants, no copies).
-    for (const auto& [items, n] : std::vector<std::pair<int64_t, int64_t>>{
-             {32, 64}, {12, 64}, {256, 16}, {64, 32}, {16, 128}, {8, 256}, {8, 384}, {8, 512}}) {
-      const std::string name = "lanes f64 " + std::to_string(items) + "x" + std::to_string(n) + "^3";
+    // [Batch-lane products]), against one cblas_?gemm per item on contiguous matrices
+    // (the layout BLAS wants, no copies). f64 cases, then f32 ones (32 items fill two
+    // vectors of 16).
+    struct LaneCase {
+      DType dtype;
+      int64_t items, n;
+    };
+    for (const LaneCase& lc :
+         {LaneCase{DType::kF64, 32, 64}, LaneCase{DType::kF64, 12, 64}, LaneCase{DType::kF64, 256, 16},
+          LaneCase{DType::kF64, 64, 32}, LaneCase{DType::kF64, 16, 128}, LaneCase{DType::kF64, 8, 256},
+          LaneCase{DType::kF64, 8, 384}, LaneCase{DType::kF64, 8, 512}, LaneCase{DType::kF32, 32, 64},
+          LaneCase{DType::kF32, 256, 16}, LaneCase{DType::kF32, 16, 256}}) {
+      const int64_t items = lc.items, n = lc.n;
+      const bool f32 = lc.dtype == DType::kF32;
+      const std::string name =
+          std::string("lanes ") + (f32 ? "f32 " : "f64 ") + std::to_string(items) + "x" + std::to_string(n) + "^3";
       if (!want(name)) continue;
-      Tensor a = Tensor::random_normal(DType::kF64, {items, n, n}, 6).value();
-      Tensor b = Tensor::random_normal(DType::kF64, {items, n, n}, 7).value();
-      Tensor c = Tensor::zeros(DType::kF64, {items, n, n}).value();
+      Tensor a = Tensor::random_normal(lc.dtype, {items, n, n}, 6).value();
+      Tensor b = Tensor::random_normal(lc.dtype, {items, n, n}, 7).value();
+      Tensor c = Tensor::zeros(lc.dtype, {items, n, n}).value();
       const cpu::DotDims dims{{0}, {0}, {2}, {1}};
       const double tf = median_ms(31, [&] { check(cpu::dot_general_into(ctx, a, b, dims, {}, c)); });
       const auto len = static_cast<size_t>(items * n * n);
       std::vector<double> ra(len), rb(len), rc(len);
+      std::vector<float> fa(len), fb(len), fc(len);
       std::iota(ra.begin(), ra.end(), 0.0);
       std::iota(rb.begin(), rb.end(), 1.0);
+      std::iota(fa.begin(), fa.end(), 0.0f);
+      std::iota(fb.begin(), fb.end(), 1.0f);
       const int nn = static_cast<int>(n);
       const double ref = reference_ms(threads, 31, [&] {
         for (int64_t i = 0; i < items; ++i) {
           const size_t at = static_cast<size_t>(i * n * n);
-          cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, nn, nn, nn, 1.0, ra.data() + at, nn, rb.data() + at,
-                      nn, 0.0, rc.data() + at, nn);
+          if (f32) {
+            cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, nn, nn, nn, 1.0f, fa.data() + at, nn, fb.data() + at,
+                        nn, 0.0f, fc.data() + at, nn);
+          } else {
+            cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, nn, nn, nn, 1.0, ra.data() + at, nn, rb.data() + at,
+                        nn, 0.0, rc.data() + at, nn);
+          }
         }
       });
-      rows.push_back({name, tf, "dgemm_loop", ref, 2.0 * static_cast<double>(items * n * n * n) / tf / 1e6});
+      rows.push_back(
+          {name, tf, f32 ? "sgemm_loop" : "dgemm_loop", ref, 2.0 * static_cast<double>(items * n * n * n) / tf / 1e6});
     }
     // ---- permutations of 2^24 f64 elements vs memcpy.
     const int64_t n24 = int64_t{1} << 24;

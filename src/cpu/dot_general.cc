@@ -551,40 +551,40 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
     // A unit is one vector of lanes of one item, or one part of its rows (columns when
     // column blocks are outermost) when the planner split them (Note [Batch-lane
     // thresholds]); a worker takes consecutive units.
-    if constexpr (std::is_same_v<T, double>) {
+    if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>) {
       SmallVector<int64_t, 8> iext = bext;
       for (size_t i = 0; i < nb0 && i < 64; ++i) {
         if ((an.lane_dims >> i & 1u) != 0) iext[i] = 1;
       }
       const BatchAxes items_ax = batch_axes(iext.span(), lbs.span(), rbs.span(), obs.span());
-      const int64_t lanes = route.lanes, width = detail::lane_width(isa);
+      const int64_t lanes = route.lanes, width = detail::lane_width<T>(isa);
       const int64_t blocks = (lanes + width - 1) / width, parts = route.lane_parts;
       const int64_t units = route.batch / lanes * blocks * parts;
       const int64_t side = route.columns_outer ? N : M;
       const int64_t part_len = (side + parts - 1) / parts;
-      const detail::GemmArgs<double> base{M,
-                                          N,
-                                          K,
-                                          alpha,
-                                          static_cast<const double*>(lhs.storage()->data()) + lhs.offset(),
-                                          lm.stride,
-                                          lk.stride,
-                                          false,
-                                          static_cast<const double*>(rhs.storage()->data()) + rhs.offset(),
-                                          rk.stride,
-                                          rn.stride,
-                                          false,
-                                          beta,
-                                          static_cast<double*>(out.storage()->data()) + out.offset(),
-                                          om.stride,
-                                          on.stride};
+      const detail::GemmArgs<T> base{M,
+                                     N,
+                                     K,
+                                     alpha,
+                                     static_cast<const T*>(lhs.storage()->data()) + lhs.offset(),
+                                     lm.stride,
+                                     lk.stride,
+                                     false,
+                                     static_cast<const T*>(rhs.storage()->data()) + rhs.offset(),
+                                     rk.stride,
+                                     rn.stride,
+                                     false,
+                                     beta,
+                                     static_cast<T*>(out.storage()->data()) + out.offset(),
+                                     om.stride,
+                                     on.stride};
       auto run_units = [&](int64_t u0, int64_t u1) {
         for (int64_t u = u0; u < u1; ++u) {
           const int64_t part = u % parts, vector = u / parts % blocks, item = u / parts / blocks;
           const int64_t s0 = part * part_len, s1 = std::min(side, s0 + part_len);
           if (s0 >= s1) continue;
           const BatchCursor cur(items_ax, item);
-          detail::GemmArgs<double> g = base;
+          detail::GemmArgs<T> g = base;
           g.a += cur.lo + vector * width;
           g.b += cur.ro + vector * width;
           g.c += cur.oo + vector * width;
@@ -597,7 +597,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
             g.a += s0 * g.rsa;
             g.c += s0 * g.rsc;
           }
-          detail::lanes_f64(isa, g, std::min(width, lanes - vector * width), route.columns_outer);
+          detail::batch_lanes<T>(isa, g, std::min(width, lanes - vector * width), route.columns_outer);
         }
       };
       if (route.split == DotSplit::kPieces && route.threads > 1) {

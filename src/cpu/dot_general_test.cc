@@ -683,82 +683,86 @@ TEST(DotGeneral, BatchLaneProductsMatchTheReference) {
   };
   // {8} with 40 rows / 30 columns (row blocks outermost) and 30 rows / 50 columns
   // (column blocks outermost): one vector, its rows / columns in parts on two threads.
-  const Case cases[] = {{{32}, 1, 9, 7, 13}, {{20}, 2, 4, 6, 70},   {{8, 4}, 3, 5, 1, 3},
-                        {{16}, 1, 1, 11, 2}, {{36}, 1, 13, 3, 129}, {{4, 6}, 2, 3, 5, 1},
-                        {{12}, 1, 2, 40, 5}, {{8}, 1, 40, 30, 60},  {{8}, 1, 30, 50, 60}};
-  for (const Case& cs : cases) {
-    const int64_t nr = static_cast<int64_t>(cs.run.size());
-    // Stored as lhs [run..., i, 2j, w] (j a step-2 slice), rhs [run..., k, j, w], out
-    // [run..., i, k, w]; viewed as [run..., w, i, j], [run..., w, j, k], [run..., w, i, k].
-    auto stored = [&](int64_t a, int64_t b) {
-      Shape sh = cs.run;
-      for (int64_t e : {a, b, cs.walk}) sh.push_back(e);
-      return sh;
-    };
-    auto view = [&](bool swap) {
-      SmallVector<int64_t, 8> p;
-      for (int64_t i = 0; i < nr; ++i) p.push_back(i);
-      p.push_back(nr + 2);
-      p.push_back(swap ? nr + 1 : nr);
-      p.push_back(swap ? nr : nr + 1);
-      return Dims(p.span());
-    };
-    const Tensor lhs = Tensor::random_normal(DType::kF64, stored(cs.m, 2 * cs.k), rng())
-                           .value()
-                           .slice(nr + 1, 0, 2 * cs.k, 2)
-                           .value()
-                           .permute(view(false))
-                           .value();
-    const Tensor rhs =
-        Tensor::random_normal(DType::kF64, stored(cs.n, cs.k), rng()).value().permute(view(true)).value();
-    Config c;
-    c.lhs_shape = lhs.shape();
-    c.rhs_shape = rhs.shape();
-    for (int64_t i = 0; i <= nr; ++i) {
-      c.dims.lhs_batch.push_back(i);
-      c.dims.rhs_batch.push_back(i);
-    }
-    c.dims.lhs_contracting = {nr + 2};
-    c.dims.rhs_contracting = {nr + 1};
-    for (int threads : {1, 2}) {
-      for (bool scaled : {false, true}) {
-        Tensor out = Tensor::random_normal(DType::kF64, stored(cs.m, cs.n), rng()).value().permute(view(false)).value();
-        const Tensor before = out.clone().value();
-        DotOptions opt;
-        if (scaled) {
-          opt.alpha = -0.75;
-          opt.beta = 1.5;
+  const Case cases[] = {{{32}, 1, 9, 7, 13},   {{20}, 2, 4, 6, 70},  {{8, 4}, 3, 5, 1, 3}, {{16}, 1, 1, 11, 2},
+                        {{36}, 1, 13, 3, 129}, {{4, 6}, 2, 3, 5, 1}, {{12}, 1, 2, 40, 5},  {{8}, 1, 40, 30, 60},
+                        {{8}, 1, 30, 50, 60},  {{28}, 1, 6, 5, 9}};
+  for (const DType dtype : {DType::kF64, DType::kF32})
+    for (const Case& cs : cases) {
+      const int64_t width = dtype == DType::kF64 ? 8 : 16;  // AVX-512 vectors (the reference capabilities)
+      const double eps = dtype == DType::kF64 ? 1e-12 : 2e-6;
+      const int64_t nr = static_cast<int64_t>(cs.run.size());
+      // Stored as lhs [run..., i, 2j, w] (j a step-2 slice), rhs [run..., k, j, w], out
+      // [run..., i, k, w]; viewed as [run..., w, i, j], [run..., w, j, k], [run..., w, i, k].
+      auto stored = [&](int64_t a, int64_t b) {
+        Shape sh = cs.run;
+        for (int64_t e : {a, b, cs.walk}) sh.push_back(e);
+        return sh;
+      };
+      auto view = [&](bool swap) {
+        SmallVector<int64_t, 8> p;
+        for (int64_t i = 0; i < nr; ++i) p.push_back(i);
+        p.push_back(nr + 2);
+        p.push_back(swap ? nr + 1 : nr);
+        p.push_back(swap ? nr : nr + 1);
+        return Dims(p.span());
+      };
+      const Tensor lhs = Tensor::random_normal(dtype, stored(cs.m, 2 * cs.k), rng())
+                             .value()
+                             .slice(nr + 1, 0, 2 * cs.k, 2)
+                             .value()
+                             .permute(view(false))
+                             .value();
+      const Tensor rhs = Tensor::random_normal(dtype, stored(cs.n, cs.k), rng()).value().permute(view(true)).value();
+      Config c;
+      c.lhs_shape = lhs.shape();
+      c.rhs_shape = rhs.shape();
+      for (int64_t i = 0; i <= nr; ++i) {
+        c.dims.lhs_batch.push_back(i);
+        c.dims.rhs_batch.push_back(i);
+      }
+      c.dims.lhs_contracting = {nr + 2};
+      c.dims.rhs_contracting = {nr + 1};
+      for (int threads : {1, 2}) {
+        for (bool scaled : {false, true}) {
+          Tensor out = Tensor::random_normal(dtype, stored(cs.m, cs.n), rng()).value().permute(view(false)).value();
+          const Tensor before = out.clone().value();
+          DotOptions opt;
+          if (scaled) {
+            opt.alpha = -0.75;
+            opt.beta = 1.5;
+          }
+          Result<void> st;
+          executor->install([&] {
+            CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
+            st = dot_general_into(ctx, lhs, rhs, c.dims, opt, out);
+          });
+          ASSERT_TRUE(st.has_value()) << st.error().to_string();
+          std::string first;
+          EXPECT_EQ(alpha_beta_mismatches(lhs, rhs, c, opt, before, out, eps, &first), 0)
+              << dtype_name(dtype) << " run " << format_dims(cs.run) << " m " << cs.m << " n " << cs.n << " k " << cs.k
+              << " threads " << threads << " first at " << first;
         }
-        Result<void> st;
-        executor->install([&] {
-          CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
-          st = dot_general_into(ctx, lhs, rhs, c.dims, opt, out);
-        });
-        ASSERT_TRUE(st.has_value()) << st.error().to_string();
-        std::string first;
-        EXPECT_EQ(alpha_beta_mismatches(lhs, rhs, c, opt, before, out, 1e-12, &first), 0)
-            << "run " << format_dims(cs.run) << " m " << cs.m << " n " << cs.n << " k " << cs.k << " threads "
-            << threads << " first at " << first;
+      }
+      // The planner with the reference capabilities takes the lane kernel for the whole
+      // lane run (both labels when two merge) wherever it fills its vectors well enough.
+      const Tensor out = Tensor::zeros(dtype, stored(cs.m, cs.n)).value().permute(view(false)).value();
+      const DotRoute route = planned(kReferenceCaps, 1, lhs, rhs, out, c.dims);
+      int64_t run = 1;
+      for (int64_t e : cs.run) run *= e;
+      const int64_t padded = (run + width - 1) / width * width;
+      if (run >= width && 4 * padded <= 5 * run) {
+        EXPECT_EQ(route.kernel, DotKernel::kBatchLanes) << describe(route);
+        EXPECT_EQ(route.lanes, run) << describe(route);
+        EXPECT_FALSE(route.pack_lhs || route.pack_rhs || route.pack_out) << describe(route);
+      } else {
+        EXPECT_NE(route.kernel, DotKernel::kBatchLanes) << describe(route);
+      }
+      if (run == width && cs.walk == 1 &&
+          cs.m * cs.n * cs.k >= 65536) {  // one vector: its rows or columns in parts on two threads
+        const DotRoute two = planned(kReferenceCaps, 2, lhs, rhs, out, c.dims);
+        EXPECT_GT(two.lane_parts, 1) << describe(two);
       }
     }
-    // The planner with the reference capabilities takes the lane kernel for the whole
-    // lane run (both labels when two merge) wherever it fills its vectors well enough.
-    const Tensor out = Tensor::zeros(DType::kF64, stored(cs.m, cs.n)).value().permute(view(false)).value();
-    const DotRoute route = planned(kReferenceCaps, 1, lhs, rhs, out, c.dims);
-    int64_t run = 1;
-    for (int64_t e : cs.run) run *= e;
-    if (run % 8 == 0 || run >= 20) {
-      EXPECT_EQ(route.kernel, DotKernel::kBatchLanes) << describe(route);
-      EXPECT_EQ(route.lanes, run) << describe(route);
-      EXPECT_FALSE(route.pack_lhs || route.pack_rhs || route.pack_out) << describe(route);
-    } else {
-      EXPECT_NE(route.kernel, DotKernel::kBatchLanes) << describe(route);
-    }
-    if (run == 8 && cs.walk == 1) {  // one vector: its rows or columns in parts on two threads
-      const DotRoute two = planned(kReferenceCaps, 2, lhs, rhs, out, c.dims);
-      EXPECT_GT(two.lane_parts, 1) << describe(two);
-    }
-  }
 }
 
 // The lane kernel itself at every ISA level this machine has (the scalar level's plain
@@ -769,45 +773,50 @@ TEST(DotGeneral, LaneKernelAtEveryIsaLevel) {
   std::mt19937_64 rng(77);
   std::normal_distribution<double> nd;
   const IsaLevel top = CpuCaps::probe().usable_isa();
-  for (IsaLevel isa : {IsaLevel::kScalar, IsaLevel::kAvx2, IsaLevel::kAvx512}) {
-    if (isa > top) continue;
-    for (const auto& [lanes, m, n, k] : {std::array<int64_t, 4>{11, 5, 7, 3}, std::array<int64_t, 4>{16, 9, 2, 130},
-                                         std::array<int64_t, 4>{3, 1, 13, 1}}) {
-      for (bool cols : {false, true}) {
-        // Item w of A (i, p) at w + 13 i + 17 13 p (lanes <= 13 apart from the rows);
-        // B (p, j) at w + 19 p + 19 k j; C (i, j) at w + 20 i + 20 m j.
-        const int64_t rsa = 17, csa = 17 * m, rsb = 19, csb = 19 * k, rsc = 20, csc = 20 * m;
-        std::vector<double> a(static_cast<size_t>(csa * k + 17)), b(static_cast<size_t>(csb * n + 19)),
-            c(static_cast<size_t>(csc * n + 20));
-        for (auto* v : {&a, &b, &c})
-          for (double& x : *v) x = nd(rng);
-        const std::vector<double> before = c;
-        const detail::GemmArgs<double> g{m,        n,   k,   -0.5,  a.data(), rsa,      csa, false,
-                                         b.data(), rsb, csb, false, 2.0,      c.data(), rsc, csc};
-        detail::lanes_f64(isa, g, lanes, cols);
-        for (int64_t w = 0; w < 20; ++w)
-          for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < n; ++j) {
-              const size_t at = static_cast<size_t>(w + i * rsc + j * csc);
-              if (w >= lanes) {
-                ASSERT_EQ(c[at], before[at]) << "lane " << w << " past the batch was written";
-                continue;
+  auto check_dtype = [&]<class T>() {
+    const double eps = std::is_same_v<T, float> ? 1e-5 : 1e-13;
+    for (IsaLevel isa : {IsaLevel::kScalar, IsaLevel::kAvx2, IsaLevel::kAvx512}) {
+      if (isa > top) continue;
+      for (const auto& [lanes, m, n, k] : {std::array<int64_t, 4>{11, 5, 7, 3}, std::array<int64_t, 4>{17, 9, 2, 130},
+                                           std::array<int64_t, 4>{3, 1, 13, 1}}) {
+        for (bool cols : {false, true}) {
+          // Item w of A (i, p) at w + 17 i + 17 m p (lanes <= 17 apart from the rows);
+          // B (p, j) at w + 19 p + 19 k j; C (i, j) at w + 20 i + 20 m j.
+          const int64_t rsa = 17, csa = 17 * m, rsb = 19, csb = 19 * k, rsc = 20, csc = 20 * m;
+          std::vector<T> a(static_cast<size_t>(csa * k + 17)), b(static_cast<size_t>(csb * n + 19)),
+              c(static_cast<size_t>(csc * n + 20));
+          for (auto* v : {&a, &b, &c})
+            for (T& x : *v) x = static_cast<T>(nd(rng));
+          const std::vector<T> before = c;
+          const detail::GemmArgs<T> g{m,        n,   k,   T(-0.5), a.data(), rsa,      csa, false,
+                                      b.data(), rsb, csb, false,   T(2),     c.data(), rsc, csc};
+          detail::batch_lanes<T>(isa, g, lanes, cols);
+          for (int64_t w = 0; w < 20; ++w)
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t j = 0; j < n; ++j) {
+                const size_t at = static_cast<size_t>(w + i * rsc + j * csc);
+                if (w >= lanes) {
+                  ASSERT_EQ(c[at], before[at]) << "lane " << w << " past the batch was written";
+                  continue;
+                }
+                long double sum = 0, mag = 0;
+                for (int64_t p = 0; p < k; ++p) {
+                  const long double x = a[static_cast<size_t>(w + i * rsa + p * csa)],
+                                    y = b[static_cast<size_t>(w + p * rsb + j * csb)];
+                  sum += x * y;
+                  mag += std::fabs(x * y);
+                }
+                const long double want = -0.5L * sum + 2.0L * before[at];
+                EXPECT_NEAR(c[at], static_cast<double>(want),
+                            eps * static_cast<double>(mag + 2 * std::fabs(before[at]) + 1))
+                    << isa_name(isa) << " lanes " << lanes << " m " << m << " n " << n << " k " << k << " w " << w;
               }
-              long double sum = 0, mag = 0;
-              for (int64_t p = 0; p < k; ++p) {
-                const long double x = a[static_cast<size_t>(w + i * rsa + p * csa)],
-                                  y = b[static_cast<size_t>(w + p * rsb + j * csb)];
-                sum += x * y;
-                mag += std::fabs(x * y);
-              }
-              const long double want = -0.5L * sum + 2.0L * before[at];
-              EXPECT_NEAR(c[at], static_cast<double>(want),
-                          1e-13 * static_cast<double>(mag + 2 * std::fabs(before[at]) + 1))
-                  << isa_name(isa) << " lanes " << lanes << " m " << m << " n " << n << " k " << k << " w " << w;
-            }
+        }
       }
     }
-  }
+  };
+  check_dtype.template operator()<double>();
+  check_dtype.template operator()<float>();
 }
 
 // Note [Lane-first results]: dot_general's own result follows batch-fastest operands
@@ -840,10 +849,11 @@ TEST(DotGeneral, OwnResultOfBatchLaneProductsIsLaneFirst) {
                 1e-12 * static_cast<double>(mag[static_cast<size_t>(lin)] + 1));
     ++lin;
   });
-  // f32 has no lane kernel: the usual layout.
-  const Tensor out32 =
-      dot_general(ctx, convert(ctx, lhs, DType::kF32).value(), convert(ctx, rhs, DType::kF32).value(), c.dims).value();
-  EXPECT_EQ(out32.layout(), dot_general_result_layout(out32.shape(), 1));
+  // c128 has no lane kernel: the usual layout.
+  const Tensor outz =
+      dot_general(ctx, convert(ctx, lhs, DType::kC128).value(), convert(ctx, rhs, DType::kC128).value(), c.dims)
+          .value();
+  EXPECT_EQ(outz.layout(), dot_general_result_layout(outz.shape(), 1));
 }
 
 // Row-major batched products ('bij,bjk->bik' on C-order arrays): the small kernel takes

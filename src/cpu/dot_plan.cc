@@ -407,26 +407,29 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   // Note [Batch-lane thresholds]: batch items as vector lanes (Note [Batch-lane
   // products] in gemm_lanes.cc) when the lane run fills its vectors and every group
   // merges (the kernel takes any strides but packs nothing). `tenferro bench kernels
-  // --only lanes`, f64, one thread, Zen 4 (L2 1 MiB), medians of 3 alternating runs
-  // against the packing routes (2026-12-03), b x n^3 with the batch fastest: 32 x 64^3
-  // 0.57 -> 0.44 ms, 64 x 32^3 0.19 -> 0.13, 256 x 16^3 0.16 -> 0.10 (bin_batched_matmul
-  // in the einsum suite 0.54 -> 0.42 ms at one thread, 0.27 -> 0.23 at two).
-  // - Fill: a last vector at most a fourth empty (12 items in vectors of 8, three
+  // --only lanes`, one thread, Zen 4 (L2 1 MiB), medians of 3 alternating runs against
+  // the packing routes (2026-12-03), b x n^3 with the batch fastest: f64 32 x 64^3 0.57
+  // -> 0.44 ms, 64 x 32^3 0.19 -> 0.13, 256 x 16^3 0.16 -> 0.10 (bin_batched_matmul in
+  // the einsum suite 0.54 -> 0.42 ms at one thread, 0.27 -> 0.23 at two); f32 32 x 64^3
+  // 0.32 -> 0.22, 256 x 16^3 0.11 -> 0.04, 16 x 256^3 12.2 -> 9.0.
+  // - Fill: a last vector at most a fourth empty (f64, 12 items in vectors of 8, three
   //   fourths full: 0.18 -> 0.23 ms, lost).
   // - Size: the kernel re-reads the smaller operand's lane slice (min(M K, K N) vectors)
-  //   once per register block of the other, so it must stay in a near cache level:
-  //   slices of 1 MiB (16 x 128^3) 2.82 -> 1.78 ms, 4 MiB (8 x 256^3) 9.8 -> 7.3, 9.4 MiB
+  //   once per register block of the other, so it must stay in a near cache level
+  //   (f64): slices of 1 MiB (16 x 128^3) 2.82 -> 1.78 ms, 4 MiB (8 x 256^3) 9.8 -> 7.3, 9.4 MiB
   //   (8 x 384^3) even, 16 MiB (8 x 512^3) 60 -> 76 (lost). Taken up to four times L2
   //   (512 KiB assumed when unknown).
   // - Threads: units of one vector of lanes of one item over the workers; with fewer
   //   than two units per worker, each unit's rows (or columns) in parts of at least
   //   kLanePartMin, so a batch of one vector still uses every worker.
-  if (f64 && automatic && !vendor && kernels && K >= 1 && p.lane_batch >= detail::lane_width(isa) && lm.mergeable &&
+  const bool lane_dtype = f64 || p.dtype == DType::kF32;
+  const int64_t width = f64 ? detail::lane_width<double>(isa) : detail::lane_width<float>(isa);
+  if (lane_dtype && automatic && !vendor && kernels && K >= 1 && p.lane_batch >= width && lm.mergeable &&
       lk.mergeable && rk.mergeable && rn.mergeable && om.mergeable && on.mergeable) {
     const int64_t l2 = caps.l2_bytes > 0 ? caps.l2_bytes : int64_t{512} << 10;
-    const int64_t width = detail::lane_width(isa);
+    const int64_t vector_bytes = width * (f64 ? 8 : 4);
     const int64_t padded = (p.lane_batch + width - 1) / width * width;
-    if (std::min(M * K, K * N) <= 4 * (l2 / (8 * width)) && 4 * padded <= 5 * p.lane_batch) {
+    if (std::min(M * K, K * N) <= 4 * (l2 / vector_bytes) && 4 * padded <= 5 * p.lane_batch) {
       r.kernel = DotKernel::kBatchLanes;
       r.provider = GemmProvider::kNaive;
       r.lanes = p.lane_batch;

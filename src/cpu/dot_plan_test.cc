@@ -464,8 +464,14 @@ TEST(DotPlan, BatchLanesWhereItemsAreOneElementApart) {
   EXPECT_EQ(r.kernel, DotKernel::kBatchLanes);
   EXPECT_TRUE(r.columns_outer);  // A's slice (16 x 128) is the one re-read
   EXPECT_FALSE(plan(lanes_call(32, 2000, 16, 128), kAvx512).value().columns_outer);
-  // f32, a forced provider, or a destination whose items are not one element apart.
-  EXPECT_NE(plan(lanes_call(32, 8, 8, 8, 1, DType::kF32), kAvx512).value().kernel, DotKernel::kBatchLanes);
+  // f32: vectors of 16 (AVX-512) or 8 (AVX2) items; 24 items pad a vector of 16 by a
+  // third. Complex and integer dtypes have no lane kernel.
+  EXPECT_EQ(plan(lanes_call(32, 8, 8, 8, 1, DType::kF32), kAvx512).value().kernel, DotKernel::kBatchLanes);
+  EXPECT_NE(plan(lanes_call(24, 8, 8, 8, 1, DType::kF32), kAvx512).value().kernel, DotKernel::kBatchLanes);
+  EXPECT_EQ(plan(lanes_call(24, 8, 8, 8, 1, DType::kF32), kAvx2).value().kernel, DotKernel::kBatchLanes);
+  EXPECT_NE(plan(lanes_call(32, 8, 8, 8, 1, DType::kC128), kAvx512).value().kernel, DotKernel::kBatchLanes);
+  EXPECT_NE(plan(lanes_call(32, 8, 8, 8, 1, DType::kI64), kAvx512).value().kernel, DotKernel::kBatchLanes);
+  // A forced provider, or a destination whose items are not one element apart.
   Call forced = lanes_call(32, 8, 8, 8);
   forced.options.provider = GemmProvider::kBlis;
   EXPECT_EQ(plan(forced, kAvx512).value().kernel, DotKernel::kBlis);

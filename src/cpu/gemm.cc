@@ -327,14 +327,17 @@ void streamed_out_f64(IsaLevel isa, const GemmArgs<double>& g, bool columns_oute
   scalar::streamed_out_f64(g, columns_outer);
 }
 
-void lanes_f64(IsaLevel isa, const GemmArgs<double>& g, int64_t lanes, bool columns_outer) {
+template <class T>
+void batch_lanes(IsaLevel isa, const GemmArgs<T>& g, int64_t lanes, bool columns_outer) {
   switch (isa) {
-    case IsaLevel::kAvx512: return avx512::lanes_f64(g, lanes, columns_outer);
-    case IsaLevel::kAvx2: return avx2::lanes_f64(g, lanes, columns_outer);
+    case IsaLevel::kAvx512: return avx512::batch_lanes<T>(g, lanes, columns_outer);
+    case IsaLevel::kAvx2: return avx2::batch_lanes<T>(g, lanes, columns_outer);
     case IsaLevel::kScalar: break;
   }
-  scalar::lanes_f64(g, lanes, columns_outer);
+  scalar::batch_lanes<T>(g, lanes, columns_outer);
 }
+template void batch_lanes<double>(IsaLevel, const GemmArgs<double>&, int64_t, bool);
+template void batch_lanes<float>(IsaLevel, const GemmArgs<float>&, int64_t, bool);
 
 #define TENFERRO_GEMM_INSTANTIATE(T)                                  \
   template bool gemm_openblas<T>(const GemmArgs<T>&, int);            \

@@ -209,18 +209,22 @@ inline constexpr int64_t kOutMaxK = 64;
 /// (callers split m or n in multiples of kOutTileRows / kSmallCols).
 void streamed_out_f64(IsaLevel isa, const GemmArgs<double>& g, bool columns_outer);
 
-/// Vector lanes of lanes_f64 at ISA level `isa` (a worker's share of the lanes is a
-/// multiple of it): 8 with AVX-512, 4 with AVX2, 8 at the scalar level.
-inline int64_t lane_width(IsaLevel isa) { return isa == IsaLevel::kAvx2 ? 4 : 8; }
+/// Vector lanes of batch_lanes<T> at ISA level `isa` (a worker's share of the lanes is
+/// a multiple of it): 64 bytes of T with AVX-512 and at the scalar level, 32 with AVX2.
+template <class T>
+inline int64_t lane_width(IsaLevel isa) {
+  return (isa == IsaLevel::kAvx2 ? 32 : 64) / static_cast<int64_t>(sizeof(T));
+}
 
 /// A batch of `lanes` products whose items lie one element apart in A, B and C (item w
 /// of the batch: A at g.a + w, B at g.b + w, C at g.c + w; the strides of g are those of
-/// one product): C_w = alpha A_w B_w + beta C_w for every w, f64, any
+/// one product): C_w = alpha A_w B_w + beta C_w for every w, T = double or float, any
 /// strides for the products' rows, columns and contraction (Note [Batch-lane products]
 /// in gemm_lanes.cc). `columns_outer`: column blocks outermost (A's lane slice re-read
 /// from cache), else row blocks outermost (B's). No allocation (a stack block); one
 /// thread (callers split the lanes in multiples of lane_width). Below kAvx2, plain loops.
-void lanes_f64(IsaLevel isa, const GemmArgs<double>& g, int64_t lanes, bool columns_outer);
+template <class T>
+void batch_lanes(IsaLevel isa, const GemmArgs<T>& g, int64_t lanes, bool columns_outer);
 
 // The per-ISA copies of the kernels above (gemm_kernels.cc, gemm_lanes.cc); callers use the
 // dispatching functions, which take the level.
@@ -234,7 +238,8 @@ void lanes_f64(IsaLevel isa, const GemmArgs<double>& g, int64_t lanes, bool colu
   bool gemm_blocked_f32(const GemmArgs<float>& g, float* work);                                                      \
   void streamed_f64(const GemmArgs<double>& g);                                                                      \
   void streamed_out_f64(const GemmArgs<double>& g, bool columns_outer);                                              \
-  void lanes_f64(const GemmArgs<double>& g, int64_t lanes, bool columns_outer);                                      \
+  template <class T>                                                                                                 \
+  void batch_lanes(const GemmArgs<T>& g, int64_t lanes, bool columns_outer);                                         \
   }
 TENFERRO_DECLARE_GEMM_KERNELS(scalar)
 TENFERRO_DECLARE_GEMM_KERNELS(avx2)

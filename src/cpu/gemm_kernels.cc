@@ -22,7 +22,7 @@
 #include "tenferro/core/isa_region.h"
 
 TENFERRO_ISA_BEGIN
-#include "simd_f64.h"
+#include "simd.h"
 
 namespace tenferro::cpu::detail::TENFERRO_ISA_NS {
 
@@ -124,7 +124,7 @@ void dot_form_f64(const GemmArgs<double>& g) {
 // block, and masked loads and stores are native (measured on Zen 5, 2026-11-30: lm
 // sentence_4 0.87x, brackets 0.91x, sentence_3 0.94x the 8-row blocks' time at one
 // thread).
-// The vector type of the level: simd_f64.h (namespace vec).
+// The vector type of the level: simd.h (vec = Simd<double>).
 
 // Rows of a small-kernel strip: two vectors.
 constexpr int64_t kSmallStripRows = 2 * vec::kLanes;

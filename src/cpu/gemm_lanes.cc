@@ -1,4 +1,4 @@
-// Note [Batch-lane products]: a batch of f64 products whose batch dimension has unit
+// Note [Batch-lane products]: a batch of f64 or f32 products whose batch dimension has unit
 // stride in A, B and C (the column-major layout of numpy's 'bij,bjk->bik': the batch
 // label is written first, so it is the fastest axis) makes every row and column of
 // each product strided. BLAS needs a unit stride in each matrix, so the other routes
@@ -9,8 +9,8 @@
 // with no broadcast, no packing of the batch and no scratch. Register blocks of
 // kLaneRows x kLaneCols vectors of C (4 x 6 with 512-bit vectors, 3 x 4 with 256-bit
 // ones) load kLaneRows + kLaneCols vectors per step of the contraction, each one whole
-// cache line (AVX-512) of one row or column of the lane block. A lane block is kLanes
-// items; a short last block is masked (its loads too: the lanes past the batch may lie
+// cache line (AVX-512: 8 f64 or 16 f32 items) of one row or column of the lane block. A
+// lane block is kLanes items; a short last block is masked (its loads too: the lanes past the batch may lie
 // past the buffer). Row blocks outermost re-read B's lane slice (k x n vectors) once per
 // row block and keep A's rows in L1; with `columns_outer` the roles swap (the same loop
 // on C^T = B^T A^T). The planner picks the order that re-reads the smaller slice and
@@ -26,7 +26,7 @@
 #include "tenferro/core/isa_region.h"
 
 TENFERRO_ISA_BEGIN
-#include "simd_f64.h"
+#include "simd.h"
 
 namespace tenferro::cpu::detail::TENFERRO_ISA_NS {
 
@@ -43,89 +43,93 @@ constexpr int kLaneRows = 3, kLaneCols = 4;  // 12 accumulators, 3 + 1 operand r
 constexpr int64_t kLaneDepth = 64;
 
 // One register block of C for one vector of lanes.
+template <class T>
 struct LaneTile {
   int64_t rows, cols, kc;  // RI, RJ (the template's) and the contraction steps
-  const double* x;         // X's vector (r, p) at x + r * xr + p * xp
+  const T* x;              // X's vector (r, p) at x + r * xr + p * xp
   int64_t xr, xp;
-  const double* y;  // Y's vector (t, p) at y + t * yc + p * yp
+  const T* y;  // Y's vector (t, p) at y + t * yc + p * yp
   int64_t yc, yp;
-  double* c;  // C's vector (r, t) at c + r * rsc + t * csc
+  T* c;  // C's vector (r, t) at c + r * rsc + t * csc
   int64_t rsc, csc;
-  double alpha, beta;
-  vec::M mask;
+  T alpha, beta;
+  typename Simd<T>::M mask;
 };
 
 // C = alpha X Y + beta C for one RI x RJ block; X is the packed block (whole vectors,
 // lanes past the batch zero). kMasked: Y (in the caller's arrays) and C are read and
 // written with the lane mask.
-template <int RI, int RJ, bool kMasked>
-void lane_block(const LaneTile& tl) {
-  vec::V acc[RI][RJ];
+template <class T, int RI, int RJ, bool kMasked>
+void lane_block(const LaneTile<T>& tl) {
+  using S = Simd<T>;
+  typename S::V acc[RI][RJ];
 #pragma GCC unroll 4
   for (int r = 0; r < RI; ++r)
 #pragma GCC unroll 6
-    for (int t = 0; t < RJ; ++t) acc[r][t] = vec::zero();
-  const double* x = tl.x;
-  const double* y = tl.y;
+    for (int t = 0; t < RJ; ++t) acc[r][t] = S::zero();
+  const T* x = tl.x;
+  const T* y = tl.y;
   const int64_t xr = tl.xr, xp = tl.xp, yc = tl.yc, yp = tl.yp;
-  const vec::M mask = tl.mask;
+  const typename S::M mask = tl.mask;
   for (int64_t p = 0; p < tl.kc; ++p, x += xp, y += yp) {
-    vec::V xv[RI];
+    typename S::V xv[RI];
 #pragma GCC unroll 4
-    for (int r = 0; r < RI; ++r) xv[r] = vec::load(x + r * xr);
+    for (int r = 0; r < RI; ++r) xv[r] = S::load(x + r * xr);
 #pragma GCC unroll 6
     for (int t = 0; t < RJ; ++t) {
-      const vec::V yv = kMasked ? vec::load(y + t * yc, mask) : vec::load(y + t * yc);
+      const typename S::V yv = kMasked ? S::load(y + t * yc, mask) : S::load(y + t * yc);
 #pragma GCC unroll 4
-      for (int r = 0; r < RI; ++r) acc[r][t] = vec::fma(xv[r], yv, acc[r][t]);
+      for (int r = 0; r < RI; ++r) acc[r][t] = S::fma(xv[r], yv, acc[r][t]);
     }
   }
-  const double alpha = tl.alpha, beta = tl.beta;
-  const vec::V av = vec::set1(alpha), bv = vec::set1(beta);
+  const T alpha = tl.alpha, beta = tl.beta;
+  const typename S::V av = S::set1(alpha), bv = S::set1(beta);
 #pragma GCC unroll 4
   for (int r = 0; r < RI; ++r)
 #pragma GCC unroll 6
     for (int t = 0; t < RJ; ++t) {
-      double* dst = tl.c + r * tl.rsc + t * tl.csc;
-      vec::V v = alpha == 1.0 ? acc[r][t] : vec::mul(av, acc[r][t]);
-      if (beta != 0.0) v = vec::fma(bv, kMasked ? vec::load(dst, mask) : vec::load(dst), v);
+      T* dst = tl.c + r * tl.rsc + t * tl.csc;
+      typename S::V v = alpha == T{1} ? acc[r][t] : S::mul(av, acc[r][t]);
+      if (beta != T{}) v = S::fma(bv, kMasked ? S::load(dst, mask) : S::load(dst), v);
       if (kMasked) {
-        vec::store(dst, v, mask);
+        S::store(dst, v, mask);
       } else {
-        vec::store(dst, v);
+        S::store(dst, v);
       }
     }
 }
 
-template <int RI, bool kMasked>
-void lane_cols(const LaneTile& t) {
+template <class T, int RI, bool kMasked>
+void lane_cols(const LaneTile<T>& t) {
   switch (t.cols) {
-    case 6: return lane_block<RI, 6, kMasked>(t);
-    case 5: return lane_block<RI, 5, kMasked>(t);
-    case 4: return lane_block<RI, 4, kMasked>(t);
-    case 3: return lane_block<RI, 3, kMasked>(t);
-    case 2: return lane_block<RI, 2, kMasked>(t);
-    default: return lane_block<RI, 1, kMasked>(t);
+    case 6: return lane_block<T, RI, 6, kMasked>(t);
+    case 5: return lane_block<T, RI, 5, kMasked>(t);
+    case 4: return lane_block<T, RI, 4, kMasked>(t);
+    case 3: return lane_block<T, RI, 3, kMasked>(t);
+    case 2: return lane_block<T, RI, 2, kMasked>(t);
+    default: return lane_block<T, RI, 1, kMasked>(t);
   }
 }
 
-template <bool kMasked>
-void lane_tile(const LaneTile& t) {
+template <class T, bool kMasked>
+void lane_tile(const LaneTile<T>& t) {
   switch (t.rows) {
-    case 4: return lane_cols<4, kMasked>(t);
-    case 3: return lane_cols<3, kMasked>(t);
-    case 2: return lane_cols<2, kMasked>(t);
-    default: return lane_cols<1, kMasked>(t);
+    case 4: return lane_cols<T, 4, kMasked>(t);
+    case 3: return lane_cols<T, 3, kMasked>(t);
+    case 2: return lane_cols<T, 2, kMasked>(t);
+    default: return lane_cols<T, 1, kMasked>(t);
   }
 }
 
 // Copies `count` x kc vectors (vector (r, p) at src + r * rs + p * ps, lanes past the
 // mask read as zero) to dst, vector (r, p) at dst + (p * count + r) * kLanes.
-void pack_lanes(const double* src, int64_t count, int64_t kc, int64_t rs, int64_t ps, bool masked, vec::M mask,
-                double* dst) {
+template <class T>
+void pack_lanes(const T* src, int64_t count, int64_t kc, int64_t rs, int64_t ps, bool masked, typename Simd<T>::M mask,
+                T* dst) {
+  using S = Simd<T>;
   for (int64_t p = 0; p < kc; ++p, src += ps) {
-    for (int64_t r = 0; r < count; ++r, dst += vec::kLanes) {
-      vec::store(dst, masked ? vec::load(src + r * rs, mask) : vec::load(src + r * rs));
+    for (int64_t r = 0; r < count; ++r, dst += S::kLanes) {
+      S::store(dst, masked ? S::load(src + r * rs, mask) : S::load(src + r * rs));
     }
   }
 }
@@ -139,42 +143,44 @@ void pack_lanes(const double* src, int64_t count, int64_t kc, int64_t rs, int64_
 // one contraction stride apart, and with power-of-two extents that stride maps every
 // vector of a row to the same L1 set (bin_batched_matmul's A: 16 KiB apart), so the
 // block never stayed in L1. The other operand streams from L2 in place.
-void lanes_f64(const GemmArgs<double>& g, int64_t lanes, bool columns_outer) {
+template <class T>
+void batch_lanes(const GemmArgs<T>& g, int64_t lanes, bool columns_outer) {
 #if TENFERRO_ISA_LEVEL >= 1
+  using S = Simd<T>;
   // Column blocks outermost are row blocks outermost of C^T = B^T A^T.
-  const GemmArgs<double> h = columns_outer ? transposed(g) : g;
-  constexpr int64_t L = vec::kLanes;
-  alignas(64) double held[kLaneRows * kLaneDepth * L];
+  const GemmArgs<T> h = columns_outer ? transposed(g) : g;
+  constexpr int64_t L = S::kLanes;
+  alignas(64) T held[kLaneRows * kLaneDepth * L];
   for (int64_t w0 = 0; w0 < lanes; w0 += L) {
     const bool masked = lanes - w0 < L;
-    const vec::M mask = vec::mask(lanes - w0);
+    const typename S::M mask = S::mask(lanes - w0);
     for (int64_t p0 = 0; p0 < h.k; p0 += kLaneDepth) {
       const int64_t kc = std::min(kLaneDepth, h.k - p0);
       // Later depth blocks add to what the first wrote.
-      const double beta = p0 == 0 ? h.beta : 1.0;
-      const double* a = h.a + w0 + p0 * h.csa;
-      const double* b = h.b + w0 + p0 * h.rsb;
-      double* c = h.c + w0;
+      const T beta = p0 == 0 ? h.beta : T{1};
+      const T* a = h.a + w0 + p0 * h.csa;
+      const T* b = h.b + w0 + p0 * h.rsb;
+      T* c = h.c + w0;
       for (int64_t i0 = 0; i0 < h.m; i0 += kLaneRows) {
         const int64_t rows = std::min<int64_t>(kLaneRows, h.m - i0);
-        pack_lanes(a + i0 * h.rsa, rows, kc, h.rsa, h.csa, masked, mask, held);
+        pack_lanes<T>(a + i0 * h.rsa, rows, kc, h.rsa, h.csa, masked, mask, held);
         for (int64_t j0 = 0; j0 < h.n; j0 += kLaneCols) {
-          const LaneTile t{rows,
-                           std::min<int64_t>(kLaneCols, h.n - j0),
-                           kc,
-                           held,
-                           L,
-                           rows * L,
-                           b + j0 * h.csb,
-                           h.csb,
-                           h.rsb,
-                           c + i0 * h.rsc + j0 * h.csc,
-                           h.rsc,
-                           h.csc,
-                           h.alpha,
-                           beta,
-                           mask};
-          masked ? lane_tile<true>(t) : lane_tile<false>(t);
+          const LaneTile<T> t{rows,
+                              std::min<int64_t>(kLaneCols, h.n - j0),
+                              kc,
+                              held,
+                              L,
+                              rows * L,
+                              b + j0 * h.csb,
+                              h.csb,
+                              h.rsb,
+                              c + i0 * h.rsc + j0 * h.csc,
+                              h.rsc,
+                              h.csc,
+                              h.alpha,
+                              beta,
+                              mask};
+          masked ? lane_tile<T, true>(t) : lane_tile<T, false>(t);
         }
       }
     }
@@ -184,16 +190,19 @@ void lanes_f64(const GemmArgs<double>& g, int64_t lanes, bool columns_outer) {
   (void)columns_outer;
   for (int64_t j = 0; j < g.n; ++j)
     for (int64_t i = 0; i < g.m; ++i) {
-      double* c = g.c + i * g.rsc + j * g.csc;
-      for (int64_t w = 0; w < lanes; ++w) c[w] = g.beta == 0.0 ? 0.0 : g.beta * c[w];
+      T* c = g.c + i * g.rsc + j * g.csc;
+      for (int64_t w = 0; w < lanes; ++w) c[w] = g.beta == T{} ? T{} : g.beta * c[w];
       for (int64_t p = 0; p < g.k; ++p) {
-        const double* a = g.a + i * g.rsa + p * g.csa;
-        const double* b = g.b + p * g.rsb + j * g.csb;
+        const T* a = g.a + i * g.rsa + p * g.csa;
+        const T* b = g.b + p * g.rsb + j * g.csb;
         for (int64_t w = 0; w < lanes; ++w) c[w] += g.alpha * (a[w] * b[w]);
       }
     }
 #endif
 }
+
+template void batch_lanes<double>(const GemmArgs<double>&, int64_t, bool);
+template void batch_lanes<float>(const GemmArgs<float>&, int64_t, bool);
 
 }  // namespace tenferro::cpu::detail::TENFERRO_ISA_NS
 

@@ -1,0 +1,95 @@
+// Private: the f64 and f32 vectors of one ISA level, for the per-ISA kernel files of the
+// CPU engine (Note [ISA kernels] in gemm_kernels.cc). Included inside a file's ISA
+// region (after TENFERRO_ISA_BEGIN and every shared header), once per level:
+// everything here lives in namespace detail::TENFERRO_ISA_NS and is compiled with the
+// level's target attributes (the file includes <immintrin.h> and <cstdint> before its
+// region, so no shared header is compiled for the level). Simd<T> has the vector type
+// V, the lane mask M, kLanes and the operations the kernels use; AVX-512: 8 f64 / 16
+// f32 lanes with native masks; AVX2: 4 / 8 lanes, masks as integer vectors. Nothing at
+// the scalar level. `vec` is Simd<double>.
+#pragma once
+
+#if !defined(TENFERRO_ISA_LEVEL) || !defined(TENFERRO_ISA_NS)
+#error "simd.h belongs inside a per-ISA kernel file's ISA region"
+#endif
+
+#if TENFERRO_ISA_LEVEL >= 1
+namespace tenferro::cpu::detail::TENFERRO_ISA_NS {
+
+template <class T>
+struct Simd;
+
+#if TENFERRO_ISA_LEVEL >= 2
+template <>
+struct Simd<double> {
+  static constexpr int64_t kLanes = 8;
+  using V = __m512d;
+  using M = __mmask8;
+  static V zero() { return _mm512_setzero_pd(); }
+  static V set1(double x) { return _mm512_set1_pd(x); }
+  static V load(const double* p) { return _mm512_loadu_pd(p); }
+  static V load(const double* p, M m) { return _mm512_maskz_loadu_pd(m, p); }
+  static void store(double* p, V v) { _mm512_storeu_pd(p, v); }
+  static void store(double* p, V v, M m) { _mm512_mask_storeu_pd(p, m, v); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
+  static V mul(V a, V b) { return _mm512_mul_pd(a, b); }
+  // Lanes below n set.
+  static M mask(int64_t n) { return static_cast<M>(n <= 0 ? 0u : n >= 8 ? 0xffu : (1u << n) - 1u); }
+};
+template <>
+struct Simd<float> {
+  static constexpr int64_t kLanes = 16;
+  using V = __m512;
+  using M = __mmask16;
+  static V zero() { return _mm512_setzero_ps(); }
+  static V set1(float x) { return _mm512_set1_ps(x); }
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static V load(const float* p, M m) { return _mm512_maskz_loadu_ps(m, p); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static void store(float* p, V v, M m) { _mm512_mask_storeu_ps(p, m, v); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static M mask(int64_t n) { return static_cast<M>(n <= 0 ? 0u : n >= 16 ? 0xffffu : (1u << n) - 1u); }
+};
+#else
+template <>
+struct Simd<double> {
+  static constexpr int64_t kLanes = 4;
+  using V = __m256d;
+  using M = __m256i;
+  static V zero() { return _mm256_setzero_pd(); }
+  static V set1(double x) { return _mm256_set1_pd(x); }
+  static V load(const double* p) { return _mm256_loadu_pd(p); }
+  static V load(const double* p, M m) { return _mm256_maskload_pd(p, m); }
+  static void store(double* p, V v) { _mm256_storeu_pd(p, v); }
+  static void store(double* p, V v, M m) { _mm256_maskstore_pd(p, m, v); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
+  static V mul(V a, V b) { return _mm256_mul_pd(a, b); }
+  // Lanes below n set.
+  static M mask(int64_t n) { return _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_set_epi64x(3, 2, 1, 0)); }
+};
+template <>
+struct Simd<float> {
+  static constexpr int64_t kLanes = 8;
+  using V = __m256;
+  using M = __m256i;
+  static V zero() { return _mm256_setzero_ps(); }
+  static V set1(float x) { return _mm256_set1_ps(x); }
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static V load(const float* p, M m) { return _mm256_maskload_ps(p, m); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static void store(float* p, V v, M m) { _mm256_maskstore_ps(p, m, v); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static M mask(int64_t n) {
+    const int32_t k = n <= 0 ? 0 : n >= 8 ? 8 : static_cast<int32_t>(n);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0));
+  }
+};
+#endif
+
+/// The f64 vector of the level (the GEMM kernels' name for it).
+using vec = Simd<double>;
+
+}  // namespace tenferro::cpu::detail::TENFERRO_ISA_NS
+#endif
