@@ -606,8 +606,11 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
       } else {
         run_units(0, units);
       }
+      return ok();
+    } else {
+      return usage_error(ErrorCode::kUnsupported, "dot_general",
+                         "the batch-lane kernel has no " + std::string(dtype_name(lhs.dtype())) + " form");
     }
-    return ok();
   }
   // The short-side kernel's contraction levels and the broadcast operand's row offsets,
   // in C's row order (Note [Short-side products with a strided contraction]).

@@ -5,7 +5,6 @@
 // choice is made in dot_plan.cc.
 
 #include <algorithm>
-#include <array>
 #include <optional>
 #include <string>
 
@@ -369,7 +368,6 @@ std::optional<Layout> lane_first_layout(const Layout& lhs, const Layout& rhs, co
   std::sort(run.begin(), run.end(), [&](size_t x, size_t y) {
     return lhs.strides[static_cast<size_t>(dims.lhs_batch[x])] < lhs.strides[static_cast<size_t>(dims.lhs_batch[y])];
   });
-  const uint64_t mask = pairs;
   // The run first, then dot_general_result_layout's order: [lhs free, rhs free, batch].
   Layout out;
   out.shape = shape;
@@ -385,7 +383,7 @@ std::optional<Layout> lane_first_layout(const Layout& lhs, const Layout& rhs, co
     stride *= shape[i];
   }
   for (size_t i = 0; i < nbatch; ++i) {
-    if (i < 64 && (mask >> i & 1u) != 0) continue;
+    if (i < 64 && (pairs >> i & 1u) != 0) continue;
     out.strides[i] = stride;
     stride *= shape[i];
   }

@@ -68,11 +68,13 @@ Layout dot_general_result_layout(const Shape& shape, size_t batch_dims);
 
 /// out = alpha * dot(lhs, rhs). The result is a new tensor with the logical shape above;
 /// its memory is compact with the batch dimensions outermost, so every batch is one
-/// column-major matrix (a permuted compact layout, not column-major over the logical
-/// dims). Every dtype; on bool it is the boolean semiring (numpy's dot on bool: an OR
-/// of ANDs; alpha and beta must be 0 or 1). The result and any packed operand come from
-/// `pool` when given. Errors: those of dot_general_shape, kDTypeMismatch, and
-/// kInvalidArgument for an alpha or beta the dtype cannot represent.
+/// column-major matrix (dot_general_result_layout: a permuted compact layout, not
+/// column-major over the logical dims) — except where lhs and rhs hold their batch items
+/// one element apart and the engine computes them as vector lanes: then those batch
+/// dimensions come first in memory, as in the operands (Note [Lane-first results]). Every dtype; on bool it is the
+/// boolean semiring (numpy's dot on bool: an OR of ANDs; alpha and beta must be 0 or 1). The result and any packed
+/// operand come from `pool` when given. Errors: those of dot_general_shape, kDTypeMismatch, and kInvalidArgument for an
+/// alpha or beta the dtype cannot represent.
 Result<Tensor> dot_general(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs, const DotDims& dims,
                            const DotOptions& options = {}, const std::shared_ptr<HostBufferPool>& pool = nullptr);
 
