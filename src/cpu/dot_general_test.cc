@@ -834,6 +834,7 @@ TEST(DotGeneral, OwnResultOfBatchLaneProductsIsLaneFirst) {
   const CpuExecutionContext& ctx = CpuExecutionContext::sequential();
   const Tensor out = dot_general(ctx, lhs, rhs, c.dims).value();
   const bool lanes = explain_dot_general(ctx, lhs, rhs, c.dims).value().kernel == DotKernel::kBatchLanes;
+  EXPECT_EQ(dot_general_own_layout(ctx, lhs, rhs, c.dims).value(), out.layout());
   if (lanes) {
     EXPECT_EQ(out.strides()[0], 1);
     EXPECT_EQ(out.strides()[1], 16);

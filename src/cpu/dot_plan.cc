@@ -704,6 +704,15 @@ Layout own_result_layout(const CpuExecutionContext& ctx, DType dtype, const Layo
 
 }  // namespace detail
 
+Result<Layout> dot_general_own_layout(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs,
+                                      const DotDims& dims, const DotOptions& options) {
+  TENFERRO_TRY(DotAxes axes, detail::validate_dot(lhs, rhs, dims));
+  TENFERRO_TRY(Shape shape, dot_general_shape(lhs.shape(), rhs.shape(), dims));
+  DotOptions own = options;  // dot_general's own result: beta = 0
+  own.beta = 0.0;
+  return detail::own_result_layout(ctx, lhs.dtype(), lhs.layout(), rhs.layout(), dims, own, axes, shape);
+}
+
 Result<DotRoute> explain_dot_general(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs,
                                      const DotDims& dims, const DotOptions& options, const Layout* out_layout) {
   TENFERRO_TRY(DotAxes axes, detail::validate_dot(lhs, rhs, dims));

@@ -24,7 +24,9 @@ namespace tenferro::einsum {
 // each group in the operand's own memory order, so dot_general finds matrix-compatible
 // strides whenever the memory allows and packs only an operand that needs it. An
 // intermediate's memory order is dot_general's ([lhs free, rhs free, batch]), which the
-// planner tracks to order the next step's groups. The last step writes into the
+// planner tracks to order the next step's groups (batch items one element apart in both
+// operands keep that order in the intermediate instead, Note [Lane-first results], which
+// the views of the next step take as they are). The last step writes into the
 // destination (dot_general_into through a permuted view); a repeated output label is a
 // diagonal view of a zero-filled destination.
 //
@@ -860,8 +862,11 @@ Result<Tensor> EinsumPlan::run(const cpu::CpuExecutionContext& ctx, std::span<co
       TENFERRO_TRY(Tensor fresh, Tensor::uninitialized(dtype_, {element_count(shape)}, pool));
       storage = fresh.storage();
     }
-    TENFERRO_TRY(Tensor dst, Tensor::from_storage(dtype_, std::move(storage),
-                                                  cpu::dot_general_result_layout(shape, st.dims.lhs_batch.size())));
+    // dot_general's own memory order (Note [Lane-first results]): the planner assumed
+    // [lhs free, rhs free, batch], which it is unless both operands hold their batch
+    // items one element apart; any order is correct for the next step's views.
+    TENFERRO_TRY(Layout own, cpu::dot_general_own_layout(c, va, vb, st.dims, dot));
+    TENFERRO_TRY(Tensor dst, Tensor::from_storage(dtype_, std::move(storage), std::move(own)));
     TENFERRO_TRY_VOID(cpu::dot_general_into(c, va, vb, st.dims, dot, dst, pool, &ws.dot_[k]));
     slots[n + k] = std::move(dst);
     record(&slots[n + k].layout());

@@ -66,6 +66,15 @@ struct DotScratch {
 /// supply their own buffer (dot_general_into) use it to get the same memory order.
 Layout dot_general_result_layout(const Shape& shape, size_t batch_dims);
 
+/// The layout dot_general(ctx, lhs, rhs, dims, options) gives its result: usually
+/// dot_general_result_layout, but the operands' batch items first in memory where lhs
+/// and rhs hold them one element apart and the engine computes them as vector lanes
+/// (Note [Lane-first results]). Callers that supply their own buffer (dot_general_into)
+/// use it to get dot_general's own memory order. Computes nothing; allocates nothing for
+/// ranks up to 8. Errors: those of dot_general before it computes.
+Result<Layout> dot_general_own_layout(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs,
+                                      const DotDims& dims, const DotOptions& options = {});
+
 /// out = alpha * dot(lhs, rhs). The result is a new tensor with the logical shape above;
 /// its memory is compact with the batch dimensions outermost, so every batch is one
 /// column-major matrix (dot_general_result_layout: a permuted compact layout, not
