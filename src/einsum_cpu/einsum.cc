@@ -16,7 +16,8 @@ namespace tenferro::einsum {
 
 // Note [Einsum plan]: preparation resolves the notation, searches the path, and turns
 // the tree into steps. Each operand is first reduced on its own: repeated labels become
-// a diagonal view, a size-1 axis against a larger extent elsewhere a broadcast view, and
+// a diagonal view, a size-1 axis against a larger extent elsewhere is dropped (Note
+// [Einsum broadcast labels]), and
 // labels no other operand or the output has are summed (one reduce). Each binary step
 // is one dot_general: labels of both operands that survive are batch dimensions, labels
 // of both that do not are contracted, the rest are free. The operands are viewed
@@ -62,8 +63,7 @@ namespace tenferro::einsum {
 
 struct EinsumPlan::Leaf {
   std::vector<SmallVector<int64_t, 8>> diagonals;
-  bool broadcast = false;
-  Shape broadcast_shape;
+  SmallVector<int64_t, 8> drop_axes;  // extent-1 axes of broadcast labels (Note [Einsum broadcast labels])
   SmallVector<int64_t, 8> sum_axes;
   Shape summed_shape;  // the operand after sum_axes are summed away (when there are any)
 };
@@ -197,9 +197,36 @@ Result<std::shared_ptr<const EinsumPlan>> EinsumPlan::prepare(const EinsumSpec& 
   plan->in_shapes_.assign(shapes.begin(), shapes.end());
   const auto n = static_cast<int32_t>(spec.inputs.size());
 
+  // Note [Einsum broadcast labels]: a label with extent 1 in an operand and a larger
+  // extent elsewhere (numpy's broadcasting of named labels) is dropped from that operand
+  // instead of broadcast: the operand is constant along it, so the product is the same
+  // with the label absent there (where it then appears in no other operand and not in
+  // the output, the others sum it away before any step). A stride-0 view would be packed
+  // (materialized at the full extent) by every dot_general that takes it.
+  // `reduced`: the terms without those labels, from which the path and the steps are
+  // planned.
+  // Whether operand i broadcasts label l: every occurrence of l there has extent 1 and
+  // the label a larger extent elsewhere (a repeated label with mixed extents is left to
+  // the diagonal, which rejects it).
+  auto broadcasts = [&](int32_t i, Label l) {
+    const std::vector<Label>& in = spec.inputs[static_cast<size_t>(i)];
+    if (spec.extent(l) == 1) return false;
+    for (size_t a = 0; a < in.size(); ++a) {
+      if (in[a] == l && shapes[static_cast<size_t>(i)][a] != 1) return false;
+    }
+    return true;
+  };
+  EinsumSpec reduced = spec;
+  for (int32_t i = 0; i < n; ++i) {
+    std::vector<Label> keep;
+    for (Label l : spec.inputs[static_cast<size_t>(i)]) {
+      if (!broadcasts(i, l)) keep.push_back(l);
+    }
+    reduced.inputs[static_cast<size_t>(i)] = std::move(keep);
+  }
   // Operands holding each label, and the output's labels.
   std::map<Label, int32_t> ops_with;
-  for (const auto& in : spec.inputs) {
+  for (const auto& in : reduced.inputs) {
     std::vector<Label> u = in;
     std::sort(u.begin(), u.end());
     u.erase(std::unique(u.begin(), u.end()), u.end());
@@ -213,24 +240,23 @@ Result<std::shared_ptr<const EinsumPlan>> EinsumPlan::prepare(const EinsumSpec& 
     auto leaf = std::make_shared<Leaf>();
     std::vector<Label> ls = spec.inputs[static_cast<size_t>(i)];
     leaf->diagonals = plan_diagonals(&ls);
-    // Extents after the diagonals: the first position of each label.
-    Shape here;
-    for (Label l : ls) {
-      const int64_t first = index_of(spec.inputs[static_cast<size_t>(i)], l);
-      here.push_back(shapes[static_cast<size_t>(i)][static_cast<size_t>(first)]);
-    }
+    // After the diagonals: the axes of broadcast labels (extent 1 in this operand) are
+    // dropped (Note [Einsum broadcast labels]).
+    std::vector<Label> present;
     for (size_t a = 0; a < ls.size(); ++a) {
-      const int64_t want = spec.extent(ls[a]);
-      leaf->broadcast_shape.push_back(want);
-      if (here[a] != want) leaf->broadcast = true;
+      if (broadcasts(i, ls[a])) {
+        leaf->drop_axes.push_back(static_cast<int64_t>(a));
+      } else {
+        present.push_back(ls[a]);
+      }
     }
     std::vector<Label> kept;
-    for (size_t a = 0; a < ls.size(); ++a) {
-      if (ops_with[ls[a]] == 1 && !in_output(ls[a])) {
+    for (size_t a = 0; a < present.size(); ++a) {
+      if (ops_with[present[a]] == 1 && !in_output(present[a])) {
         leaf->sum_axes.push_back(static_cast<int64_t>(a));
       } else {
-        kept.push_back(ls[a]);
-        leaf->summed_shape.push_back(spec.extent(ls[a]));
+        kept.push_back(present[a]);
+        leaf->summed_shape.push_back(spec.extent(present[a]));
       }
     }
     labels[static_cast<size_t>(i)] = std::move(kept);
@@ -239,7 +265,7 @@ Result<std::shared_ptr<const EinsumPlan>> EinsumPlan::prepare(const EinsumSpec& 
 
   // Path.
   std::vector<Label> dense_to_label;
-  const Network net = make_network(spec, &dense_to_label);
+  const Network net = make_network(reduced, &dense_to_label);
   const auto t0 = std::chrono::steady_clock::now();
   TENFERRO_TRY(plan->tree_, search_path(net, policy));
   plan->search_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -730,7 +756,7 @@ Result<Tensor> EinsumPlan::run(const cpu::CpuExecutionContext& ctx, std::span<co
   };
   auto plain = [&](size_t i) {
     const Leaf& leaf = *leaves_[i];
-    return !steps_.empty() && leaf.diagonals.empty() && !leaf.broadcast && leaf.sum_axes.empty();
+    return !steps_.empty() && leaf.diagonals.empty() && leaf.drop_axes.empty() && leaf.sum_axes.empty();
   };
   for (size_t i = 0; i < n; ++i) {
     const Leaf& leaf = *leaves_[i];
@@ -739,8 +765,18 @@ Result<Tensor> EinsumPlan::run(const cpu::CpuExecutionContext& ctx, std::span<co
     for (const auto& axes : leaf.diagonals) {
       TENFERRO_TRY(t, t.diagonal(Dims(axes.span())));
     }
-    if (leaf.broadcast) {
-      TENFERRO_TRY(t, t.broadcast_to(leaf.broadcast_shape));
+    if (!leaf.drop_axes.empty()) {
+      // The extent-1 axes of broadcast labels go: a view of the remaining axes.
+      Shape shape;
+      Strides strides;
+      for (size_t a = 0; a < t.shape().size(); ++a) {
+        if (std::find(leaf.drop_axes.begin(), leaf.drop_axes.end(), static_cast<int64_t>(a)) != leaf.drop_axes.end()) {
+          continue;
+        }
+        shape.push_back(t.shape()[a]);
+        strides.push_back(t.strides()[a]);
+      }
+      TENFERRO_TRY(t, t.as_strided(Dims(shape.span()), Dims(strides.span()), t.offset()));
     }
     if (!leaf.sum_axes.empty()) {
       // Into the operand's workspace buffer (Note [Einsum workspace]).

@@ -283,6 +283,68 @@ TEST(Einsum, NamedLabelsBroadcastFromExtentOne) {
   EXPECT_EQ(r.get<double>({1, 2}).value(), 90.0);
 }
 
+// Note [Einsum broadcast labels]: a named label with extent 1 in one operand as a batch,
+// contracted, free or elsewhere-summed label; values against plain loops (an operand's
+// extent-1 axis read at index 0), one and two threads.
+TEST(Einsum, BroadcastLabelsInEveryRole) {
+  auto executor = cpu::make_tbb_executor(2).value();
+  struct BCase {
+    const char* text;
+    Shape a, b;
+  };
+  const int64_t B = 12, I = 5, J = 7, K = 6;
+  for (const BCase& c : {BCase{"bij,bjk->bik", {1, I, J}, {B, J, K}}, BCase{"bij,bjk->bik", {B, I, 1}, {B, J, K}},
+                         BCase{"ij,jk->ik", {I, 1}, {J, K}}, BCase{"ij,ij->j", {1, J}, {I, J}},
+                         BCase{"ij,kj->ik", {I, 1}, {K, J}}, BCase{"ij,jk->ijk", {1, J}, {J, K}}}) {
+    const Tensor a = Tensor::random_normal(DType::kF64, c.a, 11).value();
+    const Tensor b = Tensor::random_normal(DType::kF64, c.b, 12).value();
+    const std::string text(c.text), ta = text.substr(0, text.find(',')),
+                                    tb = text.substr(text.find(',') + 1, text.find('-') - text.find(',') - 1),
+                                    to = text.substr(text.find('>') + 1);
+    std::map<char, int64_t> ext;
+    for (size_t q = 0; q < ta.size(); ++q) ext[ta[q]] = std::max(ext[ta[q]], c.a[q]);
+    for (size_t q = 0; q < tb.size(); ++q) ext[tb[q]] = std::max(ext[tb[q]], c.b[q]);
+    std::string all;
+    Shape all_ext;
+    for (const auto& [l, e] : ext) {
+      all.push_back(l);
+      all_ext.push_back(e);
+    }
+    Shape out_shape;
+    for (char l : to) out_shape.push_back(ext[l]);
+    std::vector<double> want(static_cast<size_t>(element_count(out_shape)), 0.0);
+    for_each_index(all_ext, [&](const Index& v) {
+      auto at = [&](const std::string& t, const Shape& sh) {
+        Index idx;
+        for (size_t q = 0; q < t.size(); ++q) idx.push_back(sh[q] == 1 ? 0 : v[all.find(t[q])]);
+        return idx;
+      };
+      int64_t lin = 0, mul = 1;
+      for (size_t q = 0; q < to.size(); ++q) {
+        lin += v[all.find(to[q])] * mul;
+        mul *= out_shape[q];
+      }
+      want[static_cast<size_t>(lin)] += a.get<double>(at(ta, c.a)).value() * b.get<double>(at(tb, c.b)).value();
+    });
+    for (int threads : {1, 2}) {
+      Result<Tensor> r = Tensor();
+      executor->install([&] {
+        cpu::CpuExecutionContext ctx(executor.get(), cpu::ParallelMode::kInner, threads);
+        std::vector<Tensor> ops{a, b};
+        r = einsum(ctx, c.text, ops);
+      });
+      ASSERT_TRUE(r.has_value()) << c.text << ": " << r.error().to_string();
+      ASSERT_EQ(r->shape(), out_shape) << c.text;
+      int64_t lin = 0;
+      for_each_index(out_shape, [&](const Index& oi) {
+        EXPECT_NEAR(r->get<double>(oi).value(), want[static_cast<size_t>(lin)], 1e-12)
+            << c.text << " threads " << threads;
+        ++lin;
+      });
+    }
+  }
+}
+
 // Note [Root orientation]: a transposed pair whose output starts with the second
 // operand's free label is swapped, so the root is written in output order: a compact
 // column-major result with the right values (the mirror of a row-major product, and its
