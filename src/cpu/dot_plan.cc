@@ -419,10 +419,15 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   //   (f64): slices of 1 MiB (16 x 128^3) 2.82 -> 1.78 ms, 4 MiB (8 x 256^3) 9.8 -> 7.3, 9.4 MiB
   //   (8 x 384^3) even, 16 MiB (8 x 512^3) 60 -> 76 (lost). Taken up to four times L2
   //   (512 KiB assumed when unknown).
+  // - ISA: AVX-512 only. Under TENFERRO_MAX_ISA=avx2 on the same machine (vectors of 4
+  //   f64 / 8 f32, 3 x 4 blocks; half a cache line per load) the kernel lost to the
+  //   packing routes at AVX2: f64 32 x 64^3 0.56 -> 1.09 ms, 256 x 16^3 0.12 -> 0.25,
+  //   8 x 256^3 11.2 -> 19.3; f32 16 x 256^3 9.9 -> 20.3 (256 x 16^3 alone won, 0.11 ->
+  //   0.09). Its AVX2 and scalar forms exist (dispatch, tests) but are not planned.
   // - Threads: units of one vector of lanes of one item over the workers; with fewer
   //   than two units per worker, each unit's rows (or columns) in parts of at least
   //   kLanePartMin, so a batch of one vector still uses every worker.
-  const bool lane_dtype = f64 || p.dtype == DType::kF32;
+  const bool lane_dtype = (f64 || p.dtype == DType::kF32) && isa >= IsaLevel::kAvx512;
   const int64_t width = f64 ? detail::lane_width<double>(isa) : detail::lane_width<float>(isa);
   if (lane_dtype && automatic && !vendor && kernels && K >= 1 && p.lane_batch >= width && lm.mergeable &&
       lk.mergeable && rk.mergeable && rn.mergeable && om.mergeable && on.mergeable) {

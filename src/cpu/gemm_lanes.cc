@@ -1,21 +1,22 @@
-// Note [Batch-lane products]: a batch of f64 or f32 products whose batch dimension has unit
-// stride in A, B and C (the column-major layout of numpy's 'bij,bjk->bik': the batch
-// label is written first, so it is the fastest axis) makes every row and column of
-// each product strided. BLAS needs a unit stride in each matrix, so the other routes
+// Note [Batch-lane products]: a batch of f64 or f32 products whose batch dimension has
+// unit stride in A, B and C (the column-major layout of numpy's 'bij,bjk->bik': the
+// batch label is written first, so it is the fastest axis) makes every row and column
+// of each product strided. BLAS needs a unit stride in each matrix, so the other routes
 // pack the whole batch of both operands and compute into a scratch that is copied back
 // (three transposing copies of the data), and every product is then a separate small
 // GEMM. Here the batch itself is the vector: lane w of a vector is item w of the batch,
 // so C[w, i, j] += A[w, i, p] B[w, p, j] is one FMA of a vector of A by a vector of B,
 // with no broadcast, no packing of the batch and no scratch. Register blocks of
 // kLaneRows x kLaneCols vectors of C (4 x 6 with 512-bit vectors, 3 x 4 with 256-bit
-// ones) load kLaneRows + kLaneCols vectors per step of the contraction, each one whole
-// cache line (AVX-512: 8 f64 or 16 f32 items) of one row or column of the lane block. A
-// lane block is kLanes items; a short last block is masked (its loads too: the lanes past the batch may lie
-// past the buffer). Row blocks outermost re-read B's lane slice (k x n vectors) once per
-// row block and keep A's rows in L1; with `columns_outer` the roles swap (the same loop
-// on C^T = B^T A^T). The planner picks the order that re-reads the smaller slice and
-// sends this kernel nothing larger than its measured limit (Note [Batch-lane
-// thresholds] in dot_plan.cc).
+// ones) load kLaneRows + kLaneCols vectors per step of the contraction, with AVX-512
+// each one whole cache line (8 f64 or 16 f32 items) of one row or column of the lane
+// block; the planner takes the kernel at AVX-512 only (Note [Batch-lane thresholds] in
+// dot_plan.cc). A lane block is kLanes items; a short last block is masked (its loads
+// too: the lanes past the batch may lie past the buffer). Row blocks outermost re-read
+// B's lane slice (k x n vectors) once per row block and keep A's rows in L1; with
+// `columns_outer` the roles swap (the same loop on C^T = B^T A^T). The planner picks
+// the order that re-reads the smaller slice and sends this kernel nothing larger than
+// its measured limit.
 
 #include <algorithm>
 #include <cstdint>
