@@ -819,6 +819,33 @@ TEST(DotGeneral, LaneKernelAtEveryIsaLevel) {
   check_dtype.template operator()<float>();
 }
 
+// Broadcast (stride-0) operands can describe products whose multiply-add count exceeds
+// int64 while every tensor's element count fits: planning them is defined (the UBSan
+// build traps on signed overflow), batched or not, with or without a batch run.
+TEST(DotGeneral, HugeBroadcastProductsPlanWithoutOverflow) {
+  const int64_t big = int64_t{1} << 30;
+  const Tensor one = Tensor::ones(DType::kF64, {1, 1}).value();
+  const Tensor a = one.broadcast_to({big, big}).value();
+  DotDims mm;
+  mm.lhs_contracting = {1};
+  mm.rhs_contracting = {0};
+  const CpuExecutionContext& ctx = CpuExecutionContext::sequential();
+  auto r = explain_dot_general(ctx, a, a, mm);
+  ASSERT_TRUE(r.has_value()) << r.error().to_string();
+  EXPECT_EQ(r->m, big);
+  const Tensor one3 = Tensor::ones(DType::kF64, {1, 1, 1}).value();
+  const Tensor b3 = one3.broadcast_to({8, big / 8, big}).value();
+  DotDims bm;
+  bm.lhs_batch = {0};
+  bm.rhs_batch = {0};
+  bm.lhs_contracting = {2};
+  bm.rhs_contracting = {1};
+  const Tensor c3 = one3.broadcast_to({8, big, big / 8}).value();
+  auto rb = explain_dot_general(ctx, b3, c3, bm);
+  ASSERT_TRUE(rb.has_value()) << rb.error().to_string();
+  EXPECT_EQ(rb->batch, 8);
+}
+
 // Note [Lane-first results]: dot_general's own result follows batch-fastest operands
 // when the lane kernel computes it, and keeps the usual layout otherwise.
 TEST(DotGeneral, OwnResultOfBatchLaneProductsIsLaneFirst) {

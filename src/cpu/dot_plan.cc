@@ -1,6 +1,7 @@
 #include "dot_plan.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 namespace tenferro::cpu {
@@ -41,6 +42,12 @@ namespace {
 using detail::DotAxes;
 
 std::string s(int64_t v) { return std::to_string(v); }
+// a * b, or INT64_MAX when that overflows: products of extents of broadcast (stride-0)
+// views can exceed int64 while every tensor's element count fits.
+int64_t sat_mul(int64_t a, int64_t b) {
+  int64_t r = 0;
+  return checked_mul(a, b, &r) ? r : std::numeric_limits<int64_t>::max();
+}
 bool integral_dtype(DType d) { return d == DType::kBool || d == DType::kI32 || d == DType::kI64; }
 
 // Note [Batch policies]: the effective policy and provider are resolved before any
@@ -331,7 +338,7 @@ bool tiny_matmul_shortcut(const CpuExecutionContext& ctx, const Tensor& lhs, con
   const DType d = lhs.dtype();
   if (d != DType::kF32 && d != DType::kF64 && d != DType::kC64 && d != DType::kC128) return false;
   const int64_t m = lhs.shape()[0], k = lhs.shape()[1], n = rhs.shape()[1];
-  return k == rhs.shape()[0] && m * n > 0 && m * n * k <= options.tiny_flops.value_or(ctx.batch().tiny_flops);
+  return k == rhs.shape()[0] && m * n > 0 && sat_mul(m * n, k) <= options.tiny_flops.value_or(ctx.batch().tiny_flops);
 }
 
 }  // namespace detail
@@ -354,7 +361,7 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
     r.reason = "the output is empty";
     return r;
   }
-  int64_t flops = M * N * std::max<int64_t>(K, 1);
+  int64_t flops = sat_mul(M * N, std::max<int64_t>(K, 1));
   TENFERRO_TRY(Resolved res, resolve_provider(st, caps, integral, B, M, N, flops));
   r.policy = res.policy;
   r.provider = res.provider;
@@ -373,19 +380,21 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   if (!integral && !vendor && r.provider != GemmProvider::kNaive) {
     // Each product of the batch packs the other operand again (BLAS does): fine while it
     // stays in cache, or while all those packs move less than packing this operand.
-    auto repack_ok = [](int64_t other, int64_t items, int64_t self) { return other <= 65536 || items * other <= self; };
+    auto repack_ok = [](int64_t other, int64_t items, int64_t self) {
+      return other <= 65536 || sat_mul(items, other) <= self;
+    };
     const DotFreeSplit& rs = p.rhs_split;
     const DotFreeSplit& ls = p.lhs_split;
-    if (!rn.mergeable && rk.mergeable && om.mergeable && p.rhs_elements >= 32768 && rs.valid &&
-        rs.op.extent >= 8 && M <= 64 && M * rs.op.extent * K >= 16384 &&
-        repack_ok(M * K, rs.items, p.rhs_elements) && rs.providers_take) {
+    if (!rn.mergeable && rk.mergeable && om.mergeable && p.rhs_elements >= 32768 && rs.valid && rs.op.extent >= 8 &&
+        M <= 64 && sat_mul(M * rs.op.extent, K) >= 16384 && repack_ok(M * K, rs.items, p.rhs_elements) &&
+        rs.providers_take) {
       rn = rs.op;
       on = rs.out;
       N = rs.op.extent;
       B *= rs.items;
       r.split_rhs_free = true;
     } else if (!lm.mergeable && lk.mergeable && on.mergeable && p.lhs_elements >= 32768 && ls.valid &&
-               ls.op.extent >= 8 && N <= 64 && ls.op.extent * N * K >= 16384 &&
+               ls.op.extent >= 8 && N <= 64 && sat_mul(ls.op.extent * N, K) >= 16384 &&
                repack_ok(N * K, ls.items, p.lhs_elements) && ls.providers_take) {
       lm = ls.op;
       om = ls.out;
@@ -394,7 +403,7 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
       r.split_lhs_free = true;
     }
     if (r.split_lhs_free || r.split_rhs_free) {
-      flops = M * N * std::max<int64_t>(K, 1);
+      flops = sat_mul(M * N, std::max<int64_t>(K, 1));
       TENFERRO_TRY(res, resolve_provider(st, caps, false, B, M, N, flops));
       r.policy = res.policy;
       r.provider = res.provider;
