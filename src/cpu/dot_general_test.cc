@@ -682,10 +682,11 @@ TEST(DotGeneral, BatchLaneProductsMatchTheReference) {
     int64_t m, n, k;
   };
   // {8} with 40 rows / 30 columns (row blocks outermost) and 30 rows / 50 columns
-  // (column blocks outermost): one vector, its rows / columns in parts on two threads.
+  // (column blocks outermost): one vector, its rows / columns in parts on two threads;
+  // 5 x 5 x 4000: one vector on two threads with too few rows for parts.
   const Case cases[] = {{{32}, 1, 9, 7, 13},   {{20}, 2, 4, 6, 70},  {{8, 4}, 3, 5, 1, 3}, {{16}, 1, 1, 11, 2},
                         {{36}, 1, 13, 3, 129}, {{4, 6}, 2, 3, 5, 1}, {{12}, 1, 2, 40, 5},  {{8}, 1, 40, 30, 60},
-                        {{8}, 1, 30, 50, 60},  {{28}, 1, 6, 5, 9}};
+                        {{8}, 1, 30, 50, 60},  {{28}, 1, 6, 5, 9},   {{8}, 1, 5, 5, 4000}};
   for (const DType dtype : {DType::kF64, DType::kF32})
     for (const Case& cs : cases) {
       const int64_t width = dtype == DType::kF64 ? 8 : 16;  // AVX-512 vectors (the reference capabilities)
@@ -757,7 +758,7 @@ TEST(DotGeneral, BatchLaneProductsMatchTheReference) {
       } else {
         EXPECT_NE(route.kernel, DotKernel::kBatchLanes) << describe(route);
       }
-      if (run == width && cs.walk == 1 &&
+      if (run == width && cs.walk == 1 && cs.m >= 24 &&
           cs.m * cs.n * cs.k >= 65536) {  // one vector: its rows or columns in parts on two threads
         const DotRoute two = planned(kReferenceCaps, 2, lhs, rhs, out, c.dims);
         EXPECT_GT(two.lane_parts, 1) << describe(two);

@@ -290,9 +290,9 @@ constexpr int64_t kBlockedPiece = 128;
 // given to a worker (a multiple of the register blocks' 4 and 3 rows).
 constexpr int64_t kLanePartMin = 12;
 
-// Note [Batch-fastest operands]: f64 batches whose items are one element apart in all
-// three operands run as vector lanes (Note [Batch-lane thresholds]); the rest of this
-// note is about the others. BLIS takes any strides, but an operand whose unit
+// Note [Batch-fastest operands]: f64 and f32 batches whose items are one element apart
+// in all three operands run as vector lanes on AVX-512 (Note [Batch-lane thresholds]);
+// the rest of this note is about the others. BLIS takes any strides, but an operand whose unit
 // stride is a batch dimension gives each product rows and columns that are both
 // strided, which BLIS gathers element by element; packing the whole batch once (one
 // vectorized copy) is faster there (bin_batched_matmul, batch label fastest, 2
@@ -452,9 +452,9 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
       const bool parallel =
           r.policy != BatchPolicy::kSequential && st.threads > 1 && flops >= (st.batch.parallel_min_flops + B - 1) / B;
       const int64_t side = r.columns_outer ? N : M;
-      r.lane_parts = parallel && units < 2 * st.threads
-                         ? std::clamp<int64_t>((2 * st.threads + units - 1) / units, 1, side / kLanePartMin)
-                         : 1;
+      r.lane_parts = parallel && units < 2 * st.threads ? std::clamp<int64_t>((2 * st.threads + units - 1) / units, 1,
+                                                                              std::max<int64_t>(1, side / kLanePartMin))
+                                                        : 1;
       r.threads = parallel && units * r.lane_parts > 1 ? st.threads : 1;
       if (r.threads > 1) {
         r.split = DotSplit::kPieces;

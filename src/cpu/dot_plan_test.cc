@@ -460,6 +460,10 @@ TEST(DotPlan, BatchLanesWhereItemsAreOneElementApart) {
   EXPECT_EQ(r.lane_parts, 4);
   EXPECT_EQ(r.pieces, 4);
   EXPECT_EQ(r.threads, 2);
+  // Fewer rows than a part: one part (the clamp's bounds stay ordered).
+  r = plan(lanes_call(8, 5, 5, 4000, 2), kAvx512).value();
+  EXPECT_EQ(r.kernel, DotKernel::kBatchLanes);
+  EXPECT_EQ(r.lane_parts, 1);
   r = plan(lanes_call(32, 16, 2000, 128), kAvx512).value();
   EXPECT_EQ(r.kernel, DotKernel::kBatchLanes);
   EXPECT_TRUE(r.columns_outer);  // A's slice (16 x 128) is the one re-read
