@@ -392,6 +392,28 @@ void streamed(const CpuExecutionContext& ctx, const detail::GemmArgs<double>& g,
   });
 }
 
+// A matrix-vector product (Note [Matrix-vector products] in gemm_matvec.cc), A = the rhs
+// when `transposed`; with several pieces, A's rows in pieces of whole kMatVecUnit
+// blocks (whole cache lines of a column-contiguous A and of a unit-stride y).
+constexpr int64_t kMatVecUnit = 64;
+template <class T>
+void matvec(const CpuExecutionContext& ctx, IsaLevel isa, const detail::GemmArgs<T>& g, bool transposed,
+            int64_t pieces) {
+  const detail::GemmArgs<T> t = transposed ? detail::transposed(g) : g;
+  const int64_t units = (t.m + kMatVecUnit - 1) / kMatVecUnit;
+  if (pieces <= 1 || units <= 1) {
+    detail::matvec<T>(isa, t);
+    return;
+  }
+  ctx.parallel_for(units, (units + pieces - 1) / pieces, [&](int64_t u0, int64_t u1) {
+    detail::GemmArgs<T> part = t;
+    part.m = std::min(t.m, kMatVecUnit * u1) - kMatVecUnit * u0;
+    part.a = t.a + kMatVecUnit * u0 * t.rsa;
+    part.c = t.c + kMatVecUnit * u0 * t.rsc;
+    detail::matvec<T>(isa, part);
+  });
+}
+
 // The real type the blocked kernel computes a T product in: T itself for f64 and f32,
 // the component type for c128 and c64, void for the others.
 template <class T>
@@ -612,6 +634,12 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
                          "the batch-lane kernel has no " + std::string(dtype_name(lhs.dtype())) + " form");
     }
   }
+  if constexpr (!std::is_same_v<T, double> && !std::is_same_v<T, float>) {
+    if (route.kernel == DotKernel::kMatVec) {
+      return usage_error(ErrorCode::kUnsupported, "dot_general",
+                         "the matrix-vector kernel has no " + std::string(dtype_name(lhs.dtype())) + " form");
+    }
+  }
   // The short-side kernel's contraction levels and the broadcast operand's row offsets,
   // in C's row order (Note [Short-side products with a strided contraction]).
   detail::KLevels klev = an.klev;
@@ -779,6 +807,11 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
         return;
       case DotKernel::kStreamed:
         if constexpr (std::is_same_v<T, double>) streamed(ctx, g, route.transposed, threads, b_rows);
+        return;
+      case DotKernel::kMatVec:
+        if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>) {
+          matvec<T>(ctx, isa, g, route.transposed, split ? route.pieces : 1);
+        }
         return;
       case DotKernel::kStreamedOutput:
         if constexpr (std::is_same_v<T, double>) {

@@ -820,6 +820,178 @@ TEST(DotGeneral, LaneKernelAtEveryIsaLevel) {
   check_dtype.template operator()<float>();
 }
 
+// Note [Matrix-vector products]: the kernel itself at every ISA level this machine has,
+// f64 and f32, row form (A's rows contiguous) and column form (columns contiguous), with
+// row blocks and register remainders, contractions past the stack chunk of x (strided
+// x), y at a stride with padding that must stay untouched, alpha and beta (beta 0 with
+// NaN in y: never read); against long-double sums.
+TEST(DotGeneral, MatrixVectorKernelAtEveryIsaLevel) {
+  std::mt19937_64 rng(1204);
+  std::normal_distribution<double> nd;
+  const IsaLevel top = CpuCaps::probe().usable_isa();
+  int64_t checked = 0;
+  auto check_dtype = [&]<class T>() {
+    const double eps = std::is_same_v<T, float> ? 2e-6 : 1e-14;
+    const int64_t chunk = 16384 / static_cast<int64_t>(sizeof(T));  // the row form's stack chunk of x
+    const std::array<int64_t, 2> shapes[] = {{1, 1},         {1, 40},     {3, 2},   {4, 33},   {5, 17},
+                                             {9, 64},        {17, 100},   {64, 7},  {130, 31}, {1100, 5},
+                                             {2, chunk + 9}, {1030, 300}, {2100, 3}};
+    for (IsaLevel isa : {IsaLevel::kScalar, IsaLevel::kAvx2, IsaLevel::kAvx512}) {
+      if (isa > top) continue;
+      for (const auto& [m, k] : shapes)
+        for (bool rows : {false, true})
+          for (int64_t incx : {1, 3})
+            for (int64_t incy : {1, 2})
+              for (bool beta_zero : {false, true}) {
+                // A (i, p) at i * lda + p (rows) or i + p * lda (columns), lda past the extent.
+                const int64_t lda = (rows ? k : m) + 3;
+                std::vector<T> a(static_cast<size_t>(lda * (rows ? m : k))), x(static_cast<size_t>(incx * k)),
+                    y(static_cast<size_t>(incy * m + 1));
+                for (auto* v : {&a, &x, &y})
+                  for (T& e : *v) e = static_cast<T>(nd(rng));
+                if (beta_zero) {
+                  for (int64_t i = 0; i < m; ++i)
+                    y[static_cast<size_t>(i * incy)] = std::numeric_limits<T>::quiet_NaN();
+                }
+                const std::vector<T> before = y;
+                const T alpha = T(-0.75), beta = beta_zero ? T(0) : T(1.5);
+                const detail::GemmArgs<T> g{m,        1,    k, alpha, a.data(), rows ? lda : 1, rows ? 1 : lda, false,
+                                            x.data(), incx, 1, false, beta,     y.data(),       incy,           1};
+                detail::matvec<T>(isa, g);
+                for (size_t e = 0; e < y.size(); ++e) {
+                  const auto i = static_cast<int64_t>(e) / incy;
+                  if (static_cast<int64_t>(e) % incy != 0 || i >= m) {
+                    ASSERT_TRUE(std::memcmp(&y[e], &before[e], sizeof(T)) == 0) << "padding written at " << e;
+                    continue;
+                  }
+                  long double sum = 0, mag = 0;
+                  for (int64_t q = 0; q < k; ++q) {
+                    const long double av = a[static_cast<size_t>(rows ? i * lda + q : i + q * lda)],
+                                      xv = x[static_cast<size_t>(q * incx)];
+                    sum += av * xv;
+                    mag += std::fabs(av * xv);
+                  }
+                  const long double old = beta_zero ? 0.0L : static_cast<long double>(before[e]);
+                  const long double want = -0.75L * sum + static_cast<long double>(beta) * old;
+                  ASSERT_NEAR(y[e], static_cast<double>(want), eps * static_cast<double>(mag + 2 * std::fabs(old) + 1))
+                      << isa_name(isa) << (rows ? " rows" : " columns") << " m " << m << " k " << k << " incx " << incx
+                      << " incy " << incy << " beta " << beta << " i " << i;
+                  ++checked;
+                }
+              }
+    }
+  };
+  check_dtype.template operator()<double>();
+  check_dtype.template operator()<float>();
+  EXPECT_GT(checked, 0);
+}
+
+// dot_general on products with a side of 1 in every layout the matrix-vector kernel
+// takes ('ij,j->i' with A column-major, row-major or row-strided; 'j,jk->k', where the
+// rhs is the long operand; a dot product; a batch), x and y strided, alpha and beta, on
+// one and two threads; against the long-double reference. The planner with the
+// reference capabilities takes the kernel where its form fits (Note [Matrix-vector
+// thresholds]).
+TEST(DotGeneral, MatrixVectorProductsMatchTheReference) {
+  auto executor = make_tbb_executor(2).value();
+  std::mt19937_64 rng(1205);
+  DotDims mv;  // [M, K] x [K] -> [M]
+  mv.lhs_contracting = {1};
+  mv.rhs_contracting = {0};
+  DotDims vm;  // [K] x [K, N] -> [N]
+  vm.lhs_contracting = {0};
+  vm.rhs_contracting = {0};
+  DotDims batched;  // [B, M, K] x [B, K] -> [B, M]
+  batched.lhs_batch = {0};
+  batched.rhs_batch = {0};
+  batched.lhs_contracting = {2};
+  batched.rhs_contracting = {1};
+  auto vec = [&](DType d, int64_t n, bool strided) {
+    const Tensor t = Tensor::random_normal(d, {strided ? 2 * n : n}, rng()).value();
+    return strided ? t.slice(0, 0, 2 * n, 2).value() : t;
+  };
+  // layout 0: column-major [M, K]; 1: row-major; 2: rows of a wider row-major array.
+  auto matrix = [&](DType d, int64_t m, int64_t k, int layout) {
+    if (layout == 0) return Tensor::random_normal(d, {m, k}, rng()).value();
+    const Tensor t = Tensor::random_normal(d, {layout == 2 ? k + 5 : k, m}, rng()).value().permute({1, 0}).value();
+    return layout == 2 ? t.slice(1, 0, k, 1).value() : t;
+  };
+  int64_t taken = 0;
+  for (const DType d : {DType::kF64, DType::kF32}) {
+    const double eps = d == DType::kF64 ? 1e-13 : 2e-6;
+    const int64_t sizes[][2] = {{3, 40}, {17, 5}, {200, 33}, {1000, 300}, {40, 5000}, {130, 2}};
+    for (const auto& mk : sizes) {
+      const int64_t m = mk[0], k = mk[1];
+      for (int layout = 0; layout < 3; ++layout) {
+        for (int form = 0; form < 4; ++form) {
+          Tensor lhs, rhs, out;
+          Config c;
+          bool fits = false;  // the kernel's form for this layout (Note [Matrix-vector thresholds])
+          if (form == 0) {    // 'ij,j->i'
+            lhs = matrix(d, m, k, layout);
+            rhs = vec(d, k, layout == 2);
+            out = vec(d, m, layout == 1);
+            c.dims = mv;
+            fits = layout == 0 ? m >= 16 : k >= 32;
+          } else if (form == 1) {  // 'j,jk->k' (the rhs [K, N] is the long operand)
+            lhs = vec(d, k, layout == 1);
+            rhs = matrix(d, m, k, layout).permute({1, 0}).value();
+            out = vec(d, m, layout == 2);
+            c.dims = vm;
+            fits = layout == 0 ? m >= 16 : k >= 32;
+          } else if (form == 2) {  // a dot product
+            lhs = vec(d, k, layout == 1);
+            rhs = vec(d, k, layout == 2);
+            out = Tensor::random_normal(d, {}, rng()).value();
+            c.dims = vm;
+            fits = k >= 32;  // at least one of the two has a unit stride: the row form with m = 1
+          } else {           // a batch of 3 'ij,j->i'
+            const Tensor t = Tensor::random_normal(d, {m, k, 3}, rng()).value();
+            lhs = t.permute({2, 0, 1}).value();
+            rhs = Tensor::random_normal(d, {k, 3}, rng()).value().permute({1, 0}).value();
+            out = Tensor::random_normal(d, {3, m}, rng()).value();
+            c.dims = batched;
+            fits = m >= 16;
+          }
+          c.lhs_shape = lhs.shape();
+          c.rhs_shape = rhs.shape();
+          for (int threads : {1, 2}) {
+            for (bool scaled : {false, true}) {
+              const Tensor before = out.clone().value();
+              DotOptions opt;
+              if (scaled) {
+                opt.alpha = -0.75;
+                opt.beta = 1.5;
+              }
+              Result<void> st;
+              executor->install([&] {
+                CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
+                st = dot_general_into(ctx, lhs, rhs, c.dims, opt, out);
+              });
+              ASSERT_TRUE(st.has_value()) << st.error().to_string();
+              std::string first;
+              EXPECT_EQ(alpha_beta_mismatches(lhs, rhs, c, opt, before, out, eps, &first), 0)
+                  << dtype_name(d) << " m " << m << " k " << k << " layout " << layout << " form " << form
+                  << " threads " << threads << " first at " << first;
+            }
+          }
+          const DotRoute route = planned(kReferenceCaps, 2, lhs, rhs, out, c.dims);
+          if (fits) {
+            EXPECT_EQ(route.kernel, DotKernel::kMatVec)
+                << describe(route) << " m " << m << " k " << k << " layout " << layout << " form " << form;
+            EXPECT_FALSE(route.pack_lhs || route.pack_rhs || route.pack_out) << describe(route);
+            taken += route.kernel == DotKernel::kMatVec;
+          } else {
+            EXPECT_NE(route.kernel, DotKernel::kMatVec)
+                << describe(route) << " m " << m << " k " << k << " layout " << layout << " form " << form;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(taken, 20);
+}
+
 // Broadcast (stride-0) operands can describe products whose multiply-add count exceeds
 // int64 while every tensor's element count fits: planning them is defined (the UBSan
 // build traps on signed overflow), batched or not, with or without a batch run.

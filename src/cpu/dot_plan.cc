@@ -205,6 +205,10 @@ constexpr int64_t kWideMaxA = 32768;
 // Note [Streamed tall products] (gemm_kernels.cc): the shapes dot_general sends there. Below
 // k = 64 the small and thin kernels or OpenBLAS serve; a short side below 8 stays on
 // OpenBLAS (Note [Short-side products]).
+// Note [Matrix-vector thresholds].
+constexpr int64_t kMatVecRowMinK = 32;
+constexpr int64_t kMatVecColMinRows = 16;
+constexpr int64_t kMatVecPieceRows = 64;
 constexpr int64_t kStreamMinK = 64;
 constexpr int64_t kStreamMinLong = 64;
 constexpr int64_t kStreamMinShort = 8;
@@ -463,6 +467,43 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
       r.reason =
           "batch items one element apart in every operand: the batch-lane kernel, no packing (Note "
           "[Batch-lane products])";
+      return r;
+    }
+  }
+  // Note [Matrix-vector thresholds]: a side of extent 1 (after the free-group split)
+  // with every group merged and the long operand contiguous along its rows or its
+  // columns: the matrix-vector kernel (Note [Matrix-vector products] in gemm_matvec.cc),
+  // A = the long operand, x = the other; C^T = B^T A^T when the long operand is the rhs.
+  // Its row form (A's contraction contiguous) needs a contraction of at least
+  // kMatVecRowMinK, its column form at least kMatVecColMinRows rows. It has no call
+  // cost to amortize, so it takes tiny products too (Note [Tiny products]). On several
+  // workers, one piece of rows per worker once the product reaches parallel_min_flops
+  // and each piece has kMatVecPieceRows rows.
+  if ((f64 || p.dtype == DType::kF32) && automatic && !vendor && detail::matvec_available(isa) && std::min(M, N) == 1 &&
+      K >= 2 && lm.mergeable && lk.mergeable && rk.mergeable && rn.mergeable && om.mergeable && on.mergeable) {
+    auto takes = [&](int64_t rsa, int64_t csa, int64_t rows) {
+      return (csa == 1 && K >= kMatVecRowMinK) || (rsa == 1 && rows >= kMatVecColMinRows);
+    };
+    const bool plain = N == 1 && takes(lm.stride, lk.stride, M);
+    if (plain || (M == 1 && takes(rn.stride, rk.stride, N))) {
+      r.kernel = DotKernel::kMatVec;
+      r.provider = GemmProvider::kNaive;
+      r.transposed = !plain;
+      const int64_t rows = plain ? M : N;
+      const bool outer = r.policy == BatchPolicy::kOuterParallel && B > 1;
+      r.threads = !outer && r.policy == BatchPolicy::kProviderItems && st.threads > 1 &&
+                          flops >= st.batch.parallel_min_flops && rows >= kMatVecPieceRows * st.threads
+                      ? st.threads
+                      : 1;
+      if (outer) {
+        r.split = DotSplit::kOuterBatch;
+      } else if (r.threads > 1) {
+        r.split = DotSplit::kPieces;
+        r.pieces = r.threads;
+      }
+      r.reason =
+          "a side of extent 1, the long operand contiguous along its rows or columns: the matrix-vector "
+          "kernel, no packing (Note [Matrix-vector products])";
       return r;
     }
   }
@@ -771,6 +812,7 @@ std::string_view dot_kernel_name(DotKernel k) noexcept {
     case DotKernel::kStreamedOutput: return "streamed-output";
     case DotKernel::kBlocked: return "blocked";
     case DotKernel::kBatchLanes: return "batch-lanes";
+    case DotKernel::kMatVec: return "matrix-vector";
     case DotKernel::kOpenBlas: return "openblas";
     case DotKernel::kBlis: return "blis";
     case DotKernel::kVendorBatch: return "vendor-batch";

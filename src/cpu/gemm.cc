@@ -339,6 +339,18 @@ void batch_lanes(IsaLevel isa, const GemmArgs<T>& g, int64_t lanes, bool columns
 template void batch_lanes<double>(IsaLevel, const GemmArgs<double>&, int64_t, bool);
 template void batch_lanes<float>(IsaLevel, const GemmArgs<float>&, int64_t, bool);
 
+template <class T>
+void matvec(IsaLevel isa, const GemmArgs<T>& g) {
+  switch (isa) {
+    case IsaLevel::kAvx512: return avx512::matvec<T>(g);
+    case IsaLevel::kAvx2: return avx2::matvec<T>(g);
+    case IsaLevel::kScalar: break;
+  }
+  scalar::matvec<T>(g);
+}
+template void matvec<double>(IsaLevel, const GemmArgs<double>&);
+template void matvec<float>(IsaLevel, const GemmArgs<float>&);
+
 #define TENFERRO_GEMM_INSTANTIATE(T)                                  \
   template bool gemm_openblas<T>(const GemmArgs<T>&, int);            \
   template bool gemm_blis<T>(const GemmArgs<T>&);                     \

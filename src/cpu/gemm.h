@@ -226,7 +226,18 @@ inline int64_t lane_width(IsaLevel isa) {
 template <class T>
 void batch_lanes(IsaLevel isa, const GemmArgs<T>& g, int64_t lanes, bool columns_outer);
 
-// The per-ISA copies of the kernels above (gemm_kernels.cc, gemm_lanes.cc); callers use the
+/// y = alpha A x + beta y for f64 / f32: g.n == 1 (x is B's column at stride g.rsb, y
+/// C's at stride g.rsc), A with rows contiguous (g.csa == 1: dot products, four rows at
+/// a time) or columns contiguous (g.rsa == 1: scaled columns into an L1 tile), read
+/// once in memory order (Note [Matrix-vector products] in gemm_matvec.cc). No packing,
+/// no allocation (stack buffers); one thread (callers split the rows). Other strides,
+/// and levels below kAvx2: plain loops.
+template <class T>
+void matvec(IsaLevel isa, const GemmArgs<T>& g);
+/// Whether matvec has its vector forms at ISA level `isa`.
+inline bool matvec_available(IsaLevel isa) { return isa >= IsaLevel::kAvx2; }
+
+// The per-ISA copies of the kernels above (gemm_kernels.cc, gemm_lanes.cc, gemm_matvec.cc); callers use the
 // dispatching functions, which take the level.
 #define TENFERRO_DECLARE_GEMM_KERNELS(ns)                                                                            \
   namespace ns {                                                                                                     \
@@ -240,6 +251,8 @@ void batch_lanes(IsaLevel isa, const GemmArgs<T>& g, int64_t lanes, bool columns
   void streamed_out_f64(const GemmArgs<double>& g, bool columns_outer);                                              \
   template <class T>                                                                                                 \
   void batch_lanes(const GemmArgs<T>& g, int64_t lanes, bool columns_outer);                                         \
+  template <class T>                                                                                                 \
+  void matvec(const GemmArgs<T>& g);                                                                                 \
   }
 TENFERRO_DECLARE_GEMM_KERNELS(scalar)
 TENFERRO_DECLARE_GEMM_KERNELS(avx2)

@@ -4,7 +4,7 @@
 // everything here lives in namespace detail::TENFERRO_ISA_NS and is compiled with the
 // level's target attributes (the file includes <immintrin.h> and <cstdint> before its
 // region, so no shared header is compiled for the level). Simd<T> has the vector type
-// V, the lane mask M, kLanes and the operations the kernels use; AVX-512: 8 f64 / 16
+// V, the lane mask M, kLanes and the operations the kernels use (sum: the lanes added); AVX-512: 8 f64 / 16
 // f32 lanes with native masks; AVX2: 4 / 8 lanes, masks as integer vectors. Nothing at
 // the scalar level. `vec` is Simd<double>.
 #pragma once
@@ -20,6 +20,11 @@ template <class T>
 struct Simd;
 
 #if TENFERRO_ISA_LEVEL >= 2
+// GCC 12's 512-bit lane-shuffle intrinsics expand through an undefined merge operand,
+// which -W(maybe-)uninitialized reports wherever sum() is inlined.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 template <>
 struct Simd<double> {
   static constexpr int64_t kLanes = 8;
@@ -33,6 +38,12 @@ struct Simd<double> {
   static void store(double* p, V v, M m) { _mm512_mask_storeu_pd(p, m, v); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
   static V mul(V a, V b) { return _mm512_mul_pd(a, b); }
+  static V add(V a, V b) { return _mm512_add_pd(a, b); }
+  static double sum(V v) {
+    V t = _mm512_add_pd(v, _mm512_shuffle_f64x2(v, v, 0x4e));
+    t = _mm512_add_pd(t, _mm512_shuffle_f64x2(t, t, 0xb1));
+    return _mm512_cvtsd_f64(_mm512_add_pd(t, _mm512_permute_pd(t, 0x55)));
+  }
   // Lanes below n set.
   static M mask(int64_t n) { return static_cast<M>(n <= 0 ? 0u : n >= 8 ? 0xffu : (1u << n) - 1u); }
 };
@@ -49,8 +60,16 @@ struct Simd<float> {
   static void store(float* p, V v, M m) { _mm512_mask_storeu_ps(p, m, v); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static float sum(V v) {
+    V t = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0x4e));
+    t = _mm512_add_ps(t, _mm512_shuffle_f32x4(t, t, 0xb1));
+    t = _mm512_add_ps(t, _mm512_permute_ps(t, 0x4e));
+    return _mm512_cvtss_f32(_mm512_add_ps(t, _mm512_permute_ps(t, 0xb1)));
+  }
   static M mask(int64_t n) { return static_cast<M>(n <= 0 ? 0u : n >= 16 ? 0xffffu : (1u << n) - 1u); }
 };
+#pragma GCC diagnostic pop
 #else
 template <>
 struct Simd<double> {
@@ -65,6 +84,11 @@ struct Simd<double> {
   static void store(double* p, V v, M m) { _mm256_maskstore_pd(p, m, v); }
   static V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
   static V mul(V a, V b) { return _mm256_mul_pd(a, b); }
+  static V add(V a, V b) { return _mm256_add_pd(a, b); }
+  static double sum(V v) {
+    const __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+  }
   // Lanes below n set.
   static M mask(int64_t n) { return _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_set_epi64x(3, 2, 1, 0)); }
 };
@@ -81,6 +105,12 @@ struct Simd<float> {
   static void store(float* p, V v, M m) { _mm256_maskstore_ps(p, m, v); }
   static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static float sum(V v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+  }
   static M mask(int64_t n) {
     const int32_t k = n <= 0 ? 0 : n >= 8 ? 8 : static_cast<int32_t>(n);
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0));

@@ -1,0 +1,175 @@
+// Note [Matrix-vector products]: a product with one side of extent 1 (y = A x: numpy's
+// 'ijk,jk->i', 'ij,j->i', a vector contracted into a tensor of a network) reads each
+// element of A once for one multiply-add, so it runs at the speed A streams from
+// memory or cache. A GEMM call spends that time packing: cblas_dgemm with n = 1 took
+// 1.5-4x as long as cblas_dgemv on the same A (docs/benchmarks.md "Matrix-vector
+// products"). This kernel reads A once in its own memory order and packs nothing:
+// - Row form (A's rows contiguous, csa == 1): each element of y is a dot product of a
+//   row of A with x; four rows at a time share each vector of x, with two vector
+//   accumulators per row, summed across lanes at the end. An x with a stride is copied
+//   in chunks of kXChunk elements to the stack (y then accumulates chunk by chunk).
+// - Column form (A's columns contiguous, rsa == 1): y accumulates scaled columns of A
+//   (four per pass) in a stack tile of kTileRows rows that stays in L1, written to y
+//   once per tile at y's stride.
+// Tails are masked (nothing past A's rows or columns is read). y takes any stride;
+// beta == 0 never reads y. One thread; callers split the rows.
+
+#include <algorithm>
+#include <cstdint>
+
+#include <immintrin.h>
+
+#include "gemm.h"
+#include "tenferro/core/isa_region.h"
+
+TENFERRO_ISA_BEGIN
+#include "simd.h"
+
+namespace tenferro::cpu::detail::TENFERRO_ISA_NS {
+
+#if TENFERRO_ISA_LEVEL >= 1
+namespace {
+
+// 16 KiB of x (row form) and 8 KiB of y (column form) on the stack, in L1 next to A's
+// streams.
+template <class T>
+constexpr int64_t kXChunk = 16384 / static_cast<int64_t>(sizeof(T));
+template <class T>
+constexpr int64_t kTileRows = 8192 / static_cast<int64_t>(sizeof(T));
+
+// y[r] (r < R) = alpha * (A's row r) . x + (first ? beta y[r] : y[r]) over kc steps.
+template <class T, int R>
+void dot_rows(const T* a, int64_t lda, const T* x, int64_t kc, T alpha, T beta, bool first, T* y, int64_t incy) {
+  using S = Simd<T>;
+  constexpr int64_t L = S::kLanes;
+  typename S::V acc[R][2];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = S::zero();
+  int64_t p = 0;
+  for (; p + 2 * L <= kc; p += 2 * L) {
+    const typename S::V x0 = S::load(x + p), x1 = S::load(x + p + L);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      acc[r][0] = S::fma(S::load(a + r * lda + p), x0, acc[r][0]);
+      acc[r][1] = S::fma(S::load(a + r * lda + p + L), x1, acc[r][1]);
+    }
+  }
+  for (; p < kc; p += L) {
+    const typename S::M m = S::mask(kc - p);
+    const typename S::V x0 = S::load(x + p, m);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) acc[r][0] = S::fma(S::load(a + r * lda + p, m), x0, acc[r][0]);
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    const T s = alpha * S::sum(S::add(acc[r][0], acc[r][1]));
+    T& c = y[r * incy];
+    c = first ? (beta == T{} ? s : s + beta * c) : s + c;
+  }
+}
+
+template <class T>
+void row_form(const GemmArgs<T>& g) {
+  alignas(64) T xbuf[kXChunk<T>];
+  const int64_t chunk = g.rsb == 1 ? g.k : kXChunk<T>;
+  for (int64_t p0 = 0; p0 < g.k || p0 == 0; p0 += chunk) {
+    const int64_t kc = std::min(chunk, g.k - p0);
+    const T* x = g.b + p0 * g.rsb;
+    if (g.rsb != 1) {
+      for (int64_t p = 0; p < kc; ++p) xbuf[p] = x[p * g.rsb];
+      x = xbuf;
+    }
+    const T* a = g.a + p0;
+    const bool first = p0 == 0;
+    int64_t i = 0;
+    for (; i + 4 <= g.m; i += 4)
+      dot_rows<T, 4>(a + i * g.rsa, g.rsa, x, kc, g.alpha, g.beta, first, g.c + i * g.rsc, g.rsc);
+    for (; i < g.m; ++i) dot_rows<T, 1>(a + i * g.rsa, g.rsa, x, kc, g.alpha, g.beta, first, g.c + i * g.rsc, g.rsc);
+    if (g.k == 0) break;
+  }
+}
+
+template <class T>
+void column_form(const GemmArgs<T>& g) {
+  using S = Simd<T>;
+  constexpr int64_t L = S::kLanes;
+  alignas(64) T tile[kTileRows<T>];
+  const int64_t lda = g.csa;
+  for (int64_t i0 = 0; i0 < g.m; i0 += kTileRows<T>) {
+    const int64_t rows = std::min(kTileRows<T>, g.m - i0);
+    const int64_t full = rows / L * L;
+    const typename S::M tail = S::mask(rows - full);
+    for (int64_t r = 0; r < rows; r += L) S::store(tile + r, S::zero());
+    const T* a = g.a + i0;
+    int64_t p = 0;
+    for (; p + 4 <= g.k; p += 4) {
+      const T* a0 = a + p * lda;
+      const T* a1 = a0 + lda;
+      const T* a2 = a1 + lda;
+      const T* a3 = a2 + lda;
+      const typename S::V x0 = S::set1(g.b[p * g.rsb]), x1 = S::set1(g.b[(p + 1) * g.rsb]),
+                          x2 = S::set1(g.b[(p + 2) * g.rsb]), x3 = S::set1(g.b[(p + 3) * g.rsb]);
+      int64_t r = 0;
+      for (; r < full; r += L) {
+        typename S::V t = S::fma(S::load(a0 + r), x0, S::load(tile + r));
+        typename S::V u = S::mul(S::load(a1 + r), x1);
+        t = S::fma(S::load(a2 + r), x2, t);
+        u = S::fma(S::load(a3 + r), x3, u);
+        S::store(tile + r, S::add(t, u));
+      }
+      if (r < rows) {
+        typename S::V t = S::fma(S::load(a0 + r, tail), x0, S::load(tile + r));
+        typename S::V u = S::mul(S::load(a1 + r, tail), x1);
+        t = S::fma(S::load(a2 + r, tail), x2, t);
+        u = S::fma(S::load(a3 + r, tail), x3, u);
+        S::store(tile + r, S::add(t, u));
+      }
+    }
+    for (; p < g.k; ++p) {
+      const T* a0 = a + p * lda;
+      const typename S::V x0 = S::set1(g.b[p * g.rsb]);
+      for (int64_t r = 0; r < rows; r += L) {
+        const typename S::V v = r < full ? S::load(a0 + r) : S::load(a0 + r, tail);
+        S::store(tile + r, S::fma(v, x0, S::load(tile + r)));
+      }
+    }
+    T* c = g.c + i0 * g.rsc;
+    if (g.beta == T{}) {
+      for (int64_t r = 0; r < rows; ++r) c[r * g.rsc] = g.alpha * tile[r];
+    } else {
+      for (int64_t r = 0; r < rows; ++r) c[r * g.rsc] = g.alpha * tile[r] + g.beta * c[r * g.rsc];
+    }
+  }
+}
+
+}  // namespace
+#endif
+
+template <class T>
+void matvec(const GemmArgs<T>& g) {
+#if TENFERRO_ISA_LEVEL >= 1
+  if (g.csa == 1 && !(g.rsa == 1 && g.m > 1)) {
+    row_form<T>(g);
+    return;
+  }
+  if (g.rsa == 1) {
+    column_form<T>(g);
+    return;
+  }
+#endif
+  // The baseline, and an A with neither form (not planned: dot_plan.cc takes one of
+  // the two): plain loops, which the compiler vectorizes where the strides allow.
+  for (int64_t i = 0; i < g.m; ++i) {
+    T s{};
+    for (int64_t p = 0; p < g.k; ++p) s += g.a[i * g.rsa + p * g.csa] * g.b[p * g.rsb];
+    T& c = g.c[i * g.rsc];
+    c = g.beta == T{} ? g.alpha * s : g.alpha * s + g.beta * c;
+  }
+}
+
+template void matvec<double>(const GemmArgs<double>&);
+template void matvec<float>(const GemmArgs<float>&);
+
+}  // namespace tenferro::cpu::detail::TENFERRO_ISA_NS
+
+TENFERRO_ISA_END
