@@ -441,6 +441,53 @@ int run_bench_kernels(int argc, char** argv) {
       rows.push_back(
           {name, tf, f32 ? "sgemm_loop" : "dgemm_loop", ref, 2.0 * static_cast<double>(items * n * n * n) / tf / 1e6});
     }
+    // ---- matrix-vector products y = A x (Note [Matrix-vector products]): A with rows
+    // contiguous ("rows", a C-order array's 'ij,j->i') or columns contiguous ("cols"),
+    // against cblas_?gemv on the same A at the same thread count. The "[openblas]" rows
+    // force the provider: a cblas_?gemm call with n = 1 (the route before the kernel).
+    struct MatVecCase {
+      DType dtype;
+      int64_t m, k;
+      bool rows;
+      bool forced;
+    };
+    for (const MatVecCase& mc :
+         {MatVecCase{DType::kF64, 128, 16384, true, false}, MatVecCase{DType::kF64, 128, 16384, true, true},
+          MatVecCase{DType::kF64, 128, 16384, false, false}, MatVecCase{DType::kF64, 16384, 128, false, false},
+          MatVecCase{DType::kF64, 2048, 2048, true, false}, MatVecCase{DType::kF64, 2048, 2048, false, false},
+          MatVecCase{DType::kF64, 2048, 2048, false, true}, MatVecCase{DType::kF64, 20, 100000, true, false},
+          MatVecCase{DType::kF64, 100000, 20, false, false}, MatVecCase{DType::kF64, 512, 512, true, false},
+          MatVecCase{DType::kF64, 512, 512, false, false}, MatVecCase{DType::kF64, 256, 256, true, false},
+          MatVecCase{DType::kF64, 256, 256, false, false}, MatVecCase{DType::kF64, 8192, 32, true, false},
+          MatVecCase{DType::kF64, 8192, 32, true, true}, MatVecCase{DType::kF64, 16, 8192, false, false},
+          MatVecCase{DType::kF64, 16, 8192, false, true}, MatVecCase{DType::kF32, 2048, 2048, true, false},
+          MatVecCase{DType::kF32, 2048, 2048, false, false}}) {
+      const bool f32 = mc.dtype == DType::kF32;
+      const std::string name = std::string("matvec ") + (f32 ? "f32 " : "f64 ") + std::to_string(mc.m) + "x" +
+                               std::to_string(mc.k) + (mc.rows ? " rows" : " cols") + (mc.forced ? " [openblas]" : "");
+      if (!want(name)) continue;
+      const Tensor a = mc.rows ? Tensor::random_normal(mc.dtype, {mc.k, mc.m}, 8).value().permute({1, 0}).value()
+                               : Tensor::random_normal(mc.dtype, {mc.m, mc.k}, 8).value();
+      const Tensor x = Tensor::random_normal(mc.dtype, {mc.k}, 9).value();
+      Tensor y = Tensor::zeros(mc.dtype, {mc.m}).value();
+      const cpu::DotDims dims{{}, {}, {1}, {0}};
+      cpu::DotOptions o;
+      if (mc.forced) o.provider = cpu::GemmProvider::kOpenBlas;
+      const double tf = median_ms(31, [&] { check(cpu::dot_general_into(ctx, a, x, dims, o, y)); });
+      const auto len = static_cast<size_t>(mc.m * mc.k);
+      std::vector<double> ra(len, 0.5), rx(static_cast<size_t>(mc.k), 1.0), ry(static_cast<size_t>(mc.m));
+      std::vector<float> fa(f32 ? len : 0, 0.5f), fx(static_cast<size_t>(mc.k), 1.0f), fy(static_cast<size_t>(mc.m));
+      const auto order = mc.rows ? CblasRowMajor : CblasColMajor;
+      const int mm = static_cast<int>(mc.m), kk = static_cast<int>(mc.k), lda = mc.rows ? kk : mm;
+      const double ref = reference_ms(threads, 31, [&] {
+        if (f32) {
+          cblas_sgemv(order, CblasNoTrans, mm, kk, 1.0f, fa.data(), lda, fx.data(), 1, 0.0f, fy.data(), 1);
+        } else {
+          cblas_dgemv(order, CblasNoTrans, mm, kk, 1.0, ra.data(), lda, rx.data(), 1, 0.0, ry.data(), 1);
+        }
+      });
+      rows.push_back({name, tf, f32 ? "sgemv" : "dgemv", ref, 2.0 * static_cast<double>(mc.m * mc.k) / tf / 1e6});
+    }
     // ---- permutations of 2^24 f64 elements vs memcpy.
     const int64_t n24 = int64_t{1} << 24;
     std::vector<double> raw_src(static_cast<size_t>(n24), 1.0), raw_dst(static_cast<size_t>(n24), 0.0);

@@ -393,25 +393,55 @@ void streamed(const CpuExecutionContext& ctx, const detail::GemmArgs<double>& g,
 }
 
 // A matrix-vector product (Note [Matrix-vector products] in gemm_matvec.cc), A = the rhs
-// when `transposed`; with several pieces, A's rows in pieces of whole kMatVecUnit
-// blocks (whole cache lines of a column-contiguous A and of a unit-stride y).
+// when `transposed`. kPieces: A's rows in pieces of whole kMatVecUnit blocks (whole cache
+// lines of a column-contiguous A and of a unit-stride y); kSplitK: the contraction in
+// `pieces` parts of whole kMatVecUnit steps, each part's y on the stack, summed in part
+// order afterwards (the same parts for the same thread count: deterministic).
 constexpr int64_t kMatVecUnit = 64;
 template <class T>
-void matvec(const CpuExecutionContext& ctx, IsaLevel isa, const detail::GemmArgs<T>& g, bool transposed,
+void matvec(const CpuExecutionContext& ctx, IsaLevel isa, const detail::GemmArgs<T>& g, bool transposed, DotSplit split,
             int64_t pieces) {
   const detail::GemmArgs<T> t = transposed ? detail::transposed(g) : g;
-  const int64_t units = (t.m + kMatVecUnit - 1) / kMatVecUnit;
-  if (pieces <= 1 || units <= 1) {
+  const int64_t units = ((split == DotSplit::kSplitK ? t.k : t.m) + kMatVecUnit - 1) / kMatVecUnit;
+  if (pieces <= 1 || units <= 1 || (split != DotSplit::kPieces && split != DotSplit::kSplitK) ||
+      (split == DotSplit::kSplitK && t.m > detail::kMatVecSplitMaxRows)) {
     detail::matvec<T>(isa, t);
     return;
   }
-  ctx.parallel_for(units, (units + pieces - 1) / pieces, [&](int64_t u0, int64_t u1) {
-    detail::GemmArgs<T> part = t;
-    part.m = std::min(t.m, kMatVecUnit * u1) - kMatVecUnit * u0;
-    part.a = t.a + kMatVecUnit * u0 * t.rsa;
-    part.c = t.c + kMatVecUnit * u0 * t.rsc;
-    detail::matvec<T>(isa, part);
+  const int64_t per = (units + pieces - 1) / pieces;
+  if (split == DotSplit::kPieces) {
+    ctx.parallel_for(units, per, [&](int64_t u0, int64_t u1) {
+      detail::GemmArgs<T> part = t;
+      part.m = std::min(t.m, kMatVecUnit * u1) - kMatVecUnit * u0;
+      part.a = t.a + kMatVecUnit * u0 * t.rsa;
+      part.c = t.c + kMatVecUnit * u0 * t.rsc;
+      detail::matvec<T>(isa, part);
+    });
+    return;
+  }
+  constexpr int64_t kRows = detail::kMatVecSplitMaxRows;
+  alignas(64) T partial[detail::kMatVecSplitMaxParts * kRows];
+  const int64_t parts = (units + per - 1) / per;  // <= pieces <= kMatVecSplitMaxParts (planner)
+  ctx.parallel_for(parts, 1, [&](int64_t q0, int64_t q1) {
+    for (int64_t q = q0; q < q1; ++q) {
+      const int64_t k0 = kMatVecUnit * per * q;
+      detail::GemmArgs<T> part = t;
+      part.k = std::min(t.k, k0 + kMatVecUnit * per) - k0;
+      part.a = t.a + k0 * t.csa;
+      part.b = t.b + k0 * t.rsb;
+      part.alpha = T{1};
+      part.beta = T{};
+      part.c = partial + q * kRows;
+      part.rsc = 1;
+      detail::matvec<T>(isa, part);
+    }
   });
+  for (int64_t i = 0; i < t.m; ++i) {
+    T s = partial[i];
+    for (int64_t q = 1; q < parts; ++q) s += partial[q * kRows + i];
+    T& c = t.c[i * t.rsc];
+    c = t.beta == T{} ? t.alpha * s : t.alpha * s + t.beta * c;
+  }
 }
 
 // The real type the blocked kernel computes a T product in: T itself for f64 and f32,
@@ -810,7 +840,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
         return;
       case DotKernel::kMatVec:
         if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>) {
-          matvec<T>(ctx, isa, g, route.transposed, split ? route.pieces : 1);
+          matvec<T>(ctx, isa, g, route.transposed, route.split, route.pieces);
         }
         return;
       case DotKernel::kStreamedOutput:

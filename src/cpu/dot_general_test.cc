@@ -889,7 +889,8 @@ TEST(DotGeneral, MatrixVectorKernelAtEveryIsaLevel) {
 // dot_general on products with a side of 1 in every layout the matrix-vector kernel
 // takes ('ij,j->i' with A column-major, row-major or row-strided; 'j,jk->k', where the
 // rhs is the long operand; a dot product; a batch), x and y strided, alpha and beta, on
-// one and two threads; against the long-double reference. The planner with the
+// one and two threads (pieces of rows; the contraction in parts for 40 x 9000); against
+// the long-double reference. The planner with the
 // reference capabilities takes the kernel where its form fits (Note [Matrix-vector
 // thresholds]).
 TEST(DotGeneral, MatrixVectorProductsMatchTheReference) {
@@ -919,7 +920,7 @@ TEST(DotGeneral, MatrixVectorProductsMatchTheReference) {
   int64_t taken = 0;
   for (const DType d : {DType::kF64, DType::kF32}) {
     const double eps = d == DType::kF64 ? 1e-13 : 2e-6;
-    const int64_t sizes[][2] = {{3, 40}, {17, 5}, {200, 33}, {1000, 300}, {40, 5000}, {130, 2}};
+    const int64_t sizes[][2] = {{3, 40}, {17, 5}, {200, 33}, {1100, 40}, {40, 9000}, {130, 2}};
     for (const auto& mk : sizes) {
       const int64_t m = mk[0], k = mk[1];
       for (int layout = 0; layout < 3; ++layout) {
@@ -932,19 +933,19 @@ TEST(DotGeneral, MatrixVectorProductsMatchTheReference) {
             rhs = vec(d, k, layout == 2);
             out = vec(d, m, layout == 1);
             c.dims = mv;
-            fits = layout == 0 ? m >= 16 : k >= 32;
+            fits = layout == 0 ? m >= 16 : k >= 8;
           } else if (form == 1) {  // 'j,jk->k' (the rhs [K, N] is the long operand)
             lhs = vec(d, k, layout == 1);
             rhs = matrix(d, m, k, layout).permute({1, 0}).value();
             out = vec(d, m, layout == 2);
             c.dims = vm;
-            fits = layout == 0 ? m >= 16 : k >= 32;
+            fits = layout == 0 ? m >= 16 : k >= 8;
           } else if (form == 2) {  // a dot product
             lhs = vec(d, k, layout == 1);
             rhs = vec(d, k, layout == 2);
             out = Tensor::random_normal(d, {}, rng()).value();
             c.dims = vm;
-            fits = k >= 32;  // at least one of the two has a unit stride: the row form with m = 1
+            fits = k >= 8;   // at least one of the two has a unit stride: the row form with m = 1
           } else {           // a batch of 3 'ij,j->i'
             const Tensor t = Tensor::random_normal(d, {m, k, 3}, rng()).value();
             lhs = t.permute({2, 0, 1}).value();

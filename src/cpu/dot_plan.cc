@@ -206,9 +206,11 @@ constexpr int64_t kWideMaxA = 32768;
 // k = 64 the small and thin kernels or OpenBLAS serve; a short side below 8 stays on
 // OpenBLAS (Note [Short-side products]).
 // Note [Matrix-vector thresholds].
-constexpr int64_t kMatVecRowMinK = 32;
+constexpr int64_t kMatVecRowMinK = 8;
 constexpr int64_t kMatVecColMinRows = 16;
 constexpr int64_t kMatVecPieceRows = 64;
+constexpr int64_t kMatVecPieceK = 4096;
+constexpr int64_t kMatVecParallelScale = 8;
 constexpr int64_t kStreamMinK = 64;
 constexpr int64_t kStreamMinLong = 64;
 constexpr int64_t kStreamMinShort = 8;
@@ -474,11 +476,23 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   // with every group merged and the long operand contiguous along its rows or its
   // columns: the matrix-vector kernel (Note [Matrix-vector products] in gemm_matvec.cc),
   // A = the long operand, x = the other; C^T = B^T A^T when the long operand is the rhs.
-  // Its row form (A's contraction contiguous) needs a contraction of at least
-  // kMatVecRowMinK, its column form at least kMatVecColMinRows rows. It has no call
-  // cost to amortize, so it takes tiny products too (Note [Tiny products]). On several
-  // workers, one piece of rows per worker once the product reaches parallel_min_flops
-  // and each piece has kMatVecPieceRows rows.
+  // `tenferro bench kernels --only matvec`, Zen 4, 2026-12-04, against the routes before
+  // (a GEMM call with n = 1, or plain loops below the call cost): 128 x 16384 with rows
+  // contiguous 2.05 -> 0.35 ms at one thread, 0.94 -> 0.15 at two; 2048^2 with columns
+  // contiguous 3.1 -> 1.5 and 1.6 -> 0.8; 8192 x 32 rows 0.105 -> 0.030; against
+  // cblas_dgemv on the same A, 1.0-1.9x at one thread. Limits, one thread, A of 65536
+  // rows (rows form) or 65536 columns (column form), against the other routes:
+  // - Row form from a contraction of kMatVecRowMinK: K = 16 0.44-0.61 -> 0.16-0.19 ms, K
+  //   = 8 0.18-0.23 -> 0.15-0.17, K = 4 even (0.17-0.20 against 0.15-0.21).
+  // - Column form from kMatVecColMinRows rows: 16 rows 0.33 -> 0.12-0.14 ms; 8 rows lost
+  //   (OpenBLAS's GEMM 0.079 against 0.114-0.119).
+  // It has no call cost to amortize, so it takes tiny products too (Note [Tiny
+  // products]). Threads: a multiply-add here moves an element of A, several times the
+  // time of a GEMM's, so products from parallel_min_flops / kMatVecParallelScale run on
+  // every worker (two threads, 512^2 with rows contiguous 0.030 -> 0.020 ms; 256^2 5-7
+  // us either way): pieces of rows where each worker gets kMatVecPieceRows, else, for
+  // the row form with few rows and a long contraction (20 x 100000, a dot product), the
+  // contraction in parts summed afterwards (0.31 -> 0.12-0.16 ms at two threads).
   if ((f64 || p.dtype == DType::kF32) && automatic && !vendor && detail::matvec_available(isa) && std::min(M, N) == 1 &&
       K >= 2 && lm.mergeable && lk.mergeable && rk.mergeable && rn.mergeable && om.mergeable && on.mergeable) {
     auto takes = [&](int64_t rsa, int64_t csa, int64_t rows) {
@@ -490,17 +504,21 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
       r.provider = GemmProvider::kNaive;
       r.transposed = !plain;
       const int64_t rows = plain ? M : N;
+      const bool row_form =
+          plain ? lk.stride == 1 && !(lm.stride == 1 && M > 1) : rk.stride == 1 && !(rn.stride == 1 && N > 1);
       const bool outer = r.policy == BatchPolicy::kOuterParallel && B > 1;
-      r.threads = !outer && r.policy == BatchPolicy::kProviderItems && st.threads > 1 &&
-                          flops >= st.batch.parallel_min_flops && rows >= kMatVecPieceRows * st.threads
-                      ? st.threads
-                      : 1;
+      const bool parallel = !outer && r.policy == BatchPolicy::kProviderItems && st.threads > 1 &&
+                            kMatVecParallelScale * flops >= st.batch.parallel_min_flops;
       if (outer) {
         r.split = DotSplit::kOuterBatch;
-      } else if (r.threads > 1) {
+      } else if (parallel && rows >= kMatVecPieceRows * st.threads) {
         r.split = DotSplit::kPieces;
-        r.pieces = r.threads;
+        r.pieces = st.threads;
+      } else if (parallel && row_form && rows <= detail::kMatVecSplitMaxRows && K >= kMatVecPieceK * st.threads) {
+        r.split = DotSplit::kSplitK;
+        r.pieces = std::min<int64_t>(st.threads, detail::kMatVecSplitMaxParts);
       }
+      r.threads = r.split == DotSplit::kPieces || r.split == DotSplit::kSplitK ? st.threads : 1;
       r.reason =
           "a side of extent 1, the long operand contiguous along its rows or columns: the matrix-vector "
           "kernel, no packing (Note [Matrix-vector products])";

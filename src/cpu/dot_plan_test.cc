@@ -483,6 +483,89 @@ TEST(DotPlan, BatchLanesWhereItemsAreOneElementApart) {
   EXPECT_NE(plan(slow_out, kAvx512).value().kernel, DotKernel::kBatchLanes);
 }
 
+// Note [Matrix-vector thresholds]: a side of 1 with the long operand contiguous along its
+// rows (contraction of at least 8) or its columns (at least 16 rows), f64 and f32, from
+// AVX2 up; the rhs as the long operand is the transposed form; threads split the rows
+// or, for few rows and a long contraction, the contraction.
+TEST(DotPlan, MatrixVectorProductsWithASideOfOne) {
+  DotDims mv;  // [M, K] x [K] -> [M]
+  mv.lhs_contracting = {1};
+  mv.rhs_contracting = {0};
+  DotDims vm;  // [K] x [K, N] -> [N]
+  vm.lhs_contracting = {0};
+  vm.rhs_contracting = {0};
+  auto call = [&](int64_t m, int64_t k, bool rows, int threads = 1, DType dtype = DType::kF64) {
+    Call c;
+    c.dtype = dtype;
+    c.dims = mv;
+    c.lhs = rows ? rm({m, k}) : cm({m, k});
+    c.rhs = cm({k});
+    c.threads = threads;
+    return c;
+  };
+  for (const Caps& caps : {kAvx512, kAvx2}) {
+    for (bool rows : {false, true}) {
+      DotRoute r = plan(call(2048, 2048, rows), caps).value();
+      EXPECT_EQ(r.kernel, DotKernel::kMatVec) << describe(r);
+      EXPECT_EQ(r.provider, GemmProvider::kNaive);
+      EXPECT_FALSE(r.transposed || r.pack_lhs || r.pack_rhs || r.pack_out) << describe(r);
+      EXPECT_EQ(r.threads, 1);
+      EXPECT_NE(describe(r).find("matrix-vector"), std::string::npos) << describe(r);
+      // Two threads: one piece of rows per worker.
+      r = plan(call(2048, 2048, rows, 2), caps).value();
+      EXPECT_EQ(r.split, DotSplit::kPieces) << describe(r);
+      EXPECT_EQ(r.pieces, 2);
+      EXPECT_EQ(r.threads, 2);
+      // f32 too; tiny products too (no call cost to amortize).
+      EXPECT_EQ(plan(call(2048, 2048, rows, 1, DType::kF32), caps).value().kernel, DotKernel::kMatVec);
+      EXPECT_EQ(plan(call(16, 8, rows), caps).value().kernel, DotKernel::kMatVec);
+    }
+  }
+  // Form limits: rows contiguous from a contraction of 8, columns from 16 rows.
+  EXPECT_EQ(plan(call(65536, 8, true), kAvx512).value().kernel, DotKernel::kMatVec);
+  EXPECT_NE(plan(call(65536, 4, true), kAvx512).value().kernel, DotKernel::kMatVec);
+  EXPECT_EQ(plan(call(16, 65536, false), kAvx512).value().kernel, DotKernel::kMatVec);
+  EXPECT_NE(plan(call(8, 65536, false), kAvx512).value().kernel, DotKernel::kMatVec);
+  // Few rows, a long contraction, two threads: the row form splits the contraction
+  // (parts summed afterwards); the column form keeps one thread.
+  DotRoute r = plan(call(20, 100000, true, 2), kAvx512).value();
+  EXPECT_EQ(r.kernel, DotKernel::kMatVec);
+  EXPECT_EQ(r.split, DotSplit::kSplitK) << describe(r);
+  EXPECT_EQ(r.pieces, 2);
+  r = plan(call(20, 100000, false, 2), kAvx512).value();
+  EXPECT_EQ(r.kernel, DotKernel::kMatVec);
+  EXPECT_EQ(r.threads, 1) << describe(r);
+  // Small products stay on one thread: 256^2 is shared (65536 multiply-adds, an eighth
+  // of parallel_min_flops), 128^2 is not.
+  EXPECT_EQ(plan(call(256, 256, true, 2), kAvx512).value().threads, 2);
+  EXPECT_EQ(plan(call(128, 128, true, 2), kAvx512).value().threads, 1);
+  // The long operand as the rhs: C^T = B^T A^T.
+  Call t;
+  t.dims = vm;
+  t.lhs = cm({4096});
+  t.rhs = cm({4096, 300});  // B's columns contiguous: the row form of B^T
+  r = plan(t, kAvx512).value();
+  EXPECT_EQ(r.kernel, DotKernel::kMatVec);
+  EXPECT_TRUE(r.transposed) << describe(r);
+  // A dot product: the operand with a unit stride is A.
+  Call dot;
+  dot.dims = vm;
+  dot.lhs = cm({5000});
+  dot.rhs = cm({5000});
+  EXPECT_EQ(plan(dot, kAvx512).value().kernel, DotKernel::kMatVec);
+  // Not taken: the scalar level, complex and integer dtypes, a forced provider, an A
+  // contiguous along neither side.
+  EXPECT_NE(plan(call(2048, 2048, true), kScalar).value().kernel, DotKernel::kMatVec);
+  EXPECT_NE(plan(call(2048, 2048, true, 1, DType::kC128), kAvx512).value().kernel, DotKernel::kMatVec);
+  EXPECT_NE(plan(call(2048, 2048, true, 1, DType::kI64), kAvx512).value().kernel, DotKernel::kMatVec);
+  Call forced = call(2048, 2048, true);
+  forced.options.provider = GemmProvider::kOpenBlas;
+  EXPECT_EQ(plan(forced, kAvx512).value().kernel, DotKernel::kOpenBlas);
+  Call strided = call(2048, 2048, true);
+  strided.lhs.strides = {2 * 2048, 2};
+  EXPECT_NE(plan(strided, kAvx512).value().kernel, DotKernel::kMatVec);
+}
+
 TEST(DotPlan, IsPureAndDescribed) {
   const Call c = matmul(700, 300, 200, 2);
   const DotRoute a = plan(c, kAvx2).value(), b = plan(c, kAvx2).value();

@@ -234,6 +234,11 @@ void batch_lanes(IsaLevel isa, const GemmArgs<T>& g, int64_t lanes, bool columns
 /// and levels below kAvx2: plain loops.
 template <class T>
 void matvec(IsaLevel isa, const GemmArgs<T>& g);
+/// A matrix-vector product whose contraction is split over the workers (few rows of a
+/// row-contiguous A, a dot product) sums per-part results of at most kMatVecSplitMaxRows
+/// rows from at most kMatVecSplitMaxParts parts, held on the caller's stack.
+inline constexpr int64_t kMatVecSplitMaxRows = 256;
+inline constexpr int64_t kMatVecSplitMaxParts = 4;
 /// Whether matvec has its vector forms at ISA level `isa`.
 inline bool matvec_available(IsaLevel isa) { return isa >= IsaLevel::kAvx2; }
 
