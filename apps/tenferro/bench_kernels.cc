@@ -452,15 +452,16 @@ int run_bench_kernels(int argc, char** argv) {
       bool forced;
     };
     for (const MatVecCase& mc :
-         {MatVecCase{DType::kF64, 128, 16384, true, false}, MatVecCase{DType::kF64, 128, 16384, true, true},
+         {MatVecCase{DType::kF64, 128, 16384, true, false},  MatVecCase{DType::kF64, 128, 16384, true, true},
           MatVecCase{DType::kF64, 128, 16384, false, false}, MatVecCase{DType::kF64, 16384, 128, false, false},
-          MatVecCase{DType::kF64, 2048, 2048, true, false}, MatVecCase{DType::kF64, 2048, 2048, false, false},
-          MatVecCase{DType::kF64, 2048, 2048, false, true}, MatVecCase{DType::kF64, 20, 100000, true, false},
-          MatVecCase{DType::kF64, 100000, 20, false, false}, MatVecCase{DType::kF64, 512, 512, true, false},
-          MatVecCase{DType::kF64, 512, 512, false, false}, MatVecCase{DType::kF64, 256, 256, true, false},
-          MatVecCase{DType::kF64, 256, 256, false, false}, MatVecCase{DType::kF64, 8192, 32, true, false},
-          MatVecCase{DType::kF64, 8192, 32, true, true}, MatVecCase{DType::kF64, 16, 8192, false, false},
-          MatVecCase{DType::kF64, 16, 8192, false, true}, MatVecCase{DType::kF32, 2048, 2048, true, false},
+          MatVecCase{DType::kF64, 2048, 2048, true, false},  MatVecCase{DType::kF64, 2048, 2048, false, false},
+          MatVecCase{DType::kF64, 2048, 2048, false, true},  MatVecCase{DType::kF64, 20, 100000, true, false},
+          MatVecCase{DType::kF64, 100000, 20, false, false}, MatVecCase{DType::kF64, 65536, 256, true, false},
+          MatVecCase{DType::kF64, 256, 65536, false, false}, MatVecCase{DType::kF64, 512, 512, true, false},
+          MatVecCase{DType::kF64, 512, 512, false, false},   MatVecCase{DType::kF64, 256, 256, true, false},
+          MatVecCase{DType::kF64, 256, 256, false, false},   MatVecCase{DType::kF64, 8192, 32, true, false},
+          MatVecCase{DType::kF64, 8192, 32, true, true},     MatVecCase{DType::kF64, 16, 8192, false, false},
+          MatVecCase{DType::kF64, 16, 8192, false, true},    MatVecCase{DType::kF32, 2048, 2048, true, false},
           MatVecCase{DType::kF32, 2048, 2048, false, false}}) {
       const bool f32 = mc.dtype == DType::kF32;
       const std::string name = std::string("matvec ") + (f32 ? "f32 " : "f64 ") + std::to_string(mc.m) + "x" +

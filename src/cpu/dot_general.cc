@@ -400,12 +400,12 @@ void streamed(const CpuExecutionContext& ctx, const detail::GemmArgs<double>& g,
 constexpr int64_t kMatVecUnit = 64;
 template <class T>
 void matvec(const CpuExecutionContext& ctx, IsaLevel isa, const detail::GemmArgs<T>& g, bool transposed, DotSplit split,
-            int64_t pieces) {
+            int64_t pieces, bool one_run) {
   const detail::GemmArgs<T> t = transposed ? detail::transposed(g) : g;
   const int64_t units = ((split == DotSplit::kSplitK ? t.k : t.m) + kMatVecUnit - 1) / kMatVecUnit;
   if (pieces <= 1 || units <= 1 || (split != DotSplit::kPieces && split != DotSplit::kSplitK) ||
       (split == DotSplit::kSplitK && t.m > detail::kMatVecSplitMaxRows)) {
-    detail::matvec<T>(isa, t);
+    detail::matvec<T>(isa, t, one_run);
     return;
   }
   const int64_t per = (units + pieces - 1) / pieces;
@@ -415,7 +415,7 @@ void matvec(const CpuExecutionContext& ctx, IsaLevel isa, const detail::GemmArgs
       part.m = std::min(t.m, kMatVecUnit * u1) - kMatVecUnit * u0;
       part.a = t.a + kMatVecUnit * u0 * t.rsa;
       part.c = t.c + kMatVecUnit * u0 * t.rsc;
-      detail::matvec<T>(isa, part);
+      detail::matvec<T>(isa, part, one_run);
     });
     return;
   }
@@ -433,7 +433,7 @@ void matvec(const CpuExecutionContext& ctx, IsaLevel isa, const detail::GemmArgs
       part.beta = T{};
       part.c = partial + q * kRows;
       part.rsc = 1;
-      detail::matvec<T>(isa, part);
+      detail::matvec<T>(isa, part, one_run);
     }
   });
   for (int64_t i = 0; i < t.m; ++i) {
@@ -840,7 +840,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
         return;
       case DotKernel::kMatVec:
         if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>) {
-          matvec<T>(ctx, isa, g, route.transposed, route.split, route.pieces);
+          matvec<T>(ctx, isa, g, route.transposed, route.split, route.pieces, route.one_run);
         }
         return;
       case DotKernel::kStreamedOutput:

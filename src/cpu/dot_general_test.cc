@@ -842,43 +842,45 @@ TEST(DotGeneral, MatrixVectorKernelAtEveryIsaLevel) {
         for (bool rows : {false, true})
           for (int64_t incx : {1, 3})
             for (int64_t incy : {1, 2})
-              for (bool beta_zero : {false, true}) {
-                // A (i, p) at i * lda + p (rows) or i + p * lda (columns), lda past the extent.
-                const int64_t lda = (rows ? k : m) + 3;
-                std::vector<T> a(static_cast<size_t>(lda * (rows ? m : k))), x(static_cast<size_t>(incx * k)),
-                    y(static_cast<size_t>(incy * m + 1));
-                for (auto* v : {&a, &x, &y})
-                  for (T& e : *v) e = static_cast<T>(nd(rng));
-                if (beta_zero) {
-                  for (int64_t i = 0; i < m; ++i)
-                    y[static_cast<size_t>(i * incy)] = std::numeric_limits<T>::quiet_NaN();
-                }
-                const std::vector<T> before = y;
-                const T alpha = T(-0.75), beta = beta_zero ? T(0) : T(1.5);
-                const detail::GemmArgs<T> g{m,        1,    k, alpha, a.data(), rows ? lda : 1, rows ? 1 : lda, false,
-                                            x.data(), incx, 1, false, beta,     y.data(),       incy,           1};
-                detail::matvec<T>(isa, g);
-                for (size_t e = 0; e < y.size(); ++e) {
-                  const auto i = static_cast<int64_t>(e) / incy;
-                  if (static_cast<int64_t>(e) % incy != 0 || i >= m) {
-                    ASSERT_TRUE(std::memcmp(&y[e], &before[e], sizeof(T)) == 0) << "padding written at " << e;
-                    continue;
+              for (bool beta_zero : {false, true})
+                for (bool one_run : {false, true}) {
+                  // A (i, p) at i * lda + p (rows) or i + p * lda (columns), lda past the extent.
+                  const int64_t lda = (rows ? k : m) + 3;
+                  std::vector<T> a(static_cast<size_t>(lda * (rows ? m : k))), x(static_cast<size_t>(incx * k)),
+                      y(static_cast<size_t>(incy * m + 1));
+                  for (auto* v : {&a, &x, &y})
+                    for (T& e : *v) e = static_cast<T>(nd(rng));
+                  if (beta_zero) {
+                    for (int64_t i = 0; i < m; ++i)
+                      y[static_cast<size_t>(i * incy)] = std::numeric_limits<T>::quiet_NaN();
                   }
-                  long double sum = 0, mag = 0;
-                  for (int64_t q = 0; q < k; ++q) {
-                    const long double av = a[static_cast<size_t>(rows ? i * lda + q : i + q * lda)],
-                                      xv = x[static_cast<size_t>(q * incx)];
-                    sum += av * xv;
-                    mag += std::fabs(av * xv);
+                  const std::vector<T> before = y;
+                  const T alpha = T(-0.75), beta = beta_zero ? T(0) : T(1.5);
+                  const detail::GemmArgs<T> g{m,        1,    k, alpha, a.data(), rows ? lda : 1, rows ? 1 : lda, false,
+                                              x.data(), incx, 1, false, beta,     y.data(),       incy,           1};
+                  detail::matvec<T>(isa, g, one_run);
+                  for (size_t e = 0; e < y.size(); ++e) {
+                    const auto i = static_cast<int64_t>(e) / incy;
+                    if (static_cast<int64_t>(e) % incy != 0 || i >= m) {
+                      ASSERT_TRUE(std::memcmp(&y[e], &before[e], sizeof(T)) == 0) << "padding written at " << e;
+                      continue;
+                    }
+                    long double sum = 0, mag = 0;
+                    for (int64_t q = 0; q < k; ++q) {
+                      const long double av = a[static_cast<size_t>(rows ? i * lda + q : i + q * lda)],
+                                        xv = x[static_cast<size_t>(q * incx)];
+                      sum += av * xv;
+                      mag += std::fabs(av * xv);
+                    }
+                    const long double old = beta_zero ? 0.0L : static_cast<long double>(before[e]);
+                    const long double want = -0.75L * sum + static_cast<long double>(beta) * old;
+                    ASSERT_NEAR(y[e], static_cast<double>(want),
+                                eps * static_cast<double>(mag + 2 * std::fabs(old) + 1))
+                        << isa_name(isa) << (rows ? " rows" : " columns") << " m " << m << " k " << k << " incx "
+                        << incx << " incy " << incy << " beta " << beta << " i " << i;
+                    ++checked;
                   }
-                  const long double old = beta_zero ? 0.0L : static_cast<long double>(before[e]);
-                  const long double want = -0.75L * sum + static_cast<long double>(beta) * old;
-                  ASSERT_NEAR(y[e], static_cast<double>(want), eps * static_cast<double>(mag + 2 * std::fabs(old) + 1))
-                      << isa_name(isa) << (rows ? " rows" : " columns") << " m " << m << " k " << k << " incx " << incx
-                      << " incy " << incy << " beta " << beta << " i " << i;
-                  ++checked;
                 }
-              }
     }
   };
   check_dtype.template operator()<double>();
@@ -977,7 +979,7 @@ TEST(DotGeneral, MatrixVectorProductsMatchTheReference) {
             }
           }
           const DotRoute route = planned(kReferenceCaps, 2, lhs, rhs, out, c.dims);
-          if (fits) {
+          if (fits && (form == 2 ? k : m * k) >= 1024) {  // multiply-adds per product
             EXPECT_EQ(route.kernel, DotKernel::kMatVec)
                 << describe(route) << " m " << m << " k " << k << " layout " << layout << " form " << form;
             EXPECT_FALSE(route.pack_lhs || route.pack_rhs || route.pack_out) << describe(route);

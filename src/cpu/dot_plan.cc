@@ -206,6 +206,7 @@ constexpr int64_t kWideMaxA = 32768;
 // k = 64 the small and thin kernels or OpenBLAS serve; a short side below 8 stays on
 // OpenBLAS (Note [Short-side products]).
 // Note [Matrix-vector thresholds].
+constexpr int64_t kMatVecMinFlops = 1024;
 constexpr int64_t kMatVecRowMinK = 8;
 constexpr int64_t kMatVecColMinRows = 16;
 constexpr int64_t kMatVecPieceRows = 64;
@@ -486,15 +487,27 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   //   = 8 0.18-0.23 -> 0.15-0.17, K = 4 even (0.17-0.20 against 0.15-0.21).
   // - Column form from kMatVecColMinRows rows: 16 rows 0.33 -> 0.12-0.14 ms; 8 rows lost
   //   (OpenBLAS's GEMM 0.079 against 0.114-0.119).
-  // It has no call cost to amortize, so it takes tiny products too (Note [Tiny
-  // products]). Threads: a multiply-add here moves an element of A, several times the
+  // - From kMatVecMinFlops multiply-adds: below, the plain loops (Note [Tiny products])
+  //   were as fast or faster (lm brackets' 1996 products of 16 x 7: 0.084 ms against
+  //   0.107); from 32 x 32 the kernel is as fast or faster than the plain loops (100
+  //   calls of 32 x 32 with rows contiguous 0.05-0.11 ms against 0.09-0.19; 128 x 128
+  //   0.24-0.27 against 0.44-0.63).
+  // - One run at a time (Note [Matrix-vector products]) for rows (row form) or columns
+  //   (column form) of at most kMatVecShortRunBytes in an A of more than twice L2 (512
+  //   KiB assumed when unknown): 2 KiB rows of an A of 4-16 MB ran 1.2-1.9x faster one
+  //   at a time, of 1 MB 1.3x slower.
+  // Threads: a multiply-add here moves an element of A, several times the
   // time of a GEMM's, so products from parallel_min_flops / kMatVecParallelScale run on
   // every worker (two threads, 512^2 with rows contiguous 0.030 -> 0.020 ms; 256^2 5-7
-  // us either way): pieces of rows where each worker gets kMatVecPieceRows, else, for
-  // the row form with few rows and a long contraction (20 x 100000, a dot product), the
-  // contraction in parts summed afterwards (0.31 -> 0.12-0.16 ms at two threads).
+  // us either way): pieces of rows where each worker gets kMatVecPieceRows (in the
+  // column form, column segments of at least kMatVecShortRunBytes), else, for few rows
+  // and a long contraction (20 x 100000 with rows contiguous, a dot product, 128 x
+  // 16384 with columns contiguous), the contraction in parts summed afterwards, so each
+  // worker reads a contiguous part of A: 20 x 100000 0.31 -> 0.12-0.16 ms at two
+  // threads; 128 x 16384 (columns) 1.56 ms in pieces of 64 rows against 0.29-0.35.
   if ((f64 || p.dtype == DType::kF32) && automatic && !vendor && detail::matvec_available(isa) && std::min(M, N) == 1 &&
-      K >= 2 && lm.mergeable && lk.mergeable && rk.mergeable && rn.mergeable && om.mergeable && on.mergeable) {
+      K >= 2 && flops >= kMatVecMinFlops && lm.mergeable && lk.mergeable && rk.mergeable && rn.mergeable &&
+      om.mergeable && on.mergeable) {
     auto takes = [&](int64_t rsa, int64_t csa, int64_t rows) {
       return (csa == 1 && K >= kMatVecRowMinK) || (rsa == 1 && rows >= kMatVecColMinRows);
     };
@@ -509,16 +522,23 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
       const bool outer = r.policy == BatchPolicy::kOuterParallel && B > 1;
       const bool parallel = !outer && r.policy == BatchPolicy::kProviderItems && st.threads > 1 &&
                             kMatVecParallelScale * flops >= st.batch.parallel_min_flops;
+      const int64_t elem = f64 ? 8 : 4;
+      // Pieces of rows keep each worker's share of A contiguous in the row form; in the
+      // column form only while each piece's column segment is a long run.
+      const bool row_pieces = rows >= kMatVecPieceRows * st.threads &&
+                              (row_form || rows / st.threads * elem >= detail::kMatVecShortRunBytes);
       if (outer) {
         r.split = DotSplit::kOuterBatch;
-      } else if (parallel && rows >= kMatVecPieceRows * st.threads) {
+      } else if (parallel && row_pieces) {
         r.split = DotSplit::kPieces;
         r.pieces = st.threads;
-      } else if (parallel && row_form && rows <= detail::kMatVecSplitMaxRows && K >= kMatVecPieceK * st.threads) {
+      } else if (parallel && rows <= detail::kMatVecSplitMaxRows && K >= kMatVecPieceK * st.threads) {
         r.split = DotSplit::kSplitK;
         r.pieces = std::min<int64_t>(st.threads, detail::kMatVecSplitMaxParts);
       }
       r.threads = r.split == DotSplit::kPieces || r.split == DotSplit::kSplitK ? st.threads : 1;
+      const int64_t l2 = caps.l2_bytes > 0 ? caps.l2_bytes : int64_t{512} << 10;
+      r.one_run = (row_form ? K : rows) * elem <= detail::kMatVecShortRunBytes && sat_mul(rows, K) > 2 * (l2 / elem);
       r.reason =
           "a side of extent 1, the long operand contiguous along its rows or columns: the matrix-vector "
           "kernel, no packing (Note [Matrix-vector products])";
@@ -870,6 +890,7 @@ std::string describe(const DotRoute& r) {
   if (r.split_lhs_free) out.append(", lhs free group split");
   if (r.split_rhs_free) out.append(", rhs free group split");
   if (r.transposed) out.append(", transposed");
+  if (r.one_run) out.append(", one run at a time");
   out.append(": ").append(r.reason);
   return out;
 }

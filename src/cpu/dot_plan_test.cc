@@ -516,9 +516,10 @@ TEST(DotPlan, MatrixVectorProductsWithASideOfOne) {
       EXPECT_EQ(r.split, DotSplit::kPieces) << describe(r);
       EXPECT_EQ(r.pieces, 2);
       EXPECT_EQ(r.threads, 2);
-      // f32 too; tiny products too (no call cost to amortize).
+      // f32 too; from 1024 multiply-adds (below: plain loops).
       EXPECT_EQ(plan(call(2048, 2048, rows, 1, DType::kF32), caps).value().kernel, DotKernel::kMatVec);
-      EXPECT_EQ(plan(call(16, 8, rows), caps).value().kernel, DotKernel::kMatVec);
+      EXPECT_EQ(plan(call(32, 32, rows), caps).value().kernel, DotKernel::kMatVec);
+      EXPECT_EQ(plan(call(16, 16, rows), caps).value().kernel, DotKernel::kPlainLoops);
     }
   }
   // Form limits: rows contiguous from a contraction of 8, columns from 16 rows.
@@ -526,6 +527,13 @@ TEST(DotPlan, MatrixVectorProductsWithASideOfOne) {
   EXPECT_NE(plan(call(65536, 4, true), kAvx512).value().kernel, DotKernel::kMatVec);
   EXPECT_EQ(plan(call(16, 65536, false), kAvx512).value().kernel, DotKernel::kMatVec);
   EXPECT_NE(plan(call(8, 65536, false), kAvx512).value().kernel, DotKernel::kMatVec);
+  // Short rows (columns) of an A beyond twice L2 (512 KiB assumed: these capabilities
+  // give none) are read one at a time; long ones, or an A in cache, four at a time.
+  EXPECT_TRUE(plan(call(65536, 256, true), kAvx512).value().one_run);
+  EXPECT_TRUE(plan(call(256, 65536, false), kAvx512).value().one_run);
+  EXPECT_FALSE(plan(call(8192, 2048, true), kAvx512).value().one_run);
+  EXPECT_FALSE(plan(call(256, 256, true), kAvx512).value().one_run);
+  EXPECT_NE(describe(plan(call(65536, 256, true), kAvx512).value()).find("one run at a time"), std::string::npos);
   // Few rows, a long contraction, two threads: the row form splits the contraction
   // (parts summed afterwards); the column form keeps one thread.
   DotRoute r = plan(call(20, 100000, true, 2), kAvx512).value();
@@ -534,7 +542,11 @@ TEST(DotPlan, MatrixVectorProductsWithASideOfOne) {
   EXPECT_EQ(r.pieces, 2);
   r = plan(call(20, 100000, false, 2), kAvx512).value();
   EXPECT_EQ(r.kernel, DotKernel::kMatVec);
-  EXPECT_EQ(r.threads, 1) << describe(r);
+  EXPECT_EQ(r.split, DotSplit::kSplitK) << describe(r);
+  // Columns contiguous: pieces of rows only while each piece's column segment is 2 KiB.
+  EXPECT_EQ(plan(call(128, 16384, false, 2), kAvx512).value().split, DotSplit::kSplitK);
+  EXPECT_EQ(plan(call(512, 16384, false, 2), kAvx512).value().split, DotSplit::kPieces);
+  EXPECT_EQ(plan(call(128, 16384, true, 2), kAvx512).value().split, DotSplit::kPieces);
   // Small products stay on one thread: 256^2 is shared (65536 multiply-adds, an eighth
   // of parallel_min_flops), 128^2 is not.
   EXPECT_EQ(plan(call(256, 256, true, 2), kAvx512).value().threads, 2);

@@ -340,16 +340,16 @@ template void batch_lanes<double>(IsaLevel, const GemmArgs<double>&, int64_t, bo
 template void batch_lanes<float>(IsaLevel, const GemmArgs<float>&, int64_t, bool);
 
 template <class T>
-void matvec(IsaLevel isa, const GemmArgs<T>& g) {
+void matvec(IsaLevel isa, const GemmArgs<T>& g, bool one_run) {
   switch (isa) {
-    case IsaLevel::kAvx512: return avx512::matvec<T>(g);
-    case IsaLevel::kAvx2: return avx2::matvec<T>(g);
+    case IsaLevel::kAvx512: return avx512::matvec<T>(g, one_run);
+    case IsaLevel::kAvx2: return avx2::matvec<T>(g, one_run);
     case IsaLevel::kScalar: break;
   }
-  scalar::matvec<T>(g);
+  scalar::matvec<T>(g, one_run);
 }
-template void matvec<double>(IsaLevel, const GemmArgs<double>&);
-template void matvec<float>(IsaLevel, const GemmArgs<float>&);
+template void matvec<double>(IsaLevel, const GemmArgs<double>&, bool);
+template void matvec<float>(IsaLevel, const GemmArgs<float>&, bool);
 
 #define TENFERRO_GEMM_INSTANTIATE(T)                                  \
   template bool gemm_openblas<T>(const GemmArgs<T>&, int);            \

@@ -11,6 +11,14 @@
 // - Column form (A's columns contiguous, rsa == 1): y accumulates scaled columns of A
 //   (four per pass) in a stack tile of kTileRows rows that stays in L1, written to y
 //   once per tile at y's stride.
+// - `one_run`: A's rows (columns) read one at a time, a single stream through A. Four
+//   short runs read side by side from beyond the caches were slow: 65536 x 256 with
+//   rows contiguous (2 KiB rows) at 10.7 GB/s against 19-21 one row at a time
+//   (cblas_dgemv 10.6-13.5), columns of 64-256 rows (128 MB) 2x faster one at a time;
+//   but in L2 (1 MB) four at a time were 1.3-3x faster, and with rows of 16 KiB four at
+//   a time were faster from memory too (x stays in registers across them: 8192 x 2048
+//   7.2-7.7 ms against 9.2-9.9; Zen 4, 2026-12-04). The planner chooses (Note
+//   [Matrix-vector thresholds]).
 // Tails are masked (nothing past A's rows or columns is read). y takes any stride;
 // beta == 0 never reads y. One thread; callers split the rows.
 
@@ -37,39 +45,44 @@ constexpr int64_t kXChunk = 16384 / static_cast<int64_t>(sizeof(T));
 template <class T>
 constexpr int64_t kTileRows = 8192 / static_cast<int64_t>(sizeof(T));
 
-// y[r] (r < R) = alpha * (A's row r) . x + (first ? beta y[r] : y[r]) over kc steps.
-template <class T, int R>
+// y[r] (r < R) = alpha * (A's row r) . x + (first ? beta y[r] : y[r]) over kc steps; U
+// vector accumulators per row.
+template <class T, int R, int U>
 void dot_rows(const T* a, int64_t lda, const T* x, int64_t kc, T alpha, T beta, bool first, T* y, int64_t incy) {
   using S = Simd<T>;
   constexpr int64_t L = S::kLanes;
-  typename S::V acc[R][2];
+  typename S::V acc[R][U];
 #pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = S::zero();
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u) acc[r][u] = S::zero();
   int64_t p = 0;
-  for (; p + 2 * L <= kc; p += 2 * L) {
-    const typename S::V x0 = S::load(x + p), x1 = S::load(x + p + L);
+  for (; p + U * L <= kc; p += U * L) {
 #pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) {
-      acc[r][0] = S::fma(S::load(a + r * lda + p), x0, acc[r][0]);
-      acc[r][1] = S::fma(S::load(a + r * lda + p + L), x1, acc[r][1]);
+    for (int u = 0; u < U; ++u) {
+      const typename S::V xv = S::load(x + p + u * L);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) acc[r][u] = S::fma(S::load(a + r * lda + p + u * L), xv, acc[r][u]);
     }
   }
   for (; p < kc; p += L) {
     const typename S::M m = S::mask(kc - p);
-    const typename S::V x0 = S::load(x + p, m);
+    const typename S::V xv = S::load(x + p, m);
 #pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) acc[r][0] = S::fma(S::load(a + r * lda + p, m), x0, acc[r][0]);
+    for (int r = 0; r < R; ++r) acc[r][0] = S::fma(S::load(a + r * lda + p, m), xv, acc[r][0]);
   }
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
-    const T s = alpha * S::sum(S::add(acc[r][0], acc[r][1]));
+#pragma GCC unroll 4
+    for (int u = 1; u < U; ++u) acc[r][0] = S::add(acc[r][0], acc[r][u]);
+    const T s = alpha * S::sum(acc[r][0]);
     T& c = y[r * incy];
     c = first ? (beta == T{} ? s : s + beta * c) : s + c;
   }
 }
 
 template <class T>
-void row_form(const GemmArgs<T>& g) {
+void row_form(const GemmArgs<T>& g, bool single) {
   alignas(64) T xbuf[kXChunk<T>];
   const int64_t chunk = g.rsb == 1 ? g.k : kXChunk<T>;
   for (int64_t p0 = 0; p0 < g.k || p0 == 0; p0 += chunk) {
@@ -82,15 +95,18 @@ void row_form(const GemmArgs<T>& g) {
     const T* a = g.a + p0;
     const bool first = p0 == 0;
     int64_t i = 0;
-    for (; i + 4 <= g.m; i += 4)
-      dot_rows<T, 4>(a + i * g.rsa, g.rsa, x, kc, g.alpha, g.beta, first, g.c + i * g.rsc, g.rsc);
-    for (; i < g.m; ++i) dot_rows<T, 1>(a + i * g.rsa, g.rsa, x, kc, g.alpha, g.beta, first, g.c + i * g.rsc, g.rsc);
+    if (!single) {
+      for (; i + 4 <= g.m; i += 4) {
+        dot_rows<T, 4, 2>(a + i * g.rsa, g.rsa, x, kc, g.alpha, g.beta, first, g.c + i * g.rsc, g.rsc);
+      }
+    }
+    for (; i < g.m; ++i) dot_rows<T, 1, 4>(a + i * g.rsa, g.rsa, x, kc, g.alpha, g.beta, first, g.c + i * g.rsc, g.rsc);
     if (g.k == 0) break;
   }
 }
 
 template <class T>
-void column_form(const GemmArgs<T>& g) {
+void column_form(const GemmArgs<T>& g, bool single) {
   using S = Simd<T>;
   constexpr int64_t L = S::kLanes;
   alignas(64) T tile[kTileRows<T>];
@@ -102,7 +118,8 @@ void column_form(const GemmArgs<T>& g) {
     for (int64_t r = 0; r < rows; r += L) S::store(tile + r, S::zero());
     const T* a = g.a + i0;
     int64_t p = 0;
-    for (; p + 4 <= g.k; p += 4) {
+    const int64_t grouped = single ? 0 : g.k;  // one column per pass when single
+    for (; p + 4 <= grouped; p += 4) {
       const T* a0 = a + p * lda;
       const T* a1 = a0 + lda;
       const T* a2 = a1 + lda;
@@ -146,16 +163,18 @@ void column_form(const GemmArgs<T>& g) {
 #endif
 
 template <class T>
-void matvec(const GemmArgs<T>& g) {
+void matvec(const GemmArgs<T>& g, bool one_run) {
 #if TENFERRO_ISA_LEVEL >= 1
   if (g.csa == 1 && !(g.rsa == 1 && g.m > 1)) {
-    row_form<T>(g);
+    row_form<T>(g, one_run);
     return;
   }
   if (g.rsa == 1) {
-    column_form<T>(g);
+    column_form<T>(g, one_run);
     return;
   }
+#else
+  (void)one_run;
 #endif
   // The baseline, and an A with neither form (not planned: dot_plan.cc takes one of
   // the two): plain loops, which the compiler vectorizes where the strides allow.
@@ -167,8 +186,8 @@ void matvec(const GemmArgs<T>& g) {
   }
 }
 
-template void matvec<double>(const GemmArgs<double>&);
-template void matvec<float>(const GemmArgs<float>&);
+template void matvec<double>(const GemmArgs<double>&, bool);
+template void matvec<float>(const GemmArgs<float>&, bool);
 
 }  // namespace tenferro::cpu::detail::TENFERRO_ISA_NS
 
