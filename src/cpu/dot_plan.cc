@@ -500,7 +500,8 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   // time of a GEMM's, so products from parallel_min_flops / kMatVecParallelScale run on
   // every worker (two threads, 512^2 with rows contiguous 0.030 -> 0.020 ms; 256^2 5-7
   // us either way): pieces of rows where each worker gets kMatVecPieceRows (in the
-  // column form, column segments of at least kMatVecShortRunBytes), else, for few rows
+  // column form from beyond L2, column segments of at least kMatVecShortRunBytes; 256^2
+  // with columns contiguous on one thread 6.4-7 us, OpenBLAS's two 4.8-5.4), else, for few rows
   // and a long contraction (20 x 100000 with rows contiguous, a dot product, 128 x
   // 16384 with columns contiguous), the contraction in parts summed afterwards, so each
   // worker reads a contiguous part of A: 20 x 100000 0.31 -> 0.12-0.16 ms at two
@@ -522,11 +523,12 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
       const bool outer = r.policy == BatchPolicy::kOuterParallel && B > 1;
       const bool parallel = !outer && r.policy == BatchPolicy::kProviderItems && st.threads > 1 &&
                             kMatVecParallelScale * flops >= st.batch.parallel_min_flops;
-      const int64_t elem = f64 ? 8 : 4;
+      const int64_t elem = f64 ? 8 : 4, l2 = caps.l2_bytes > 0 ? caps.l2_bytes : int64_t{512} << 10;
+      const bool beyond = sat_mul(rows, K) > 2 * (l2 / elem);  // A streams from beyond L2
       // Pieces of rows keep each worker's share of A contiguous in the row form; in the
-      // column form only while each piece's column segment is a long run.
+      // column form (from beyond L2) only while each piece's column segment is a long run.
       const bool row_pieces = rows >= kMatVecPieceRows * st.threads &&
-                              (row_form || rows / st.threads * elem >= detail::kMatVecShortRunBytes);
+                              (row_form || !beyond || rows / st.threads * elem >= detail::kMatVecShortRunBytes);
       if (outer) {
         r.split = DotSplit::kOuterBatch;
       } else if (parallel && row_pieces) {
@@ -537,8 +539,7 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
         r.pieces = std::min<int64_t>(st.threads, detail::kMatVecSplitMaxParts);
       }
       r.threads = r.split == DotSplit::kPieces || r.split == DotSplit::kSplitK ? st.threads : 1;
-      const int64_t l2 = caps.l2_bytes > 0 ? caps.l2_bytes : int64_t{512} << 10;
-      r.one_run = (row_form ? K : rows) * elem <= detail::kMatVecShortRunBytes && sat_mul(rows, K) > 2 * (l2 / elem);
+      r.one_run = (row_form ? K : rows) * elem <= detail::kMatVecShortRunBytes && beyond;
       r.reason =
           "a side of extent 1, the long operand contiguous along its rows or columns: the matrix-vector "
           "kernel, no packing (Note [Matrix-vector products])";

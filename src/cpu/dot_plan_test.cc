@@ -547,6 +547,7 @@ TEST(DotPlan, MatrixVectorProductsWithASideOfOne) {
   EXPECT_EQ(plan(call(128, 16384, false, 2), kAvx512).value().split, DotSplit::kSplitK);
   EXPECT_EQ(plan(call(512, 16384, false, 2), kAvx512).value().split, DotSplit::kPieces);
   EXPECT_EQ(plan(call(128, 16384, true, 2), kAvx512).value().split, DotSplit::kPieces);
+  EXPECT_EQ(plan(call(256, 256, false, 2), kAvx512).value().split, DotSplit::kPieces);  // A in cache
   // Small products stay on one thread: 256^2 is shared (65536 multiply-adds, an eighth
   // of parallel_min_flops), 128^2 is not.
   EXPECT_EQ(plan(call(256, 256, true, 2), kAvx512).value().threads, 2);
