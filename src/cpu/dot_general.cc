@@ -664,7 +664,8 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
                          "the batch-lane kernel has no " + std::string(dtype_name(lhs.dtype())) + " form");
     }
   }
-  if constexpr (!std::is_same_v<T, double> && !std::is_same_v<T, float>) {
+  if constexpr (!std::is_same_v<T, double> && !std::is_same_v<T, float> && !std::is_same_v<T, c128> &&
+                !std::is_same_v<T, c64>) {
     if (route.kernel == DotKernel::kMatVec) {
       return usage_error(ErrorCode::kUnsupported, "dot_general",
                          "the matrix-vector kernel has no " + std::string(dtype_name(lhs.dtype())) + " form");
@@ -839,7 +840,8 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
         if constexpr (std::is_same_v<T, double>) streamed(ctx, g, route.transposed, threads, b_rows);
         return;
       case DotKernel::kMatVec:
-        if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>) {
+        if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float> || std::is_same_v<T, c128> ||
+                      std::is_same_v<T, c64>) {
           matvec<T>(ctx, isa, g, route.transposed, route.split, route.pieces, route.one_run);
         }
         return;

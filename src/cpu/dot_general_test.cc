@@ -888,6 +888,71 @@ TEST(DotGeneral, MatrixVectorKernelAtEveryIsaLevel) {
   EXPECT_GT(checked, 0);
 }
 
+// Note [Complex matrix-vector products]: the kernel on c128 and c64 at every ISA level
+// this machine has, row and column forms, every pair of conj flags, strided x and y,
+// complex alpha and beta, one run at a time or not; against long-double sums.
+TEST(DotGeneral, ComplexMatrixVectorKernelAtEveryIsaLevel) {
+  std::mt19937_64 rng(1206);
+  std::normal_distribution<double> nd;
+  const IsaLevel top = CpuCaps::probe().usable_isa();
+  int64_t checked = 0;
+  auto check_dtype = [&]<class R>() {
+    using C = std::complex<R>;
+    using LC = std::complex<long double>;
+    const double eps = std::is_same_v<R, float> ? 4e-6 : 2e-14;
+    const std::array<int64_t, 2> shapes[] = {{1, 1},    {1, 40},  {3, 9},    {4, 33},   {5, 17},  {9, 64},
+                                             {17, 100}, {130, 7}, {2, 1030}, {2100, 3}, {4100, 2}};
+    auto cj = [](LC v, bool c) { return c ? std::conj(v) : v; };
+    for (IsaLevel isa : {IsaLevel::kScalar, IsaLevel::kAvx2, IsaLevel::kAvx512}) {
+      if (isa > top) continue;
+      for (const auto& [m, k] : shapes)
+        for (bool rows : {false, true})
+          for (int conj = 0; conj < 4; ++conj)
+            for (bool one_run : {false, true}) {
+              const bool ca = conj % 2 == 1, cb = conj >= 2;
+              const int64_t incx = conj == 1 ? 3 : 1, incy = conj == 2 ? 2 : 1;
+              const int64_t lda = (rows ? k : m) + 3;
+              std::vector<C> a(static_cast<size_t>(lda * (rows ? m : k))), x(static_cast<size_t>(incx * k)),
+                  y(static_cast<size_t>(incy * m + 1));
+              for (auto* v : {&a, &x, &y})
+                for (C& e : *v) e = C(static_cast<R>(nd(rng)), static_cast<R>(nd(rng)));
+              const std::vector<C> before = y;
+              const C alpha(R(-0.75), R(0.5)), beta = one_run ? C(R(1.5), R(-0.25)) : C{};
+              detail::GemmArgs<C> g{m,        1,    k, alpha, a.data(), rows ? lda : 1, rows ? 1 : lda, ca,
+                                    x.data(), incx, 1, cb,    beta,     y.data(),       incy,           1};
+              detail::matvec<C>(isa, g, one_run);
+              for (size_t e = 0; e < y.size(); ++e) {
+                const auto i = static_cast<int64_t>(e) / incy;
+                if (static_cast<int64_t>(e) % incy != 0 || i >= m) {
+                  ASSERT_EQ(y[e], before[e]) << "padding written at " << e;
+                  continue;
+                }
+                LC sum = 0;
+                long double mag = 0;
+                for (int64_t q = 0; q < k; ++q) {
+                  const C av = a[static_cast<size_t>(rows ? i * lda + q : i + q * lda)],
+                          xv = x[static_cast<size_t>(q * incx)];
+                  const LC t = cj(LC(av.real(), av.imag()), ca) * cj(LC(xv.real(), xv.imag()), cb);
+                  sum += t;
+                  mag += std::abs(t);
+                }
+                const LC old(before[e].real(), before[e].imag());
+                const LC want = LC(alpha.real(), alpha.imag()) * sum + LC(beta.real(), beta.imag()) * old;
+                const LC got(y[e].real(), y[e].imag());
+                ASSERT_LE(static_cast<double>(std::abs(got - want)),
+                          eps * static_cast<double>(mag + 2 * std::abs(old) + 1))
+                    << isa_name(isa) << (rows ? " rows" : " columns") << " m " << m << " k " << k << " conj " << ca
+                    << cb << " one_run " << one_run << " i " << i;
+                ++checked;
+              }
+            }
+    }
+  };
+  check_dtype.template operator()<double>();
+  check_dtype.template operator()<float>();
+  EXPECT_GT(checked, 0);
+}
+
 // dot_general on products with a side of 1 in every layout the matrix-vector kernel
 // takes ('ij,j->i' with A column-major, row-major or row-strided; 'j,jk->k', where the
 // rhs is the long operand; a dot product; a batch), x and y strided, alpha and beta, on
@@ -920,8 +985,8 @@ TEST(DotGeneral, MatrixVectorProductsMatchTheReference) {
     return layout == 2 ? t.slice(1, 0, k, 1).value() : t;
   };
   int64_t taken = 0;
-  for (const DType d : {DType::kF64, DType::kF32}) {
-    const double eps = d == DType::kF64 ? 1e-13 : 2e-6;
+  for (const DType d : {DType::kF64, DType::kF32, DType::kC128, DType::kC64}) {
+    const double eps = d == DType::kF64 || d == DType::kC128 ? 1e-13 : 2e-6;
     const int64_t sizes[][2] = {{3, 40}, {17, 5}, {200, 33}, {1100, 40}, {40, 9000}, {130, 2}};
     for (const auto& mk : sizes) {
       const int64_t m = mk[0], k = mk[1];
@@ -960,12 +1025,16 @@ TEST(DotGeneral, MatrixVectorProductsMatchTheReference) {
           c.rhs_shape = rhs.shape();
           for (int threads : {1, 2}) {
             for (bool scaled : {false, true}) {
+              if (is_complex(d) && scaled != (threads == 2)) continue;  // half the pairs (oracle time)
               const Tensor before = out.clone().value();
               DotOptions opt;
               if (scaled) {
-                opt.alpha = -0.75;
-                opt.beta = 1.5;
+                opt.alpha = is_complex(d) ? c128(-0.75, 0.5) : c128(-0.75, 0);
+                opt.beta = is_complex(d) ? c128(1.5, -0.25) : c128(1.5, 0);
               }
+              // Complex: every pair of conj flags over the layouts and forms.
+              opt.conj_lhs = is_complex(d) && (layout + form) % 2 == 1;
+              opt.conj_rhs = is_complex(d) && (layout + 2 * form) % 4 >= 2;
               Result<void> st;
               executor->install([&] {
                 CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
@@ -975,7 +1044,7 @@ TEST(DotGeneral, MatrixVectorProductsMatchTheReference) {
               std::string first;
               EXPECT_EQ(alpha_beta_mismatches(lhs, rhs, c, opt, before, out, eps, &first), 0)
                   << dtype_name(d) << " m " << m << " k " << k << " layout " << layout << " form " << form
-                  << " threads " << threads << " first at " << first;
+                  << " threads " << threads << " conj " << opt.conj_lhs << opt.conj_rhs << " first at " << first;
             }
           }
           const DotRoute route = planned(kReferenceCaps, 2, lhs, rhs, out, c.dims);

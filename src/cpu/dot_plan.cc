@@ -210,7 +210,7 @@ constexpr int64_t kMatVecMinFlops = 1024;
 constexpr int64_t kMatVecRowMinK = 8;
 constexpr int64_t kMatVecColMinRows = 16;
 constexpr int64_t kMatVecPieceRows = 64;
-constexpr int64_t kMatVecPieceK = 4096;
+constexpr int64_t kMatVecPieceK = 128;
 constexpr int64_t kMatVecParallelScale = 8;
 constexpr int64_t kStreamMinK = 64;
 constexpr int64_t kStreamMinLong = 64;
@@ -473,7 +473,9 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
       return r;
     }
   }
-  // Note [Matrix-vector thresholds]: a side of extent 1 (after the free-group split)
+  // Note [Matrix-vector thresholds]: f64, f32, c128 and c64 products (complex: Note
+  // [Complex matrix-vector products] in gemm_matvec.cc; the byte limits below count
+  // bytes, the others elements) with a side of extent 1 (after the free-group split)
   // with every group merged and the long operand contiguous along its rows or its
   // columns: the matrix-vector kernel (Note [Matrix-vector products] in gemm_matvec.cc),
   // A = the long operand, x = the other; C^T = B^T A^T when the long operand is the rhs.
@@ -505,10 +507,14 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   // and a long contraction (20 x 100000 with rows contiguous, a dot product, 128 x
   // 16384 with columns contiguous), the contraction in parts summed afterwards, so each
   // worker reads a contiguous part of A: 20 x 100000 0.31 -> 0.12-0.16 ms at two
-  // threads; 128 x 16384 (columns) 1.56 ms in pieces of 64 rows against 0.29-0.35.
-  if ((f64 || p.dtype == DType::kF32) && automatic && !vendor && detail::matvec_available(isa) && std::min(M, N) == 1 &&
-      K >= 2 && flops >= kMatVecMinFlops && lm.mergeable && lk.mergeable && rk.mergeable && rn.mergeable &&
-      om.mergeable && on.mergeable) {
+  // threads; 128 x 16384 (columns) 1.56 ms in pieces of 64 rows against 0.29-0.35. Parts
+  // from kMatVecPieceK steps each: with 4096 (before), 'ijk,jk->i' on 64^3 at two threads
+  // ran on one (f64 0.055 ms, c128 0.091); with 128, 0.029 and 0.056 (numpy 0.041-0.065,
+  // 0.065-0.077), c128 100 x 1000 0.042 -> 0.030.
+  const bool matvec_dtype = f64 || p.dtype == DType::kF32 || p.dtype == DType::kC128 || p.dtype == DType::kC64;
+  if (matvec_dtype && automatic && !vendor && detail::matvec_available(isa) && std::min(M, N) == 1 && K >= 2 &&
+      flops >= kMatVecMinFlops && lm.mergeable && lk.mergeable && rk.mergeable && rn.mergeable && om.mergeable &&
+      on.mergeable) {
     auto takes = [&](int64_t rsa, int64_t csa, int64_t rows) {
       return (csa == 1 && K >= kMatVecRowMinK) || (rsa == 1 && rows >= kMatVecColMinRows);
     };
@@ -523,7 +529,7 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
       const bool outer = r.policy == BatchPolicy::kOuterParallel && B > 1;
       const bool parallel = !outer && r.policy == BatchPolicy::kProviderItems && st.threads > 1 &&
                             kMatVecParallelScale * flops >= st.batch.parallel_min_flops;
-      const int64_t elem = f64 ? 8 : 4, l2 = caps.l2_bytes > 0 ? caps.l2_bytes : int64_t{512} << 10;
+      const int64_t elem = dtype_size(p.dtype), l2 = caps.l2_bytes > 0 ? caps.l2_bytes : int64_t{512} << 10;
       const bool beyond = sat_mul(rows, K) > 2 * (l2 / elem);  // A streams from beyond L2
       // Pieces of rows keep each worker's share of A contiguous in the row form; in the
       // column form (from beyond L2) only while each piece's column segment is a long run.

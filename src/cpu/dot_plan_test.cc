@@ -566,10 +566,16 @@ TEST(DotPlan, MatrixVectorProductsWithASideOfOne) {
   dot.lhs = cm({5000});
   dot.rhs = cm({5000});
   EXPECT_EQ(plan(dot, kAvx512).value().kernel, DotKernel::kMatVec);
-  // Not taken: the scalar level, complex and integer dtypes, a forced provider, an A
-  // contiguous along neither side.
+  // Complex dtypes too (Note [Complex matrix-vector products]), conjugated or not.
+  for (const DType d : {DType::kC128, DType::kC64}) {
+    Call cx = call(2048, 2048, false, 1, d);
+    cx.options.conj_lhs = true;
+    EXPECT_EQ(plan(cx, kAvx512).value().kernel, DotKernel::kMatVec);
+    EXPECT_EQ(plan(call(2048, 2048, true, 1, d), kAvx2).value().kernel, DotKernel::kMatVec);
+  }
+  // Not taken: the scalar level, integer dtypes, a forced provider, an A contiguous
+  // along neither side.
   EXPECT_NE(plan(call(2048, 2048, true), kScalar).value().kernel, DotKernel::kMatVec);
-  EXPECT_NE(plan(call(2048, 2048, true, 1, DType::kC128), kAvx512).value().kernel, DotKernel::kMatVec);
   EXPECT_NE(plan(call(2048, 2048, true, 1, DType::kI64), kAvx512).value().kernel, DotKernel::kMatVec);
   Call forced = call(2048, 2048, true);
   forced.options.provider = GemmProvider::kOpenBlas;

@@ -350,6 +350,8 @@ void matvec(IsaLevel isa, const GemmArgs<T>& g, bool one_run) {
 }
 template void matvec<double>(IsaLevel, const GemmArgs<double>&, bool);
 template void matvec<float>(IsaLevel, const GemmArgs<float>&, bool);
+template void matvec<c128>(IsaLevel, const GemmArgs<c128>&, bool);
+template void matvec<c64>(IsaLevel, const GemmArgs<c64>&, bool);
 
 #define TENFERRO_GEMM_INSTANTIATE(T)                                  \
   template bool gemm_openblas<T>(const GemmArgs<T>&, int);            \

@@ -23,7 +23,9 @@
 // beta == 0 never reads y. One thread; callers split the rows.
 
 #include <algorithm>
+#include <complex>
 #include <cstdint>
+#include <type_traits>
 
 #include <immintrin.h>
 
@@ -160,18 +162,165 @@ void column_form(const GemmArgs<T>& g, bool single) {
   }
 }
 
+// Note [Complex matrix-vector products]: complex A and x are read as interleaved real
+// vectors (re, im, re, im, ...). With s_a = -1 when A is conjugated and s_x = -1 when
+// x is (else +1), one product a x contributes re = ar xr - s_a s_x ai xi and im =
+// s_x ar xi + s_a ai xr.
+// - Row form: per row two accumulators, P += a * x and Q += a * swap(x) lane by lane
+//   (P holds ar xr, ai xi; Q holds ar xi, ai xr); at the end re = sum(P * pair(1, -s_a
+//   s_x)) and im = sum(Q * pair(s_x, s_a)).
+// - Column form: the tile of y += a * pair(xr, s_a xr) + swap(a) * pair(-s_a s_x xi, s_x
+//   xi), two FMAs per vector of A.
+// Both forms keep the real kernel's structure (rows four at a time, columns four per
+// pass, one run at a time, stack chunks of x, masked tails over the 2n reals).
+template <class R, int RR>
+void cdot_rows(const R* a, int64_t lda, const R* x, int64_t n, typename Simd<R>::V sre, typename Simd<R>::V sim,
+               std::complex<R> alpha, std::complex<R> beta, bool first, std::complex<R>* y, int64_t incy) {
+  using S = Simd<R>;
+  constexpr int64_t L = S::kLanes;
+  constexpr int U = RR == 1 ? 2 : 1;
+  typename S::V pa[RR][U], qa[RR][U];
+#pragma GCC unroll 4
+  for (int r = 0; r < RR; ++r)
+#pragma GCC unroll 2
+    for (int u = 0; u < U; ++u) pa[r][u] = qa[r][u] = S::zero();
+  int64_t p = 0;  // reals
+  for (; p + U * L <= n; p += U * L) {
+#pragma GCC unroll 2
+    for (int u = 0; u < U; ++u) {
+      const typename S::V xv = S::load(x + p + u * L), xs = S::swap(xv);
+#pragma GCC unroll 4
+      for (int r = 0; r < RR; ++r) {
+        const typename S::V av = S::load(a + r * lda + p + u * L);
+        pa[r][u] = S::fma(av, xv, pa[r][u]);
+        qa[r][u] = S::fma(av, xs, qa[r][u]);
+      }
+    }
+  }
+  for (; p < n; p += L) {
+    const typename S::M m = S::mask(n - p);
+    const typename S::V xv = S::load(x + p, m), xs = S::swap(xv);
+#pragma GCC unroll 4
+    for (int r = 0; r < RR; ++r) {
+      const typename S::V av = S::load(a + r * lda + p, m);
+      pa[r][0] = S::fma(av, xv, pa[r][0]);
+      qa[r][0] = S::fma(av, xs, qa[r][0]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < RR; ++r) {
+    if constexpr (U > 1) {
+      pa[r][0] = S::add(pa[r][0], pa[r][1]);
+      qa[r][0] = S::add(qa[r][0], qa[r][1]);
+    }
+    const std::complex<R> v = alpha * std::complex<R>(S::sum(S::mul(pa[r][0], sre)), S::sum(S::mul(qa[r][0], sim)));
+    std::complex<R>& c = y[r * incy];
+    c = first ? (beta == std::complex<R>{} ? v : v + beta * c) : v + c;
+  }
+}
+
+template <class R>
+void complex_row_form(const GemmArgs<std::complex<R>>& g, bool single) {
+  using C = std::complex<R>;
+  using S = Simd<R>;
+  const R sa = g.conj_a ? R(-1) : R(1), sx = g.conj_b ? R(-1) : R(1);
+  const typename S::V sre = S::pair(R(1), -sa * sx), sim = S::pair(sx, sa);
+  alignas(64) C xbuf[kXChunk<C>];
+  const int64_t chunk = g.rsb == 1 ? g.k : kXChunk<C>;
+  for (int64_t p0 = 0; p0 < g.k || p0 == 0; p0 += chunk) {  // k = 0: y = beta y
+    const int64_t kc = std::min(chunk, g.k - p0);
+    const C* x = g.b + p0 * g.rsb;
+    if (g.rsb != 1) {
+      for (int64_t p = 0; p < kc; ++p) xbuf[p] = x[p * g.rsb];
+      x = xbuf;
+    }
+    const R* xr = reinterpret_cast<const R*>(x);
+    const R* a = reinterpret_cast<const R*>(g.a + p0);
+    const int64_t lda = 2 * g.rsa;
+    const bool first = p0 == 0;
+    int64_t i = 0;
+    if (!single) {
+      for (; i + 4 <= g.m; i += 4) {
+        cdot_rows<R, 4>(a + i * lda, lda, xr, 2 * kc, sre, sim, g.alpha, g.beta, first, g.c + i * g.rsc, g.rsc);
+      }
+    }
+    for (; i < g.m; ++i)
+      cdot_rows<R, 1>(a + i * lda, lda, xr, 2 * kc, sre, sim, g.alpha, g.beta, first, g.c + i * g.rsc, g.rsc);
+    if (g.k == 0) break;
+  }
+}
+
+template <class R>
+void complex_column_form(const GemmArgs<std::complex<R>>& g, bool single) {
+  using C = std::complex<R>;
+  using S = Simd<R>;
+  constexpr int64_t L = S::kLanes;
+  const R sa = g.conj_a ? R(-1) : R(1), sx = g.conj_b ? R(-1) : R(1);
+  alignas(64) C tile_c[kTileRows<C>];
+  R* tile = reinterpret_cast<R*>(tile_c);
+  const int64_t lda = 2 * g.csa;
+  // The two multipliers of column q (Note [Complex matrix-vector products]).
+  auto v1 = [&](int64_t q) { return S::pair(g.b[q * g.rsb].real(), sa * g.b[q * g.rsb].real()); };
+  auto v2 = [&](int64_t q) { return S::pair(-sa * sx * g.b[q * g.rsb].imag(), sx * g.b[q * g.rsb].imag()); };
+  for (int64_t i0 = 0; i0 < g.m; i0 += kTileRows<C>) {
+    const int64_t rows = std::min(kTileRows<C>, g.m - i0), n = 2 * rows;
+    const int64_t full = n / L * L;
+    const typename S::M tail = S::mask(n - full);
+    for (int64_t r = 0; r < n; r += L) S::store(tile + r, S::zero());
+    const R* a = reinterpret_cast<const R*>(g.a + i0);
+    int64_t p = 0;
+    const int64_t grouped = single ? 0 : g.k;
+    for (; p + 4 <= grouped; p += 4) {
+      const R* a0 = a + p * lda;
+      const typename S::V m0 = v1(p), m1 = v1(p + 1), m2 = v1(p + 2), m3 = v1(p + 3);
+      const typename S::V s0 = v2(p), s1 = v2(p + 1), s2 = v2(p + 2), s3 = v2(p + 3);
+      for (int64_t r = 0; r < n; r += L) {
+        const bool whole = r < full;
+        auto ld = [&](const R* q) { return whole ? S::load(q + r) : S::load(q + r, tail); };
+        const typename S::V c0 = ld(a0), c1 = ld(a0 + lda), c2 = ld(a0 + 2 * lda), c3 = ld(a0 + 3 * lda);
+        typename S::V t = S::fma(c0, m0, S::load(tile + r));
+        typename S::V u = S::mul(S::swap(c0), s0);
+        t = S::fma(c1, m1, t);
+        u = S::fma(S::swap(c1), s1, u);
+        t = S::fma(c2, m2, t);
+        u = S::fma(S::swap(c2), s2, u);
+        t = S::fma(c3, m3, t);
+        u = S::fma(S::swap(c3), s3, u);
+        S::store(tile + r, S::add(t, u));
+      }
+    }
+    for (; p < g.k; ++p) {
+      const R* a0 = a + p * lda;
+      const typename S::V m0 = v1(p), s0 = v2(p);
+      for (int64_t r = 0; r < n; r += L) {
+        const typename S::V c0 = r < full ? S::load(a0 + r) : S::load(a0 + r, tail);
+        S::store(tile + r, S::fma(S::swap(c0), s0, S::fma(c0, m0, S::load(tile + r))));
+      }
+    }
+    C* c = g.c + i0 * g.rsc;
+    if (g.beta == C{}) {
+      for (int64_t r = 0; r < rows; ++r) c[r * g.rsc] = g.alpha * tile_c[r];
+    } else {
+      for (int64_t r = 0; r < rows; ++r) c[r * g.rsc] = g.alpha * tile_c[r] + g.beta * c[r * g.rsc];
+    }
+  }
+}
+
 }  // namespace
 #endif
 
 template <class T>
 void matvec(const GemmArgs<T>& g, bool one_run) {
+  constexpr bool kComplex = std::is_same_v<T, c128> || std::is_same_v<T, c64>;
 #if TENFERRO_ISA_LEVEL >= 1
-  if (g.csa == 1 && !(g.rsa == 1 && g.m > 1)) {
-    row_form<T>(g, one_run);
-    return;
-  }
-  if (g.rsa == 1) {
-    column_form<T>(g, one_run);
+  const bool rows = g.csa == 1 && !(g.rsa == 1 && g.m > 1);
+  if (rows || g.rsa == 1) {
+    if constexpr (kComplex) {
+      rows ? complex_row_form<typename T::value_type>(g, one_run)
+           : complex_column_form<typename T::value_type>(g, one_run);
+    } else {
+      rows ? row_form<T>(g, one_run) : column_form<T>(g, one_run);
+    }
     return;
   }
 #else
@@ -179,9 +328,13 @@ void matvec(const GemmArgs<T>& g, bool one_run) {
 #endif
   // The baseline, and an A with neither form (not planned: dot_plan.cc takes one of
   // the two): plain loops, which the compiler vectorizes where the strides allow.
+  auto op = [](T v, bool conj) {
+    if constexpr (kComplex) return conj ? std::conj(v) : v;
+    return v;
+  };
   for (int64_t i = 0; i < g.m; ++i) {
     T s{};
-    for (int64_t p = 0; p < g.k; ++p) s += g.a[i * g.rsa + p * g.csa] * g.b[p * g.rsb];
+    for (int64_t p = 0; p < g.k; ++p) s += op(g.a[i * g.rsa + p * g.csa], g.conj_a) * op(g.b[p * g.rsb], g.conj_b);
     T& c = g.c[i * g.rsc];
     c = g.beta == T{} ? g.alpha * s : g.alpha * s + g.beta * c;
   }
@@ -189,6 +342,8 @@ void matvec(const GemmArgs<T>& g, bool one_run) {
 
 template void matvec<double>(const GemmArgs<double>&, bool);
 template void matvec<float>(const GemmArgs<float>&, bool);
+template void matvec<c128>(const GemmArgs<c128>&, bool);
+template void matvec<c64>(const GemmArgs<c64>&, bool);
 
 }  // namespace tenferro::cpu::detail::TENFERRO_ISA_NS
 

@@ -4,9 +4,11 @@
 // everything here lives in namespace detail::TENFERRO_ISA_NS and is compiled with the
 // level's target attributes (the file includes <immintrin.h> and <cstdint> before its
 // region, so no shared header is compiled for the level). Simd<T> has the vector type
-// V, the lane mask M, kLanes and the operations the kernels use (sum: the lanes added); AVX-512: 8 f64 / 16
-// f32 lanes with native masks; AVX2: 4 / 8 lanes, masks as integer vectors. Nothing at
-// the scalar level. `vec` is Simd<double>.
+// V, the lane mask M, kLanes and the operations the kernels use (sum: the lanes added;
+// swap: lanes 2i and 2i + 1 exchanged; pair(e, o): e in the even lanes, o in the odd
+// ones, for interleaved complex data); AVX-512: 8 f64 / 16 f32 lanes with native masks;
+// AVX2: 4 / 8 lanes, masks as integer vectors. Nothing at the scalar level. `vec` is
+// Simd<double>.
 #pragma once
 
 #if !defined(TENFERRO_ISA_LEVEL) || !defined(TENFERRO_ISA_NS)
@@ -39,6 +41,8 @@ struct Simd<double> {
   static V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
   static V mul(V a, V b) { return _mm512_mul_pd(a, b); }
   static V add(V a, V b) { return _mm512_add_pd(a, b); }
+  static V swap(V a) { return _mm512_permute_pd(a, 0x55); }  // lanes 2i and 2i+1 exchanged
+  static V pair(double e, double o) { return _mm512_setr_pd(e, o, e, o, e, o, e, o); }
   static double sum(V v) {
     V t = _mm512_add_pd(v, _mm512_shuffle_f64x2(v, v, 0x4e));
     t = _mm512_add_pd(t, _mm512_shuffle_f64x2(t, t, 0xb1));
@@ -61,6 +65,8 @@ struct Simd<float> {
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V swap(V a) { return _mm512_permute_ps(a, 0xb1); }
+  static V pair(float e, float o) { return _mm512_setr_ps(e, o, e, o, e, o, e, o, e, o, e, o, e, o, e, o); }
   static float sum(V v) {
     V t = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0x4e));
     t = _mm512_add_ps(t, _mm512_shuffle_f32x4(t, t, 0xb1));
@@ -85,6 +91,8 @@ struct Simd<double> {
   static V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
   static V mul(V a, V b) { return _mm256_mul_pd(a, b); }
   static V add(V a, V b) { return _mm256_add_pd(a, b); }
+  static V swap(V a) { return _mm256_permute_pd(a, 0x5); }
+  static V pair(double e, double o) { return _mm256_setr_pd(e, o, e, o); }
   static double sum(V v) {
     const __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
     return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
@@ -106,6 +114,8 @@ struct Simd<float> {
   static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
   static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V swap(V a) { return _mm256_permute_ps(a, 0xb1); }
+  static V pair(float e, float o) { return _mm256_setr_ps(e, o, e, o, e, o, e, o); }
   static float sum(V v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));

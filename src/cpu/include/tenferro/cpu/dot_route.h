@@ -31,7 +31,7 @@ enum class DotKernel : uint8_t {
   kStreamedOutput,  ///< tenferro's streamed-output kernel (Note [Streamed-output products])
   kBlocked,         ///< tenferro's blocked AVX-512 f64 GEMM (Note [Blocked AVX-512 GEMM])
   kBatchLanes,      ///< tenferro's f64 / f32 kernel with batch items as vector lanes (Note [Batch-lane products])
-  kMatVec,          ///< tenferro's f64 / f32 matrix-vector kernel (Note [Matrix-vector products])
+  kMatVec,          ///< tenferro's matrix-vector kernel, real and complex (Note [Matrix-vector products])
   kOpenBlas,        ///< cblas_?gemm of OpenBLAS
   kBlis,            ///< bli_?gemm_ex of BLIS (one thread per call)
   kVendorBatch,     ///< one BLIS ?gemm_batch_ call for the whole batch
