@@ -452,20 +452,23 @@ int run_bench_kernels(int argc, char** argv) {
       bool forced;
     };
     for (const MatVecCase& mc :
-         {MatVecCase{DType::kF64, 128, 16384, true, false},  MatVecCase{DType::kF64, 128, 16384, true, true},
-          MatVecCase{DType::kF64, 128, 16384, false, false}, MatVecCase{DType::kF64, 16384, 128, false, false},
-          MatVecCase{DType::kF64, 2048, 2048, true, false},  MatVecCase{DType::kF64, 2048, 2048, false, false},
-          MatVecCase{DType::kF64, 2048, 2048, false, true},  MatVecCase{DType::kF64, 20, 100000, true, false},
-          MatVecCase{DType::kF64, 100000, 20, false, false}, MatVecCase{DType::kF64, 65536, 256, true, false},
-          MatVecCase{DType::kF64, 256, 65536, false, false}, MatVecCase{DType::kF64, 512, 512, true, false},
-          MatVecCase{DType::kF64, 512, 512, false, false},   MatVecCase{DType::kF64, 256, 256, true, false},
-          MatVecCase{DType::kF64, 256, 256, false, false},   MatVecCase{DType::kF64, 8192, 32, true, false},
-          MatVecCase{DType::kF64, 8192, 32, true, true},     MatVecCase{DType::kF64, 16, 8192, false, false},
-          MatVecCase{DType::kF64, 16, 8192, false, true},    MatVecCase{DType::kF32, 2048, 2048, true, false},
-          MatVecCase{DType::kF32, 2048, 2048, false, false}}) {
+         {MatVecCase{DType::kF64, 128, 16384, true, false},   MatVecCase{DType::kF64, 128, 16384, true, true},
+          MatVecCase{DType::kF64, 128, 16384, false, false},  MatVecCase{DType::kF64, 16384, 128, false, false},
+          MatVecCase{DType::kF64, 2048, 2048, true, false},   MatVecCase{DType::kF64, 2048, 2048, false, false},
+          MatVecCase{DType::kF64, 2048, 2048, false, true},   MatVecCase{DType::kF64, 20, 100000, true, false},
+          MatVecCase{DType::kF64, 100000, 20, false, false},  MatVecCase{DType::kF64, 65536, 256, true, false},
+          MatVecCase{DType::kF64, 256, 65536, false, false},  MatVecCase{DType::kF64, 512, 512, true, false},
+          MatVecCase{DType::kF64, 512, 512, false, false},    MatVecCase{DType::kF64, 256, 256, true, false},
+          MatVecCase{DType::kF64, 256, 256, false, false},    MatVecCase{DType::kF64, 8192, 32, true, false},
+          MatVecCase{DType::kF64, 8192, 32, true, true},      MatVecCase{DType::kF64, 16, 8192, false, false},
+          MatVecCase{DType::kF64, 16, 8192, false, true},     MatVecCase{DType::kF32, 2048, 2048, true, false},
+          MatVecCase{DType::kF32, 2048, 2048, false, false},  MatVecCase{DType::kC128, 2048, 2048, true, false},
+          MatVecCase{DType::kC128, 2048, 2048, false, false}, MatVecCase{DType::kC128, 2048, 2048, false, true},
+          MatVecCase{DType::kC64, 2048, 2048, true, false},   MatVecCase{DType::kC64, 2048, 2048, false, false}}) {
       const bool f32 = mc.dtype == DType::kF32;
-      const std::string name = std::string("matvec ") + (f32 ? "f32 " : "f64 ") + std::to_string(mc.m) + "x" +
-                               std::to_string(mc.k) + (mc.rows ? " rows" : " cols") + (mc.forced ? " [openblas]" : "");
+      const std::string name = std::string("matvec ") + std::string(dtype_name(mc.dtype)) + " " + std::to_string(mc.m) +
+                               "x" + std::to_string(mc.k) + (mc.rows ? " rows" : " cols") +
+                               (mc.forced ? " [openblas]" : "");
       if (!want(name)) continue;
       const Tensor a = mc.rows ? Tensor::random_normal(mc.dtype, {mc.k, mc.m}, 8).value().permute({1, 0}).value()
                                : Tensor::random_normal(mc.dtype, {mc.m, mc.k}, 8).value();
@@ -476,18 +479,31 @@ int run_bench_kernels(int argc, char** argv) {
       if (mc.forced) o.provider = cpu::GemmProvider::kOpenBlas;
       const double tf = median_ms(31, [&] { check(cpu::dot_general_into(ctx, a, x, dims, o, y)); });
       const auto len = static_cast<size_t>(mc.m * mc.k);
-      std::vector<double> ra(len, 0.5), rx(static_cast<size_t>(mc.k), 1.0), ry(static_cast<size_t>(mc.m));
+      std::vector<double> ra(mc.dtype == DType::kF64 ? len : 0, 0.5), rx(static_cast<size_t>(mc.k), 1.0),
+          ry(static_cast<size_t>(mc.m));
       std::vector<float> fa(f32 ? len : 0, 0.5f), fx(static_cast<size_t>(mc.k), 1.0f), fy(static_cast<size_t>(mc.m));
       const auto order = mc.rows ? CblasRowMajor : CblasColMajor;
       const int mm = static_cast<int>(mc.m), kk = static_cast<int>(mc.k), lda = mc.rows ? kk : mm;
+      const bool z = mc.dtype == DType::kC128, c = mc.dtype == DType::kC64;
+      std::vector<c128> za(z ? len : 0, c128(0.5, 0.25)), zx(z ? static_cast<size_t>(mc.k) : 0, c128(1.0, -0.5)),
+          zy(z ? static_cast<size_t>(mc.m) : 0);
+      std::vector<c64> ca(c ? len : 0, c64(0.5f, 0.25f)), cx(c ? static_cast<size_t>(mc.k) : 0, c64(1.0f, -0.5f)),
+          cy(c ? static_cast<size_t>(mc.m) : 0);
+      const c128 zone(1.0, 0.0), zzero(0.0, 0.0);
+      const c64 cone(1.0f, 0.0f), czero(0.0f, 0.0f);
       const double ref = reference_ms(threads, 31, [&] {
-        if (f32) {
+        if (z) {
+          cblas_zgemv(order, CblasNoTrans, mm, kk, &zone, za.data(), lda, zx.data(), 1, &zzero, zy.data(), 1);
+        } else if (c) {
+          cblas_cgemv(order, CblasNoTrans, mm, kk, &cone, ca.data(), lda, cx.data(), 1, &czero, cy.data(), 1);
+        } else if (f32) {
           cblas_sgemv(order, CblasNoTrans, mm, kk, 1.0f, fa.data(), lda, fx.data(), 1, 0.0f, fy.data(), 1);
         } else {
           cblas_dgemv(order, CblasNoTrans, mm, kk, 1.0, ra.data(), lda, rx.data(), 1, 0.0, ry.data(), 1);
         }
       });
-      rows.push_back({name, tf, f32 ? "sgemv" : "dgemv", ref, 2.0 * static_cast<double>(mc.m * mc.k) / tf / 1e6});
+      const char* ref_name = z ? "zgemv" : c ? "cgemv" : f32 ? "sgemv" : "dgemv";
+      rows.push_back({name, tf, ref_name, ref, (z || c ? 8.0 : 2.0) * static_cast<double>(mc.m * mc.k) / tf / 1e6});
     }
     // ---- permutations of 2^24 f64 elements vs memcpy.
     const int64_t n24 = int64_t{1} << 24;
