@@ -606,6 +606,24 @@ int64_t alpha_beta_mismatches(const Tensor& lhs, const Tensor& rhs, const Config
   return bad;
 }
 
+// dot_general_into(lhs, rhs) into `out` on `threads` workers of `executor`, then
+// alpha_beta_mismatches against `out` as it was before (-1, with the error in `first`,
+// when the call fails).
+int64_t mismatches_after_call(CpuDomainExecutor& executor, int threads, const Tensor& lhs, const Tensor& rhs,
+                              const Config& c, const DotOptions& opt, Tensor& out, double eps, std::string* first) {
+  const Tensor before = out.clone().value();
+  Result<void> st;
+  executor.install([&] {
+    CpuExecutionContext ctx(&executor, ParallelMode::kInner, threads);
+    st = dot_general_into(ctx, lhs, rhs, c.dims, opt, out);
+  });
+  if (!st.has_value()) {
+    *first = st.error().to_string();
+    return -1;
+  }
+  return alpha_beta_mismatches(lhs, rhs, c, opt, before, out, eps, first);
+}
+
 // `opt` applied on two threads to an m x k lhs and a rhs [n, k] (rhs_k_last) or [k, n],
 // both strided, into a random destination, checked by alpha_beta_mismatches.
 void expect_two_thread_product(CpuDomainExecutor& executor, std::mt19937_64& rng, DType d, int64_t m, int64_t n, int64_t k,
@@ -726,20 +744,13 @@ TEST(DotGeneral, BatchLaneProductsMatchTheReference) {
       for (int threads : {1, 2}) {
         for (bool scaled : {false, true}) {
           Tensor out = Tensor::random_normal(dtype, stored(cs.m, cs.n), rng()).value().permute(view(false)).value();
-          const Tensor before = out.clone().value();
           DotOptions opt;
           if (scaled) {
             opt.alpha = -0.75;
             opt.beta = 1.5;
           }
-          Result<void> st;
-          executor->install([&] {
-            CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
-            st = dot_general_into(ctx, lhs, rhs, c.dims, opt, out);
-          });
-          ASSERT_TRUE(st.has_value()) << st.error().to_string();
           std::string first;
-          EXPECT_EQ(alpha_beta_mismatches(lhs, rhs, c, opt, before, out, eps, &first), 0)
+          EXPECT_EQ(mismatches_after_call(*executor, threads, lhs, rhs, c, opt, out, eps, &first), 0)
               << dtype_name(dtype) << " run " << format_dims(cs.run) << " m " << cs.m << " n " << cs.n << " k " << cs.k
               << " threads " << threads << " first at " << first;
         }
@@ -1026,7 +1037,6 @@ TEST(DotGeneral, MatrixVectorProductsMatchTheReference) {
           for (int threads : {1, 2}) {
             for (bool scaled : {false, true}) {
               if (is_complex(d) && scaled != (threads == 2)) continue;  // half the pairs (oracle time)
-              const Tensor before = out.clone().value();
               DotOptions opt;
               if (scaled) {
                 opt.alpha = is_complex(d) ? c128(-0.75, 0.5) : c128(-0.75, 0);
@@ -1035,14 +1045,8 @@ TEST(DotGeneral, MatrixVectorProductsMatchTheReference) {
               // Complex: every pair of conj flags over the layouts and forms.
               opt.conj_lhs = is_complex(d) && (layout + form) % 2 == 1;
               opt.conj_rhs = is_complex(d) && (layout + 2 * form) % 4 >= 2;
-              Result<void> st;
-              executor->install([&] {
-                CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads);
-                st = dot_general_into(ctx, lhs, rhs, c.dims, opt, out);
-              });
-              ASSERT_TRUE(st.has_value()) << st.error().to_string();
               std::string first;
-              EXPECT_EQ(alpha_beta_mismatches(lhs, rhs, c, opt, before, out, eps, &first), 0)
+              EXPECT_EQ(mismatches_after_call(*executor, threads, lhs, rhs, c, opt, out, eps, &first), 0)
                   << dtype_name(d) << " m " << m << " k " << k << " layout " << layout << " form " << form
                   << " threads " << threads << " conj " << opt.conj_lhs << opt.conj_rhs << " first at " << first;
             }

@@ -488,10 +488,8 @@ TEST(DotPlan, BatchLanesWhereItemsAreOneElementApart) {
 // AVX2 up; the rhs as the long operand is the transposed form; threads split the rows
 // or, for few rows and a long contraction, the contraction.
 TEST(DotPlan, MatrixVectorProductsWithASideOfOne) {
-  DotDims mv;  // [M, K] x [K] -> [M]
-  mv.lhs_contracting = {1};
-  mv.rhs_contracting = {0};
-  DotDims vm;  // [K] x [K, N] -> [N]
+  const DotDims mv = matmul_dims();  // [M, K] x [K] -> [M]
+  DotDims vm;                        // [K] x [K, N] -> [N]
   vm.lhs_contracting = {0};
   vm.rhs_contracting = {0};
   auto call = [&](int64_t m, int64_t k, bool rows, int threads = 1, DType dtype = DType::kF64) {
