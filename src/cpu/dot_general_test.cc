@@ -967,7 +967,7 @@ TEST(DotGeneral, ComplexMatrixVectorKernelAtEveryIsaLevel) {
 // dot_general on products with a side of 1 in every layout the matrix-vector kernel
 // takes ('ij,j->i' with A column-major, row-major or row-strided; 'j,jk->k', where the
 // rhs is the long operand; a dot product; a batch), x and y strided, alpha and beta, on
-// one and two threads (pieces of rows; the contraction in parts for 40 x 9000); against
+// one and two threads (pieces of rows; the contraction in parts for 40 x 2000); against
 // the long-double reference. The planner with the
 // reference capabilities takes the kernel where its form fits (Note [Matrix-vector
 // thresholds]).
@@ -998,7 +998,7 @@ TEST(DotGeneral, MatrixVectorProductsMatchTheReference) {
   int64_t taken = 0;
   for (const DType d : {DType::kF64, DType::kF32, DType::kC128, DType::kC64}) {
     const double eps = d == DType::kF64 || d == DType::kC128 ? 1e-13 : 2e-6;
-    const int64_t sizes[][2] = {{3, 40}, {17, 5}, {200, 33}, {1100, 40}, {40, 9000}, {130, 2}};
+    const int64_t sizes[][2] = {{3, 40}, {17, 5}, {200, 33}, {1100, 64}, {40, 2000}, {130, 2}};
     for (const auto& mk : sizes) {
       const int64_t m = mk[0], k = mk[1];
       for (int layout = 0; layout < 3; ++layout) {
@@ -1056,6 +1056,12 @@ TEST(DotGeneral, MatrixVectorProductsMatchTheReference) {
             EXPECT_EQ(route.kernel, DotKernel::kMatVec)
                 << describe(route) << " m " << m << " k " << k << " layout " << layout << " form " << form;
             EXPECT_FALSE(route.pack_lhs || route.pack_rhs || route.pack_out) << describe(route);
+            if (m == 40 && form < 2) {
+              EXPECT_EQ(route.split, DotSplit::kSplitK) << describe(route);
+            }
+            if (m == 1100 && form < 2) {
+              EXPECT_EQ(route.split, DotSplit::kPieces) << describe(route);
+            }
             taken += route.kernel == DotKernel::kMatVec;
           } else {
             EXPECT_NE(route.kernel, DotKernel::kMatVec)
