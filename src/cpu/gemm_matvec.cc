@@ -3,7 +3,8 @@
 // element of A once for one multiply-add, so it runs at the speed A streams from
 // memory or cache. A GEMM call spends that time packing: cblas_dgemm with n = 1 took
 // 1.5-4x as long as cblas_dgemv on the same A (docs/benchmarks.md "Matrix-vector
-// products"). This kernel reads A once in its own memory order and packs nothing:
+// products"). This kernel (f64 and f32 here; c128 and c64 in Note [Complex
+// matrix-vector products]) reads A once in its own memory order and packs nothing:
 // - Row form (A's rows contiguous, csa == 1): each element of y is a dot product of a
 //   row of A with x; four rows at a time share each vector of x, with two vector
 //   accumulators per row, summed across lanes at the end. An x with a stride is copied
