@@ -528,7 +528,7 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
           plain ? lk.stride == 1 && !(lm.stride == 1 && M > 1) : rk.stride == 1 && !(rn.stride == 1 && N > 1);
       const bool outer = r.policy == BatchPolicy::kOuterParallel && B > 1;
       const bool parallel = !outer && r.policy == BatchPolicy::kProviderItems && st.threads > 1 &&
-                            kMatVecParallelScale * flops >= st.batch.parallel_min_flops;
+                            flops >= st.batch.parallel_min_flops / kMatVecParallelScale;  // flops may saturate
       const int64_t elem = dtype_size(p.dtype), l2 = caps.l2_bytes > 0 ? caps.l2_bytes : int64_t{512} << 10;
       const bool beyond = sat_mul(rows, K) > 2 * (l2 / elem);  // A streams from beyond L2
       // Pieces of rows keep each worker's share of A contiguous in the row form; in the

@@ -581,6 +581,16 @@ TEST(DotPlan, MatrixVectorProductsWithASideOfOne) {
   Call strided = call(2048, 2048, true);
   strided.lhs.strides = {2 * 2048, 2};
   EXPECT_NE(plan(strided, kAvx512).value().kernel, DotKernel::kMatVec);
+  // A contraction broadcast (stride 0) past int64 multiply-adds plans on two threads
+  // without overflow (the count saturates; the UBSan build traps on signed overflow).
+  Call huge = call(1000, 2, false, 2);
+  huge.lhs.shape = {1000, int64_t{1} << 60};
+  huge.lhs.strides = {1, 0};
+  huge.rhs.shape = {int64_t{1} << 60};
+  huge.rhs.strides = {0};
+  r = plan(huge, kAvx512).value();
+  EXPECT_EQ(r.kernel, DotKernel::kMatVec) << describe(r);
+  EXPECT_EQ(r.split, DotSplit::kPieces) << describe(r);
 }
 
 TEST(DotPlan, IsPureAndDescribed) {
