@@ -723,15 +723,16 @@ TEST(DotGeneral, BatchLaneProductsMatchTheReference) {
         p.push_back(nr + 2);
         p.push_back(swap ? nr + 1 : nr);
         p.push_back(swap ? nr : nr + 1);
-        return Dims(p.span());
+        return p;  // a Dims over it must not outlive it: Dims(view(...).span()) in one expression
       };
       const Tensor lhs = Tensor::random_normal(dtype, stored(cs.m, 2 * cs.k), rng())
                              .value()
                              .slice(nr + 1, 0, 2 * cs.k, 2)
                              .value()
-                             .permute(view(false))
+                             .permute(Dims(view(false).span()))
                              .value();
-      const Tensor rhs = Tensor::random_normal(dtype, stored(cs.n, cs.k), rng()).value().permute(view(true)).value();
+      const Tensor rhs =
+          Tensor::random_normal(dtype, stored(cs.n, cs.k), rng()).value().permute(Dims(view(true).span())).value();
       Config c;
       c.lhs_shape = lhs.shape();
       c.rhs_shape = rhs.shape();
@@ -743,7 +744,8 @@ TEST(DotGeneral, BatchLaneProductsMatchTheReference) {
       c.dims.rhs_contracting = {nr + 1};
       for (int threads : {1, 2}) {
         for (bool scaled : {false, true}) {
-          Tensor out = Tensor::random_normal(dtype, stored(cs.m, cs.n), rng()).value().permute(view(false)).value();
+          Tensor out =
+              Tensor::random_normal(dtype, stored(cs.m, cs.n), rng()).value().permute(Dims(view(false).span())).value();
           DotOptions opt;
           if (scaled) {
             opt.alpha = -0.75;
@@ -757,7 +759,7 @@ TEST(DotGeneral, BatchLaneProductsMatchTheReference) {
       }
       // The planner with the reference capabilities takes the lane kernel for the whole
       // lane run (both labels when two merge) wherever it fills its vectors well enough.
-      const Tensor out = Tensor::zeros(dtype, stored(cs.m, cs.n)).value().permute(view(false)).value();
+      const Tensor out = Tensor::zeros(dtype, stored(cs.m, cs.n)).value().permute(Dims(view(false).span())).value();
       const DotRoute route = planned(kReferenceCaps, 1, lhs, rhs, out, c.dims);
       int64_t run = 1;
       for (int64_t e : cs.run) run *= e;
