@@ -496,8 +496,10 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   //   0.24-0.27 against 0.44-0.63).
   // - One run at a time (Note [Matrix-vector products]) for rows (row form) or columns
   //   (column form) of at most kMatVecShortRunBytes in an A of more than twice L2 (512
-  //   KiB assumed when unknown): 2 KiB rows of an A of 4-16 MB ran 1.2-1.9x faster one
-  //   at a time, of 1 MB 1.3x slower.
+  //   KiB assumed when unknown), counting every item of a batch (each item's A is read
+  //   once, so a batch of small ones streams like one large A): 2 KiB rows of an A of
+  //   4-16 MB ran 1.2-1.9x faster one at a time, of 1 MB 1.3x slower; 'ijk,j->ik' on
+  //   128^3 (128 items of 128 x 128, 1 KiB columns) 0.80 -> 0.54-0.63 ms at one thread.
   // Threads: a multiply-add here moves an element of A, several times the
   // time of a GEMM's, so products from parallel_min_flops / kMatVecParallelScale run on
   // every worker (two threads, 512^2 with rows contiguous 0.030 -> 0.020 ms; 256^2 5-7
@@ -530,7 +532,7 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
       const bool parallel = !outer && r.policy == BatchPolicy::kProviderItems && st.threads > 1 &&
                             flops >= st.batch.parallel_min_flops / kMatVecParallelScale;  // flops may saturate
       const int64_t elem = dtype_size(p.dtype), l2 = caps.l2_bytes > 0 ? caps.l2_bytes : int64_t{512} << 10;
-      const bool beyond = sat_mul(rows, K) > 2 * (l2 / elem);  // A streams from beyond L2
+      const bool beyond = sat_mul(sat_mul(B, rows), K) > 2 * (l2 / elem);  // A (all items) streams from beyond L2
       // Pieces of rows keep each worker's share of A contiguous in the row form; in the
       // column form (from beyond L2) only while each piece's column segment is a long run.
       const bool row_pieces = rows >= kMatVecPieceRows * st.threads &&

@@ -532,6 +532,16 @@ TEST(DotPlan, MatrixVectorProductsWithASideOfOne) {
   EXPECT_FALSE(plan(call(8192, 2048, true), kAvx512).value().one_run);
   EXPECT_FALSE(plan(call(256, 256, true), kAvx512).value().one_run);
   EXPECT_NE(describe(plan(call(65536, 256, true), kAvx512).value()).find("one run at a time"), std::string::npos);
+  // A batch counts whole: 128 items of 128 x 128 (128 KiB each, 16 MiB in all).
+  Call items;
+  items.dims = batched_dims();
+  items.lhs = cm({128, 128, 128});  // [b, m, k], each item's columns contiguous
+  items.lhs.strides = {16384, 1, 128};
+  items.rhs = cm({128, 128, 1});  // [b, k, n]
+  items.rhs.strides = {128, 1, 1};
+  const DotRoute ri = plan(items, kAvx512).value();
+  EXPECT_EQ(ri.kernel, DotKernel::kMatVec) << describe(ri);
+  EXPECT_TRUE(ri.one_run) << describe(ri);
   // Few rows, a long contraction, two threads: the row form splits the contraction
   // (parts summed afterwards); the column form keeps one thread.
   DotRoute r = plan(call(20, 100000, true, 2), kAvx512).value();
