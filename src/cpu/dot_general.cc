@@ -399,6 +399,9 @@ void streamed(const CpuExecutionContext& ctx, const detail::GemmArgs<double>& g,
 // order afterwards (the same parts for the same thread count: deterministic).
 constexpr int64_t kMatVecUnit = 64;
 template <class T>
+constexpr bool kMatVecType =
+    std::is_same_v<T, double> || std::is_same_v<T, float> || std::is_same_v<T, c128> || std::is_same_v<T, c64>;
+template <class T>
 void matvec(const CpuExecutionContext& ctx, IsaLevel isa, const detail::GemmArgs<T>& g, bool transposed, DotSplit split,
             int64_t pieces, bool one_run) {
   const detail::GemmArgs<T> t = transposed ? detail::transposed(g) : g;
@@ -408,7 +411,9 @@ void matvec(const CpuExecutionContext& ctx, IsaLevel isa, const detail::GemmArgs
     detail::matvec<T>(isa, t, one_run);
     return;
   }
-  const int64_t per = (units + pieces - 1) / pieces;
+  // Parts of the contraction: at most kMatVecSplitMaxParts (the stack's partial results).
+  const int64_t ways = split == DotSplit::kSplitK ? std::min(pieces, detail::kMatVecSplitMaxParts) : pieces;
+  const int64_t per = (units + ways - 1) / ways;
   if (split == DotSplit::kPieces) {
     ctx.parallel_for(units, per, [&](int64_t u0, int64_t u1) {
       detail::GemmArgs<T> part = t;
@@ -421,7 +426,7 @@ void matvec(const CpuExecutionContext& ctx, IsaLevel isa, const detail::GemmArgs
   }
   constexpr int64_t kRows = detail::kMatVecSplitMaxRows;
   alignas(64) T partial[detail::kMatVecSplitMaxParts * kRows];
-  const int64_t parts = (units + per - 1) / per;  // <= pieces <= kMatVecSplitMaxParts (planner)
+  const int64_t parts = (units + per - 1) / per;  // <= ways
   ctx.parallel_for(parts, 1, [&](int64_t q0, int64_t q1) {
     for (int64_t q = q0; q < q1; ++q) {
       const int64_t k0 = kMatVecUnit * per * q;
@@ -664,8 +669,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
                          "the batch-lane kernel has no " + std::string(dtype_name(lhs.dtype())) + " form");
     }
   }
-  if constexpr (!std::is_same_v<T, double> && !std::is_same_v<T, float> && !std::is_same_v<T, c128> &&
-                !std::is_same_v<T, c64>) {
+  if constexpr (!kMatVecType<T>) {
     if (route.kernel == DotKernel::kMatVec) {
       return usage_error(ErrorCode::kUnsupported, "dot_general",
                          "the matrix-vector kernel has no " + std::string(dtype_name(lhs.dtype())) + " form");
@@ -840,10 +844,8 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
         if constexpr (std::is_same_v<T, double>) streamed(ctx, g, route.transposed, threads, b_rows);
         return;
       case DotKernel::kMatVec:
-        if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float> || std::is_same_v<T, c128> ||
-                      std::is_same_v<T, c64>) {
+        if constexpr (kMatVecType<T>)
           matvec<T>(ctx, isa, g, route.transposed, route.split, route.pieces, route.one_run);
-        }
         return;
       case DotKernel::kStreamedOutput:
         if constexpr (std::is_same_v<T, double>) {
