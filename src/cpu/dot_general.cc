@@ -245,7 +245,7 @@ Result<Tensor> packed_copy(const CpuExecutionContext& ctx, const Tensor& src, Di
 // 19 x 19 x 2300). Its contraction is split instead: part 0 computes alpha * A0 B0 +
 // beta * C in place, each other part alpha * Ap Bp into a buffer on the caller's stack,
 // and the parts are added into C afterwards (a different summation order than one
-// call, within rounding).
+// call, within rounding). The BLIS route and the matrix-vector kernel both use it.
 using detail::kSplitKMaxOutput;
 using detail::kSplitKMaxParts;
 
@@ -262,8 +262,9 @@ void add_partials(const SplitKPartials<T>& partial, int parts, int64_t m, int64_
   }
 }
 
-template <class T>
-void split_k_blis(const CpuExecutionContext& ctx, const detail::GemmArgs<T>& g, int parts) {
+// `gemm(part)` on `parts` parts of g's contraction (g.m * g.n <= kSplitKMaxOutput).
+template <class T, class F>
+void split_k(const CpuExecutionContext& ctx, const detail::GemmArgs<T>& g, int parts, const F& gemm) {
   SplitKPartials<T> partial;
   ctx.parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
@@ -278,7 +279,7 @@ void split_k_blis(const CpuExecutionContext& ctx, const detail::GemmArgs<T>& g, 
         part.csc = g.m;
         part.beta = T{};
       }
-      detail::gemm_blis<T>(part);
+      gemm(part);
     }
   });
   add_partials<T>(partial, parts, g.m, g.n, g.c, g.rsc, g.csc);
@@ -395,8 +396,7 @@ void streamed(const CpuExecutionContext& ctx, const detail::GemmArgs<double>& g,
 // A matrix-vector product (Note [Matrix-vector products] in gemm_matvec.cc), A = the rhs
 // when `transposed`. kPieces: A's rows in pieces of whole kMatVecUnit blocks (whole cache
 // lines of a column-contiguous A and of a unit-stride y); kSplitK: the contraction in
-// `pieces` parts of whole kMatVecUnit steps, each part's y on the stack, summed in part
-// order afterwards (the same parts for the same thread count: deterministic).
+// parts (Note [Split-K products]).
 constexpr int64_t kMatVecUnit = 64;
 template <class T>
 constexpr bool kMatVecType =
@@ -405,48 +405,23 @@ template <class T>
 void matvec(const CpuExecutionContext& ctx, IsaLevel isa, const detail::GemmArgs<T>& g, bool transposed, DotSplit split,
             int64_t pieces, bool one_run) {
   const detail::GemmArgs<T> t = transposed ? detail::transposed(g) : g;
-  const int64_t units = ((split == DotSplit::kSplitK ? t.k : t.m) + kMatVecUnit - 1) / kMatVecUnit;
-  if (pieces <= 1 || units <= 1 || (split != DotSplit::kPieces && split != DotSplit::kSplitK) ||
-      (split == DotSplit::kSplitK && t.m > detail::kMatVecSplitMaxRows)) {
-    detail::matvec<T>(isa, t, one_run);
+  auto kernel = [&](const detail::GemmArgs<T>& part) { detail::matvec<T>(isa, part, one_run); };
+  if (split == DotSplit::kSplitK && pieces > 1 && t.m <= kSplitKMaxOutput) {
+    split_k<T>(ctx, t, static_cast<int>(std::min<int64_t>(pieces, kSplitKMaxParts)), kernel);
     return;
   }
-  // Parts of the contraction: at most kMatVecSplitMaxParts (the stack's partial results).
-  const int64_t ways = split == DotSplit::kSplitK ? std::min(pieces, detail::kMatVecSplitMaxParts) : pieces;
-  const int64_t per = (units + ways - 1) / ways;
-  if (split == DotSplit::kPieces) {
-    ctx.parallel_for(units, per, [&](int64_t u0, int64_t u1) {
-      detail::GemmArgs<T> part = t;
-      part.m = std::min(t.m, kMatVecUnit * u1) - kMatVecUnit * u0;
-      part.a = t.a + kMatVecUnit * u0 * t.rsa;
-      part.c = t.c + kMatVecUnit * u0 * t.rsc;
-      detail::matvec<T>(isa, part, one_run);
-    });
+  const int64_t units = (t.m + kMatVecUnit - 1) / kMatVecUnit;
+  if (split != DotSplit::kPieces || pieces <= 1 || units <= 1) {
+    kernel(t);
     return;
   }
-  constexpr int64_t kRows = detail::kMatVecSplitMaxRows;
-  alignas(64) T partial[detail::kMatVecSplitMaxParts * kRows];
-  const int64_t parts = (units + per - 1) / per;  // <= ways
-  ctx.parallel_for(parts, 1, [&](int64_t q0, int64_t q1) {
-    for (int64_t q = q0; q < q1; ++q) {
-      const int64_t k0 = kMatVecUnit * per * q;
-      detail::GemmArgs<T> part = t;
-      part.k = std::min(t.k, k0 + kMatVecUnit * per) - k0;
-      part.a = t.a + k0 * t.csa;
-      part.b = t.b + k0 * t.rsb;
-      part.alpha = T{1};
-      part.beta = T{};
-      part.c = partial + q * kRows;
-      part.rsc = 1;
-      detail::matvec<T>(isa, part, one_run);
-    }
+  ctx.parallel_for(units, (units + pieces - 1) / pieces, [&](int64_t u0, int64_t u1) {
+    detail::GemmArgs<T> part = t;
+    part.m = std::min(t.m, kMatVecUnit * u1) - kMatVecUnit * u0;
+    part.a = t.a + kMatVecUnit * u0 * t.rsa;
+    part.c = t.c + kMatVecUnit * u0 * t.rsc;
+    kernel(part);
   });
-  for (int64_t i = 0; i < t.m; ++i) {
-    T s = partial[i];
-    for (int64_t q = 1; q < parts; ++q) s += partial[q * kRows + i];
-    T& c = t.c[i * t.rsc];
-    c = t.beta == T{} ? t.alpha * s : t.alpha * s + t.beta * c;
-  }
 }
 
 // The real type the blocked kernel computes a T product in: T itself for f64 and f32,
@@ -832,7 +807,8 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
         if (route.split == DotSplit::kPieces) {
           on_pieces<T>(ctx, g, route.pieces, [](const detail::GemmArgs<T>& part, int64_t) { detail::gemm_blis<T>(part); });
         } else if (route.split == DotSplit::kSplitK) {
-          split_k_blis<T>(ctx, g, static_cast<int>(route.pieces));  // Note [Split-K products]
+          split_k<T>(ctx, g, static_cast<int>(route.pieces),  // Note [Split-K products]
+                     [](const detail::GemmArgs<T>& part) { detail::gemm_blis<T>(part); });
         } else {
           detail::gemm_blis<T>(g);
         }

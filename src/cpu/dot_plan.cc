@@ -507,7 +507,8 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   // column form from beyond L2, column segments of at least kMatVecShortRunBytes; 256^2
   // with columns contiguous on one thread 6.4-7 us, OpenBLAS's two 4.8-5.4), else, for few rows
   // and a long contraction (20 x 100000 with rows contiguous, a dot product, 128 x
-  // 16384 with columns contiguous), the contraction in parts summed afterwards, so each
+  // 16384 with columns contiguous), the contraction in parts added afterwards (Note
+  // [Split-K products]), so each
   // worker reads a contiguous part of A: 20 x 100000 0.31 -> 0.12-0.16 ms at two
   // threads; 128 x 16384 (columns) 1.56 ms in pieces of 64 rows against 0.29-0.35. Parts
   // from kMatVecPieceK steps each: with 4096 (before), 'ijk,jk->i' on 64^3 at two threads
@@ -542,9 +543,9 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
       } else if (parallel && row_pieces) {
         r.split = DotSplit::kPieces;
         r.pieces = st.threads;
-      } else if (parallel && rows <= detail::kMatVecSplitMaxRows && K >= kMatVecPieceK * st.threads) {
-        r.split = DotSplit::kSplitK;
-        r.pieces = std::min<int64_t>(st.threads, detail::kMatVecSplitMaxParts);
+      } else if (parallel && rows <= detail::kSplitKMaxOutput && K >= kMatVecPieceK * st.threads) {
+        r.split = DotSplit::kSplitK;  // Note [Split-K products]
+        r.pieces = std::min(st.threads, detail::kSplitKMaxParts);
       }
       r.threads = r.split == DotSplit::kPieces || r.split == DotSplit::kSplitK ? st.threads : 1;
       r.one_run = (row_form ? K : rows) * elem <= detail::kMatVecShortRunBytes && beyond;
