@@ -285,14 +285,13 @@ void split_k(const CpuExecutionContext& ctx, const detail::GemmArgs<T>& g, int p
   add_partials<T>(partial, parts, g.m, g.n, g.c, g.rsc, g.csc);
 }
 
-// Runs `gemm(part, lane)` on `pieces` pieces of g's longer side (columns when N >= M,
-// else rows): piece p covers [len p / pieces, len (p + 1) / pieces), fixed by the piece
+// Runs `gemm(part, lane)` on `pieces` pieces of g's columns (`cols`) or rows, as the
+// route says (DotRoute::split_columns): piece p covers [len p / pieces, len (p + 1) / pieces), fixed by the piece
 // count whichever worker runs it. The context's workers run min(pieces, threads) lanes,
 // each taking pieces in turn until none is left; a lane runs on one worker at a time, so
 // `lane` indexes per-worker workspace.
 template <class T, class F>
-void on_pieces(const CpuExecutionContext& ctx, const detail::GemmArgs<T>& g, int64_t pieces, const F& gemm) {
-  const bool cols = g.n >= g.m;
+void on_pieces(const CpuExecutionContext& ctx, const detail::GemmArgs<T>& g, int64_t pieces, bool cols, const F& gemm) {
   const int64_t len = cols ? g.n : g.m;
   const int64_t lanes = std::min<int64_t>(pieces, ctx.threads());
   std::atomic<int64_t> next{0};
@@ -435,10 +434,10 @@ using BlockedReal = std::conditional_t<
 // [Blocked pieces]), each lane with its own panels (`lane_stride` elements apart).
 // Where the kernel cannot run (a level below AVX-512), one-thread OpenBLAS calls.
 template <class R>
-void blocked_real(const CpuExecutionContext& ctx, IsaLevel isa, const detail::GemmArgs<R>& g, int64_t pieces,
+void blocked_real(const CpuExecutionContext& ctx, IsaLevel isa, const detail::GemmArgs<R>& g, int64_t pieces, bool cols,
                   R* work, int64_t lane_stride) {
   if (pieces > 1) {
-    on_pieces<R>(ctx, g, pieces, [&](const detail::GemmArgs<R>& part, int64_t lane) {
+    on_pieces<R>(ctx, g, pieces, cols, [&](const detail::GemmArgs<R>& part, int64_t lane) {
       if (!detail::gemm_blocked(isa, part, work + lane * lane_stride)) detail::gemm_openblas<R>(part, 1);
     });
   } else if (!detail::gemm_blocked(isa, g, work)) {
@@ -454,7 +453,7 @@ void blocked_real(const CpuExecutionContext& ctx, IsaLevel isa, const detail::Ge
 // back. The copies move O(MK + KN + MN) elements against 4 MNK multiply-adds.
 template <class T>
 void blocked_complex(const CpuExecutionContext& ctx, IsaLevel isa, const detail::GemmArgs<T>& g, int64_t pieces,
-                     BlockedReal<T>* planes, BlockedReal<T>* work, int64_t lane_stride) {
+                     bool cols, BlockedReal<T>* planes, BlockedReal<T>* work, int64_t lane_stride) {
   using R = BlockedReal<T>;
   const int64_t m = g.m, n = g.n, k = g.k;
   R* ar = planes;
@@ -483,7 +482,7 @@ void blocked_complex(const CpuExecutionContext& ctx, IsaLevel isa, const detail:
   });
   auto real = [&](const R* a, const R* b, R* c, R alpha, R beta) {
     const detail::GemmArgs<R> r{m, n, k, alpha, a, 1, m, false, b, 1, k, false, beta, c, 1, m};
-    blocked_real<R>(ctx, isa, r, pieces, work, lane_stride);
+    blocked_real<R>(ctx, isa, r, pieces, cols, work, lane_stride);
   };
   real(ar, br, tr, R(1), R(0));
   real(ai, bi, tr, R(-1), R(1));
@@ -790,22 +789,24 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
         return;
       case DotKernel::kBlocked:
         if constexpr (std::is_same_v<T, R>) {
-          blocked_real<T>(ctx, isa, g, split ? route.pieces : 1, blocked, blocked_lane);
+          blocked_real<T>(ctx, isa, g, split ? route.pieces : 1, route.split_columns, blocked, blocked_lane);
         } else if constexpr (!std::is_void_v<R>) {
-          blocked_complex<T>(ctx, isa, g, split ? route.pieces : 1, planes, blocked, blocked_lane);
+          blocked_complex<T>(ctx, isa, g, split ? route.pieces : 1, route.split_columns, planes, blocked, blocked_lane);
         }
         return;
       case DotKernel::kOpenBlas:
         if (route.split == DotSplit::kPieces) {
           // One-thread OpenBLAS calls on pieces of the longer side (Note [OpenBLAS pieces]).
-          on_pieces<T>(ctx, g, route.pieces, [](const detail::GemmArgs<T>& part, int64_t) { detail::gemm_openblas<T>(part, 1); });
+          on_pieces<T>(ctx, g, route.pieces, route.split_columns,
+                       [](const detail::GemmArgs<T>& part, int64_t) { detail::gemm_openblas<T>(part, 1); });
         } else {
           detail::gemm_openblas<T>(g, route.split == DotSplit::kProviderThreads ? threads : 1);
         }
         return;
       case DotKernel::kBlis:
         if (route.split == DotSplit::kPieces) {
-          on_pieces<T>(ctx, g, route.pieces, [](const detail::GemmArgs<T>& part, int64_t) { detail::gemm_blis<T>(part); });
+          on_pieces<T>(ctx, g, route.pieces, route.split_columns,
+                       [](const detail::GemmArgs<T>& part, int64_t) { detail::gemm_blis<T>(part); });
         } else if (route.split == DotSplit::kSplitK) {
           split_k<T>(ctx, g, static_cast<int>(route.pieces),  // Note [Split-K products]
                      [](const detail::GemmArgs<T>& part) { detail::gemm_blis<T>(part); });

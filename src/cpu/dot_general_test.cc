@@ -626,8 +626,11 @@ int64_t mismatches_after_call(CpuDomainExecutor& executor, int threads, const Te
 
 // `opt` applied on two threads to an m x k lhs and a rhs [n, k] (rhs_k_last) or [k, n],
 // both strided, into a random destination, checked by alpha_beta_mismatches.
-void expect_two_thread_product(CpuDomainExecutor& executor, std::mt19937_64& rng, DType d, int64_t m, int64_t n, int64_t k,
-                               bool rhs_k_last, const DotOptions& opt) {
+// `caps`: planning capabilities (default: the host's); `out_col_major`: a column-major
+// destination (default: row-major).
+void expect_two_thread_product(CpuDomainExecutor& executor, std::mt19937_64& rng, DType d, int64_t m, int64_t n,
+                               int64_t k, bool rhs_k_last, const DotOptions& opt, const CpuCaps* caps = nullptr,
+                               bool out_col_major = false) {
   Config c;
   c.lhs_shape = {m, k};
   c.rhs_shape = rhs_k_last ? Shape{n, k} : Shape{k, n};
@@ -635,10 +638,11 @@ void expect_two_thread_product(CpuDomainExecutor& executor, std::mt19937_64& rng
   c.dims.rhs_contracting = {rhs_k_last ? 1 : 0};
   const Tensor lhs = strided_operand(rng, d, c.lhs_shape);
   const Tensor rhs = strided_operand(rng, d, c.rhs_shape);
-  Tensor out = Tensor::random_normal(d, {m, n}, rng()).value();
+  Tensor out = out_col_major ? Tensor::random_normal(d, {n, m}, rng()).value().permute({1, 0}).value()
+                             : Tensor::random_normal(d, {m, n}, rng()).value();
   const Tensor before = out.clone().value();
   executor.install([&] {
-    CpuExecutionContext ctx(&executor, ParallelMode::kInner, 2);
+    CpuExecutionContext ctx(&executor, ParallelMode::kInner, 2, BatchSettings{}, caps);
     ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, c.dims, opt, out));
   });
   const double eps = (d == DType::kF32 || d == DType::kC64) ? 1e-5 : 1e-12;
@@ -1227,6 +1231,36 @@ TEST(DotGeneral, OpenBlasPiecesMatchTheReference) {
       opt.beta = is_complex(d) ? c128(0.25, 1.0) : c128(-1.0, 0);
       expect_two_thread_product(*executor, rng, d, m, n, k, /*rhs_k_last=*/false, opt);
     }
+  }
+  // Pieces of C's outer side where it is wide enough, else of the longer side, into
+  // row- and column-major destinations; planned with capabilities that keep OpenBLAS
+  // (its 512-bit kernels, an untuned BLIS) so the pieces run on any machine.
+  CpuCaps caps = host_caps();
+  caps.openblas_avx512 = true;
+  caps.blis_tuned = false;
+  struct Case {
+    int64_t m, n;
+    bool col_major, columns;
+  };
+  for (const Case& e : {Case{1040, 520, true, true}, Case{1040, 520, false, false}, Case{520, 1040, false, false},
+                        Case{1040, 260, true, false}}) {
+    const DType d = DType::kF64;
+    Layout out = Layout::col_major(Shape{e.m, e.n});
+    if (!e.col_major) out.strides = Strides{e.n, 1};
+    Config c;
+    c.dims.lhs_contracting = {1};
+    c.dims.rhs_contracting = {0};
+    const Tensor lhs = Tensor::zeros(d, {e.m, 64}).value(), rhs = Tensor::zeros(d, {64, e.n}).value();
+    CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, 2, BatchSettings{}, &caps);
+    const DotRoute route = explain_dot_general(ctx, lhs, rhs, c.dims, {}, &out).value();
+    SCOPED_TRACE(describe(route));
+    ASSERT_EQ(route.kernel, DotKernel::kOpenBlas);
+    ASSERT_EQ(route.split, DotSplit::kPieces);
+    EXPECT_EQ(route.split_columns, e.columns);
+    DotOptions opt;
+    opt.alpha = c128(1.5, 0);
+    opt.beta = c128(-0.5, 0);
+    expect_two_thread_product(*executor, rng, d, e.m, e.n, 64, /*rhs_k_last=*/false, opt, &caps, e.col_major);
   }
 }
 

@@ -267,7 +267,7 @@ constexpr int64_t kBlisSlowK = 256;
 constexpr int64_t kBlisSlowMinSide = 256;
 
 // Note [OpenBLAS pieces]: with several threads an automatic OpenBLAS product runs as
-// one-thread OpenBLAS calls on pieces of its longer side, taken by the engine's workers,
+// one-thread OpenBLAS calls on pieces of C (which side: below), taken by the engine's workers,
 // instead of one call on OpenBLAS's own threads. After each threaded call OpenBLAS's
 // workers keep polling (sched_yield) for a while, so the engine's workers then share two
 // cores with a third busy thread: MERA open at 2 threads ran 0.91x / 0.95x (medians /
@@ -286,7 +286,22 @@ constexpr int64_t kBlisSlowMinSide = 256;
 // 2026-12-03). The pieces are fixed by the thread count, so the result does not depend
 // on which worker runs which piece. A product forced to provider openblas keeps
 // OpenBLAS's own threads (the provider's contract).
+// Which side: the pieces are blocks of C's outer side (columns of a column-major C,
+// rows of a row-major one), each C block contiguous, whenever that side gives every
+// worker at least kOpenBlasOuterMin of it; else blocks of the longer side. Two one-thread
+// cblas_dgemm calls on two persistent threads, column-major C, blocks of columns against
+// blocks of rows (Zen 4, OpenBLAS Cooperlake, 2026-12-04, minima of 7 alternating
+// rounds): 2048^3 165-184 against 173-191 ms (1.04-1.09x), 990 x 2187 x 4620 1.08x,
+// 594 x 4320 x 399 1.31x, 810 x 12474 x 154 1.16-1.48x, 1000 x 3000 x 200 1.24x, 3000
+// x 1000 x 200 1.12x; where the columns are the short side, even from 192-256 columns a
+// piece (20000 x 384 x 256 1.00, 8000 x 512 x 512 1.01) and lost below (20000 x 256 x
+// 256 in pieces of 128: 0.94; 177147 x 243 x 50 in 4 pieces: 0.88). The bench's row-major
+// n = 2048 product had run in blocks of its contiguous rows' halves (blocks of columns
+// of a row-major C): 0.91 of cblas's own two threads. BLIS's pieces keep the longer
+// side: the same comparison on bli_dgemm went either way (2048^3 0.91, 20000 x 384 x 256
+// 0.87, 3000 x 1000 x 200 1.10).
 constexpr int64_t kOpenBlasPiece = 512;
+constexpr int64_t kOpenBlasOuterMin = 256;
 // Note [Blocked pieces]: the blocked GEMM's pieces (Note [Blocked AVX-512 GEMM]) are
 // narrower than OpenBLAS's: each packs the other operand again, but a second worker
 // that wakes late still finds pieces to take. At 2 threads with pieces of 512 a 256^3
@@ -695,10 +710,10 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
       r.pieces = count;
     }
   };
-  // Pieces of at least `piece` along the longer side, one to four per worker, a whole
+  // Pieces of at least `piece` along a side of `len`, one to four per worker, a whole
   // number per worker (Note [OpenBLAS pieces]).
-  auto balanced = [&](int64_t piece) {
-    const int64_t n = std::clamp<int64_t>(std::max(M, N) / piece, threads, 4 * int64_t{threads});
+  auto balanced = [&](int64_t len, int64_t piece) {
+    const int64_t n = std::clamp<int64_t>(len / piece, threads, 4 * int64_t{threads});
     return n - n % threads;
   };
   if (K == 0) {
@@ -719,12 +734,19 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
         r.kernel = DotKernel::kBlocked;
         r.reason = "a product OpenBLAS would run with 256-bit kernels on an AVX-512 CPU: the blocked kernel (Note "
                    "[Blocked AVX-512 GEMM])";
-        // Pieces of at least kBlockedPiece (Note [Blocked pieces]), each lane its own panels.
-        pieces(balanced(kBlockedPiece));
+        // Pieces of at least kBlockedPiece along the longer side (Note [Blocked pieces]),
+        // each lane its own panels.
+        r.split_columns = N >= M;
+        pieces(balanced(std::max(M, N), kBlockedPiece));
       } else {
         r.kernel = DotKernel::kOpenBlas;
         if (threads > 1 && automatic) {
-          pieces(balanced(kOpenBlasPiece));  // Note [OpenBLAS pieces]
+          // Note [OpenBLAS pieces]: blocks of C's outer side where each is wide enough,
+          // else of the longer side.
+          const bool c_columns_outer = r.pack_out || om.stride <= on.stride;
+          const int64_t c_outer = c_columns_outer ? N : M;
+          r.split_columns = c_outer >= kOpenBlasOuterMin * threads ? c_columns_outer : N >= M;
+          pieces(balanced(r.split_columns ? N : M, kOpenBlasPiece));
         } else if (threads > 1) {
           if (st.batch.strict_placement) {
             return usage_error(ErrorCode::kUnsupported, "dot_general",
@@ -740,6 +762,7 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
       if (threads > 1 && std::max(M, N) >= 32 * int64_t{threads}) {
         // The longer side over the engine's workers, one piece each (every BLIS call
         // packs the other operand again; each reads its share of the long operand once).
+        r.split_columns = N >= M;
         pieces(threads);
       } else if (threads > 1 && M * N <= detail::kSplitKMaxOutput && K >= 256 * int64_t{threads}) {
         r.split = DotSplit::kSplitK;  // Note [Split-K products]
@@ -892,6 +915,9 @@ std::string describe(const DotRoute& r) {
   out.append(", split ").append(dot_split_name(r.split));
   if (r.split == DotSplit::kPieces || r.split == DotSplit::kSplitK) {
     if (r.pieces > 1) out.append(" (").append(std::to_string(r.pieces)).append(")");
+    const bool blocks =
+        r.kernel == DotKernel::kOpenBlas || r.kernel == DotKernel::kBlis || r.kernel == DotKernel::kBlocked;
+    if (r.split == DotSplit::kPieces && blocks) out.append(r.split_columns ? " of columns" : " of rows");
   }
   out.append(", ").append(std::to_string(r.threads)).append(r.threads == 1 ? " thread" : " threads");
   if (r.pack_lhs) out.append(r.lhs_k_first ? ", pack lhs [k, m]" : ", pack lhs [m, k]");

@@ -155,6 +155,40 @@ TEST(DotPlan, SeveralThreadsSplitTheLongerSideOrColumns) {
   EXPECT_EQ(plan(matmul(512, 8192, 128, 2), kAvx2).value().kernel, DotKernel::kBlis);  // 256-bit OpenBLAS
   EXPECT_EQ(plan(matmul(512, 8192, 256, 2), wide).value().kernel, DotKernel::kBlis);   // K = 256: alike
   EXPECT_EQ(plan(matmul(4, 8192, 128, 2), wide).value().kernel, DotKernel::kBlis);     // a short side
+  // OpenBLAS pieces are blocks of C's outer side (columns of a column-major C, rows of a
+  // row-major one) when every worker gets at least 256 of it, else of the longer side;
+  // an output computed in a scratch is column-major (Note [OpenBLAS pieces]).
+  struct SideRow {
+    int64_t m, n;
+    Layout out;
+    bool columns;
+    int64_t pieces;
+  };
+  const Layout padded_rows{Shape{2048, 1024}, Strides{2 * 1024, 2}, 0};  // no BLAS form: a scratch
+  for (const SideRow& s :
+       {SideRow{2048, 2048, cm({2048, 2048}), true, 4}, SideRow{2048, 2048, rm({2048, 2048}), false, 4},
+        SideRow{3000, 1000, cm({3000, 1000}), true, 2}, SideRow{1000, 3000, rm({1000, 3000}), false, 2},
+        SideRow{3000, 1000, rm({3000, 1000}), false, 4}, SideRow{20000, 512, cm({20000, 512}), true, 2},
+        SideRow{20000, 511, cm({20000, 511}), false, 8}, SideRow{511, 20000, rm({511, 20000}), true, 8},
+        SideRow{2048, 1024, padded_rows, true, 2}}) {
+    Call c = matmul(s.m, s.n, 6000, 2);  // no column-split BLIS (Note [Column-split products])
+    c.out = s.out;
+    r = plan(c, kAvx2).value();
+    SCOPED_TRACE(describe(r));
+    EXPECT_EQ(r.kernel, DotKernel::kOpenBlas);
+    EXPECT_EQ(r.split, DotSplit::kPieces);
+    EXPECT_EQ(r.split_columns, s.columns);
+    EXPECT_EQ(r.pieces, s.pieces);
+    EXPECT_EQ(r.pack_out, s.out.strides[1] == 2);
+    EXPECT_NE(describe(r).find(s.columns ? "of columns" : "of rows"), std::string::npos);
+    c.threads = 3;  // 256 per worker: 3000 x 1000 keeps its columns, 20000 x 512 its rows
+    if (s.m == 3000 && s.out.strides[0] == 1) {
+      EXPECT_TRUE(plan(c, kAvx2).value().split_columns);
+    }
+    if (s.n == 512) {
+      EXPECT_FALSE(plan(c, kAvx2).value().split_columns);
+    }
+  }
   // 1728 x 1100: 3 pieces of 512 would leave one worker two; a whole number per worker.
   r = plan(matmul(1728, 1100, 144, 2), wide).value();
   EXPECT_EQ(r.kernel, DotKernel::kOpenBlas) << describe(r);

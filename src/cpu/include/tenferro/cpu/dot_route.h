@@ -118,6 +118,7 @@ struct DotRoute {
   int64_t lanes = 0;                ///< kBatchLanes: items of the lane run (the rest are walked one by one)
   int64_t lane_parts = 1;           ///< kBatchLanes: parts of each vector's rows (columns) over the workers
   bool one_run = false;             ///< kMatVec: A's short rows (columns) read one at a time (beyond the caches)
+  bool split_columns = false;       ///< kPieces of kOpenBlas / kBlis / kBlocked: blocks of C's columns (else rows)
   const char* reason = "";
 };
 
