@@ -505,6 +505,80 @@ int run_bench_kernels(int argc, char** argv) {
       const char* ref_name = z ? "zgemv" : c ? "cgemv" : f32 ? "sgemv" : "dgemv";
       rows.push_back({name, tf, ref_name, ref, (z || c ? 8.0 : 2.0) * static_cast<double>(mc.m * mc.k) / tf / 1e6});
     }
+    // ---- a few vectors Y = A X, X with 2 to 7 columns (Note [Few-vector products]):
+    // A with rows or columns contiguous, against cblas_?gemm on the same A (the route
+    // before: OpenBLAS packs A); "[blis]" rows force the BLIS provider.
+    struct VectorsCase {
+      DType dtype;
+      int64_t m, k, n;
+      bool rows;
+      cpu::GemmProvider provider;
+    };
+    constexpr auto kAutoP = cpu::GemmProvider::kAuto, kBlisP = cpu::GemmProvider::kBlis;
+    for (const VectorsCase& vc : {VectorsCase{DType::kF64, 2048, 2048, 2, true, kAutoP},
+                                  VectorsCase{DType::kF64, 2048, 2048, 2, false, kAutoP},
+                                  VectorsCase{DType::kF64, 2048, 2048, 4, true, kAutoP},
+                                  VectorsCase{DType::kF64, 2048, 2048, 4, false, kAutoP},
+                                  VectorsCase{DType::kF64, 2048, 2048, 7, true, kAutoP},
+                                  VectorsCase{DType::kF64, 2048, 2048, 7, false, kAutoP},
+                                  VectorsCase{DType::kF64, 256, 256, 4, true, kAutoP},
+                                  VectorsCase{DType::kF64, 256, 256, 4, false, kAutoP},
+                                  VectorsCase{DType::kF64, 512, 512, 2, true, kAutoP},
+                                  VectorsCase{DType::kF64, 512, 512, 2, false, kAutoP},
+                                  VectorsCase{DType::kF64, 512, 512, 4, true, kAutoP},
+                                  VectorsCase{DType::kF64, 512, 512, 4, false, kAutoP},
+                                  VectorsCase{DType::kF64, 1024, 1024, 4, true, kAutoP},
+                                  VectorsCase{DType::kF64, 1024, 1024, 4, false, kAutoP},
+                                  VectorsCase{DType::kF64, 256, 256, 2, true, kAutoP},
+                                  VectorsCase{DType::kF64, 256, 256, 2, false, kAutoP},
+                                  VectorsCase{DType::kF64, 32768, 256, 4, false, kAutoP},
+                                  VectorsCase{DType::kF64, 32768, 256, 4, false, kBlisP},
+                                  VectorsCase{DType::kF64, 32768, 256, 2, false, kAutoP},
+                                  VectorsCase{DType::kF64, 32768, 256, 2, false, kBlisP},
+                                  VectorsCase{DType::kF64, 65536, 16, 4, true, kAutoP},
+                                  VectorsCase{DType::kF32, 2048, 2048, 4, true, kAutoP},
+                                  VectorsCase{DType::kF32, 2048, 2048, 4, false, kAutoP},
+                                  VectorsCase{DType::kC128, 2048, 2048, 2, true, kAutoP},
+                                  VectorsCase{DType::kC128, 2048, 2048, 2, false, kAutoP},
+                                  VectorsCase{DType::kC128, 2048, 2048, 4, false, kAutoP}}) {
+      const std::string name = std::string("vectors ") + std::string(dtype_name(vc.dtype)) + " " +
+                               std::to_string(vc.m) + "x" + std::to_string(vc.k) + " n=" + std::to_string(vc.n) +
+                               (vc.rows ? " rows" : " cols") + (vc.provider == kBlisP ? " [blis]" : "");
+      if (!want(name)) continue;
+      const Tensor a = vc.rows ? Tensor::random_normal(vc.dtype, {vc.k, vc.m}, 8).value().permute({1, 0}).value()
+                               : Tensor::random_normal(vc.dtype, {vc.m, vc.k}, 8).value();
+      const Tensor x = Tensor::random_normal(vc.dtype, {vc.k, vc.n}, 9).value();
+      Tensor y = Tensor::zeros(vc.dtype, {vc.m, vc.n}).value();
+      const cpu::DotDims dims{{}, {}, {1}, {0}};
+      cpu::DotOptions o;
+      o.provider = vc.provider;
+      const double tf = median_ms(31, [&] { check(cpu::dot_general_into(ctx, a, x, dims, o, y)); });
+      // The same product through cblas on column-major copies (A's layout as above).
+      const auto len = static_cast<size_t>(vc.m * vc.k), xl = static_cast<size_t>(vc.k * vc.n),
+                 yl = static_cast<size_t>(vc.m * vc.n);
+      const bool f32 = vc.dtype == DType::kF32, z = vc.dtype == DType::kC128;
+      std::vector<double> ra(!f32 && !z ? len : 0, 0.5), rx(!f32 && !z ? xl : 0, 1.0), ry(!f32 && !z ? yl : 0);
+      std::vector<float> fa(f32 ? len : 0, 0.5f), fx(f32 ? xl : 0, 1.0f), fy(f32 ? yl : 0);
+      std::vector<c128> za(z ? len : 0, c128(0.5, 0.25)), zx(z ? xl : 0, c128(1.0, -0.5)), zy(z ? yl : 0);
+      const int mm = static_cast<int>(vc.m), kk = static_cast<int>(vc.k), nn = static_cast<int>(vc.n);
+      const auto ta = vc.rows ? CblasTrans : CblasNoTrans;
+      const int lda = vc.rows ? kk : mm;
+      const c128 zone(1.0, 0.0), zzero(0.0, 0.0);
+      const double ref = reference_ms(threads, 31, [&] {
+        if (z) {
+          cblas_zgemm(CblasColMajor, ta, CblasNoTrans, mm, nn, kk, &zone, za.data(), lda, zx.data(), kk, &zzero,
+                      zy.data(), mm);
+        } else if (f32) {
+          cblas_sgemm(CblasColMajor, ta, CblasNoTrans, mm, nn, kk, 1.0f, fa.data(), lda, fx.data(), kk, 0.0f, fy.data(),
+                      mm);
+        } else {
+          cblas_dgemm(CblasColMajor, ta, CblasNoTrans, mm, nn, kk, 1.0, ra.data(), lda, rx.data(), kk, 0.0, ry.data(),
+                      mm);
+        }
+      });
+      const char* ref_name = z ? "zgemm" : f32 ? "sgemm" : "dgemm";
+      rows.push_back({name, tf, ref_name, ref, (z ? 8.0 : 2.0) * static_cast<double>(vc.m * vc.k * vc.n) / tf / 1e6});
+    }
     // ---- permutations of 2^24 f64 elements vs memcpy.
     const int64_t n24 = int64_t{1} << 24;
     std::vector<double> raw_src(static_cast<size_t>(n24), 1.0), raw_dst(static_cast<size_t>(n24), 0.0);

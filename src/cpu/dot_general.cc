@@ -286,8 +286,8 @@ void split_k(const CpuExecutionContext& ctx, const detail::GemmArgs<T>& g, int p
 }
 
 // Runs `gemm(part, lane)` on `pieces` pieces of g's columns (`cols`) or rows, as the
-// route says (DotRoute::split_columns): piece p covers [len p / pieces, len (p + 1) / pieces), fixed by the piece
-// count whichever worker runs it. The context's workers run min(pieces, threads) lanes,
+// route says (DotRoute::split_columns): piece p covers [len p / pieces, len (p + 1) /
+// pieces), fixed by the piece count whichever worker runs it. The context's workers run min(pieces, threads) lanes,
 // each taking pieces in turn until none is left; a lane runs on one worker at a time, so
 // `lane` indexes per-worker workspace.
 template <class T, class F>
@@ -405,7 +405,7 @@ void matvec(const CpuExecutionContext& ctx, IsaLevel isa, const detail::GemmArgs
             int64_t pieces, bool one_run) {
   const detail::GemmArgs<T> t = transposed ? detail::transposed(g) : g;
   auto kernel = [&](const detail::GemmArgs<T>& part) { detail::matvec<T>(isa, part, one_run); };
-  if (split == DotSplit::kSplitK && pieces > 1 && t.m <= kSplitKMaxOutput) {
+  if (split == DotSplit::kSplitK && pieces > 1 && t.m * t.n <= kSplitKMaxOutput) {
     split_k<T>(ctx, t, static_cast<int>(std::min<int64_t>(pieces, kSplitKMaxParts)), kernel);
     return;
   }

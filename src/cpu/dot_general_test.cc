@@ -905,6 +905,101 @@ TEST(DotGeneral, MatrixVectorKernelAtEveryIsaLevel) {
   EXPECT_GT(checked, 0);
 }
 
+// Note [Few-vector products]: the kernel with X of 2 to 7 columns (passes of up to four
+// vectors) at every ISA level this machine has, f64 and f32 (c128 with two vectors),
+// row and column forms, X's columns contiguous or interleaved (copied in chunks: k past
+// one chunk), Y column-major with padding or row-major, beta 0 over NaN, one run at a
+// time or not, every partial row block and vector tail, tiles of the column form (m
+// past one tile); against long-double sums, Y's padding untouched.
+TEST(DotGeneral, FewVectorKernelAtEveryIsaLevel) {
+  std::mt19937_64 rng(1205);
+  std::normal_distribution<double> nd;
+  const IsaLevel top = CpuCaps::probe().usable_isa();
+  int64_t checked = 0;
+  auto check_dtype = [&]<class T>() {
+    using Real = decltype(std::abs(T{}));
+    constexpr bool kComplex = !std::is_same_v<T, Real>;
+    using L = std::conditional_t<kComplex, std::complex<long double>, long double>;
+    const double eps = std::is_same_v<Real, float> ? 4e-6 : 2e-14;
+    const int64_t chunk = 65536 / 2 / static_cast<int64_t>(sizeof(T));  // the row form's chunk for two vectors
+    const int64_t tile = 32768 / static_cast<int64_t>(sizeof(T));       // the column form's tile rows
+    const std::array<int64_t, 2> shapes[] = {{1, 3},   {3, 9},     {5, 17},        {9, 64},      {17, 100},
+                                             {70, 33}, {1030, 20}, {2, chunk + 9}, {tile + 5, 3}};
+    auto rnd = [&]() {
+      if constexpr (kComplex) {
+        return T(static_cast<Real>(nd(rng)), static_cast<Real>(nd(rng)));
+      } else {
+        return static_cast<T>(nd(rng));
+      }
+    };
+    for (IsaLevel isa : {IsaLevel::kScalar, IsaLevel::kAvx2, IsaLevel::kAvx512}) {
+      if (isa > top) continue;
+      for (const auto& [m, k] : shapes)
+        for (const int64_t n : kComplex ? std::vector<int64_t>{2} : std::vector<int64_t>{2, 3, 4, 5, 7})
+          for (bool rows : {false, true})
+            for (bool x_direct : {true, false})
+              for (bool y_cols : {true, false})
+                for (bool special : {false, true}) {  // beta 0 over NaN, one run at a time
+                  const int64_t lda = (rows ? k : m) + 3;
+                  const int64_t rsx = x_direct ? 1 : n + 1, csx = x_direct ? k + 2 : 1;
+                  const int64_t rsy = y_cols ? 1 : n + 2, csy = y_cols ? m + 1 : 1;
+                  std::vector<T> a(static_cast<size_t>(lda * (rows ? m : k))),
+                      x(static_cast<size_t>(x_direct ? csx * n : rsx * k)),
+                      y(static_cast<size_t>(y_cols ? csy * n : rsy * m));
+                  for (auto* v : {&a, &x, &y})
+                    for (T& e : *v) e = rnd();
+                  if (special) {
+                    for (int64_t i = 0; i < m; ++i)
+                      for (int64_t j = 0; j < n; ++j)
+                        y[static_cast<size_t>(i * rsy + j * csy)] = std::numeric_limits<Real>::quiet_NaN();
+                  }
+                  const std::vector<T> before = y;
+                  const bool conj = kComplex && special;
+                  const T alpha = T(-0.75), beta = special ? T(0) : T(1.5);
+                  const detail::GemmArgs<T> g{m,    n,        k,   alpha, a.data(), rows ? lda : 1, rows ? 1 : lda,
+                                              conj, x.data(), rsx, csx,   false,    beta,           y.data(),
+                                              rsy,  csy};
+                  detail::matvec<T>(isa, g, special);
+                  std::vector<char> inside(y.size(), 0);
+                  for (int64_t i = 0; i < m; ++i) {
+                    for (int64_t j = 0; j < n; ++j) {
+                      const auto e = static_cast<size_t>(i * rsy + j * csy);
+                      inside[e] = 1;
+                      L sum = 0;
+                      long double mag = 0;
+                      for (int64_t q = 0; q < k; ++q) {
+                        L av = static_cast<L>(a[static_cast<size_t>(rows ? i * lda + q : i + q * lda)]);
+                        if constexpr (kComplex) {
+                          if (conj) av = std::conj(av);
+                        }
+                        const L xv = static_cast<L>(x[static_cast<size_t>(q * rsx + j * csx)]);
+                        sum += av * xv;
+                        mag += std::abs(av) * std::abs(xv);
+                      }
+                      const L old = special ? L(0) : static_cast<L>(before[e]);
+                      const L want = L(-0.75) * sum + static_cast<L>(beta) * old;
+                      ASSERT_LE(static_cast<double>(std::abs(static_cast<L>(y[e]) - want)),
+                                eps * static_cast<double>(mag + 2 * std::abs(old) + 1))
+                          << isa_name(isa) << (rows ? " rows" : " columns") << " m " << m << " k " << k << " n " << n
+                          << " x direct " << x_direct << " y columns " << y_cols << " special " << special << " at ("
+                          << i << ", " << j << ")";
+                      ++checked;
+                    }
+                  }
+                  for (size_t e = 0; e < y.size(); ++e) {
+                    if (!inside[e]) {
+                      ASSERT_TRUE(std::memcmp(&y[e], &before[e], sizeof(T)) == 0) << "padding written at " << e;
+                    }
+                  }
+                }
+    }
+  };
+  check_dtype.template operator()<double>();
+  check_dtype.template operator()<float>();
+  check_dtype.template operator()<c128>();
+  EXPECT_GT(checked, 0);
+}
+
 // Note [Complex matrix-vector products]: the kernel on c128 and c64 at every ISA level
 // this machine has, row and column forms, every pair of conj flags, strided x and y,
 // complex alpha and beta, one run at a time or not; against long-double sums.
@@ -1078,6 +1173,66 @@ TEST(DotGeneral, MatrixVectorProductsMatchTheReference) {
     }
   }
   EXPECT_GT(taken, 20);
+}
+
+// Note [Few-vector products] through dot_general: 'ik,kj->ij' with 2 to 7 columns (the
+// lhs long) and 'ik,kj->ij' with 2 to 7 rows (the rhs long, C^T = B^T A^T), the long
+// operand with rows or columns contiguous, the short one in either order, one and two
+// threads (pieces of rows; a contraction in parts for few rows), alpha and beta, c128
+// with two vectors and conj flags; against the long-double reference, and the planner's
+// choice with reference capabilities.
+TEST(DotGeneral, FewVectorProductsMatchTheReference) {
+  auto executor = make_tbb_executor(2).value();
+  std::mt19937_64 rng(1207);
+  Config c;
+  c.dims.lhs_contracting = {1};
+  c.dims.rhs_contracting = {0};
+  auto matrix = [&](DType d, int64_t rows, int64_t cols, bool row_major) {
+    return row_major ? Tensor::random_normal(d, {cols, rows}, rng()).value().permute({1, 0}).value()
+                     : Tensor::random_normal(d, {rows, cols}, rng()).value();
+  };
+  struct Case {
+    DType dtype;
+    int64_t m, k, n;
+    DotSplit split;  // at two threads
+  };
+  int64_t taken = 0;
+  for (const Case& e :
+       {Case{DType::kF64, 1100, 130, 3, DotSplit::kPieces}, Case{DType::kF64, 100, 3000, 5, DotSplit::kSplitK},
+        Case{DType::kF32, 700, 200, 7, DotSplit::kPieces}, Case{DType::kF64, 900, 100, 2, DotSplit::kPieces},
+        Case{DType::kC128, 600, 150, 2, DotSplit::kPieces}}) {
+    const double eps = e.dtype == DType::kF32 ? 2e-6 : 1e-13;
+    for (bool long_rhs : {false, true})
+      for (bool long_rows : {false, true})
+        for (bool short_rows : {false, true}) {
+          // long_rhs: [n, k] x [k, m] -> [n, m]; else [m, k] x [k, n] -> [m, n].
+          const Tensor lhs = long_rhs ? matrix(e.dtype, e.n, e.k, short_rows) : matrix(e.dtype, e.m, e.k, long_rows);
+          const Tensor rhs = long_rhs ? matrix(e.dtype, e.k, e.m, !long_rows) : matrix(e.dtype, e.k, e.n, !short_rows);
+          Tensor out = Tensor::random_normal(e.dtype, long_rhs ? Shape{e.n, e.m} : Shape{e.m, e.n}, rng()).value();
+          c.lhs_shape = lhs.shape();
+          c.rhs_shape = rhs.shape();
+          for (int threads : {1, 2}) {
+            DotOptions opt;
+            opt.alpha = c128(-0.75, 0);
+            opt.beta = threads == 2 ? c128(1.5, 0) : c128(0, 0);
+            opt.conj_lhs = is_complex(e.dtype) && long_rows;
+            opt.conj_rhs = is_complex(e.dtype) && short_rows;
+            std::string first;
+            EXPECT_EQ(mismatches_after_call(*executor, threads, lhs, rhs, c, opt, out, eps, &first), 0)
+                << dtype_name(e.dtype) << " m " << e.m << " k " << e.k << " n " << e.n << " long rhs " << long_rhs
+                << " threads " << threads << " first at " << first;
+            const DotRoute route = planned(kReferenceCaps, threads, lhs, rhs, out, c.dims, opt);
+            EXPECT_EQ(route.kernel, DotKernel::kMatVec) << describe(route);
+            EXPECT_EQ(route.transposed, long_rhs) << describe(route);
+            EXPECT_FALSE(route.pack_lhs || route.pack_rhs || route.pack_out) << describe(route);
+            if (threads == 2) {
+              EXPECT_EQ(route.split, e.split) << describe(route);
+            }
+            taken += route.kernel == DotKernel::kMatVec;
+          }
+        }
+  }
+  EXPECT_EQ(taken, 5 * 2 * 2 * 2 * 2);
 }
 
 // Broadcast (stride-0) operands can describe products whose multiply-add count exceeds

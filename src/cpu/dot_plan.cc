@@ -212,6 +212,8 @@ constexpr int64_t kMatVecColMinRows = 16;
 constexpr int64_t kMatVecPieceRows = 64;
 constexpr int64_t kMatVecPieceK = 128;
 constexpr int64_t kMatVecParallelScale = 8;
+constexpr int64_t kMatVecVectorsMinRows = 64;
+constexpr int64_t kMatVecMaxComplexVectors = 2;
 constexpr int64_t kStreamMinK = 64;
 constexpr int64_t kStreamMinLong = 64;
 constexpr int64_t kStreamMinShort = 8;
@@ -529,15 +531,23 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   // from kMatVecPieceK steps each: with 4096 (before), 'ijk,jk->i' on 64^3 at two threads
   // ran on one (f64 0.055 ms, c128 0.091); with 128, 0.029 and 0.056 (numpy 0.041-0.065,
   // 0.065-0.077), c128 100 x 1000 0.042 -> 0.030.
+  // A few vectors (Note [Few-vector products]): a short side of 2 to kMatVecMaxVectors
+  // against a long side of at least kMatVecVectorsMinRows (both sides short: the
+  // short-side and small kernels).
   const bool matvec_dtype = f64 || p.dtype == DType::kF32 || p.dtype == DType::kC128 || p.dtype == DType::kC64;
-  if (matvec_dtype && automatic && !vendor && detail::matvec_available(isa) && std::min(M, N) == 1 && K >= 2 &&
+  const int64_t max_vectors = is_complex(p.dtype) ? kMatVecMaxComplexVectors : detail::kMatVecMaxVectors;
+  const int64_t elem = dtype_size(p.dtype), l2 = caps.l2_bytes > 0 ? caps.l2_bytes : int64_t{512} << 10;
+  const bool vectors =
+      std::min(M, N) == 1 || (std::min(M, N) <= max_vectors && std::max(M, N) >= kMatVecVectorsMinRows &&
+                              sat_mul(sat_mul(B, std::max(M, N)), K) > l2 / elem);
+  if (matvec_dtype && automatic && !vendor && detail::matvec_available(isa) && vectors && K >= 2 &&
       flops >= kMatVecMinFlops && lm.mergeable && lk.mergeable && rk.mergeable && rn.mergeable && om.mergeable &&
       on.mergeable) {
     auto takes = [&](int64_t rsa, int64_t csa, int64_t rows) {
       return (csa == 1 && K >= kMatVecRowMinK) || (rsa == 1 && rows >= kMatVecColMinRows);
     };
-    const bool plain = N == 1 && takes(lm.stride, lk.stride, M);
-    if (plain || (M == 1 && takes(rn.stride, rk.stride, N))) {
+    const bool plain = N <= std::min(M, max_vectors) && takes(lm.stride, lk.stride, M);
+    if (plain || (M <= max_vectors && takes(rn.stride, rk.stride, N))) {
       r.kernel = DotKernel::kMatVec;
       r.provider = GemmProvider::kNaive;
       r.transposed = !plain;
@@ -547,7 +557,6 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
       const bool outer = r.policy == BatchPolicy::kOuterParallel && B > 1;
       const bool parallel = !outer && r.policy == BatchPolicy::kProviderItems && st.threads > 1 &&
                             flops >= st.batch.parallel_min_flops / kMatVecParallelScale;  // flops may saturate
-      const int64_t elem = dtype_size(p.dtype), l2 = caps.l2_bytes > 0 ? caps.l2_bytes : int64_t{512} << 10;
       const bool beyond = sat_mul(sat_mul(B, rows), K) > 2 * (l2 / elem);  // A (all items) streams from beyond L2
       // Pieces of rows keep each worker's share of A contiguous in the row form; in the
       // column form (from beyond L2) only while each piece's column segment is a long run.
@@ -558,15 +567,17 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
       } else if (parallel && row_pieces) {
         r.split = DotSplit::kPieces;
         r.pieces = st.threads;
-      } else if (parallel && rows <= detail::kSplitKMaxOutput && K >= kMatVecPieceK * st.threads) {
+      } else if (parallel && M * N <= detail::kSplitKMaxOutput && K >= kMatVecPieceK * st.threads) {
         r.split = DotSplit::kSplitK;  // Note [Split-K products]
         r.pieces = std::min(st.threads, detail::kSplitKMaxParts);
       }
       r.threads = r.split == DotSplit::kPieces || r.split == DotSplit::kSplitK ? st.threads : 1;
       r.one_run = (row_form ? K : rows) * elem <= detail::kMatVecShortRunBytes && beyond;
-      r.reason =
-          "a side of extent 1, the long operand contiguous along its rows or columns: the matrix-vector "
-          "kernel, no packing (Note [Matrix-vector products])";
+      r.reason = std::min(M, N) == 1
+                     ? "a side of extent 1, the long operand contiguous along its rows or columns: the "
+                       "matrix-vector kernel, no packing (Note [Matrix-vector products])"
+                     : "a short side of 2 to 7 (a few vectors), the long operand contiguous along its rows or "
+                       "columns: the matrix-vector kernel, no packing (Note [Few-vector products])";
       return r;
     }
   }

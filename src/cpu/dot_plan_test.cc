@@ -154,7 +154,8 @@ TEST(DotPlan, SeveralThreadsSplitTheLongerSideOrColumns) {
   EXPECT_EQ(r.pieces, 8);  // 8192 / 512 = 16, at most 4 per worker
   EXPECT_EQ(plan(matmul(512, 8192, 128, 2), kAvx2).value().kernel, DotKernel::kBlis);  // 256-bit OpenBLAS
   EXPECT_EQ(plan(matmul(512, 8192, 256, 2), wide).value().kernel, DotKernel::kBlis);   // K = 256: alike
-  EXPECT_EQ(plan(matmul(4, 8192, 128, 2), wide).value().kernel, DotKernel::kBlis);     // a short side
+  EXPECT_EQ(plan(matmul(4, 8192, 128, 2), wide).value().kernel, DotKernel::kMatVec);   // a few vectors
+  EXPECT_EQ(plan(matmul(12, 8192, 128, 2, DType::kF32), wide).value().kernel, DotKernel::kBlis);  // a short side
   // OpenBLAS pieces are blocks of C's outer side (columns of a column-major C, rows of a
   // row-major one) when every worker gets at least 256 of it, else of the longer side;
   // an output computed in a scratch is column-major (Note [OpenBLAS pieces]).
@@ -332,24 +333,46 @@ TEST(DotPlan, ShortSidesWalkAStridedContraction) {
 // Note [Short-side products]: fewer than 8 rows of a column-major C with rows past L2
 // go to BLIS (f64; B read in place), on one thread and split over several; the mirrored
 // shape (few columns), short rows, another dtype or an untuned BLIS stay on OpenBLAS.
-TEST(DotPlan, FewRowsOfLongColumnMajorRowsGoToBlis) {
+// Note [Few-vector products]: 2 to 7 rows (columns) of C against a long side whose
+// operand lies beyond L2 and is contiguous along its rows or columns: the matrix-vector
+// kernel, transposed when the long operand is the rhs; complex only up to 2. Where the
+// kernel is not available (below AVX2), OpenBLAS.
+TEST(DotPlan, FewVectorsTakeTheMatrixVectorKernel) {
   for (const int64_t m : {2, 4, 7}) {
-    const DotRoute r = plan(matmul(m, 32768, 256), kAvx512).value();
-    EXPECT_EQ(r.provider, GemmProvider::kBlis) << m << ": " << describe(r);
+    DotRoute r = plan(matmul(m, 32768, 256), kAvx512).value();
+    EXPECT_EQ(r.kernel, DotKernel::kMatVec) << m << ": " << describe(r);
+    EXPECT_TRUE(r.transposed);
+    EXPECT_NE(describe(r).find("Few-vector"), std::string::npos);
+    r = plan(matmul(32768, m, 256), kAvx2).value();  // the long operand is the lhs
+    EXPECT_EQ(r.kernel, DotKernel::kMatVec) << m << ": " << describe(r);
+    EXPECT_FALSE(r.transposed);
+    EXPECT_EQ(plan(matmul(m, 32768, 256), kScalar).value().kernel, DotKernel::kOpenBlas) << m;  // no vector kernels
   }
+  EXPECT_NE(plan(matmul(8, 32768, 256), kAvx512).value().kernel, DotKernel::kMatVec);  // 8 vectors
   Call row_major_b = matmul(4, 8192, 256);
   row_major_b.rhs = rm({256, 8192});
-  EXPECT_EQ(plan(row_major_b, kAvx512).value().provider, GemmProvider::kBlis);
+  EXPECT_EQ(plan(row_major_b, kAvx512).value().kernel, DotKernel::kMatVec);
   const DotRoute two = plan(matmul(4, 32768, 256, 2), kAvx512).value();
-  EXPECT_EQ(two.provider, GemmProvider::kBlis);
+  EXPECT_EQ(two.kernel, DotKernel::kMatVec);
+  EXPECT_EQ(two.split, DotSplit::kPieces);
   EXPECT_EQ(two.threads, 2) << describe(two);
-  EXPECT_EQ(plan(matmul(32768, 4, 256), kAvx512).value().provider, GemmProvider::kOpenBlas);  // few columns
-  EXPECT_EQ(plan(matmul(4, 512, 256), kAvx512).value().provider, GemmProvider::kOpenBlas);    // B in L2
-  EXPECT_EQ(plan(matmul(4, 32768, 256, 1, DType::kF32), kAvx512).value().provider, GemmProvider::kOpenBlas);
-  EXPECT_EQ(plan(matmul(4, 32768, 256), kUntunedBlis).value().provider, GemmProvider::kOpenBlas);
+  // A in L2 (512 KiB assumed): not taken (OpenBLAS's GEMM as fast there).
+  EXPECT_NE(plan(matmul(4, 128, 256), kAvx512).value().kernel, DotKernel::kMatVec);
+  EXPECT_EQ(plan(matmul(4, 512, 256), kAvx512).value().kernel, DotKernel::kMatVec);  // 1 MiB
+  // ... but one vector always (Note [Matrix-vector thresholds]).
+  EXPECT_EQ(plan(matmul(1, 128, 256), kAvx512).value().kernel, DotKernel::kMatVec);
+  // Both sides short: not the kernel.
+  EXPECT_NE(plan(matmul(4, 32, 100000), kAvx512).value().kernel, DotKernel::kMatVec);
+  EXPECT_EQ(plan(matmul(4, 32768, 256, 1, DType::kF32), kAvx512).value().kernel, DotKernel::kMatVec);
+  EXPECT_EQ(plan(matmul(2, 32768, 256, 1, DType::kC128), kAvx512).value().kernel, DotKernel::kMatVec);
+  EXPECT_NE(plan(matmul(3, 32768, 256, 1, DType::kC128), kAvx512).value().kernel, DotKernel::kMatVec);
   Call row_major_c = matmul(4, 32768, 256);
   row_major_c.out = rm({4, 32768});
-  EXPECT_EQ(plan(row_major_c, kAvx512).value().provider, GemmProvider::kOpenBlas);
+  EXPECT_EQ(plan(row_major_c, kAvx512).value().kernel, DotKernel::kMatVec);
+  // An operand contiguous along neither side is packed for a GEMM instead.
+  Call strided = matmul(4, 32768, 256);
+  strided.rhs = Layout{Shape{256, 32768}, Strides{2, 512}, 0};
+  EXPECT_NE(plan(strided, kAvx512).value().kernel, DotKernel::kMatVec);
 }
 
 TEST(DotPlan, DegenerateProducts) {

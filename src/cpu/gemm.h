@@ -226,18 +226,20 @@ inline int64_t lane_width(IsaLevel isa) {
 template <class T>
 void batch_lanes(IsaLevel isa, const GemmArgs<T>& g, int64_t lanes, bool columns_outer);
 
-/// y = alpha op(A) op(x) + beta y for f64, f32, c128 and c64 (op: the conj flags): g.n == 1 (x is B's column at stride
-/// g.rsb, y C's at stride g.rsc), A with rows contiguous (g.csa == 1: dot products, four rows at a time) or columns
-/// contiguous (g.rsa == 1: scaled columns into a stack tile of y), read once in memory order (Note [Matrix-vector
-/// products] in gemm_matvec.cc). `one_run`: A's rows (columns) are read one at a time (the planner's choice for short
-/// runs of an A beyond the caches). No packing, no allocation (stack buffers); one thread (callers split the rows).
-/// Other strides, and levels below kAvx2: plain loops.
+/// Y = alpha op(A) op(X) + beta Y for f64, f32, c128 and c64 (op: the conj flags), X = B with g.n columns (one vector,
+/// or a few: Note [Few-vector products]; B and C at any strides), A with rows contiguous (g.csa == 1: dot products,
+/// four rows at a time) or columns contiguous (g.rsa == 1: scaled columns into a stack tile of y), read once in memory
+/// order (Note [Matrix-vector products] in gemm_matvec.cc). `one_run`: A's rows (columns) are read one at a time (the
+/// planner's choice for short runs of an A beyond the caches). No packing, no allocation (stack buffers); one thread
+/// (callers split the rows). Other strides, and levels below kAvx2: plain loops.
 template <class T>
 void matvec(IsaLevel isa, const GemmArgs<T>& g, bool one_run);
 /// Rows (row form) or columns (column form) of A of at most this many bytes that
 /// matvec reads one at a time when A lies beyond the caches (Note [Matrix-vector
 /// products]).
 inline constexpr int64_t kMatVecShortRunBytes = 2048;
+/// The most vectors (columns of X) a matvec product is planned with (Note [Few-vector products]).
+inline constexpr int64_t kMatVecMaxVectors = 7;
 /// Whether matvec has its vector forms at ISA level `isa`.
 inline bool matvec_available(IsaLevel isa) { return isa >= IsaLevel::kAvx2; }
 

@@ -22,6 +22,17 @@
 //   [Matrix-vector thresholds]).
 // Tails are masked (nothing past A's rows or columns is read). y takes any stride;
 // beta == 0 never reads y. One thread; callers split the rows.
+//
+// Note [Few-vector products]: Y = A X with X of 2 to kMatVecMaxVectors columns (several
+// right-hand sides, a block of vectors) is the same stream through A with a few
+// multiply-adds per element; a GEMM call packs A for them (cblas_dgemm 2048^2 with 2-7
+// columns took 4.5-5.7 ms, about four times one read of A). Real types take up to four
+// vectors per pass over A (more: passes of up to four): the row form keeps R rows x NV
+// vector accumulators (R = 4 for one or two vectors, else 2: 16 registers at AVX2) with
+// X's columns copied in chunks unless contiguous along the contraction; the column form
+// adds QP columns of A at a time (QP = 4 for two vectors, else 2: QP x NV broadcasts)
+// into NV tiles of Y that together keep the 32 KiB of the one-vector tile. Complex
+// types run one pass per vector (the one-vector code).
 
 #include <algorithm>
 #include <complex>
@@ -48,6 +59,11 @@ template <class T>
 constexpr int64_t kXChunk = 16384 / static_cast<int64_t>(sizeof(T));
 template <class T>
 constexpr int64_t kTileRows = 32768 / static_cast<int64_t>(sizeof(T));
+// A few vectors (Note [Few-vector products]): 64 KiB of X's columns (row form), so
+// each vector's chunk covers 16 KiB or more of A's rows; 32 KiB of Y per vector
+// (column form), whole columns of the one-vector tile's length.
+template <class T>
+constexpr int64_t kXChunkAll = 65536 / static_cast<int64_t>(sizeof(T));
 
 // y[r] (r < R) = alpha * (A's row r) . x + (first ? beta y[r] : y[r]) over kc steps; U
 // vector accumulators per row.
@@ -159,6 +175,159 @@ void column_form(const GemmArgs<T>& g, bool single) {
       for (int64_t r = 0; r < rows; ++r) c[r * g.rsc] = g.alpha * tile[r];
     } else {
       for (int64_t r = 0; r < rows; ++r) c[r * g.rsc] = g.alpha * tile[r] + g.beta * c[r * g.rsc];
+    }
+  }
+}
+
+// Y[r, j] (r < R, j < NV) = alpha * (A's row r) . X[:, j] + (first ? beta Y[r, j] :
+// Y[r, j]) over kc steps; X's column j at x + j * ldx, contiguous; U accumulators per
+// pair (Note [Few-vector products]).
+template <class T, int R, int NV, int U>
+void dot_rows_nv(const T* a, int64_t lda, const T* x, int64_t ldx, int64_t kc, T alpha, T beta, bool first, T* y,
+                 int64_t incy, int64_t ldy) {
+  using S = Simd<T>;
+  constexpr int64_t L = S::kLanes;
+  typename S::V acc[R][NV][U];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j)
+#pragma GCC unroll 2
+      for (int u = 0; u < U; ++u) acc[r][j][u] = S::zero();
+  int64_t p = 0;
+  for (; p + U * L <= kc; p += U * L) {
+#pragma GCC unroll 2
+    for (int u = 0; u < U; ++u) {
+      typename S::V xv[NV];
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) xv[j] = S::load(x + j * ldx + p + u * L);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const typename S::V av = S::load(a + r * lda + p + u * L);
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; ++j) acc[r][j][u] = S::fma(av, xv[j], acc[r][j][u]);
+      }
+    }
+  }
+  for (; p < kc; p += L) {
+    const typename S::M m = S::mask(kc - p);
+    typename S::V xv[NV];
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) xv[j] = S::load(x + j * ldx + p, m);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const typename S::V av = S::load(a + r * lda + p, m);
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) acc[r][j][0] = S::fma(av, xv[j], acc[r][j][0]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) {
+#pragma GCC unroll 2
+      for (int u = 1; u < U; ++u) acc[r][j][0] = S::add(acc[r][j][0], acc[r][j][u]);
+      const T s = alpha * S::sum(acc[r][j][0]);
+      T& c = y[r * incy + j * ldy];
+      c = first ? (beta == T{} ? s : s + beta * c) : s + c;
+    }
+  }
+}
+
+// The row form for NV vectors (g.n == NV, Note [Few-vector products]).
+template <class T, int NV>
+void row_form_nv(const GemmArgs<T>& g, bool single) {
+  alignas(64) T xbuf[kXChunkAll<T>];
+  const bool direct = g.rsb == 1;  // X's columns contiguous along the contraction
+  const int64_t chunk = direct ? g.k : kXChunkAll<T> / NV;
+  for (int64_t p0 = 0; p0 < g.k || p0 == 0; p0 += chunk) {
+    const int64_t kc = std::min(chunk, g.k - p0);
+    const T* x = g.b + p0 * g.rsb;
+    int64_t ldx = g.csb;
+    if (!direct) {
+      for (int j = 0; j < NV; ++j)
+        for (int64_t p = 0; p < kc; ++p) xbuf[j * chunk + p] = x[p * g.rsb + j * g.csb];
+      x = xbuf;
+      ldx = chunk;
+    }
+    const T* a = g.a + p0;
+    const bool first = p0 == 0;
+    int64_t i = 0;
+    if (!single) {
+      constexpr int R = NV <= 2 || TENFERRO_ISA_LEVEL >= 2 ? 4 : 2;
+      for (; i + R <= g.m; i += R) {
+        dot_rows_nv<T, R, NV, 1>(a + i * g.rsa, g.rsa, x, ldx, kc, g.alpha, g.beta, first, g.c + i * g.rsc, g.rsc,
+                                 g.csc);
+      }
+    }
+    for (; i < g.m; ++i) {
+      dot_rows_nv<T, 1, NV, (NV <= 2 ? 2 : 1)>(a + i * g.rsa, g.rsa, x, ldx, kc, g.alpha, g.beta, first,
+                                               g.c + i * g.rsc, g.rsc, g.csc);
+    }
+    if (g.k == 0) break;
+  }
+}
+
+// The column form for NV vectors (g.n == NV, Note [Few-vector products]): QP columns of A
+// per pass into NV tiles of kRows rows.
+template <class T, int NV>
+void column_form_nv(const GemmArgs<T>& g, bool single) {
+  using S = Simd<T>;
+  using V = typename S::V;
+  constexpr int64_t L = S::kLanes;
+  constexpr int QP = NV <= 2 || TENFERRO_ISA_LEVEL >= 2 ? 4 : 2;
+  constexpr int64_t kRows = kTileRows<T>;
+  alignas(64) T tile[kTileRows<T> * NV];
+  const int64_t lda = g.csa;
+  for (int64_t i0 = 0; i0 < g.m; i0 += kRows) {
+    const int64_t rows = std::min(kRows, g.m - i0);
+    const int64_t full = rows / L * L;
+    const typename S::M tail = S::mask(rows - full);
+    for (int j = 0; j < NV; ++j)
+      for (int64_t r = 0; r < rows; r += L) S::store(tile + j * kRows + r, S::zero());
+    const T* a = g.a + i0;
+    auto ld = [&](const T* q, int64_t r) { return r < full ? S::load(q + r) : S::load(q + r, tail); };
+    int64_t p = 0;
+    const int64_t grouped = single ? 0 : g.k;  // one column per pass when single
+    for (; p + QP <= grouped; p += QP) {
+      V xs[QP][NV];
+#pragma GCC unroll 4
+      for (int q = 0; q < QP; ++q)
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; ++j) xs[q][j] = S::set1(g.b[(p + q) * g.rsb + j * g.csb]);
+      const T* ap = a + p * lda;
+      for (int64_t r = 0; r < rows; r += L) {
+        V av[QP];
+#pragma GCC unroll 4
+        for (int q = 0; q < QP; ++q) av[q] = ld(ap + q * lda, r);
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; ++j) {
+          V t = S::load(tile + j * kRows + r);
+#pragma GCC unroll 4
+          for (int q = 0; q < QP; ++q) t = S::fma(av[q], xs[q][j], t);
+          S::store(tile + j * kRows + r, t);
+        }
+      }
+    }
+    for (; p < g.k; ++p) {
+      V xs[NV];
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) xs[j] = S::set1(g.b[p * g.rsb + j * g.csb]);
+      const T* ap = a + p * lda;
+      for (int64_t r = 0; r < rows; r += L) {
+        const V av = ld(ap, r);
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; ++j) S::store(tile + j * kRows + r, S::fma(av, xs[j], S::load(tile + j * kRows + r)));
+      }
+    }
+    for (int j = 0; j < NV; ++j) {
+      T* c = g.c + i0 * g.rsc + j * g.csc;
+      const T* t = tile + j * kRows;
+      if (g.beta == T{}) {
+        for (int64_t r = 0; r < rows; ++r) c[r * g.rsc] = g.alpha * t[r];
+      } else {
+        for (int64_t r = 0; r < rows; ++r) c[r * g.rsc] = g.alpha * t[r] + g.beta * c[r * g.rsc];
+      }
     }
   }
 }
@@ -316,11 +485,24 @@ void matvec(const GemmArgs<T>& g, bool one_run) {
 #if TENFERRO_ISA_LEVEL >= 1
   const bool rows = g.csa == 1 && !(g.rsa == 1 && g.m > 1);
   if (rows || g.rsa == 1) {
-    if constexpr (kComplex) {
-      rows ? complex_row_form<typename T::value_type>(g, one_run)
-           : complex_column_form<typename T::value_type>(g, one_run);
-    } else {
-      rows ? row_form<T>(g, one_run) : column_form<T>(g, one_run);
+    // Passes of up to four vectors (real) or one (complex) over A (Note [Few-vector products]).
+    constexpr int64_t kPass = kComplex ? 1 : 4;
+    for (int64_t j0 = 0; j0 < g.n; j0 += kPass) {
+      GemmArgs<T> v = g;
+      v.n = std::min(kPass, g.n - j0);
+      v.b = g.b + j0 * g.csb;
+      v.c = g.c + j0 * g.csc;
+      if constexpr (kComplex) {
+        rows ? complex_row_form<typename T::value_type>(v, one_run)
+             : complex_column_form<typename T::value_type>(v, one_run);
+      } else {
+        switch (v.n) {
+          case 1: rows ? row_form<T>(v, one_run) : column_form<T>(v, one_run); break;
+          case 2: rows ? row_form_nv<T, 2>(v, one_run) : column_form_nv<T, 2>(v, one_run); break;
+          case 3: rows ? row_form_nv<T, 3>(v, one_run) : column_form_nv<T, 3>(v, one_run); break;
+          default: rows ? row_form_nv<T, 4>(v, one_run) : column_form_nv<T, 4>(v, one_run); break;
+        }
+      }
     }
     return;
   }
@@ -333,11 +515,15 @@ void matvec(const GemmArgs<T>& g, bool one_run) {
     if constexpr (kComplex) return conj ? std::conj(v) : v;
     return v;
   };
-  for (int64_t i = 0; i < g.m; ++i) {
-    T s{};
-    for (int64_t p = 0; p < g.k; ++p) s += op(g.a[i * g.rsa + p * g.csa], g.conj_a) * op(g.b[p * g.rsb], g.conj_b);
-    T& c = g.c[i * g.rsc];
-    c = g.beta == T{} ? g.alpha * s : g.alpha * s + g.beta * c;
+  for (int64_t j = 0; j < g.n; ++j) {
+    for (int64_t i = 0; i < g.m; ++i) {
+      T s{};
+      for (int64_t p = 0; p < g.k; ++p) {
+        s += op(g.a[i * g.rsa + p * g.csa], g.conj_a) * op(g.b[p * g.rsb + j * g.csb], g.conj_b);
+      }
+      T& c = g.c[i * g.rsc + j * g.csc];
+      c = g.beta == T{} ? g.alpha * s : g.alpha * s + g.beta * c;
+    }
   }
 }
 
