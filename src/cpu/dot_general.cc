@@ -847,22 +847,24 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
           });
         }
         return;
-      case DotKernel::kWide:
+      case DotKernel::kWide: {
+        const detail::GemmArgs<T> w = route.transposed ? detail::transposed(g) : g;  // C^T = B^T A^T
         if (split) {
           // Pieces of whole column blocks, about four per worker (Note [Short-contraction
           // products], Note [Streamed pieces]).
-          const int64_t blocks = (N + detail::kSmallCols - 1) / detail::kSmallCols;
+          const int64_t blocks = (w.n + detail::kSmallCols - 1) / detail::kSmallCols;
           ctx.parallel_for(blocks, (blocks + 4 * threads - 1) / (4 * threads), [&](int64_t q0, int64_t q1) {
-            detail::GemmArgs<T> part = g;
-            part.n = std::min(N, detail::kSmallCols * q1) - detail::kSmallCols * q0;
-            part.b = g.b + detail::kSmallCols * q0 * g.csb;
-            part.c = g.c + detail::kSmallCols * q0 * g.csc;
+            detail::GemmArgs<T> part = w;
+            part.n = std::min(w.n, detail::kSmallCols * q1) - detail::kSmallCols * q0;
+            part.b = w.b + detail::kSmallCols * q0 * w.csb;
+            part.c = w.c + detail::kSmallCols * q0 * w.csc;
             detail::gemm_naive<T>(isa, part);
           });
           return;
         }
-        detail::gemm_naive<T>(isa, g);
+        detail::gemm_naive<T>(isa, w);
         return;
+      }
       case DotKernel::kThin:
         if (split) {
           ctx.parallel_for((M + 3) / 4, (M + 4 * threads - 1) / (4 * threads), [&](int64_t q0, int64_t q1) {

@@ -15,6 +15,7 @@
 #include "gemm.h"
 #include "tenferro/cpu/dot_route.h"
 #include "tenferro/cpu/elementwise.h"
+#include "tenferro/cpu/kernels.h"
 
 namespace tenferro::cpu {
 namespace {
@@ -586,8 +587,9 @@ void expect_in_place_product(CpuDomainExecutor& executor, const Config& cfg, con
 }
 
 // Elements of `out` (written as alpha . lhs rhs + beta . `before`, with opt's conj
-// flags) farther than eps x (|alpha| sum |a b| + |beta| |before| + 1) from the
-// long-double reference; `first` gets the first such index.
+// flags; `before` unread when beta is 0) farther than eps x (|alpha| sum |a b| + |beta|
+// |before| + 1) from the long-double reference, or not a number; `first` gets the
+// first such index.
 int64_t alpha_beta_mismatches(const Tensor& lhs, const Tensor& rhs, const Config& c, const DotOptions& opt,
                               const Tensor& before, const Tensor& out, double eps, std::string* first) {
   std::vector<long double> mag;
@@ -595,10 +597,14 @@ int64_t alpha_beta_mismatches(const Tensor& lhs, const Tensor& rhs, const Config
   const std::complex<long double> alpha(opt.alpha.real(), opt.alpha.imag()), beta(opt.beta.real(), opt.beta.imag());
   int64_t lin = 0, bad = 0;
   for_each_index(out.shape(), [&](const Index& oi) {
-    const c128 b = before.get_as_c128(oi).value(), got = out.get_as_c128(oi).value();
+    // beta == 0 never reads the destination: a NaN there must not reach the result.
+    const c128 b = beta == std::complex<long double>{} ? c128{} : before.get_as_c128(oi).value();
+    const c128 got = out.get_as_c128(oi).value();
     const std::complex<long double> want = alpha * ref[static_cast<size_t>(lin)] + beta * std::complex<long double>(b.real(), b.imag());
     const long double bound = std::abs(alpha) * mag[static_cast<size_t>(lin)] + std::abs(beta) * std::abs(b) + 1;
-    if (static_cast<double>(std::abs(std::complex<long double>(got.real(), got.imag()) - want)) > eps * static_cast<double>(bound)) {
+    // Written so that a NaN result counts as a mismatch.
+    if (!(static_cast<double>(std::abs(std::complex<long double>(got.real(), got.imag()) - want)) <=
+          eps * static_cast<double>(bound))) {
       if (bad++ == 0) *first = format_dims(oi);
     }
     ++lin;
@@ -1607,6 +1613,57 @@ TEST(DotGeneral, ShortContractionProductsMatchTheReference) {
     });
     expect_real_product(lhs, rhs, cfg, out);
   }
+}
+
+// Note [Transposed short-contraction products]: a row-major C = A B with A tall and
+// row-major and B small with its rows contiguous runs as C^T = B^T A^T on the wide
+// kernel (nothing packed), 1 and 2 threads, beta 0 over NaN and beta 1; against the
+// long-double reference. Below the limits (K < 8, a C in L2, B's columns contiguous)
+// another route.
+TEST(DotGeneral, TransposedShortContractionProducts) {
+  auto executor = make_tbb_executor(2).value();
+  Config c;
+  c.dims.lhs_contracting = {1};
+  c.dims.rhs_contracting = {0};
+  auto row_major = [](int64_t rows, int64_t cols, uint64_t seed) {
+    return Tensor::random_normal(DType::kF64, {cols, rows}, seed).value().permute({1, 0}).value();
+  };
+  const int64_t sizes[][3] = {{20000, 12, 12}, {11001, 24, 30}, {16400, 9, 8}};
+  for (const auto& e : sizes) {
+    const int64_t m = e[0], k = e[1], n = e[2];
+    const Tensor lhs = row_major(m, k, 31), rhs = row_major(k, n, 32);
+    c.lhs_shape = lhs.shape();
+    c.rhs_shape = rhs.shape();
+    for (const int threads : {1, 2}) {
+      for (const bool beta_zero : {true, false}) {
+        Tensor out = row_major(m, n, 33);
+        DotOptions opt;
+        opt.alpha = c128(1.25, 0);
+        opt.beta = beta_zero ? c128(0, 0) : c128(1, 0);
+        if (beta_zero) {
+          const Tensor nan =
+              Tensor::full(DType::kF64, out.shape(), c128(std::numeric_limits<double>::quiet_NaN(), 0)).value();
+          ASSERT_TRUE(copy_into(CpuExecutionContext::sequential(), nan, out));
+        }
+        std::string first;
+        EXPECT_EQ(mismatches_after_call(*executor, threads, lhs, rhs, c, opt, out, 1e-13, &first), 0)
+            << "m " << m << " k " << k << " n " << n << " threads " << threads << " first at " << first;
+        const DotRoute route = planned(kReferenceCaps, threads, lhs, rhs, out, c.dims, opt);
+        EXPECT_EQ(route.kernel, DotKernel::kWide) << describe(route);
+        EXPECT_TRUE(route.transposed) << describe(route);
+        EXPECT_FALSE(route.pack_lhs || route.pack_rhs || route.pack_out) << describe(route);
+      }
+    }
+  }
+  Tensor out = row_major(20000, 12, 34);
+  auto kernel = [&](const Tensor& lhs, const Tensor& rhs, const Tensor& o) {
+    return planned(kReferenceCaps, 1, lhs, rhs, o, c.dims).kernel;
+  };
+  EXPECT_NE(kernel(row_major(20000, 4, 35), row_major(4, 12, 36), out), DotKernel::kWide);  // K < 8
+  const Tensor small_out = row_major(2000, 12, 37);
+  EXPECT_NE(kernel(row_major(2000, 12, 38), row_major(12, 12, 39), small_out), DotKernel::kWide);  // C in L2
+  const Tensor b_cols = Tensor::random_normal(DType::kF64, {12, 12}, 40).value();                  // column-major B
+  EXPECT_NE(kernel(row_major(20000, 12, 41), b_cols, out), DotKernel::kWide);
 }
 
 // Note [Pack order]: a rhs whose free labels split around its contraction is packed;

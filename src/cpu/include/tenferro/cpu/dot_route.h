@@ -112,7 +112,7 @@ struct DotRoute {
   bool lhs_k_first = false;  ///< a packed lhs is [contraction, free] (else [free, contraction])
   bool rhs_n_first = false;  ///< a packed rhs is [free, contraction] (else [contraction, free])
   bool split_lhs_free = false, split_rhs_free = false;  ///< Note [Split free groups] applied
-  bool transposed = false;                              ///< kShortSides / kStreamed / kMatVec compute C^T = B^T A^T
+  bool transposed = false;          ///< kShortSides / kStreamed / kMatVec / kWide compute C^T = B^T A^T
   bool columns_outer = false;       ///< kStreamedOutput, kBatchLanes: column blocks outermost (A stays in cache)
   int64_t m = 1, n = 1, batch = 1;  ///< product sizes after any free-group split
   int64_t lanes = 0;                ///< kBatchLanes: items of the lane run (the rest are walked one by one)
