@@ -481,8 +481,8 @@ void complex_column_form(const GemmArgs<std::complex<R>>& g, bool single) {
 
 template <class T>
 void matvec(const GemmArgs<T>& g, bool one_run) {
-  constexpr bool kComplex = std::is_same_v<T, c128> || std::is_same_v<T, c64>;
 #if TENFERRO_ISA_LEVEL >= 1
+  constexpr bool kComplex = std::is_same_v<T, c128> || std::is_same_v<T, c64>;
   const bool rows = g.csa == 1 && !(g.rsa == 1 && g.m > 1);
   if (rows || g.rsa == 1) {
     // Passes of up to four vectors (real) or one (complex) over A (Note [Few-vector products]).
@@ -510,21 +510,8 @@ void matvec(const GemmArgs<T>& g, bool one_run) {
   (void)one_run;
 #endif
   // The baseline, and an A with neither form (not planned: dot_plan.cc takes one of
-  // the two): plain loops, which the compiler vectorizes where the strides allow.
-  auto op = [](T v, bool conj) {
-    if constexpr (kComplex) return conj ? std::conj(v) : v;
-    return v;
-  };
-  for (int64_t j = 0; j < g.n; ++j) {
-    for (int64_t i = 0; i < g.m; ++i) {
-      T s{};
-      for (int64_t p = 0; p < g.k; ++p) {
-        s += op(g.a[i * g.rsa + p * g.csa], g.conj_a) * op(g.b[p * g.rsb + j * g.csb], g.conj_b);
-      }
-      T& c = g.c[i * g.rsc + j * g.csc];
-      c = g.beta == T{} ? g.alpha * s : g.alpha * s + g.beta * c;
-    }
-  }
+  // the two): the plain-loop GEMM of this level.
+  gemm_naive<T>(g);
 }
 
 template void matvec<double>(const GemmArgs<double>&, bool);
