@@ -400,11 +400,45 @@ constexpr int64_t kMatVecUnit = 64;
 template <class T>
 constexpr bool kMatVecType =
     std::is_same_v<T, double> || std::is_same_v<T, float> || std::is_same_v<T, c128> || std::is_same_v<T, c64>;
+// Note [Matrix-vector contraction levels]: a contraction that does not merge (numpy's
+// 'abc,ac->b' on a C-order A: a and c contracted around the free b) is walked as its
+// nested loops (`levels`, innermost first, Note [Short-side products with a strided
+// contraction]): the kernel runs the innermost loop for every index of the outer ones,
+// the first call with beta and the others adding to C (beta = 1), so A is still read
+// once and nothing is packed. Before, A was packed and handed to a GEMM call, which
+// packed it again.
 template <class T>
 void matvec(const CpuExecutionContext& ctx, IsaLevel isa, const detail::GemmArgs<T>& g, bool transposed, DotSplit split,
-            int64_t pieces, bool one_run) {
+            int64_t pieces, bool one_run, const detail::KLevels* levels) {
   const detail::GemmArgs<T> t = transposed ? detail::transposed(g) : g;
-  auto kernel = [&](const detail::GemmArgs<T>& part) { detail::matvec<T>(isa, part, one_run); };
+  auto kernel = [&](const detail::GemmArgs<T>& part) {
+    if (levels == nullptr || levels->count <= 1) {
+      detail::matvec<T>(isa, part, one_run);
+      return;
+    }
+    // A's strides are the lhs's (sa) unless transposed.
+    const int64_t* sa = transposed ? levels->sb : levels->sa;
+    const int64_t* sx = transposed ? levels->sa : levels->sb;
+    detail::GemmArgs<T> call = part;
+    call.k = levels->extent[0];
+    call.csa = sa[0];
+    call.rsb = sx[0];
+    std::array<int64_t, detail::kMaxKLevels> idx{};
+    for (;;) {
+      detail::matvec<T>(isa, call, one_run);
+      call.beta = T{1};
+      int l = 1;
+      for (; l < levels->count; ++l) {  // odometer over the outer loops
+        call.a += sa[l];
+        call.b += sx[l];
+        if (++idx[static_cast<size_t>(l)] < levels->extent[l]) break;
+        call.a -= levels->extent[l] * sa[l];
+        call.b -= levels->extent[l] * sx[l];
+        idx[static_cast<size_t>(l)] = 0;
+      }
+      if (l == levels->count) return;
+    }
+  };
   if (split == DotSplit::kSplitK && pieces > 1 && t.m * t.n <= kSplitKMaxOutput) {
     split_k<T>(ctx, t, static_cast<int>(std::min<int64_t>(pieces, kSplitKMaxParts)), kernel);
     return;
@@ -822,7 +856,8 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
         return;
       case DotKernel::kMatVec:
         if constexpr (kMatVecType<T>)
-          matvec<T>(ctx, isa, g, route.transposed, route.split, route.pieces, route.one_run);
+          matvec<T>(ctx, isa, g, route.transposed, route.split, route.pieces, route.one_run,
+                    route.k_walk ? &an.klev : nullptr);
         return;
       case DotKernel::kStreamedOutput:
         if constexpr (std::is_same_v<T, double>) {

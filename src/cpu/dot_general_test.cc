@@ -1241,6 +1241,83 @@ TEST(DotGeneral, FewVectorProductsMatchTheReference) {
   EXPECT_EQ(taken, 5 * 2 * 2 * 2 * 2);
 }
 
+// Note [Matrix-vector contraction levels]: products whose contraction does not merge
+// (numpy's 'abc,ac->b', 'abcd,bd->ac', 'abcd,bdn->acn' on C-order arrays, and with the
+// long operand as the rhs) walk the contraction's outer loops around the kernel, after
+// splitting the lhs rows where they do not merge either; every dtype (complex with conj
+// flags), one and two threads, alpha and beta (0 over NaN, and 1); against the
+// long-double reference, and the planner's choice with reference capabilities.
+TEST(DotGeneral, MatrixVectorProductsWalkTheirContractionLoops) {
+  auto executor = make_tbb_executor(2).value();
+  std::mt19937_64 rng(1208);
+  // A C-order (row-major) tensor of `shape`.
+  auto c_order = [&](DType d, const Shape& shape) {
+    Shape rev;
+    for (size_t i = shape.size(); i-- > 0;) rev.push_back(shape[i]);
+    std::vector<int64_t> perm(shape.size());
+    for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int64_t>(perm.size() - 1 - i);
+    return Tensor::random_normal(d, rev, rng()).value().permute(Dims(perm)).value();
+  };
+  struct Case {
+    const char* what;
+    Shape lhs, rhs;
+    DotDims dims;
+    bool rhs_long, split;
+  };
+  auto dims = [](std::initializer_list<int64_t> lc, std::initializer_list<int64_t> rc) {
+    DotDims d;
+    for (const int64_t v : lc) d.lhs_contracting.push_back(v);
+    for (const int64_t v : rc) d.rhs_contracting.push_back(v);
+    return d;
+  };
+  const Case cases[] = {
+      {"abc,ac->b", {40, 96, 48}, {40, 48}, dims({0, 2}, {0, 1}), false, false},
+      {"ac,abc->b", {40, 48}, {40, 96, 48}, dims({0, 1}, {0, 2}), true, false},
+      {"abcd,bd->ac", {6, 20, 70, 24}, {20, 24}, dims({1, 3}, {0, 1}), false, true},
+      {"abcd,bdn->acn", {6, 20, 70, 24}, {20, 24, 3}, dims({1, 3}, {0, 1}), false, true},
+      {"abcde,bd->ace", {3, 5, 10, 30, 40}, {5, 30}, dims({1, 3}, {0, 1}), false, true},
+      {"abcd,dba->c (three loops)", {8, 6, 70, 30}, {30, 6, 8}, dims({0, 1, 3}, {2, 1, 0}), false, false},
+  };
+  int64_t taken = 0;
+  for (const DType d : {DType::kF64, DType::kF32, DType::kC128, DType::kC64}) {
+    const double eps = d == DType::kF64 || d == DType::kC128 ? 1e-13 : 2e-6;
+    for (const Case& e : cases) {
+      if (is_complex(d) && std::string(e.what) == "abcd,bdn->acn") continue;  // complex: one or two vectors
+      const Tensor lhs = c_order(d, e.lhs), rhs = c_order(d, e.rhs);
+      Config c;
+      c.lhs_shape = lhs.shape();
+      c.rhs_shape = rhs.shape();
+      c.dims = e.dims;
+      const Shape out_shape = dot_general_shape(lhs.shape(), rhs.shape(), e.dims).value();
+      for (int threads : {1, 2}) {
+        for (const bool beta_zero : {true, false}) {
+          Tensor out = c_order(d, out_shape);
+          DotOptions opt;
+          opt.alpha = is_complex(d) ? c128(0.5, -1.0) : c128(-1.25, 0);
+          opt.beta = beta_zero ? c128(0, 0) : c128(1, 0);
+          opt.conj_lhs = is_complex(d) && threads == 2;
+          opt.conj_rhs = is_complex(d) && beta_zero;
+          if (beta_zero) {
+            const Tensor nan = Tensor::full(d, out.shape(), c128(std::numeric_limits<double>::quiet_NaN(), 0)).value();
+            ASSERT_TRUE(copy_into(CpuExecutionContext::sequential(), nan, out));
+          }
+          std::string first;
+          EXPECT_EQ(mismatches_after_call(*executor, threads, lhs, rhs, c, opt, out, eps, &first), 0)
+              << e.what << " " << dtype_name(d) << " threads " << threads << " first at " << first;
+          const DotRoute route = planned(kReferenceCaps, threads, lhs, rhs, out, c.dims, opt);
+          EXPECT_EQ(route.kernel, DotKernel::kMatVec) << e.what << ": " << describe(route);
+          EXPECT_TRUE(route.k_walk) << e.what << ": " << describe(route);
+          EXPECT_EQ(route.transposed, e.rhs_long) << e.what << ": " << describe(route);
+          EXPECT_EQ(route.split_lhs_free, e.split) << e.what << ": " << describe(route);
+          EXPECT_FALSE(route.pack_lhs || route.pack_rhs || route.pack_out) << describe(route);
+          taken += route.kernel == DotKernel::kMatVec;
+        }
+      }
+    }
+  }
+  EXPECT_GT(taken, 50);
+}
+
 // Broadcast (stride-0) operands can describe products whose multiply-add count exceeds
 // int64 while every tensor's element count fits: planning them is defined (the UBSan
 // build traps on signed overflow), batched or not, with or without a batch run.

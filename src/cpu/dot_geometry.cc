@@ -452,6 +452,11 @@ void analyze_dot(DType dtype, const Layout& lhs, const Layout& rhs, const Layout
   p.rhs_first_k = first_extent(rhs, dims.rhs_contracting.span());
   p.rhs_n_unit_run = unit_run(rhs, axes.rhs_free.span());
   p.k_levels = k_levels(lhs, rhs, dims, &a->klev);
+  if (p.k_levels && a->klev.count > 0) {
+    p.k_inner = a->klev.extent[0];
+    p.k_inner_lhs = a->klev.sa[0];
+    p.k_inner_rhs = a->klev.sb[0];
+  }
 }
 
 Result<DotAxes> validate_dot(const Tensor& lhs, const Tensor& rhs, const DotDims& dims) {

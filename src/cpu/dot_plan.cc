@@ -421,6 +421,24 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
     };
     const DotFreeSplit& rs = p.rhs_split;
     const DotFreeSplit& ls = p.lhs_split;
+    // A matrix-vector product whose lhs rows and contraction both fail to merge ('abcd,
+    // bd->ac' on a C-order A): the rows' inner run and the contraction's innermost loop
+    // go to the kernel, the rest to the batch and the walked loops (Note [Matrix-vector
+    // contraction levels]); only where the kernel's branch below then takes it (one
+    // vector, or A beyond L2 with a long side of kMatVecVectorsMinRows).
+    auto walked_vector_split = [&]() {
+      const bool dtype_ok = f64 || p.dtype == DType::kF32 || p.dtype == DType::kC128 || p.dtype == DType::kC64;
+      const int64_t maxv = is_complex(p.dtype) ? kMatVecMaxComplexVectors : detail::kMatVecMaxVectors;
+      if (!dtype_ok || st.batch.provider != GemmProvider::kAuto || !detail::matvec_available(isa) || lm.mergeable ||
+          lk.mergeable || !p.k_levels || p.k_inner < 2 || !ls.valid || !on.mergeable || !rn.mergeable || N > maxv) {
+        return false;
+      }
+      const int64_t rows = ls.op.extent, l2 = caps.l2_bytes > 0 ? caps.l2_bytes : int64_t{512} << 10;
+      const bool row_form = p.k_inner_lhs == 1 && p.k_inner >= kMatVecRowMinK;
+      const bool col_form = ls.op.stride == 1 && rows >= kMatVecColMinRows;
+      const bool sized = N == 1 || (rows >= kMatVecVectorsMinRows && p.lhs_elements > l2 / dtype_size(p.dtype));
+      return (row_form || col_form) && sized && rows * p.k_inner >= kMatVecMinFlops && rows >= N;
+    };
     if (!rn.mergeable && rk.mergeable && om.mergeable && p.rhs_elements >= 32768 && rs.valid && rs.op.extent >= 8 &&
         M <= 64 && sat_mul(M * rs.op.extent, K) >= 16384 && repack_ok(M * K, rs.items, p.rhs_elements) &&
         rs.providers_take) {
@@ -429,9 +447,10 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
       N = rs.op.extent;
       B *= rs.items;
       r.split_rhs_free = true;
-    } else if (!lm.mergeable && lk.mergeable && on.mergeable && p.lhs_elements >= 32768 && ls.valid &&
-               ls.op.extent >= 8 && N <= 64 && sat_mul(ls.op.extent * N, K) >= 16384 &&
-               repack_ok(N * K, ls.items, p.lhs_elements) && ls.providers_take) {
+    } else if ((!lm.mergeable && lk.mergeable && on.mergeable && p.lhs_elements >= 32768 && ls.valid &&
+                ls.op.extent >= 8 && N <= 64 && sat_mul(ls.op.extent * N, K) >= 16384 &&
+                repack_ok(N * K, ls.items, p.lhs_elements) && ls.providers_take) ||
+               walked_vector_split()) {
       lm = ls.op;
       om = ls.out;
       M = ls.op.extent;
@@ -559,20 +578,27 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   const bool vectors =
       std::min(M, N) == 1 || (std::min(M, N) <= max_vectors && std::max(M, N) >= kMatVecVectorsMinRows &&
                               sat_mul(sat_mul(B, std::max(M, N)), K) > l2 / elem);
+  // A contraction that does not merge walks its outer loops around the kernel (Note
+  // [Matrix-vector contraction levels]): the kernel's contraction is the innermost loop.
+  const bool k_merged = lk.mergeable && rk.mergeable;
+  const bool k_walk = !k_merged && p.k_levels && p.k_inner >= 2;
+  const int64_t k_run = k_merged ? K : p.k_inner;  // the kernel's contraction
+  const int64_t lks = k_merged ? lk.stride : p.k_inner_lhs, rks = k_merged ? rk.stride : p.k_inner_rhs;
   if (matvec_dtype && automatic && !vendor && detail::matvec_available(isa) && vectors && K >= 2 &&
-      flops >= kMatVecMinFlops && lm.mergeable && lk.mergeable && rk.mergeable && rn.mergeable && om.mergeable &&
+      flops >= kMatVecMinFlops && lm.mergeable && (k_merged || k_walk) && rn.mergeable && om.mergeable &&
       on.mergeable) {
     auto takes = [&](int64_t rsa, int64_t csa, int64_t rows) {
-      return (csa == 1 && K >= kMatVecRowMinK) || (rsa == 1 && rows >= kMatVecColMinRows);
+      // Each call of the kernel does at least kMatVecMinFlops multiply-adds when it walks levels.
+      if (k_walk && rows * k_run < kMatVecMinFlops) return false;
+      return (csa == 1 && k_run >= kMatVecRowMinK) || (rsa == 1 && rows >= kMatVecColMinRows);
     };
-    const bool plain = N <= std::min(M, max_vectors) && takes(lm.stride, lk.stride, M);
-    if (plain || (M <= max_vectors && takes(rn.stride, rk.stride, N))) {
+    const bool plain = N <= std::min(M, max_vectors) && takes(lm.stride, lks, M);
+    if (plain || (M <= max_vectors && takes(rn.stride, rks, N))) {
       r.kernel = DotKernel::kMatVec;
       r.provider = GemmProvider::kNaive;
       r.transposed = !plain;
       const int64_t rows = plain ? M : N;
-      const bool row_form =
-          plain ? lk.stride == 1 && !(lm.stride == 1 && M > 1) : rk.stride == 1 && !(rn.stride == 1 && N > 1);
+      const bool row_form = plain ? lks == 1 && !(lm.stride == 1 && M > 1) : rks == 1 && !(rn.stride == 1 && N > 1);
       const bool outer = r.policy == BatchPolicy::kOuterParallel && B > 1;
       const bool parallel = !outer && r.policy == BatchPolicy::kProviderItems && st.threads > 1 &&
                             flops >= st.batch.parallel_min_flops / kMatVecParallelScale;  // flops may saturate
@@ -586,12 +612,13 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
       } else if (parallel && row_pieces) {
         r.split = DotSplit::kPieces;
         r.pieces = st.threads;
-      } else if (parallel && M * N <= detail::kSplitKMaxOutput && K >= kMatVecPieceK * st.threads) {
+      } else if (parallel && !k_walk && M * N <= detail::kSplitKMaxOutput && K >= kMatVecPieceK * st.threads) {
         r.split = DotSplit::kSplitK;  // Note [Split-K products]
         r.pieces = std::min(st.threads, detail::kSplitKMaxParts);
       }
       r.threads = r.split == DotSplit::kPieces || r.split == DotSplit::kSplitK ? st.threads : 1;
-      r.one_run = (row_form ? K : rows) * elem <= detail::kMatVecShortRunBytes && beyond;
+      r.one_run = (row_form ? k_run : rows) * elem <= detail::kMatVecShortRunBytes && beyond;
+      r.k_walk = k_walk;
       r.reason = std::min(M, N) == 1
                      ? "a side of extent 1, the long operand contiguous along its rows or columns: the "
                        "matrix-vector kernel, no packing (Note [Matrix-vector products])"
@@ -967,6 +994,7 @@ std::string describe(const DotRoute& r) {
   if (r.split_rhs_free) out.append(", rhs free group split");
   if (r.transposed) out.append(", transposed");
   if (r.one_run) out.append(", one run at a time");
+  if (r.k_walk) out.append(", contraction loops walked");
   out.append(": ").append(r.reason);
   return out;
 }

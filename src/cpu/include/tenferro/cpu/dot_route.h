@@ -88,6 +88,8 @@ struct DotProblem {
   int64_t rhs_first_k = 1;      ///< extent of the rhs's first non-trivial contracting axis
   int64_t rhs_n_unit_run = 1;   ///< elements of the rhs free group's unit-stride run
   bool k_levels = false;        ///< the contraction walks as at most 4 nested loops
+  /// With k_levels: the innermost loop's extent and its lhs and rhs strides.
+  int64_t k_inner = 0, k_inner_lhs = 0, k_inner_rhs = 0;
   bool conj_lhs = false, conj_rhs = false;  ///< (complex dtypes only)
   bool beta_zero = true;        ///< the destination is not read
 };
@@ -119,6 +121,7 @@ struct DotRoute {
   int64_t lane_parts = 1;           ///< kBatchLanes: parts of each vector's rows (columns) over the workers
   bool one_run = false;             ///< kMatVec: A's short rows (columns) read one at a time (beyond the caches)
   bool split_columns = false;       ///< kPieces of kOpenBlas / kBlis / kBlocked: blocks of C's columns (else rows)
+  bool k_walk = false;              ///< kMatVec: the contraction's outer loops walked around the kernel
   const char* reason = "";
 };
 
