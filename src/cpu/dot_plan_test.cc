@@ -375,6 +375,39 @@ TEST(DotPlan, FewVectorsTakeTheMatrixVectorKernel) {
   EXPECT_NE(plan(strided, kAvx512).value().kernel, DotKernel::kMatVec);
 }
 
+// Note [Matrix-vector contraction levels]: 'abc,ac->b' on C-order arrays (the
+// contraction a, c around the free b) walks its outer loop around the kernel at AVX2 and
+// above, packs nothing; the scalar level keeps the GEMM; an innermost loop too short for
+// the per-call minimum is not walked.
+TEST(DotPlan, MatrixVectorContractionLoopsAreWalked) {
+  Call c;
+  c.lhs = rm({256, 128, 256});
+  c.rhs = rm({256, 256});
+  c.dims = DotDims{};
+  c.dims.lhs_contracting = {0, 2};
+  c.dims.rhs_contracting = {0, 1};
+  for (const Caps caps : {kAvx2, kAvx512}) {
+    const DotRoute r = plan(c, caps).value();
+    EXPECT_EQ(r.kernel, DotKernel::kMatVec) << describe(r);
+    EXPECT_TRUE(r.k_walk);
+    EXPECT_FALSE(r.pack_lhs || r.pack_rhs || r.pack_out);
+    EXPECT_NE(describe(r).find("contraction loops walked"), std::string::npos);
+  }
+  EXPECT_NE(plan(c, kScalar).value().kernel, DotKernel::kMatVec);
+  c.threads = 2;
+  const DotRoute two = plan(c, kAvx512).value();
+  EXPECT_EQ(two.split, DotSplit::kPieces) << describe(two);  // pieces of rows walk every loop
+  Call few_rows = c;
+  few_rows.lhs = rm({256, 32, 256});
+  const DotRoute few = plan(few_rows, kAvx512).value();
+  EXPECT_TRUE(few.k_walk) << describe(few);
+  EXPECT_EQ(few.split, DotSplit::kNone) << describe(few);  // no contraction parts when walking
+  Call short_inner = c;
+  short_inner.lhs = rm({256, 8, 4});  // 8 rows x 4 per call
+  short_inner.rhs = rm({256, 4});
+  EXPECT_NE(plan(short_inner, kAvx512).value().kernel, DotKernel::kMatVec);
+}
+
 TEST(DotPlan, DegenerateProducts) {
   // Tiny: plain loops below the provider's call cost.
   DotRoute r = plan(matmul(3, 3, 3), kAvx512).value();
