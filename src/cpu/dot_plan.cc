@@ -421,27 +421,36 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
     };
     const DotFreeSplit& rs = p.rhs_split;
     const DotFreeSplit& ls = p.lhs_split;
-    // A matrix-vector product whose lhs rows and contraction both fail to merge ('abcd,
-    // bd->ac' on a C-order A): the rows' inner run and the contraction's innermost loop
-    // go to the kernel, the rest to the batch and the walked loops (Note [Matrix-vector
-    // contraction levels]); only where the kernel's branch below then takes it (one
-    // vector, or A beyond L2 with a long side of kMatVecVectorsMinRows).
-    auto walked_vector_split = [&]() {
+    // A matrix-vector product whose long operand's rows and contraction both fail to
+    // merge ('abcd,bd->ac' on a C-order A; the rhs when transposed, 'bd,abcd->ac'): the
+    // rows' inner run and the contraction's innermost loop go to the kernel, the rest to
+    // the batch and the walked loops (Note [Matrix-vector contraction levels]); only where
+    // the kernel's branch below then takes it (one vector, or A beyond L2 with a long
+    // side of kMatVecVectorsMinRows).
+    auto walked_vector_split = [&](bool rhs) {
       const bool dtype_ok = f64 || p.dtype == DType::kF32 || p.dtype == DType::kC128 || p.dtype == DType::kC64;
       const int64_t maxv = is_complex(p.dtype) ? kMatVecMaxComplexVectors : detail::kMatVecMaxVectors;
-      if (!dtype_ok || st.batch.provider != GemmProvider::kAuto || !detail::matvec_available(isa) || lm.mergeable ||
-          lk.mergeable || !p.k_levels || p.k_inner < 2 || !ls.valid || !on.mergeable || !rn.mergeable || N > maxv) {
+      const DotFreeSplit& sp = rhs ? rs : ls;
+      const DotGroup& rows_group = rhs ? rn : lm;
+      const DotGroup& k_group = rhs ? rk : lk;
+      const bool other_ok = rhs ? lm.mergeable && om.mergeable : rn.mergeable && on.mergeable;
+      const int64_t vectors = rhs ? M : N, inner_stride = rhs ? p.k_inner_rhs : p.k_inner_lhs;
+      if (!dtype_ok || st.batch.provider != GemmProvider::kAuto || !detail::matvec_available(isa) ||
+          rows_group.mergeable || k_group.mergeable || !p.k_levels || p.k_inner < 2 || !sp.valid || !other_ok ||
+          vectors > maxv) {
         return false;
       }
-      const int64_t rows = ls.op.extent, l2 = caps.l2_bytes > 0 ? caps.l2_bytes : int64_t{512} << 10;
-      const bool row_form = p.k_inner_lhs == 1 && p.k_inner >= kMatVecRowMinK;
-      const bool col_form = ls.op.stride == 1 && rows >= kMatVecColMinRows;
-      const bool sized = N == 1 || (rows >= kMatVecVectorsMinRows && p.lhs_elements > l2 / dtype_size(p.dtype));
-      return (row_form || col_form) && sized && rows * p.k_inner >= kMatVecMinFlops && rows >= N;
+      const int64_t rows = sp.op.extent, l2 = caps.l2_bytes > 0 ? caps.l2_bytes : int64_t{512} << 10;
+      const bool row_form = inner_stride == 1 && p.k_inner >= kMatVecRowMinK;
+      const bool col_form = sp.op.stride == 1 && rows >= kMatVecColMinRows;
+      const int64_t elements = rhs ? p.rhs_elements : p.lhs_elements;
+      const bool sized = vectors == 1 || (rows >= kMatVecVectorsMinRows && elements > l2 / dtype_size(p.dtype));
+      return (row_form || col_form) && sized && rows * p.k_inner >= kMatVecMinFlops && rows >= vectors;
     };
-    if (!rn.mergeable && rk.mergeable && om.mergeable && p.rhs_elements >= 32768 && rs.valid && rs.op.extent >= 8 &&
-        M <= 64 && sat_mul(M * rs.op.extent, K) >= 16384 && repack_ok(M * K, rs.items, p.rhs_elements) &&
-        rs.providers_take) {
+    if ((!rn.mergeable && rk.mergeable && om.mergeable && p.rhs_elements >= 32768 && rs.valid && rs.op.extent >= 8 &&
+         M <= 64 && sat_mul(M * rs.op.extent, K) >= 16384 && repack_ok(M * K, rs.items, p.rhs_elements) &&
+         rs.providers_take) ||
+        walked_vector_split(true)) {
       rn = rs.op;
       on = rs.out;
       N = rs.op.extent;
@@ -450,7 +459,7 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
     } else if ((!lm.mergeable && lk.mergeable && on.mergeable && p.lhs_elements >= 32768 && ls.valid &&
                 ls.op.extent >= 8 && N <= 64 && sat_mul(ls.op.extent * N, K) >= 16384 &&
                 repack_ok(N * K, ls.items, p.lhs_elements) && ls.providers_take) ||
-               walked_vector_split()) {
+               walked_vector_split(false)) {
       lm = ls.op;
       om = ls.out;
       M = ls.op.extent;
