@@ -406,7 +406,9 @@ constexpr bool kMatVecType =
 // contraction]): the kernel runs the innermost loop for every index of the outer ones,
 // the first call with beta and the others adding to C (beta = 1), so A is still read
 // once and nothing is packed. Before, A was packed and handed to a GEMM call, which
-// packed it again.
+// packed it again. Short rows beyond the caches stay one at a time (Note [Matrix-vector
+// products]): four side by side made 'abcd,bd->ac' on 64^4 11 -> 13 ms and 'ac,abc->b'
+// on 256 x 128 x 256 2.7 -> 6.0 ms (one thread, Zen 4, 2026-12-04).
 template <class T>
 void matvec(const CpuExecutionContext& ctx, IsaLevel isa, const detail::GemmArgs<T>& g, bool transposed, DotSplit split,
             int64_t pieces, bool one_run, const detail::KLevels* levels) {
