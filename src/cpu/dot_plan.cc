@@ -385,6 +385,11 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   const bool f64 = p.dtype == DType::kF64;
   const IsaLevel isa = caps.usable_isa();
   const bool kernels = isa >= IsaLevel::kAvx2;  // tenferro's vector kernels (Note [ISA kernels])
+  const int64_t l2 = caps.l2_bytes > 0 ? caps.l2_bytes : int64_t{512} << 10;  // 512 KiB assumed when unknown
+  const int64_t elem = dtype_size(p.dtype);
+  // The matrix-vector kernel's dtypes, and the most vectors it takes (Note [Few-vector products]).
+  const bool matvec_dtype = f64 || p.dtype == DType::kF32 || p.dtype == DType::kC128 || p.dtype == DType::kC64;
+  const int64_t max_vectors = is_complex(p.dtype) ? kMatVecMaxComplexVectors : detail::kMatVecMaxVectors;
   int64_t B = p.batch, M = p.m, N = p.n;
   const int64_t K = p.k;
   r.batch = B;
@@ -428,23 +433,21 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
     // the kernel's branch below then takes it (one vector, or A beyond L2 with a long
     // side of kMatVecVectorsMinRows).
     auto walked_vector_split = [&](bool rhs) {
-      const bool dtype_ok = f64 || p.dtype == DType::kF32 || p.dtype == DType::kC128 || p.dtype == DType::kC64;
-      const int64_t maxv = is_complex(p.dtype) ? kMatVecMaxComplexVectors : detail::kMatVecMaxVectors;
       const DotFreeSplit& sp = rhs ? rs : ls;
       const DotGroup& rows_group = rhs ? rn : lm;
       const DotGroup& k_group = rhs ? rk : lk;
       const bool other_ok = rhs ? lm.mergeable && om.mergeable : rn.mergeable && on.mergeable;
       const int64_t vectors = rhs ? M : N, inner_stride = rhs ? p.k_inner_rhs : p.k_inner_lhs;
-      if (!dtype_ok || st.batch.provider != GemmProvider::kAuto || !detail::matvec_available(isa) ||
+      if (!matvec_dtype || st.batch.provider != GemmProvider::kAuto || !detail::matvec_available(isa) ||
           rows_group.mergeable || k_group.mergeable || !p.k_levels || p.k_inner < 2 || !sp.valid || !other_ok ||
-          vectors > maxv) {
+          vectors > max_vectors) {
         return false;
       }
-      const int64_t rows = sp.op.extent, l2 = caps.l2_bytes > 0 ? caps.l2_bytes : int64_t{512} << 10;
+      const int64_t rows = sp.op.extent;
       const bool row_form = inner_stride == 1 && p.k_inner >= kMatVecRowMinK;
       const bool col_form = sp.op.stride == 1 && rows >= kMatVecColMinRows;
       const int64_t elements = rhs ? p.rhs_elements : p.lhs_elements;
-      const bool sized = vectors == 1 || (rows >= kMatVecVectorsMinRows && elements > l2 / dtype_size(p.dtype));
+      const bool sized = vectors == 1 || (rows >= kMatVecVectorsMinRows && elements > l2 / elem);
       return (row_form || col_form) && sized && rows * p.k_inner >= kMatVecMinFlops && rows >= vectors;
     };
     if ((!rn.mergeable && rk.mergeable && om.mergeable && p.rhs_elements >= 32768 && rs.valid && rs.op.extent >= 8 &&
@@ -504,7 +507,6 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   const int64_t width = f64 ? detail::lane_width<double>(isa) : detail::lane_width<float>(isa);
   if (lane_dtype && automatic && !vendor && kernels && K >= 1 && p.lane_batch >= width && lm.mergeable &&
       lk.mergeable && rk.mergeable && rn.mergeable && om.mergeable && on.mergeable) {
-    const int64_t l2 = caps.l2_bytes > 0 ? caps.l2_bytes : int64_t{512} << 10;
     const int64_t vector_bytes = width * (f64 ? 8 : 4);
     const int64_t padded = (p.lane_batch + width - 1) / width * width;
     if (std::min(M * K, K * N) <= 4 * (l2 / vector_bytes) && 4 * padded <= 5 * p.lane_batch) {
@@ -581,9 +583,6 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   // 0.011-0.013 ms against 0.010-0.011). c128 2048^2 with two vectors 1.0-1.75x, with
   // four (four passes) 0.6x: complex stops at two. Against the BLIS route for few rows
   // of long column-major rows (Note [Short-side products]) 32768 x 256 with four 3-4x.
-  const bool matvec_dtype = f64 || p.dtype == DType::kF32 || p.dtype == DType::kC128 || p.dtype == DType::kC64;
-  const int64_t max_vectors = is_complex(p.dtype) ? kMatVecMaxComplexVectors : detail::kMatVecMaxVectors;
-  const int64_t elem = dtype_size(p.dtype), l2 = caps.l2_bytes > 0 ? caps.l2_bytes : int64_t{512} << 10;
   const bool vectors =
       std::min(M, N) == 1 || (std::min(M, N) <= max_vectors && std::max(M, N) >= kMatVecVectorsMinRows &&
                               sat_mul(sat_mul(B, std::max(M, N)), K) > l2 / elem);
