@@ -302,6 +302,31 @@ TEST(ProgramText, TextEndingInsideAValueNameIsAParseError) {
   }
 }
 
+// Found by fuzz/fuzz_ir_text: a placeholder binding of 2.7 PB was allocated (and failed
+// under the fuzzer's sanitizer). Placeholders are one zero broadcast to the declared shape.
+TEST(ProgramText, PlaceholderBindingsOfAnySizeAllocateNothing) {
+  const char* text =
+      "program {\n  %0 = binding \"w\" : f64[333333333333334, 2]\n  %1 = binding \"v\" : c64[3]\n  output %0, %1\n}";
+  auto r = parse_program(text, nullptr, {}, true);
+  ASSERT_TRUE(r) << r.error().to_string();
+  ASSERT_EQ(r->bindings.tensors.size(), 2u);
+  const Tensor& w = r->bindings.tensors[0];
+  EXPECT_EQ(w.dtype(), DType::kF64);
+  EXPECT_EQ(std::vector<int64_t>(w.shape().begin(), w.shape().end()), (std::vector<int64_t>{333333333333334, 2}));
+  for (int64_t s : w.strides()) EXPECT_EQ(s, 0);
+  EXPECT_EQ(w.get<double>(Dims{333333333333333, 1}).value(), 0.0);
+  const Tensor& v = r->bindings.tensors[1];
+  EXPECT_EQ(v.dtype(), DType::kC64);
+  for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(v.get_as_c128(Dims{i}).value(), c128(0, 0));
+  // The placeholder is read-only: nothing can write through the broadcast.
+  Tensor w_copy = w;
+  EXPECT_FALSE(w_copy.view_mut<double>());
+  // Without placeholders the same text still needs its data.
+  auto missing = parse_program(text);
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message().find("has no tensor"), std::string::npos);
+}
+
 TEST(ProgramText, ParseErrorsGiveLineAndColumn) {
   struct Case {
     const char* text;

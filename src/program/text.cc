@@ -626,7 +626,12 @@ class Parser {
             if (!e.is_exact() || e.exact_value() < 0) return err("binding '" + name + "' needs an exact shape");
             sh.push_back(e.exact_value());
           }
-          TENFERRO_TRY(tensor, Tensor::zeros(t.dtype, Dims(sh)));
+          // Note [Placeholder bindings]: one zero element broadcast to the declared
+          // shape (stride 0 on every axis): the program checks and compiles with the
+          // binding's type and values, and a declared shape of any size costs no memory
+          // (a zero-filled buffer would allocate, and touch, the whole tensor).
+          TENFERRO_TRY(Tensor zero, Tensor::zeros(t.dtype, Dims{}));
+          TENFERRO_TRY(tensor, zero.broadcast_to(Dims(sh)));
         } else {
           return err("binding input '" + name + "' has no tensor (give it with --binding on the command line or in the bindings argument of parse_program)");
         }

@@ -22,9 +22,10 @@ std::string print_type(const ValueType& type, std::span<const SymbolInfo> symbol
 /// allowed); binding inputs take `bindings` in order (types checked). Errors: kParse
 /// with "line L, column C" for malformed text; the builder's typed errors (kCompile, with
 /// constraint ids) for invalid ops, prefixed with the line. With
-/// `placeholder_bindings`, binding inputs beyond `bindings` get zero tensors of their
-/// declared type (for checking or compiling a program without its data; never use the
-/// result for evaluation).
+/// `placeholder_bindings`, binding inputs beyond `bindings` get read-only zero tensors of
+/// their declared type, one element broadcast (stride 0), so no shape allocates (for
+/// checking or compiling a program without its data; never use the result for
+/// evaluation).
 Result<CompiledGraph> parse_program(std::string_view text, const ExtensionRegistry* registry = nullptr,
                                     std::span<const Tensor> bindings = {}, bool placeholder_bindings = false);
 
