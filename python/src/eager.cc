@@ -22,6 +22,23 @@
 namespace tenferro::python {
 
 thread_local int tls_no_grad_depth = 0;  // Note [Python no_grad] (eager_internal.h)
+
+namespace {
+// grad / vjp / jvp differentiate their function even inside a no_grad block (as
+// torch.func.grad does): the calling thread's no_grad depth is 0 while f runs and
+// restored after, also when f raises. A no_grad block inside f still stops gradients
+// there (Note [Constant outputs of the functional transforms] in src/eager).
+class TransformScope {
+ public:
+  TransformScope() : saved_(tls_no_grad_depth) { tls_no_grad_depth = 0; }
+  ~TransformScope() { tls_no_grad_depth = saved_; }
+  TransformScope(const TransformScope&) = delete;
+  TransformScope& operator=(const TransformScope&) = delete;
+
+ private:
+  int saved_;
+};
+}  // namespace
 thread_local int tls_trace_depth = 0;    // Note [Python trace]
 
 void refuse_traced_read(const EagerTensor& x, const char* what) {
@@ -541,12 +558,14 @@ void bind_eager(py::module_& m) {
   // grad(f, xs): d f / d xs for a Python function of eager tensors returning a real scalar.
   m.def("eager_grad", [](const py::function& f, const std::vector<EagerTensor>& xs) {
     const eg::EagerFn fn = eager_fn(f);
+    const TransformScope scope;
     return unwrap(eg::grad(fn, xs));
   });
 
   // vjp(f, xs, ct) -> (f(xs), grads); jvp(f, xs, vs) -> (f(xs), J vs) (eager autograd.h).
   m.def("eager_vjp", [](const py::function& f, const std::vector<EagerTensor>& xs, const EagerTensor& ct) {
     const eg::EagerFn fn = eager_fn(f);
+    const TransformScope scope;
     auto [y, g] = unwrap(eg::vjp(fn, xs, ct));
     py::list grads;
     for (EagerTensor& gi : g) grads.append(gi.defined() ? py::cast(std::move(gi)) : py::none());
@@ -554,6 +573,7 @@ void bind_eager(py::module_& m) {
   });
   m.def("eager_jvp", [](const py::function& f, const std::vector<EagerTensor>& xs, const std::vector<EagerTensor>& vs) {
     const eg::EagerFn fn = eager_fn(f);
+    const TransformScope scope;
     auto [y, dy] = unwrap(eg::jvp(fn, xs, vs));
     return py::make_tuple(std::move(y), std::move(dy));
   });

@@ -33,7 +33,9 @@ def grad(f):
     """The gradient function of `f`, a function of eager tensors returning a real scalar
     eager tensor: ``tenferro.grad(f)(x, y)`` returns ``(df/dx, df/dy)`` (eager tensors;
     complex inputs get dL/dRe + i dL/dIm). Recorded eagerly, differentiated by the
-    program transforms (docs/design/0009-ad.md)."""
+    program transforms (docs/design/0009-ad.md). Inputs the output does not depend on get
+    zeros (also a constant output, or one computed under ``no_grad`` inside f); an outer
+    ``no_grad`` block does not apply to f (as ``torch.func.grad``)."""
     def g(*xs):
         ts, _ = _tensors(xs, "grad")
         return tuple(_tenferro.eager_grad(f, ts))
@@ -54,7 +56,8 @@ def vjp(f, xs, cotangent):
     f's Jacobian applied to `cotangent`, of f's output dtype and shape), as
     ``torch.autograd.functional.vjp``. `xs`: an EagerTensor or a sequence of them (a single
     tensor gives a single gradient); entries of integer or bool dtype get None. Complex:
-    the adjoint under Re<u, v> (docs/design/0009-ad.md). Accumulates nothing."""
+    the adjoint under Re<u, v> (docs/design/0009-ad.md). Accumulates nothing. Zeros for
+    inputs f does not depend on; an outer ``no_grad`` block does not apply to f."""
     ts, single = _tensors(xs, "vjp")
     y, grads = _tenferro.eager_vjp(f, ts, cotangent)
     return y, (grads[0] if single else grads)
@@ -62,7 +65,8 @@ def vjp(f, xs, cotangent):
 
 def jvp(f, xs, tangents):
     """``(f(*xs), J v)``: the forward-mode derivative of f along `tangents` (one per x, of
-    its dtype and shape), as ``torch.autograd.functional.jvp``."""
+    its dtype and shape), as ``torch.autograd.functional.jvp``. Zeros when f depends on
+    none of `xs`; an outer ``no_grad`` block does not apply to f."""
     ts, single = _tensors(xs, "jvp")
     vs, _ = _tensors(tangents, "jvp")
     return tuple(_tenferro.eager_jvp(f, ts, vs))

@@ -130,3 +130,40 @@ def test_grad_and_where_name_what_they_take(rt):
     x = rt.tensor(np.arange(3.0))
     (g,) = tenferro.grad(lambda v: (v * v).sum())(x)
     assert np.allclose(np.asarray(g), 2 * np.arange(3.0))
+
+
+def test_functional_transforms_of_constant_outputs_and_inside_no_grad(rt):
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((2, 3, 3))
+    x = rt.tensor(a)
+    # matrix_power(x, 0) is the identity whatever x is: a zero gradient, not an error.
+    for p, want in [(0, np.zeros_like(a)), (1, np.ones_like(a))]:
+        (g,) = tenferro.grad(lambda t: tenferro.linalg.matrix_power(t, p).sum())(x)
+        np.testing.assert_allclose(np.asarray(g), want, atol=1e-12)
+    # A value computed under no_grad inside f passes no derivative (a stop-gradient).
+    def stopped(t):
+        with tenferro.no_grad():
+            s = (t * t).sum()
+        return s + t.sum()
+
+    (g,) = tenferro.grad(stopped)(x)
+    np.testing.assert_allclose(np.asarray(g), np.ones_like(a), rtol=1e-12)
+    y, (gv,) = tenferro.vjp(lambda t: rt.tensor(np.ones(2)) * 2.0, [x], rt.tensor(np.ones(2)))
+    np.testing.assert_allclose(np.asarray(y), [2.0, 2.0])
+    np.testing.assert_allclose(np.asarray(gv), np.zeros_like(a))
+    _, dy = tenferro.jvp(lambda t: rt.tensor(np.ones(2)) * 2.0, [x], [rt.tensor(a)])
+    np.testing.assert_allclose(np.asarray(dy), np.zeros(2))
+    # Outputs are still checked: a non-scalar needs a cotangent.
+    with pytest.raises(tenferro.ShapeError):
+        tenferro.grad(lambda t: rt.tensor(np.ones(2)))(x)
+    # The transforms differentiate f inside an outer no_grad block (as torch.func.grad),
+    # and leave the block on afterwards, also when f raises.
+    with tenferro.no_grad():
+        (g,) = tenferro.grad(lambda t: (t * t).sum())(x)
+        np.testing.assert_allclose(np.asarray(g), 2 * a, rtol=1e-12)
+        assert not tenferro.is_grad_enabled()
+        with pytest.raises(ValueError, match="inside f"):
+            tenferro.grad(lambda t: (_ for _ in ()).throw(ValueError("inside f")))(x)
+        assert not tenferro.is_grad_enabled()
+        assert not (x * x).sum().requires_grad
+    assert tenferro.is_grad_enabled()

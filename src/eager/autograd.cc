@@ -443,8 +443,9 @@ Result<Gradients> replay_reverse(const EagerTensor& root, const EagerTensor& see
   return g;
 }
 
-Result<Gradients> reverse(const EagerTensor& root, const EagerTensor& seed, BackwardRoute requested, const char* op) {
-  TENFERRO_TRY_VOID(check_root(root, op));
+// The output and seed a reverse pass takes: a real scalar without seed, else a seed of
+// the output's dtype and shape.
+Result<void> check_output_and_seed(const EagerTensor& root, const EagerTensor& seed, const char* op) {
   const bool scalar = root.rank() == 0 && is_floating(root.dtype());
   if (!seed.defined() && !scalar) {
     // A shape error for a tensor of rank > 0, a dtype error for a complex (or integer)
@@ -454,6 +455,12 @@ Result<Gradients> reverse(const EagerTensor& root, const EagerTensor& seed, Back
                            std::to_string(root.rank()) + "): pass a cotangent");
   }
   if (seed.defined()) TENFERRO_TRY_VOID(check_seed(root, seed, op));
+  return ok();
+}
+
+Result<Gradients> reverse(const EagerTensor& root, const EagerTensor& seed, BackwardRoute requested, const char* op) {
+  TENFERRO_TRY_VOID(check_root(root, op));
+  TENFERRO_TRY_VOID(check_output_and_seed(root, seed, op));
   TENFERRO_TRY(TapeWalk w, walk(root, op));
   const BackwardDecision d =
       decide_backward_route(requested, w.without_direct ? w.without_direct->op.c_str() : nullptr);
@@ -636,10 +643,20 @@ Result<std::vector<EagerTensor>> scatter_grads(const std::vector<EagerTensor>& l
 }
 }  // namespace
 
+// Note [Constant outputs of the functional transforms]: grad, vjp and jvp differentiate
+// the function f, so an output that depends on none of the inputs (matrix_power(x, 0),
+// a constant, a value computed under no_grad inside f) has zero derivatives, as in JAX
+// and torch.func; only backward(), which names a tensor to differentiate, refuses a
+// tensor that does not require grad. The output and the cotangent are still checked.
 Result<std::vector<EagerTensor>> grad(const EagerFn& f, std::span<const EagerTensor> xs, BackwardRoute route) {
   TENFERRO_TRY(std::vector<EagerTensor> leaves, fresh_leaves(xs));
   TENFERRO_TRY(EagerTensor y, f(leaves));
-  TENFERRO_TRY(Gradients g, reverse(y, {}, route, "grad"));
+  Gradients g;
+  if (y.defined() && !y.ad_node()) {
+    TENFERRO_TRY_VOID(check_output_and_seed(y, {}, "grad"));
+  } else {
+    TENFERRO_TRY(g, reverse(y, {}, route, "grad"));
+  }
   return scatter_grads(leaves, g);
 }
 
@@ -648,7 +665,12 @@ Result<std::pair<EagerTensor, std::vector<EagerTensor>>> vjp(const EagerFn& f, s
   TENFERRO_TRY(std::vector<EagerTensor> leaves, fresh_leaves(xs));
   TENFERRO_TRY(EagerTensor y, f(leaves));
   if (!ct.defined()) return usage_error(ErrorCode::kInvalidArgument, "vjp", "undefined cotangent");
-  TENFERRO_TRY(Gradients g, reverse(y, ct, route, "vjp"));
+  Gradients g;
+  if (y.defined() && !y.ad_node()) {  // Note [Constant outputs of the functional transforms]
+    TENFERRO_TRY_VOID(check_output_and_seed(y, ct, "vjp"));
+  } else {
+    TENFERRO_TRY(g, reverse(y, ct, route, "vjp"));
+  }
   TENFERRO_TRY(std::vector<EagerTensor> out, scatter_grads(leaves, g));
   return std::pair<EagerTensor, std::vector<EagerTensor>>{detach(y), std::move(out)};
 }
@@ -661,6 +683,18 @@ Result<std::pair<EagerTensor, EagerTensor>> jvp(const EagerFn& f, std::span<cons
   }
   TENFERRO_TRY(std::vector<EagerTensor> leaves, fresh_leaves(xs));
   TENFERRO_TRY(EagerTensor y, f(leaves));
+  if (y.defined() && !y.ad_node()) {  // Note [Constant outputs of the functional transforms]
+    for (size_t i = 0; i < xs.size(); ++i) {
+      if (leaves[i].ad_node() &&
+          (!vs[i].defined() || vs[i].dtype() != leaves[i].dtype() || vs[i].shape() != leaves[i].shape())) {
+        return usage_error(
+            ErrorCode::kInvalidArgument, "jvp",
+            "tangent " + std::to_string(i) + " must have the dtype and shape of input " + std::to_string(i));
+      }
+    }
+    TENFERRO_TRY(EagerTensor dy, Context::of(y).no_grad().zeros(y.shape(), y.dtype()));
+    return std::pair<EagerTensor, EagerTensor>{detach(y), std::move(dy)};
+  }
   TENFERRO_TRY_VOID(check_root(y, "jvp"));
   TENFERRO_TRY(Replay r, replay(y, "jvp"));
   // Tangents in the order of the replay's leaves; leaves f did not reach have none.

@@ -539,6 +539,59 @@ TEST(Autograd, FunctionalVjpAndJvp) {
   EXPECT_EQ(values(y), values(y2));
 }
 
+// Note [Constant outputs of the functional transforms]: an output that depends on no
+// input (a constant, a value computed without grad inside f) has zero derivatives.
+TEST(Autograd, FunctionalTransformsOfAConstantOutputGiveZeros) {
+  std::mt19937_64 rng(37);
+  EagerTensor x = random(rng, DType::kF64, {2, 3});
+  EagerTensor z = random(rng, DType::kC128, {2});
+  const std::vector<EagerTensor> xs{x, z};
+  // sum(x) computed without recording, plus a constant: a real scalar through which no
+  // derivative flows (as a stop-gradient).
+  EagerFn constant = [](std::span<const EagerTensor> v) -> Result<EagerTensor> {
+    Context c = Context::of(v[0]).no_grad();
+    TENFERRO_TRY(EagerTensor s, c.sum(v[0]));
+    return c.add(s, c.scalar(c128(2.0, 0.0), DType::kF64).value());
+  };
+  auto g = grad(constant, xs);
+  ASSERT_TRUE(g) << g.error().to_string();
+  ASSERT_EQ(g->size(), 2u);
+  EXPECT_EQ(values((*g)[0]), std::vector<c128>(6, c128(0, 0)));
+  EXPECT_EQ((*g)[0].shape(), x.shape());
+  EXPECT_EQ((*g)[1].dtype(), DType::kC128);
+  EXPECT_EQ(values((*g)[1]), std::vector<c128>(2, c128(0, 0)));
+  // A truly constant f (matrix_power(x, 0) summed): zeros agree with finite differences.
+  EagerTensor w = random(rng, DType::kF64, {3});
+  EagerFn fixed = [w](std::span<const EagerTensor>) { return sum(w); };
+  check_grad_fd(fixed, xs, 3, "constant");
+  // vjp and jvp: zeros, the value itself unchanged.
+  EagerTensor one = runtime()->from_values<double>({}, {1.5}).value();
+  auto [y, vg] = vjp(constant, xs, one).value();
+  EXPECT_NEAR(scalar_value(y), std::real(values(sum(x).value())[0]) + 2.0, 1e-12);
+  EXPECT_EQ(values(vg[0]), std::vector<c128>(6, c128(0, 0)));
+  const std::vector<EagerTensor> tangents{random(rng, DType::kF64, {2, 3}), random(rng, DType::kC128, {2})};
+  auto [y2, dy] = jvp(constant, xs, tangents).value();
+  EXPECT_EQ(dy.shape(), y2.shape());
+  EXPECT_EQ(values(dy), std::vector<c128>(1, c128(0, 0)));
+  // The output and cotangent are still checked: a non-scalar constant needs a cotangent,
+  // the cotangent must match, and so must the tangents.
+  EagerFn vector_constant = [](std::span<const EagerTensor> v) { return Context::of(v[0]).no_grad().exp(v[0]); };
+  auto vec = grad(vector_constant, xs);
+  ASSERT_FALSE(vec);
+  EXPECT_EQ(vec.error().code(), ErrorCode::kShapeMismatch);
+  auto wrong_ct = vjp(vector_constant, xs, one);
+  ASSERT_FALSE(wrong_ct);
+  EXPECT_EQ(wrong_ct.error().code(), ErrorCode::kInvalidArgument);
+  const std::vector<EagerTensor> bad_tangents{one, tangents[1]};
+  auto wrong_tangent = jvp(constant, xs, bad_tangents);
+  ASSERT_FALSE(wrong_tangent);
+  EXPECT_EQ(wrong_tangent.error().code(), ErrorCode::kInvalidArgument);
+  // backward() names the tensor to differentiate: one that does not require grad is an error.
+  auto no = backward(constant(xs).value());
+  ASSERT_FALSE(no);
+  EXPECT_EQ(no.error().code(), ErrorCode::kInvalidArgument);
+}
+
 TEST(Autograd, TypedErrors) {
   auto rt = runtime();
   EagerTensor a = rt->from_values<double>({2}, {1, 2}).value();

@@ -115,16 +115,20 @@ void zero_grad(const EagerTensor& leaf);
 using EagerFn = std::function<Result<EagerTensor>(std::span<const EagerTensor>)>;
 /// d f / d xs at `xs` for a real scalar f, without touching any accumulator: `f` runs on
 /// fresh leaves sharing the storage of `xs`. Entries of integer or bool dtype get an
-/// undefined tensor. Errors: those of f and backward.
+/// undefined tensor; inputs f's output does not depend on get zeros, also when it depends
+/// on none (a constant f: no error, unlike backward). Errors: those of f and backward.
 Result<std::vector<EagerTensor>> grad(const EagerFn& f, std::span<const EagerTensor> xs,
                                       BackwardRoute route = BackwardRoute::kAuto);
 /// (f(xs), vjp) with vjp[i] = <ct, d f / d xs[i]> (the adjoint of the Jacobian applied to
-/// `ct`; Note [Complex cotangents] in ad/transforms.cc).
+/// `ct`; Note [Complex cotangents] in ad/transforms.cc); zeros for inputs f does not
+/// depend on. Errors: kInvalidArgument (ct undefined or not of f's dtype and shape),
+/// those of f and backward.
 Result<std::pair<EagerTensor, std::vector<EagerTensor>>> vjp(const EagerFn& f, std::span<const EagerTensor> xs,
                                                              const EagerTensor& ct,
                                                              BackwardRoute route = BackwardRoute::kAuto);
 /// (f(xs), J v): forward-mode derivative along `vs` (one tangent per x of an inexact
-/// dtype, undefined entries for the others).
+/// dtype, undefined entries for the others); zeros when f depends on none of `xs`.
+/// Errors: kInvalidArgument (a tangent count, dtype or shape that does not match).
 Result<std::pair<EagerTensor, EagerTensor>> jvp(const EagerFn& f, std::span<const EagerTensor> xs,
                                                 std::span<const EagerTensor> vs);
 
