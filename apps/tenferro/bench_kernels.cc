@@ -540,7 +540,14 @@ int run_bench_kernels(int argc, char** argv) {
                                   VectorsCase{DType::kF32, 2048, 2048, 4, false, kAutoP},
                                   VectorsCase{DType::kC128, 2048, 2048, 2, true, kAutoP},
                                   VectorsCase{DType::kC128, 2048, 2048, 2, false, kAutoP},
-                                  VectorsCase{DType::kC128, 2048, 2048, 4, false, kAutoP}}) {
+                                  VectorsCase{DType::kC128, 2048, 2048, 3, true, kAutoP},
+                                  VectorsCase{DType::kC128, 2048, 2048, 3, false, kAutoP},
+                                  VectorsCase{DType::kC128, 2048, 2048, 4, true, kAutoP},
+                                  VectorsCase{DType::kC128, 2048, 2048, 4, false, kAutoP},
+                                  VectorsCase{DType::kC128, 2048, 2048, 7, true, kAutoP},
+                                  VectorsCase{DType::kC128, 2048, 2048, 7, false, kAutoP},
+                                  VectorsCase{DType::kC128, 512, 512, 4, true, kAutoP},
+                                  VectorsCase{DType::kC128, 512, 512, 4, false, kAutoP}}) {
       const std::string name = std::string("vectors ") + std::string(dtype_name(vc.dtype)) + " " +
                                std::to_string(vc.m) + "x" + std::to_string(vc.k) + " n=" + std::to_string(vc.n) +
                                (vc.rows ? " rows" : " cols") + (vc.provider == kBlisP ? " [blis]" : "");

@@ -941,7 +941,7 @@ TEST(DotGeneral, FewVectorKernelAtEveryIsaLevel) {
     for (IsaLevel isa : {IsaLevel::kScalar, IsaLevel::kAvx2, IsaLevel::kAvx512}) {
       if (isa > top) continue;
       for (const auto& [m, k] : shapes)
-        for (const int64_t n : kComplex ? std::vector<int64_t>{2} : std::vector<int64_t>{2, 3, 4, 5, 7})
+        for (const int64_t n : {2, 3, 4, 5, 7})
           for (bool rows : {false, true})
             for (bool x_direct : {true, false})
               for (bool y_cols : {true, false})
@@ -961,9 +961,10 @@ TEST(DotGeneral, FewVectorKernelAtEveryIsaLevel) {
                   }
                   const std::vector<T> before = y;
                   const bool conj = kComplex && special;
+                  const bool conj_x = kComplex && x_direct != y_cols;
                   const T alpha = T(-0.75), beta = special ? T(0) : T(1.5);
                   const detail::GemmArgs<T> g{m,    n,        k,   alpha, a.data(), rows ? lda : 1, rows ? 1 : lda,
-                                              conj, x.data(), rsx, csx,   false,    beta,           y.data(),
+                                              conj, x.data(), rsx, csx,   conj_x,   beta,           y.data(),
                                               rsy,  csy};
                   detail::matvec<T>(isa, g, special);
                   std::vector<char> inside(y.size(), 0);
@@ -978,7 +979,10 @@ TEST(DotGeneral, FewVectorKernelAtEveryIsaLevel) {
                         if constexpr (kComplex) {
                           if (conj) av = std::conj(av);
                         }
-                        const L xv = static_cast<L>(x[static_cast<size_t>(q * rsx + j * csx)]);
+                        L xv = static_cast<L>(x[static_cast<size_t>(q * rsx + j * csx)]);
+                        if constexpr (kComplex) {
+                          if (conj_x) xv = std::conj(xv);
+                        }
                         sum += av * xv;
                         mag += std::abs(av) * std::abs(xv);
                       }
@@ -1003,6 +1007,7 @@ TEST(DotGeneral, FewVectorKernelAtEveryIsaLevel) {
   check_dtype.template operator()<double>();
   check_dtype.template operator()<float>();
   check_dtype.template operator()<c128>();
+  check_dtype.template operator()<c64>();
   EXPECT_GT(checked, 0);
 }
 
@@ -1201,13 +1206,15 @@ TEST(DotGeneral, FewVectorProductsMatchTheReference) {
     DType dtype;
     int64_t m, k, n;
     DotSplit split;  // at two threads
+    bool rows_only = false;  // complex beyond two vectors: the kernel only with A's rows contiguous
   };
-  int64_t taken = 0;
+  int64_t taken = 0, cases = 0;
   for (const Case& e :
        {Case{DType::kF64, 1100, 130, 3, DotSplit::kPieces}, Case{DType::kF64, 100, 3000, 5, DotSplit::kSplitK},
         Case{DType::kF32, 700, 200, 7, DotSplit::kPieces}, Case{DType::kF64, 900, 100, 2, DotSplit::kPieces},
-        Case{DType::kC128, 600, 150, 2, DotSplit::kPieces}}) {
-    const double eps = e.dtype == DType::kF32 ? 2e-6 : 1e-13;
+        Case{DType::kC128, 600, 150, 2, DotSplit::kPieces}, Case{DType::kC128, 600, 150, 4, DotSplit::kPieces, true},
+        Case{DType::kC64, 1000, 150, 3, DotSplit::kPieces, true}}) {
+    const double eps = e.dtype == DType::kF32 || e.dtype == DType::kC64 ? 2e-6 : 1e-13;
     for (bool long_rhs : {false, true})
       for (bool long_rows : {false, true})
         for (bool short_rows : {false, true}) {
@@ -1228,6 +1235,11 @@ TEST(DotGeneral, FewVectorProductsMatchTheReference) {
                 << dtype_name(e.dtype) << " m " << e.m << " k " << e.k << " n " << e.n << " long rhs " << long_rhs
                 << " threads " << threads << " first at " << first;
             const DotRoute route = planned(kReferenceCaps, threads, lhs, rhs, out, c.dims, opt);
+            ++cases;
+            if (e.rows_only && !long_rows) {  // Note [Few-vector products]: complex column form
+              EXPECT_NE(route.kernel, DotKernel::kMatVec) << describe(route);
+              continue;
+            }
             EXPECT_EQ(route.kernel, DotKernel::kMatVec) << describe(route);
             EXPECT_EQ(route.transposed, long_rhs) << describe(route);
             EXPECT_FALSE(route.pack_lhs || route.pack_rhs || route.pack_out) << describe(route);
@@ -1238,7 +1250,8 @@ TEST(DotGeneral, FewVectorProductsMatchTheReference) {
           }
         }
   }
-  EXPECT_EQ(taken, 5 * 2 * 2 * 2 * 2);
+  EXPECT_EQ(cases, 7 * 2 * 2 * 2 * 2);
+  EXPECT_EQ(taken, 5 * 2 * 2 * 2 * 2 + 2 * 2 * 2 * 2);
 }
 
 // Note [Matrix-vector contraction levels]: products whose contraction does not merge

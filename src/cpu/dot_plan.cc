@@ -225,7 +225,8 @@ constexpr int64_t kMatVecPieceRows = 64;
 constexpr int64_t kMatVecPieceK = 128;
 constexpr int64_t kMatVecParallelScale = 8;
 constexpr int64_t kMatVecVectorsMinRows = 64;
-constexpr int64_t kMatVecMaxComplexVectors = 2;
+constexpr int64_t kMatVecMaxComplexRowVectors = 4;
+constexpr int64_t kMatVecMaxComplexColumnVectors = 2;
 constexpr int64_t kStreamMinK = 64;
 constexpr int64_t kStreamMinLong = 64;
 constexpr int64_t kStreamMinShort = 8;
@@ -389,7 +390,14 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   const int64_t elem = dtype_size(p.dtype);
   // The matrix-vector kernel's dtypes, and the most vectors it takes (Note [Few-vector products]).
   const bool matvec_dtype = f64 || p.dtype == DType::kF32 || p.dtype == DType::kC128 || p.dtype == DType::kC64;
-  const int64_t max_vectors = is_complex(p.dtype) ? kMatVecMaxComplexVectors : detail::kMatVecMaxVectors;
+  // Complex types: fewer, and fewer still when A's columns are contiguous (Note
+  // [Few-vector products]).
+  const bool complex_vectors = is_complex(p.dtype);
+  auto max_vectors = [&](bool row_form) {
+    return !complex_vectors ? detail::kMatVecMaxVectors
+           : row_form       ? kMatVecMaxComplexRowVectors
+                            : kMatVecMaxComplexColumnVectors;
+  };
   int64_t B = p.batch, M = p.m, N = p.n;
   const int64_t K = p.k;
   r.batch = B;
@@ -439,12 +447,12 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
       const bool other_ok = rhs ? lm.mergeable && om.mergeable : rn.mergeable && on.mergeable;
       const int64_t vectors = rhs ? M : N, inner_stride = rhs ? p.k_inner_rhs : p.k_inner_lhs;
       if (!matvec_dtype || st.batch.provider != GemmProvider::kAuto || !detail::matvec_available(isa) ||
-          rows_group.mergeable || k_group.mergeable || !p.k_levels || p.k_inner < 2 || !sp.valid || !other_ok ||
-          vectors > max_vectors) {
+          rows_group.mergeable || k_group.mergeable || !p.k_levels || p.k_inner < 2 || !sp.valid || !other_ok) {
         return false;
       }
       const int64_t rows = sp.op.extent;
       const bool row_form = inner_stride == 1 && p.k_inner >= kMatVecRowMinK;
+      if (vectors > max_vectors(row_form)) return false;
       const bool col_form = sp.op.stride == 1 && rows >= kMatVecColMinRows;
       const int64_t elements = rhs ? p.rhs_elements : p.lhs_elements;
       const bool sized = vectors == 1 || (rows >= kMatVecVectorsMinRows && elements > l2 / elem);
@@ -574,17 +582,22 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   // ran on one (f64 0.055 ms, c128 0.091); with 128, 0.029 and 0.056 (numpy 0.041-0.065,
   // 0.065-0.077), c128 100 x 1000 0.042 -> 0.030.
   // A few vectors (Note [Few-vector products]): a short side of 2 to kMatVecMaxVectors
-  // (complex: kMatVecMaxComplexVectors) against a long side of at least
+  // (complex: fewer, below) against a long side of at least
   // kMatVecVectorsMinRows (both sides short: the short-side and small kernels) whose
   // operand, all batch items counted, exceeds L2. `bench kernels --only vectors`, Zen 4,
   // 2026-12-04, against cblas_dgemm on the same product: f64 2048^2 with 2 / 4 / 7
   // vectors 2.0-2.5x / 1.8-2.1x / 1.1-1.3x at one thread; 512^2 (2 MiB) with four
   // 4.7x, with two and rows contiguous 0.9; in L2 the GEMM was as fast (256^2 with four
-  // 0.011-0.013 ms against 0.010-0.011). c128 2048^2 with two vectors 1.0-1.75x, with
-  // four (four passes) 0.6x: complex stops at two. Against the BLIS route for few rows
-  // of long column-major rows (Note [Short-side products]) 32768 x 256 with four 3-4x.
+  // 0.011-0.013 ms against 0.010-0.011). Against the BLIS route for few rows of long
+  // column-major rows (Note [Short-side products]) 32768 x 256 with four 3-4x. Complex
+  // (c128 against cblas_zgemm, one thread, Zen 4, 2026-12-04): with A's rows contiguous
+  // 2048^2 with 2 / 3 / 4 vectors 1.9x / 1.8x / 1.8x at AVX-512, 1.5x / 1.3x / 1.1x at
+  // AVX2, but 7 1.09x / 0.76x; with its columns contiguous 3 and 4 vectors 1.46x / 1.04x
+  // at AVX-512 and 0.88x / 0.87x at AVX2 (2: 1.75x / 1.33x): complex takes up to
+  // kMatVecMaxComplexRowVectors vectors in the row form, kMatVecMaxComplexColumnVectors
+  // in the column form.
   const bool vectors =
-      std::min(M, N) == 1 || (std::min(M, N) <= max_vectors && std::max(M, N) >= kMatVecVectorsMinRows &&
+      std::min(M, N) == 1 || (std::min(M, N) <= detail::kMatVecMaxVectors && std::max(M, N) >= kMatVecVectorsMinRows &&
                               sat_mul(sat_mul(B, std::max(M, N)), K) > l2 / elem);
   // A contraction that does not merge walks its outer loops around the kernel (Note
   // [Matrix-vector contraction levels]): the kernel's contraction is the innermost loop.
@@ -595,13 +608,16 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   if (matvec_dtype && automatic && !vendor && detail::matvec_available(isa) && vectors && K >= 2 &&
       flops >= kMatVecMinFlops && lm.mergeable && (k_merged || k_walk) && rn.mergeable && om.mergeable &&
       on.mergeable) {
-    auto takes = [&](int64_t rsa, int64_t csa, int64_t rows) {
+    auto takes = [&](int64_t rsa, int64_t csa, int64_t rows, int64_t count) {
       // Each call of the kernel does at least kMatVecMinFlops multiply-adds when it walks levels.
       if (k_walk && rows * k_run < kMatVecMinFlops) return false;
+      // The kernel's form (gemm_matvec.cc): rows when the contraction is contiguous, unless
+      // the rows are too.
+      if (count > max_vectors(csa == 1 && !(rsa == 1 && rows > 1))) return false;
       return (csa == 1 && k_run >= kMatVecRowMinK) || (rsa == 1 && rows >= kMatVecColMinRows);
     };
-    const bool plain = N <= std::min(M, max_vectors) && takes(lm.stride, lks, M);
-    if (plain || (M <= max_vectors && takes(rn.stride, rks, N))) {
+    const bool plain = N <= M && takes(lm.stride, lks, M, N);
+    if (plain || takes(rn.stride, rks, N, M)) {
       r.kernel = DotKernel::kMatVec;
       r.provider = GemmProvider::kNaive;
       r.transposed = !plain;

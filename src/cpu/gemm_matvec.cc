@@ -31,8 +31,16 @@
 // vector accumulators (R = 4 for one or two vectors, else 2: 16 registers at AVX2) with
 // X's columns copied in chunks unless contiguous along the contraction; the column form
 // adds QP columns of A at a time (QP = 4 for two vectors, else 2: QP x NV broadcasts)
-// into NV tiles of Y that together keep the 32 KiB of the one-vector tile. Complex
-// types run one pass per vector (the one-vector code).
+// into NV tiles of Y of 32 KiB each. Complex types the same way (Note [Complex
+// few-vector products]); the planner gives them fewer vectors (dot_plan.cc).
+//
+// Note [Complex few-vector products]: up to four vectors per pass as for real types, in
+// the arithmetic of Note [Complex matrix-vector products] with one change: the lane
+// swap is applied to A's vector (once, shared by the NV vectors) instead of to x (once
+// per vector), so the second accumulator holds ai xr, ar xi and im = sum(Q * pair(s_a,
+// s_x)). Row form: RR rows (2, or 1 for three and four vectors at AVX2: 16 registers)
+// x NV vectors x two accumulators; column form: QP columns of A (2, or 1 likewise), each
+// and its swap shared by the NV tiles, two FMAs per tile and column.
 
 #include <algorithm>
 #include <complex>
@@ -476,6 +484,190 @@ void complex_column_form(const GemmArgs<std::complex<R>>& g, bool single) {
   }
 }
 
+// Y[r, j] (r < RR rows, j < NV vectors) for complex A and X (Note [Complex few-vector
+// products]): P[r][j] += a * x_j and Q[r][j] += swap(a) * x_j lane by lane; re = sum(P
+// * pair(1, -s_a s_x)), im = sum(Q * pair(s_a, s_x)). X's column j at x + j * ldx reals.
+template <class R, int RR, int NV>
+void cdot_rows_nv(const R* a, int64_t lda, const R* x, int64_t ldx, int64_t n, typename Simd<R>::V sre,
+                  typename Simd<R>::V sim, std::complex<R> alpha, std::complex<R> beta, bool first, std::complex<R>* y,
+                  int64_t incy, int64_t ldy) {
+  using S = Simd<R>;
+  using V = typename S::V;
+  constexpr int64_t L = S::kLanes;
+  V pa[RR][NV], qa[RR][NV];
+#pragma GCC unroll 4
+  for (int r = 0; r < RR; ++r)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) pa[r][j] = qa[r][j] = S::zero();
+  int64_t p = 0;  // reals
+  for (; p + L <= n; p += L) {
+    V xv[NV];
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) xv[j] = S::load(x + j * ldx + p);
+#pragma GCC unroll 4
+    for (int r = 0; r < RR; ++r) {
+      const V av = S::load(a + r * lda + p), as = S::swap(av);
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) {
+        pa[r][j] = S::fma(av, xv[j], pa[r][j]);
+        qa[r][j] = S::fma(as, xv[j], qa[r][j]);
+      }
+    }
+  }
+  if (p < n) {
+    const typename S::M m = S::mask(n - p);
+    V xv[NV];
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) xv[j] = S::load(x + j * ldx + p, m);
+#pragma GCC unroll 4
+    for (int r = 0; r < RR; ++r) {
+      const V av = S::load(a + r * lda + p, m), as = S::swap(av);
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) {
+        pa[r][j] = S::fma(av, xv[j], pa[r][j]);
+        qa[r][j] = S::fma(as, xv[j], qa[r][j]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < RR; ++r) {
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) {
+      const std::complex<R> v = alpha * std::complex<R>(S::sum(S::mul(pa[r][j], sre)), S::sum(S::mul(qa[r][j], sim)));
+      std::complex<R>& c = y[r * incy + j * ldy];
+      c = first ? (beta == std::complex<R>{} ? v : v + beta * c) : v + c;
+    }
+  }
+}
+
+// The complex row form for NV vectors (g.n == NV): X's columns copied in chunks of
+// kXChunkAll (all NV together) unless contiguous along the contraction.
+template <class R, int NV>
+void complex_row_form_nv(const GemmArgs<std::complex<R>>& g, bool single) {
+  using C = std::complex<R>;
+  using S = Simd<R>;
+  const R sa = g.conj_a ? R(-1) : R(1), sx = g.conj_b ? R(-1) : R(1);
+  const typename S::V sre = S::pair(R(1), -sa * sx), sim = S::pair(sa, sx);
+  alignas(64) C xbuf[kXChunkAll<C>];
+  const bool direct = g.rsb == 1;
+  const int64_t chunk = direct ? g.k : kXChunkAll<C> / NV;
+  for (int64_t p0 = 0; p0 < g.k || p0 == 0; p0 += chunk) {  // k = 0: Y = beta Y
+    const int64_t kc = std::min(chunk, g.k - p0);
+    const C* x = g.b + p0 * g.rsb;
+    int64_t ldx = g.csb;
+    if (!direct) {
+      for (int j = 0; j < NV; ++j)
+        for (int64_t p = 0; p < kc; ++p) xbuf[j * chunk + p] = x[p * g.rsb + j * g.csb];
+      x = xbuf;
+      ldx = chunk;
+    }
+    const R* xr = reinterpret_cast<const R*>(x);
+    const R* a = reinterpret_cast<const R*>(g.a + p0);
+    const int64_t lda = 2 * g.rsa;
+    const bool first = p0 == 0;
+    int64_t i = 0;
+    if (!single) {
+      constexpr int RR = NV <= 2 || TENFERRO_ISA_LEVEL >= 2 ? 2 : 1;
+      for (; i + RR <= g.m; i += RR) {
+        cdot_rows_nv<R, RR, NV>(a + i * lda, lda, xr, 2 * ldx, 2 * kc, sre, sim, g.alpha, g.beta, first,
+                                g.c + i * g.rsc, g.rsc, g.csc);
+      }
+    }
+    for (; i < g.m; ++i) {
+      cdot_rows_nv<R, 1, NV>(a + i * lda, lda, xr, 2 * ldx, 2 * kc, sre, sim, g.alpha, g.beta, first, g.c + i * g.rsc,
+                             g.rsc, g.csc);
+    }
+    if (g.k == 0) break;
+  }
+}
+
+// The complex column form for NV vectors (g.n == NV): QP columns of A per pass, each
+// column and its swap shared by the NV tiles of Y; tile j += a * pair(xr, s_a xr) +
+// swap(a) * pair(-s_a s_x xi, s_x xi) with x = X[q, j].
+template <class R, int NV>
+void complex_column_form_nv(const GemmArgs<std::complex<R>>& g, bool single) {
+  using C = std::complex<R>;
+  using S = Simd<R>;
+  using V = typename S::V;
+  constexpr int64_t L = S::kLanes;
+  constexpr int QP = NV <= 2 || TENFERRO_ISA_LEVEL >= 2 ? 2 : 1;
+  constexpr int64_t kRows = kTileRows<C>, kReals = 2 * kRows;
+  const R sa = g.conj_a ? R(-1) : R(1), sx = g.conj_b ? R(-1) : R(1);
+  alignas(64) C tile_c[kTileRows<C> * NV];
+  R* tile = reinterpret_cast<R*>(tile_c);
+  const int64_t lda = 2 * g.csa;
+  auto m1 = [&](int64_t q, int j) {
+    const C b = g.b[q * g.rsb + j * g.csb];
+    return S::pair(b.real(), sa * b.real());
+  };
+  auto m2 = [&](int64_t q, int j) {
+    const C b = g.b[q * g.rsb + j * g.csb];
+    return S::pair(-sa * sx * b.imag(), sx * b.imag());
+  };
+  for (int64_t i0 = 0; i0 < g.m; i0 += kRows) {
+    const int64_t rows = std::min(kRows, g.m - i0), n = 2 * rows;
+    const int64_t full = n / L * L;
+    const typename S::M tail = S::mask(n - full);
+    for (int j = 0; j < NV; ++j)
+      for (int64_t r = 0; r < n; r += L) S::store(tile + j * kReals + r, S::zero());
+    const R* a = reinterpret_cast<const R*>(g.a + i0);
+    auto ld = [&](const R* q, int64_t r) { return r < full ? S::load(q + r) : S::load(q + r, tail); };
+    int64_t p = 0;
+    const int64_t grouped = single ? 0 : g.k;  // one column per pass when single
+    for (; p + QP <= grouped; p += QP) {
+      V mr[QP][NV], mi[QP][NV];
+#pragma GCC unroll 4
+      for (int q = 0; q < QP; ++q)
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; ++j) {
+          mr[q][j] = m1(p + q, j);
+          mi[q][j] = m2(p + q, j);
+        }
+      const R* ap = a + p * lda;
+      for (int64_t r = 0; r < n; r += L) {
+        V av[QP], as[QP];
+#pragma GCC unroll 4
+        for (int q = 0; q < QP; ++q) {
+          av[q] = ld(ap + q * lda, r);
+          as[q] = S::swap(av[q]);
+        }
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; ++j) {
+          V t = S::load(tile + j * kReals + r);
+#pragma GCC unroll 4
+          for (int q = 0; q < QP; ++q) t = S::fma(as[q], mi[q][j], S::fma(av[q], mr[q][j], t));
+          S::store(tile + j * kReals + r, t);
+        }
+      }
+    }
+    for (; p < g.k; ++p) {
+      V mr[NV], mi[NV];
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) {
+        mr[j] = m1(p, j);
+        mi[j] = m2(p, j);
+      }
+      const R* ap = a + p * lda;
+      for (int64_t r = 0; r < n; r += L) {
+        const V av = ld(ap, r), as = S::swap(av);
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; ++j) {
+          S::store(tile + j * kReals + r, S::fma(as, mi[j], S::fma(av, mr[j], S::load(tile + j * kReals + r))));
+        }
+      }
+    }
+    for (int j = 0; j < NV; ++j) {
+      C* c = g.c + i0 * g.rsc + j * g.csc;
+      const C* t = tile_c + j * kRows;
+      if (g.beta == C{}) {
+        for (int64_t r = 0; r < rows; ++r) c[r * g.rsc] = g.alpha * t[r];
+      } else {
+        for (int64_t r = 0; r < rows; ++r) c[r * g.rsc] = g.alpha * t[r] + g.beta * c[r * g.rsc];
+      }
+    }
+  }
+}
+
 }  // namespace
 #endif
 
@@ -485,16 +677,21 @@ void matvec(const GemmArgs<T>& g, bool one_run) {
   constexpr bool kComplex = std::is_same_v<T, c128> || std::is_same_v<T, c64>;
   const bool rows = g.csa == 1 && !(g.rsa == 1 && g.m > 1);
   if (rows || g.rsa == 1) {
-    // Passes of up to four vectors (real) or one (complex) over A (Note [Few-vector products]).
-    constexpr int64_t kPass = kComplex ? 1 : 4;
+    // Passes of up to four vectors over A (Note [Few-vector products]).
+    constexpr int64_t kPass = 4;
     for (int64_t j0 = 0; j0 < g.n; j0 += kPass) {
       GemmArgs<T> v = g;
       v.n = std::min(kPass, g.n - j0);
       v.b = g.b + j0 * g.csb;
       v.c = g.c + j0 * g.csc;
       if constexpr (kComplex) {
-        rows ? complex_row_form<typename T::value_type>(v, one_run)
-             : complex_column_form<typename T::value_type>(v, one_run);
+        using R = typename T::value_type;
+        switch (v.n) {
+          case 1: rows ? complex_row_form<R>(v, one_run) : complex_column_form<R>(v, one_run); break;
+          case 2: rows ? complex_row_form_nv<R, 2>(v, one_run) : complex_column_form_nv<R, 2>(v, one_run); break;
+          case 3: rows ? complex_row_form_nv<R, 3>(v, one_run) : complex_column_form_nv<R, 3>(v, one_run); break;
+          default: rows ? complex_row_form_nv<R, 4>(v, one_run) : complex_column_form_nv<R, 4>(v, one_run); break;
+        }
       } else {
         switch (v.n) {
           case 1: rows ? row_form<T>(v, one_run) : column_form<T>(v, one_run); break;
