@@ -73,6 +73,17 @@ constexpr int64_t kTileRows = 32768 / static_cast<int64_t>(sizeof(T));
 template <class T>
 constexpr int64_t kXChunkAll = 65536 / static_cast<int64_t>(sizeof(T));
 
+// y[r * incy] = alpha * t[r] (+ beta * y[r * incy] unless beta == 0, which never reads
+// y) for r < rows: a column form's tile written to Y.
+template <class T>
+void write_tile(const T* t, int64_t rows, T alpha, T beta, T* y, int64_t incy) {
+  if (beta == T{}) {
+    for (int64_t r = 0; r < rows; ++r) y[r * incy] = alpha * t[r];
+  } else {
+    for (int64_t r = 0; r < rows; ++r) y[r * incy] = alpha * t[r] + beta * y[r * incy];
+  }
+}
+
 // y[r] (r < R) = alpha * (A's row r) . x + (first ? beta y[r] : y[r]) over kc steps; U
 // vector accumulators per row.
 template <class T, int R, int U>
@@ -178,12 +189,7 @@ void column_form(const GemmArgs<T>& g, bool single) {
         S::store(tile + r, S::fma(v, x0, S::load(tile + r)));
       }
     }
-    T* c = g.c + i0 * g.rsc;
-    if (g.beta == T{}) {
-      for (int64_t r = 0; r < rows; ++r) c[r * g.rsc] = g.alpha * tile[r];
-    } else {
-      for (int64_t r = 0; r < rows; ++r) c[r * g.rsc] = g.alpha * tile[r] + g.beta * c[r * g.rsc];
-    }
+    write_tile(tile, rows, g.alpha, g.beta, g.c + i0 * g.rsc, g.rsc);
   }
 }
 
@@ -242,11 +248,14 @@ void dot_rows_nv(const T* a, int64_t lda, const T* x, int64_t ldx, int64_t kc, T
   }
 }
 
-// The row form for NV vectors (g.n == NV, Note [Few-vector products]).
-template <class T, int NV>
-void row_form_nv(const GemmArgs<T>& g, bool single) {
+// Walks the row form's contraction in chunks (Note [Few-vector products]): calls
+// body(x, ldx, p0, kc) for steps [p0, p0 + kc) with X's NV columns contiguous along the
+// contraction, ldx elements apart: X itself when it is so, else a stack copy of the
+// chunk. k = 0 makes one call with kc = 0 (Y = beta Y).
+template <class T, int NV, class Body>
+void for_x_chunks(const GemmArgs<T>& g, Body&& body) {
   alignas(64) T xbuf[kXChunkAll<T>];
-  const bool direct = g.rsb == 1;  // X's columns contiguous along the contraction
+  const bool direct = g.rsb == 1;
   const int64_t chunk = direct ? g.k : kXChunkAll<T> / NV;
   for (int64_t p0 = 0; p0 < g.k || p0 == 0; p0 += chunk) {
     const int64_t kc = std::min(chunk, g.k - p0);
@@ -258,6 +267,15 @@ void row_form_nv(const GemmArgs<T>& g, bool single) {
       x = xbuf;
       ldx = chunk;
     }
+    body(x, ldx, p0, kc);
+    if (g.k == 0) break;
+  }
+}
+
+// The row form for NV vectors (g.n == NV, Note [Few-vector products]).
+template <class T, int NV>
+void row_form_nv(const GemmArgs<T>& g, bool single) {
+  for_x_chunks<T, NV>(g, [&](const T* x, int64_t ldx, int64_t p0, int64_t kc) {
     const T* a = g.a + p0;
     const bool first = p0 == 0;
     int64_t i = 0;
@@ -272,8 +290,7 @@ void row_form_nv(const GemmArgs<T>& g, bool single) {
       dot_rows_nv<T, 1, NV, (NV <= 2 ? 2 : 1)>(a + i * g.rsa, g.rsa, x, ldx, kc, g.alpha, g.beta, first,
                                                g.c + i * g.rsc, g.rsc, g.csc);
     }
-    if (g.k == 0) break;
-  }
+  });
 }
 
 // The column form for NV vectors (g.n == NV, Note [Few-vector products]): QP columns of A
@@ -328,15 +345,8 @@ void column_form_nv(const GemmArgs<T>& g, bool single) {
         for (int j = 0; j < NV; ++j) S::store(tile + j * kRows + r, S::fma(av, xs[j], S::load(tile + j * kRows + r)));
       }
     }
-    for (int j = 0; j < NV; ++j) {
-      T* c = g.c + i0 * g.rsc + j * g.csc;
-      const T* t = tile + j * kRows;
-      if (g.beta == T{}) {
-        for (int64_t r = 0; r < rows; ++r) c[r * g.rsc] = g.alpha * t[r];
-      } else {
-        for (int64_t r = 0; r < rows; ++r) c[r * g.rsc] = g.alpha * t[r] + g.beta * c[r * g.rsc];
-      }
-    }
+    for (int j = 0; j < NV; ++j)
+      write_tile(tile + j * kRows, rows, g.alpha, g.beta, g.c + i0 * g.rsc + j * g.csc, g.rsc);
   }
 }
 
@@ -475,12 +485,7 @@ void complex_column_form(const GemmArgs<std::complex<R>>& g, bool single) {
         S::store(tile + r, S::fma(S::swap(c0), s0, S::fma(c0, m0, S::load(tile + r))));
       }
     }
-    C* c = g.c + i0 * g.rsc;
-    if (g.beta == C{}) {
-      for (int64_t r = 0; r < rows; ++r) c[r * g.rsc] = g.alpha * tile_c[r];
-    } else {
-      for (int64_t r = 0; r < rows; ++r) c[r * g.rsc] = g.alpha * tile_c[r] + g.beta * c[r * g.rsc];
-    }
+    write_tile(tile_c, rows, g.alpha, g.beta, g.c + i0 * g.rsc, g.rsc);
   }
 }
 
@@ -540,27 +545,14 @@ void cdot_rows_nv(const R* a, int64_t lda, const R* x, int64_t ldx, int64_t n, t
   }
 }
 
-// The complex row form for NV vectors (g.n == NV): X's columns copied in chunks of
-// kXChunkAll (all NV together) unless contiguous along the contraction.
+// The complex row form for NV vectors (g.n == NV).
 template <class R, int NV>
 void complex_row_form_nv(const GemmArgs<std::complex<R>>& g, bool single) {
   using C = std::complex<R>;
   using S = Simd<R>;
   const R sa = g.conj_a ? R(-1) : R(1), sx = g.conj_b ? R(-1) : R(1);
   const typename S::V sre = S::pair(R(1), -sa * sx), sim = S::pair(sa, sx);
-  alignas(64) C xbuf[kXChunkAll<C>];
-  const bool direct = g.rsb == 1;
-  const int64_t chunk = direct ? g.k : kXChunkAll<C> / NV;
-  for (int64_t p0 = 0; p0 < g.k || p0 == 0; p0 += chunk) {  // k = 0: Y = beta Y
-    const int64_t kc = std::min(chunk, g.k - p0);
-    const C* x = g.b + p0 * g.rsb;
-    int64_t ldx = g.csb;
-    if (!direct) {
-      for (int j = 0; j < NV; ++j)
-        for (int64_t p = 0; p < kc; ++p) xbuf[j * chunk + p] = x[p * g.rsb + j * g.csb];
-      x = xbuf;
-      ldx = chunk;
-    }
+  for_x_chunks<C, NV>(g, [&](const C* x, int64_t ldx, int64_t p0, int64_t kc) {
     const R* xr = reinterpret_cast<const R*>(x);
     const R* a = reinterpret_cast<const R*>(g.a + p0);
     const int64_t lda = 2 * g.rsa;
@@ -577,8 +569,7 @@ void complex_row_form_nv(const GemmArgs<std::complex<R>>& g, bool single) {
       cdot_rows_nv<R, 1, NV>(a + i * lda, lda, xr, 2 * ldx, 2 * kc, sre, sim, g.alpha, g.beta, first, g.c + i * g.rsc,
                              g.rsc, g.csc);
     }
-    if (g.k == 0) break;
-  }
+  });
 }
 
 // The complex column form for NV vectors (g.n == NV): QP columns of A per pass, each
@@ -657,13 +648,7 @@ void complex_column_form_nv(const GemmArgs<std::complex<R>>& g, bool single) {
       }
     }
     for (int j = 0; j < NV; ++j) {
-      C* c = g.c + i0 * g.rsc + j * g.csc;
-      const C* t = tile_c + j * kRows;
-      if (g.beta == C{}) {
-        for (int64_t r = 0; r < rows; ++r) c[r * g.rsc] = g.alpha * t[r];
-      } else {
-        for (int64_t r = 0; r < rows; ++r) c[r * g.rsc] = g.alpha * t[r] + g.beta * c[r * g.rsc];
-      }
+      write_tile(tile_c + j * kRows, rows, g.alpha, g.beta, g.c + i0 * g.rsc + j * g.csc, g.rsc);
     }
   }
 }
