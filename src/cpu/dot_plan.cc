@@ -226,7 +226,8 @@ constexpr int64_t kMatVecPieceK = 128;
 constexpr int64_t kMatVecParallelScale = 8;
 constexpr int64_t kMatVecVectorsMinRows = 64;
 constexpr int64_t kMatVecMaxComplexRowVectors = 4;
-constexpr int64_t kMatVecMaxComplexColumnVectors = 2;
+constexpr int64_t kMatVecMaxComplexColumnVectors = 4;  // AVX-512
+constexpr int64_t kMatVecMaxComplexColumnVectorsAvx2 = 2;
 constexpr int64_t kStreamMinK = 64;
 constexpr int64_t kStreamMinLong = 64;
 constexpr int64_t kStreamMinShort = 8;
@@ -390,13 +391,13 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   const int64_t elem = dtype_size(p.dtype);
   // The matrix-vector kernel's dtypes, and the most vectors it takes (Note [Few-vector products]).
   const bool matvec_dtype = f64 || p.dtype == DType::kF32 || p.dtype == DType::kC128 || p.dtype == DType::kC64;
-  // Complex types: fewer, and fewer still when A's columns are contiguous (Note
-  // [Few-vector products]).
+  // Complex types: fewer, and fewer still when A's columns are contiguous below AVX-512
+  // (Note [Few-vector products]).
   const bool complex_vectors = is_complex(p.dtype);
   auto max_vectors = [&](bool row_form) {
-    return !complex_vectors ? detail::kMatVecMaxVectors
-           : row_form       ? kMatVecMaxComplexRowVectors
-                            : kMatVecMaxComplexColumnVectors;
+    if (!complex_vectors) return detail::kMatVecMaxVectors;
+    if (row_form) return kMatVecMaxComplexRowVectors;
+    return isa >= IsaLevel::kAvx512 ? kMatVecMaxComplexColumnVectors : kMatVecMaxComplexColumnVectorsAvx2;
   };
   int64_t B = p.batch, M = p.m, N = p.n;
   const int64_t K = p.k;
@@ -591,11 +592,13 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   // 0.011-0.013 ms against 0.010-0.011). Against the BLIS route for few rows of long
   // column-major rows (Note [Short-side products]) 32768 x 256 with four 3-4x. Complex
   // (c128 against cblas_zgemm, one thread, Zen 4, 2026-12-04): with A's rows contiguous
-  // 2048^2 with 2 / 3 / 4 vectors 1.9x / 1.8x / 1.8x at AVX-512, 1.5x / 1.3x / 1.1x at
-  // AVX2, but 7 1.09x / 0.76x; with its columns contiguous 3 and 4 vectors 1.46x / 1.04x
-  // at AVX-512 and 0.88x / 0.87x at AVX2 (2: 1.75x / 1.33x): complex takes up to
+  // 2048^2 with 2 / 3 / 4 vectors 1.9x / 1.7-2.0x / 1.7x at AVX-512, 1.45x / 1.1x /
+  // 1.0x at AVX2, but 7 (4 + 3) 1.09x / 0.76x; with its columns contiguous 2 / 3 / 4 /
+  // 7 vectors 1.25-1.5x / 1.04-1.51x / 1.04-1.43x / 0.78-1.1x at AVX-512 and 1.2x /
+  // 0.88-1.2x / 0.69-0.89x / 0.55x at AVX2 (three rounds; the AVX2 column form takes one
+  // column of A per pass for 3 and 4 vectors). Complex takes up to
   // kMatVecMaxComplexRowVectors vectors in the row form, kMatVecMaxComplexColumnVectors
-  // in the column form.
+  // in the column form at AVX-512 and kMatVecMaxComplexColumnVectorsAvx2 below.
   const bool vectors =
       std::min(M, N) == 1 || (std::min(M, N) <= detail::kMatVecMaxVectors && std::max(M, N) >= kMatVecVectorsMinRows &&
                               sat_mul(sat_mul(B, std::max(M, N)), K) > l2 / elem);

@@ -335,8 +335,8 @@ TEST(DotPlan, ShortSidesWalkAStridedContraction) {
 // shape (few columns), short rows, another dtype or an untuned BLIS stay on OpenBLAS.
 // Note [Few-vector products]: 2 to 7 rows (columns) of C against a long side whose
 // operand lies beyond L2 and is contiguous along its rows or columns: the matrix-vector
-// kernel, transposed when the long operand is the rhs; complex up to 4 (rows) or 2
-// (columns contiguous). Where the
+// kernel, transposed when the long operand is the rhs; complex up to 4 (with the
+// columns contiguous only 2 below AVX-512). Where the
 // kernel is not available (below AVX2), OpenBLAS.
 TEST(DotPlan, FewVectorsTakeTheMatrixVectorKernel) {
   for (const int64_t m : {2, 4, 7}) {
@@ -366,15 +366,16 @@ TEST(DotPlan, FewVectorsTakeTheMatrixVectorKernel) {
   EXPECT_NE(plan(matmul(4, 32, 100000), kAvx512).value().kernel, DotKernel::kMatVec);
   EXPECT_EQ(plan(matmul(4, 32768, 256, 1, DType::kF32), kAvx512).value().kernel, DotKernel::kMatVec);
   // Complex: up to 4 vectors in the row form (the long operand contiguous along the
-  // contraction), 2 in the column form.
+  // contraction), in the column form 4 at AVX-512 and 2 below.
   for (const DType d : {DType::kC128, DType::kC64}) {
     for (const int64_t m : {2, 3, 4})
       EXPECT_EQ(plan(matmul(m, 32768, 256, 1, d), kAvx2).value().kernel, DotKernel::kMatVec) << m;
     EXPECT_NE(plan(matmul(5, 32768, 256, 1, d), kAvx512).value().kernel, DotKernel::kMatVec);
-    for (const int64_t m : {2, 3}) {
+    for (const int64_t m : {2, 3, 4, 5}) {
       Call columns = matmul(m, 32768, 256, 1, d);
       columns.rhs = rm({256, 32768});
-      EXPECT_EQ(plan(columns, kAvx512).value().kernel == DotKernel::kMatVec, m == 2) << m;
+      EXPECT_EQ(plan(columns, kAvx512).value().kernel == DotKernel::kMatVec, m <= 4) << m;
+      EXPECT_EQ(plan(columns, kAvx2).value().kernel == DotKernel::kMatVec, m == 2) << m;
     }
   }
   Call row_major_c = matmul(4, 32768, 256);
