@@ -210,6 +210,7 @@ CpuCaps CpuCaps::probe() {
   const arch_t arch = bli_arch_query_id();
   caps.blis_arch = bli_arch_string(arch);
   caps.blis_tuned = arch != BLIS_ARCH_GENERIC;
+  caps.blis_zen = caps.blis_tuned && caps.blis_arch.rfind("zen", 0) == 0;
   caps.openblas_core = openblas_get_corename();
   caps.openblas_tuned = openblas_core_tuned(caps.openblas_core, caps.detected_isa);
   caps.openblas_avx512 = openblas_core_avx512(caps.openblas_core) && caps.detected_isa >= IsaLevel::kAvx512;
@@ -281,6 +282,7 @@ std::string CpuCaps::to_json() const {
   out.append(", \"usable_isa\": \"").append(isa_name(usable_isa())).append("\"");
   out.append(", \"blis_arch\": ").append(json_string(blis_arch));
   out.append(", \"blis_tuned\": ").append(b(blis_tuned));
+  out.append(", \"blis_zen\": ").append(b(blis_zen));
   out.append(", \"openblas_core\": ").append(json_string(openblas_core));
   out.append(", \"openblas_tuned\": ").append(b(openblas_tuned));
   out.append(", \"openblas_avx512\": ").append(b(openblas_avx512));

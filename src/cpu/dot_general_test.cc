@@ -616,11 +616,12 @@ int64_t alpha_beta_mismatches(const Tensor& lhs, const Tensor& rhs, const Config
 // alpha_beta_mismatches against `out` as it was before (-1, with the error in `first`,
 // when the call fails).
 int64_t mismatches_after_call(CpuDomainExecutor& executor, int threads, const Tensor& lhs, const Tensor& rhs,
-                              const Config& c, const DotOptions& opt, Tensor& out, double eps, std::string* first) {
+                              const Config& c, const DotOptions& opt, Tensor& out, double eps, std::string* first,
+                              const CpuCaps* caps = nullptr) {
   const Tensor before = out.clone().value();
   Result<void> st;
   executor.install([&] {
-    CpuExecutionContext ctx(&executor, ParallelMode::kInner, threads);
+    CpuExecutionContext ctx(&executor, ParallelMode::kInner, threads, BatchSettings{}, caps);
     st = dot_general_into(ctx, lhs, rhs, c.dims, opt, out);
   });
   if (!st.has_value()) {
@@ -1459,6 +1460,70 @@ TEST(DotGeneral, ColumnSplitProductsMatchTheReference) {
       expect_two_thread_product(*executor, rng, d, m, n, k, /*rhs_k_last=*/true, opt);
     }
   }
+}
+
+// Note [Complex products on BLIS's Zen kernels]: c128 products on one thread with BLIS on
+// a Zen configuration and OpenBLAS on 512-bit kernels run on BLIS (planned with those
+// capabilities, so the route runs on any machine): column- and row-major operands and
+// destinations, conj flags, alpha and beta, against the long-double reference. Two
+// threads, c64, another BLIS configuration or a product past kZenComplexMaxFlops keep
+// OpenBLAS; the parallel threshold counts a complex multiply-add four times (Note
+// [Parallel work]).
+TEST(DotGeneral, ComplexProductsOnBlisZenKernels) {
+  std::mt19937_64 rng(1211);
+  auto executor = make_tbb_executor(2).value();
+  CpuCaps caps = host_caps();
+  caps.blis_arch = "zen3";
+  caps.blis_tuned = caps.blis_zen = true;
+  caps.openblas_core = "Cooperlake";
+  caps.openblas_tuned = caps.openblas_avx512 = true;
+  Config c;
+  c.dims.lhs_contracting = {1};
+  c.dims.rhs_contracting = {0};
+  auto matrix = [&](DType d, int64_t rows, int64_t cols, bool row_major) {
+    return row_major ? Tensor::random_normal(d, {cols, rows}, rng()).value().permute({1, 0}).value()
+                     : Tensor::random_normal(d, {rows, cols}, rng()).value();
+  };
+  auto route_of = [&](int threads, const Tensor& lhs, const Tensor& rhs, const CpuCaps& with) {
+    CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads, BatchSettings{}, &with);
+    return explain_dot_general(ctx, lhs, rhs, c.dims).value();
+  };
+  const int64_t shapes[][3] = {{37, 53, 29}, {128, 128, 128}, {300, 17, 200}};
+  for (const auto& mnk : shapes) {
+    for (int layout = 0; layout < 4; ++layout) {
+      const Tensor lhs = matrix(DType::kC128, mnk[0], mnk[2], layout & 1);
+      const Tensor rhs = matrix(DType::kC128, mnk[2], mnk[1], layout & 2);
+      Tensor out = matrix(DType::kC128, mnk[0], mnk[1], layout == 1);
+      c.lhs_shape = lhs.shape();
+      c.rhs_shape = rhs.shape();
+      const DotRoute route = route_of(1, lhs, rhs, caps);
+      EXPECT_EQ(route.provider, GemmProvider::kBlis) << describe(route);
+      EXPECT_NE(describe(route).find("Zen kernels"), std::string::npos) << describe(route);
+      DotOptions opt;
+      opt.conj_lhs = layout & 1;
+      opt.conj_rhs = layout & 2;
+      opt.alpha = c128(-0.75, 0.5);
+      opt.beta = layout == 3 ? c128(0, 0) : c128(0.25, 1.0);
+      std::string first;
+      EXPECT_EQ(mismatches_after_call(*executor, 1, lhs, rhs, c, opt, out, 1e-13, &first, &caps), 0)
+          << mnk[0] << " x " << mnk[1] << " x " << mnk[2] << " layout " << layout << " first at " << first;
+    }
+  }
+  const Tensor a = Tensor::zeros(DType::kC128, {256, 256}).value();
+  EXPECT_EQ(route_of(2, a, a, caps).provider, GemmProvider::kOpenBlas);  // two threads
+  const Tensor a64 = Tensor::zeros(DType::kC64, {256, 256}).value();
+  EXPECT_EQ(route_of(1, a64, a64, caps).provider, GemmProvider::kOpenBlas);  // c64: not measured
+  const Tensor big = Tensor::zeros(DType::kC128, {1100, 1000}).value(),
+               big_rhs = Tensor::zeros(DType::kC128, {1000, 1000}).value();
+  EXPECT_EQ(route_of(1, big, big_rhs, caps).provider, GemmProvider::kOpenBlas);  // past 2^30 multiply-adds
+  CpuCaps skx = caps;
+  skx.blis_arch = "skx";
+  skx.blis_zen = false;
+  EXPECT_EQ(route_of(1, a, a, skx).provider, GemmProvider::kOpenBlas);
+  // 64^3 c128 (2^18 complex multiply-adds, 2^20 real) takes both threads; f64 stays on one.
+  const Tensor z64 = Tensor::zeros(DType::kC128, {64, 64}).value(), d64 = Tensor::zeros(DType::kF64, {64, 64}).value();
+  EXPECT_EQ(route_of(2, z64, z64, caps).threads, 2) << describe(route_of(2, z64, z64, caps));
+  EXPECT_EQ(route_of(2, d64, d64, caps).threads, 1);
 }
 
 // Note [OpenBLAS pieces]: OpenBLAS products on two threads run as one-thread OpenBLAS calls

@@ -27,7 +27,8 @@ namespace tenferro::cpu {
 //
 // Note [Default GEMM provider]: kAuto uses plain loops for tiny products (Note [Tiny
 // products]) and integer dtypes; OpenBLAS for single products and provider-item
-// batches (f64 on AVX-512 builds: the blocked kernel, Note [Blocked AVX-512 GEMM]);
+// batches (f64 on AVX-512 builds: the blocked kernel, Note [Blocked AVX-512 GEMM]; c128
+// on one thread: BLIS's Zen kernels, Note [Complex products on BLIS's Zen kernels]);
 // BLIS (one thread per call) for sequential, outer-parallel and whole-batch vendor
 // batches, where BLIS runs tuned kernels (Note [Untuned BLIS]). Figures:
 // docs/benchmarks.md ("CPU kernels and dot_general").
@@ -35,7 +36,6 @@ namespace tenferro::cpu {
 // Note [Batch policy thresholds]: kAuto runs batches outer-parallel when the context
 // has more than one thread and each product is below DotOptions::outer_parallel_flops
 // multiply-adds; otherwise sequentially, each product using the context's threads.
-
 
 namespace {
 
@@ -80,9 +80,18 @@ struct Resolved {
   const char* reason;
 };
 
+// Note [Parallel work]: parallel_min_flops and the thresholds derived from it count real
+// multiply-adds; a complex one is four (c128 64^3 on two threads: one thread 0.048 ms
+// against cblas_zgemm's own two threads 0.030 while it counted one).
+int64_t real_work(DType dtype, int64_t flops) { return is_complex(dtype) ? sat_mul(flops, 4) : flops; }
+
+// Note [Complex products on BLIS's Zen kernels].
+constexpr int64_t kZenComplexMaxFlops = int64_t{1} << 30;
+
 // The batch policy and the provider (Note [Batch policies], Note [Default GEMM provider]).
-Result<Resolved> resolve_provider(const DotSettings& st, const CpuCaps& caps, bool integral, int64_t batch,
-                                  int64_t m, int64_t n, int64_t flops) {
+Result<Resolved> resolve_provider(const DotSettings& st, const CpuCaps& caps, DType dtype, int64_t batch, int64_t m,
+                                  int64_t n, int64_t flops) {
+  const bool integral = integral_dtype(dtype);
   const BatchSettings& bs = st.batch;
   Resolved r{bs.policy, bs.provider, "the provider requested"};
   if (r.policy == BatchPolicy::kAuto) {
@@ -124,13 +133,28 @@ Result<Resolved> resolve_provider(const DotSettings& st, const CpuCaps& caps, bo
     // cblas_dgemm 2048 at 1 thread 10 GFLOP/s against 29 with its Haswell kernels; c128
     // n = 512 8.4 against 28 through BLIS). When OpenBLAS is untuned and BLIS tuned, the
     // products OpenBLAS would run as provider items go to BLIS instead.
-    const bool blis_items = caps.blis_tuned && !caps.openblas_tuned;
+    // Note [Complex products on BLIS's Zen kernels]: c128 products on one thread, with
+    // BLIS on one of its Zen configurations and OpenBLAS on 512-bit kernels (Zen 4: BLIS
+    // zen3, OpenBLAS Cooperlake), go to BLIS. `tenferro bench kernels --only
+    // "dot_general c128"`, one thread, two alternating rounds (2026-12-04): n = 128 /
+    // 256 / 512 / 1024 1.06-1.07x / 1.07-1.10x / 1.07x / 1.00-1.11x cblas_zgemm's speed
+    // in four rounds, against 0.96-1.03x on OpenBLAS; at 2048 BLIS was bimodal (1.28-1.60
+    // s against 1.35-1.41), hence up to kZenComplexMaxFlops multiply-adds. On two threads
+    // BLIS's pieces were bimodal too (n = 256 0.57-0.90x of OpenBLAS's), so products
+    // that take several threads keep OpenBLAS; f64 and f32 ran alike on both, and other
+    // CPUs are not measured.
+    const bool one_thread = st.threads == 1 || real_work(dtype, flops) < bs.parallel_min_flops;
+    const bool zen_complex = dtype == DType::kC128 && caps.blis_zen && caps.openblas_avx512 && one_thread &&
+                             flops <= kZenComplexMaxFlops && r.policy == BatchPolicy::kProviderItems;
+    const bool blis_items = caps.blis_tuned && (!caps.openblas_tuned || zen_complex);
     const bool openblas = (r.policy == BatchPolicy::kProviderItems && !blis_items) || !caps.blis_tuned;
     r.provider = openblas ? GemmProvider::kOpenBlas : GemmProvider::kBlis;
-    r.reason = !caps.blis_tuned       ? "BLIS runs generic kernels on this CPU: OpenBLAS (Note [Untuned BLIS])"
-               : blis_items           ? "OpenBLAS runs kernels below this CPU's ISA: BLIS (Note [Untuned OpenBLAS])"
-               : openblas             ? "a single product or provider items: OpenBLAS (Note [Default GEMM provider])"
-                                      : "an outer-parallel or sequential batch: BLIS, one thread per product";
+    r.reason = !caps.blis_tuned ? "BLIS runs generic kernels on this CPU: OpenBLAS (Note [Untuned BLIS])"
+               : zen_complex
+                   ? "a c128 product on one thread: BLIS's Zen kernels (Note [Complex products on BLIS's Zen kernels])"
+               : blis_items ? "OpenBLAS runs kernels below this CPU's ISA: BLIS (Note [Untuned OpenBLAS])"
+               : openblas   ? "a single product or provider items: OpenBLAS (Note [Default GEMM provider])"
+                            : "an outer-parallel or sequential batch: BLIS, one thread per product";
     // Matrix-vector shaped products (a side of 1) pay a GEMM call's setup for little
     // work: plain loops up to 16x the threshold (Note [Tiny products]).
     const int64_t tiny = openblas ? bs.tiny_flops : bs.tiny_flops_blis;
@@ -141,7 +165,6 @@ Result<Resolved> resolve_provider(const DotSettings& st, const CpuCaps& caps, bo
   }
   return r;
 }
-
 
 // Note [Pack order]: an operand that must be packed is copied into one of two compact
 // forms, both BLAS matrices: [free, contracting] (the default) or [contracting, free].
@@ -412,7 +435,7 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
     return r;
   }
   int64_t flops = sat_mul(M * N, std::max<int64_t>(K, 1));
-  TENFERRO_TRY(Resolved res, resolve_provider(st, caps, integral, B, M, N, flops));
+  TENFERRO_TRY(Resolved res, resolve_provider(st, caps, p.dtype, B, M, N, flops));
   r.policy = res.policy;
   r.provider = res.provider;
   r.reason = res.reason;
@@ -480,7 +503,7 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
     }
     if (r.split_lhs_free || r.split_rhs_free) {
       flops = sat_mul(M * N, std::max<int64_t>(K, 1));
-      TENFERRO_TRY(res, resolve_provider(st, caps, false, B, M, N, flops));
+      TENFERRO_TRY(res, resolve_provider(st, caps, p.dtype, B, M, N, flops));
       r.policy = res.policy;
       r.provider = res.provider;
       r.reason = res.reason;
@@ -628,7 +651,7 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
       const bool row_form = plain ? lks == 1 && !(lm.stride == 1 && M > 1) : rks == 1 && !(rn.stride == 1 && N > 1);
       const bool outer = r.policy == BatchPolicy::kOuterParallel && B > 1;
       const bool parallel = !outer && r.policy == BatchPolicy::kProviderItems && st.threads > 1 &&
-                            flops >= st.batch.parallel_min_flops / kMatVecParallelScale;  // flops may saturate
+                            real_work(p.dtype, flops) >= st.batch.parallel_min_flops / kMatVecParallelScale;
       const bool beyond = sat_mul(sat_mul(B, rows), K) > 2 * (l2 / elem);  // A (all items) streams from beyond L2
       // Pieces of rows keep each worker's share of A contiguous in the row form; in the
       // column form (from beyond L2) only while each piece's column segment is a long run.
@@ -763,7 +786,7 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   }
   // Note [Column-split products].
   if (!integral && automatic && r.policy == BatchPolicy::kProviderItems && r.provider == GemmProvider::kOpenBlas &&
-      caps.blis_tuned && st.threads > 1 && flops >= st.batch.parallel_min_flops && M <= 4 * N &&
+      caps.blis_tuned && st.threads > 1 && real_work(p.dtype, flops) >= st.batch.parallel_min_flops && M <= 4 * N &&
       std::max(M, N) >= 32 * int64_t{st.threads} && std::max(M, N) >= 4 * K &&
       !(caps.openblas_avx512 && K < kBlisSlowK && std::min(M, N) >= kBlisSlowMinSide)) {
     r.provider = GemmProvider::kBlis;
@@ -795,7 +818,10 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   const bool outer = r.policy == BatchPolicy::kOuterParallel && B > 1;
   // A product below parallel_min_flops runs on one thread even with provider items:
   // waking and joining the other threads costs more than it saves (Note [Tiny products]).
-  r.threads = !outer && r.policy == BatchPolicy::kProviderItems && flops >= st.batch.parallel_min_flops ? st.threads : 1;
+  r.threads =
+      !outer && r.policy == BatchPolicy::kProviderItems && real_work(p.dtype, flops) >= st.batch.parallel_min_flops
+          ? st.threads
+          : 1;
   if (outer) r.split = DotSplit::kOuterBatch;
   const int threads = r.threads;
   auto pieces = [&](int64_t count) {

@@ -24,7 +24,7 @@ CpuCaps make_caps(Caps c) {
   CpuCaps caps;
   caps.detected_isa = c.isa;
   caps.built_isa = IsaLevel::kAvx512;
-  caps.blis_arch = c.blis_tuned ? "zen3" : "generic";
+  caps.blis_arch = c.blis_tuned ? "haswell" : "generic";
   caps.blis_tuned = c.blis_tuned;
   caps.openblas_core = c.openblas_avx512 ? "SkylakeX" : c.openblas_tuned ? "Haswell" : "Prescott";
   caps.openblas_tuned = c.openblas_tuned;

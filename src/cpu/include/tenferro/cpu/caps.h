@@ -42,6 +42,7 @@ struct CpuCaps {
   IsaLevel max_isa = IsaLevel::kAvx512;
   std::string blis_arch;     ///< BLIS's chosen sub-configuration ("haswell", "zen3", "generic")
   bool blis_tuned = false;   ///< BLIS runs kernels written for this CPU (not "generic")
+  bool blis_zen = false;     ///< ... one of its AMD Zen configurations ("zen", "zen2", "zen3", ...)
   std::string openblas_core;  ///< OpenBLAS's chosen core ("Haswell", "SkylakeX", "Prescott")
   bool openblas_tuned = false;     ///< that core uses this CPU's vector ISA (not SSE-only)
   bool openblas_avx512 = false;    ///< that core runs 512-bit kernels (SkylakeX, CooperLake, SapphireRapids)

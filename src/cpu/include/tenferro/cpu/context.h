@@ -89,8 +89,8 @@ struct BatchSettings {
   /// Below this many multiply-adds per product, plain loops replace BLIS calls (a BLIS
   /// call has a larger fixed cost than an OpenBLAS call).
   int64_t tiny_flops_blis = 16384;
-  /// Below this many multiply-adds, a product uses one thread even when the context has
-  /// more (provider items and single products).
+  /// Below this many real multiply-adds (a complex one counts four), a product uses one
+  /// thread even when the context has more (provider items and single products).
   int64_t parallel_min_flops = int64_t{1} << 19;
   /// Provider of dot_general calls whose DotOptions::provider is kAuto (engine default:
   /// CpuEngineConfig::batch). kAuto lets the planner choose.
