@@ -52,7 +52,7 @@ def dot_table(out):
             runs[(int(m.group(1)), m.group(2), int(m.group(3)))] = {r["case"]: r for r in load_json(path)}
     cores = sorted({c for (_, c, _) in runs}, key=lambda c: (c != "default", c))
     rounds = sorted({r for (_, _, r) in runs})
-    cases = sorted({c for rows in runs.values() for c in rows if "[" not in c},
+    cases = sorted({c for rows in runs.values() for c in rows if c.startswith("dot_general") and "[" not in c},
                    key=lambda c: (c.split()[1], int(c.split("n=")[1])))
     print("dot_general against the peers at their best (ms, lowest–highest over rounds)\n")
     print("| product | threads | tenferro | " + " | ".join("cblas " + c for c in cores) +
