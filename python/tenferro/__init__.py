@@ -208,25 +208,32 @@ class no_grad:
 is_grad_enabled = _tenferro.is_grad_enabled
 
 
+def _constants(xs, what):
+    # Eager tensors as they are; numpy arrays among them become constants on the first
+    # tensor's runtime (as for the operators and einsum). At least one must be eager.
+    first = next((x for x in xs if isinstance(x, EagerTensor)), None)
+    if first is None and xs:  # an empty sequence is the operation's own error
+        raise TypeError(f"tenferro.{what}: expected an EagerTensor or a sequence of them")
+    return [x if isinstance(x, EagerTensor) else first.runtime.tensor(_np.asarray(x)) for x in xs]
+
+
 def where(pred, on_true, on_false):
-    """Elementwise selection of eager tensors (one runtime, one dtype for the branches)."""
-    _tensors((pred, on_true, on_false), "where")
-    return _tenferro.eager_where(pred, on_true, on_false)
+    """Elementwise selection of eager tensors (one runtime, one dtype for the branches;
+    numpy arrays among them become constants on that runtime)."""
+    return _tenferro.eager_where(*_constants((pred, on_true, on_false), "where"))
 
 
 def concatenate(tensors, axis=0):
-    """numpy's concatenate of eager tensors (one runtime, one dtype): along `axis`, or of
-    the flattened tensors when `axis` is None."""
-    tensors = list(tensors)
-    _tensors(tensors, "concatenate")
-    return _tenferro.eager_concatenate(tensors, axis)
+    """numpy's concatenate of eager tensors (one runtime, one dtype; numpy arrays among
+    them become constants): along `axis`, or of the flattened tensors when `axis` is
+    None."""
+    return _tenferro.eager_concatenate(_constants(list(tensors), "concatenate"), axis)
 
 
 def stack(tensors, axis=0):
-    """numpy's stack of eager tensors of one shape: joined along a new axis `axis`."""
-    tensors = list(tensors)
-    _tensors(tensors, "stack")
-    return _tenferro.eager_stack(tensors, axis)
+    """numpy's stack of eager tensors of one shape (numpy arrays among them become
+    constants): joined along a new axis `axis`."""
+    return _tenferro.eager_stack(_constants(list(tensors), "stack"), axis)
 
 
 def _elementwise_pair(name, run, x, y):

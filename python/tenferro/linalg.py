@@ -9,7 +9,8 @@ has its largest-magnitude entry real and positive); `truncated_svd` keeps a rank
 a relative discarded weight. Every call takes `engine=` or `threads=` like
 tenferro.einsum.
 
-Every function also takes `tenferro.EagerTensor` inputs (of one runtime): it then runs
+Every function also takes `tenferro.EagerTensor` inputs (of one runtime; numpy arrays
+next to them become constants there, as for the operators and einsum): it then runs
 on their runtime and returns eager tensors that record for reverse-mode AD, so
 ``loss.backward()`` and ``tenferro.grad`` differentiate through svd, qr, eigh,
 cholesky, solve, inv, det, slogdet, pinv, the norms, truncated_svd, matrix_power and
@@ -30,14 +31,15 @@ _Eager = _tenferro.EagerTensor
 
 
 def _on_eager(engine, threads, *xs):
-    """True when the call's operands are eager tensors (then no engine= or threads=)."""
-    if not any(isinstance(x, _Eager) for x in xs):
-        return False
-    if not all(isinstance(x, _Eager) for x in xs):
-        raise TypeError("tenferro.linalg: mix of eager tensors and arrays (convert the arrays with rt.tensor)")
+    """The call's operands as eager tensors when any of them is one (then no engine= or
+    threads=): arrays among them become constants on that tensor's runtime (integer
+    arrays as float64), as for the operators and einsum. None otherwise."""
+    first = next((x for x in xs if isinstance(x, _Eager)), None)
+    if first is None:
+        return None
     if engine is not None or threads is not None:
         raise TypeError("tenferro.linalg: eager tensors run on their runtime (no engine= or threads=)")
-    return True
+    return [x if isinstance(x, _Eager) else first.runtime.tensor(_arr(x, "linalg", matrix=False)) for x in xs]
 
 __all__ = ["svd", "qr", "eigh", "eigvalsh", "eig", "eigvals", "cholesky", "solve", "inv", "det", "slogdet",
            "pinv", "lstsq", "norm", "matrix_norm", "vector_norm", "truncated_svd", "matrix_rank", "cond",
@@ -120,8 +122,9 @@ def cholesky(a, upper=False, *, engine=None, threads=None):
 
 def solve(a, b, *, engine=None, threads=None):
     """x with a @ x = b; b is [.., n, k] or a vector [n]. LinAlgError for singular a."""
-    if _on_eager(engine, threads, a, b):
-        return _E.solve(a, b)
+    eager = _on_eager(engine, threads, a, b)
+    if eager:
+        return _E.solve(*eager)
     a, b = _common(_arr(a, "solve"), _arr(b, "solve", matrix=False))
     return _L.solve(_engine(engine, threads), a, b)
 
@@ -157,8 +160,9 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=None, engine=None, threads=None
 
 def lstsq(a, b, rcond=None, *, engine=None, threads=None):
     """(x, residuals, rank, s) as numpy.linalg.lstsq (minimum-norm solution)."""
-    if _on_eager(engine, threads, a, b):
-        return _E.lstsq(a, b, None if rcond is None else float(rcond))
+    eager = _on_eager(engine, threads, a, b)
+    if eager:
+        return _E.lstsq(*eager, None if rcond is None else float(rcond))
     a, b = _common(_arr(a, "lstsq"), _arr(b, "lstsq", matrix=False))
     x, res, rank, s = _L.lstsq(_engine(engine, threads), a, b, None if rcond is None else float(rcond))
     return x, res, _scalar(rank), s
@@ -333,6 +337,8 @@ def multi_dot(arrays, *, out=None, engine=None, threads=None):
     from ._einsum import einsum
     arrays = list(arrays)
     eager = _on_eager(engine, threads, *arrays)
+    if eager:
+        arrays = eager
     if eager and out is not None:
         raise TypeError("multi_dot: eager tensors are immutable (no out=)")
     if len(arrays) < 2:

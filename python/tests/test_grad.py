@@ -130,6 +130,14 @@ def test_grad_and_where_name_what_they_take(rt):
     x = rt.tensor(np.arange(3.0))
     (g,) = tenferro.grad(lambda v: (v * v).sum())(x)
     assert np.allclose(np.asarray(g), 2 * np.arange(3.0))
+    # numpy arrays next to eager tensors are constants on their runtime, as for the
+    # operators: where, concatenate and stack take them too.
+    z = np.zeros(3)
+    np.testing.assert_array_equal(tenferro.where(x > 0.5, x, z).numpy(), np.where(np.arange(3.0) > 0.5, np.arange(3.0), z))
+    np.testing.assert_array_equal(tenferro.concatenate([z, x]).numpy(), np.concatenate([z, np.arange(3.0)]))
+    np.testing.assert_array_equal(tenferro.stack([x, z], axis=1).numpy(), np.stack([np.arange(3.0), z], axis=1))
+    (g,) = tenferro.grad(lambda v: tenferro.where(v > 0.5, v * v, z).sum())(x)
+    np.testing.assert_allclose(np.asarray(g), [0.0, 2.0, 4.0])
 
 
 def test_functional_transforms_of_constant_outputs_and_inside_no_grad(rt):

@@ -291,5 +291,12 @@ def test_matrix_power_and_multi_dot_take_eager_tensors():
         e[i] = 1e-6
         fd[i] = (np.linalg.matrix_power(a + e, 3).sum() - np.linalg.matrix_power(a - e, 3).sum()) / 2e-6
     np.testing.assert_allclose(xg.grad.numpy(), fd, rtol=1e-6)
-    with pytest.raises(TypeError, match="mix of eager tensors and arrays"):
-        L.multi_dot([x, b])
+    # numpy arrays next to eager tensors are constants on their runtime (as for the
+    # operators and einsum), gradients flowing to the eager operands only.
+    np.testing.assert_allclose(L.multi_dot([x, b]).numpy(), a @ b, rtol=1e-12)
+    (g,) = tenferro.grad(lambda t: L.solve(t, b).sum())(x)
+    np.testing.assert_allclose(np.asarray(g), -np.linalg.inv(a).T @ np.ones_like(b) @ np.linalg.solve(a, b).T,
+                               rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(L.solve(x, b.astype(np.int64)).numpy(), np.linalg.solve(a, b.astype(np.int64)), rtol=1e-12)
+    x_l, _, _, _ = L.lstsq(x, b)
+    np.testing.assert_allclose(x_l.numpy(), np.linalg.lstsq(a, b, rcond=None)[0], rtol=1e-9)
