@@ -615,6 +615,12 @@ int64_t alpha_beta_mismatches(const Tensor& lhs, const Tensor& rhs, const Config
 // dot_general_into(lhs, rhs) into `out` on `threads` workers of `executor`, then
 // alpha_beta_mismatches against `out` as it was before (-1, with the error in `first`,
 // when the call fails).
+// A random rows x cols matrix, column-major or (row_major) row-major.
+Tensor random_matrix(std::mt19937_64& rng, DType d, int64_t rows, int64_t cols, bool row_major) {
+  return row_major ? Tensor::random_normal(d, {cols, rows}, rng()).value().permute({1, 0}).value()
+                   : Tensor::random_normal(d, {rows, cols}, rng()).value();
+}
+
 int64_t mismatches_after_call(CpuDomainExecutor& executor, int threads, const Tensor& lhs, const Tensor& rhs,
                               const Config& c, const DotOptions& opt, Tensor& out, double eps, std::string* first,
                               const CpuCaps* caps = nullptr) {
@@ -1200,8 +1206,7 @@ TEST(DotGeneral, FewVectorProductsMatchTheReference) {
   c.dims.lhs_contracting = {1};
   c.dims.rhs_contracting = {0};
   auto matrix = [&](DType d, int64_t rows, int64_t cols, bool row_major) {
-    return row_major ? Tensor::random_normal(d, {cols, rows}, rng()).value().permute({1, 0}).value()
-                     : Tensor::random_normal(d, {rows, cols}, rng()).value();
+    return random_matrix(rng, d, rows, cols, row_major);
   };
   struct Case {
     DType dtype;
@@ -1481,8 +1486,7 @@ TEST(DotGeneral, ComplexProductsOnBlisZenKernels) {
   c.dims.lhs_contracting = {1};
   c.dims.rhs_contracting = {0};
   auto matrix = [&](DType d, int64_t rows, int64_t cols, bool row_major) {
-    return row_major ? Tensor::random_normal(d, {cols, rows}, rng()).value().permute({1, 0}).value()
-                     : Tensor::random_normal(d, {rows, cols}, rng()).value();
+    return random_matrix(rng, d, rows, cols, row_major);
   };
   auto route_of = [&](int threads, const Tensor& lhs, const Tensor& rhs, const CpuCaps& with) {
     CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads, BatchSettings{}, &with);
