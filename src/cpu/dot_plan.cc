@@ -136,9 +136,9 @@ Result<Resolved> resolve_provider(const DotSettings& st, const CpuCaps& caps, DT
     // Note [Complex products on BLIS's Zen kernels]: c128 products on one thread, with
     // BLIS on one of its Zen configurations and OpenBLAS on 512-bit kernels (Zen 4: BLIS
     // zen3, OpenBLAS Cooperlake), go to BLIS. `tenferro bench kernels --only
-    // "dot_general c128"`, one thread, two alternating rounds (2026-12-04): n = 128 /
-    // 256 / 512 / 1024 1.06-1.07x / 1.07-1.10x / 1.07x / 1.00-1.11x cblas_zgemm's speed
-    // in four rounds, against 0.96-1.03x on OpenBLAS; at 2048 BLIS was bimodal (1.28-1.60
+    // "dot_general c128"`, one thread, four rounds (2026-12-04): n = 128 / 256 / 512 /
+    // 1024 1.06-1.07x / 1.07-1.10x / 1.07x / 1.00-1.11x cblas_zgemm's speed on BLIS,
+    // against 0.96-1.03x on OpenBLAS; at 2048 BLIS was bimodal (1.28-1.60
     // s against 1.35-1.41), hence up to kZenComplexMaxFlops multiply-adds. On two threads
     // BLIS's pieces were bimodal too (n = 256 0.57-0.90x of OpenBLAS's), so products
     // that take several threads keep OpenBLAS; f64 and f32 ran alike on both, and other
