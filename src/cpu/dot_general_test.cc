@@ -919,7 +919,7 @@ TEST(DotGeneral, MatrixVectorKernelAtEveryIsaLevel) {
 }
 
 // Note [Few-vector products]: the kernel with X of 2 to 7 columns (passes of up to four
-// vectors) at every ISA level this machine has, f64 and f32 (c128 with two vectors),
+// vectors) at every ISA level this machine has, f64, f32, c128 and c64 (both conj flags),
 // row and column forms, X's columns contiguous or interleaved (copied in chunks: k past
 // one chunk), Y column-major with padding or row-major, beta 0 over NaN, one run at a
 // time or not, every partial row block and vector tail, tiles of the column form (m

@@ -73,6 +73,31 @@ constexpr int64_t kTileRows = 32768 / static_cast<int64_t>(sizeof(T));
 template <class T>
 constexpr int64_t kXChunkAll = 65536 / static_cast<int64_t>(sizeof(T));
 
+// Walks the row form's contraction in chunks: calls body(x, ldx, p0, kc) for steps
+// [p0, p0 + kc) with X's NV columns contiguous along the contraction, ldx elements
+// apart: X itself when it is so, else a stack copy of kCap elements at most (all NV
+// columns together; kXChunk for one vector, kXChunkAll for several, Note [Few-vector
+// products]). k = 0 makes one call with kc = 0 (Y = beta Y).
+template <class T, int NV, int64_t kCap, class Body>
+void for_x_chunks(const GemmArgs<T>& g, Body&& body) {
+  alignas(64) T xbuf[kCap];
+  const bool direct = g.rsb == 1;
+  const int64_t chunk = direct ? g.k : kCap / NV;
+  for (int64_t p0 = 0; p0 < g.k || p0 == 0; p0 += chunk) {
+    const int64_t kc = std::min(chunk, g.k - p0);
+    const T* x = g.b + p0 * g.rsb;
+    int64_t ldx = g.csb;
+    if (!direct) {
+      for (int j = 0; j < NV; ++j)
+        for (int64_t p = 0; p < kc; ++p) xbuf[j * chunk + p] = x[p * g.rsb + j * g.csb];
+      x = xbuf;
+      ldx = chunk;
+    }
+    body(x, ldx, p0, kc);
+    if (g.k == 0) break;
+  }
+}
+
 // y[r * incy] = alpha * t[r] (+ beta * y[r * incy] unless beta == 0, which never reads
 // y) for r < rows: a column form's tile written to Y.
 template <class T>
@@ -122,15 +147,7 @@ void dot_rows(const T* a, int64_t lda, const T* x, int64_t kc, T alpha, T beta, 
 
 template <class T>
 void row_form(const GemmArgs<T>& g, bool single) {
-  alignas(64) T xbuf[kXChunk<T>];
-  const int64_t chunk = g.rsb == 1 ? g.k : kXChunk<T>;
-  for (int64_t p0 = 0; p0 < g.k || p0 == 0; p0 += chunk) {
-    const int64_t kc = std::min(chunk, g.k - p0);
-    const T* x = g.b + p0 * g.rsb;
-    if (g.rsb != 1) {
-      for (int64_t p = 0; p < kc; ++p) xbuf[p] = x[p * g.rsb];
-      x = xbuf;
-    }
+  for_x_chunks<T, 1, kXChunk<T>>(g, [&](const T* x, int64_t, int64_t p0, int64_t kc) {
     const T* a = g.a + p0;
     const bool first = p0 == 0;
     int64_t i = 0;
@@ -140,8 +157,7 @@ void row_form(const GemmArgs<T>& g, bool single) {
       }
     }
     for (; i < g.m; ++i) dot_rows<T, 1, 4>(a + i * g.rsa, g.rsa, x, kc, g.alpha, g.beta, first, g.c + i * g.rsc, g.rsc);
-    if (g.k == 0) break;
-  }
+  });
 }
 
 template <class T>
@@ -248,34 +264,10 @@ void dot_rows_nv(const T* a, int64_t lda, const T* x, int64_t ldx, int64_t kc, T
   }
 }
 
-// Walks the row form's contraction in chunks (Note [Few-vector products]): calls
-// body(x, ldx, p0, kc) for steps [p0, p0 + kc) with X's NV columns contiguous along the
-// contraction, ldx elements apart: X itself when it is so, else a stack copy of the
-// chunk. k = 0 makes one call with kc = 0 (Y = beta Y).
-template <class T, int NV, class Body>
-void for_x_chunks(const GemmArgs<T>& g, Body&& body) {
-  alignas(64) T xbuf[kXChunkAll<T>];
-  const bool direct = g.rsb == 1;
-  const int64_t chunk = direct ? g.k : kXChunkAll<T> / NV;
-  for (int64_t p0 = 0; p0 < g.k || p0 == 0; p0 += chunk) {
-    const int64_t kc = std::min(chunk, g.k - p0);
-    const T* x = g.b + p0 * g.rsb;
-    int64_t ldx = g.csb;
-    if (!direct) {
-      for (int j = 0; j < NV; ++j)
-        for (int64_t p = 0; p < kc; ++p) xbuf[j * chunk + p] = x[p * g.rsb + j * g.csb];
-      x = xbuf;
-      ldx = chunk;
-    }
-    body(x, ldx, p0, kc);
-    if (g.k == 0) break;
-  }
-}
-
 // The row form for NV vectors (g.n == NV, Note [Few-vector products]).
 template <class T, int NV>
 void row_form_nv(const GemmArgs<T>& g, bool single) {
-  for_x_chunks<T, NV>(g, [&](const T* x, int64_t ldx, int64_t p0, int64_t kc) {
+  for_x_chunks<T, NV, kXChunkAll<T>>(g, [&](const T* x, int64_t ldx, int64_t p0, int64_t kc) {
     const T* a = g.a + p0;
     const bool first = p0 == 0;
     int64_t i = 0;
@@ -413,15 +405,7 @@ void complex_row_form(const GemmArgs<std::complex<R>>& g, bool single) {
   using S = Simd<R>;
   const R sa = g.conj_a ? R(-1) : R(1), sx = g.conj_b ? R(-1) : R(1);
   const typename S::V sre = S::pair(R(1), -sa * sx), sim = S::pair(sx, sa);
-  alignas(64) C xbuf[kXChunk<C>];
-  const int64_t chunk = g.rsb == 1 ? g.k : kXChunk<C>;
-  for (int64_t p0 = 0; p0 < g.k || p0 == 0; p0 += chunk) {  // k = 0: y = beta y
-    const int64_t kc = std::min(chunk, g.k - p0);
-    const C* x = g.b + p0 * g.rsb;
-    if (g.rsb != 1) {
-      for (int64_t p = 0; p < kc; ++p) xbuf[p] = x[p * g.rsb];
-      x = xbuf;
-    }
+  for_x_chunks<C, 1, kXChunk<C>>(g, [&](const C* x, int64_t, int64_t p0, int64_t kc) {
     const R* xr = reinterpret_cast<const R*>(x);
     const R* a = reinterpret_cast<const R*>(g.a + p0);
     const int64_t lda = 2 * g.rsa;
@@ -434,8 +418,7 @@ void complex_row_form(const GemmArgs<std::complex<R>>& g, bool single) {
     }
     for (; i < g.m; ++i)
       cdot_rows<R, 1>(a + i * lda, lda, xr, 2 * kc, sre, sim, g.alpha, g.beta, first, g.c + i * g.rsc, g.rsc);
-    if (g.k == 0) break;
-  }
+  });
 }
 
 template <class R>
@@ -552,7 +535,7 @@ void complex_row_form_nv(const GemmArgs<std::complex<R>>& g, bool single) {
   using S = Simd<R>;
   const R sa = g.conj_a ? R(-1) : R(1), sx = g.conj_b ? R(-1) : R(1);
   const typename S::V sre = S::pair(R(1), -sa * sx), sim = S::pair(sa, sx);
-  for_x_chunks<C, NV>(g, [&](const C* x, int64_t ldx, int64_t p0, int64_t kc) {
+  for_x_chunks<C, NV, kXChunkAll<C>>(g, [&](const C* x, int64_t ldx, int64_t p0, int64_t kc) {
     const R* xr = reinterpret_cast<const R*>(x);
     const R* a = reinterpret_cast<const R*>(g.a + p0);
     const int64_t lda = 2 * g.rsa;
