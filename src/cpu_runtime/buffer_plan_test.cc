@@ -28,8 +28,14 @@ std::shared_ptr<runtime::Runtime> cpu_runtime_with(runtime::RuntimeConfig config
   for (int d = 0; d < domains; ++d) {
     cpu::CpuDomainConfig domain;
     domain.id = d;
-    domain.cpus = {cpus[static_cast<size_t>(d) % cpus.size()]};
     domain.threads = 1;
+    if (static_cast<size_t>(domains) <= cpus.size()) {
+      domain.cpus = {cpus[static_cast<size_t>(d)]};
+    } else {
+      // Fewer allowed CPUs than domains (a one-CPU machine): domains may not share a
+      // CPU, so each runs on an executor of its own.
+      domain.external = cpu::make_tbb_executor(1).value();
+    }
     cfg.domains.push_back(domain);
   }
   cfg.pin_workers = false;
