@@ -509,10 +509,11 @@ void bind_eager(py::module_& m) {
         },
         py::arg("axis") = py::none(), py::arg("keepdims") = false);
   }
-  const std::pair<const char*, Unary> unaries[] = {{"exp", &eg::Context::exp},   {"log", &eg::Context::log},
-                                                   {"sin", &eg::Context::sin},   {"cos", &eg::Context::cos},
-                                                   {"tanh", &eg::Context::tanh}, {"sqrt", &eg::Context::sqrt},
-                                                   {"conj", &eg::Context::conj}};
+  const std::pair<const char*, Unary> unaries[] = {
+      {"exp", &eg::Context::exp},   {"log", &eg::Context::log},     {"sin", &eg::Context::sin},
+      {"cos", &eg::Context::cos},   {"tanh", &eg::Context::tanh},   {"sqrt", &eg::Context::sqrt},
+      {"conj", &eg::Context::conj}, {"expm1", &eg::Context::expm1}, {"log1p", &eg::Context::log1p},
+      {"sign", &eg::Context::sign}, {"rsqrt", &eg::Context::rsqrt}};
   for (const auto& [name, op] : unaries) {
     t.def(name, [op = op](const EagerTensor& x) { return unary(x, op); });
   }

@@ -27,8 +27,12 @@ _UFUNC_BINARY = {
 }
 _UFUNC_UNARY = {
     np.negative: "__neg__", np.absolute: "__abs__", np.exp: "exp", np.log: "log", np.sin: "sin",
-    np.cos: "cos", np.tanh: "tanh", np.sqrt: "sqrt", np.conjugate: "conj",
+    np.cos: "cos", np.tanh: "tanh", np.sqrt: "sqrt", np.conjugate: "conj", np.expm1: "expm1",
+    np.log1p: "log1p",
 }
+# numpy's sign of a complex number is the sign of its real part (numpy 1.x), tenferro's
+# (as numpy 2.x and StableHLO) z / |z|: numpy.sign runs tenferro's only for real dtypes.
+_UFUNC_UNARY_REAL = {np.sign: "sign"}
 
 
 def _requires_grad(obj):
@@ -62,6 +66,8 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if method == "__call__" and not kwargs:
         if ufunc in _UFUNC_UNARY and len(inputs) == 1:
             return getattr(inputs[0], _UFUNC_UNARY[ufunc])()
+        if ufunc in _UFUNC_UNARY_REAL and len(inputs) == 1 and not np.issubdtype(inputs[0].dtype, np.complexfloating):
+            return getattr(inputs[0], _UFUNC_UNARY_REAL[ufunc])()
         if ufunc in _UFUNC_BINARY and len(inputs) == 2:
             a, b = inputs
             forward, reflected = _UFUNC_BINARY[ufunc]

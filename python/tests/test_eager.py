@@ -35,6 +35,35 @@ def test_operators_and_reductions_match_numpy(rt):
             np.testing.assert_allclose(x.min(axis=0).numpy(), a.min(axis=0), rtol=tol)
 
 
+def test_unary_functions_and_their_numpy_ufuncs(rt):
+    rng = np.random.default_rng(3)
+    for dtype in (np.float32, np.float64, np.complex64, np.complex128):
+        a = (rng.standard_normal((3, 4)) + (1j * rng.standard_normal((3, 4)) if np.dtype(dtype).kind == "c" else 0)).astype(dtype)
+        a[0, 0] = 0
+        x = rt.tensor(a)
+        tol = 1e-5 if dtype in (np.float32, np.complex64) else 1e-12
+        pos = np.abs(a) + 0.5  # inside the real domain of log1p and rsqrt
+        p = rt.tensor(pos.astype(dtype))
+        sign = np.where(a == 0, 0, a / np.where(a == 0, 1, np.abs(a)))  # z / |z| (numpy 2's sign)
+        for got, want in [(x.expm1(), np.expm1(a)), (np.expm1(x), np.expm1(a)), (p.log1p(), np.log1p(pos.astype(dtype))),
+                          (np.log1p(p), np.log1p(pos.astype(dtype))), (p.rsqrt(), 1 / np.sqrt(pos.astype(dtype))),
+                          (x.sign(), sign)]:
+            assert isinstance(got, tenferro.EagerTensor)
+            np.testing.assert_allclose(got.numpy(), want, rtol=tol, atol=tol)
+            assert got.dtype == dtype
+        if np.dtype(dtype).kind == "c":
+            # numpy 1.x's sign of a complex number is the sign of its real part: computed by numpy.
+            np.testing.assert_array_equal(np.asarray(np.sign(x)), np.sign(a))
+        else:
+            assert isinstance(np.sign(x), tenferro.EagerTensor)
+            np.testing.assert_array_equal(np.sign(x).numpy(), np.sign(a))
+    # Gradients against the derivatives.
+    b = np.array([0.3, 1.0, 2.5])
+    y = rt.tensor(b).requires_grad_()
+    (y.expm1().sum() + y.log1p().sum() + y.rsqrt().sum() + y.sign().sum()).backward()
+    np.testing.assert_allclose(y.grad.numpy(), np.exp(b) + 1 / (1 + b) - 0.5 * b ** -1.5, rtol=1e-12)
+
+
 def test_views_share_memory_and_inputs_are_not_copied(rt):
     a = np.arange(12.0).reshape(3, 4)
     x = rt.tensor(a)
