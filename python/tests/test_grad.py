@@ -21,10 +21,10 @@ def test_backward_of_a_matmul_loss_matches_the_analytic_gradient(rt):
     loss.backward()
     t = np.tanh(a @ b)
     g = 2 * (1 - t * t)  # d loss / d (a @ b)
-    np.testing.assert_allclose(np.asarray(x.grad), g @ b.T, rtol=1e-12)
-    np.testing.assert_allclose(np.asarray(y.grad), a.T @ g, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(x.grad), g @ b.T, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(np.asarray(y.grad), a.T @ g, rtol=1e-12, atol=1e-13)
     loss.backward()  # gradients accumulate
-    np.testing.assert_allclose(np.asarray(x.grad), 2 * (g @ b.T), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(x.grad), 2 * (g @ b.T), rtol=1e-12, atol=1e-13)
     x.zero_grad()
     assert x.grad is None
     assert not x.detach().requires_grad
@@ -104,13 +104,13 @@ def test_vjp_and_jvp_match_the_analytic_derivatives(rt):
         return (x @ y).sin()
 
     y, (ga, gb) = tenferro.vjp(f, (rt.tensor(a), rt.tensor(b)), rt.tensor(ct))
-    np.testing.assert_allclose(np.asarray(y), np.sin(a @ b), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(y), np.sin(a @ b), rtol=1e-12, atol=1e-13)
     g = ct * np.cos(a @ b)
-    np.testing.assert_allclose(np.asarray(ga), g @ b.T, rtol=1e-12)
-    np.testing.assert_allclose(np.asarray(gb), a.T @ g, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(ga), g @ b.T, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(np.asarray(gb), a.T @ g, rtol=1e-12, atol=1e-13)
     y2, dy = tenferro.jvp(f, (rt.tensor(a), rt.tensor(b)), (rt.tensor(da), rt.tensor(db)))
-    np.testing.assert_allclose(np.asarray(y2), np.sin(a @ b), rtol=1e-12)
-    np.testing.assert_allclose(np.asarray(dy), np.cos(a @ b) * (da @ b + a @ db), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(y2), np.sin(a @ b), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(np.asarray(dy), np.cos(a @ b) * (da @ b + a @ db), rtol=1e-12, atol=1e-13)
     # A single tensor gives a single gradient; <vjp(u), v> = <u, jvp(v)>.
     _, gs = tenferro.vjp(lambda x: x.exp(), rt.tensor(a), rt.tensor(da))
     _, js = tenferro.jvp(lambda x: x.exp(), rt.tensor(a), rt.tensor(ct @ np.ones((2, 4))))
