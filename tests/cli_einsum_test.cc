@@ -62,6 +62,48 @@ TEST(CliEinsum, ContractsNpyFilesEndToEnd) {
   }
 }
 
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(CliEinsum, ProfilePrintsEachStepsRouteAndKeepsTheValues) {
+  // A three-operand chain: two binary steps, each with its sizes and dot_general route.
+  Tensor a = Tensor::random_normal(DType::kF64, {6, 5}, 3).value();
+  Tensor b = Tensor::random_normal(DType::kF64, {5, 4}, 4).value();
+  Tensor c = Tensor::random_normal(DType::kF64, {4, 3}, 5).value();
+  for (const char* n : {"pa", "pb", "pc"}) {
+    ASSERT_TRUE(write_npy(dir() + n + ".npy", n[1] == 'a' ? a : n[1] == 'b' ? b : c).has_value());
+  }
+  const std::string files = dir() + "pa.npy " + dir() + "pb.npy " + dir() + "pc.npy";
+  ASSERT_EQ(run("einsum 'ij,jk,kl->il' " + files + " --optimize left-to-right --profile -o " + dir() + "pr.npy"), 0)
+      << output();
+  std::string text = output();
+  EXPECT_NE(text.find("step 0: "), std::string::npos) << text;
+  EXPECT_NE(text.find("step 1: "), std::string::npos) << text;
+  EXPECT_EQ(count(text, "    kernel "), 2u) << text;                 // one route line per step
+  EXPECT_NE(text.find("m 6, n 4, k 5"), std::string::npos) << text;  // (ij,jk) first
+  const Tensor r = read_npy(dir() + "pr.npy").value();
+  for (int64_t i = 0; i < 6; ++i)
+    for (int64_t l = 0; l < 3; ++l) {
+      double want = 0;
+      for (int64_t j = 0; j < 5; ++j)
+        for (int64_t k = 0; k < 4; ++k)
+          want += a.get<double>({i, j}).value() * b.get<double>({j, k}).value() * c.get<double>({k, l}).value();
+      EXPECT_NEAR(r.get<double>({i, l}).value(), want, 1e-12);
+    }
+  ASSERT_EQ(run("einsum 'ij,jk,kl->il' " + files + " --optimize left-to-right --profile --json --repeat 3"), 0)
+      << output();
+  text = output();
+  EXPECT_NE(text.find("\"steps\":["), std::string::npos) << text;
+  EXPECT_EQ(count(text, "\"route\":\"kernel "), 2u) << text;  // the last run's steps only
+  EXPECT_EQ(count(text, "\"kernel\":\""), 2u) << text;
+  // Without --profile nothing about steps is printed.
+  ASSERT_EQ(run("einsum 'ij,jk,kl->il' " + files + " --json"), 0) << output();
+  EXPECT_EQ(output().find("\"steps\""), std::string::npos) << output();
+}
+
 TEST(CliEinsum, BadInputsFailWithTypedMessages) {
   {
     std::ofstream bad(dir() + "bad.npy", std::ios::binary);

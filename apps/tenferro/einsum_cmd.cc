@@ -97,7 +97,7 @@ int run_einsum(int argc, char** argv) {
   std::optional<std::string> subscripts;  // may be empty ('' : a product of scalars)
   std::vector<std::string> inputs;
   int threads = 1, repeat = 1;
-  bool json = false, bad_value = false;
+  bool json = false, bad_value = false, profile = false;
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "-o" && i + 1 < argc) {
@@ -110,6 +110,8 @@ int run_einsum(int argc, char** argv) {
       (a == "--threads" ? threads : repeat) = static_cast<int>(v.value_or(1));
     } else if (a == "--json") {
       json = true;
+    } else if (a == "--profile") {
+      profile = true;
     } else if (!subscripts && (a.empty() || a.find("->") != std::string::npos || a[0] != '-')) {
       subscripts = a;  // subscripts may begin with '-' ('->': the scalar output of vectors)
     } else if (a.size() > 1 && a[0] == '-') {
@@ -122,7 +124,7 @@ int run_einsum(int argc, char** argv) {
   if (!subscripts || inputs.empty() || bad_value) {
     std::fprintf(stderr,
                  "usage: tenferro einsum SUBSCRIPTS A.npy [B.npy ...] [-o OUT.npy] [--optimize "
-                 "greedy|optimal|treesa|left-to-right|path=...] [--threads N] [--repeat K] [--json]\n");
+                 "greedy|optimal|treesa|left-to-right|path=...] [--threads N] [--repeat K] [--json] [--profile]\n");
     return 2;
   }
   std::vector<Tensor> ops;
@@ -148,10 +150,14 @@ int run_einsum(int argc, char** argv) {
   if (!engine) return fail(engine.error());
   Tensor result;
   std::vector<double> times;
+  // --profile: each binary step's sizes, time and dot_general route (kernel, provider,
+  // split, packing, and the planner's reason) of the last run, in plan order.
+  std::vector<einsum::StepProfile> steps;
   for (int k = 0; k < repeat; ++k) {
     const double t0 = now_s();
+    steps.clear();
     auto st = (*engine)->run(0, cpu::ParallelMode::kInner, [&](cpu::CpuExecutionContext& ctx) -> Result<void> {
-      TENFERRO_TRY(result, (*plan)->execute(ctx, ops, (*engine)->pool(0)));
+      TENFERRO_TRY(result, (*plan)->execute(ctx, ops, (*engine)->pool(0), {}, profile ? &steps : nullptr));
       return ok();
     });
     times.push_back(now_s() - t0);
@@ -178,6 +184,21 @@ int run_einsum(int argc, char** argv) {
     j["min_ms"] = tm.min_ms;
     auto pairs = einsum::pairs_from_tree((*plan)->tree());
     j["path"] = pairs;
+    if (profile) {
+      nlohmann::json js = nlohmann::json::array();
+      for (const auto& p : steps) {
+        js.push_back({{"step", p.step},
+                      {"ms", p.seconds * 1e3},
+                      {"batch", p.batch},
+                      {"m", p.m},
+                      {"n", p.n},
+                      {"k", p.k},
+                      {"kernel", std::string(cpu::dot_kernel_name(p.route.kernel))},
+                      {"threads", p.route.threads},
+                      {"route", cpu::describe(p.route)}});
+      }
+      j["steps"] = js;
+    }
     if (!out_path.empty()) j["output"] = out_path;
     std::printf("%s\n", json_text(j).c_str());
   } else {
@@ -186,6 +207,11 @@ int run_einsum(int argc, char** argv) {
                 format_dims(result.shape()).c_str(), optimize.c_str(), c.log10_flops(), c.largest,
                 (*plan)->search_seconds() * 1e3);
     std::printf("time: median %.3f ms over %d run(s) at %d thread(s)\n", tm.median_ms, tm.runs, threads);
+    for (const auto& p : steps) {
+      std::printf("step %lld: %.3f ms, batch %lld, m %lld, n %lld, k %lld\n    %s\n", static_cast<long long>(p.step),
+                  p.seconds * 1e3, static_cast<long long>(p.batch), static_cast<long long>(p.m),
+                  static_cast<long long>(p.n), static_cast<long long>(p.k), cpu::describe(p.route).c_str());
+    }
     if (!out_path.empty()) {
       std::printf("wrote %s\n", out_path.c_str());
     } else {
