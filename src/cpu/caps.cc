@@ -1,6 +1,7 @@
 #include "tenferro/cpu/caps.h"
 
 #include <cpuid.h>
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -200,6 +201,39 @@ CacheSizes read_cache_sizes(const std::string& cache_dir) {
   return out;
 }
 
+// Note [BLAS symbol order]: BLIS's library also defines the BLAS (dgemm_, ...) and
+// cblas (cblas_dgemm, ...) symbols, and the dynamic linker binds each reference to the
+// first library in the lookup order that defines it. With BLIS before OpenBLAS on a link
+// line, tenferro's cblas calls and OpenBLAS's own LAPACK (its internal dgemm_, dtrsm_,
+// ...) run on BLIS's BLAS layer, with BLIS's OpenMP threads (OMP_NUM_THREADS): a test
+// binary linked that way ran its SVDs on 16 BLIS threads under OMP_NUM_THREADS=16. The
+// build lists OpenBLAS before BLIS on every line (TENFERRO_BLAS_LIBS, src/cpu/
+// CMakeLists.txt) and so does the installed package's link interface; a program that
+// links BLIS first itself still gets it, so the probe compares where cblas_dgemm and
+// dgemm_ resolve with the library that defines openblas_get_corename (OpenBLAS alone
+// has it), reports the difference (`tenferro info`) and plans the "openblas" provider
+// as slow, since it is not OpenBLAS.
+namespace {
+
+std::string library_path(const void* address) {
+  Dl_info info{};
+  if (address == nullptr || dladdr(address, &info) == 0 || info.dli_fname == nullptr) return "";
+  return info.dli_fname;
+}
+
+std::string probe_blas_symbols() {
+  const std::string openblas = library_path(reinterpret_cast<const void*>(&openblas_get_corename));
+  std::string cblas = library_path(reinterpret_cast<const void*>(&cblas_dgemm));
+  if (!cblas.empty() && cblas != openblas) return cblas;
+  // dgemm_ as the process's lookup finds it (what OpenBLAS's LAPACK calls); null where
+  // the lookup scope has no such symbol (a module loaded with RTLD_LOCAL).
+  std::string fortran = library_path(dlsym(RTLD_DEFAULT, "dgemm_"));
+  if (!fortran.empty() && fortran != openblas) return fortran;
+  return "";
+}
+
+}  // namespace
+
 CpuCaps CpuCaps::probe() {
   CpuCaps caps;
   probe_cpuid(caps);
@@ -215,6 +249,8 @@ CpuCaps CpuCaps::probe() {
   caps.openblas_tuned = openblas_core_tuned(caps.openblas_core, caps.detected_isa);
   caps.openblas_avx512 = openblas_core_avx512(caps.openblas_core) && caps.detected_isa >= IsaLevel::kAvx512;
   caps.openblas_threaded = openblas_get_parallel() != 0;
+  caps.blas_symbols_elsewhere = probe_blas_symbols();  // Note [BLAS symbol order]
+  if (!caps.blas_symbols_elsewhere.empty()) caps.openblas_tuned = caps.openblas_avx512 = false;
   // The kernel's description of the caches first, sysconf where it has none.
   const CacheSizes sys = read_cache_sizes("/sys/devices/system/cpu/cpu0/cache");
   caps.l1d_bytes = sys.l1d > 0 ? sys.l1d : cache_bytes(_SC_LEVEL1_DCACHE_SIZE);
@@ -262,9 +298,14 @@ std::string CpuCaps::describe() const {
   out.append(", L3 ").append(kib(l3_bytes)).append("\n");
   out.append("blis       ").append(blis_arch).append(blis_tuned ? " (tuned)" : " (generic kernels: planned as slow)");
   out.append("\nopenblas   ").append(openblas_core);
-  out.append(openblas_tuned ? (openblas_avx512 ? " (tuned, 512-bit kernels)" : " (tuned)")
-                            : " (kernels below this CPU's ISA: planned as slow)");
+  out.append(!blas_symbols_elsewhere.empty() ? " (its BLAS symbols bound to another library: planned as slow)"
+             : openblas_tuned                ? (openblas_avx512 ? " (tuned, 512-bit kernels)" : " (tuned)")
+                                             : " (kernels below this CPU's ISA: planned as slow)");
   out.append(openblas_threaded ? ", threaded build (global thread count)" : ", serial build").append("\n");
+  if (!blas_symbols_elsewhere.empty()) {
+    out.append("WARNING    the BLAS symbols resolve to ").append(blas_symbols_elsewhere);
+    out.append(", not OpenBLAS (linked before it): OpenBLAS's LAPACK and cblas calls run there; link OpenBLAS first\n");
+  }
   return out;
 }
 
@@ -287,6 +328,7 @@ std::string CpuCaps::to_json() const {
   out.append(", \"openblas_tuned\": ").append(b(openblas_tuned));
   out.append(", \"openblas_avx512\": ").append(b(openblas_avx512));
   out.append(", \"openblas_threaded\": ").append(b(openblas_threaded));
+  out.append(", \"blas_symbols_elsewhere\": ").append(json_string(blas_symbols_elsewhere));
   out.append(", \"l1d_bytes\": ").append(std::to_string(l1d_bytes));
   out.append(", \"l2_bytes\": ").append(std::to_string(l2_bytes));
   out.append(", \"l3_bytes\": ").append(std::to_string(l3_bytes));

@@ -158,6 +158,19 @@ TEST(CpuCaps, JsonAndTextReportsCarryEveryField) {
   EXPECT_NE(text.find("generic kernels: planned as slow"), std::string::npos) << text;
   EXPECT_NE(text.find("usable avx2"), std::string::npos) << text;
   EXPECT_NE(text.find("L2 2048 KiB"), std::string::npos) << text;
+  EXPECT_EQ(j.at("blas_symbols_elsewhere").get<std::string>(), "");
+  EXPECT_EQ(text.find("WARNING"), std::string::npos) << text;
+  caps.blas_symbols_elsewhere = "/usr/lib/libblis.so.4";
+  EXPECT_EQ(nlohmann::json::parse(caps.to_json()).at("blas_symbols_elsewhere").get<std::string>(),
+            "/usr/lib/libblis.so.4");
+  EXPECT_NE(caps.describe().find("BLAS symbols resolve to /usr/lib/libblis.so.4"), std::string::npos)
+      << caps.describe();
+}
+
+TEST(CpuCaps, BlasSymbolsResolveToOpenBlas) {
+  // This binary links OpenBLAS before BLIS (TENFERRO_BLAS_LIBS; Note [BLAS symbol
+  // order]): cblas_dgemm and dgemm_ are OpenBLAS's, and the probe says so.
+  EXPECT_EQ(CpuCaps::probe().blas_symbols_elsewhere, "");
 }
 
 TEST(CpuCaps, EnginesProbeOnceOrTakeTheConfiguredCaps) {

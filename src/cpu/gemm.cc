@@ -11,7 +11,8 @@
 
 // OpenBLAS's cblas and BLIS's typed API are both included; BLIS is used only through
 // bli_* symbols, OpenBLAS only through cblas_* (BLIS also exports cblas_* and BLAS
-// symbols; linking OpenBLAS first makes those resolve to OpenBLAS, checked by test).
+// symbols; linking OpenBLAS first makes those resolve to OpenBLAS, checked by test:
+// Note [BLAS symbol order] in caps.cc).
 #include <cblas.h>
 
 #include <blis.h>

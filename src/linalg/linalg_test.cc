@@ -1315,6 +1315,13 @@ TEST(LinalgThreads, OneAndTwoThreadsGiveEqualResults) {
     for (int64_t i = 0; i < 40; ++i) EXPECT_NEAR(b1.s.get<double>({b, i}).value(), b2.s.get<double>({b, i}).value(), 1e-12);
 }
 
+TEST(LinalgLinking, LapackRunsOnOpenBlasBlas) {
+  // This module links LAPACKE, OpenBLAS and (through cpu) BLIS, which also exports the
+  // BLAS symbols: OpenBLAS's LAPACK must find OpenBLAS's dgemm_ (Note [BLAS symbol
+  // order] in caps.cc); a link line with BLIS first ran its SVDs on BLIS's threads.
+  EXPECT_EQ(cpu::CpuCaps::probe().blas_symbols_elsewhere, "");
+}
+
 TEST(MatrixNormNames, RoundTripNumpysOrds) {
   const std::pair<MatrixNorm, const char*> names[] = {
       {MatrixNorm::kFrobenius, "fro"},   {MatrixNorm::kNuclear, "nuc"},   {MatrixNorm::kSpectral, "2"},

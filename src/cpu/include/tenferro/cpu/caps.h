@@ -47,6 +47,12 @@ struct CpuCaps {
   bool openblas_tuned = false;     ///< that core uses this CPU's vector ISA (not SSE-only)
   bool openblas_avx512 = false;    ///< that core runs 512-bit kernels (SkylakeX, CooperLake, SapphireRapids)
   bool openblas_threaded = false;  ///< OpenBLAS's own threads (global thread count) vs serial
+  /// The library that this process's BLAS symbols (cblas_dgemm, dgemm_) resolve to, when
+  /// it is not OpenBLAS (empty: OpenBLAS). BLIS exports them too: linked before OpenBLAS
+  /// it receives the cblas calls and OpenBLAS's own LAPACK calls; the provider called
+  /// "openblas" is then not OpenBLAS, so it is planned as slow (openblas_tuned false).
+  /// Note [BLAS symbol order] in caps.cc.
+  std::string blas_symbols_elsewhere;
   int64_t l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;  ///< per-core L1d/L2, shared L3; 0 = unknown
 
   /// Probes this process's CPU and the linked BLIS/OpenBLAS (cheap; no global state is
