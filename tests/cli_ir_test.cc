@@ -14,13 +14,25 @@
 namespace tenferro {
 namespace {
 
+// A fresh directory of this process's own (mkdtemp: ctest runs the tests of this file
+// in parallel, and a directory named after the pid could be a stale one of an earlier
+// process with the same pid), removed when the process ends.
+struct TempDirectory {
+  std::string path;
+  TempDirectory() {
+    std::string pattern = ::testing::TempDir() + "tenferro_cli_ir_XXXXXX";
+    if (mkdtemp(pattern.data()) == nullptr) std::abort();
+    path = pattern + "/";
+  }
+  ~TempDirectory() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
 std::string dir() {
-  static const std::string d = [] {
-    std::string p = ::testing::TempDir() + "tenferro_cli_ir_" + std::to_string(getpid()) + "/";
-    std::filesystem::create_directories(p);
-    return p;
-  }();
-  return d;
+  static const TempDirectory d;
+  return d.path;
 }
 
 int run(const std::string& args) {

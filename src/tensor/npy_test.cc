@@ -122,6 +122,7 @@ TEST(Npy, FilesAreWrittenWholeOrNotAtAll) {
 // link at a fixed temporary name); nothing is left behind.
 TEST(Npy, WritesSeveralFilesAllOrNothing) {
   const std::string dir = ::testing::TempDir() + "tenferro_npy_" + std::to_string(::getpid()) + "/";
+  std::filesystem::remove_all(dir);  // a stale one of an earlier process with this pid
   std::filesystem::create_directories(dir);
   const Tensor a = Tensor::from_col_major<double>({2}, {1, 2}).value();
   const Tensor b = Tensor::from_col_major<double>({3}, {3, 4, 5}).value();
@@ -154,6 +155,7 @@ TEST(Npy, EndlessSourcesAreReadOnlyAsFarAsTheHeaderSays) {
   ASSERT_FALSE(zero);
   EXPECT_EQ(zero.error().code(), ErrorCode::kParse);
   const std::string dir = ::testing::TempDir() + "tenferro_npy_read_" + std::to_string(::getpid()) + "/";
+  std::filesystem::remove_all(dir);  // a stale one of an earlier process with this pid
   std::filesystem::create_directories(dir);
   const std::string fifo = dir + "pipe";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
@@ -189,6 +191,7 @@ TEST(Npy, DevicesAndPipesAreWrittenNotReplaced) {
   EXPECT_TRUE(S_ISCHR(st.st_mode)) << "/dev/null is still a character device";
 
   const std::string dir = ::testing::TempDir() + "tenferro_npy_dev_" + std::to_string(::getpid()) + "/";
+  std::filesystem::remove_all(dir);  // a stale one of an earlier process with this pid
   std::filesystem::create_directories(dir);
   const std::string fifo = dir + "pipe", link = dir + "pipe_link";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
