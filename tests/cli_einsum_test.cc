@@ -13,29 +13,15 @@
 #include <string>
 
 #include "tenferro/tensor/npy.h"
+#include "tenferro/test_support/temp_dir.h"
 
 namespace tenferro {
 namespace {
 
-// A fresh directory of this process's own (mkdtemp: ctest runs the tests of this file
-// in parallel, and a directory named after the pid could be a stale one of an earlier
-// process with the same pid), removed when the process ends.
-struct TempDirectory {
-  std::string path;
-  TempDirectory() {
-    std::string pattern = ::testing::TempDir() + "tenferro_cli_XXXXXX";
-    if (mkdtemp(pattern.data()) == nullptr) std::abort();
-    path = pattern + "/";
-  }
-  ~TempDirectory() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
-
+// This process's own directory, removed at exit (temp_dir.h).
 std::string dir() {
-  static const TempDirectory d;
-  return d.path;
+  static const test_support::TempDirectory d("tenferro_cli_");
+  return d.path();
 }
 
 int run(const std::string& args) {
