@@ -19,11 +19,12 @@ multi_dot
 full_matrices=True SVD vectors, the complete QR of a tall matrix, eig's vectors, lstsq).
 """
 
-import numpy as np
+import numpy as _np
 
 from . import _tenferro
 from ._einsum import _engine
-from ._errors import LinAlgError, UnsupportedError
+from ._errors import LinAlgError
+from ._errors import UnsupportedError as _UnsupportedError
 
 _L = _tenferro.linalg
 _E = _tenferro.eager_linalg
@@ -41,27 +42,27 @@ def _on_eager(engine, threads, *xs):
         raise TypeError("tenferro.linalg: eager tensors run on their runtime (no engine= or threads=)")
     return [x if isinstance(x, _Eager) else first.runtime.tensor(_arr(x, "linalg", matrix=False)) for x in xs]
 
-__all__ = ["svd", "qr", "eigh", "eigvalsh", "eig", "eigvals", "cholesky", "solve", "inv", "det", "slogdet",
+__all__ = ["LinAlgError", "svd", "qr", "eigh", "eigvalsh", "eig", "eigvals", "cholesky", "solve", "inv", "det", "slogdet",
            "pinv", "lstsq", "norm", "matrix_norm", "vector_norm", "truncated_svd", "matrix_rank", "cond",
            "matrix_power", "multi_dot"]
 
 
 def _arr(a, name, matrix=True):
-    a = np.asarray(a)
+    a = _np.asarray(a)
     if a.dtype.kind in "biu":
-        a = a.astype(np.float64)  # numpy.linalg's conversion of integer input
+        a = a.astype(_np.float64)  # numpy.linalg's conversion of integer input
     if matrix and a.ndim < 2:
         raise LinAlgError(f"{name}: {a.ndim}-dimensional array given; array must be at least two-dimensional",
                           "invalid_shape", "usage", name)
     if not a.dtype.isnative:
         a = a.astype(a.dtype.newbyteorder("="))
     if not a.flags.aligned:
-        a = np.require(a, requirements="A")
+        a = _np.require(a, requirements="A")
     return a
 
 
 def _common(a, b):
-    t = np.result_type(a, b)
+    t = _np.result_type(a, b)
     return a.astype(t, copy=False), b.astype(t, copy=False)
 
 
@@ -168,18 +169,18 @@ def lstsq(a, b, rcond=None, *, engine=None, threads=None):
     return x, res, _scalar(rank), s
 
 
-_MATRIX_ORDS = {"fro": "fro", "nuc": "nuc", 2: "2", 1: "1", np.inf: "inf", -2: "-2", -1: "-1", -np.inf: "-inf"}
+_MATRIX_ORDS = {"fro": "fro", "nuc": "nuc", 2: "2", 1: "1", _np.inf: "inf", -2: "-2", -1: "-1", -_np.inf: "-inf"}
 
 
 def matrix_norm(x, ord="fro", keepdims=False, *, engine=None, threads=None):
     """Norm of each matrix over the last two axes, numpy's ords: 'fro', 'nuc', 2, 1, inf,
     -2 (smallest singular value), -1, -inf (smallest column / row sum of |x|)."""
     if ord not in _MATRIX_ORDS:
-        raise UnsupportedError(f"matrix_norm: ord {ord!r} is not 'fro', 'nuc', 2, 1, inf, -2, -1 or -inf",
+        raise _UnsupportedError(f"matrix_norm: ord {ord!r} is not 'fro', 'nuc', 2, 1, inf, -2, -1 or -inf",
                                "unsupported", "usage", "matrix_norm")
     if _on_eager(engine, threads, x):
         if keepdims:
-            raise UnsupportedError("matrix_norm: keepdims on eager tensors (reshape the result)",
+            raise _UnsupportedError("matrix_norm: keepdims on eager tensors (reshape the result)",
                                    "unsupported", "usage", "matrix_norm")
         return _E.matrix_norm(x, _MATRIX_ORDS[ord])
     x = _arr(x, "matrix_norm")
@@ -192,10 +193,10 @@ def matrix_norm(x, ord="fro", keepdims=False, *, engine=None, threads=None):
 def vector_norm(x, ord=2, axis=None, keepdims=False, *, engine=None, threads=None):
     """p-norm over `axis` (None: all axes): any p > 0, inf, -inf, 0."""
     if _on_eager(engine, threads, x):
-        axes = [] if axis is None else [axis] if np.isscalar(axis) else list(axis)
+        axes = [] if axis is None else [axis] if _np.isscalar(axis) else list(axis)
         return _E.vector_norm(x, float(ord), [a + x.ndim if a < 0 else a for a in axes], bool(keepdims))
     x = _arr(x, "vector_norm", matrix=False)
-    axes = [] if axis is None else [axis] if np.isscalar(axis) else list(axis)
+    axes = [] if axis is None else [axis] if _np.isscalar(axis) else list(axis)
     axes = [a + x.ndim if a < 0 else a for a in axes]
     return _scalar(_L.vector_norm(_engine(engine, threads), x, float(ord), axes, bool(keepdims)))
 
@@ -214,20 +215,20 @@ def norm(x, ord=None, axis=None, keepdims=False, *, engine=None, threads=None):
         if x.ndim == 2:
             return matrix_norm(x, ord, keepdims, **kw)
         raise ValueError("norm: improper number of dimensions to norm")
-    if np.isscalar(axis) or len(axis) == 1:
+    if _np.isscalar(axis) or len(axis) == 1:
         return vector_norm(x, 2 if ord is None else ord, axis, keepdims, **kw)
     if len(axis) != 2:
         raise ValueError(f"norm: axis must be an int or a pair of ints, got {tuple(axis)!r}")
     r0, r1 = (a + x.ndim if a < 0 else a for a in axis)
     if isinstance(x, _Eager):
         if (r0, r1) != (x.ndim - 2, x.ndim - 1) or keepdims:
-            raise UnsupportedError("norm: eager matrix norms run over the last two axes, without keepdims",
+            raise _UnsupportedError("norm: eager matrix norms run over the last two axes, without keepdims",
                                    "unsupported", "usage", "norm")
         return matrix_norm(x, "fro" if ord is None else ord, False, **kw)
-    moved = np.moveaxis(x, (r0, r1), (-2, -1))
+    moved = _np.moveaxis(x, (r0, r1), (-2, -1))
     r = matrix_norm(moved, "fro" if ord is None else ord, False, **kw)
     if keepdims:
-        r = np.expand_dims(np.asarray(r), (min(r0, r1), max(r0, r1)))
+        r = _np.expand_dims(_np.asarray(r), (min(r0, r1), max(r0, r1)))
     return r
 
 
@@ -249,7 +250,7 @@ def truncated_svd(a, max_rank=None, rel_cutoff=0.0, method="auto", seed=0, gauge
 
 def _arrays_only(name, *xs):
     if any(isinstance(x, _Eager) for x in xs):
-        raise UnsupportedError(f"{name}: eager tensors (compose it from the eager operations)", "unsupported",
+        raise _UnsupportedError(f"{name}: eager tensors (compose it from the eager operations)", "unsupported",
                                "usage", name)
 
 
@@ -258,17 +259,17 @@ def matrix_rank(A, tol=None, hermitian=False, *, rtol=None, engine=None, threads
     S.max() * max(M, N) * eps, or S.max() * rtol); arrays of rank < 2 have rank 0 or 1.
     `hermitian` is accepted and ignored (the general SVD is used)."""
     _arrays_only("matrix_rank", A)
-    A = np.asarray(A)
+    A = _np.asarray(A)
     if A.ndim < 2:
-        return int(not np.all(A == 0))
+        return int(not _np.all(A == 0))
     s = svd(A, compute_uv=False, engine=engine, threads=threads)
     if tol is None:
         if rtol is None:
-            rtol = max(A.shape[-2:]) * np.finfo(s.dtype).eps
-        tol = s.max(axis=-1, keepdims=True, initial=0) * np.asarray(rtol)[..., None]
+            rtol = max(A.shape[-2:]) * _np.finfo(s.dtype).eps
+        tol = s.max(axis=-1, keepdims=True, initial=0) * _np.asarray(rtol)[..., None]
     else:
-        tol = np.asarray(tol)[..., None]
-    return np.count_nonzero(s > tol, axis=-1)
+        tol = _np.asarray(tol)[..., None]
+    return _np.count_nonzero(s > tol, axis=-1)
 
 
 def cond(x, p=None, *, engine=None, threads=None):
@@ -278,7 +279,7 @@ def cond(x, p=None, *, engine=None, threads=None):
     _arrays_only("cond", x)
     x = _arr(x, "cond")
     kw = dict(engine=engine, threads=threads)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with _np.errstate(divide="ignore", invalid="ignore"):
         if p is None or p == 2 or p == -2:
             s = svd(x, compute_uv=False, **kw)
             r = s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
@@ -286,14 +287,14 @@ def cond(x, p=None, *, engine=None, threads=None):
             if x.shape[-1] != x.shape[-2]:
                 raise LinAlgError("cond: last 2 dimensions of the array must be square", "invalid_shape", "usage", "cond")
             batch = x.reshape((-1,) + x.shape[-2:])
-            r = np.empty(batch.shape[0], dtype=np.finfo(x.dtype).dtype if x.dtype.kind == "c" else x.dtype)
+            r = _np.empty(batch.shape[0], dtype=_np.finfo(x.dtype).dtype if x.dtype.kind == "c" else x.dtype)
             for i, item in enumerate(batch):
                 try:
                     r[i] = matrix_norm(item, ord=p, **kw) * matrix_norm(inv(item, **kw), ord=p, **kw)
                 except LinAlgError:
-                    r[i] = np.inf  # singular
+                    r[i] = _np.inf  # singular
             r = r.reshape(x.shape[:-2])
-    return _scalar(np.asarray(r))
+    return _scalar(_np.asarray(r))
 
 
 def matrix_power(a, n, *, engine=None, threads=None):
@@ -304,7 +305,7 @@ def matrix_power(a, n, *, engine=None, threads=None):
     from ._einsum import einsum
     eager = _on_eager(engine, threads, a)
     if not eager:
-        a = np.asarray(a)
+        a = _np.asarray(a)
     try:
         n = operator.index(n)
     except TypeError as e:
@@ -314,7 +315,7 @@ def matrix_power(a, n, *, engine=None, threads=None):
                           "matrix_power")
     kw = {} if eager else dict(engine=engine, threads=threads)
     if n == 0:
-        identity = np.broadcast_to(np.eye(a.shape[-1], dtype=a.dtype), a.shape).copy()
+        identity = _np.broadcast_to(_np.eye(a.shape[-1], dtype=a.dtype), a.shape).copy()
         return a.runtime.tensor(identity) if eager else identity
     if n < 0:
         a = inv(a, **kw)
@@ -344,7 +345,7 @@ def multi_dot(arrays, *, out=None, engine=None, threads=None):
     if len(arrays) < 2:
         raise ValueError("multi_dot: expecting at least two arrays")
     if not eager:
-        arrays = [np.asarray(x) for x in arrays]
+        arrays = [_np.asarray(x) for x in arrays]
     for i, x in enumerate(arrays):
         ok = x.ndim == 2 or (x.ndim == 1 and i in (0, len(arrays) - 1))
         if not ok:

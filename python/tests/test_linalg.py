@@ -30,6 +30,14 @@ def close(x, y, dtype, what=""):
     np.testing.assert_allclose(x, y, rtol=tol(dtype), atol=tol(dtype) * 10, err_msg=what)
 
 
+def test_public_names_are_the_documented_ones():
+    # Every name without a leading underscore is a documented function: the module's
+    # imports (numpy, the extension) stay private.
+    public = sorted(n for n in dir(L) if not n.startswith("_"))
+    assert public == sorted(L.__all__)
+    assert all(callable(getattr(L, n)) for n in L.__all__)
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4), (2, 3, 6, 4)])
 def test_svd_qr_reconstruct_and_match_numpy(dtype, shape):
