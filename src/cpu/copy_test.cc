@@ -368,7 +368,9 @@ void set_real(void* data, DType dtype, int64_t i, double v) {
 // axes of large transposes (Note [Transposes in source order]). Runs of whole and of
 // partial lines, into compact destinations and into line-unaligned slices of a larger
 // buffer, on one and two threads: every element against the source index it came from,
-// and nothing outside the slice written.
+// and nothing outside the slice written. Each case runs planned for an L1d of 32 KiB and
+// of 48 KiB, whose streamed line tiles go in row and in column order (Note [Row-order
+// line tiles]), so both orders run on every machine.
 TEST(CopyKernel, StreamedCopiesMatchEveryElement) {
   auto executor = make_tbb_executor(2).value();
   struct Case {
@@ -398,51 +400,57 @@ TEST(CopyKernel, StreamedCopiesMatchEveryElement) {
                         {{2, 600004}, {1, 0}, DType::kF64, 0},
                         {{1000, 2, 1201}, {1, 0, 2}, DType::kF32, 0},
                         {{2, 1200008}, {1, 0}, DType::kF32, 0}};
-  for (const int threads : {1, 2}) {
-    for (const Case& c : cases) {
-      const size_t rank = c.shape.size();
-      int64_t numel = 1;
-      for (size_t k = 0; k < rank; ++k) numel *= c.shape[k];
-      Tensor src = Tensor::arange(c.dtype, numel).value().reshape(c.shape).value();
-      Tensor view = src.permute(c.perm).value();
-      Shape parent_shape = view.shape();
-      parent_shape[0] += 2 * c.pad;
-      constexpr double kSentinel = -7.0;
-      const int64_t parent_numel = numel / view.shape()[0] * parent_shape[0];
-      const int64_t bytes = parent_numel * dtype_size(c.dtype);
-      LineAlignedBuffer buffer(bytes);
-      for (int64_t i = 0; i < parent_numel; ++i) set_real(buffer.data(), c.dtype, i, kSentinel);
-      {
-        Tensor parent = Tensor::wrap(c.dtype, parent_shape, buffer.data(), bytes, nullptr).value();
-        Tensor dst = parent.slice(0, c.pad, c.pad + view.shape()[0], 1).value();
-        parent = Tensor();  // the slice is the only handle: a writable destination
-        executor->install([&] {
-          CpuExecutionContext ctx(executor.get(), threads > 1 ? ParallelMode::kInner : ParallelMode::kSequential,
-                                  threads);
-          ASSERT_TRUE(copy_into(ctx, view, dst).has_value());
-        });
-      }
-      // Column-major source strides (elements), and the odometer over the parent.
-      std::vector<int64_t> src_stride(rank, 1);
-      for (size_t k = 1; k < rank; ++k) src_stride[k] = src_stride[k - 1] * c.shape[k - 1];
-      std::vector<int64_t> idx(rank, 0);
-      int64_t wrong = 0;
-      for (int64_t i = 0; i < parent_numel; ++i) {
-        const bool inside = idx[0] >= c.pad && idx[0] < c.pad + view.shape()[0];
-        double expected = kSentinel;
-        if (inside) {
-          expected = static_cast<double>((idx[0] - c.pad) * src_stride[static_cast<size_t>(c.perm[0])]);
-          for (size_t k = 1; k < rank; ++k) {
-            expected += static_cast<double>(idx[k] * src_stride[static_cast<size_t>(c.perm[k])]);
+  for (const int64_t l1d : {int64_t{32} << 10, int64_t{48} << 10}) {
+    CpuCaps caps = host_caps();
+    caps.l1d_bytes = l1d;
+    for (const int threads : {1, 2}) {
+      for (const Case& c : cases) {
+        const size_t rank = c.shape.size();
+        int64_t numel = 1;
+        for (size_t k = 0; k < rank; ++k) numel *= c.shape[k];
+        Tensor src = Tensor::arange(c.dtype, numel).value().reshape(c.shape).value();
+        Tensor view = src.permute(c.perm).value();
+        Shape parent_shape = view.shape();
+        parent_shape[0] += 2 * c.pad;
+        constexpr double kSentinel = -7.0;
+        const int64_t parent_numel = numel / view.shape()[0] * parent_shape[0];
+        const int64_t bytes = parent_numel * dtype_size(c.dtype);
+        LineAlignedBuffer buffer(bytes);
+        for (int64_t i = 0; i < parent_numel; ++i) set_real(buffer.data(), c.dtype, i, kSentinel);
+        {
+          Tensor parent = Tensor::wrap(c.dtype, parent_shape, buffer.data(), bytes, nullptr).value();
+          Tensor dst = parent.slice(0, c.pad, c.pad + view.shape()[0], 1).value();
+          parent = Tensor();  // the slice is the only handle: a writable destination
+          executor->install([&] {
+            CpuExecutionContext ctx(executor.get(), threads > 1 ? ParallelMode::kInner : ParallelMode::kSequential,
+                                    threads, {}, &caps);
+            ASSERT_TRUE(copy_into(ctx, view, dst).has_value());
+          });
+        }
+        // Column-major source strides (elements), and the odometer over the parent.
+        std::vector<int64_t> src_stride(rank, 1);
+        for (size_t k = 1; k < rank; ++k) src_stride[k] = src_stride[k - 1] * c.shape[k - 1];
+        std::vector<int64_t> idx(rank, 0);
+        int64_t wrong = 0;
+        for (int64_t i = 0; i < parent_numel; ++i) {
+          const bool inside = idx[0] >= c.pad && idx[0] < c.pad + view.shape()[0];
+          double expected = kSentinel;
+          if (inside) {
+            expected = static_cast<double>((idx[0] - c.pad) * src_stride[static_cast<size_t>(c.perm[0])]);
+            for (size_t k = 1; k < rank; ++k) {
+              expected += static_cast<double>(idx[k] * src_stride[static_cast<size_t>(c.perm[k])]);
+            }
           }
+          if (real_at(buffer.data(), c.dtype, i) != expected && ++wrong <= 3) {
+            ADD_FAILURE() << format_dims(c.shape) << " " << dtype_name(c.dtype) << " threads " << threads << " L1d "
+                          << l1d << ": element " << i << " is " << real_at(buffer.data(), c.dtype, i) << ", expected "
+                          << expected;
+          }
+          for (size_t k = 0; k < rank && ++idx[k] == parent_shape[k]; ++k) idx[k] = 0;
         }
-        if (real_at(buffer.data(), c.dtype, i) != expected && ++wrong <= 3) {
-          ADD_FAILURE() << format_dims(c.shape) << " " << dtype_name(c.dtype) << " threads " << threads
-                        << ": element " << i << " is " << real_at(buffer.data(), c.dtype, i) << ", expected " << expected;
-        }
-        for (size_t k = 0; k < rank && ++idx[k] == parent_shape[k]; ++k) idx[k] = 0;
+        ASSERT_EQ(wrong, 0) << format_dims(c.shape) << " " << dtype_name(c.dtype) << " threads " << threads << " L1d "
+                            << l1d;
       }
-      ASSERT_EQ(wrong, 0) << format_dims(c.shape) << " " << dtype_name(c.dtype) << " threads " << threads;
     }
   }
 }

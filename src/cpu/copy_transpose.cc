@@ -64,6 +64,7 @@ struct Transposer {
   Offsets sj;  // src offsets along j
   bool stream;
   bool stream_aligned = false;  // stream, and every vector store address is 32-byte aligned
+  bool row_order = false;       // streamed line tiles in row order (Note [Row-order line tiles])
   bool vec_ok = false;          // quads within segments of i contiguous in dst, of j in src
   bool pair_ok = false;         // (8-byte elements) pairs of i contiguous in dst, of j in src
   bool zip_ok = false;          // Note [Zips]: pairs of i contiguous in dst, j in zip groups
@@ -245,47 +246,71 @@ struct Transposer {
   // prefetch]).
   //
   // Note [Row-order line tiles]: with streaming stores, tiles of 4- and 8-byte elements
-  // go through the block row group by row group (kLine source rows, each read across
+  // can go through the block row group by row group (kLine source rows, each read across
   // all of j before the next group; the next group's lines are prefetched to L2 as the
   // tiles go): the reads are then kLine sequential streams, which the hardware
   // prefetchers follow, while a destination line leaves whole with each tile wherever
   // it lands. In column order (j outer, the order without streaming, where the
   // destination lines of a block stay in cache) each step reads one line from each of
   // a block's 64 rows, and rows a multiple of 4 KiB apart (64^4 `[31xx]`: 2 MiB) share
-  // one L1 set. 64^4 f64 on Zen 4 (AVX-512, four alternating rounds, 2026-12-03), one
-  // thread: `[3120]` 28.1 -> 19.2 ms median, `[3102]` 19.9 -> 16.3, f32 `[1023]` 14.7 ->
-  // 11.1, geometric mean over the permutation rows 0.95x; two threads `[3102]` 0.66x,
-  // `[3120]` 0.73x, mean 0.92x; under TENFERRO_MAX_ISA=avx2 `[31xx]` 0.83x, the rest
-  // within the noise. Byte tiles (staged through L1 buffers) keep column order: bool
-  // 8192 x 8192 ran 1.23-1.26x slower in row order.
+  // one L1 set. Which order wins depends on the core, so row_order_line_tiles decides
+  // from the L1d; byte tiles (staged through L1 buffers) keep column order everywhere
+  // (bool 8192 x 8192 ran 1.23-1.26x slower in row order, Zen 4).
+  // - L1d of 32 KiB (8 ways; Zen 4, AVX-512, four alternating rounds, 2026-12-03), row
+  //   order, one thread: 64^4 f64 `[3120]` 28.1 -> 19.2 ms median, `[3102]` 19.9 -> 16.3,
+  //   f32 `[1023]` 14.7 -> 11.1, geometric mean over the permutation rows 0.95x; two
+  //   threads `[3102]` 0.66x, `[3120]` 0.73x, mean 0.92x; under TENFERRO_MAX_ISA=avx2
+  //   `[31xx]` 0.83x, the rest within the noise.
+  // - L1d of 48 KiB (12 ways; Zen 5, AVX-512, three alternating rounds, 2026-12-04), row
+  //   order against column order, one thread: geometric mean over `bench kernels --only
+  //   permute` 1.35x slower, two threads 1.29x; 64^4 f64 `[23xx]` and `[32xx]` 3.0-3.2x
+  //   (7.5-8.3 -> 24-25 ms; 0.25-0.3 x memcpy), `[1xxx]`, `[2xxx]`, `[30xx]` 1.3-1.7x,
+  //   rank-24 reversed 2.6x; only f32 `[1023]` faster (0.68x). Chunks of 64 to 1024
+  //   columns in row order were all slower than column order there. Column order.
+  // - Other L1d sizes (Intel's 48 KiB included): not measured in row order; column
+  //   order, the order before this choice existed.
+
   template <bool kStream>
   void line_transposes(char* d, const char* s, int64_t i0, int64_t iw, int64_t j0, int64_t jw) const {
-    constexpr int64_t kW = kLine > 0 ? kLine : 1;
     if constexpr (kStream && kE >= 4) {
-      // Note [Row-order line tiles].
-      for (int64_t i = i0; i < iw; i += kW) {
-        const char* srow0[kW];
-        const char* pnext[kW];
-        for (int64_t k = 0; k < kW; ++k) srow0[k] = s + si.at(i + k);
-        const bool ahead = i + 2 * kW <= iw;
-        if (ahead) {
-          for (int64_t k = 0; k < kW; ++k) pnext[k] = s + si.at(i + kW + k);
-        }
-        const int64_t doff = di.at(i);
-        for (int64_t j = j0; j < jw; j += kW) {
-          char* drow[kW];
-          for (int64_t k = 0; k < kW; ++k) drow[k] = d + dj.at(j + k);
-          const int64_t so = sj.at(j);
-          const char* srow[kW];
-          for (int64_t k = 0; k < kW; ++k) srow[k] = srow0[k] + so;
-          if (ahead) {
-            for (int64_t k = 0; k < kW; ++k) _mm_prefetch(pnext[k] + so, _MM_HINT_T2);
-          }
-          line_tile<kStream>(srow, drow, doff);
-        }
+      if (row_order) {  // Note [Row-order line tiles]
+        row_order_line_transposes(d, s, i0, iw, j0, jw);
+        return;
       }
-      return;
     }
+    column_order_line_transposes<kStream>(d, s, i0, iw, j0, jw);
+  }
+
+  // Streamed line tiles in row order (Note [Row-order line tiles]); 4- and 8-byte elements.
+  void row_order_line_transposes(char* d, const char* s, int64_t i0, int64_t iw, int64_t j0, int64_t jw) const {
+    constexpr int64_t kW = kLine > 0 ? kLine : 1;
+    for (int64_t i = i0; i < iw; i += kW) {
+      const char* srow0[kW];
+      const char* pnext[kW];
+      for (int64_t k = 0; k < kW; ++k) srow0[k] = s + si.at(i + k);
+      const bool ahead = i + 2 * kW <= iw;
+      if (ahead) {
+        for (int64_t k = 0; k < kW; ++k) pnext[k] = s + si.at(i + kW + k);
+      }
+      const int64_t doff = di.at(i);
+      for (int64_t j = j0; j < jw; j += kW) {
+        char* drow[kW];
+        for (int64_t k = 0; k < kW; ++k) drow[k] = d + dj.at(j + k);
+        const int64_t so = sj.at(j);
+        const char* srow[kW];
+        for (int64_t k = 0; k < kW; ++k) srow[k] = srow0[k] + so;
+        if (ahead) {
+          for (int64_t k = 0; k < kW; ++k) _mm_prefetch(pnext[k] + so, _MM_HINT_T2);
+        }
+        line_tile<true>(srow, drow, doff);
+      }
+    }
+  }
+
+  // Line tiles in column order: j outer, every row group of the block for each.
+  template <bool kStream>
+  void column_order_line_transposes(char* d, const char* s, int64_t i0, int64_t iw, int64_t j0, int64_t jw) const {
+    constexpr int64_t kW = kLine > 0 ? kLine : 1;
     for (int64_t j = j0; j < jw; j += kW) {
       char* drow[kW];
       for (int64_t k = 0; k < kW; ++k) drow[k] = d + dj.at(j + k);
@@ -1003,6 +1028,7 @@ void copy_transpose_typed(const CpuExecutionContext& ctx, detail::StridedLoop<2>
   // tiles (Note [Streamed byte tiles]), whose alignment is checked per 64 elements.
   tr.stream = kElem != 2 && dst_bytes >= kStreamBytes;
   tr.stream_aligned = tr.stream;
+  tr.row_order = row_order_line_tiles(ctx.caps());
   tr.choose_block();
   {
     // Alignment of every vector store: 32 bytes for the quad path (16 for floats and
