@@ -33,6 +33,14 @@ peer=${PEER:-../shared/bench/peer_einsum.py}
 python=${PYTHON:-/usr/bin/python3}
 mkdir -p "$out"
 
+# The peers come from Debian packages that scripts/install-deps does not install
+# (apt-get install python3-numpy python3-torch): stop before measuring anything when one
+# is missing, rather than after the first instance.
+if [ "${SUMMARY_ONLY:-0}" != 1 ] && ! "$python" -c "import numpy, torch" 2>/dev/null; then
+  echo "$0: $python cannot import numpy and torch (apt-get install python3-numpy python3-torch)" >&2
+  exit 2
+fi
+
 dgemm() {  # $1 threads, $2 output file
   "$bin" bench kernels --threads "$1" --only "f64 n=2048" >"$2" 2>&1
 }
