@@ -282,6 +282,10 @@ const CpuCaps& host_caps() {
   return caps;
 }
 
+bool row_order_line_tiles(const CpuCaps& caps) noexcept {
+  return caps.l1d_bytes > 0 && caps.l1d_bytes <= (int64_t{32} << 10);
+}
+
 std::string CpuCaps::describe() const {
   auto kib = [](int64_t b) { return b > 0 ? std::to_string(b / 1024).append(" KiB") : std::string("unknown"); };
   std::string out;
@@ -296,6 +300,9 @@ std::string CpuCaps::describe() const {
   if (baseline_isa > detected_isa) out.append("  (WARNING: the build uses instructions this CPU lacks)");
   out.append("\ncaches     L1d ").append(kib(l1d_bytes)).append(", L2 ").append(kib(l2_bytes));
   out.append(", L3 ").append(kib(l3_bytes)).append("\n");
+  out.append("transposes streamed line tiles in ");
+  out.append(row_order_line_tiles(*this) ? "row order (L1d of at most 32 KiB)\n"
+                                         : "column order (row order only with an L1d of at most 32 KiB)\n");
   out.append("blis       ").append(blis_arch).append(blis_tuned ? " (tuned)" : " (generic kernels: planned as slow)");
   out.append("\nopenblas   ").append(openblas_core);
   out.append(!blas_symbols_elsewhere.empty() ? " (its BLAS symbols bound to another library: planned as slow)"
@@ -332,6 +339,7 @@ std::string CpuCaps::to_json() const {
   out.append(", \"l1d_bytes\": ").append(std::to_string(l1d_bytes));
   out.append(", \"l2_bytes\": ").append(std::to_string(l2_bytes));
   out.append(", \"l3_bytes\": ").append(std::to_string(l3_bytes));
+  out.append(", \"transpose_tile_order\": \"").append(row_order_line_tiles(*this) ? "row" : "column").append("\"");
   return out + "}";
 }
 

@@ -158,6 +158,15 @@ TEST(CpuCaps, JsonAndTextReportsCarryEveryField) {
   EXPECT_NE(text.find("generic kernels: planned as slow"), std::string::npos) << text;
   EXPECT_NE(text.find("usable avx2"), std::string::npos) << text;
   EXPECT_NE(text.find("L2 2048 KiB"), std::string::npos) << text;
+  // Note [Row-order line tiles]: row order only with an L1d of at most 32 KiB.
+  EXPECT_EQ(j.at("transpose_tile_order").get<std::string>(), "column");  // L1d unknown
+  EXPECT_NE(text.find("tiles in column order"), std::string::npos) << text;
+  for (const auto& [l1d, row] : {std::pair<int64_t, bool>{32 << 10, true}, {48 << 10, false}, {16 << 10, true}}) {
+    CpuCaps c = caps;
+    c.l1d_bytes = l1d;
+    EXPECT_EQ(row_order_line_tiles(c), row) << l1d;
+    EXPECT_EQ(nlohmann::json::parse(c.to_json()).at("transpose_tile_order").get<std::string>(), row ? "row" : "column");
+  }
   EXPECT_EQ(j.at("blas_symbols_elsewhere").get<std::string>(), "");
   EXPECT_EQ(text.find("WARNING"), std::string::npos) << text;
   caps.blas_symbols_elsewhere = "/usr/lib/libblis.so.4";

@@ -31,14 +31,6 @@ void with_word(int64_t elem, F&& f) {
 
 constexpr int64_t kStreamBytes = 8 << 20;  // outputs at least this large use streaming stores
 
-/// Note [Row-order line tiles] (copy_transpose.cc): whether streamed line tiles of 4- and
-/// 8-byte elements go through a block in source-row order (true) or column order. Row
-/// order was measured faster only on an L1d of 32 KiB (Zen 4) and 1.3-3x slower on one of
-/// 48 KiB (Zen 5); an unknown L1d gets column order. Pure.
-inline bool row_order_line_tiles(const CpuCaps& caps) noexcept {
-  return caps.l1d_bytes > 0 && caps.l1d_bytes <= (int64_t{32} << 10);
-}
-
 /// Note [Blocked copies] (copy_blocked.cc): copies `loop` (operand 0 destination, 1 source,
 /// strides in bytes of `elem`-byte elements) in tiles; reorders the loop's axes.
 void copy_blocked(const CpuExecutionContext& ctx, detail::StridedLoop<2>& loop, const std::array<char*, 2>& bases,

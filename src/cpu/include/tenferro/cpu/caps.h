@@ -97,6 +97,13 @@ bool openblas_core_tuned(std::string_view core, IsaLevel cpu_level) noexcept;
 /// Whether an OpenBLAS core name runs 512-bit (AVX-512) kernels. Pure.
 bool openblas_core_avx512(std::string_view core) noexcept;
 
+/// Whether streamed transposes of 4- and 8-byte elements walk their line tiles in
+/// source-row order (true) or column order (Note [Row-order line tiles] in
+/// copy_transpose.cc): row order was measured faster only with an L1d of 32 KiB (Zen 4)
+/// and 1.3-3x slower with one of 48 KiB (Zen 5); a larger or unknown L1d gets column
+/// order. Pure; `tenferro info` prints the answer.
+bool row_order_line_tiles(const CpuCaps& caps) noexcept;
+
 /// Cache sizes in bytes (0 = unknown).
 struct CacheSizes {
   int64_t l1d = 0, l2 = 0, l3 = 0;
