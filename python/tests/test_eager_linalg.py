@@ -71,6 +71,13 @@ def test_gradients_through_decompositions(rt):
     _fd_check(lambda x: tl.det(x) + tl.inv(x).sum() + tl.slogdet(x)[1], sq, rng)
     _fd_check(lambda x: tl.norm(x) + tl.norm(x, "nuc") + tl.vector_norm(x, 3, axis=1).sum(), a, rng)
     _fd_check(lambda x: (lambda t: t[1].sum() + t[3])(tl.truncated_svd(x, max_rank=2)), a, rng)
+    # solve with a vector right-hand side and with batches that broadcast (numpy's rules):
+    # gradients in A and in b.
+    v = rt.tensor(rng.standard_normal(3))
+    bb = rt.tensor(rng.standard_normal((2, 3, 2)))
+    _fd_check(lambda x: (tl.solve(x, v) ** 2).sum() + (tl.solve(x, bb) ** 2).sum(), sq, rng)
+    _fd_check(lambda y: (tl.solve(sq, y) ** 2).sum(), v, rng)
+    _fd_check(lambda y: (tl.solve(sq, y) ** 2).sum(), bb, rng)
 
 
 def test_no_grad_and_trace(rt):

@@ -58,6 +58,72 @@ linalg_ir::Payload payload_of(linalg_ir::Kind kind) {
   return p;
 }
 
+// Note [Solver program forms]: the native solvers broadcast the batch axes of A and B
+// (numpy's rule, trailing alignment) and solve takes a 1-D B as a vector; the linalg IR
+// op takes B [.., rows, k] with exactly A's batch axes. The program form recorded for
+// AD spells the native semantics around the IR op in core ops: A and B broadcast to the
+// common batch (broadcast_in_dim), a vector B reshaped to one column and the solution
+// back to a vector. Their AD rules then sum a gradient over the broadcast axes, so a
+// gradient has its input's shape.
+std::vector<program::Extent> extents_of(std::span<const int64_t> dims) {
+  std::vector<program::Extent> out;
+  out.reserve(dims.size());
+  for (int64_t d : dims) out.push_back(program::Extent::exact(d));
+  return out;
+}
+
+// v (shape `from`) broadcast to `to` with trailing alignment; v itself when equal.
+Result<program::Value> broadcast_to(program::ProgramBuilder& b, program::Value v, const std::vector<int64_t>& from,
+                                    const std::vector<int64_t>& to) {
+  if (from == to) return v;
+  program::Attrs attrs;
+  attrs.shape = extents_of(to);
+  for (size_t i = 0; i < from.size(); ++i) attrs.dims.push_back(static_cast<int64_t>(to.size() - from.size() + i));
+  return b.op(program::OpCode::kBroadcastInDim, {v}, std::move(attrs));
+}
+
+// The native solvers' call as a program form (Note [Solver program forms]): A [.., r, r]
+// and B [.., rows, k] (or a vector [rows] when `vector`), shapes as the native call
+// accepted them.
+Context::ProgramForm solver_form(const linalg_ir::Payload& payload, const Shape& a_shape, const Shape& b_shape,
+                                 bool vector) {
+  std::vector<int64_t> as(a_shape.begin(), a_shape.end()), bs(b_shape.begin(), b_shape.end());
+  return [payload, as, bs, vector](program::ProgramBuilder& b,
+                                   std::span<const program::Value> v) -> Result<std::vector<program::Value>> {
+    if (as.size() < 2 || (!vector && bs.size() < 2)) {
+      return usage_error(ErrorCode::kInvalidShape, std::string(linalg_ir::kind_name(payload.kind)),
+                         "needs matrices in the last two axes (rank >= 2)");
+    }
+    const size_t a_batch = as.size() - 2, b_batch = vector ? 0 : bs.size() - 2;
+    const size_t rank = std::max(a_batch, b_batch);
+    std::vector<int64_t> batch(rank, 1);
+    for (size_t i = 0; i < rank; ++i) {
+      const int64_t ea = i + a_batch >= rank ? as[i + a_batch - rank] : 1;
+      const int64_t eb = i + b_batch >= rank ? bs[i + b_batch - rank] : 1;
+      batch[i] = ea == 1 ? eb : ea;
+    }
+    std::vector<int64_t> a_to = batch, b_from = bs, b_to = batch;
+    a_to.insert(a_to.end(), as.end() - 2, as.end());
+    if (vector) b_from.push_back(1);
+    b_to.insert(b_to.end(), b_from.end() - 2, b_from.end());
+    program::Value bv = v[1];
+    if (vector) {
+      program::Attrs col;
+      col.shape = extents_of(b_from);
+      TENFERRO_TRY(bv, b.op(program::OpCode::kReshape, {bv}, std::move(col)));
+    }
+    TENFERRO_TRY(program::Value av, broadcast_to(b, v[0], as, a_to));
+    TENFERRO_TRY(bv, broadcast_to(b, bv, b_from, b_to));
+    const program::Value ins[] = {av, bv};
+    TENFERRO_TRY(std::vector<program::Value> outs, linalg_ir::emit_linalg(b, payload, ins));
+    if (!vector) return outs;
+    program::Attrs flat;
+    flat.shape = extents_of(std::span<const int64_t>(b_to.data(), b_to.size() - 1));
+    TENFERRO_TRY(program::Value x, b.op(program::OpCode::kReshape, {outs.at(0)}, std::move(flat)));
+    return std::vector<program::Value>{x};
+  };
+}
+
 Result<void> defined(const EagerTensor& a, const char* op) {
   if (!a.defined()) return usage_error(ErrorCode::kInvalidArgument, op, "undefined tensor");
   return ok();
@@ -220,13 +286,17 @@ Result<Lu> lu(const EagerTensor& a) {
 }
 
 Result<EagerTensor> solve(const Context& c, const EagerTensor& a, const EagerTensor& b) {
-  TENFERRO_TRY(auto out, run(c, {&a, &b}, "solve",
-                             [&](CpuExecutionContext& ctx, const PoolPtr& pool, std::vector<Tensor>& o) -> Result<void> {
-                               TENFERRO_TRY(Tensor x, ops::solve(ctx, a.tensor(), b.tensor(), {}, pool));
-                               o = {std::move(x)};
-                               return ok();
-                             },
-                             payload_of(linalg_ir::Kind::kSolve), kOne));
+  const EagerTensor* ins[] = {&a, &b};
+  TENFERRO_TRY(
+      auto out,
+      c.run_native(
+          ins, "solve", work_of(a),
+          [&](CpuExecutionContext& ctx, const PoolPtr& pool, std::vector<Tensor>& o) -> Result<void> {
+            TENFERRO_TRY(Tensor x, ops::solve(ctx, a.tensor(), b.tensor(), {}, pool));
+            o = {std::move(x)};
+            return ok();
+          },
+          [&] { return solver_form(payload_of(linalg_ir::Kind::kSolve), a.shape(), b.shape(), b.rank() == 1); }));
   return std::move(out[0]);
 }
 Result<EagerTensor> solve(const EagerTensor& a, const EagerTensor& b) {
@@ -236,18 +306,20 @@ Result<EagerTensor> solve(const EagerTensor& a, const EagerTensor& b) {
 
 Result<EagerTensor> triangular_solve(const EagerTensor& a, const EagerTensor& b, const TriangularOptions& options) {
   TENFERRO_TRY_VOID(defined(a, "triangular_solve"));
-  TENFERRO_TRY(auto out, run(Context::of(a), {&a, &b}, "triangular_solve",
-                             [&](CpuExecutionContext& ctx, const PoolPtr& pool, std::vector<Tensor>& o) -> Result<void> {
-                               TENFERRO_TRY(Tensor x, ops::triangular_solve(ctx, a.tensor(), b.tensor(), options, pool));
-                               o = {std::move(x)};
-                               return ok();
-                             },
-                             [&] {
-                               linalg_ir::Payload p = payload_of(linalg_ir::Kind::kTriangularSolve);
-                               p.triangular = options;
-                               return p;
-                             }(),
-                             kOne));
+  const EagerTensor* ins[] = {&a, &b};
+  TENFERRO_TRY(auto out,
+               Context::of(a).run_native(
+                   ins, "triangular_solve", work_of(a),
+                   [&](CpuExecutionContext& ctx, const PoolPtr& pool, std::vector<Tensor>& o) -> Result<void> {
+                     TENFERRO_TRY(Tensor x, ops::triangular_solve(ctx, a.tensor(), b.tensor(), options, pool));
+                     o = {std::move(x)};
+                     return ok();
+                   },
+                   [&] {
+                     linalg_ir::Payload p = payload_of(linalg_ir::Kind::kTriangularSolve);
+                     p.triangular = options;
+                     return solver_form(p, a.shape(), b.shape(), false);
+                   }));
   return std::move(out[0]);
 }
 

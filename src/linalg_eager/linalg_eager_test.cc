@@ -181,5 +181,75 @@ TEST(LinalgEager, GradientsThroughDecompositionsMatchFiniteDifferences) {
   EXPECT_FALSE(grad_of(x).defined());
 }
 
+// Note [Solver program forms]: gradients of solve and triangular_solve where the native
+// call broadcasts batch axes or takes a vector B have their inputs' shapes and match
+// central differences in A and in B.
+TEST(LinalgEager, SolverGradientsWithBroadcastBatchesAndVectorsMatchFiniteDifferences) {
+  auto rt = EagerRuntime::create().value();
+  // Random matrices [.., n, n] plus 4 on the diagonal (well conditioned), column-major.
+  auto matrices = [&](Shape shape, uint64_t seed) {
+    const Tensor r = Tensor::random_normal(DType::kF64, shape, seed).value();
+    const int64_t n = shape[shape.size() - 1], count = r.numel();
+    const Tensor flat = r.reshape_copy({count}).value();
+    std::vector<double> v(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t row = (i / r.strides()[shape.size() - 2]) % n, col = (i / r.strides()[shape.size() - 1]) % n;
+      v[static_cast<size_t>(i)] = flat.get<double>({i}).value() + (row == col ? 4.0 : 0.0);
+    }
+    return rt->from_host(Tensor::from_col_major<double>(shape, v).value()).value();
+  };
+  auto random = [&](Shape shape, uint64_t seed) {
+    return rt->from_host(Tensor::random_normal(DType::kF64, shape, seed).value()).value();
+  };
+  auto total = [](const EagerTensor& t) { return sum(mul(t, t).value()); };
+  linalg::TriangularOptions lower;
+  lower.uplo = linalg::Uplo::kLower;
+  linalg::TriangularOptions right;
+  right.left = false;
+  struct Case {
+    const char* name;
+    EagerTensor a, b;
+    std::function<Result<EagerTensor>(const EagerTensor&, const EagerTensor&)> op;
+  };
+  auto solve = [](const EagerTensor& a, const EagerTensor& b) { return linalg::solve(a, b); };
+  const std::vector<Case> cases = {
+      {"solve, vector B", matrices({3, 3}, 1), random({3}, 2), solve},
+      {"solve, batched A, vector B", matrices({2, 3, 3}, 3), random({3}, 4), solve},
+      {"solve, A broadcast over B's batch", matrices({3, 3}, 5), random({2, 3, 2}, 6), solve},
+      {"solve, B broadcast over A's batch", matrices({2, 3, 3}, 7), random({3, 2}, 8), solve},
+      {"solve, both broadcast", matrices({2, 1, 3, 3}, 9), random({4, 3, 1}, 10), solve},
+      {"triangular_solve lower, A broadcast", matrices({3, 3}, 11), random({2, 3, 2}, 12),
+       [&](const EagerTensor& a, const EagerTensor& b) { return linalg::triangular_solve(a, b, lower); }},
+      {"triangular_solve right, B broadcast", matrices({2, 2, 2}, 13), random({3, 2}, 14),
+       [&](const EagerTensor& a, const EagerTensor& b) { return linalg::triangular_solve(a, b, right); }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const EagerFn f = [&](std::span<const EagerTensor> v) -> Result<EagerTensor> {
+      TENFERRO_TRY(EagerTensor x, c.op(v[0], v[1]));
+      return total(x);
+    };
+    const EagerTensor xs[] = {c.a, c.b};
+    auto g = grad(f, xs);
+    ASSERT_TRUE(g) << g.error().to_string();
+    ASSERT_EQ(g->size(), 2u);
+    for (size_t k = 0; k < 2; ++k) {
+      SCOPED_TRACE(k == 0 ? "A" : "B");
+      ASSERT_EQ((*g)[k].shape(), xs[k].shape());
+      const EagerTensor d = random(xs[k].shape(), 20 + k);
+      const double h = 1e-6;
+      Context nc = Context::of(xs[k]).no_grad();
+      auto at = [&](double t) {
+        EagerTensor moved[] = {xs[0], xs[1]};
+        moved[k] = nc.add(xs[k], nc.mul(nc.scalar(c128(t)).value(), d).value()).value();
+        return item(f(moved).value()).value().real();
+      };
+      const double fd = (at(h) - at(-h)) / (2 * h);
+      const double ad = item(sum(mul((*g)[k], d).value()).value()).value().real();
+      EXPECT_NEAR(ad, fd, 1e-6 * (1 + std::abs(fd)));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tenferro::eager
