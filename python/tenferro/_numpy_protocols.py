@@ -182,7 +182,7 @@ _FUNCTIONS = {
     np.where: _where, np.einsum: _einsum,
 }
 for _name in ("svd", "qr", "eigh", "eigvalsh", "eig", "eigvals", "cholesky", "solve", "inv", "det", "slogdet",
-              "pinv", "lstsq", "norm", "matrix_power", "multi_dot"):
+              "pinv", "lstsq", "norm", "matrix_power", "multi_dot", "matrix_rank", "cond"):
     _FUNCTIONS[getattr(np.linalg, _name)] = getattr(_linalg, _name)
 
 

@@ -13,8 +13,8 @@ Every function also takes `tenferro.EagerTensor` inputs (of one runtime; numpy a
 next to them become constants there, as for the operators and einsum): it then runs
 on their runtime and returns eager tensors that record for reverse-mode AD, so
 ``loss.backward()`` and ``tenferro.grad`` differentiate through svd, qr, eigh,
-cholesky, solve, inv, det, slogdet, pinv, the norms, truncated_svd, matrix_power and
-multi_dot
+cholesky, solve, inv, det, slogdet, pinv, the norms, cond,
+truncated_svd, matrix_power and multi_dot; matrix_rank returns an int64 eager tensor
 (docs/design/0009-ad.md lists the derivative conventions and what is unsupported:
 full_matrices=True SVD vectors, the complete QR of a tall matrix, eig's vectors, lstsq).
 """
@@ -248,17 +248,63 @@ def truncated_svd(a, max_rank=None, rel_cutoff=0.0, method="auto", seed=0, gauge
     return u, s, vh, _scalar(dw)
 
 
-def _arrays_only(name, *xs):
-    if any(isinstance(x, _Eager) for x in xs):
-        raise _UnsupportedError(f"{name}: eager tensors (compose it from the eager operations)", "unsupported",
-                               "usage", name)
+def _eager_matrix_rank(A, tol, rtol):
+    """matrix_rank of an eager tensor: the count of singular values above the tolerance,
+    computed with eager operations (int64, A's batch shape)."""
+    rt = A.runtime
+    if A.ndim < 2:
+        return (A != 0).any().astype(_np.int64)
+    if min(A.shape[-2:]) == 0:
+        return rt.tensor(_np.zeros(A.shape[:-2], dtype=_np.int64))
+    s = svd(A, compute_uv=False)
+    if tol is None:
+        if rtol is None:
+            rtol = max(A.shape[-2:]) * _np.finfo(_np.dtype(s.dtype)).eps
+        tol = s.max(axis=-1, keepdims=True) * rt.tensor(_np.asarray(rtol, dtype=_np.dtype(s.dtype))[..., None])
+    else:
+        tol = rt.tensor(_np.asarray(tol, dtype=_np.dtype(s.dtype))[..., None])
+    return (s > tol).astype(_np.int64).sum(axis=-1)
+
+
+def _eager_cond(x, p):
+    """cond of an eager tensor with eager operations (records for AD); singular items are
+    infinite, as in numpy."""
+    rt = x.runtime
+    if x.ndim < 2:
+        raise LinAlgError(f"cond: {x.ndim}-dimensional array given; array must be at least two-dimensional",
+                          "invalid_shape", "usage", "cond")
+    if p is None or p == 2 or p == -2:
+        s = svd(x, compute_uv=False)
+        r = s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
+        from . import where
+        return where(r != r, rt.tensor(_np.asarray(_np.inf, dtype=_np.dtype(r.dtype))), r)
+    if x.shape[-1] != x.shape[-2]:
+        raise LinAlgError("cond: last 2 dimensions of the array must be square", "invalid_shape", "usage", "cond")
+    try:
+        return matrix_norm(x, ord=p) * matrix_norm(inv(x), ord=p)
+    except LinAlgError:
+        pass
+    # Some item is singular: item by item, infinite where inv fails.
+    from . import stack
+    n = x.shape[-1]
+    items = x.reshape((-1, n, n))
+    out = []
+    for i in range(items.shape[0]):
+        try:
+            out.append(matrix_norm(items[i], ord=p) * matrix_norm(inv(items[i]), ord=p))
+        except LinAlgError:
+            real = _np.finfo(_np.dtype(x.dtype)).dtype
+            out.append(rt.tensor(_np.asarray(_np.inf, dtype=real)))
+    return stack(out).reshape(x.shape[:-2])
 
 
 def matrix_rank(A, tol=None, hermitian=False, *, rtol=None, engine=None, threads=None):
     """numpy.linalg.matrix_rank: the number of singular values above `tol` (default
     S.max() * max(M, N) * eps, or S.max() * rtol); arrays of rank < 2 have rank 0 or 1.
-    `hermitian` is accepted and ignored (the general SVD is used)."""
-    _arrays_only("matrix_rank", A)
+    `hermitian` is accepted and ignored (the general SVD is used). Eager tensors: an int64
+    eager tensor (of the batch shape) on A's runtime."""
+    if isinstance(A, _Eager):
+        return _eager_matrix_rank(A, tol, rtol)
     A = _np.asarray(A)
     if A.ndim < 2:
         return int(not _np.all(A == 0))
@@ -275,14 +321,21 @@ def matrix_rank(A, tol=None, hermitian=False, *, rtol=None, engine=None, threads
 def cond(x, p=None, *, engine=None, threads=None):
     """numpy.linalg.cond: the condition number in norm `p` (None, 2, -2: ratios of
     singular values; 'fro', 'nuc', 1, -1, inf, -inf: norm(x) * norm(inv(x)), square x
-    only); infinite for singular matrices."""
-    _arrays_only("cond", x)
+    only); infinite for singular matrices (numpy's rule; a zero matrix included). Eager
+    tensors: an eager tensor that records for AD."""
+    if isinstance(x, _Eager):
+        if engine is not None or threads is not None:
+            raise TypeError("tenferro.linalg: eager tensors run on their runtime (no engine= or threads=)")
+        return _eager_cond(x, p)
     x = _arr(x, "cond")
     kw = dict(engine=engine, threads=threads)
     with _np.errstate(divide="ignore", invalid="ignore"):
         if p is None or p == 2 or p == -2:
             s = svd(x, compute_uv=False, **kw)
             r = s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
+            # 0 / 0 (a zero matrix) is infinite, as in numpy (svd rejects NaN input, so a
+            # NaN here is never the input's).
+            r = _np.where(_np.isnan(r), _np.inf, r)
         else:
             if x.shape[-1] != x.shape[-2]:
                 raise LinAlgError("cond: last 2 dimensions of the array must be square", "invalid_shape", "usage", "cond")

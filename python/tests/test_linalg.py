@@ -257,6 +257,8 @@ def test_matrix_rank_cond_matrix_power_multi_dot_match_numpy():
         np.testing.assert_allclose(L.cond(stack, p), np.linalg.cond(stack, p), rtol=1e-10, err_msg=str(p))
     singular = np.array([[1.0, 2.0], [2.0, 4.0]])
     assert L.cond(singular, 1) == np.inf
+    for p in (None, 2, -2):  # 0 / 0 singular values: infinite, as in numpy
+        assert L.cond(np.zeros((2, 2)), p) == np.linalg.cond(np.zeros((2, 2)), p) == np.inf
     with pytest.raises(tenferro.LinAlgError):
         L.cond(low, 1)  # norm ords other than 2 need square matrices
     for n in (0, 1, 2, 3, 7, -1, -3):
@@ -277,6 +279,43 @@ def test_matrix_rank_cond_matrix_power_multi_dot_match_numpy():
         L.multi_dot([a])
     with pytest.raises(tenferro.LinAlgError):
         L.multi_dot([a, stack])
+
+
+def test_matrix_rank_and_cond_take_eager_tensors():
+    rt = tenferro.Runtime()
+    rng = np.random.default_rng(13)
+    a = rng.standard_normal((5, 5))
+    low = rng.standard_normal((6, 2)) @ rng.standard_normal((2, 4))
+    stack = rng.standard_normal((3, 4, 4))
+    for x in (a, low, stack, np.zeros((3, 3)), np.eye(4), np.zeros(3), np.ones(3)):
+        r = L.matrix_rank(rt.tensor(x))
+        assert isinstance(r, tenferro.EagerTensor) and r.dtype == np.int64
+        np.testing.assert_array_equal(r.numpy(), np.linalg.matrix_rank(x))
+    np.testing.assert_array_equal(np.linalg.matrix_rank(rt.tensor(low), tol=1e-300).numpy(),
+                                  np.linalg.matrix_rank(low, tol=1e-300))
+    np.testing.assert_array_equal(L.matrix_rank(rt.tensor(np.zeros((2, 0, 3)))).numpy(), [0, 0])
+    singular = np.stack([a[:2, :2], np.array([[1.0, 2.0], [2.0, 4.0]])])
+    for x in (a, stack, singular, np.zeros((2, 2))):
+        for p in (None, 2, -2, "fro", "nuc", 1, -1, np.inf, -np.inf):
+            got = L.cond(rt.tensor(x), p)
+            assert isinstance(got, tenferro.EagerTensor)
+            np.testing.assert_allclose(got.numpy(), L.cond(x, p), rtol=1e-10, err_msg=f"{x.shape} {p}")
+            if x is singular:  # numpy's own result for the singular item is rounding-dependent
+                continue
+            try:
+                want = np.linalg.cond(x, p)
+            except np.linalg.LinAlgError:  # numpy's SVD of inv(zeros), all infinite
+                want = np.inf
+            np.testing.assert_allclose(got.numpy(), want, rtol=1e-10, err_msg=f"{x.shape} {p}")
+    assert np.isinf(L.cond(rt.tensor(singular), 1).numpy()[1])
+    with pytest.raises(tenferro.LinAlgError):
+        L.cond(rt.tensor(low), 1)
+    # cond records for AD: directional derivative against central differences.
+    d, h = rng.standard_normal(a.shape), 1e-6
+    for p in (None, "fro", 1):
+        (g,) = tenferro.grad(lambda t: L.cond(t, p))(rt.tensor(a))
+        fd = (np.linalg.cond(a + h * d, p) - np.linalg.cond(a - h * d, p)) / (2 * h)
+        np.testing.assert_allclose(np.sum(g.numpy() * d), fd, rtol=1e-6, err_msg=str(p))
 
 
 def test_matrix_power_and_multi_dot_take_eager_tensors():
