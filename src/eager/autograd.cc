@@ -93,9 +93,15 @@ void Detail::record_outputs(std::vector<EagerTensor>& results, std::span<const E
     auto node = std::make_shared<AdNode>();
     node->traced = traced;
     node->op = op;
-    node->build = [shared, k](program::ProgramBuilder& b, std::span<const program::Value> v) -> Result<program::Value> {
+    node->build = [shared, k, op](program::ProgramBuilder& b,
+                                  std::span<const program::Value> v) -> Result<program::Value> {
       TENFERRO_TRY(std::vector<program::Value> outs, (*shared)(b, v));
-      return outs.at(k);
+      if (k >= outs.size()) {  // e.g. an integer result the form does not express
+        return usage_error(ErrorCode::kUnsupported, op,
+                           "result " + std::to_string(k) + " has no program form (the form gives " +
+                               std::to_string(outs.size()) + " of the call's results)");
+      }
+      return outs[k];
     };
     for (const EagerTensor* in : inputs) node->inputs.push_back(*in);
     t.ad_ = std::move(node);

@@ -181,6 +181,25 @@ TEST(LinalgEager, GradientsThroughDecompositionsMatchFiniteDifferences) {
   EXPECT_FALSE(grad_of(x).defined());
 }
 
+// A traced call whose integer result has no program form (truncated_svd's rank) is a
+// typed error when a program needs it, not an exception; its other results trace.
+TEST(LinalgEager, TracedResultWithoutAProgramFormIsATypedError) {
+  auto rt = EagerRuntime::create().value();
+  const EagerTensor a = rt->from_host(Tensor::random_normal(DType::kF64, {5, 4}, 3).value()).value();
+  const EagerTensor x = trace_input(a).value();
+  linalg::TruncatedSvdOptions o;
+  o.max_rank = 2;
+  const linalg::TruncatedSvd t = linalg::truncated_svd(x, o).value();
+  const EagerTensor in[] = {x};
+  const EagerTensor rank[] = {t.rank};
+  auto bad = program_of(rank, in);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(bad.error().message().find("no program form"), std::string::npos) << bad.error().message();
+  const EagerTensor s[] = {t.s};
+  EXPECT_TRUE(program_of(s, in)) << program_of(s, in).error().to_string();
+}
+
 // Note [Solver program forms]: gradients of solve and triangular_solve where the native
 // call broadcasts batch axes or takes a vector B have their inputs' shapes and match
 // central differences in A and in B.
