@@ -78,6 +78,12 @@ def test_gradients_through_decompositions(rt):
     _fd_check(lambda x: (tl.solve(x, v) ** 2).sum() + (tl.solve(x, bb) ** 2).sum(), sq, rng)
     _fd_check(lambda y: (tl.solve(sq, y) ** 2).sum(), v, rng)
     _fd_check(lambda y: (tl.solve(sq, y) ** 2).sum(), bb, rng)
+    # lstsq: solution, residuals and singular values (tall: residuals; wide: minimum norm).
+    rhs = rt.tensor(rng.standard_normal((4, 2)))
+    _fd_check(lambda x: (lambda r: (r[0] ** 2).sum() + r[1].sum() + r[3].sum())(tl.lstsq(x, rhs)), a, rng)
+    _fd_check(lambda y: (lambda r: (r[0] ** 2).sum() + r[1].sum())(tl.lstsq(a, y)), rhs, rng)
+    v3 = rt.tensor(rng.standard_normal(3))
+    _fd_check(lambda x: (tl.lstsq(x.T, v3)[0] ** 2).sum(), a, rng)
 
 
 def test_no_grad_and_trace(rt):

@@ -96,7 +96,7 @@ void Detail::record_outputs(std::vector<EagerTensor>& results, std::span<const E
     node->build = [shared, k, op](program::ProgramBuilder& b,
                                   std::span<const program::Value> v) -> Result<program::Value> {
       TENFERRO_TRY(std::vector<program::Value> outs, (*shared)(b, v));
-      if (k >= outs.size()) {  // e.g. an integer result the form does not express
+      if (k >= outs.size() || !outs[k].valid()) {  // e.g. an integer result the form does not express
         return usage_error(ErrorCode::kUnsupported, op,
                            "result " + std::to_string(k) + " has no program form (the form gives " +
                                std::to_string(outs.size()) + " of the call's results)");

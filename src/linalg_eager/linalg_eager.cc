@@ -22,11 +22,6 @@ int64_t work_of(const EagerTensor& a) {
   return std::max<int64_t>(1, a.numel()) * std::min(m, n);
 }
 
-Result<std::vector<EagerTensor>> run(const Context& c, std::initializer_list<const EagerTensor*> ins, const char* op,
-                                     Context::NativeFn f) {
-  return c.run_native(std::span<const EagerTensor* const>(ins.begin(), ins.size()), op, work_of(**ins.begin()), f);
-}
-
 // The program form of a linalg call (for the AD tape): `payload` over the inputs, its
 // outputs in the native function's order (native output k = program output order[k]).
 Result<std::vector<EagerTensor>> run(const Context& c, std::initializer_list<const EagerTensor*> ins, const char* op,
@@ -376,15 +371,89 @@ Result<EagerTensor> pinv(const EagerTensor& a, std::optional<double> rtol) {
   return std::move(out[0]);
 }
 
+// Note [Eager lstsq derivative]: gelsd's minimum-norm solution is pinv(A) B with pinv's
+// cutoff equal to lstsq's rcond (both count singular values at most rcond * max(S) as
+// zero, with the same default), so the form the tape records is the pinv op followed by
+// a batched product; the singular values are the values-only SVD, and the residuals,
+// when the native call returned them (m > n, every item of full rank), sum |A X - B|^2
+// over the rows (else they are empty: a zero-width slice of S). pinv's rule is the
+// derivative at matrices of rank r (locally constant rank): exact for full rank and where
+// the singular values cut by rcond are zero; where they are not (a user rcond cutting
+// values s > 0), it leaves out terms of order s / s_kept that couple kept and cut
+// singular vectors. The integer rank has no program form.
 Result<Lstsq> lstsq(const EagerTensor& a, const EagerTensor& b, std::optional<double> rcond) {
   TENFERRO_TRY_VOID(defined(a, "lstsq"));
-  TENFERRO_TRY(auto out, run(Context::of(a), {&a, &b}, "lstsq",
-                             [&](CpuExecutionContext& ctx, const PoolPtr& pool, std::vector<Tensor>& o) -> Result<void> {
-                               TENFERRO_TRY(ops::LstsqResult r, ops::lstsq(ctx, a.tensor(), b.tensor(), rcond, {}, pool));
-                               o = {std::move(r.solution), std::move(r.residuals), std::move(r.rank),
-                                    std::move(r.singular_values)};
-                               return ok();
-                             }));
+  TENFERRO_TRY_VOID(defined(b, "lstsq"));
+  bool residuals = false;
+  auto native = [&](CpuExecutionContext& ctx, const PoolPtr& pool, std::vector<Tensor>& o) -> Result<void> {
+    TENFERRO_TRY(ops::LstsqResult r, ops::lstsq(ctx, a.tensor(), b.tensor(), rcond, {}, pool));
+    residuals = r.residuals.rank() > 0 && r.residuals.shape().back() > 0;
+    o = {std::move(r.solution), std::move(r.residuals), std::move(r.rank), std::move(r.singular_values)};
+    return ok();
+  };
+  auto form = [&]() -> Context::ProgramForm {
+    const int64_t rank = a.rank();
+    const bool vector = b.rank() == rank - 1;  // as the native call reads B
+    return [rcond, residuals, rank, vector](program::ProgramBuilder& pb,
+                                            std::span<const program::Value> v) -> Result<std::vector<program::Value>> {
+      using program::Attrs;
+      using program::OpCode;
+      using program::Value;
+      std::vector<int64_t> batch;
+      for (int64_t i = 0; i < rank - 2; ++i) batch.push_back(i);
+      linalg_ir::Payload pp = payload_of(linalg_ir::Kind::kPinv);
+      pp.rtol = rcond;
+      TENFERRO_TRY(std::vector<Value> pinv, linalg_ir::emit_linalg(pb, pp, v.first(1)));
+      // X = pinv(A) B: contract pinv's rows-of-A axis with B's rows.
+      Attrs mm;
+      mm.lhs_batch = batch;
+      mm.rhs_batch = batch;
+      mm.lhs_contract = {rank - 1};
+      mm.rhs_contract = {rank - 2};  // B's rows, a vector's or a matrix's
+      TENFERRO_TRY(Value x, pb.op(OpCode::kDotGeneral, {pinv.at(0), v[1]}, std::move(mm)));
+      linalg_ir::Payload sp = payload_of(linalg_ir::Kind::kSvd);
+      sp.svd_mode = ops::SvdMode::kValuesOnly;
+      TENFERRO_TRY(std::vector<Value> sv, linalg_ir::emit_linalg(pb, sp, v.first(1)));
+      const Value s = sv.at(0);
+      Value res;
+      if (residuals) {
+        // sum over the rows of |A X - B|^2: [.., k], or [.., 1] for a vector B.
+        Attrs ax;
+        ax.lhs_batch = batch;
+        ax.rhs_batch = batch;
+        ax.lhs_contract = {rank - 1};
+        ax.rhs_contract = {rank - 2};
+        TENFERRO_TRY(Value fit, pb.op(OpCode::kDotGeneral, {v[0], x}, std::move(ax)));
+        TENFERRO_TRY(Value d, pb.op(OpCode::kSub, {fit, v[1]}));
+        TENFERRO_TRY(Value dc, pb.op(OpCode::kConj, {d}));
+        TENFERRO_TRY(Value dd, pb.op(OpCode::kMul, {dc, d}));
+        TENFERRO_TRY(Value re, pb.op(OpCode::kReal, {dd}));
+        Attrs rows;
+        rows.dims = {rank - 2};
+        TENFERRO_TRY(res, pb.op(OpCode::kReduce, {re}, std::move(rows)));
+        if (vector) {
+          TENFERRO_TRY(const program::ValueType t, pb.type(res));
+          Attrs one;
+          one.shape = t.shape;
+          one.shape.push_back(program::Extent::exact(1));
+          TENFERRO_TRY(res, pb.op(OpCode::kReshape, {res}, std::move(one)));
+        }
+      } else {
+        // Empty residuals [.., 0]: a zero-width slice of S.
+        TENFERRO_TRY(const program::ValueType t, pb.type(s));
+        Attrs none;
+        for (size_t i = 0; i < t.shape.size(); ++i) {
+          none.start.push_back(0);
+          none.limit.push_back(i + 1 == t.shape.size() ? 0 : t.shape[i].exact_value());
+          none.stride.push_back(1);
+        }
+        TENFERRO_TRY(res, pb.op(OpCode::kSlice, {s}, std::move(none)));
+      }
+      return std::vector<Value>{x, res, Value{}, s};
+    };
+  };
+  const EagerTensor* const ins[2] = {&a, &b};
+  TENFERRO_TRY(auto out, Context::of(a).run_native(ins, "lstsq", work_of(a), native, form));
   return Lstsq{std::move(out[0]), std::move(out[1]), std::move(out[2]), std::move(out[3])};
 }
 

@@ -200,6 +200,78 @@ TEST(LinalgEager, TracedResultWithoutAProgramFormIsATypedError) {
   EXPECT_TRUE(program_of(s, in)) << program_of(s, in).error().to_string();
 }
 
+// Note [Eager lstsq derivative]: gradients of lstsq's solution, residuals and singular
+// values in A and in B against central differences: tall (residuals), wide
+// (minimum-norm), vector B, a batch, complex, and a rank cut by rcond.
+TEST(LinalgEager, LstsqGradientsMatchFiniteDifferences) {
+  auto rt = EagerRuntime::create().value();
+  auto random = [&](DType dt, Shape shape, uint64_t seed) {
+    return rt->from_host(Tensor::random_normal(dt, shape, seed).value()).value();
+  };
+  // A 5 x 3 matrix of rank 2, singular values 3, 1 and 0 (Q1 diag(s) Q2^T): rcond 1e-2
+  // keeps rank 2 under the perturbations (pinv's rule is the derivative at rank-r
+  // matrices: with a nonzero cut value s it is off by O(s / s_kept), Note [Eager lstsq
+  // derivative]).
+  Context nc = Context::of(random(DType::kF64, {1}, 1)).no_grad();
+  const EagerTensor q1 = linalg::qr(random(DType::kF64, {5, 3}, 2)).value().q;
+  const EagerTensor q2 = linalg::qr(random(DType::kF64, {3, 3}, 3)).value().q;
+  const EagerTensor sv = rt->from_values<double>({1, 3}, {3.0, 1.0, 0.0}).value();
+  const EagerTensor graded = nc.matmul(nc.mul(q1, sv).value(), nc.transpose(q2).value()).value();
+  struct Case {
+    const char* name;
+    EagerTensor a, b;
+    std::optional<double> rcond;
+    bool residuals;
+  };
+  const std::vector<Case> cases = {
+      {"tall, matrix B", random(DType::kF64, {5, 3}, 4), random(DType::kF64, {5, 2}, 5), std::nullopt, true},
+      {"tall, vector B", random(DType::kF64, {5, 3}, 6), random(DType::kF64, {5}, 7), std::nullopt, true},
+      {"wide (minimum norm)", random(DType::kF64, {3, 5}, 8), random(DType::kF64, {3, 2}, 9), std::nullopt, false},
+      {"batch, vector B", random(DType::kF64, {2, 5, 3}, 10), random(DType::kF64, {2, 5}, 11), std::nullopt, true},
+      {"complex", random(DType::kC128, {4, 2}, 12), random(DType::kC128, {4, 3}, 13), std::nullopt, true},
+      {"rank 2 by rcond", graded, random(DType::kF64, {5, 2}, 14), 1e-2, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const EagerFn f = [&](std::span<const EagerTensor> v) -> Result<EagerTensor> {
+      TENFERRO_TRY(linalg::Lstsq r, linalg::lstsq(v[0], v[1], c.rcond));
+      EXPECT_EQ(r.residuals.numel() > 0, c.residuals);
+      TENFERRO_TRY(EagerTensor xx, mul(r.solution, conj(r.solution).value()));
+      TENFERRO_TRY(EagerTensor t, sum(real(xx).value()));
+      TENFERRO_TRY(t, add(t, sum(r.residuals).value()));
+      return add(t, sum(mul(r.singular_values, r.singular_values).value()).value());
+    };
+    const EagerTensor xs[] = {c.a, c.b};
+    auto g = grad(f, xs);
+    ASSERT_TRUE(g) << g.error().to_string();
+    for (size_t k = 0; k < 2; ++k) {
+      SCOPED_TRACE(k == 0 ? "A" : "B");
+      ASSERT_EQ((*g)[k].shape(), xs[k].shape());
+      const EagerTensor d = random(xs[k].dtype(), xs[k].shape(), 30 + k);
+      const double h = 1e-6;
+      auto at = [&](double t) {
+        EagerTensor moved[] = {xs[0], xs[1]};
+        moved[k] = nc.add(xs[k], nc.mul(nc.scalar(c128(t), d.dtype()).value(), d).value()).value();
+        return item(f(moved).value()).value().real();
+      };
+      const double fd = (at(h) - at(-h)) / (2 * h);
+      // Re <g, d>: the gradient of a real loss in a complex input is dL/dRe + i dL/dIm.
+      const double ad = item(sum(real(mul(conj((*g)[k]).value(), d).value()).value()).value()).value().real();
+      EXPECT_NEAR(ad, fd, 1e-5 * (1 + std::abs(fd)));
+    }
+  }
+  // The integer rank has no program form: a typed error when a traced program needs it.
+  const EagerTensor x = trace_input(cases[0].a).value();
+  const linalg::Lstsq r = linalg::lstsq(x, cases[0].b).value();
+  const EagerTensor in[] = {x};
+  const EagerTensor rank[] = {r.rank};
+  auto bad = program_of(rank, in);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code(), ErrorCode::kUnsupported);
+  const EagerTensor sol[] = {r.solution};
+  EXPECT_TRUE(program_of(sol, in));
+}
+
 // Note [Solver program forms]: gradients of solve and triangular_solve where the native
 // call broadcasts batch axes or takes a vector B have their inputs' shapes and match
 // central differences in A and in B.

@@ -365,7 +365,9 @@ class Context {
                                               NativeFn f) const;
   /// The program form of a native call, for the AD tape (Note [Eager tape]): emits the
   /// family's program op(s) over program values of the inputs and returns one value per
-  /// output of the native function, in its order. Owns what it captures.
+  /// output of the native function, in its order; an invalid Value (or a shorter list)
+  /// for a result it does not express (an integer rank): a program that needs that
+  /// result is then a typed kUnsupported. Owns what it captures.
   using ProgramForm = std::function<Result<std::vector<program::Value>>(program::ProgramBuilder&,
                                                                         std::span<const program::Value>)>;
   /// run_native whose results can be differentiated: when the call records (an input
