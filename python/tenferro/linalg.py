@@ -12,12 +12,11 @@ tenferro.einsum.
 Every function also takes `tenferro.EagerTensor` inputs (of one runtime; numpy arrays
 next to them become constants there, as for the operators and einsum): it then runs
 on their runtime and returns eager tensors that record for reverse-mode AD, so
-``loss.backward()`` and ``tenferro.grad`` differentiate through svd, qr, eigh,
+``loss.backward()`` and ``tenferro.grad`` differentiate through svd, qr, eigh, eig,
 cholesky, solve, inv, det, slogdet, pinv, lstsq (but its integer rank), the norms,
 cond, truncated_svd, matrix_power and multi_dot; matrix_rank returns an int64 eager
 tensor (docs/design/0009-ad.md lists the derivative conventions and what is
-unsupported: full_matrices=True SVD vectors, the complete QR of a tall matrix, eig's
-vectors).
+unsupported: full_matrices=True SVD vectors, the complete QR of a tall matrix).
 """
 
 import numpy as _np

@@ -82,6 +82,9 @@ def test_gradients_through_decompositions(rt):
     rhs = rt.tensor(rng.standard_normal((4, 2)))
     _fd_check(lambda x: (lambda r: (r[0] ** 2).sum() + r[1].sum() + r[3].sum())(tl.lstsq(x, rhs)), a, rng)
     _fd_check(lambda y: (lambda r: (r[0] ** 2).sum() + r[1].sum())(tl.lstsq(a, y)), rhs, rng)
+    # eig's vectors: v * v is free of LAPACK's sign choice but not of its norm and phase.
+    w4 = rt.tensor(rng.standard_normal((3, 3)) + 1j * rng.standard_normal((3, 3)))
+    _fd_check(lambda x: (tl.eig(x)[1] ** 2 * w4).real.sum() + (tl.eig(x)[0] * w4[0]).imag.sum(), sq, rng)
     v3 = rt.tensor(rng.standard_normal(3))
     _fd_check(lambda x: (tl.lstsq(x.T, v3)[0] ** 2).sum(), a, rng)
 

@@ -46,7 +46,9 @@ using program::ValueType;
 // - matrix_norm: fro re⟨A, dA⟩ / ‖A‖; nuclear re⟨U Vh, dA⟩; spectral re⟨u₁ vh₁, dA⟩;
 //   one / inf: re⟨sign(A), dA⟩ over the maximal column (row), ties averaged.
 // - pinv (locally constant rank): dX = −X dA X + X Xᴴ dAᴴ (I − A X) + (I − X A) dAᴴ Xᴴ X.
-// - eig: eigenvalues dλ = diag(V⁻¹ dA V); eigenvectors are unsupported (typed).
+// - eig: dλ = diag P, P = V⁻¹ dA V; dV = V (F ∘ P) − V diag(c), F_ij = 1 / (λ_j − λ_i)
+//   (complex gaps broadened as conj(g) / (|g|² + ε)), c_j chosen so that each column
+//   keeps the op's gauge: unit 2-norm and its largest-magnitude entry real (eig_jvp).
 
 namespace {
 
@@ -129,6 +131,31 @@ class Helpers {
     TENFERRO_TRY(Value gap, e_.sub(dj, di));
     TENFERRO_TRY(Value f, broadened_inverse(gap));
     return to(f, dt);
+  }
+  // F_ij = broadened 1 / (d_j − d_i) for complex d [.., k]: conj(g) / (|g|² + ε), g the gap
+  // (ε = 0: 1 / g, 0 where g = 0).
+  Result<Value> complex_gap_inverse(Value d) {
+    TENFERRO_TRY(ValueType ty, type(d));
+    TENFERRO_TRY(Value dj, along_rows(d));
+    TENFERRO_TRY(Value di, along_cols(d));
+    TENFERRO_TRY(Value gap, e_.sub(dj, di));
+    TENFERRO_TRY(Value gc, e_.conj(gap));
+    TENFERRO_TRY(Value g2c, e_.mul(gap, gc));
+    TENFERRO_TRY(Value g2, re(g2c));  // |g|², real
+    TENFERRO_TRY(Value one, e_.splat_like(g2, 1.0));
+    Value denom = g2;
+    Value is0;
+    if (eps_ > 0) {
+      TENFERRO_TRY(Value ep, e_.splat_like(g2, eps_));
+      TENFERRO_TRY(denom, e_.add(g2, ep));
+    } else {
+      TENFERRO_TRY(Value z, e_.splat_like(g2, 0.0));
+      TENFERRO_TRY(is0, e_.op(OpCode::kCompare, {g2, z}, Attrs{.direction = program::CompareDirection::kEq}));
+      TENFERRO_TRY(denom, e_.op(OpCode::kSelect, {is0, one, g2}));
+    }
+    TENFERRO_TRY(Value dc, to(denom, ty.dtype));
+    TENFERRO_TRY(Value f, e_.div(gc, dc));  // 0 where g = 0 (conj(g) = 0 there)
+    return f;
   }
   // tril / triu
   Result<Value> tril(Value a, int64_t k) { return e_.op(OpCode::kTril, {a}, Attrs{.k = k}); }
@@ -319,6 +346,62 @@ Result<std::vector<MaybeValue>> eigh_jvp(Helpers& x, const Payload& p, Value a, 
   TENFERRO_TRY(Value f, x.gap_inverse(w, dt));
   TENFERRO_TRY(Value fp, e.mul(f, pm));
   TENFERRO_TRY(Value dv, x.mm(v, fp));
+  return std::vector<MaybeValue>{dw, dv};
+}
+
+// eig with vectors (Note [Linalg rules]): P = V⁻¹ dA V, dλ = diag P, dV₀ = V (F ∘ P) with
+// F_ij = 1 / (λ_j − λ_i), F_ii = 0; then each column gains c_j v_j so that it keeps the
+// op's gauge: unit 2-norm (Re c_j = −Re v_jᴴ dv₀_j) and its largest-magnitude entry real
+// (Im c_j = −Im(dv₀_pj / v_pj), p that entry, ties averaged).
+Result<std::vector<MaybeValue>> eig_jvp(Helpers& x, std::span<const Value> outputs, Value da) {
+  Emitter& e = x.e();
+  const Value w = outputs[0], v = outputs[1];
+  TENFERRO_TRY(ValueType vt, x.type(v));
+  const DType dt = vt.dtype;  // complex
+  const DType rdt = real_dtype(dt);
+  TENFERRO_TRY(Value dac, x.to(da, dt));
+  TENFERRO_TRY(Value vinv, x.inv(v));
+  TENFERRO_TRY(Value dav, x.mm(dac, v));
+  TENFERRO_TRY(Value pm, x.mm(vinv, dav));  // P = V⁻¹ dA V
+  TENFERRO_TRY(Value dw, x.diag(pm));
+  TENFERRO_TRY(Value f, x.complex_gap_inverse(w));
+  TENFERRO_TRY(Value fp, e.mul(f, pm));
+  TENFERRO_TRY(Value dv0, x.mm(v, fp));
+  TENFERRO_TRY(int64_t r, x.rank(v));
+  // Re v_jᴴ dv₀_j
+  TENFERRO_TRY(Value cv, e.conj(v));
+  TENFERRO_TRY(Value cvd, e.mul(cv, dv0));
+  TENFERRO_TRY(Value inner, e.sum(cvd, {r - 2}));
+  TENFERRO_TRY(Value norm_part, x.re(inner));
+  // Im(dv₀_pj / v_pj) at the largest-magnitude entries p of column j (averaged over ties).
+  TENFERRO_TRY(Value mag, e.op(OpCode::kAbs, {v}));
+  TENFERRO_TRY(Value mx, e.op(OpCode::kReduce, {mag}, Attrs{.dims = {r - 2}, .reduce = program::ReduceKind::kMax}));
+  std::vector<int64_t> keep;
+  for (int64_t i = 0; i < r; ++i) {
+    if (i != r - 2) keep.push_back(i);
+  }
+  ValueType rt = vt;
+  rt.dtype = rdt;
+  TENFERRO_TRY(Value mxb, e.broadcast(mx, rt.shape, keep));
+  TENFERRO_TRY(Value hit, e.op(OpCode::kCompare, {mag, mxb}, Attrs{.direction = program::CompareDirection::kEq}));
+  TENFERRO_TRY(Value mask, x.to(hit, rdt));
+  TENFERRO_TRY(Value cnt, e.sum(mask, {r - 2}));  // >= 1
+  TENFERRO_TRY(Value ones, e.splat_like(v, 1.0));
+  TENFERRO_TRY(Value safe_v, e.op(OpCode::kSelect, {hit, v, ones}));  // maximal entries are nonzero
+  TENFERRO_TRY(Value ratio, e.div(dv0, safe_v));
+  TENFERRO_TRY(Value ir, x.im(ratio));
+  TENFERRO_TRY(Value zero, e.zeros(rt));
+  TENFERRO_TRY(Value masked, e.op(OpCode::kSelect, {hit, ir, zero}));
+  TENFERRO_TRY(Value tsum, e.sum(masked, {r - 2}));
+  TENFERRO_TRY(Value theta, e.div(tsum, cnt));
+  // dV = dV₀ − V diag(Re v_jᴴ dv₀_j + i θ_j)
+  TENFERRO_TRY(Value npc, x.to(norm_part, dt));
+  TENFERRO_TRY(Value thc, x.to(theta, dt));
+  TENFERRO_TRY(Value i1, e.splat_like(thc, 0.0, 1.0));
+  TENFERRO_TRY(Value ith, e.mul(thc, i1));
+  TENFERRO_TRY(Value c, e.add(npc, ith));
+  TENFERRO_TRY(Value corr, x.scale_columns(v, c));
+  TENFERRO_TRY(Value dv, e.sub(dv0, corr));
   return std::vector<MaybeValue>{dw, dv};
 }
 
@@ -620,10 +703,7 @@ class LinalgRule final : public ad::ExtensionRule {
       }
       case Kind::kMatrixNorm: return norm_jvp(x, p, a, outputs, da);
       case Kind::kEig: {
-        if (p.vectors) {
-          return rule_error(ErrorCode::kUnsupported,
-                            "the derivative of eig's eigenvectors is not implemented (eigvals is)");
-        }
+        if (p.vectors) return eig_jvp(x, outputs, da);
         Payload q = p;
         q.vectors = true;
         TENFERRO_TRY(std::vector<Value> o, x.linalg(q, {a}));
