@@ -227,6 +227,36 @@ Result<Svd> thin_svd(Helpers& x, const Payload& p, Value a, std::span<const Valu
   return Svd{o[0], o[1], o[2]};
 }
 
+// θ_j = Im(dM_pj / M_pj) at the largest-magnitude entries p of column j of m (ties
+// averaged): the phase change a tangent dM gives each column's largest entry (complex m
+// [.., r, k]; θ real [.., k]). Used to keep those entries real (Note [Linalg rules]).
+Result<Value> largest_entry_phase(Helpers& x, Value m, Value dm) {
+  Emitter& e = x.e();
+  TENFERRO_TRY(ValueType mt, x.type(m));
+  const int64_t r = mt.rank();
+  const DType rdt = real_dtype(mt.dtype);
+  TENFERRO_TRY(Value mag, e.op(OpCode::kAbs, {m}));
+  TENFERRO_TRY(Value mx, e.op(OpCode::kReduce, {mag}, Attrs{.dims = {r - 2}, .reduce = program::ReduceKind::kMax}));
+  std::vector<int64_t> keep;
+  for (int64_t i = 0; i < r; ++i) {
+    if (i != r - 2) keep.push_back(i);
+  }
+  ValueType rt = mt;
+  rt.dtype = rdt;
+  TENFERRO_TRY(Value mxb, e.broadcast(mx, rt.shape, keep));
+  TENFERRO_TRY(Value hit, e.op(OpCode::kCompare, {mag, mxb}, Attrs{.direction = program::CompareDirection::kEq}));
+  TENFERRO_TRY(Value mask, x.to(hit, rdt));
+  TENFERRO_TRY(Value cnt, e.sum(mask, {r - 2}));  // >= 1
+  TENFERRO_TRY(Value ones, e.splat_like(m, 1.0));
+  TENFERRO_TRY(Value safe, e.op(OpCode::kSelect, {hit, m, ones}));  // maximal entries are nonzero
+  TENFERRO_TRY(Value ratio, e.div(dm, safe));
+  TENFERRO_TRY(Value ir, x.im(ratio));
+  TENFERRO_TRY(Value zero, e.zeros(rt));
+  TENFERRO_TRY(Value masked, e.op(OpCode::kSelect, {hit, ir, zero}));
+  TENFERRO_TRY(Value tsum, e.sum(masked, {r - 2}));
+  return e.div(tsum, cnt);
+}
+
 Result<std::vector<MaybeValue>> svd_jvp(Helpers& x, const Payload& p, Value a, std::span<const Value> outputs, Value da) {
   Emitter& e = x.e();
   if (p.svd_mode == linalg::SvdMode::kFull) {
@@ -286,28 +316,7 @@ Result<std::vector<MaybeValue>> svd_jvp(Helpers& x, const Payload& p, Value a, s
       // Keep each U column's largest-magnitude entry real: remove the phase change
       // θ_i = Im(dU_pi / U_pi) (p the largest entry, ties averaged) from U's column and
       // give it to Vh's row.
-      TENFERRO_TRY(Value mag, e.op(OpCode::kAbs, {d.u}));
-      TENFERRO_TRY(int64_t r, x.rank(d.u));
-      TENFERRO_TRY(Value mx, e.op(OpCode::kReduce, {mag}, Attrs{.dims = {r - 2}, .reduce = program::ReduceKind::kMax}));
-      TENFERRO_TRY(ValueType ut, x.type(d.u));
-      std::vector<int64_t> keep;
-      for (int64_t i = 0; i < r; ++i) {
-        if (i != r - 2) keep.push_back(i);
-      }
-      ValueType rt = ut;
-      rt.dtype = real_dtype(dt);
-      TENFERRO_TRY(Value mxb, e.broadcast(mx, rt.shape, keep));
-      TENFERRO_TRY(Value hit, e.op(OpCode::kCompare, {mag, mxb}, Attrs{.direction = program::CompareDirection::kEq}));
-      TENFERRO_TRY(Value mask, x.to(hit, real_dtype(dt)));
-      TENFERRO_TRY(Value cnt, e.sum(mask, {r - 2}));  // >= 1
-      TENFERRO_TRY(Value ones, e.splat_like(d.u, 1.0));
-      TENFERRO_TRY(Value safe_u, e.op(OpCode::kSelect, {hit, d.u, ones}));  // maximal entries are nonzero
-      TENFERRO_TRY(Value ratio, e.div(du, safe_u));
-      TENFERRO_TRY(Value ir, x.im(ratio));
-      TENFERRO_TRY(Value zero, e.zeros(rt));
-      TENFERRO_TRY(Value masked, e.op(OpCode::kSelect, {hit, ir, zero}));
-      TENFERRO_TRY(Value tsum, e.sum(masked, {r - 2}));
-      TENFERRO_TRY(Value theta, e.div(tsum, cnt));
+      TENFERRO_TRY(Value theta, largest_entry_phase(x, d.u, du));
       TENFERRO_TRY(Value thc, x.to(theta, dt));
       TENFERRO_TRY(Value ith, e.mul(thc, i1));
       TENFERRO_TRY(Value ucorr, x.scale_columns(d.u, ith));
@@ -358,7 +367,6 @@ Result<std::vector<MaybeValue>> eig_jvp(Helpers& x, std::span<const Value> outpu
   const Value w = outputs[0], v = outputs[1];
   TENFERRO_TRY(ValueType vt, x.type(v));
   const DType dt = vt.dtype;  // complex
-  const DType rdt = real_dtype(dt);
   TENFERRO_TRY(Value dac, x.to(da, dt));
   TENFERRO_TRY(Value vinv, x.inv(v));
   TENFERRO_TRY(Value dav, x.mm(dac, v));
@@ -374,26 +382,7 @@ Result<std::vector<MaybeValue>> eig_jvp(Helpers& x, std::span<const Value> outpu
   TENFERRO_TRY(Value inner, e.sum(cvd, {r - 2}));
   TENFERRO_TRY(Value norm_part, x.re(inner));
   // Im(dv₀_pj / v_pj) at the largest-magnitude entries p of column j (averaged over ties).
-  TENFERRO_TRY(Value mag, e.op(OpCode::kAbs, {v}));
-  TENFERRO_TRY(Value mx, e.op(OpCode::kReduce, {mag}, Attrs{.dims = {r - 2}, .reduce = program::ReduceKind::kMax}));
-  std::vector<int64_t> keep;
-  for (int64_t i = 0; i < r; ++i) {
-    if (i != r - 2) keep.push_back(i);
-  }
-  ValueType rt = vt;
-  rt.dtype = rdt;
-  TENFERRO_TRY(Value mxb, e.broadcast(mx, rt.shape, keep));
-  TENFERRO_TRY(Value hit, e.op(OpCode::kCompare, {mag, mxb}, Attrs{.direction = program::CompareDirection::kEq}));
-  TENFERRO_TRY(Value mask, x.to(hit, rdt));
-  TENFERRO_TRY(Value cnt, e.sum(mask, {r - 2}));  // >= 1
-  TENFERRO_TRY(Value ones, e.splat_like(v, 1.0));
-  TENFERRO_TRY(Value safe_v, e.op(OpCode::kSelect, {hit, v, ones}));  // maximal entries are nonzero
-  TENFERRO_TRY(Value ratio, e.div(dv0, safe_v));
-  TENFERRO_TRY(Value ir, x.im(ratio));
-  TENFERRO_TRY(Value zero, e.zeros(rt));
-  TENFERRO_TRY(Value masked, e.op(OpCode::kSelect, {hit, ir, zero}));
-  TENFERRO_TRY(Value tsum, e.sum(masked, {r - 2}));
-  TENFERRO_TRY(Value theta, e.div(tsum, cnt));
+  TENFERRO_TRY(Value theta, largest_entry_phase(x, v, dv0));
   // dV = dV₀ − V diag(Re v_jᴴ dv₀_j + i θ_j)
   TENFERRO_TRY(Value npc, x.to(norm_part, dt));
   TENFERRO_TRY(Value thc, x.to(theta, dt));
