@@ -182,7 +182,8 @@ _FUNCTIONS = {
     np.where: _where, np.einsum: _einsum,
 }
 for _name in ("svd", "qr", "eigh", "eigvalsh", "eig", "eigvals", "cholesky", "solve", "inv", "det", "slogdet",
-              "pinv", "lstsq", "norm", "matrix_power", "multi_dot", "matrix_rank", "cond"):
+              "pinv", "lstsq", "norm", "matrix_power", "multi_dot", "matrix_rank", "cond",
+              "tensorinv", "tensorsolve"):
     _FUNCTIONS[getattr(np.linalg, _name)] = getattr(_linalg, _name)
 
 

@@ -14,9 +14,10 @@ next to them become constants there, as for the operators and einsum): it then r
 on their runtime and returns eager tensors that record for reverse-mode AD, so
 ``loss.backward()`` and ``tenferro.grad`` differentiate through svd, qr, eigh, eig,
 cholesky, solve, inv, det, slogdet, pinv, lstsq (but its integer rank), the norms,
-cond, truncated_svd, matrix_power and multi_dot; matrix_rank returns an int64 eager
-tensor (docs/design/0009-ad.md lists the derivative conventions and what is
-unsupported: full_matrices=True SVD vectors, the complete QR of a tall matrix).
+cond, truncated_svd, matrix_power, multi_dot, tensorinv and tensorsolve; matrix_rank
+returns an int64 eager tensor (docs/design/0009-ad.md lists the derivative conventions
+and what is unsupported: full_matrices=True SVD vectors, the complete QR of a tall
+matrix).
 """
 
 import numpy as _np
@@ -44,7 +45,7 @@ def _on_eager(engine, threads, *xs):
 
 __all__ = ["LinAlgError", "svd", "qr", "eigh", "eigvalsh", "eig", "eigvals", "cholesky", "solve", "inv", "det", "slogdet",
            "pinv", "lstsq", "norm", "matrix_norm", "vector_norm", "truncated_svd", "matrix_rank", "cond",
-           "matrix_power", "multi_dot"]
+           "matrix_power", "multi_dot", "tensorinv", "tensorsolve"]
 
 
 def _arr(a, name, matrix=True):
@@ -296,6 +297,48 @@ def _eager_cond(x, p):
             real = _np.finfo(_np.dtype(x.dtype)).dtype
             out.append(rt.tensor(_np.asarray(_np.inf, dtype=real)))
     return stack(out).reshape(x.shape[:-2])
+
+
+def tensorinv(a, ind=2, *, engine=None, threads=None):
+    """numpy.linalg.tensorinv: the inverse of `a` read as a square matrix whose rows are
+    its first `ind` axes (shape a.shape[ind:] + a.shape[:ind]), through inv. Eager
+    tensors: records for AD."""
+    eager = isinstance(a, _Eager)
+    if not eager:
+        a = _np.asarray(a)
+    if ind <= 0:
+        raise ValueError("tensorinv: invalid ind argument (must be positive)")
+    out_shape = tuple(a.shape[ind:]) + tuple(a.shape[:ind])
+    rows = int(_np.prod(a.shape[:ind], dtype=_np.int64))
+    cols = int(_np.prod(a.shape[ind:], dtype=_np.int64))
+    if rows != cols:
+        raise LinAlgError(f"tensorinv: the first {ind} axes of shape {tuple(a.shape)} hold {rows} elements and the "
+                          f"rest {cols}; they must be equal", "invalid_shape", "usage", "tensorinv")
+    kw = {} if eager else dict(engine=engine, threads=threads)
+    return inv(a.reshape((rows, rows)), **kw).reshape(out_shape)
+
+
+def tensorsolve(a, b, axes=None, *, engine=None, threads=None):
+    """numpy.linalg.tensorsolve: x with tensordot(a, x, x.ndim) = b, x of shape
+    a.shape[b.ndim:] (after moving `axes` of a to the end), through solve. Eager tensors
+    (a or b): records for AD."""
+    eager = _on_eager(engine, threads, a, b)
+    if eager:
+        a, b = eager
+    else:
+        a, b = _common(_arr(a, "tensorsolve", matrix=False), _arr(b, "tensorsolve", matrix=False))
+    an = a.ndim
+    if axes is not None:
+        order = [k for k in range(an) if k not in [ax % an for ax in axes]] + [ax % an for ax in axes]
+        a = a.transpose(tuple(order))
+    x_shape = tuple(a.shape[b.ndim:])
+    n = int(_np.prod(x_shape, dtype=_np.int64))
+    m = int(_np.prod(a.shape[:b.ndim], dtype=_np.int64))
+    if tuple(a.shape[:b.ndim]) != tuple(b.shape) or m != n:
+        raise LinAlgError(f"tensorsolve: a of shape {tuple(a.shape)} does not map x of shape {x_shape} onto b of "
+                          f"shape {tuple(b.shape)} as a square system", "invalid_shape", "usage", "tensorsolve")
+    kw = {} if eager else dict(engine=engine, threads=threads)
+    return solve(a.reshape((m, n)), b.reshape((m,)), **kw).reshape(x_shape)
 
 
 def matrix_rank(A, tol=None, hermitian=False, *, rtol=None, engine=None, threads=None):

@@ -281,6 +281,34 @@ def test_matrix_rank_cond_matrix_power_multi_dot_match_numpy():
         L.multi_dot([a, stack])
 
 
+def test_tensorinv_and_tensorsolve_match_numpy():
+    rng = np.random.default_rng(17)
+    a = rng.standard_normal((6, 4, 2, 3, 4))
+    np.testing.assert_allclose(L.tensorinv(a, ind=2), np.linalg.tensorinv(a, ind=2), rtol=1e-9, atol=1e-10)
+    b = rng.standard_normal((24, 2, 3, 4))
+    np.testing.assert_allclose(L.tensorinv(b, ind=1), np.linalg.tensorinv(b, ind=1), rtol=1e-9, atol=1e-10)
+    big, rhs = rng.standard_normal((2, 3, 4, 6, 4)), rng.standard_normal((2, 3, 4))
+    np.testing.assert_allclose(L.tensorsolve(big, rhs), np.linalg.tensorsolve(big, rhs), rtol=1e-9, atol=1e-10)
+    moved, rhs2 = rng.standard_normal((6, 2, 3)), rng.standard_normal((2, 3))
+    np.testing.assert_allclose(L.tensorsolve(moved, rhs2, axes=(0,)), np.linalg.tensorsolve(moved, rhs2, axes=(0,)),
+                               rtol=1e-9, atol=1e-10)
+    with pytest.raises(tenferro.LinAlgError):
+        L.tensorinv(np.ones((2, 3)), ind=1)
+    with pytest.raises(tenferro.LinAlgError):
+        L.tensorsolve(rng.standard_normal((2, 3, 5)), rhs2)
+    # Eager tensors: np.linalg dispatches, the results record for AD.
+    rt = tenferro.Runtime()
+    got = np.linalg.tensorsolve(rt.tensor(big), rt.tensor(rhs))
+    assert isinstance(got, tenferro.EagerTensor)
+    np.testing.assert_allclose(got.numpy(), np.linalg.tensorsolve(big, rhs), rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(np.linalg.tensorinv(rt.tensor(a), ind=2).numpy(), np.linalg.tensorinv(a, ind=2),
+                               rtol=1e-9, atol=1e-10)
+    d, h = rng.standard_normal(moved.shape), 1e-6
+    (g,) = tenferro.grad(lambda t: (L.tensorsolve(t, rhs2, axes=(0,)) ** 2).sum())(rt.tensor(moved))
+    f = lambda m: (np.linalg.tensorsolve(m, rhs2, axes=(0,)) ** 2).sum()
+    np.testing.assert_allclose(np.sum(g.numpy() * d), (f(moved + h * d) - f(moved - h * d)) / (2 * h), rtol=1e-6)
+
+
 def test_matrix_rank_and_cond_take_eager_tensors():
     rt = tenferro.Runtime()
     rng = np.random.default_rng(13)
