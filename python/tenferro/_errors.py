@@ -58,6 +58,7 @@ _BY_CODE = {
     "invalid_permutation": InvalidArgumentError,
     "invalid_layout": InvalidArgumentError,
     "incompatible_layout": InvalidArgumentError,
+    "runtime_mismatch": InvalidArgumentError,  # operands of two runtimes: a wrong argument
     "invalid_shape": ShapeError,
     "shape_mismatch": ShapeError,
     "dtype_mismatch": DTypeError,

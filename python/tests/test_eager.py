@@ -85,9 +85,9 @@ def test_errors_are_typed(rt):
     with pytest.raises(tenferro.DTypeError):
         x + rt.tensor(np.ones((2, 3), dtype=np.float32))  # no implicit promotion
     other = tenferro.Runtime(threads=1)
-    with pytest.raises(tenferro.Error) as e:
+    with pytest.raises(tenferro.InvalidArgumentError) as e:  # a ValueError
         x + other.tensor(np.ones((2, 3)))
-    assert e.value.code == "runtime_mismatch"
+    assert e.value.code == "runtime_mismatch" and isinstance(e.value, ValueError)
     with pytest.raises(IndexError):
         x[5]
     with pytest.raises(TypeError):
