@@ -165,6 +165,133 @@ def _einsum(*operands, out=None, **kwargs):
     return None if out is not None else einsum(*operands, **kwargs)
 
 
+# Products and axis moves as einsum and views (so they record for AD). Operands are eager
+# tensors or arrays of one dtype with at least one dimension; anything else computes in
+# numpy (None).
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _product_operands(*xs):
+    if not any(isinstance(x, EagerTensor) for x in xs):
+        return None
+    xs = [x if isinstance(x, EagerTensor) else np.asarray(x) for x in xs]
+    if any(x.ndim == 0 for x in xs) or len({np.dtype(x.dtype) for x in xs}) != 1:
+        return None
+    if sum(x.ndim for x in xs) > len(_LETTERS):
+        return None
+    return xs
+
+
+def _contract(a, b, a_axes, b_axes):
+    """einsum of a and b summing a's a_axes against b's b_axes; free axes of a, then of b."""
+    from . import einsum
+    la = _LETTERS[:a.ndim]
+    lb = list(_LETTERS[a.ndim:a.ndim + b.ndim])
+    for i, j in zip(a_axes, b_axes):
+        lb[j] = la[i]
+    out = [la[i] for i in range(a.ndim) if i not in a_axes] + [lb[j] for j in range(b.ndim) if j not in b_axes]
+    return einsum(f"{la},{''.join(lb)}->{''.join(out)}", a, b)
+
+
+def _dot(a, b, out=None):
+    xs = _product_operands(a, b)
+    if out is not None or xs is None:
+        return None
+    a, b = xs
+    return _contract(a, b, [a.ndim - 1], [max(b.ndim - 2, 0)])
+
+
+def _tensordot(a, b, axes=2):
+    xs = _product_operands(a, b)
+    if xs is None:
+        return None
+    a, b = xs
+    try:
+        n = int(axes)
+        a_axes, b_axes = list(range(a.ndim - n, a.ndim)), list(range(n))
+    except TypeError:
+        a_axes, b_axes = ([axes[0]] if np.isscalar(axes[0]) else list(axes[0]),
+                          [axes[1]] if np.isscalar(axes[1]) else list(axes[1]))
+    a_axes = [k % a.ndim for k in a_axes]
+    b_axes = [k % b.ndim for k in b_axes]
+    if len(a_axes) != len(b_axes) or len(set(a_axes)) != len(a_axes) or len(set(b_axes)) != len(b_axes):
+        return None  # numpy reports the error
+    if any(a.shape[i] != b.shape[j] for i, j in zip(a_axes, b_axes)):
+        return None
+    return _contract(a, b, a_axes, b_axes)
+
+
+def _inner(a, b):
+    xs = _product_operands(a, b)
+    if xs is None:
+        return None
+    a, b = xs
+    return _contract(a, b, [a.ndim - 1], [b.ndim - 1])
+
+
+def _outer(a, b, out=None):
+    xs = _product_operands(a, b)
+    if out is not None or xs is None:
+        return None
+    from . import einsum
+    return einsum("i,j->ij", xs[0].reshape(-1), xs[1].reshape(-1))
+
+
+def _vdot(a, b):
+    xs = _product_operands(a, b)
+    if xs is None:
+        return None
+    from . import einsum
+    a, b = (x.reshape(-1) for x in xs)
+    if np.issubdtype(np.dtype(a.dtype), np.complexfloating):
+        a = a.conj() if isinstance(a, EagerTensor) else np.conj(a)
+    return einsum("i,i->", a, b)
+
+
+def _kron(a, b):
+    xs = _product_operands(a, b)
+    if xs is None:
+        return None
+    from . import einsum
+    a, b = xs
+    n = max(a.ndim, b.ndim)
+    a = a.reshape((1,) * (n - a.ndim) + tuple(a.shape))
+    b = b.reshape((1,) * (n - b.ndim) + tuple(b.shape))
+    la, lb = _LETTERS[:n], _LETTERS[n:2 * n]
+    pairs = "".join(x + y for x, y in zip(la, lb))
+    r = einsum(f"{la},{lb}->{pairs}", a, b)
+    return r.reshape(tuple(a.shape[k] * b.shape[k] for k in range(n)))
+
+
+def _moveaxis(a, source, destination):
+    if not isinstance(a, EagerTensor):
+        return None
+    src = [source] if np.isscalar(source) else list(source)
+    dst = [destination] if np.isscalar(destination) else list(destination)
+    src = [k % a.ndim if -a.ndim <= k < a.ndim else None for k in src]
+    dst = [k % a.ndim if -a.ndim <= k < a.ndim else None for k in dst]
+    if None in src or None in dst or len(src) != len(dst) or len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        return None  # numpy reports the error
+    order = [k for k in range(a.ndim) if k not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return a.transpose(tuple(order))
+
+
+def _expand_dims(a, axis):
+    if not isinstance(a, EagerTensor):
+        return None
+    axes = [axis] if np.isscalar(axis) else list(axis)
+    n = a.ndim + len(axes)
+    axes = [k % n if -n <= k < n else None for k in axes]
+    if None in axes or len(set(axes)) != len(axes):
+        return None
+    shape, it = [], iter(a.shape)
+    for k in range(n):
+        shape.append(1 if k in axes else next(it))
+    return a.reshape(tuple(shape))
+
+
 _FUNCTIONS = {
     np.sum: _reduction("sum"), np.prod: _reduction("prod"), np.mean: _reduction("mean"),
     np.amax: _reduction("max"), np.amin: _reduction("min"), np.max: _reduction("max"), np.min: _reduction("min"),
@@ -180,6 +307,8 @@ _FUNCTIONS = {
     np.size: lambda a, axis=None: a.size if axis is None else a.shape[axis],
     np.concatenate: _concatenate, np.stack: _stack, np.tril: _triangle("tril"), np.triu: _triangle("triu"),
     np.where: _where, np.einsum: _einsum,
+    np.dot: _dot, np.tensordot: _tensordot, np.inner: _inner, np.outer: _outer, np.vdot: _vdot, np.kron: _kron,
+    np.moveaxis: _moveaxis, np.expand_dims: _expand_dims,
 }
 for _name in ("svd", "qr", "eigh", "eigvalsh", "eig", "eigvals", "cholesky", "solve", "inv", "det", "slogdet",
               "pinv", "lstsq", "norm", "matrix_power", "multi_dot", "matrix_rank", "cond",

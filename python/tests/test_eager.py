@@ -483,6 +483,38 @@ def test_numpy_functions_dispatch_to_tenferro(rt):
     np.testing.assert_allclose(np.cumsum(y), np.cumsum(a))
 
 
+def test_numpy_products_and_axis_moves_dispatch_to_tenferro(rt):
+    # np.dot, tensordot, inner, outer, vdot, kron (einsum) and moveaxis, expand_dims (views)
+    # on eager tensors match numpy and record for AD; operands of another dtype compute
+    # in numpy.
+    rng = np.random.default_rng(21)
+    a, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((5, 4, 6))
+    m, v = rng.standard_normal((4, 4)), rng.standard_normal(4)
+    c = rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4))
+    A, B, M, V, C = (rt.tensor(t) for t in (a, b, m, v, c))
+    cases = [(np.dot(V, V), np.dot(v, v)), (np.dot(M, v), m @ v), (np.dot(V, M), v @ m), (np.dot(A, B), np.dot(a, b)),
+             (np.dot(A, v), np.dot(a, v)), (np.tensordot(A, M, axes=1), np.tensordot(a, m, axes=1)),
+             (np.tensordot(A, B, axes=([2], [1])), np.tensordot(a, b, axes=([2], [1]))),
+             (np.tensordot(V, V, axes=0), np.tensordot(v, v, axes=0)),
+             (np.tensordot(A, A, axes=([1, 2], [1, 2])), np.tensordot(a, a, axes=([1, 2], [1, 2]))),
+             (np.inner(A, M), np.inner(a, m)), (np.outer(A, v), np.outer(a, v)), (np.vdot(C, C), np.vdot(c, c)),
+             (np.kron(M[:2, :3], M[:3, :2]), np.kron(m[:2, :3], m[:3, :2])), (np.kron(V, M), np.kron(v, m)),
+             (np.moveaxis(A, 0, -1), np.moveaxis(a, 0, -1)), (np.moveaxis(A, [0, 1], [-1, -2]), np.moveaxis(a, [0, 1], [-1, -2])),
+             (np.expand_dims(A, (0, -1)), np.expand_dims(a, (0, -1)))]
+    for got, want in cases:
+        assert isinstance(got, tenferro.EagerTensor)
+        assert got.shape == np.shape(want)
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)
+    assert isinstance(np.dot(M, v.astype(np.float32)), np.ndarray)  # another dtype: numpy computes
+    # Gradients against central differences.
+    f = lambda t: np.sum(np.dot(t, v)) + np.tensordot(t, t, axes=2) + np.sum(np.kron(t, t) * 0.5) + np.sum(np.moveaxis(t, 0, 1) * m)
+    x = rt.tensor(m).requires_grad_()
+    f(x).backward()
+    d, h = rng.standard_normal(m.shape), 1e-6
+    fd = (f(m + h * d) - f(m - h * d)) / (2 * h)
+    np.testing.assert_allclose(np.sum(x.grad.numpy() * d), fd, rtol=1e-7)
+
+
 def test_einsum_of_eager_tensors_and_arrays_stays_eager(rt):
     # Arrays next to eager tensors are constants on their runtime; the result records for
     # AD (it was a numpy array, silently without the gradient).
