@@ -35,31 +35,53 @@ def grad(f):
     complex inputs get dL/dRe + i dL/dIm). Recorded eagerly, differentiated by the
     program transforms (docs/design/0009-ad.md). Inputs the output does not depend on get
     zeros (also a constant output, or one computed under ``no_grad`` inside f); an outer
-    ``no_grad`` block does not apply to f (as ``torch.func.grad``)."""
+    ``no_grad`` block does not apply to f (as ``torch.func.grad``). Inputs may also be numpy
+    arrays or numbers (as ``jax.grad``): they become eager tensors on the runtime of the
+    eager inputs, else on the shared default runtime, and f receives those."""
     def g(*xs):
-        ts, _ = _tensors(xs, "grad")
+        ts, _ = _tensors(list(xs), "grad")
         return tuple(_tenferro.eager_grad(f, ts))
     return g
 
 
-def _tensors(xs, what):
-    if isinstance(xs, EagerTensor):
-        return [xs], True
-    xs = list(xs)
-    if not all(isinstance(x, EagerTensor) for x in xs):
-        raise TypeError(f"tenferro.{what}: expected an EagerTensor or a sequence of them")
-    return xs, False
+def _tensors(xs, what, like=()):
+    """The differentiation inputs as eager tensors: an EagerTensor or numpy array (a single
+    input), or a sequence of them. Arrays (and numbers) become tensors on the runtime of
+    the eager tensors among them (or among `like`), else on the shared default runtime,
+    as trace's examples do."""
+    single = isinstance(xs, (EagerTensor, _np.ndarray, _np.generic, int, float, complex))
+    xs = [xs] if single else list(xs)
+    if all(isinstance(x, EagerTensor) for x in xs):
+        return xs, single
+    rt = next((x.runtime for x in list(xs) + list(like) if isinstance(x, EagerTensor)), None)
+    if rt is None:
+        rt = _shared_runtime()
+    out = []
+    for x in xs:
+        if isinstance(x, EagerTensor):
+            out.append(x)
+            continue
+        try:
+            a = _np.asarray(x)
+        except Exception:
+            a = None
+        if a is None or a.dtype == object:
+            raise TypeError(f"tenferro.{what}: expected eager tensors or numpy arrays, got {type(x).__name__}")
+        out.append(rt.tensor(a))
+    return out, single
 
 
 def vjp(f, xs, cotangent):
     """``(f(*xs), grads)`` with ``grads[i] = <cotangent, d f / d xs[i]>`` (the adjoint of
     f's Jacobian applied to `cotangent`, of f's output dtype and shape), as
     ``torch.autograd.functional.vjp``. `xs`: an EagerTensor or a sequence of them (a single
-    tensor gives a single gradient); entries of integer or bool dtype get None. Complex:
+    tensor or array gives a single gradient; arrays become eager tensors as for grad);
+    entries of integer or bool dtype get None. Complex:
     the adjoint under Re<u, v> (docs/design/0009-ad.md). Accumulates nothing. Zeros for
     inputs f does not depend on; an outer ``no_grad`` block does not apply to f."""
-    ts, single = _tensors(xs, "vjp")
-    y, grads = _tenferro.eager_vjp(f, ts, cotangent)
+    ts, single = _tensors(xs, "vjp", like=[cotangent])
+    (ct,), _ = _tensors([cotangent], "vjp", like=ts)
+    y, grads = _tenferro.eager_vjp(f, ts, ct)
     return y, (grads[0] if single else grads)
 
 
@@ -67,12 +89,22 @@ def jvp(f, xs, tangents):
     """``(f(*xs), J v)``: the forward-mode derivative of f along `tangents` (one per x, of
     its dtype and shape), as ``torch.autograd.functional.jvp``. Zeros when f depends on
     none of `xs`; an outer ``no_grad`` block does not apply to f."""
-    ts, single = _tensors(xs, "jvp")
-    vs, _ = _tensors(tangents, "jvp")
+    ts, single = _tensors(xs, "jvp", like=[tangents] if isinstance(tangents, EagerTensor) else
+                          list(tangents) if isinstance(tangents, (list, tuple)) else [])
+    vs, _ = _tensors(tangents, "jvp", like=ts)
     return tuple(_tenferro.eager_jvp(f, ts, vs))
 
 
 _default_runtime = None
+
+
+def _shared_runtime():
+    """The runtime of arrays given where eager tensors are expected and no eager tensor
+    names one (trace's examples, grad's inputs): one shared Runtime, made on first use."""
+    global _default_runtime
+    if _default_runtime is None:
+        _default_runtime = Runtime()
+    return _default_runtime
 
 
 class Program:
@@ -126,14 +158,11 @@ def trace(f, *examples, runtime=None):
     ``np.asarray``, ``detach()``) raises TypeError: it would freeze it as a constant.
     ``runtime``: the tenferro.Runtime to record and run on (default: the examples'
     runtime, else a shared default one)."""
-    global _default_runtime
     rt = runtime
     if rt is None:
         rt = next((e.runtime for e in examples if isinstance(e, EagerTensor)), None)
     if rt is None:
-        if _default_runtime is None:
-            _default_runtime = Runtime()
-        rt = _default_runtime
+        rt = _shared_runtime()
     xs = [e if isinstance(e, EagerTensor) else rt.tensor(_np.asarray(e)) for e in examples]
     leaves = [_tenferro.trace_input(x) for x in xs]
     _tenferro._trace_enter()

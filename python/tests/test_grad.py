@@ -115,16 +115,20 @@ def test_vjp_and_jvp_match_the_analytic_derivatives(rt):
     _, gs = tenferro.vjp(lambda x: x.exp(), rt.tensor(a), rt.tensor(da))
     _, js = tenferro.jvp(lambda x: x.exp(), rt.tensor(a), rt.tensor(ct @ np.ones((2, 4))))
     np.testing.assert_allclose(np.sum(np.asarray(gs) * (ct @ np.ones((2, 4)))), np.sum(da * np.asarray(js)), rtol=1e-12)
+    # numpy arrays become eager tensors on the cotangent's runtime.
+    _, (ga2, gb2) = tenferro.vjp(f, [a, b], rt.tensor(ct))
+    np.testing.assert_allclose(ga2.numpy(), g @ b.T, rtol=1e-12, atol=1e-13)
     with pytest.raises(TypeError):
-        tenferro.vjp(f, [a, b], rt.tensor(ct))  # numpy arrays are not eager tensors
+        tenferro.vjp(f, [a, "b"], rt.tensor(ct))  # not an array of a supported dtype
     with pytest.raises(tenferro.InvalidArgumentError):
         tenferro.vjp(f, (rt.tensor(a), rt.tensor(b)), rt.tensor(np.ones((2, 2))))  # wrong cotangent shape
 
 
 def test_grad_and_where_name_what_they_take(rt):
-    # numpy arrays where eager tensors are expected: a TypeError naming the function.
-    with pytest.raises(TypeError, match="tenferro.grad: expected an EagerTensor"):
-        tenferro.grad(lambda x: (x * x).sum())(np.ones(3))
+    # What is neither an eager tensor nor an array: a TypeError naming the function; where
+    # needs an eager tensor among its operands (it has no runtime otherwise).
+    with pytest.raises(TypeError, match="tenferro.grad: expected eager tensors or numpy arrays"):
+        tenferro.grad(lambda x: (x * x).sum())(object())
     with pytest.raises(TypeError, match="tenferro.where: expected an EagerTensor"):
         tenferro.where(np.ones(3) > 0, np.ones(3), np.ones(3))
     x = rt.tensor(np.arange(3.0))
@@ -175,3 +179,25 @@ def test_functional_transforms_of_constant_outputs_and_inside_no_grad(rt):
         assert not tenferro.is_grad_enabled()
         assert not (x * x).sum().requires_grad
     assert tenferro.is_grad_enabled()
+
+
+def test_grad_vjp_jvp_take_numpy_arrays(rt):
+    # Arrays (and numbers) as inputs, as jax.grad takes them: eager tensors on the runtime
+    # of the eager inputs, else on the shared default runtime; f receives eager tensors.
+    a = np.array([[1.0, 2.0], [3.0, 4.5]])
+    (g,) = tenferro.grad(lambda x: (x * x).sum())(a)
+    assert isinstance(g, tenferro.EagerTensor)
+    np.testing.assert_allclose(g.numpy(), 2 * a)
+    x = rt.tensor(a)
+    gx, gy = tenferro.grad(lambda u, v: (u * v).sum())(x, np.ones((2, 2)))
+    assert gy.runtime is rt  # the array became a tensor on x's runtime
+    np.testing.assert_allclose(gx.numpy(), np.ones((2, 2)))
+    np.testing.assert_allclose(gy.numpy(), a)
+    np.testing.assert_allclose(tenferro.grad(lambda s: s * s)(3.0)[0].numpy(), 6.0)
+    y, g = tenferro.vjp(lambda u: u * 2.0, a, np.ones((2, 2)))
+    np.testing.assert_allclose(y.numpy(), 2 * a)
+    np.testing.assert_allclose(g.numpy(), np.full((2, 2), 2.0))
+    y, t = tenferro.jvp(lambda u: u * u, a, np.ones((2, 2)))
+    np.testing.assert_allclose(t.numpy(), 2 * a)
+    with pytest.raises(TypeError):
+        tenferro.grad(lambda u: u.sum())(object())
