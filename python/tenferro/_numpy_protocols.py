@@ -9,6 +9,8 @@ computes in numpy on the values, as before, unless an operand requires grad: tha
 silently drop the gradient, so it raises TypeError instead.
 """
 
+import functools
+
 import numpy as np
 
 from . import _tenferro
@@ -171,26 +173,38 @@ def _einsum(*operands, out=None, **kwargs):
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
-def _product_operands(*xs):
-    if not any(isinstance(x, EagerTensor) for x in xs):
+def _product_operands(a, b):
+    if isinstance(a, EagerTensor):
+        if not isinstance(b, EagerTensor):
+            b = np.asarray(b)
+    elif isinstance(b, EagerTensor):
+        a = np.asarray(a)
+    else:
         return None
-    xs = [x if isinstance(x, EagerTensor) else np.asarray(x) for x in xs]
-    if any(x.ndim == 0 for x in xs) or len({np.dtype(x.dtype) for x in xs}) != 1:
+    na, nb = a.ndim, b.ndim
+    if na == 0 or nb == 0 or na + nb > len(_LETTERS) or a.dtype != b.dtype:
         return None
-    if sum(x.ndim for x in xs) > len(_LETTERS):
-        return None
-    return xs
+    return a, b
+
+
+@functools.lru_cache(maxsize=256)
+def _contraction_subscripts(na, nb, a_axes, b_axes):
+    la = _LETTERS[:na]
+    lb = list(_LETTERS[na:na + nb])
+    for i, j in zip(a_axes, b_axes):
+        lb[j] = la[i]
+    out = [la[i] for i in range(na) if i not in a_axes] + [lb[j] for j in range(nb) if j not in b_axes]
+    return f"{la},{''.join(lb)}->{''.join(out)}"
 
 
 def _contract(a, b, a_axes, b_axes):
     """einsum of a and b summing a's a_axes against b's b_axes; free axes of a, then of b."""
+    return _einsum_call(_contraction_subscripts(a.ndim, b.ndim, tuple(a_axes), tuple(b_axes)), a, b)
+
+
+def _einsum_call(subscripts, *operands):
     from . import einsum
-    la = _LETTERS[:a.ndim]
-    lb = list(_LETTERS[a.ndim:a.ndim + b.ndim])
-    for i, j in zip(a_axes, b_axes):
-        lb[j] = la[i]
-    out = [la[i] for i in range(a.ndim) if i not in a_axes] + [lb[j] for j in range(b.ndim) if j not in b_axes]
-    return einsum(f"{la},{''.join(lb)}->{''.join(out)}", a, b)
+    return einsum(subscripts, *operands)
 
 
 def _dot(a, b, out=None):
@@ -198,6 +212,8 @@ def _dot(a, b, out=None):
     if out is not None or xs is None:
         return None
     a, b = xs
+    if a.ndim <= 2 and b.ndim <= 2:
+        return a @ b  # numpy's dot is matmul for vectors and matrices
     return _contract(a, b, [a.ndim - 1], [max(b.ndim - 2, 0)])
 
 
