@@ -508,6 +508,21 @@ Result<program::Value> emit_vector_norm(program::ProgramBuilder& b, program::Val
   for (int64_t i = 0; i < rank; ++i) {
     if (!reduced[static_cast<size_t>(i)]) out_shape.push_back(tx.shape[static_cast<size_t>(i)]);
   }
+  // Note [Norm at zero]: the root of a sum that is zero has an infinite derivative, and
+  // the chain rule multiplies it by the sum's zero derivative (NaN). A zero sum takes the
+  // root of 1 instead and the result is selected back to 0, so the gradient of a norm at
+  // the zero vector is 0 for ord >= 1 (a subgradient, as torch gives), and elsewhere
+  // unchanged; for ord < 1 each |x_i|^ord has an infinite derivative at 0 of its own.
+  auto root = [&](program::Value sum, auto&& take_root) -> Result<program::Value> {
+    TENFERRO_TRY(program::Value zero, scalar(0.0, out_shape));
+    TENFERRO_TRY(program::Value one, scalar(1.0, out_shape));
+    program::Attrs eq;
+    eq.direction = program::CompareDirection::kEq;
+    TENFERRO_TRY(program::Value is0, b.op(OpCode::kCompare, {sum, zero}, std::move(eq)));
+    TENFERRO_TRY(program::Value safe, b.op(OpCode::kSelect, {is0, one, sum}));
+    TENFERRO_TRY(program::Value rooted, take_root(safe));
+    return b.op(OpCode::kSelect, {is0, zero, rooted});
+  };
   program::Value r;
   if (std::isinf(ord)) {
     red.reduce = ord > 0 ? program::ReduceKind::kMax : program::ReduceKind::kMin;
@@ -517,13 +532,13 @@ Result<program::Value> emit_vector_norm(program::ProgramBuilder& b, program::Val
   } else if (ord == 2.0) {
     TENFERRO_TRY(program::Value sq, b.op(OpCode::kMul, {ax, ax}));
     TENFERRO_TRY(program::Value s2, b.op(OpCode::kReduce, {sq}, red));
-    TENFERRO_TRY(r, b.op(OpCode::kSqrt, {s2}));
+    TENFERRO_TRY(r, root(s2, [&](program::Value v) { return b.op(OpCode::kSqrt, {v}); }));
   } else {
     TENFERRO_TRY(program::Value p, scalar(ord, ta.shape));
     TENFERRO_TRY(program::Value pw, b.op(OpCode::kPow, {ax, p}));
     TENFERRO_TRY(program::Value sp, b.op(OpCode::kReduce, {pw}, red));
     TENFERRO_TRY(program::Value q, scalar(1.0 / ord, out_shape));
-    TENFERRO_TRY(r, b.op(OpCode::kPow, {sp, q}));
+    TENFERRO_TRY(r, root(sp, [&](program::Value v) { return b.op(OpCode::kPow, {v, q}); }));
   }
   if (!keep_dims) return r;
   program::Attrs rs;

@@ -181,6 +181,38 @@ TEST(LinalgEager, GradientsThroughDecompositionsMatchFiniteDifferences) {
   EXPECT_FALSE(grad_of(x).defined());
 }
 
+// Note [Norm at zero]: the gradient of a vector norm (ord >= 1) at the zero vector is 0,
+// not NaN; rows that are zero get 0 next to rows that are not.
+TEST(LinalgEager, VectorNormGradientAtZeroIsZero) {
+  auto rt = EagerRuntime::create().value();
+  for (DType dt : {DType::kF64, DType::kC128}) {
+    for (double ord : {2.0, 3.0, 1.0, HUGE_VAL}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " ord " + std::to_string(ord));
+      const EagerTensor z = rt->from_host(Tensor::zeros(dt, {2, 3}).value()).value();
+      const EagerFn f = [&](std::span<const EagerTensor> v) -> Result<EagerTensor> {
+        TENFERRO_TRY(EagerTensor n, linalg::vector_norm(v[0], ord, {1}));
+        return sum(n);
+      };
+      auto g = grad(f, std::span<const EagerTensor>(&z, 1));
+      ASSERT_TRUE(g) << g.error().to_string();
+      const Tensor t = (*g)[0].tensor();
+      for (int64_t i = 0; i < 2; ++i) {
+        for (int64_t j = 0; j < 3; ++j) EXPECT_EQ(t.get_as_c128({i, j}).value(), c128(0.0)) << i << "," << j;
+      }
+    }
+  }
+  // A zero row next to the row (3, 4, 0): the latter's gradient is x / |x| (2-norm).
+  const EagerTensor x = rt->from_values<double>({2, 3}, {0.0, 0.0, 0.0, 3.0, 4.0, 0.0}).value();
+  auto g = grad([](std::span<const EagerTensor> v) { return sum(linalg::vector_norm(v[0], 2.0, {1}).value()); },
+                std::span<const EagerTensor>(&x, 1));
+  ASSERT_TRUE(g) << g.error().to_string();
+  const Tensor t = (*g)[0].tensor();
+  const double want[2][3] = {{0.0, 0.0, 0.0}, {0.6, 0.8, 0.0}};
+  for (int64_t i = 0; i < 2; ++i) {
+    for (int64_t j = 0; j < 3; ++j) EXPECT_NEAR(t.get<double>({i, j}).value(), want[i][j], 1e-15);
+  }
+}
+
 // A traced call whose integer result has no program form (truncated_svd's rank) is a
 // typed error when a program needs it, not an exception; its other results trace.
 TEST(LinalgEager, TracedResultWithoutAProgramFormIsATypedError) {
