@@ -201,3 +201,17 @@ def test_grad_vjp_jvp_take_numpy_arrays(rt):
     np.testing.assert_allclose(t.numpy(), 2 * a)
     with pytest.raises(TypeError):
         tenferro.grad(lambda u: u.sum())(object())
+
+
+def test_nested_functional_transforms_are_typed_errors(rt):
+    # grad's results carry no record of its inputs: differentiating them again is an
+    # UnsupportedError (it was a silent zero), and a traced program of them refuses; the
+    # second derivative comes from a traced program's grad.
+    cube = lambda x: (x ** 3).sum()
+    x = rt.tensor(np.array([1.0, 2.0]))
+    with pytest.raises(tenferro.UnsupportedError, match="nested"):
+        tenferro.grad(lambda t: tenferro.grad(cube)(t)[0].sum())(x)
+    with pytest.raises(tenferro.UnsupportedError):
+        tenferro.trace(lambda t: tenferro.grad(cube)(t)[0], np.array([1.0, 2.0]))
+    first = tenferro.trace(lambda t: (t ** 3).sum(), np.array([1.0, 2.0])).grad()
+    np.testing.assert_allclose(first(np.array([1.0, 2.0]))[1], [3.0, 12.0])

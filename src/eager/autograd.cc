@@ -109,14 +109,15 @@ void Detail::record_outputs(std::vector<EagerTensor>& results, std::span<const E
 }
 
 void Detail::record_unsupported(std::vector<EagerTensor>& results, std::span<const EagerTensor* const> inputs,
-                                const char* op) {
+                                const char* op, std::string why) {
   const bool traced = any_traced(inputs);
   for (EagerTensor& t : results) {
     if (!t.defined() || (!is_inexact(t.dtype()) && !traced)) continue;
     auto node = std::make_shared<AdNode>();
     node->traced = traced;
     node->op = op;
-    node->unsupported = std::string(op) + " has no AD rule yet (it runs natively, without a program form)";
+    node->unsupported =
+        why.empty() ? std::string(op) + " has no AD rule yet (it runs natively, without a program form)" : why;
     for (const EagerTensor* in : inputs) node->inputs.push_back(*in);
     t.ad_ = std::move(node);
   }
@@ -649,6 +650,29 @@ Result<std::vector<EagerTensor>> scatter_grads(const std::vector<EagerTensor>& l
 }
 }  // namespace
 
+namespace {
+
+// Note [Nested functional transforms]: grad, vjp and jvp differentiate f at fresh leaves
+// detached from the inputs, so their results (gradients, f's value, tangents) carry no
+// record of how they depend on the inputs. When an input is itself being recorded (an
+// enclosing grad, a tensor that requires grad, tenferro.trace), a derivative of those
+// results would silently be zero (or a traced program would freeze them as constants):
+// they are marked instead, and a backward or program that needs them is a typed
+// kUnsupported. Higher derivatives: differentiate a traced program (Program::grad, jvp).
+void mark_nested(std::vector<EagerTensor>& results, std::span<const EagerTensor> xs, const char* op) {
+  std::vector<const EagerTensor*> ins;
+  for (const EagerTensor& x : xs) {
+    if (x.defined()) ins.push_back(&x);
+  }
+  if (ins.empty() || !Detail::tracing(Context::of(*ins.front()), ins)) return;
+  Detail::record_unsupported(results, ins, op,
+                             std::string(op) +
+                                 "'s results are not recorded for differentiation (a nested eager transform); "
+                                 "differentiate a traced program instead (trace, then its grad / jvp)");
+}
+
+}  // namespace
+
 // Note [Constant outputs of the functional transforms]: grad, vjp and jvp differentiate
 // the function f, so an output that depends on none of the inputs (matrix_power(x, 0),
 // a constant, a value computed under no_grad inside f) has zero derivatives, as in JAX
@@ -663,7 +687,9 @@ Result<std::vector<EagerTensor>> grad(const EagerFn& f, std::span<const EagerTen
   } else {
     TENFERRO_TRY(g, reverse(y, {}, route, "grad"));
   }
-  return scatter_grads(leaves, g);
+  TENFERRO_TRY(std::vector<EagerTensor> out, scatter_grads(leaves, g));
+  mark_nested(out, xs, "grad");  // Note [Nested functional transforms]
+  return out;
 }
 
 Result<std::pair<EagerTensor, std::vector<EagerTensor>>> vjp(const EagerFn& f, std::span<const EagerTensor> xs,
@@ -678,8 +704,21 @@ Result<std::pair<EagerTensor, std::vector<EagerTensor>>> vjp(const EagerFn& f, s
     TENFERRO_TRY(g, reverse(y, ct, route, "vjp"));
   }
   TENFERRO_TRY(std::vector<EagerTensor> out, scatter_grads(leaves, g));
-  return std::pair<EagerTensor, std::vector<EagerTensor>>{detach(y), std::move(out)};
+  out.push_back(detach(y));
+  mark_nested(out, xs, "vjp");  // Note [Nested functional transforms]
+  EagerTensor value = std::move(out.back());
+  out.pop_back();
+  return std::pair<EagerTensor, std::vector<EagerTensor>>{std::move(value), std::move(out)};
 }
+
+namespace {
+// jvp's (value, tangent), marked as Note [Nested functional transforms] says.
+std::pair<EagerTensor, EagerTensor> nested_pair(EagerTensor y, EagerTensor dy, std::span<const EagerTensor> xs) {
+  std::vector<EagerTensor> both{std::move(y), std::move(dy)};
+  mark_nested(both, xs, "jvp");
+  return {std::move(both[0]), std::move(both[1])};
+}
+}  // namespace
 
 Result<std::pair<EagerTensor, EagerTensor>> jvp(const EagerFn& f, std::span<const EagerTensor> xs,
                                                 std::span<const EagerTensor> vs) {
@@ -699,7 +738,7 @@ Result<std::pair<EagerTensor, EagerTensor>> jvp(const EagerFn& f, std::span<cons
       }
     }
     TENFERRO_TRY(EagerTensor dy, Context::of(y).no_grad().zeros(y.shape(), y.dtype()));
-    return std::pair<EagerTensor, EagerTensor>{detach(y), std::move(dy)};
+    return nested_pair(detach(y), std::move(dy), xs);
   }
   TENFERRO_TRY_VOID(check_root(y, "jvp"));
   TENFERRO_TRY(Replay r, replay(y, "jvp"));
@@ -717,7 +756,7 @@ Result<std::pair<EagerTensor, EagerTensor>> jvp(const EagerFn& f, std::span<cons
   TENFERRO_TRY(program::CompiledGraph g, y.runtime()->ad_context().jvp(r.graph));
   TENFERRO_TRY(std::vector<Tensor> outs, run(y, g, r, tangents));
   TENFERRO_TRY(EagerTensor dy, y.runtime()->from_host(std::move(outs[1])));
-  return std::pair<EagerTensor, EagerTensor>{detach(y), std::move(dy)};
+  return nested_pair(detach(y), std::move(dy), xs);
 }
 
 }  // namespace tenferro::eager

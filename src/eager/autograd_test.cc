@@ -539,6 +539,50 @@ TEST(Autograd, FunctionalVjpAndJvp) {
   EXPECT_EQ(values(y), values(y2));
 }
 
+// Note [Nested functional transforms]: the results of grad / vjp / jvp carry no record of
+// their inputs, so differentiating them again (a nested grad, a backward through them, a
+// traced program of them) is a typed kUnsupported, never a silent zero; used as values
+// they are unaffected.
+TEST(Autograd, NestedFunctionalTransformsAreTypedErrors) {
+  std::mt19937_64 rng(41);
+  EagerTensor x = random(rng, DType::kF64, {3});
+  EagerFn cube = [](std::span<const EagerTensor> v) { return sum(mul(v[0], mul(v[0], v[0]).value()).value()); };
+  const EagerFn inner_grad = [&](std::span<const EagerTensor> v) -> Result<EagerTensor> {
+    TENFERRO_TRY(std::vector<EagerTensor> g, grad(cube, v));
+    return sum(g[0]);
+  };
+  auto nested = grad(inner_grad, std::span<const EagerTensor>(&x, 1));
+  ASSERT_FALSE(nested);
+  EXPECT_EQ(nested.error().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(nested.error().message().find("nested"), std::string::npos) << nested.error().message();
+  const EagerFn inner_vjp = [&](std::span<const EagerTensor> v) -> Result<EagerTensor> {
+    TENFERRO_TRY(auto r, vjp(cube, v, Context::of(v[0]).scalar(c128(1.0)).value()));
+    return add(r.first, sum(r.second[0]).value());
+  };
+  auto nested_vjp = grad(inner_vjp, std::span<const EagerTensor>(&x, 1));
+  ASSERT_FALSE(nested_vjp);
+  EXPECT_EQ(nested_vjp.error().code(), ErrorCode::kUnsupported);
+  const EagerFn inner_jvp = [&](std::span<const EagerTensor> v) -> Result<EagerTensor> {
+    TENFERRO_TRY(auto r, jvp(cube, v, v));
+    return r.second;
+  };
+  auto nested_jvp = grad(inner_jvp, std::span<const EagerTensor>(&x, 1));
+  ASSERT_FALSE(nested_jvp);
+  EXPECT_EQ(nested_jvp.error().code(), ErrorCode::kUnsupported);
+  // A traced program of a gradient refuses instead of freezing it as a constant.
+  const EagerTensor leaf = trace_input(x).value();
+  const EagerTensor g = grad(cube, std::span<const EagerTensor>(&leaf, 1)).value()[0];
+  const EagerTensor outs[] = {g};
+  auto prog = program_of(outs, std::span<const EagerTensor>(&leaf, 1));
+  ASSERT_FALSE(prog);
+  EXPECT_EQ(prog.error().code(), ErrorCode::kUnsupported);
+  // As values: 3 x^2, with or without an input that requires grad.
+  const EagerTensor xr = requires_grad(x).value();
+  const auto gv = values(grad(cube, std::span<const EagerTensor>(&xr, 1)).value()[0]);
+  const auto xv = values(x);
+  for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(gv[i].real(), 3 * xv[i].real() * xv[i].real(), 1e-12);
+}
+
 // Note [Constant outputs of the functional transforms]: an output that depends on no
 // input (a constant, a value computed without grad inside f) has zero derivatives.
 TEST(Autograd, FunctionalTransformsOfAConstantOutputGiveZeros) {

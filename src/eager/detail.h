@@ -89,9 +89,10 @@ struct Detail {
   // Records every inexact result k of a multi-output op as output k of `form`.
   static void record_outputs(std::vector<EagerTensor>& results, std::span<const EagerTensor* const> inputs,
                              const char* op, Context::ProgramForm form);
-  // Marks the results of an op that has no program form (and so no AD rule yet).
+  // Marks the results of an op that has no program form (and so no AD rule yet); `why`
+  // replaces the default reason a backward through them reports.
   static void record_unsupported(std::vector<EagerTensor>& results, std::span<const EagerTensor* const> inputs,
-                                 const char* op);
+                                 const char* op, std::string why = {});
   static EagerRuntime::Counters& counters(EagerRuntime& rt) noexcept { return *rt.counters_; }
   static einsum::PlanCache& einsum_plans(EagerRuntime& rt) noexcept { return *rt.einsum_plans_; }
   static Context session_context(const Context& c, int32_t domain, cpu::CpuExecutionContext* ctx) {
