@@ -169,6 +169,7 @@ struct Replay {
   program::CompiledGraph graph;
   std::vector<std::shared_ptr<AdNode>> leaves;  // argument inputs, in order
   std::vector<Tensor> leaf_values;
+  std::vector<EagerTensor> other_leaves;  // the argument inputs after the bound ones
 };
 
 program::ValueType type_of(const EagerTensor& t) {
@@ -221,6 +222,7 @@ Result<Replay> replay(std::span<const EagerTensor* const> roots, std::span<const
           TENFERRO_TRY(v, b.input(type_of(*f.t)));
           out.leaves.push_back(f.t->ad_node());
           out.leaf_values.push_back(f.t->tensor());
+          out.other_leaves.push_back(*f.t);
         }
         done.emplace(node, v);
         stack.pop_back();
@@ -653,22 +655,86 @@ Result<std::vector<EagerTensor>> scatter_grads(const std::vector<EagerTensor>& l
 namespace {
 
 // Note [Nested functional transforms]: grad, vjp and jvp differentiate f at fresh leaves
-// detached from the inputs, so their results (gradients, f's value, tangents) carry no
-// record of how they depend on the inputs. When an input is itself being recorded (an
-// enclosing grad, a tensor that requires grad, tenferro.trace), a derivative of those
-// results would silently be zero (or a traced program would freeze them as constants):
-// they are marked instead, and a backward or program that needs them is a typed
-// kUnsupported. Higher derivatives: differentiate a traced program (Program::grad, jvp).
-void mark_nested(std::vector<EagerTensor>& results, std::span<const EagerTensor> xs, const char* op) {
-  std::vector<const EagerTensor*> ins;
-  for (const EagerTensor& x : xs) {
-    if (x.defined()) ins.push_back(&x);
-  }
-  if (ins.empty() || !Detail::tracing(Context::of(*ins.front()), ins)) return;
+// detached from the inputs and run the transformed program, so their results (the
+// gradients, f's value, the tangents) have no record of the inputs by themselves. When an
+// input is itself being recorded (an enclosing grad, a tensor that requires grad,
+// tenferro.trace), the results are recorded as outputs of the transformed program over
+// the inputs (imported into the enclosing program when it is replayed): f's replay is
+// transformed once more with the fresh leaves as its first arguments, and the leaves f
+// reached beyond them (tensors of an enclosing computation that f uses) as further
+// arguments, so derivatives of the results with respect to those are kept as well. So a
+// grad of a grad is the second derivative (a Hessian's rows, mixed partials). Where that
+// form cannot be built (f reached a record without a program form), the results are
+// marked instead: differentiating them again is a typed kUnsupported, never a silent zero.
+enum class Transform : uint8_t { kGrad, kVjp, kJvp };
+
+void mark_nested(std::vector<EagerTensor>& results, std::span<const EagerTensor* const> ins, const char* op,
+                 const Error& why) {
   Detail::record_unsupported(results, ins, op,
-                             std::string(op) +
-                                 "'s results are not recorded for differentiation (a nested eager transform); "
-                                 "differentiate a traced program instead (trace, then its grad / jvp)");
+                             std::string(op) + "'s results cannot be differentiated again: " + why.message());
+}
+
+// `results`: grad: the gradients of the active inputs; vjp: f's value, then those
+// gradients; jvp: f's value, then its tangent. `extra`: vjp's cotangent, or jvp's tangents
+// (one per input).
+void record_nested(std::vector<EagerTensor>& results, std::span<const EagerTensor> xs,
+                   const std::vector<EagerTensor>& leaves, const EagerTensor& y, std::span<const EagerTensor> extra,
+                   Transform transform, const char* op) {
+  std::vector<const EagerTensor*> ins;
+  std::vector<EagerTensor> bound;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (leaves[i].ad_node()) {
+      ins.push_back(&xs[i]);
+      bound.push_back(leaves[i]);
+    }
+  }
+  if (!y.ad_node()) return;  // f's value depends on no input: its results are constants
+  const bool inputs_recorded = !ins.empty() && Detail::tracing(Context::of(*ins.front()), ins);
+  if (!inputs_recorded) {
+    // f may still use recorded tensors of an enclosing computation (a closure): its tape
+    // then reaches leaves other than the fresh ones.
+    Result<TapeWalk> w = walk(y, op);
+    bool other = false;
+    for (size_t k = 0; w && k < w->order.size() && !other; ++k) {
+      const auto& node = w->order[k]->ad_node();
+      if (!node->leaf()) continue;
+      other = true;
+      for (const EagerTensor& l : bound) other = other && l.ad_node() != node;
+    }
+    if (!other) return;
+  }
+  const EagerTensor* const roots[1] = {&y};
+  Result<Replay> r = replay(roots, bound, false, op);
+  if (!r) return mark_nested(results, ins, op, r.error());
+  const size_t n_bound = bound.size(), n_args = n_bound + r->other_leaves.size();
+  ad::ActiveMask active(n_args, false);
+  for (size_t i = 0; i < n_bound; ++i) active[i] = true;
+  ad::AdContext& ad = y.runtime()->ad_context();
+  Result<program::CompiledGraph> g = transform == Transform::kGrad  ? ad.grad(r->graph, 0, active)
+                                     : transform == Transform::kVjp ? ad.vjp(r->graph, active)
+                                                                    : ad.jvp(r->graph, active);
+  if (!g) return mark_nested(results, ins, op, g.error());
+  // The record's inputs: the recorded inputs (for the bound leaves), the other leaves,
+  // then vjp's cotangent or jvp's tangents of the active inputs.
+  std::vector<EagerTensor> others = std::move(r->other_leaves);
+  for (const EagerTensor& t : others) ins.push_back(&t);
+  if (transform == Transform::kVjp) ins.push_back(&extra[0]);
+  if (transform == Transform::kJvp) {
+    for (size_t i = 0; i < xs.size(); ++i) {
+      if (leaves[i].ad_node()) ins.push_back(&extra[i]);
+    }
+  }
+  // Transformed outputs: grad: f's value, then the gradients; vjp the same; jvp: f's
+  // value, then its tangent. grad's results start at the gradients.
+  const size_t first = transform == Transform::kGrad ? 1 : 0;
+  auto graph = std::make_shared<const program::CompiledGraph>(std::move(*g));
+  Detail::record_outputs(results, ins, op,
+                         [graph, first](program::ProgramBuilder& b,
+                                        std::span<const program::Value> v) -> Result<std::vector<program::Value>> {
+                           TENFERRO_TRY(std::vector<program::Value> outs, b.import(*graph, v));
+                           return std::vector<program::Value>(outs.begin() + static_cast<std::ptrdiff_t>(first),
+                                                              outs.end());
+                         });
 }
 
 }  // namespace
@@ -688,7 +754,14 @@ Result<std::vector<EagerTensor>> grad(const EagerFn& f, std::span<const EagerTen
     TENFERRO_TRY(g, reverse(y, {}, route, "grad"));
   }
   TENFERRO_TRY(std::vector<EagerTensor> out, scatter_grads(leaves, g));
-  mark_nested(out, xs, "grad");  // Note [Nested functional transforms]
+  std::vector<EagerTensor> active;  // the gradients of the inexact inputs
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (leaves[i].ad_node()) active.push_back(out[i]);
+  }
+  record_nested(active, xs, leaves, y, {}, Transform::kGrad, "grad");  // Note [Nested functional transforms]
+  for (size_t i = 0, k = 0; i < out.size(); ++i) {
+    if (leaves[i].ad_node()) out[i] = std::move(active[k++]);
+  }
   return out;
 }
 
@@ -704,18 +777,25 @@ Result<std::pair<EagerTensor, std::vector<EagerTensor>>> vjp(const EagerFn& f, s
     TENFERRO_TRY(g, reverse(y, ct, route, "vjp"));
   }
   TENFERRO_TRY(std::vector<EagerTensor> out, scatter_grads(leaves, g));
-  out.push_back(detach(y));
-  mark_nested(out, xs, "vjp");  // Note [Nested functional transforms]
-  EagerTensor value = std::move(out.back());
-  out.pop_back();
-  return std::pair<EagerTensor, std::vector<EagerTensor>>{std::move(value), std::move(out)};
+  std::vector<EagerTensor> recorded{detach(y)};  // f's value, then the inexact inputs' gradients
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (leaves[i].ad_node()) recorded.push_back(out[i]);
+  }
+  const EagerTensor cts[1] = {ct};
+  record_nested(recorded, xs, leaves, y, cts, Transform::kVjp, "vjp");  // Note [Nested functional transforms]
+  for (size_t i = 0, k = 1; i < out.size(); ++i) {
+    if (leaves[i].ad_node()) out[i] = std::move(recorded[k++]);
+  }
+  return std::pair<EagerTensor, std::vector<EagerTensor>>{std::move(recorded[0]), std::move(out)};
 }
 
 namespace {
-// jvp's (value, tangent), marked as Note [Nested functional transforms] says.
-std::pair<EagerTensor, EagerTensor> nested_pair(EagerTensor y, EagerTensor dy, std::span<const EagerTensor> xs) {
-  std::vector<EagerTensor> both{std::move(y), std::move(dy)};
-  mark_nested(both, xs, "jvp");
+// jvp's (value, tangent), recorded as Note [Nested functional transforms] says.
+std::pair<EagerTensor, EagerTensor> nested_pair(const EagerTensor& y, EagerTensor dy, std::span<const EagerTensor> xs,
+                                                const std::vector<EagerTensor>& leaves,
+                                                std::span<const EagerTensor> vs) {
+  std::vector<EagerTensor> both{detach(y), std::move(dy)};
+  record_nested(both, xs, leaves, y, vs, Transform::kJvp, "jvp");
   return {std::move(both[0]), std::move(both[1])};
 }
 }  // namespace
@@ -738,15 +818,23 @@ Result<std::pair<EagerTensor, EagerTensor>> jvp(const EagerFn& f, std::span<cons
       }
     }
     TENFERRO_TRY(EagerTensor dy, Context::of(y).no_grad().zeros(y.shape(), y.dtype()));
-    return nested_pair(detach(y), std::move(dy), xs);
+    return nested_pair(y, std::move(dy), xs, leaves, vs);
   }
   TENFERRO_TRY_VOID(check_root(y, "jvp"));
   TENFERRO_TRY(Replay r, replay(y, "jvp"));
-  // Tangents in the order of the replay's leaves; leaves f did not reach have none.
+  // Tangents in the order of the replay's leaves; leaves f did not reach have none, and
+  // leaves of an enclosing computation that f reached (a closure over a tensor that
+  // requires grad) are constants here: zero tangents.
   std::vector<Tensor> tangents;
-  for (const auto& node : r.leaves) {
+  for (size_t k = 0; k < r.leaves.size(); ++k) {
+    const auto& node = r.leaves[k];
     size_t i = 0;
-    while (leaves[i].ad_node() != node) ++i;
+    while (i < leaves.size() && leaves[i].ad_node() != node) ++i;
+    if (i == leaves.size()) {
+      TENFERRO_TRY(Tensor z, Tensor::zeros(r.leaf_values[k].dtype(), r.leaf_values[k].shape()));
+      tangents.push_back(std::move(z));
+      continue;
+    }
     if (!vs[i].defined() || vs[i].dtype() != leaves[i].dtype() || vs[i].shape() != leaves[i].shape()) {
       return usage_error(ErrorCode::kInvalidArgument, "jvp",
                          "tangent " + std::to_string(i) + " must have the dtype and shape of input " + std::to_string(i));
@@ -756,7 +844,7 @@ Result<std::pair<EagerTensor, EagerTensor>> jvp(const EagerFn& f, std::span<cons
   TENFERRO_TRY(program::CompiledGraph g, y.runtime()->ad_context().jvp(r.graph));
   TENFERRO_TRY(std::vector<Tensor> outs, run(y, g, r, tangents));
   TENFERRO_TRY(EagerTensor dy, y.runtime()->from_host(std::move(outs[1])));
-  return nested_pair(detach(y), std::move(dy), xs);
+  return nested_pair(y, std::move(dy), xs, leaves, vs);
 }
 
 }  // namespace tenferro::eager

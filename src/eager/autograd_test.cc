@@ -539,48 +539,98 @@ TEST(Autograd, FunctionalVjpAndJvp) {
   EXPECT_EQ(values(y), values(y2));
 }
 
-// Note [Nested functional transforms]: the results of grad / vjp / jvp carry no record of
-// their inputs, so differentiating them again (a nested grad, a backward through them, a
-// traced program of them) is a typed kUnsupported, never a silent zero; used as values
-// they are unaffected.
-TEST(Autograd, NestedFunctionalTransformsAreTypedErrors) {
+// Note [Nested functional transforms]: the results of grad / vjp / jvp whose inputs are
+// recorded (an enclosing grad, a trace, a tensor that requires grad, a closure over one)
+// are recorded too, so they differentiate again: second and third derivatives, mixed
+// partials through a closure, Hessian-vector products, against the analytic values.
+TEST(Autograd, NestedFunctionalTransformsGiveHigherDerivatives) {
   std::mt19937_64 rng(41);
-  EagerTensor x = random(rng, DType::kF64, {3});
-  EagerFn cube = [](std::span<const EagerTensor> v) { return sum(mul(v[0], mul(v[0], v[0]).value()).value()); };
-  const EagerFn inner_grad = [&](std::span<const EagerTensor> v) -> Result<EagerTensor> {
-    TENFERRO_TRY(std::vector<EagerTensor> g, grad(cube, v));
+  const EagerTensor x = random(rng, DType::kF64, {3});
+  const EagerTensor w = random(rng, DType::kF64, {3});
+  const auto xv = values(x), wv = values(w);
+  auto one = [](std::span<const EagerTensor> v) { return std::span<const EagerTensor>(v.data(), 1); };
+  const EagerFn cube = [](std::span<const EagerTensor> v) { return sum(mul(v[0], mul(v[0], v[0]).value()).value()); };
+  // d/dx sum(3 x^2) = 6 x; a third derivative: d/dx sum(6 x) = 6.
+  const EagerFn first = [&](std::span<const EagerTensor> v) -> Result<EagerTensor> {
+    TENFERRO_TRY(std::vector<EagerTensor> g, grad(cube, one(v)));
     return sum(g[0]);
   };
-  auto nested = grad(inner_grad, std::span<const EagerTensor>(&x, 1));
-  ASSERT_FALSE(nested);
-  EXPECT_EQ(nested.error().code(), ErrorCode::kUnsupported);
-  EXPECT_NE(nested.error().message().find("nested"), std::string::npos) << nested.error().message();
-  const EagerFn inner_vjp = [&](std::span<const EagerTensor> v) -> Result<EagerTensor> {
-    TENFERRO_TRY(auto r, vjp(cube, v, Context::of(v[0]).scalar(c128(1.0)).value()));
-    return add(r.first, sum(r.second[0]).value());
+  const auto second = values(grad(first, std::span<const EagerTensor>(&x, 1)).value()[0]);
+  const EagerFn second_sum = [&](std::span<const EagerTensor> v) -> Result<EagerTensor> {
+    TENFERRO_TRY(std::vector<EagerTensor> g, grad(first, one(v)));
+    return sum(g[0]);
   };
-  auto nested_vjp = grad(inner_vjp, std::span<const EagerTensor>(&x, 1));
-  ASSERT_FALSE(nested_vjp);
-  EXPECT_EQ(nested_vjp.error().code(), ErrorCode::kUnsupported);
-  const EagerFn inner_jvp = [&](std::span<const EagerTensor> v) -> Result<EagerTensor> {
-    TENFERRO_TRY(auto r, jvp(cube, v, v));
+  const auto third = values(grad(second_sum, std::span<const EagerTensor>(&x, 1)).value()[0]);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_NEAR(second[i].real(), 6 * xv[i].real(), 1e-12);
+    EXPECT_NEAR(third[i].real(), 6.0, 1e-12);
+  }
+  // Mixed partial through a closure: d/dw sum_i d/dx_i sum(x^2 w) = 2 x; by vjp and jvp too.
+  const EagerFn mixed = [&](std::span<const EagerTensor> v) -> Result<EagerTensor> {
+    const EagerFn f = [&](std::span<const EagerTensor> u) { return sum(mul(mul(u[0], u[0]).value(), v[0]).value()); };
+    TENFERRO_TRY(std::vector<EagerTensor> g, grad(f, std::span<const EagerTensor>(&x, 1)));
+    return sum(g[0]);
+  };
+  const EagerFn mixed_vjp = [&](std::span<const EagerTensor> v) -> Result<EagerTensor> {
+    const EagerFn f = [&](std::span<const EagerTensor> u) { return mul(mul(u[0], u[0]).value(), v[0]); };
+    TENFERRO_TRY(auto r, vjp(f, std::span<const EagerTensor>(&x, 1), Context::of(x).ones({3}).value()));
+    return sum(r.second[0]);
+  };
+  const EagerFn mixed_jvp = [&](std::span<const EagerTensor> v) -> Result<EagerTensor> {
+    const EagerFn f = [&](std::span<const EagerTensor> u) { return sum(mul(mul(u[0], u[0]).value(), v[0]).value()); };
+    const EagerTensor ones = Context::of(x).ones({3}).value();
+    TENFERRO_TRY(auto r, jvp(f, std::span<const EagerTensor>(&x, 1), std::span<const EagerTensor>(&ones, 1)));
     return r.second;
   };
-  auto nested_jvp = grad(inner_jvp, std::span<const EagerTensor>(&x, 1));
-  ASSERT_FALSE(nested_jvp);
-  EXPECT_EQ(nested_jvp.error().code(), ErrorCode::kUnsupported);
-  // A traced program of a gradient refuses instead of freezing it as a constant.
-  const EagerTensor leaf = trace_input(x).value();
-  const EagerTensor g = grad(cube, std::span<const EagerTensor>(&leaf, 1)).value()[0];
-  const EagerTensor outs[] = {g};
-  auto prog = program_of(outs, std::span<const EagerTensor>(&leaf, 1));
-  ASSERT_FALSE(prog);
-  EXPECT_EQ(prog.error().code(), ErrorCode::kUnsupported);
-  // As values: 3 x^2, with or without an input that requires grad.
+  for (const EagerFn* f : {&mixed, &mixed_vjp, &mixed_jvp}) {
+    auto g = grad(*f, std::span<const EagerTensor>(&w, 1));
+    ASSERT_TRUE(g) << g.error().to_string();
+    const auto gv = values((*g)[0]);
+    for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(gv[i].real(), 2 * xv[i].real(), 1e-12);
+  }
+  // A Hessian-vector product as jvp of grad: H = diag(6 x), so H e0 = (6 x0, 0, 0).
+  const EagerFn gradient = [&](std::span<const EagerTensor> v) -> Result<EagerTensor> {
+    TENFERRO_TRY(std::vector<EagerTensor> g, grad(cube, one(v)));
+    return g[0];
+  };
+  const EagerTensor e0 = runtime()->from_values<double>({3}, {1.0, 0.0, 0.0}).value();
+  auto hv = jvp(gradient, std::span<const EagerTensor>(&x, 1), std::span<const EagerTensor>(&e0, 1));
+  ASSERT_TRUE(hv) << hv.error().to_string();
+  const auto hvv = values(hv->second);
+  EXPECT_NEAR(hvv[0].real(), 6 * xv[0].real(), 1e-12);
+  EXPECT_NEAR(hvv[1].real(), 0.0, 1e-12);
+  // backward() through a gradient of an input that requires grad; a traced gradient is a
+  // program of its input (3 x^2 at new values, not the example's frozen).
   const EagerTensor xr = requires_grad(x).value();
-  const auto gv = values(grad(cube, std::span<const EagerTensor>(&xr, 1)).value()[0]);
-  const auto xv = values(x);
-  for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(gv[i].real(), 3 * xv[i].real() * xv[i].real(), 1e-12);
+  ASSERT_TRUE(backward(sum(grad(cube, std::span<const EagerTensor>(&xr, 1)).value()[0]).value()));
+  const auto bv = values(grad_of(xr));
+  for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(bv[i].real(), 6 * xv[i].real(), 1e-12);
+  const EagerTensor leaf = trace_input(x).value();
+  const EagerTensor traced[] = {grad(cube, std::span<const EagerTensor>(&leaf, 1)).value()[0]};
+  auto prog = program_of(traced, std::span<const EagerTensor>(&leaf, 1));
+  ASSERT_TRUE(prog) << prog.error().to_string();
+  const Tensor at = Tensor::from_col_major<double>({3}, std::vector<double>{1.0, 2.0, -3.0}).value();
+  const Tensor args[] = {at};
+  auto ran = program::interpret(*prog, args);
+  ASSERT_TRUE(ran) << ran.error().to_string();
+  EXPECT_NEAR((*ran)[0].get<double>({2}).value(), 27.0, 1e-12);
+  (void)wv;
+}
+
+// jvp of a function that closes over a tensor requiring grad: that tensor is a constant
+// of the jvp (a zero tangent); it read past the inputs before.
+TEST(Autograd, JvpOfAClosureOverARecordedTensor) {
+  std::mt19937_64 rng(43);
+  const EagerTensor x = random(rng, DType::kF64, {3});
+  const EagerTensor w = requires_grad(random(rng, DType::kF64, {3})).value();
+  const EagerFn f = [&](std::span<const EagerTensor> u) { return sum(mul(mul(u[0], u[0]).value(), w).value()); };
+  const EagerTensor ones = Context::of(x).ones({3}).value();
+  auto r = jvp(f, std::span<const EagerTensor>(&x, 1), std::span<const EagerTensor>(&ones, 1));
+  ASSERT_TRUE(r) << r.error().to_string();
+  const auto xv = values(x), wv = values(w);
+  double want = 0;
+  for (size_t i = 0; i < 3; ++i) want += 2 * xv[i].real() * wv[i].real();
+  EXPECT_NEAR(values(r->second)[0].real(), want, 1e-12);
 }
 
 // Note [Constant outputs of the functional transforms]: an output that depends on no
