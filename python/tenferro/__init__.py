@@ -95,6 +95,30 @@ def jvp(f, xs, tangents):
     return tuple(_tenferro.eager_jvp(f, ts, vs))
 
 
+def hessian(f):
+    """The Hessian function of `f`, a function of one real eager tensor returning a real
+    scalar eager tensor: ``tenferro.hessian(f)(x)`` is d²f / dx dx, an eager tensor of
+    shape ``x.shape + x.shape`` (as ``jax.hessian``; x may be a numpy array, as for
+    grad). Built as jvp of grad along each unit vector (one forward pass per element of
+    x: the nested transforms of docs/design/0009-ad.md); the result records for AD."""
+    def h(x):
+        (t,), _ = _tensors([x], "hessian")
+        if _np.dtype(t.dtype).kind != "f":
+            raise TypeError(f"tenferro.hessian: needs a real floating input, got {t.dtype}")
+        shape = tuple(t.shape)
+        n = int(_np.prod(shape, dtype=_np.int64))
+        if n == 0:
+            return t.runtime.tensor(_np.zeros(shape + shape, dtype=t.dtype))
+        gradient = lambda u: grad(f)(u)[0]
+        rows = []
+        for k in range(n):
+            e = _np.zeros(n, dtype=t.dtype)
+            e[k] = 1
+            rows.append(jvp(gradient, t, t.runtime.tensor(e.reshape(shape)))[1].reshape(-1))
+        return stack(rows).reshape(shape + shape)
+    return h
+
+
 _default_runtime = None
 
 
@@ -354,6 +378,6 @@ def info(threads=None):
     return _json.loads(default_engine(threads).caps_json())
 
 
-__all__ = ["linalg", "Runtime", "EagerTensor", "where", "grad", "vjp", "jvp", "trace", "jit", "Program", "no_grad", "is_grad_enabled", "einsum", "contract_path", "PathInfo", "Engine", "default_engine", "from_numpy", "Tensor", "info",
+__all__ = ["linalg", "Runtime", "EagerTensor", "where", "grad", "vjp", "jvp", "hessian", "trace", "jit", "Program", "no_grad", "is_grad_enabled", "einsum", "contract_path", "PathInfo", "Engine", "default_engine", "from_numpy", "Tensor", "info",
            "Error", "InvalidArgumentError", "ShapeError", "DTypeError", "UnsupportedError", "ReadOnlyError",
            "LinAlgError", "AllocationError", "InternalError"]

@@ -230,3 +230,26 @@ def test_nested_functional_transforms_give_higher_derivatives(rt):
         gp = tenferro.grad(tenferro.linalg.det)(rt.tensor(A + d.reshape(2, 2)))[0].numpy()
         gm = tenferro.grad(tenferro.linalg.det)(rt.tensor(A - d.reshape(2, 2)))[0].numpy()
         np.testing.assert_allclose(hess[:, k], ((gp - gm) / (2 * eps)).ravel(), atol=1e-8)
+
+
+def test_hessian_matches_analytic_and_central_differences(rt):
+    a = np.array([1.0, 2.0, -0.5])
+    np.testing.assert_allclose(tenferro.hessian(lambda x: (x ** 3).sum())(rt.tensor(a)).numpy(), np.diag(6 * a),
+                               atol=1e-12)
+    m = np.array([[2.0, 1.0, 0.0], [0.5, 3.0, 1.0], [0.0, -1.0, 1.0]])
+    q = tenferro.hessian(lambda x: tenferro.einsum("i,ij,j->", x, rt.tensor(m), x))(rt.tensor(a))
+    np.testing.assert_allclose(q.numpy(), m + m.T, atol=1e-12)
+    # A matrix input: shape x.shape + x.shape, against central differences of the gradient.
+    A = np.array([[2.0, 1.0], [0.5, 3.0]])
+    f = lambda x: tenferro.linalg.det(x) + (x.exp() * x).sum()
+    H = tenferro.hessian(f)(A).numpy()
+    assert H.shape == (2, 2, 2, 2)
+    eps = 1e-6
+    for idx in np.ndindex(2, 2):
+        d = np.zeros((2, 2))
+        d[idx] = eps
+        gp = tenferro.grad(f)(A + d)[0].numpy()
+        gm = tenferro.grad(f)(A - d)[0].numpy()
+        np.testing.assert_allclose(H[(slice(None), slice(None)) + idx], (gp - gm) / (2 * eps), atol=1e-7)
+    with pytest.raises(TypeError):
+        tenferro.hessian(lambda x: (x * x.conj()).real.sum())(np.array([1j, 2.0]))
