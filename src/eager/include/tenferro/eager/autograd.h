@@ -112,6 +112,10 @@ EagerTensor grad_of(const EagerTensor& leaf);
 void zero_grad(const EagerTensor& leaf);
 
 /// A function of eager tensors to one eager tensor (for the functional transforms).
+/// The transforms nest: where an input is itself recorded (an enclosing transform, a
+/// tensor that requires grad, a trace) or f closes over a recorded tensor, their results
+/// are recorded too, so grad of grad is the second derivative (Note [Nested functional
+/// transforms] in autograd.cc).
 using EagerFn = std::function<Result<EagerTensor>(std::span<const EagerTensor>)>;
 /// d f / d xs at `xs` for a real scalar f, without touching any accumulator: `f` runs on
 /// fresh leaves sharing the storage of `xs`. Entries of integer or bool dtype get an
