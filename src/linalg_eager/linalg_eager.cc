@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <string>
 
+#include "tenferro/einsum_ir/einsum_op.h"
 #include "tenferro/linalg_ir/linalg_op.h"
 
 namespace tenferro::eager::linalg {
@@ -354,20 +356,123 @@ Result<Slogdet> slogdet(const EagerTensor& a) {
   return Slogdet{std::move(out[0]), std::move(out[1])};
 }
 
+namespace {
+// Note [Eager pinv cut]: pinv's rule (locally constant rank, Golub-Pereyra) is the
+// derivative of the pseudo-inverse at matrices of rank r. With a cutoff that drops
+// singular values that are not zero (a user rtol, a truncation), the function is
+// V_r S_r^-1 U_r^H of the truncated SVD, whose derivative also couples kept and dropped
+// singular vectors (terms of order s_cut / s_kept). So where the call dropped a nonzero
+// singular value, the eager pinv and lstsq record that form instead: the thin SVD with
+// the kept values inverted and the dropped ones masked to zero (the mask is this call's
+// choice, per batch item; a traced program keeps it), through the SVD rule. Where every
+// dropped value is zero (exact rank deficiency or full rank) the pinv op's form stays:
+// both derivatives agree there and the op decides its cutoff where it runs.
+//
+// The mask [.., k] (1 kept, 0 dropped) when the cutoff of pinv / lstsq (rtol, default
+// max(m, n) * eps) drops a nonzero singular value of `a`; nullopt otherwise.
+Result<std::optional<Tensor>> dropped_nonzero_mask(const EagerTensor& a, std::optional<double> rtol) {
+  SvdOptions values;
+  values.mode = ops::SvdMode::kValuesOnly;
+  TENFERRO_TRY(Svd sv, svd(Context::of(a).no_grad(), a, values));
+  const Tensor& s = sv.s.tensor();
+  const int64_t m = a.shape()[a.rank() - 2], n = a.shape()[a.rank() - 1], k = std::min(m, n);
+  if (k == 0) return std::optional<Tensor>();
+  const double eps = s.dtype() == DType::kF32 ? static_cast<double>(std::numeric_limits<float>::epsilon())
+                                              : std::numeric_limits<double>::epsilon();
+  const double rel = rtol.value_or(eps * static_cast<double>(std::max(m, n)));
+  TENFERRO_TRY(const Tensor flat, s.reshape_copy({s.numel()}));
+  std::vector<double> mask(static_cast<size_t>(s.numel()), 1.0);
+  bool dropped_nonzero = false;
+  for (int64_t item = 0; item < s.numel() / k; ++item) {
+    // S is [batch.., k], column-major: value j of item b is element b + items * j.
+    double top = 0;
+    std::vector<double> vals(static_cast<size_t>(k));
+    for (int64_t j = 0; j < k; ++j) {
+      TENFERRO_TRY(const c128 v, flat.get_as_c128({item + (s.numel() / k) * j}));
+      vals[static_cast<size_t>(j)] = v.real();
+      top = std::max(top, v.real());
+    }
+    for (int64_t j = 0; j < k; ++j) {
+      const double v = vals[static_cast<size_t>(j)];
+      if (v <= rel * top) {
+        mask[static_cast<size_t>(item + (s.numel() / k) * j)] = 0.0;
+        dropped_nonzero = dropped_nonzero || v > 0;
+      }
+    }
+  }
+  if (!dropped_nonzero) return std::optional<Tensor>();
+  if (s.dtype() == DType::kF32) {
+    TENFERRO_TRY(Tensor mf, Tensor::from_col_major<float>(s.shape(), std::vector<float>(mask.begin(), mask.end())));
+    return std::optional<Tensor>(std::move(mf));
+  }
+  TENFERRO_TRY(Tensor md, Tensor::from_col_major<double>(s.shape(), mask));
+  return std::optional<Tensor>(std::move(md));
+}
+
+// V diag(mask / S) U^H from the thin SVD of `a` (Note [Eager pinv cut]).
+Result<program::Value> emit_masked_pinv(program::ProgramBuilder& b, program::Value a, const Tensor& mask) {
+  using program::OpCode;
+  linalg_ir::Payload p = payload_of(linalg_ir::Kind::kSvd);
+  p.svd_mode = ops::SvdMode::kThin;
+  const program::Value in[] = {a};
+  TENFERRO_TRY(std::vector<program::Value> usv, linalg_ir::emit_linalg(b, p, in));
+  TENFERRO_TRY(program::Value mk, b.capture(mask));
+  // S + (1 - mask): the kept values, and 1 + s where dropped (never 0); then mask / that.
+  TENFERRO_TRY(program::Value one_minus, b.op(OpCode::kSub, {mk, mk}));  // 0
+  TENFERRO_TRY(const program::ValueType st, b.type(usv[1]));
+  Result<program::Literal> lit = st.dtype == DType::kF32
+                                     ? program::Literal::from_values<float>({}, std::array<float, 1>{1.0f})
+                                     : program::Literal::from_values<double>({}, std::array<double, 1>{1.0});
+  if (!lit) return lit.error();
+  TENFERRO_TRY(program::Value c1, b.constant(std::move(*lit)));
+  program::Attrs bc;
+  bc.shape = st.shape;
+  TENFERRO_TRY(program::Value ones, b.op(OpCode::kBroadcastInDim, {c1}, std::move(bc)));
+  TENFERRO_TRY(one_minus, b.op(OpCode::kSub, {ones, mk}));
+  TENFERRO_TRY(program::Value safe, b.op(OpCode::kAdd, {usv[1], one_minus}));
+  TENFERRO_TRY(program::Value sinv, b.op(OpCode::kDiv, {mk, safe}));
+  TENFERRO_TRY(const program::ValueType ut, b.type(usv[0]));
+  program::Value sc = sinv;
+  if (ut.dtype != st.dtype) {
+    program::Attrs cv;
+    cv.dtype = ut.dtype;
+    TENFERRO_TRY(sc, b.op(OpCode::kConvert, {sinv}, std::move(cv)));
+  }
+  TENFERRO_TRY(program::Value uc, b.op(OpCode::kConj, {usv[0]}));
+  TENFERRO_TRY(program::Value vc, b.op(OpCode::kConj, {usv[2]}));
+  const program::Value ops3[] = {vc, sc, uc};
+  return einsum::emit_einsum(b, "...kn,...k,...mk->...nm",
+                             std::vector<program::Value>(std::begin(ops3), std::end(ops3)));
+}
+}  // namespace
+
 Result<EagerTensor> pinv(const EagerTensor& a, std::optional<double> rtol) {
   TENFERRO_TRY_VOID(defined(a, "pinv"));
-  TENFERRO_TRY(auto out, run(Context::of(a), {&a}, "pinv",
-                             [&](CpuExecutionContext& ctx, const PoolPtr& pool, std::vector<Tensor>& o) -> Result<void> {
-                               TENFERRO_TRY(Tensor x, ops::pinv(ctx, a.tensor(), rtol, {}, pool));
-                               o = {std::move(x)};
-                               return ok();
-                             },
-                             [&] {
-                               linalg_ir::Payload p = payload_of(linalg_ir::Kind::kPinv);
-                               p.rtol = rtol;
-                               return p;
-                             }(),
-                             kOne));
+  const EagerTensor* const ins[1] = {&a};
+  TENFERRO_TRY(auto out,
+               Context::of(a).run_native(
+                   ins, "pinv", work_of(a),
+                   [&](CpuExecutionContext& ctx, const PoolPtr& pool, std::vector<Tensor>& o) -> Result<void> {
+                     TENFERRO_TRY(Tensor x, ops::pinv(ctx, a.tensor(), rtol, {}, pool));
+                     o = {std::move(x)};
+                     return ok();
+                   },
+                   [&]() -> Context::ProgramForm {
+                     Result<std::optional<Tensor>> mask = dropped_nonzero_mask(a, rtol);
+                     if (mask && *mask) {  // Note [Eager pinv cut]
+                       return [m = **mask](program::ProgramBuilder& b,
+                                           std::span<const program::Value> v) -> Result<std::vector<program::Value>> {
+                         TENFERRO_TRY(program::Value x, emit_masked_pinv(b, v[0], m));
+                         return std::vector<program::Value>{x};
+                       };
+                     }
+                     linalg_ir::Payload p = payload_of(linalg_ir::Kind::kPinv);
+                     p.rtol = rtol;
+                     return [p](program::ProgramBuilder& b,
+                                std::span<const program::Value> v) -> Result<std::vector<program::Value>> {
+                       return linalg_ir::emit_linalg(b, p, v);
+                     };
+                   }));
   return std::move(out[0]);
 }
 
@@ -376,11 +481,9 @@ Result<EagerTensor> pinv(const EagerTensor& a, std::optional<double> rtol) {
 // zero, with the same default), so the form the tape records is the pinv op followed by
 // a batched product; the singular values are the values-only SVD, and the residuals,
 // when the native call returned them (m > n, every item of full rank), sum |A X - B|^2
-// over the rows (else they are empty: a zero-width slice of S). pinv's rule is the
-// derivative at matrices of rank r (locally constant rank): exact for full rank and where
-// the singular values cut by rcond are zero; where they are not (a user rcond cutting
-// values s > 0), it leaves out terms of order s / s_kept that couple kept and cut
-// singular vectors. The integer rank has no program form.
+// over the rows (else they are empty: a zero-width slice of S). Where rcond drops a
+// nonzero singular value, pinv's form is the masked thin SVD of Note [Eager pinv cut].
+// The integer rank has no program form.
 Result<Lstsq> lstsq(const EagerTensor& a, const EagerTensor& b, std::optional<double> rcond) {
   TENFERRO_TRY_VOID(defined(a, "lstsq"));
   TENFERRO_TRY_VOID(defined(b, "lstsq"));
@@ -394,16 +497,24 @@ Result<Lstsq> lstsq(const EagerTensor& a, const EagerTensor& b, std::optional<do
   auto form = [&]() -> Context::ProgramForm {
     const int64_t rank = a.rank();
     const bool vector = b.rank() == rank - 1;  // as the native call reads B
-    return [rcond, residuals, rank, vector](program::ProgramBuilder& pb,
-                                            std::span<const program::Value> v) -> Result<std::vector<program::Value>> {
+    Result<std::optional<Tensor>> cut = dropped_nonzero_mask(a, rcond);  // Note [Eager pinv cut]
+    std::optional<Tensor> mask = cut ? std::move(*cut) : std::nullopt;
+    return [rcond, residuals, rank, vector, mask](
+               program::ProgramBuilder& pb, std::span<const program::Value> v) -> Result<std::vector<program::Value>> {
       using program::Attrs;
       using program::OpCode;
       using program::Value;
       std::vector<int64_t> batch;
       for (int64_t i = 0; i < rank - 2; ++i) batch.push_back(i);
-      linalg_ir::Payload pp = payload_of(linalg_ir::Kind::kPinv);
-      pp.rtol = rcond;
-      TENFERRO_TRY(std::vector<Value> pinv, linalg_ir::emit_linalg(pb, pp, v.first(1)));
+      std::vector<Value> pinv;
+      if (mask) {
+        TENFERRO_TRY(Value x, emit_masked_pinv(pb, v[0], *mask));
+        pinv.push_back(x);
+      } else {
+        linalg_ir::Payload pp = payload_of(linalg_ir::Kind::kPinv);
+        pp.rtol = rcond;
+        TENFERRO_TRY(pinv, linalg_ir::emit_linalg(pb, pp, v.first(1)));
+      }
       // X = pinv(A) B: contract pinv's rows-of-A axis with B's rows.
       Attrs mm;
       mm.lhs_batch = batch;

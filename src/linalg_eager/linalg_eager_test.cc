@@ -240,15 +240,16 @@ TEST(LinalgEager, LstsqGradientsMatchFiniteDifferences) {
   auto random = [&](DType dt, Shape shape, uint64_t seed) {
     return rt->from_host(Tensor::random_normal(dt, shape, seed).value()).value();
   };
-  // A 5 x 3 matrix of rank 2, singular values 3, 1 and 0 (Q1 diag(s) Q2^T): rcond 1e-2
-  // keeps rank 2 under the perturbations (pinv's rule is the derivative at rank-r
-  // matrices: with a nonzero cut value s it is off by O(s / s_kept), Note [Eager lstsq
-  // derivative]).
+  // 5 x 3 matrices Q1 diag(s) Q2^T with singular values 3, 1 and 0 (rank 2) or 1e-3: rcond
+  // 1e-2 drops the last one, so the function is the truncated solution (Note [Eager pinv
+  // cut]: the derivative couples kept and dropped vectors when the dropped value is not 0).
   Context nc = Context::of(random(DType::kF64, {1}, 1)).no_grad();
   const EagerTensor q1 = linalg::qr(random(DType::kF64, {5, 3}, 2)).value().q;
   const EagerTensor q2 = linalg::qr(random(DType::kF64, {3, 3}, 3)).value().q;
   const EagerTensor sv = rt->from_values<double>({1, 3}, {3.0, 1.0, 0.0}).value();
   const EagerTensor graded = nc.matmul(nc.mul(q1, sv).value(), nc.transpose(q2).value()).value();
+  const EagerTensor sv_cut = rt->from_values<double>({1, 3}, {3.0, 1.0, 1e-3}).value();
+  const EagerTensor cut = nc.matmul(nc.mul(q1, sv_cut).value(), nc.transpose(q2).value()).value();
   struct Case {
     const char* name;
     EagerTensor a, b;
@@ -262,6 +263,7 @@ TEST(LinalgEager, LstsqGradientsMatchFiniteDifferences) {
       {"batch, vector B", random(DType::kF64, {2, 5, 3}, 10), random(DType::kF64, {2, 5}, 11), std::nullopt, true},
       {"complex", random(DType::kC128, {4, 2}, 12), random(DType::kC128, {4, 3}, 13), std::nullopt, true},
       {"rank 2 by rcond", graded, random(DType::kF64, {5, 2}, 14), 1e-2, false},
+      {"a nonzero value dropped by rcond", cut, random(DType::kF64, {5, 2}, 15), 1e-2, false},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -302,6 +304,44 @@ TEST(LinalgEager, LstsqGradientsMatchFiniteDifferences) {
   EXPECT_EQ(bad.error().code(), ErrorCode::kUnsupported);
   const EagerTensor sol[] = {r.solution};
   EXPECT_TRUE(program_of(sol, in));
+}
+
+// Note [Eager pinv cut]: pinv with a cutoff that drops nonzero singular values, per batch
+// item (one item drops 1e-3, the other keeps 0.5), real and complex: gradients against
+// central differences (the locally-constant-rank rule alone is off by ~1e-3 here).
+TEST(LinalgEager, PinvGradientWithANonzeroCutMatchesFiniteDifferences) {
+  auto rt = EagerRuntime::create().value();
+  Context nc = Context::of(rt->from_values<double>({1}, {0.0}).value()).no_grad();
+  auto graded = [&](DType dt, std::vector<double> s, uint64_t seed) {
+    const EagerTensor q1 = linalg::qr(rt->from_host(Tensor::random_normal(dt, {5, 3}, seed).value()).value()).value().q;
+    const EagerTensor q2 =
+        linalg::qr(rt->from_host(Tensor::random_normal(dt, {3, 3}, seed + 1).value()).value()).value().q;
+    const EagerTensor sv = nc.astype(rt->from_values<double>({1, 3}, s).value(), dt).value();
+    return nc.matmul(nc.mul(q1, sv).value(), nc.conj(nc.transpose(q2).value()).value()).value();
+  };
+  for (DType dt : {DType::kF64, DType::kC128}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const EagerTensor a0 = graded(dt, {3.0, 1.0, 1e-3}, 3), a1 = graded(dt, {2.0, 1.0, 0.5}, 5);
+    const EagerTensor a =
+        nc.concatenate({nc.reshape(a0, {1, 5, 3}).value(), nc.reshape(a1, {1, 5, 3}).value()}, 0).value();
+    const EagerTensor w = rt->from_host(Tensor::random_normal(dt, {2, 3, 5}, 9).value()).value();
+    const EagerFn f = [&](std::span<const EagerTensor> v) -> Result<EagerTensor> {
+      TENFERRO_TRY(EagerTensor x, linalg::pinv(v[0], 1e-2));
+      TENFERRO_TRY(EagerTensor p, mul(x, w));
+      return sum(real(p).value());
+    };
+    auto g = grad(f, std::span<const EagerTensor>(&a, 1));
+    ASSERT_TRUE(g) << g.error().to_string();
+    const EagerTensor d = rt->from_host(Tensor::random_normal(dt, a.shape(), 11).value()).value();
+    const double h = 1e-6;
+    auto at = [&](double t) {
+      const EagerTensor moved = nc.add(a, nc.mul(nc.scalar(c128(t), dt).value(), d).value()).value();
+      return item(f(std::span<const EagerTensor>(&moved, 1)).value()).value().real();
+    };
+    const double fd = (at(h) - at(-h)) / (2 * h);
+    const double ad = item(sum(real(mul(conj((*g)[0]).value(), d).value()).value()).value()).value().real();
+    EXPECT_NEAR(ad, fd, 1e-6 * (1 + std::abs(fd)));
+  }
 }
 
 // Note [Solver program forms]: gradients of solve and triangular_solve where the native
