@@ -95,6 +95,33 @@ def jvp(f, xs, tangents):
     return tuple(_tenferro.eager_jvp(f, ts, vs))
 
 
+def jacobian(f):
+    """The Jacobian function of `f`, a function of one eager tensor returning one eager
+    tensor: ``tenferro.jacobian(f)(x)`` is d f(x) / d x, an eager tensor of shape
+    ``f(x).shape + x.shape`` (as ``jax.jacobian``; x may be a numpy array, as for grad).
+    Built column by column as jvp along each unit vector of x (one forward pass per
+    element of x); the result records for AD. Real x (for complex x the derivative is not
+    one complex matrix unless f is holomorphic)."""
+    def jac(x):
+        (t,), _ = _tensors([x], "jacobian")
+        if _np.dtype(t.dtype).kind != "f":
+            raise TypeError(f"tenferro.jacobian: needs a real floating input, got {t.dtype}")
+        shape = tuple(t.shape)
+        n = int(_np.prod(shape, dtype=_np.int64))
+        y = None
+        cols = []
+        for k in range(n):
+            e = _np.zeros(n, dtype=t.dtype)
+            e[k] = 1
+            y, dy = jvp(f, t, t.runtime.tensor(e.reshape(shape)))
+            cols.append(dy.reshape(-1))
+        if n == 0:
+            y = f(t)
+            return t.runtime.tensor(_np.zeros(tuple(y.shape) + shape, dtype=y.dtype))
+        return stack(cols, axis=1).reshape(tuple(y.shape) + shape)
+    return jac
+
+
 def hessian(f):
     """The Hessian function of `f`, a function of one real eager tensor returning a real
     scalar eager tensor: ``tenferro.hessian(f)(x)`` is d²f / dx dx, an eager tensor of
@@ -378,6 +405,6 @@ def info(threads=None):
     return _json.loads(default_engine(threads).caps_json())
 
 
-__all__ = ["linalg", "Runtime", "EagerTensor", "where", "grad", "vjp", "jvp", "hessian", "trace", "jit", "Program", "no_grad", "is_grad_enabled", "einsum", "contract_path", "PathInfo", "Engine", "default_engine", "from_numpy", "Tensor", "info",
+__all__ = ["linalg", "Runtime", "EagerTensor", "where", "grad", "vjp", "jvp", "jacobian", "hessian", "trace", "jit", "Program", "no_grad", "is_grad_enabled", "einsum", "contract_path", "PathInfo", "Engine", "default_engine", "from_numpy", "Tensor", "info",
            "Error", "InvalidArgumentError", "ShapeError", "DTypeError", "UnsupportedError", "ReadOnlyError",
            "LinAlgError", "AllocationError", "InternalError"]

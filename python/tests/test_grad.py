@@ -253,3 +253,23 @@ def test_hessian_matches_analytic_and_central_differences(rt):
         np.testing.assert_allclose(H[(slice(None), slice(None)) + idx], (gp - gm) / (2 * eps), atol=1e-7)
     with pytest.raises(TypeError):
         tenferro.hessian(lambda x: (x * x.conj()).real.sum())(np.array([1j, 2.0]))
+
+
+def test_jacobian_matches_the_analytic_derivative(rt):
+    rng = np.random.default_rng(23)
+    a, m = rng.standard_normal(3), rng.standard_normal((2, 3))
+    j = tenferro.jacobian(lambda x: tenferro.einsum("ij,j->i", rt.tensor(m), x).sin())(rt.tensor(a))
+    assert isinstance(j, tenferro.EagerTensor) and j.shape == (2, 3)
+    np.testing.assert_allclose(j.numpy(), np.cos(m @ a)[:, None] * m, rtol=1e-12)
+    # Matrix in, matrix out: shape f(x).shape + x.shape; a scalar output gives the gradient.
+    b = rng.standard_normal((2, 2))
+    j2 = tenferro.jacobian(lambda x: x * x)(b).numpy()
+    assert j2.shape == (2, 2, 2, 2)
+    want = np.zeros((2, 2, 2, 2))
+    for i, k in np.ndindex(2, 2):
+        want[i, k, i, k] = 2 * b[i, k]
+    np.testing.assert_allclose(j2, want, atol=1e-12)
+    np.testing.assert_allclose(tenferro.jacobian(lambda x: (x ** 2).sum())(a).numpy(), 2 * a, rtol=1e-12)
+    # The Jacobian of a gradient is the Hessian.
+    np.testing.assert_allclose(tenferro.jacobian(lambda x: tenferro.grad(lambda u: (u ** 3).sum())(x)[0])(a).numpy(),
+                               tenferro.hessian(lambda u: (u ** 3).sum())(a).numpy(), atol=1e-12)
