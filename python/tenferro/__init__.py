@@ -102,48 +102,34 @@ def jacobian(f):
     Built column by column as jvp along each unit vector of x (one forward pass per
     element of x); the result records for AD. Real x (for complex x the derivative is not
     one complex matrix unless f is holomorphic)."""
-    def jac(x):
-        (t,), _ = _tensors([x], "jacobian")
-        if _np.dtype(t.dtype).kind != "f":
-            raise TypeError(f"tenferro.jacobian: needs a real floating input, got {t.dtype}")
-        shape = tuple(t.shape)
-        n = int(_np.prod(shape, dtype=_np.int64))
-        y = None
-        cols = []
-        for k in range(n):
-            e = _np.zeros(n, dtype=t.dtype)
-            e[k] = 1
-            y, dy = jvp(f, t, t.runtime.tensor(e.reshape(shape)))
-            cols.append(dy.reshape(-1))
-        if n == 0:
-            y = f(t)
-            return t.runtime.tensor(_np.zeros(tuple(y.shape) + shape, dtype=y.dtype))
-        return stack(cols, axis=1).reshape(tuple(y.shape) + shape)
-    return jac
+    return lambda x: _jacobian(f, x, "jacobian")
 
 
 def hessian(f):
     """The Hessian function of `f`, a function of one real eager tensor returning a real
     scalar eager tensor: ``tenferro.hessian(f)(x)`` is d²f / dx dx, an eager tensor of
     shape ``x.shape + x.shape`` (as ``jax.hessian``; x may be a numpy array, as for
-    grad). Built as jvp of grad along each unit vector (one forward pass per element of
-    x: the nested transforms of docs/design/0009-ad.md); the result records for AD."""
-    def h(x):
-        (t,), _ = _tensors([x], "hessian")
-        if _np.dtype(t.dtype).kind != "f":
-            raise TypeError(f"tenferro.hessian: needs a real floating input, got {t.dtype}")
-        shape = tuple(t.shape)
-        n = int(_np.prod(shape, dtype=_np.int64))
-        if n == 0:
-            return t.runtime.tensor(_np.zeros(shape + shape, dtype=t.dtype))
-        gradient = lambda u: grad(f)(u)[0]
-        rows = []
-        for k in range(n):
-            e = _np.zeros(n, dtype=t.dtype)
-            e[k] = 1
-            rows.append(jvp(gradient, t, t.runtime.tensor(e.reshape(shape)))[1].reshape(-1))
-        return stack(rows).reshape(shape + shape)
-    return h
+    grad): the Jacobian of the gradient, jvp of grad along each unit vector (the nested
+    transforms of docs/design/0009-ad.md); the result records for AD."""
+    return lambda x: _jacobian(lambda u: grad(f)(u)[0], x, "hessian")
+
+
+def _jacobian(f, x, what):
+    (t,), _ = _tensors([x], what)
+    if _np.dtype(t.dtype).kind != "f":
+        raise TypeError(f"tenferro.{what}: needs a real floating input, got {t.dtype}")
+    shape = tuple(t.shape)
+    n = int(_np.prod(shape, dtype=_np.int64))
+    if n == 0:
+        y = f(t)
+        return t.runtime.tensor(_np.zeros(tuple(y.shape) + shape, dtype=y.dtype))
+    y, cols = None, []
+    for k in range(n):
+        e = _np.zeros(n, dtype=t.dtype)
+        e[k] = 1
+        y, dy = jvp(f, t, t.runtime.tensor(e.reshape(shape)))
+        cols.append(dy.reshape(-1))
+    return stack(cols, axis=1).reshape(tuple(y.shape) + shape)
 
 
 _default_runtime = None
