@@ -249,33 +249,30 @@ def _outer(a, b, out=None):
     xs = _product_operands(a, b)
     if out is not None or xs is None:
         return None
-    from . import einsum
-    return einsum("i,j->ij", xs[0].reshape(-1), xs[1].reshape(-1))
+    return _einsum_call("i,j->ij", xs[0].reshape(-1), xs[1].reshape(-1))
 
 
 def _vdot(a, b):
     xs = _product_operands(a, b)
     if xs is None:
         return None
-    from . import einsum
     a, b = (x.reshape(-1) for x in xs)
     if np.issubdtype(np.dtype(a.dtype), np.complexfloating):
         a = a.conj() if isinstance(a, EagerTensor) else np.conj(a)
-    return einsum("i,i->", a, b)
+    return _einsum_call("i,i->", a, b)
 
 
 def _kron(a, b):
     xs = _product_operands(a, b)
     if xs is None:
         return None
-    from . import einsum
     a, b = xs
     n = max(a.ndim, b.ndim)
     a = a.reshape((1,) * (n - a.ndim) + tuple(a.shape))
     b = b.reshape((1,) * (n - b.ndim) + tuple(b.shape))
     la, lb = _LETTERS[:n], _LETTERS[n:2 * n]
     pairs = "".join(x + y for x, y in zip(la, lb))
-    r = einsum(f"{la},{lb}->{pairs}", a, b)
+    r = _einsum_call(f"{la},{lb}->{pairs}", a, b)
     return r.reshape(tuple(a.shape[k] * b.shape[k] for k in range(n)))
 
 

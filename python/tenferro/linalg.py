@@ -314,8 +314,7 @@ def tensorinv(a, ind=2, *, engine=None, threads=None):
     if rows != cols:
         raise LinAlgError(f"tensorinv: the first {ind} axes of shape {tuple(a.shape)} hold {rows} elements and the "
                           f"rest {cols}; they must be equal", "invalid_shape", "usage", "tensorinv")
-    kw = {} if eager else dict(engine=engine, threads=threads)
-    return inv(a.reshape((rows, rows)), **kw).reshape(out_shape)
+    return inv(a.reshape((rows, rows)), engine=engine, threads=threads).reshape(out_shape)
 
 
 def tensorsolve(a, b, axes=None, *, engine=None, threads=None):
