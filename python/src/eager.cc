@@ -77,10 +77,18 @@ std::optional<EagerTensor> try_operand(const EagerTensor& like, const py::object
     const py::array a = py::module_::import("numpy").attr("asarray")(o, numpy_dtype(like.dtype()));
     return unwrap(like.runtime()->from_host(from_numpy(a)));
   }
-  if (PyComplex_Check(o.ptr())) {
-    return unwrap(
-        ctx_of(like).scalar(c128(PyComplex_RealAsDouble(o.ptr()), PyComplex_ImagAsDouble(o.ptr())), like.dtype()));
-  }
+  // A number with an imaginary part and a real tensor: refused by name (numpy would
+  // promote the tensor; tenferro never promotes implicitly).
+  const auto complex_scalar = [&](double re, double im) {
+    if (im != 0.0 && !is_complex(like.dtype())) {
+      unwrap(Result<EagerTensor>(usage_error(ErrorCode::kDTypeMismatch, "operand",
+                                             "the complex number " + std::string(py::str(py::repr(o))) + " with a " +
+                                                 std::string(dtype_name(like.dtype())) +
+                                                 " tensor (no implicit promotion; convert the tensor with astype)")));
+    }
+    return unwrap(ctx_of(like).scalar(c128(re, im), like.dtype()));
+  };
+  if (PyComplex_Check(o.ptr())) return complex_scalar(PyComplex_RealAsDouble(o.ptr()), PyComplex_ImagAsDouble(o.ptr()));
   if (PyFloat_Check(o.ptr())) return unwrap(ctx_of(like).scalar(c128(PyFloat_AS_DOUBLE(o.ptr()), 0.0), like.dtype()));
   if (PyLong_Check(o.ptr())) {  // bool too
     const double v = PyLong_AsDouble(o.ptr());
@@ -90,8 +98,7 @@ std::optional<EagerTensor> try_operand(const EagerTensor& like, const py::object
   const py::module_ np = py::module_::import("numpy");
   if (py::isinstance(o, np.attr("number")) || py::isinstance(o, np.attr("bool_"))) {
     const py::object c = py::module_::import("builtins").attr("complex")(o);
-    return unwrap(
-        ctx_of(like).scalar(c128(PyComplex_RealAsDouble(c.ptr()), PyComplex_ImagAsDouble(c.ptr())), like.dtype()));
+    return complex_scalar(PyComplex_RealAsDouble(c.ptr()), PyComplex_ImagAsDouble(c.ptr()));
   }
   return std::nullopt;
 }
@@ -630,6 +637,24 @@ void bind_eager(py::module_& m) {
   m.def("eager_stack", &stack);
   m.def("eager_tril", [](const EagerTensor& x, int64_t k) { return nogil([&] { return ctx_of(x).tril(x, k); }); });
   m.def("eager_triu", [](const EagerTensor& x, int64_t k) { return nogil([&] { return ctx_of(x).triu(x, k); }); });
+  // Shape operations for the numpy functions of tenferro/_indexing.py (arguments checked
+  // there; the core's typed errors otherwise).
+  m.def("eager_broadcast_to", [](const EagerTensor& x, const std::vector<int64_t>& shape) {
+    return nogil([&] { return ctx_of(x).broadcast_to(x, dims_of(shape)); });
+  });
+  m.def("eager_flip", [](const EagerTensor& x, const std::vector<int64_t>& axes) {
+    return nogil([&] { return ctx_of(x).flip(x, dims_of(axes)); });
+  });
+  m.def("eager_pad", [](const EagerTensor& x, const py::object& value, const std::vector<int64_t>& low,
+                        const std::vector<int64_t>& high) {
+    const EagerTensor v = operand(x, value);
+    return nogil([&] { return ctx_of(x).pad(x, v, dims_of(low), dims_of(high), Shape(low.size(), 0)); });
+  });
+  m.def("eager_scatter_add",
+        [](const EagerTensor& x, const py::array_t<int64_t>& indices, const EagerTensor& updates, int64_t axis) {
+          const EagerTensor where = unwrap(x.runtime()->from_host(from_numpy(indices)));
+          return nogil([&] { return ctx_of(x).scatter_add(x, where, updates, axis); });
+        });
 }
 
 }  // namespace tenferro::python

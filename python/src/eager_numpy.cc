@@ -3,6 +3,7 @@
 // var / std, concatenate / stack.
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -126,9 +127,14 @@ EagerTensor basic_index(const EagerTensor& x, const py::object& key) {
       reshaped = true;
       continue;
     }
-    if ((py::isinstance<py::array>(item) && item.cast<py::array>().ndim() > 0) || py::isinstance<py::list>(item) ||
-        py::isinstance<EagerTensor>(item)) {
-      throw py::index_error("tenferro: advanced (array) indexing is not supported; use x.take(indices, axis)");
+    const bool array_item = py::isinstance<py::array>(item) &&
+                            (item.cast<py::array>().ndim() > 0 || item.cast<py::array>().dtype().kind() == 'b');
+    if (array_item || py::isinstance<py::list>(item) || py::isinstance<EagerTensor>(item) || PyBool_Check(item.ptr()) ||
+        std::strcmp(Py_TYPE(item.ptr())->tp_name, "numpy.bool_") == 0 ||
+        std::strcmp(Py_TYPE(item.ptr())->tp_name, "numpy.bool") == 0) {
+      // Advanced (array) indexing: numpy's rules, composed in Python from this function and
+      // take (tenferro/_indexing.py).
+      return py::module_::import("tenferro._indexing").attr("advanced_index")(x, key).cast<EagerTensor>();
     }
     const int64_t n = x.shape()[static_cast<size_t>(d)];
     if (py::isinstance<py::slice>(item)) {

@@ -19,7 +19,7 @@ import json as _json
 import numpy as _np
 
 from . import _tenferro
-from . import linalg
+from . import _indexing, linalg
 from ._einsum import Engine, PathInfo, contract_path, default_engine, einsum
 from ._errors import (AllocationError, DTypeError, Error, InternalError, InvalidArgumentError, LinAlgError,
                       ReadOnlyError, ShapeError, UnsupportedError)
@@ -285,8 +285,18 @@ def _constants(xs, what):
 
 def where(pred, on_true, on_false):
     """Elementwise selection of eager tensors (one runtime, one dtype for the branches;
-    numpy arrays among them become constants on that runtime)."""
-    return _tenferro.eager_where(*_constants((pred, on_true, on_false), "where"))
+    numpy arrays among them become constants on that runtime; a number as a branch takes
+    the other branch's dtype, as the operators take numbers)."""
+    branches = [on_true, on_false]
+    for k, other in ((0, on_false), (1, on_true)):
+        if _np.ndim(branches[k]) == 0 and not isinstance(branches[k], (EagerTensor, _np.ndarray)) and \
+                isinstance(other, (EagerTensor, _np.ndarray)):
+            value = _np.asarray(branches[k])
+            if _np.iscomplexobj(value) and not _np.issubdtype(other.dtype, _np.complexfloating):
+                raise TypeError(f"tenferro.where: a complex number with a {other.dtype} branch "
+                                "(no implicit promotion; convert with astype)")
+            branches[k] = value.astype(other.dtype)
+    return _tenferro.eager_where(*_constants((pred, *branches), "where"))
 
 
 def concatenate(tensors, axis=0):
@@ -322,6 +332,47 @@ def minimum(x, y):
     """numpy's minimum of eager tensors (NaN propagates); either may be a number or an
     array of the tensor's dtype."""
     return _elementwise_pair("minimum", _tenferro.eager_minimum, x, y)
+
+
+def flip(x, axis=None):
+    """numpy's flip of an eager tensor: reversed along `axis` (None: every axis); a view."""
+    x = _tensors(x, "flip")[0][0]
+    return _indexing.flip(x, axis)
+
+
+def roll(x, shift, axis=None):
+    """numpy's roll of an eager tensor: shifted by `shift` along `axis` (None: of the
+    flattened tensor), wrapping around."""
+    x = _tensors(x, "roll")[0][0]
+    return _indexing.roll(x, shift, axis)
+
+
+def pad(x, pad_width, constant_values=0):
+    """numpy's pad of an eager tensor in mode 'constant': `pad_width` an int, a (before,
+    after) pair or one pair per axis; `constant_values` one number."""
+    x = _tensors(x, "pad")[0][0]
+    r = _indexing.pad(x, pad_width, "constant", constant_values)
+    if r is None:
+        raise ValueError("tenferro.pad: constant_values must be one number")
+    return r
+
+
+def broadcast_to(x, shape):
+    """numpy's broadcast_to of an eager tensor (a view, stride 0 on repeated axes)."""
+    x = _tensors(x, "broadcast_to")[0][0]
+    return _indexing.broadcast_to(x, shape)
+
+
+def tile(x, reps):
+    """numpy's tile of an eager tensor."""
+    x = _tensors(x, "tile")[0][0]
+    return _indexing.tile(x, reps)
+
+
+def repeat(x, repeats, axis=None):
+    """numpy's repeat of an eager tensor."""
+    x = _tensors(x, "repeat")[0][0]
+    return _indexing.repeat(x, repeats, axis)
 
 
 def tril(x, k=0):
@@ -382,8 +433,10 @@ def _eager_contains(self, value):
 EagerTensor.__iter__ = _eager_iter
 EagerTensor.__contains__ = _eager_contains
 
-# numpy's ufunc and function protocols on eager tensors (np.exp(x), np.sum(x), array + x).
+# numpy's ufunc and function protocols on eager tensors (np.exp(x), np.sum(x), array + x),
+# advanced indexing and x.at[key] updates.
 from . import _numpy_protocols  # noqa: E402,F401  (installs them on EagerTensor)
+_indexing.install()
 
 
 def info(threads=None):
@@ -391,6 +444,6 @@ def info(threads=None):
     return _json.loads(default_engine(threads).caps_json())
 
 
-__all__ = ["linalg", "Runtime", "EagerTensor", "where", "grad", "vjp", "jvp", "jacobian", "hessian", "trace", "jit", "Program", "no_grad", "is_grad_enabled", "einsum", "contract_path", "PathInfo", "Engine", "default_engine", "from_numpy", "Tensor", "info",
+__all__ = ["linalg", "Runtime", "EagerTensor", "where", "flip", "roll", "pad", "broadcast_to", "tile", "repeat", "grad", "vjp", "jvp", "jacobian", "hessian", "trace", "jit", "Program", "no_grad", "is_grad_enabled", "einsum", "contract_path", "PathInfo", "Engine", "default_engine", "from_numpy", "Tensor", "info",
            "Error", "InvalidArgumentError", "ShapeError", "DTypeError", "UnsupportedError", "ReadOnlyError",
            "LinAlgError", "AllocationError", "InternalError"]

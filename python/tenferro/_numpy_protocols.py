@@ -14,6 +14,7 @@ import functools
 import numpy as np
 
 from . import _tenferro
+from . import _indexing
 from . import linalg as _linalg
 
 EagerTensor = _tenferro.EagerTensor
@@ -53,8 +54,22 @@ def _host(obj):
     return obj
 
 
+# Functions and ufuncs whose results carry no derivative (booleans, indices, integers,
+# piecewise-constant values: their derivative is zero wherever it exists), so computing
+# them in numpy on the values drops nothing: they run there even on tensors that
+# require grad.
+_NO_DERIVATIVE = {
+    np.isnan, np.isinf, np.isfinite, np.signbit, np.logical_not, np.logical_and, np.logical_or, np.logical_xor,
+    np.floor, np.ceil, np.trunc, np.rint, np.isclose, np.allclose, np.array_equal, np.array_equiv, np.argmax,
+    np.argmin, np.argsort, np.nonzero, np.flatnonzero, np.argwhere, np.count_nonzero, np.searchsorted,
+    np.iscomplexobj, np.isrealobj, np.iscomplex, np.isreal, np.result_type, np.around, np.round_,
+}
+
+
 def _in_numpy(what, call, args, kwargs):
     """`call` on the values (numpy's own computation), refused where it would drop a gradient."""
+    if call in _NO_DERIVATIVE or getattr(call, "__self__", None) in _NO_DERIVATIVE:
+        return call(*_host(args), **{k: _host(v) for k, v in kwargs.items()})
     if _requires_grad(args) or _requires_grad(tuple(kwargs.values())):
         raise TypeError(f"tenferro: numpy.{what} on an eager tensor that requires grad would compute in numpy "
                         "and drop the gradient; use tenferro operations (or .detach() first)")
@@ -157,9 +172,39 @@ def _triangle(name):
 
 def _where(condition, *xy):
     from . import where
-    if len(xy) != 2 or not _all_eager((condition,) + xy):
+    if len(xy) != 2 or not any(isinstance(v, EagerTensor) for v in (condition,) + xy):
         return None
     return where(condition, *xy)
+
+
+def _like(fill):
+    # zeros_like / ones_like / empty_like / full_like: a new eager tensor on a's runtime
+    # (the values of a are not read: no derivative to drop).
+    def run(a, *args, dtype=None, order="K", subok=True, shape=None):
+        if not isinstance(a, EagerTensor) or order not in ("K", "A", "C", "F"):
+            return None
+        if fill == "full":
+            if len(args) != 1:
+                return None
+            value = args[0]
+        elif args:
+            return None
+        else:
+            value = 1 if fill == "ones" else 0
+        dtype = a.dtype if dtype is None else np.dtype(dtype)
+        shape = tuple(a.shape) if shape is None else ((shape,) if np.ndim(shape) == 0 else tuple(shape))
+        return a.runtime.tensor(np.full(shape, value, dtype=dtype))
+    return run
+
+
+def _eager_only(run):
+    def call(a, *args, **kwargs):
+        return run(a, *args, **kwargs) if isinstance(a, EagerTensor) else None
+    return call
+
+
+def _flip_axis(axis):
+    return lambda m: _indexing.flip(m, axis) if isinstance(m, EagerTensor) else None
 
 
 def _einsum(*operands, out=None, **kwargs):
@@ -322,6 +367,14 @@ _FUNCTIONS = {
     np.where: _where, np.einsum: _einsum,
     np.dot: _dot, np.tensordot: _tensordot, np.inner: _inner, np.outer: _outer, np.vdot: _vdot, np.kron: _kron,
     np.moveaxis: _moveaxis, np.expand_dims: _expand_dims,
+    np.flip: _eager_only(_indexing.flip), np.fliplr: _flip_axis(1), np.flipud: _flip_axis(0),
+    np.roll: _eager_only(_indexing.roll), np.pad: _eager_only(_indexing.pad),
+    np.broadcast_to: lambda array, shape, subok=False: (
+        _indexing.broadcast_to(array, shape) if isinstance(array, EagerTensor) else None),
+    np.tile: lambda A, reps: _indexing.tile(A, reps) if isinstance(A, EagerTensor) else None,
+    np.repeat: _eager_only(_indexing.repeat),
+    np.zeros_like: _like("zeros"), np.ones_like: _like("ones"), np.empty_like: _like("zeros"),
+    np.full_like: _like("full"),
 }
 for _name in ("svd", "qr", "eigh", "eigvalsh", "eig", "eigvals", "cholesky", "solve", "inv", "det", "slogdet",
               "pinv", "lstsq", "norm", "matrix_power", "multi_dot", "matrix_rank", "cond",

@@ -1,0 +1,382 @@
+"""numpy's advanced indexing, functional updates (`x.at[key].set(v)`) and the shape
+functions flip, roll, pad, broadcast_to, tile and repeat on tenferro.EagerTensor
+(docs/design/0008-python.md, "Indexing and updates").
+
+Everything here is composed from operations that record for AD: the C++ basic indexing
+(slices, integers, None, Ellipsis), transpose and reshape, take (the program's gather),
+scatter_add, where, pad, flip, broadcast_to and concatenate. Index arrays are read on
+the host (as numpy reads them); inside tenferro.trace an index computed from a traced
+value is refused (it would freeze into the program as a constant).
+"""
+
+import numpy as np
+
+from . import _tenferro
+
+EagerTensor = _tenferro.EagerTensor
+
+
+def _host_array(item):
+    """An index array on the host: int64, or bool for masks."""
+    if isinstance(item, EagerTensor):
+        item = item.numpy()
+    a = np.asarray(item)
+    if a.dtype == np.bool_:
+        return a
+    if a.size == 0 and a.dtype.kind == "f":  # [] is an empty integer index, as numpy reads it
+        a = a.astype(np.int64)
+    if a.dtype.kind not in "iu":
+        raise IndexError("tenferro: arrays used as indices must be of integer (or boolean) type, got " + str(a.dtype))
+    return a.astype(np.int64, copy=False)
+
+
+def _is_array_item(item):
+    return isinstance(item, (list, np.ndarray, EagerTensor, bool, np.bool_))
+
+
+def _integer(item):
+    return isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_))
+
+
+def advanced_index(x, key):
+    """x[key] where key holds integer or boolean arrays (numpy's advanced indexing).
+
+    Boolean arrays select where they are true (their shape must match the axes they
+    cover); integer arrays (negative values count from the end) broadcast together to
+    one shape B, which replaces the axes they index when they are adjacent in the key
+    and otherwise comes first; integers among arrays count as 0-d arrays, as in numpy.
+    The slices, None and Ellipsis are applied first (a view), then one take (gather) of
+    the indexed axes merged into one. Errors: IndexError as numpy's (out of bounds,
+    shape mismatch, too many indices, non-integer arrays, boolean scalars).
+    """
+    items = list(key) if isinstance(key, tuple) else [key]
+    parts = []  # (kind, value): "basic" items unchanged, "int" arrays, "bool" masks
+    consumed = 0
+    for item in items:
+        if _is_array_item(item):
+            a = _host_array(item)
+            if a.dtype == np.bool_:
+                if a.ndim == 0:
+                    raise IndexError("tenferro: boolean scalar indices are not supported (use None for a new axis)")
+                parts.append(("bool", a))
+                consumed += a.ndim
+            else:
+                parts.append(("int", a))
+                consumed += 1
+        else:
+            parts.append(("basic", item))
+            if item is not None and item is not Ellipsis:
+                consumed += 1
+    if consumed > x.ndim:
+        raise IndexError(f"tenferro: too many indices for a tensor of rank {x.ndim}: {consumed} were indexed")
+    if sum(1 for kind, item in parts if kind == "basic" and item is Ellipsis) > 1:
+        raise IndexError("tenferro: an index can only have a single ellipsis ('...')")
+    basic = []    # the key applied first: arrays become full slices
+    indexed = []  # (position in the basic result, axis of x, index array)
+    d = 0  # axis of x
+    q = 0  # axis of the basic result
+    for kind, item in parts:
+        if kind == "basic":
+            if item is Ellipsis:
+                e = x.ndim - consumed
+                basic.extend([slice(None)] * e)
+                d += e
+                q += e
+            elif item is None:
+                basic.append(None)
+                q += 1
+            elif _integer(item):  # among arrays an integer is a 0-d array (numpy's rule)
+                basic.append(slice(None))
+                indexed.append((q, d, np.asarray(item, dtype=np.int64)))
+                d += 1
+                q += 1
+            else:
+                basic.append(item)  # a slice, or whatever basic indexing will reject
+                d += 1
+                q += 1
+        elif kind == "int":
+            basic.append(slice(None))
+            indexed.append((q, d, item))
+            d += 1
+            q += 1
+        else:
+            extents = tuple(x.shape[d:d + item.ndim])
+            if item.shape != extents:
+                raise IndexError(f"tenferro: boolean index of shape {item.shape} does not match the indexed axes "
+                                 f"{tuple(range(d, d + item.ndim))} of extents {extents}")
+            for nz in item.nonzero():
+                basic.append(slice(None))
+                indexed.append((q, d, nz.astype(np.int64)))
+                d += 1
+                q += 1
+    r = x[tuple(basic)]
+    positions = [p for p, _, _ in indexed]
+    arrays = []
+    for p, axis, a in indexed:
+        n = r.shape[p]
+        bad = (a < -n) | (a >= n)
+        if bad.any():
+            raise IndexError(f"tenferro: index {int(a[bad].flat[0])} is out of bounds for axis {axis} with size {n}")
+        arrays.append(np.where(a < 0, a + n, a))
+    try:
+        arrays = np.broadcast_arrays(*arrays)
+    except ValueError:
+        shapes = " ".join(str(a.shape) for a in arrays)
+        raise IndexError("tenferro: shape mismatch: indexing arrays could not be broadcast together with shapes "
+                         + shapes) from None
+    if len(arrays) == 1:
+        return r.take(arrays[0], positions[0])
+    extents = tuple(r.shape[p] for p in positions)
+    linear = np.ravel_multi_index(tuple(arrays), extents) if arrays[0].size else np.zeros(arrays[0].shape, np.int64)
+    first = positions[0]
+    if positions == list(range(first, first + len(positions))):
+        # Adjacent in the key: the indexed axes merge in place (row-major, as
+        # ravel_multi_index counts) and the result's axes B take their place.
+        merged = r.reshape(r.shape[:first] + (int(np.prod(extents)),) + r.shape[positions[-1] + 1:])
+        return merged.take(linear, first)
+    rest = [k for k in range(r.ndim) if k not in positions]
+    moved = r.transpose(tuple(positions + rest))
+    merged = moved.reshape((int(np.prod(extents)),) + tuple(r.shape[k] for k in rest))
+    return merged.take(linear, 0)  # B first, as numpy puts it
+
+
+def _host_key(key):
+    items = key if isinstance(key, tuple) else (key,)
+    return tuple(item.numpy() if isinstance(item, EagerTensor) else item for item in items)
+
+
+def _value(x, value):
+    """`value` as an eager tensor of x's dtype on x's runtime (numbers and arrays as the
+    operators take them)."""
+    if isinstance(value, EagerTensor):
+        return value
+    a = np.asarray(value)
+    if a.dtype != x.dtype:
+        if np.iscomplexobj(a) and not np.issubdtype(x.dtype, np.complexfloating) and np.any(np.imag(a) != 0):
+            raise TypeError(f"tenferro: a complex value cannot update a {x.dtype} tensor (convert with astype)")
+        a = a.real.astype(x.dtype) if np.iscomplexobj(a) and not np.issubdtype(x.dtype, np.complexfloating) \
+            else a.astype(x.dtype)
+    return x.runtime.tensor(np.array(a, order="C"))  # a 0-d array stays 0-d
+
+
+class _Update:
+    """x.at[key]: the functional updates of the elements numpy's x[key] selects."""
+
+    __slots__ = ("_x", "_key")
+
+    def __init__(self, x, key):
+        self._x = x
+        self._key = key
+
+    def _positions(self):
+        # Row-major positions of the selected elements, shaped as x[key] (numpy's own
+        # indexing of an arange: every rule of numpy's, errors included).
+        x = self._x
+        return np.arange(x.size, dtype=np.int64).reshape(x.shape)[_host_key(self._key)]
+
+    def _values(self, value, shape):
+        v = _value(self._x, value)
+        if tuple(v.shape) != tuple(shape):
+            v = _tenferro.eager_broadcast_to(v, list(shape))
+        return v.reshape(-1)
+
+    def get(self):
+        """x[key]."""
+        return self._x[self._key]
+
+    def add(self, value):
+        """A new tensor: x with `value` (broadcast to x[key]'s shape) added at key;
+        repeated positions add up (numpy's np.add.at)."""
+        x = self._x
+        pos = self._positions()
+        flat = x.reshape(-1)
+        updated = _tenferro.eager_scatter_add(flat, np.ascontiguousarray(pos.reshape(-1)),
+                                              self._values(value, pos.shape), 0)
+        return updated.reshape(x.shape)
+
+    def set(self, value):
+        """A new tensor: x with x[key] replaced by `value` (broadcast to x[key]'s shape);
+        at a repeated position the last value wins, as in numpy's assignment."""
+        x = self._x
+        selected = self._positions()
+        values = self._values(value, selected.shape)
+        pos = selected.reshape(-1)
+        if pos.size == 0:
+            return x  # nothing selected: x itself (tensors are immutable)
+        last = pos.size - 1 - np.unique(pos[::-1], return_index=True)[1]  # last occurrence of each
+        chosen = pos[last]
+        if chosen.size != pos.size:
+            values = values.take(last, 0)
+        mask = np.zeros(x.size, dtype=np.bool_)
+        mask[chosen] = True
+        flat = x.reshape(-1)
+        placed = _tenferro.eager_scatter_add(x.runtime.zeros([x.size], x.dtype), np.ascontiguousarray(chosen),
+                                             values, 0)
+        return _tenferro.eager_where(x.runtime.tensor(mask), placed, flat).reshape(x.shape)
+
+
+class _At:
+    __slots__ = ("_x",)
+
+    def __init__(self, x):
+        self._x = x
+
+    def __getitem__(self, key):
+        return _Update(self._x, key)
+
+
+def _at(self):
+    """Functional updates, as JAX's: x.at[key].set(v), .add(v), .get() return new
+    tensors (x is unchanged) and record for AD. numpy's indexing rules for key."""
+    return _At(self)
+
+
+def _setitem(self, key, value):
+    raise TypeError("tenferro: eager tensors are immutable (views share their storage and AD records their "
+                    "values); x = x.at[key].set(value) returns the updated tensor")
+
+
+# ---- shape functions (numpy's signatures) ----
+
+def _axes(x, axis, what):
+    if axis is None:
+        return list(range(x.ndim))
+    axes = [axis] if _integer(axis) else list(axis)
+    out = []
+    for a in axes:
+        if not -x.ndim <= a < x.ndim:
+            raise ValueError(f"tenferro: {what}: axis {a} is out of range for rank {x.ndim}")
+        out.append(a % x.ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"tenferro: {what}: repeated axis in {axes}")
+    return out
+
+
+def flip(x, axis=None):
+    """numpy's flip: x reversed along `axis` (None: every axis); a view."""
+    return _tenferro.eager_flip(x, _axes(x, axis, "flip"))
+
+
+def roll(x, shift, axis=None):
+    """numpy's roll: elements shifted by `shift` along `axis` (None: of the flattened
+    tensor, then the shape restored), wrapping around."""
+    if axis is None:
+        return roll(x.reshape(-1), shift, 0).reshape(x.shape)
+    shifts = [shift] if _integer(shift) else list(shift)
+    axes = [axis] if _integer(axis) else list(axis)
+    if len(shifts) == 1:
+        shifts = shifts * len(axes)
+    if len(axes) == 1:
+        axes = axes * len(shifts)
+    if len(shifts) != len(axes):
+        raise ValueError("tenferro: roll: shift and axis must have the same length")
+    total = {}
+    for a, s in zip(_axes_list(x, axes, "roll"), shifts):
+        total[a] = total.get(a, 0) + int(s)
+    from . import concatenate
+    for a, s in total.items():
+        n = x.shape[a]
+        s = s % n if n else 0
+        if s:
+            head = [slice(None)] * a + [slice(n - s, None)]
+            tail = [slice(None)] * a + [slice(0, n - s)]
+            x = concatenate([x[tuple(head)], x[tuple(tail)]], a)
+    return x
+
+
+def _axes_list(x, axes, what):
+    # Like _axes, but repeats allowed (roll adds their shifts).
+    out = []
+    for a in axes:
+        if not -x.ndim <= a < x.ndim:
+            raise ValueError(f"tenferro: {what}: axis {a} is out of range for rank {x.ndim}")
+        out.append(a % x.ndim)
+    return out
+
+
+def broadcast_to(x, shape):
+    """numpy's broadcast_to: a view of x with extent-1 and missing leading axes repeated
+    (stride 0). ValueError where x's shape does not broadcast to `shape`."""
+    shape = [int(shape)] if _integer(shape) else [int(s) for s in shape]
+    return _tenferro.eager_broadcast_to(x, shape)
+
+
+def _pad_widths(x, pad_width):
+    w = np.asarray(pad_width)
+    if w.dtype.kind not in "iu":
+        raise TypeError("tenferro: pad: pad_width must be integers")
+    try:
+        w = np.broadcast_to(w, (x.ndim, 2))
+    except ValueError:
+        raise ValueError(f"tenferro: pad: pad_width of shape {np.shape(pad_width)} does not fit rank {x.ndim}") from None
+    if (w < 0).any():
+        raise ValueError("tenferro: pad: pad_width cannot be negative")
+    return [int(v) for v in w[:, 0]], [int(v) for v in w[:, 1]]
+
+
+def pad(x, pad_width, mode="constant", constant_values=0):
+    """numpy's pad in mode 'constant' with one constant value: `pad_width` as numpy
+    takes it (an int, a (before, after) pair, or one pair per axis). Other modes and
+    per-axis constants: None (numpy's own pad then runs on the values, refused where x
+    requires grad)."""
+    if mode != "constant" or np.ndim(constant_values) != 0:
+        return None
+    low, high = _pad_widths(x, pad_width)
+    return _tenferro.eager_pad(x, constant_values, low, high)
+
+
+def tile(x, reps):
+    """numpy's tile: x repeated reps[k] times along axis k (reps and x's shape aligned
+    at the end, either padded with ones at the front)."""
+    reps = [int(reps)] if _integer(reps) else [int(r) for r in reps]
+    if any(r < 0 for r in reps):
+        raise ValueError("tenferro: tile: negative repetitions")
+    d = max(x.ndim, len(reps))
+    shape = (1,) * (d - x.ndim) + tuple(x.shape)
+    reps = [1] * (d - len(reps)) + reps
+    interleaved = []
+    for s in shape:
+        interleaved += [1, s]
+    target = []
+    for r, s in zip(reps, shape):
+        target += [r, s]
+    spread = _tenferro.eager_broadcast_to(x.reshape(tuple(interleaved)), target)
+    return spread.reshape(tuple(r * s for r, s in zip(reps, shape)))
+
+
+def repeat(x, repeats, axis=None):
+    """numpy's repeat: each element repeated `repeats` times (an int, or one count per
+    element) along `axis` (None: of the flattened tensor)."""
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    a = _axes(x, axis, "repeat")[0]
+    counts = np.asarray(repeats)
+    if counts.dtype.kind not in "iu" or counts.ndim > 1:
+        raise TypeError("tenferro: repeat: repeats must be an integer or a 1-d sequence of integers")
+    if (counts < 0).any():
+        raise ValueError("tenferro: repeat: negative repetitions")
+    try:
+        idx = np.repeat(np.arange(x.shape[a], dtype=np.int64), counts)
+    except ValueError as e:
+        raise ValueError(f"tenferro: repeat: {e}") from None
+    return x.take(idx, a)
+
+
+def install():
+    EagerTensor.at = property(_at)
+    EagerTensor.__setitem__ = _setitem
+    EagerTensor.mT = property(lambda self: self.swapaxes(-1, -2), doc="The last two axes swapped (a view).")
+    EagerTensor.itemsize = property(lambda self: self.dtype.itemsize, doc="Bytes per element.")
+    EagerTensor.nbytes = property(lambda self: self.size * self.dtype.itemsize, doc="Bytes of the elements.")
+    EagerTensor.repeat = repeat
+
+    def argmax(self, axis=None, keepdims=False):
+        """numpy's argmax of the values (a host read; no derivative)."""
+        return np.argmax(self.numpy(), axis=axis, keepdims=keepdims)
+
+    def argmin(self, axis=None, keepdims=False):
+        """numpy's argmin of the values (a host read; no derivative)."""
+        return np.argmin(self.numpy(), axis=axis, keepdims=keepdims)
+
+    EagerTensor.argmax = argmax
+    EagerTensor.argmin = argmin
