@@ -79,6 +79,7 @@ void bind_eager_linalg(py::module_ m) {
   m.def("vector_norm", [](const EagerTensor& a, double ord, std::vector<int64_t> axes, bool keepdims) {
     return done(nogil([&] { return el::vector_norm(a, ord, axes, keepdims); }));
   });
+  m.def("expm", [](const EagerTensor& a) { return nogil([&] { return el::expm(ctx_of(a), a); }); });
   m.def("truncated_svd", [](const EagerTensor& a, std::optional<int64_t> max_rank, double rel_cutoff,
                             const std::string& method, uint64_t seed, bool gauge) {
     const el::TruncatedSvdOptions o = truncated_svd_options(max_rank, rel_cutoff, method, seed, gauge);

@@ -14,7 +14,7 @@ next to them become constants there, as for the operators and einsum): it then r
 on their runtime and returns eager tensors that record for reverse-mode AD, so
 ``loss.backward()`` and ``tenferro.grad`` differentiate through svd, qr, eigh, eig,
 cholesky, solve, inv, det, slogdet, pinv, lstsq (but its integer rank), the norms,
-cond, truncated_svd, matrix_power, multi_dot, tensorinv and tensorsolve; matrix_rank
+cond, truncated_svd, matrix_power, multi_dot, tensorinv, tensorsolve and expm; matrix_rank
 returns an int64 eager tensor (docs/design/0009-ad.md lists the derivative conventions
 and what is unsupported: full_matrices=True SVD vectors, the complete QR of a tall
 matrix).
@@ -45,7 +45,7 @@ def _on_eager(engine, threads, *xs):
 
 __all__ = ["LinAlgError", "svd", "qr", "eigh", "eigvalsh", "eig", "eigvals", "cholesky", "solve", "inv", "det", "slogdet",
            "pinv", "lstsq", "norm", "matrix_norm", "vector_norm", "truncated_svd", "matrix_rank", "cond",
-           "matrix_power", "multi_dot", "tensorinv", "tensorsolve"]
+           "matrix_power", "multi_dot", "tensorinv", "tensorsolve", "expm"]
 
 
 def _arr(a, name, matrix=True):
@@ -464,3 +464,26 @@ def multi_dot(arrays, *, out=None, engine=None, threads=None):
         out[...] = r
         return out
     return r
+
+
+_expm_runtimes = {}
+
+
+def expm(a, *, threads=None):
+    """The matrix exponential of the square matrices in the last two axes (scipy.linalg's
+    expm, batched): scaling and squaring with a Padé approximant whose backward error is
+    within the dtype's unit roundoff (docs/design/0007-linalg.md). Eager tensors run on
+    their runtime and record for AD (not inside tenferro.trace: the degree and scaling
+    depend on each call's values); numpy arrays (integers as float64) run on a runtime
+    with `threads` threads (default: every CPU the process may use) and give an array."""
+    if isinstance(a, _Eager):
+        if threads is not None:
+            raise TypeError("tenferro.linalg: eager tensors run on their runtime (no engine= or threads=)")
+        return _E.expm(a)
+    a = _arr(a, "expm")
+    if a.dtype == _np.float16:
+        a = a.astype(_np.float32)
+    rt = _expm_runtimes.get(threads)
+    if rt is None:
+        rt = _expm_runtimes.setdefault(threads, _tenferro.Runtime(threads))
+    return _E.expm(rt.tensor(a)).numpy()

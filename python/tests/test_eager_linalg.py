@@ -97,3 +97,52 @@ def test_no_grad_and_trace(rt):
     prog = tenferro.trace(lambda m: tl.eigvalsh(m @ m.T), np.eye(2))
     m = np.array([[1.0, 2.0], [0.5, -1.0]])
     np.testing.assert_allclose(prog(m), np.linalg.eigvalsh(m @ m.T), rtol=1e-12)
+
+
+def _expm_oracle(a):
+    # exp(A) = V e^W V^-1 by numpy's eigendecomposition (distinct eigenvalues).
+    w, v = np.linalg.eig(a)
+    return (v * np.exp(w)) @ np.linalg.inv(v)
+
+
+def test_expm_matches_the_eigendecomposition_and_differentiates(rt):
+    rng = np.random.default_rng(21)
+    for dtype, scale, tol in ((np.float64, 0.1, 1e-13), (np.float64, 6.0, 1e-11), (np.complex128, 3.0, 1e-11),
+                              (np.float32, 2.0, 1e-4)):
+        a = scale * rng.standard_normal((2, 5, 5))
+        if np.dtype(dtype).kind == "c":
+            a = a + 1j * scale * rng.standard_normal((2, 5, 5))
+        a = a.astype(dtype)
+        want = np.stack([_expm_oracle(m.astype(np.complex128)) for m in a])
+        if np.dtype(dtype).kind != "c":
+            want = want.real
+        for got in (tl.expm(a), tl.expm(rt.tensor(a)).numpy()):  # numpy arrays, eager tensors
+            assert got.dtype == dtype and got.shape == a.shape
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
+    # exp(H) of a Hermitian matrix by eigh; exp(0) = I; integers become float64.
+    h = rng.standard_normal((4, 4))
+    h = h + h.T
+    w, v = np.linalg.eigh(h)
+    np.testing.assert_allclose(tl.expm(h), (v * np.exp(w)) @ v.T, rtol=1e-12)
+    np.testing.assert_array_equal(tl.expm(np.zeros((3, 3), dtype=np.int64)), np.eye(3))
+    # Gradients (real and complex inputs, small and large norms) against central differences.
+    for dtype, scale in ((np.float64, 0.2), (np.float64, 7.0), (np.complex128, 2.0)):
+        x = scale * rng.standard_normal((3, 3))
+        if np.dtype(dtype).kind == "c":
+            x = x + 1j * scale * rng.standard_normal((3, 3))
+        x = x.astype(dtype)
+        wgt = rt.tensor(rng.standard_normal((3, 3)).astype(dtype))
+
+        def f(t):
+            return (tl.expm(t) * wgt).real.sum()
+
+        (g,) = tenferro.grad(f)(rt.tensor(x))
+        d = rng.standard_normal(x.shape) + (1j * rng.standard_normal(x.shape) if np.iscomplexobj(x) else 0)
+        h = 1e-6
+        fd = (f(rt.tensor(x + h * d)).item() - f(rt.tensor(x - h * d)).item()) / (2 * h)
+        # Re <g, d>: a real loss's gradient in a complex input is dL/dRe + i dL/dIm.
+        np.testing.assert_allclose(np.sum(np.conj(g.numpy()) * d).real, fd, rtol=1e-6, atol=1e-8)
+    with pytest.raises(tenferro.ShapeError):
+        tl.expm(np.zeros((2, 3)))
+    with pytest.raises(tenferro.UnsupportedError, match="traced"):
+        tenferro.trace(lambda m: tl.expm(m), np.eye(2))

@@ -91,4 +91,14 @@ struct TruncatedSvd {
 Result<TruncatedSvd> truncated_svd(const Context& c, const EagerTensor& a, const TruncatedSvdOptions& options);
 Result<TruncatedSvd> truncated_svd(const EagerTensor& a, const TruncatedSvdOptions& options);
 
+/// The matrix exponential of the square matrices in the last two axes (batched), by
+/// scaling and squaring with a Padé approximant (Note [Matrix exponential] in expm.cc):
+/// backward error within the unit roundoff of the dtype. Composed of eager operations
+/// that record for AD (the derivative of the approximant computed). f32, f64, c64, c128.
+/// Errors: kInvalidArgument (undefined), kInvalidShape (not square matrices),
+/// kDTypeMismatch (integer or bool), kUnsupported (a traced value: the degree and
+/// scaling are chosen from each call's values), the eager operations' errors.
+Result<EagerTensor> expm(const Context& c, const EagerTensor& a);
+Result<EagerTensor> expm(const EagerTensor& a);
+
 }  // namespace tenferro::eager::linalg
