@@ -38,6 +38,39 @@ _UFUNC_UNARY = {
 _UFUNC_UNARY_REAL = {np.sign: "sign"}
 
 
+# ufuncs without a core op of their own, composed from tenferro operations (so they record
+# for AD); None where numpy's semantics differ for the dtype (integer reciprocal, fabs of
+# complex), which then computes in numpy.
+_LN2, _LN10 = float(np.log(2.0)), float(np.log(10.0))
+
+
+def _inexact(x):
+    return np.issubdtype(x.dtype, np.inexact)
+
+
+def _real_inexact(x):
+    return np.issubdtype(x.dtype, np.floating)
+
+
+_UFUNC_COMPOSED = {
+    np.square: lambda x: x * x,
+    np.positive: lambda x: x + 0 if x.dtype != np.bool_ else None,
+    np.reciprocal: lambda x: 1 / x if _inexact(x) else None,
+    np.log10: lambda x: x.log() * (1 / _LN10) if _inexact(x) else None,
+    np.log2: lambda x: x.log() * (1 / _LN2) if _inexact(x) else None,
+    np.exp2: lambda x: (x * _LN2).exp() if _inexact(x) else None,
+    np.tan: lambda x: x.sin() / x.cos() if _inexact(x) else None,
+    # sinh through expm1 keeps small arguments accurate ((e^x - e^-x) / 2 would cancel).
+    np.sinh: lambda x: (x.expm1() - (-x).expm1()) * 0.5 if _inexact(x) else None,
+    np.cosh: lambda x: (x.exp() + (-x).exp()) * 0.5 if _inexact(x) else None,
+    np.fabs: lambda x: abs(x) if _real_inexact(x) else None,
+    np.deg2rad: lambda x: x * float(np.pi / 180) if _real_inexact(x) else None,
+    np.radians: lambda x: x * float(np.pi / 180) if _real_inexact(x) else None,
+    np.rad2deg: lambda x: x * float(180 / np.pi) if _real_inexact(x) else None,
+    np.degrees: lambda x: x * float(180 / np.pi) if _real_inexact(x) else None,
+}
+
+
 def _requires_grad(obj):
     if isinstance(obj, EagerTensor):
         return obj.requires_grad
@@ -85,6 +118,10 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
             return getattr(inputs[0], _UFUNC_UNARY[ufunc])()
         if ufunc in _UFUNC_UNARY_REAL and len(inputs) == 1 and not np.issubdtype(inputs[0].dtype, np.complexfloating):
             return getattr(inputs[0], _UFUNC_UNARY_REAL[ufunc])()
+        if ufunc in _UFUNC_COMPOSED and len(inputs) == 1:
+            r = _UFUNC_COMPOSED[ufunc](inputs[0])
+            if r is not None:
+                return r
         if ufunc in _UFUNC_BINARY and len(inputs) == 2:
             a, b = inputs
             forward, reflected = _UFUNC_BINARY[ufunc]
