@@ -968,6 +968,7 @@ BatchSettings effective_batch_settings(const CpuExecutionContext& ctx, const Dot
   if (options.batch_policy) b.policy = *options.batch_policy;
   if (options.provider != GemmProvider::kAuto) b.provider = options.provider;
   if (options.tiny_flops) b.tiny_flops = *options.tiny_flops;
+  if (options.shortcut_flops) b.shortcut_flops = *options.shortcut_flops;
   if (options.outer_parallel_flops) b.outer_parallel_flops = *options.outer_parallel_flops;
   if (options.tiny_flops_blis) b.tiny_flops_blis = *options.tiny_flops_blis;
   if (options.parallel_min_flops) b.parallel_min_flops = *options.parallel_min_flops;
@@ -997,11 +998,22 @@ Result<Shape> dot_general_shape(const Shape& lhs, const Shape& rhs, const DotDim
 namespace {
 
 // Note [Tiny matrix shortcut]: a plain matrix product lhs[m, k] x rhs[k, n] (no batch,
-// lhs axis 1 against rhs axis 0, default options) with at most `tiny_flops` multiply-adds
-// is computed by a direct strided loop before any planning: for 2x2 products the plan
-// (axis grouping, layout analysis, route choice) costs several times the arithmetic.
-// The loop sums over k in ascending order. dot_general_into takes it too when beta is 0,
-// writing through the destination's strides after the destination checks.
+// lhs axis 1 against rhs axis 0, default options) with at most `shortcut_flops`
+// multiply-adds is computed by a direct loop before any planning: for small products
+// the plan (axis grouping, layout analysis, route choice; about 0.8 us) costs more than
+// the arithmetic. Each element sums over k in ascending order from zero. When the
+// destination's and lhs's columns are contiguous (column-major, the library's own
+// result) the loop runs down columns (C[:, j] += A[:, l] B[l, j]), when the
+// destination's and rhs's rows are (numpy's C order) along rows, so the innermost loop
+// is unit-stride and vectorizes; otherwise element by element. The threshold: eager
+// matmul of n x n matrices (one thread, Zen 5, 2026-12-04, two alternating rounds, per
+// call, shortcut against the planned route): f64 column-major n = 8 0.32-0.35 against
+// 1.07-1.08 us, 12 0.68-0.71 / 1.08-1.11, 14 0.94-0.98 / 1.10-1.15, 16 1.32-1.36 /
+// 1.14-1.16; f64 transposed views (the element loop) n = 14 1.18-1.22 / 1.56-1.59, 16
+// 1.67-1.68 / 1.64-1.65; c128 n = 12 2.29-2.30 / 3.17-3.20, 14 3.12-3.13 / 3.08-3.14, 16
+// 4.49-4.58 / 2.63-2.68. So up to 14^3 = 2744 multiply-adds (of the dtype).
+// dot_general_into takes it too when beta is 0, writing through the destination's
+// strides after the destination checks.
 template <class T>
 void tiny_matmul(const Tensor& lhs, const Tensor& rhs, Tensor& out) {
   const int64_t m = lhs.shape()[0], k = lhs.shape()[1], n = rhs.shape()[1];
@@ -1010,6 +1022,30 @@ void tiny_matmul(const Tensor& lhs, const Tensor& rhs, Tensor& out) {
   T* c = static_cast<T*>(out.storage()->data()) + out.offset();
   const int64_t as0 = lhs.strides()[0], as1 = lhs.strides()[1], bs0 = rhs.strides()[0], bs1 = rhs.strides()[1];
   const int64_t cs0 = out.strides()[0], cs1 = out.strides()[1];
+  if (cs0 == 1 && as0 == 1) {
+    for (int64_t j = 0; j < n; ++j) {
+      T* cj = c + j * cs1;
+      for (int64_t i = 0; i < m; ++i) cj[i] = T{};
+      for (int64_t l = 0; l < k; ++l) {
+        const T* al = a + l * as1;
+        const T blj = b[l * bs0 + j * bs1];
+        for (int64_t i = 0; i < m; ++i) cj[i] += al[i] * blj;
+      }
+    }
+    return;
+  }
+  if (cs1 == 1 && bs1 == 1) {
+    for (int64_t i = 0; i < m; ++i) {
+      T* ci = c + i * cs0;
+      for (int64_t j = 0; j < n; ++j) ci[j] = T{};
+      for (int64_t l = 0; l < k; ++l) {
+        const T* bl = b + l * bs0;
+        const T ail = a[i * as0 + l * as1];
+        for (int64_t j = 0; j < n; ++j) ci[j] += ail * bl[j];
+      }
+    }
+    return;
+  }
   for (int64_t j = 0; j < n; ++j) {
     for (int64_t i = 0; i < m; ++i) {
       T acc{};

@@ -9,7 +9,9 @@
 #include "tenferro/test_support/index.h"
 #include "tenferro/test_support/strided.h"
 
+#include <complex>
 #include <random>
+#include <string_view>
 #include <thread>
 
 #include "gemm.h"
@@ -2708,6 +2710,81 @@ TEST(DotGeneral, TinyProductsIntoAnyDestinationLayout) {
           Tensor other = shared;
           EXPECT_EQ(dot_general_into(ctx, a, b, mm, {}, shared).error().code(), ErrorCode::kNotExclusive);
           EXPECT_EQ(other.get_as_c128({0, 0}).value(), c128(3, 0));
+        }
+      }
+    }
+  }
+}
+
+// Note [Tiny matrix shortcut]: the direct loop in each of its orders (down columns for
+// column-major lhs and result, along rows for row-major rhs and result, element by
+// element otherwise) at sizes up to the threshold and just past it (the planned route),
+// every dtype, operands column-major, row-major and strided views, results through
+// dot_general (its own layout) and into row-major destinations: values against a naive
+// long-double sum, and against the planned route (shortcut_flops = 0) for the same call.
+TEST(DotGeneral, ShortcutLoopOrdersMatchANaiveSum) {
+  auto ctx = CpuExecutionContext::sequential();
+  DotDims mm;
+  mm.lhs_contracting = {1};
+  mm.rhs_contracting = {0};
+  const int64_t limit = ctx.batch().shortcut_flops;
+  ASSERT_GE(limit, 27);
+  uint64_t seed = 100;
+  // An operand [r, c] in one of three forms: column-major, row-major, every second
+  // element of a larger column-major tensor (neither stride 1).
+  auto operand = [&](DType dt, int64_t r, int64_t c, int form) {
+    if (form == 0) return Tensor::random_normal(dt, {r, c}, seed++).value();
+    if (form == 1) {
+      return Tensor::random_normal(dt, {c, r}, seed++).value().transpose().value();  // strides {c, 1}
+    }
+    return Tensor::random_normal(dt, {2 * r, c}, seed++).value().slice(0, 0, 2 * r, 2).value();
+  };
+  struct Size {
+    int64_t m, k, n;
+  };
+  const Size sizes[] = {{1, 1, 1}, {3, 5, 7}, {8, 8, 8}, {2, 40, 3}, {14, 14, 14}, {15, 15, 15}, {1, 17, 9}};
+  for (DType dt : {DType::kF64, DType::kF32, DType::kC128, DType::kC64}) {
+    const double tol = (dt == DType::kF32 || dt == DType::kC64) ? 2e-5 : 1e-13;
+    for (const Size& z : sizes) {
+      for (int fa = 0; fa < 3; ++fa) {
+        for (int fb = 0; fb < 3; ++fb) {
+          const Tensor a = operand(dt, z.m, z.k, fa), b = operand(dt, z.k, z.n, fb);
+          std::vector<std::complex<long double>> want(static_cast<size_t>(z.m * z.n));
+          for (int64_t i = 0; i < z.m; ++i) {
+            for (int64_t j = 0; j < z.n; ++j) {
+              std::complex<long double> acc = 0;
+              for (int64_t q = 0; q < z.k; ++q) {
+                const c128 x = a.get_as_c128({i, q}).value(), y = b.get_as_c128({q, j}).value();
+                acc += std::complex<long double>(x.real(), x.imag()) * std::complex<long double>(y.real(), y.imag());
+              }
+              want[static_cast<size_t>(i * z.n + j)] = acc;
+            }
+          }
+          auto check = [&](const Tensor& got, const char* what) {
+            for (int64_t i = 0; i < z.m; ++i) {
+              for (int64_t j = 0; j < z.n; ++j) {
+                const std::complex<long double> w = want[static_cast<size_t>(i * z.n + j)];
+                const c128 g = got.get_as_c128({i, j}).value();
+                const double scale = tol * (1 + static_cast<double>(std::abs(w))) * std::sqrt(static_cast<double>(z.k));
+                EXPECT_NEAR(g.real(), static_cast<double>(w.real()), scale)
+                    << what << " " << dtype_name(dt) << " " << z.m << "x" << z.k << "x" << z.n << " forms " << fa << fb;
+                EXPECT_NEAR(g.imag(), static_cast<double>(w.imag()), scale);
+              }
+            }
+          };
+          const Tensor own = dot_general(ctx, a, b, mm).value();
+          check(own, "dot_general");
+          DotOptions planned;
+          planned.shortcut_flops = 0;
+          check(dot_general(ctx, a, b, mm, planned).value(), "planned");
+          Tensor rows = Tensor::zeros(dt, {z.n, z.m}).value().transpose().value();  // row-major destination
+          ASSERT_TRUE(dot_general_into(ctx, a, b, mm, {}, rows));
+          check(rows, "into row-major");
+          // Whether the call took the shortcut is the threshold's decision alone.
+          const DotRoute route = explain_dot_general(ctx, a, b, mm).value();
+          EXPECT_EQ(route.kernel == DotKernel::kPlainLoops &&
+                        std::string_view(route.reason).find("Tiny matrix shortcut") != std::string_view::npos,
+                    z.m * z.k * z.n <= limit);
         }
       }
     }

@@ -399,7 +399,8 @@ bool tiny_matmul_shortcut(const CpuExecutionContext& ctx, const Tensor& lhs, con
   const DType d = lhs.dtype();
   if (d != DType::kF32 && d != DType::kF64 && d != DType::kC64 && d != DType::kC128) return false;
   const int64_t m = lhs.shape()[0], k = lhs.shape()[1], n = rhs.shape()[1];
-  return k == rhs.shape()[0] && m * n > 0 && sat_mul(m * n, k) <= options.tiny_flops.value_or(ctx.batch().tiny_flops);
+  return k == rhs.shape()[0] && m * n > 0 &&
+         sat_mul(m * n, k) <= options.shortcut_flops.value_or(ctx.batch().shortcut_flops);
 }
 
 }  // namespace detail

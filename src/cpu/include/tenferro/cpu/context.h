@@ -84,6 +84,10 @@ struct BatchSettings {
   /// Below this many multiply-adds per product, plain loops replace OpenBLAS calls
   /// (measured: Note [Tiny products] in dot_plan.cc).
   int64_t tiny_flops = 256;
+  /// At most this many multiply-adds, a plain matrix product with default options is
+  /// computed by a direct loop before any planning (measured: Note [Tiny matrix
+  /// shortcut] in dot_general.cc).
+  int64_t shortcut_flops = 2744;
   /// Below this many multiply-adds per product, kAuto batches go outer-parallel.
   int64_t outer_parallel_flops = int64_t{1} << 21;
   /// Below this many multiply-adds per product, plain loops replace BLIS calls (a BLIS

@@ -32,6 +32,7 @@ struct DotOptions {
   GemmProvider provider = GemmProvider::kAuto;
   std::optional<BatchPolicy> batch_policy;
   std::optional<int64_t> tiny_flops;
+  std::optional<int64_t> shortcut_flops;
   std::optional<int64_t> outer_parallel_flops;
   std::optional<int64_t> tiny_flops_blis;
   std::optional<int64_t> parallel_min_flops;
