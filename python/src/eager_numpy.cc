@@ -96,6 +96,13 @@ py::object floor_op(const EagerTensor& x, const py::object& y, FloorPart part, b
 // numpy's basic indexing: integers, slices (negative steps too: a flip, then a forward
 // slice), one Ellipsis, None (a new axis of extent 1). A view where the slice allows.
 EagerTensor basic_index(const EagerTensor& x, const py::object& key) {
+  // x[indices] with one integer list or array (not a tuple): numpy's take along axis 0
+  // (its bounds check names axis 0 as numpy does); masks and mixed keys go to Python.
+  if (x.rank() > 0 && (py::isinstance<py::list>(key) || py::isinstance<py::array>(key))) {
+    const py::array a = py::module_::import("numpy").attr("asarray")(key);
+    const char kind = a.dtype().kind();
+    if (a.ndim() > 0 && (kind == 'i' || kind == 'u')) return take(x, a, py::int_(0));
+  }
   py::tuple k = py::isinstance<py::tuple>(key) ? key.cast<py::tuple>() : py::make_tuple(key);
   // Items that consume an axis (integers, slices), and where the Ellipsis is.
   int64_t consuming = 0, ellipsis = -1;
@@ -320,11 +327,10 @@ EagerTensor take(const EagerTensor& x, const py::object& indices, const py::obje
     host = to_numpy(unwrap(eg::to_host(t)));
   }
   py::array idx = np.attr("asarray")(host);
-  const std::string kind = py::str(idx.dtype().attr("kind"));
-  if (idx.size() > 0 && kind != "i" && kind != "u") {
+  const char kind = idx.dtype().kind();
+  if (idx.size() > 0 && kind != 'i' && kind != 'u') {
     throw py::type_error("tenferro: take: indices must be integers, got dtype " + std::string(py::str(idx.dtype())));
   }
-  idx = np.attr("asarray")(idx, "int64");
   const EagerTensor src = axis.is_none() ? ravel(x) : x;
   int64_t a = axis.is_none() ? 0 : int_arg(axis, "axis");
   if (a < -src.rank() || a >= src.rank()) {

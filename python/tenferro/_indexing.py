@@ -9,6 +9,8 @@ the host (as numpy reads them); inside tenferro.trace an index computed from a t
 value is refused (it would freeze into the program as a constant).
 """
 
+import math
+
 import numpy as np
 
 from . import _tenferro
@@ -72,7 +74,7 @@ def advanced_index(x, key):
     if sum(1 for kind, item in parts if kind == "basic" and item is Ellipsis) > 1:
         raise IndexError("tenferro: an index can only have a single ellipsis ('...')")
     basic = []    # the key applied first: arrays become full slices
-    indexed = []  # (position in the basic result, axis of x, index array)
+    indexed = []  # (position in the basic result, axis of x, index array, known in bounds)
     d = 0  # axis of x
     q = 0  # axis of the basic result
     for kind, item in parts:
@@ -87,7 +89,7 @@ def advanced_index(x, key):
                 q += 1
             elif _integer(item):  # among arrays an integer is a 0-d array (numpy's rule)
                 basic.append(slice(None))
-                indexed.append((q, d, np.asarray(item, dtype=np.int64)))
+                indexed.append((q, d, np.asarray(item, dtype=np.int64), False))
                 d += 1
                 q += 1
             else:
@@ -96,7 +98,7 @@ def advanced_index(x, key):
                 q += 1
         elif kind == "int":
             basic.append(slice(None))
-            indexed.append((q, d, item))
+            indexed.append((q, d, item, False))
             d += 1
             q += 1
         else:
@@ -106,37 +108,45 @@ def advanced_index(x, key):
                                  f"{tuple(range(d, d + item.ndim))} of extents {extents}")
             for nz in item.nonzero():
                 basic.append(slice(None))
-                indexed.append((q, d, nz.astype(np.int64)))
+                indexed.append((q, d, nz.astype(np.int64), True))  # in bounds
                 d += 1
                 q += 1
     r = x[tuple(basic)]
-    positions = [p for p, _, _ in indexed]
+    if len(indexed) == 1 and indexed[0][0] == indexed[0][1]:
+        # One array on an axis that keeps its number: take's bounds check names it as
+        # numpy does, and no broadcasting is needed.
+        p, _, a, _ = indexed[0]
+        return r.take(a, p)
+    shape = r.shape
+    positions = [p for p, _, _, _ in indexed]
+    extents = tuple(shape[p] for p in positions)
     arrays = []
-    for p, axis, a in indexed:
-        n = r.shape[p]
-        bad = (a < -n) | (a >= n)
-        if bad.any():
-            raise IndexError(f"tenferro: index {int(a[bad].flat[0])} is out of bounds for axis {axis} with size {n}")
-        arrays.append(np.where(a < 0, a + n, a))
+    for (p, axis, a, checked), n in zip(indexed, extents):
+        if not checked and a.size:
+            lo, hi = int(a.min()), int(a.max())
+            if lo < -n or hi >= n:
+                raise IndexError(f"tenferro: index {lo if lo < -n else hi} is out of bounds for axis {axis} "
+                                 f"with size {n}")
+        arrays.append(a)
     try:
-        arrays = np.broadcast_arrays(*arrays)
+        if 0 in extents:  # then every array is empty (checked above)
+            linear = np.zeros(np.broadcast_shapes(*(a.shape for a in arrays)), dtype=np.int64)
+        else:  # negative indices wrap once (in bounds, checked above)
+            linear = np.ravel_multi_index(tuple(arrays), extents, mode="wrap")
     except ValueError:
         shapes = " ".join(str(a.shape) for a in arrays)
         raise IndexError("tenferro: shape mismatch: indexing arrays could not be broadcast together with shapes "
                          + shapes) from None
-    if len(arrays) == 1:
-        return r.take(arrays[0], positions[0])
-    extents = tuple(r.shape[p] for p in positions)
-    linear = np.ravel_multi_index(tuple(arrays), extents) if arrays[0].size else np.zeros(arrays[0].shape, np.int64)
+    size = math.prod(extents)
     first = positions[0]
     if positions == list(range(first, first + len(positions))):
         # Adjacent in the key: the indexed axes merge in place (row-major, as
         # ravel_multi_index counts) and the result's axes B take their place.
-        merged = r.reshape(r.shape[:first] + (int(np.prod(extents)),) + r.shape[positions[-1] + 1:])
+        merged = r.reshape(shape[:first] + (size,) + shape[positions[-1] + 1:])
         return merged.take(linear, first)
-    rest = [k for k in range(r.ndim) if k not in positions]
+    rest = [k for k in range(len(shape)) if k not in positions]
     moved = r.transpose(tuple(positions + rest))
-    merged = moved.reshape((int(np.prod(extents)),) + tuple(r.shape[k] for k in rest))
+    merged = moved.reshape((size,) + tuple(shape[k] for k in rest))
     return merged.take(linear, 0)  # B first, as numpy puts it
 
 
