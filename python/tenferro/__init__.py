@@ -44,6 +44,28 @@ def grad(f):
     return g
 
 
+def value_and_grad(f):
+    """``tenferro.value_and_grad(f)(x, y)`` returns ``(f(x, y), (df/dx, df/dy))`` (as
+    ``jax.value_and_grad``) with f evaluated once: the value is the one the gradient was
+    taken at, detached. Where an input is itself recorded (inside another transform, a
+    tensor that requires grad, a trace), f is also called on the inputs directly so the
+    value records too (two evaluations). Arguments and errors as :func:`grad`."""
+    def g(*xs):
+        ts, _ = _tensors(list(xs), "value_and_grad")
+        if any(t.requires_grad for t in ts):
+            return f(*ts), tuple(_tenferro.eager_grad(f, ts))
+        seen = []
+
+        def keep(*args):
+            y = f(*args)
+            seen.append(y)
+            return y
+
+        grads = tuple(_tenferro.eager_grad(keep, ts))
+        return seen[-1].detach(), grads
+    return g
+
+
 def _tensors(xs, what, like=()):
     """The differentiation inputs as eager tensors: an EagerTensor or numpy array (a single
     input), or a sequence of them. Arrays (and numbers) become tensors on the runtime of
@@ -152,13 +174,15 @@ class Program:
     or complex input), ``vjp()`` / ``jvp()`` the reverse- and forward-mode programs
     (docs/design/0009-ad.md: extra inputs are the cotangents / tangents)."""
 
-    def __init__(self, compiled, single):
+    def __init__(self, compiled, tree=None):
         self._p = compiled
-        self._single = single
+        self._tree = tree  # the traced function's output structure; None: a flat tuple
 
     def __call__(self, *args):
         outs = self._p.run(list(args))
-        return outs[0] if self._single and len(outs) == 1 else tuple(outs)
+        if self._tree is None:
+            return tuple(outs)
+        return _unflatten(self._tree, iter(outs))
 
     @property
     def num_inputs(self):
@@ -172,13 +196,13 @@ class Program:
         return self._p.text()
 
     def grad(self, output=0):
-        return Program(self._p.grad(output), False)
+        return Program(self._p.grad(output))
 
     def vjp(self):
-        return Program(self._p.vjp(), False)
+        return Program(self._p.vjp())
 
     def jvp(self):
-        return Program(self._p.jvp(), False)
+        return Program(self._p.jvp())
 
     def __repr__(self):
         return f"tenferro.Program({self.num_inputs} inputs, {self.num_outputs} outputs)"
@@ -207,21 +231,56 @@ def trace(f, *examples, runtime=None):
         out = f(*leaves)
     finally:
         _tenferro._trace_exit()
-    single = isinstance(out, EagerTensor)
-    outs = [out] if single else list(out) if isinstance(out, (tuple, list)) else None
-    if outs is None or not all(isinstance(o, EagerTensor) for o in outs):
-        raise TypeError("tenferro.trace: the function must return an EagerTensor or a tuple of them")
-    return Program(_tenferro.program_of(outs, leaves, rt), single)
+    outs, tree = _flatten(out)
+    return Program(_tenferro.program_of(outs, leaves, rt), tree)
+
+
+def _flatten(out):
+    """The eager tensors of a result (a tensor, or tuples, lists, namedtuples and dicts of
+    them, nested) in order, and its structure for _unflatten."""
+    leaves = []
+
+    def walk(o):
+        if isinstance(o, EagerTensor):
+            leaves.append(o)
+            return None
+        if isinstance(o, dict):
+            return (dict, [(k, walk(v)) for k, v in o.items()])
+        if isinstance(o, (tuple, list)):
+            return (type(o), [walk(v) for v in o])
+        raise TypeError("tenferro.trace: the function must return eager tensors (one, or tuples, lists and "
+                        f"dicts of them), got {type(o).__name__}")
+
+    if isinstance(out, EagerTensor):
+        return [out], ("leaf",)
+    tree = walk(out)
+    return leaves, tree
+
+
+def _unflatten(tree, values):
+    if tree is None or tree == ("leaf",):
+        return next(values)
+    kind, items = tree
+    if kind is dict:
+        return {k: _unflatten(t, values) for k, t in items}
+    parts = [_unflatten(t, values) for t in items]
+    return kind(*parts) if hasattr(kind, "_fields") else kind(parts)  # namedtuples take fields
 
 
 class jit:
     """``@tenferro.jit`` — a function of arrays that is traced (:func:`trace`) on its first
-    call for each signature of its inputs (dtype and shape of every argument) and runs
-    the compiled program afterwards. Arguments are numpy arrays or array-likes (one
-    program input each); results as :func:`Program` returns them. ``f.programs`` maps
-    each signature to its Program; at most ``max_programs`` are kept (oldest dropped).
-    The function must compute its results from its arguments with tenferro operations
-    (the same rules as :func:`trace`)."""
+    call for each signature of its arguments and runs the compiled program afterwards.
+    Arrays, array-likes, eager tensors and Python floats are program inputs (their dtype
+    and shape are the signature); Python ints, bools, strings and None are static: part
+    of the signature and passed to the function as they are (axes, sizes, flags), so a
+    new value traces a new program. Keyword arguments follow the same rules. Results as
+    :func:`Program` returns them (numpy arrays in the function's structure: a tensor, or
+    tuples, lists and dicts of them). ``f.programs`` maps each signature to its Program;
+    at most ``max_programs`` are kept (oldest dropped). Called with an eager tensor that
+    requires grad (inside ``tenferro.grad``, ``vjp``, a ``backward()`` computation, or an
+    outer ``trace``), the function runs on those tensors directly so that its operations
+    record (no program; results are eager tensors). The function must compute its results
+    from its arguments with tenferro operations (the same rules as :func:`trace`)."""
 
     def __init__(self, f=None, *, runtime=None, max_programs=64):
         if not isinstance(max_programs, int) or max_programs < 1:
@@ -234,18 +293,37 @@ class jit:
             import functools
             functools.update_wrapper(self, f)
 
-    def __call__(self, *args):
+    @staticmethod
+    def _static(v):
+        return v is None or isinstance(v, (bool, str)) or type(v) is int
+
+    def __call__(self, *args, **kwargs):
         if self._f is None:  # @tenferro.jit(runtime=...) form
             return jit(args[0], runtime=self._runtime, max_programs=self._max)
-        arrays = [a if isinstance(a, EagerTensor) else _np.asarray(a) for a in args]
-        key = tuple((str(a.dtype), tuple(a.shape)) for a in arrays)
+        names = sorted(kwargs)
+        values = list(args) + [kwargs[k] for k in names]
+        if any(isinstance(v, EagerTensor) and v.requires_grad for v in values):
+            return self._f(*args, **kwargs)  # recorded on the tape (see the class doc)
+        inputs, key = [], []
+        for v in values:
+            if self._static(v):
+                key.append(("static", type(v).__name__, v))
+            else:
+                a = v if isinstance(v, EagerTensor) else _np.asarray(v)
+                inputs.append(a)
+                key.append((str(a.dtype), tuple(a.shape)))
+        key = (tuple(key), tuple(names), len(args))
         prog = self.programs.get(key)
         if prog is None:
-            prog = trace(self._f, *arrays, runtime=self._runtime)
+            def on_leaves(*leaves):
+                it = iter(leaves)
+                full = [v if self._static(v) else next(it) for v in values]
+                return self._f(*full[:len(args)], **dict(zip(names, full[len(args):])))
+            prog = trace(on_leaves, *inputs, runtime=self._runtime)
             if len(self.programs) >= self._max:
                 self.programs.pop(next(iter(self.programs)))
             self.programs[key] = prog
-        return prog(*arrays)
+        return prog(*inputs)
 
 
 class no_grad:
@@ -444,6 +522,6 @@ def info(threads=None):
     return _json.loads(default_engine(threads).caps_json())
 
 
-__all__ = ["linalg", "Runtime", "EagerTensor", "where", "flip", "roll", "pad", "broadcast_to", "tile", "repeat", "grad", "vjp", "jvp", "jacobian", "hessian", "trace", "jit", "Program", "no_grad", "is_grad_enabled", "einsum", "contract_path", "PathInfo", "Engine", "default_engine", "from_numpy", "Tensor", "info",
+__all__ = ["linalg", "Runtime", "EagerTensor", "where", "flip", "roll", "pad", "broadcast_to", "tile", "repeat", "grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "trace", "jit", "Program", "no_grad", "is_grad_enabled", "einsum", "contract_path", "PathInfo", "Engine", "default_engine", "from_numpy", "Tensor", "info",
            "Error", "InvalidArgumentError", "ShapeError", "DTypeError", "UnsupportedError", "ReadOnlyError",
            "LinAlgError", "AllocationError", "InternalError"]

@@ -62,10 +62,12 @@ def test_reading_a_traced_value_inside_the_function_raises():
         tenferro.trace(lambda x: x.detach() * 2.0, np.ones(3))
     with pytest.raises(TypeError):
         tenferro.trace(lambda x: 3.0, np.ones(3))  # not a tensor result
-    with pytest.raises(TypeError, match="must return an EagerTensor"):
+    with pytest.raises(TypeError, match="must return eager tensors"):
         tenferro.trace(lambda x: None, np.ones(3))
-    with pytest.raises(TypeError, match="must return an EagerTensor"):
+    with pytest.raises(TypeError, match="must return eager tensors.*got str"):
         tenferro.jit(lambda x: "text")(np.ones(3))
+    with pytest.raises(TypeError, match="must return eager tensors.*got float"):
+        tenferro.trace(lambda x: {"a": x, "b": 1.0}, np.ones(3))
     # Tracing ended: reads work again, and an eager tensor's own values stay readable.
     rt = tenferro.Runtime()
     t = rt.tensor(np.arange(3.0))
@@ -127,3 +129,75 @@ def test_jit_checks_its_cache_bound():
     assert np.asarray(f(np.ones(2))).tolist() == [2.0, 2.0]
     assert np.asarray(f(np.ones(3))).tolist() == [2.0, 2.0, 2.0]
     assert len(f.programs) == 1  # the older signature was dropped
+
+
+def test_results_keep_the_functions_structure():
+    """Programs return what the traced function returned: one array, or tuples, lists,
+    namedtuples and dicts of them, nested."""
+    import collections
+    Pair = collections.namedtuple("Pair", "first second")
+    x = np.arange(4.0)
+
+    def f(t):
+        return {"sum": t.sum(), "parts": [t * 2.0, (t + 1.0, Pair(t.exp(), -t))]}
+
+    out = tenferro.trace(f, x)(x)
+    assert set(out) == {"sum", "parts"} and isinstance(out["parts"], list)
+    np.testing.assert_allclose(out["sum"], x.sum())
+    np.testing.assert_allclose(out["parts"][0], x * 2)
+    assert isinstance(out["parts"][1], tuple) and isinstance(out["parts"][1][1], Pair)
+    np.testing.assert_allclose(out["parts"][1][1].first, np.exp(x))
+    np.testing.assert_allclose(out["parts"][1][1].second, -x)
+    single = tenferro.trace(lambda t: t * 3.0, x)(x)
+    assert isinstance(single, np.ndarray)
+    np.testing.assert_allclose(single, 3 * x)
+
+
+def test_jit_static_python_ints_keywords_and_recorded_inputs():
+    calls = []
+
+    @tenferro.jit
+    def f(x, axis, scale=1.0, *, shift=None, keep=False):
+        calls.append(axis)
+        r = x.sum(axis=axis, keepdims=keep) * scale
+        return r if shift is None else r + shift
+
+    a = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_allclose(f(a, 0), a.sum(axis=0))
+    np.testing.assert_allclose(f(a, 1, 2.0), a.sum(axis=1) * 2)  # an int is static: a new program
+    np.testing.assert_allclose(f(a, 1, 3.0), a.sum(axis=1) * 3)  # a float is an input: reused
+    assert calls == [0, 1] and len(f.programs) == 2
+    np.testing.assert_allclose(f(a, 1, 3.0, shift=np.ones(2)), a.sum(axis=1) * 3 + 1)
+    np.testing.assert_allclose(f(a, 1, keep=True), a.sum(axis=1, keepdims=True))
+    assert len(calls) == 4  # keywords and static flags are part of the signature
+    np.testing.assert_allclose(f(a, 1, 5.0, shift=np.zeros(2)), a.sum(axis=1) * 5)
+    assert len(calls) == 4
+    # Inside grad (its inputs require grad), the function runs on them and records.
+    g = tenferro.jit(lambda x: (x * x).sum())
+    (gx,) = tenferro.grad(g)(a)
+    np.testing.assert_allclose(gx.numpy(), 2 * a)
+    rt = tenferro.Runtime()
+    t = rt.tensor(a).requires_grad_()
+    loss = g(t)
+    assert isinstance(loss, tenferro.EagerTensor)
+    loss.backward()
+    np.testing.assert_allclose(t.grad.numpy(), 2 * a)
+
+
+def test_value_and_grad_matches_the_function_and_its_gradient():
+    a = np.array([[1.0, -2.0], [0.5, 3.0]])
+
+    def f(x, y):
+        return (x * x * y).sum()
+
+    b = np.array([[2.0, 1.0], [-1.0, 0.5]])
+    value, (gx, gy) = tenferro.value_and_grad(f)(a, b)
+    assert not value.requires_grad
+    np.testing.assert_allclose(value.item(), (a * a * b).sum())
+    np.testing.assert_allclose(gx.numpy(), 2 * a * b)
+    np.testing.assert_allclose(gy.numpy(), a * a)
+    # Nested: the value records as well, so its gradient is f's (second call inside).
+    (gg,) = tenferro.grad(lambda x: tenferro.value_and_grad(lambda u: (u * u * u).sum())(x)[0])(a)
+    np.testing.assert_allclose(gg.numpy(), 3 * a * a)
+    (h,) = tenferro.grad(lambda x: tenferro.value_and_grad(lambda u: (u * u * u).sum())(x)[1][0].sum())(a)
+    np.testing.assert_allclose(h.numpy(), 6 * a)
