@@ -185,7 +185,7 @@ int run_demo(int /*argc*/, char** /*argv*/) {
       if (algo == einsum::PathAlgorithm::kLeftToRight) reference = v;
       std::printf("%-14s log10 flops %6.3f, largest intermediate %9.0f elements, search %7.2f ms -> %.10g%s\n",
                   std::string(einsum::path_algorithm_name(algo)).c_str(), (*plan)->cost().log10_flops(),
-                  (*plan)->cost().largest, (*plan)->search_seconds() * 1e3, v,
+                  (*plan)->cost().largest_intermediate, (*plan)->search_seconds() * 1e3, v,
                   std::abs(v - reference) <= 1e-9 * std::abs(reference) ? "" : "  (MISMATCH)");
       if (std::abs(v - reference) > 1e-9 * std::abs(reference)) ++failures;
     }

@@ -176,7 +176,7 @@ int run_einsum(int argc, char** argv) {
     j["output_shape"] = std::vector<int64_t>(result.shape().begin(), result.shape().end());
     j["optimize"] = optimize;
     j["log10_flops"] = c.log10_flops();
-    j["largest_intermediate"] = c.largest;
+    j["largest_intermediate"] = c.largest_intermediate;
     j["search_ms"] = (*plan)->search_seconds() * 1e3;
     j["threads"] = threads;
     j["runs"] = tm.runs;
@@ -204,7 +204,7 @@ int run_einsum(int argc, char** argv) {
   } else {
     std::printf("einsum %s: %s %s, path %s (log10 flops %.3f, largest intermediate %.0f elements, search %.2f ms)\n",
                 subscripts->c_str(), std::string(dtype_name(ops[0].dtype())).c_str(),
-                format_dims(result.shape()).c_str(), optimize.c_str(), c.log10_flops(), c.largest,
+                format_dims(result.shape()).c_str(), optimize.c_str(), c.log10_flops(), c.largest_intermediate,
                 (*plan)->search_seconds() * 1e3);
     std::printf("time: median %.3f ms over %d run(s) at %d thread(s)\n", tm.median_ms, tm.runs, threads);
     for (const auto& p : steps) {
@@ -436,12 +436,12 @@ int run_bench_einsum(int argc, char** argv) {
       j["runs"] = tm.runs;
       j["gflops"] = gflops;
       j["log10_flops"] = c.log10_flops();
-      j["largest_intermediate"] = c.largest;
+      j["largest_intermediate"] = c.largest_intermediate;
       j["search_ms"] = (*plan)->search_seconds() * 1e3;
       std::printf("%s\n", json_text(j).c_str());
     } else {
       std::printf("%-48s %8d %10.3f %9.3f %9.2f %8.3f %11.0f %10.2f\n", name.c_str(), threads, tm.median_ms, tm.iqr_ms,
-                  gflops, c.log10_flops(), c.largest, (*plan)->search_seconds() * 1e3);
+                  gflops, c.log10_flops(), c.largest_intermediate, (*plan)->search_seconds() * 1e3);
     }
     std::fflush(stdout);
   }

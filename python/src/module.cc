@@ -303,7 +303,7 @@ py::tuple contract_path(Engine& e, const std::string& subscripts, const py::list
   py::dict cost;
   cost["flops"] = p.plan->cost().flops;
   cost["log10_flops"] = p.plan->cost().log10_flops();
-  cost["largest_intermediate"] = p.plan->cost().largest;
+  cost["largest_intermediate"] = p.plan->cost().largest_intermediate;
   cost["read_write"] = p.plan->cost().read_write;
   cost["search_seconds"] = p.plan->search_seconds();
   py::list out_shape;

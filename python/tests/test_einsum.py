@@ -320,6 +320,13 @@ def test_contract_path():
     p2, _ = tenferro.contract_path("ij,jk,kl->il", (8, 9), (9, 10), (10, 3), shapes=True)
     assert p2 == path
     assert "Contraction path" in str(info)
+    # The largest intermediate is opt_einsum's and numpy.einsum_path's: the largest step
+    # result, inputs not counted (a 10 x 3 input is larger than the 8 x 3 result here).
+    _, info = tenferro.contract_path("ij,jk,kl->il", a, b, c, optimize=[(1, 2), (0, 1)])
+    assert info.largest_intermediate == 9 * 3  # jk,kl->jl, then the 8 x 3 result
+    _, info = tenferro.contract_path("ij,jk->ik", rng.random((3, 4)), rng.random((4, 5)))
+    numpy_text = np.einsum_path("ij,jk->ik", rng.random((3, 4)), rng.random((4, 5)))[1]
+    assert info.largest_intermediate == 15 and "Largest intermediate:  1.500e+01" in numpy_text
 
 
 def test_engines_threads_and_plan_reuse():

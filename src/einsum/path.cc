@@ -162,8 +162,10 @@ Result<PathCost> evaluate(const Network& network, const ContractionTree& tree) {
     cost.read_write += size_of(live.labels[static_cast<size_t>(a)], network.extent) +
                        size_of(live.labels[static_cast<size_t>(b)], network.extent) + out;
     cost.largest = std::max(cost.largest, out);
+    cost.largest_intermediate = std::max(cost.largest_intermediate, out);
     live.contract(a, b, kept);
   }
+  if (tree.steps.empty()) cost.largest_intermediate = size_of(network.output, network.extent);
   return cost;
 }
 

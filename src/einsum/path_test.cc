@@ -71,7 +71,8 @@ TEST(Path, CostModelMatchesHandComputedMatrixChain) {
   ContractionTree t = left_to_right_path(3);  // (ab,bc)->ac then (ac,cd)->ad
   PathCost c = evaluate(net, t).value();
   EXPECT_DOUBLE_EQ(c.flops, 2.0 * (2 * 3 * 4) + 2.0 * (2 * 4 * 5));
-  EXPECT_DOUBLE_EQ(c.largest, 20);                        // 'cd' input and 'ad' result
+  EXPECT_DOUBLE_EQ(c.largest, 20);               // the 'cd' input
+  EXPECT_DOUBLE_EQ(c.largest_intermediate, 10);  // 'ac' (8) and the 'ad' result (10)
   EXPECT_DOUBLE_EQ(c.read_write, (6 + 12 + 8) + (8 + 20 + 10));
 }
 

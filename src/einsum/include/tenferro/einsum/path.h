@@ -40,10 +40,14 @@ struct ContractionTree {
 /// Cost of a tree. `flops` follows opt_einsum's convention (per step: the product of the
 /// extents of all labels involved, times 2 when some label is summed), so log10_flops()
 /// is comparable with the einsum-benchmark instances' figures. `largest`: elements of
-/// the largest intermediate or result. `read_write`: elements read plus written.
+/// the largest tensor of the evaluation, inputs included (the memory a path needs at
+/// once). `largest_intermediate`: elements of the largest step result, inputs not counted
+/// (opt_einsum's and numpy.einsum_path's figure; for a single operand, the output).
+/// `read_write`: elements read plus written.
 struct PathCost {
   double flops = 0;
   double largest = 0;
+  double largest_intermediate = 0;
   double read_write = 0;
   double log10_flops() const;
 };
