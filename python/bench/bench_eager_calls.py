@@ -8,11 +8,10 @@ torch (Debian's python3-torch, `torch.set_num_threads(1)`) in the same process. 
 Markdown table (µs per call).
 """
 
-import time
-
 import numpy as np
 
 import tenferro
+from timing import best_mean
 
 try:
     import torch
@@ -20,15 +19,8 @@ except ImportError:
     torch = None
 
 
-def best_us(f, n=2000):
-    f()
-    best = float("inf")
-    for _ in range(7):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            f()
-        best = min(best, (time.perf_counter() - t0) / n)
-    return best * 1e6
+def best_us(f):
+    return best_mean(f, 2000) * 1e6
 
 
 def main():

@@ -8,27 +8,15 @@ matrices are Gaussian scaled to a 1-norm of about `norm` (degree 13 without and 
 squarings at the larger sizes).
 """
 
-import time
-
 import numpy as np
 
 import tenferro
+from timing import best_mean
 
 try:
     import torch
 except ImportError:  # torch is optional: tenferro's figures alone
     torch = None
-
-
-def best_mean(f, reps):
-    f()
-    best = float("inf")
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            f()
-        best = min(best, (time.perf_counter() - t0) / reps)
-    return best
 
 
 def main():
@@ -43,11 +31,11 @@ def main():
         a *= norm / np.abs(a).sum(axis=0).max()
         x = rt.tensor(a)
         reps = max(3, 2000 // n)
-        te = best_mean(lambda: tenferro.linalg.expm(x), reps)
-        tn = best_mean(lambda: tenferro.linalg.expm(a, threads=1), reps)
+        te = best_mean(lambda: tenferro.linalg.expm(x), reps, rounds=5)
+        tn = best_mean(lambda: tenferro.linalg.expm(a, threads=1), reps, rounds=5)
         if torch is not None:
             t = torch.from_numpy(a)
-            tt = best_mean(lambda: torch.linalg.matrix_exp(t), reps)
+            tt = best_mean(lambda: torch.linalg.matrix_exp(t), reps, rounds=5)
             print(f"| {n} | {norm:g} | {te * 1e6:.1f} | {tn * 1e6:.1f} | {tt * 1e6:.1f} | {tt / te:.2f} |")
         else:
             print(f"| {n} | {norm:g} | {te * 1e6:.1f} | {tn * 1e6:.1f} | - | - |")

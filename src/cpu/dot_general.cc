@@ -1014,6 +1014,23 @@ namespace {
 // 4.49-4.58 / 2.63-2.68. So up to 14^3 = 2744 multiply-adds (of the dtype).
 // dot_general_into takes it too when beta is 0, writing through the destination's
 // strides after the destination checks.
+// `outer` unit-stride runs of `len` elements of C (run o at c + o * c_step), each the sum
+// over l < k of coef(o, l) times the unit-stride run l of `src` (at src + l * src_step),
+// from zero in ascending l: the unit-stride orders of tiny_matmul.
+template <class T>
+void tiny_runs(int64_t outer, int64_t len, int64_t k, T* c, int64_t c_step, const T* src, int64_t src_step,
+               const T* coef, int64_t coef_outer, int64_t coef_l) {
+  for (int64_t o = 0; o < outer; ++o) {
+    T* co = c + o * c_step;
+    for (int64_t i = 0; i < len; ++i) co[i] = T{};
+    for (int64_t l = 0; l < k; ++l) {
+      const T* sl = src + l * src_step;
+      const T w = coef[o * coef_outer + l * coef_l];
+      for (int64_t i = 0; i < len; ++i) co[i] += sl[i] * w;
+    }
+  }
+}
+
 template <class T>
 void tiny_matmul(const Tensor& lhs, const Tensor& rhs, Tensor& out) {
   const int64_t m = lhs.shape()[0], k = lhs.shape()[1], n = rhs.shape()[1];
@@ -1023,27 +1040,11 @@ void tiny_matmul(const Tensor& lhs, const Tensor& rhs, Tensor& out) {
   const int64_t as0 = lhs.strides()[0], as1 = lhs.strides()[1], bs0 = rhs.strides()[0], bs1 = rhs.strides()[1];
   const int64_t cs0 = out.strides()[0], cs1 = out.strides()[1];
   if (cs0 == 1 && as0 == 1) {
-    for (int64_t j = 0; j < n; ++j) {
-      T* cj = c + j * cs1;
-      for (int64_t i = 0; i < m; ++i) cj[i] = T{};
-      for (int64_t l = 0; l < k; ++l) {
-        const T* al = a + l * as1;
-        const T blj = b[l * bs0 + j * bs1];
-        for (int64_t i = 0; i < m; ++i) cj[i] += al[i] * blj;
-      }
-    }
+    tiny_runs(n, m, k, c, cs1, a, as1, b, bs1, bs0);  // C[:, j] = sum_l A[:, l] B[l, j]
     return;
   }
   if (cs1 == 1 && bs1 == 1) {
-    for (int64_t i = 0; i < m; ++i) {
-      T* ci = c + i * cs0;
-      for (int64_t j = 0; j < n; ++j) ci[j] = T{};
-      for (int64_t l = 0; l < k; ++l) {
-        const T* bl = b + l * bs0;
-        const T ail = a[i * as0 + l * as1];
-        for (int64_t j = 0; j < n; ++j) ci[j] += ail * bl[j];
-      }
-    }
+    tiny_runs(m, n, k, c, cs0, b, bs0, a, as0, as1);  // C[i, :] = sum_l B[l, :] A[i, l]
     return;
   }
   for (int64_t j = 0; j < n; ++j) {
