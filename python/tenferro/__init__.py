@@ -453,6 +453,31 @@ def repeat(x, repeats, axis=None):
     return _indexing.repeat(x, repeats, axis)
 
 
+def take_along_axis(x, indices, axis):
+    """numpy's take_along_axis of an eager tensor (a gather: differentiable)."""
+    x = _tensors(x, "take_along_axis")[0][0]
+    return _indexing.take_along_axis(x, indices, axis)
+
+
+def sort(x, axis=-1):
+    """numpy's sort of an eager tensor (the order read on the host, the values gathered:
+    gradients flow to where each value came from)."""
+    x = _tensors(x, "sort")[0][0]
+    return _indexing.sort(x, axis)
+
+
+def cumsum(x, axis=None):
+    """numpy's cumsum of an eager tensor (None: of the flattened tensor), differentiable."""
+    x = _tensors(x, "cumsum")[0][0]
+    return _indexing.cumsum(x, axis)
+
+
+def cumprod(x, axis=None):
+    """numpy's cumprod of an eager tensor (None: of the flattened tensor), differentiable."""
+    x = _tensors(x, "cumprod")[0][0]
+    return _indexing.cumprod(x, axis)
+
+
 def tril(x, k=0):
     """numpy's tril: the lower triangle of the last two axes (diagonal offset k)."""
     _tensors((x,), "tril")
@@ -522,6 +547,6 @@ def info(threads=None):
     return _json.loads(default_engine(threads).caps_json())
 
 
-__all__ = ["linalg", "Runtime", "EagerTensor", "where", "flip", "roll", "pad", "broadcast_to", "tile", "repeat", "grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "trace", "jit", "Program", "no_grad", "is_grad_enabled", "einsum", "contract_path", "PathInfo", "Engine", "default_engine", "from_numpy", "Tensor", "info",
+__all__ = ["linalg", "Runtime", "EagerTensor", "where", "flip", "roll", "pad", "broadcast_to", "tile", "repeat", "take_along_axis", "sort", "cumsum", "cumprod", "grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "trace", "jit", "Program", "no_grad", "is_grad_enabled", "einsum", "contract_path", "PathInfo", "Engine", "default_engine", "from_numpy", "Tensor", "info",
            "Error", "InvalidArgumentError", "ShapeError", "DTypeError", "UnsupportedError", "ReadOnlyError",
            "LinAlgError", "AllocationError", "InternalError"]

@@ -1,6 +1,7 @@
-"""numpy's advanced indexing, functional updates (`x.at[key].set(v)`) and the shape
-functions flip, roll, pad, broadcast_to, tile and repeat on tenferro.EagerTensor
-(docs/design/0008-python.md, "Indexing and updates").
+"""numpy's advanced indexing, functional updates (`x.at[key].set(v)`), the shape
+functions flip, roll, pad, broadcast_to, tile and repeat, take_along_axis and sort, and
+the scans cumsum and cumprod on tenferro.EagerTensor (docs/design/0008-python.md,
+"Indexing and updates").
 
 Everything here is composed from operations that record for AD: the C++ basic indexing
 (slices, integers, None, Ellipsis), transpose and reshape, take (the program's gather),
@@ -370,6 +371,77 @@ def repeat(x, repeats, axis=None):
     except ValueError as e:
         raise ValueError(f"tenferro: repeat: {e}") from None
     return x.take(idx, a)
+
+
+def _axis(x, axis, what):
+    return _axes(x, axis, what)[0]
+
+
+def take_along_axis(x, indices, axis):
+    """numpy's take_along_axis: x's elements at `indices` (integers of x's rank,
+    broadcasting against x except along `axis`) along `axis`; None flattens x first.
+    Composed as advanced indexing (one gather), so it differentiates."""
+    idx = _host_array(indices)
+    if idx.dtype == np.bool_:
+        raise IndexError("tenferro: take_along_axis: indices must be integers")
+    if axis is None:
+        if idx.ndim != 1:
+            raise ValueError("tenferro: take_along_axis: with axis None the indices must be 1-d")
+        return x.reshape(-1)[idx]
+    a = _axis(x, axis, "take_along_axis")
+    if idx.ndim != x.ndim:
+        raise ValueError(f"tenferro: take_along_axis: indices of rank {idx.ndim} for a tensor of rank {x.ndim}")
+    key = []
+    for k in range(x.ndim):
+        if k == a:
+            key.append(idx)
+        else:
+            shape = [1] * x.ndim
+            shape[k] = x.shape[k]
+            key.append(np.arange(x.shape[k], dtype=np.int64).reshape(shape))
+    return advanced_index(x, tuple(key))
+
+
+def sort(x, axis=-1):
+    """numpy's sort (a new tensor; axis None sorts the flattened tensor): the order is
+    numpy's argsort of the values (a host read, stable), the values a take_along_axis, so
+    the gradient flows to the elements where they came from."""
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    order = np.argsort(x.numpy(), axis=axis, kind="stable")
+    return take_along_axis(x, order, axis)
+
+
+def _scan(x, axis, combine, identity, what):
+    # Inclusive scan along `axis` in log2(n) steps (Hillis-Steele): y <- combine(y, y
+    # shifted by s, padded with the identity), s = 1, 2, 4, ...
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    a = _axis(x, axis, what)
+    n = x.shape[a]
+    y = x
+    s = 1
+    while s < n:
+        low = [0] * x.ndim
+        high = [0] * x.ndim
+        low[a] = s
+        high[a] = -s
+        shifted = _tenferro.eager_pad(y, identity, low, high)
+        y = combine(y, shifted)
+        s *= 2
+    return y
+
+
+def cumsum(x, axis=None):
+    """numpy's cumsum along `axis` (None: of the flattened tensor), as log2(n) shifted
+    additions (differentiable; sums associate pairwise, not left to right)."""
+    return _scan(x, axis, lambda u, v: u + v, 0, "cumsum")
+
+
+def cumprod(x, axis=None):
+    """numpy's cumprod along `axis` (None: of the flattened tensor), as log2(n) shifted
+    products (differentiable, zeros included)."""
+    return _scan(x, axis, lambda u, v: u * v, 1, "cumprod")
 
 
 def install():

@@ -240,6 +240,18 @@ def _eager_only(run):
     return call
 
 
+def _scan(name):
+    # cumsum / cumprod on inexact and int64 tensors (numpy keeps those dtypes; it widens
+    # bool and int32, which then compute in numpy on the values).
+    def run(a, axis=None, dtype=None, out=None):
+        if not isinstance(a, EagerTensor) or dtype is not None or out is not None:
+            return None
+        if not (np.issubdtype(a.dtype, np.inexact) or a.dtype == np.int64):
+            return None
+        return getattr(_indexing, name)(a, axis)
+    return run
+
+
 def _flip_axis(axis):
     return lambda m: _indexing.flip(m, axis) if isinstance(m, EagerTensor) else None
 
@@ -412,6 +424,11 @@ _FUNCTIONS = {
     np.repeat: _eager_only(_indexing.repeat),
     np.zeros_like: _like("zeros"), np.ones_like: _like("ones"), np.empty_like: _like("zeros"),
     np.full_like: _like("full"),
+    np.take_along_axis: lambda arr, indices, axis: (
+        _indexing.take_along_axis(arr, indices, axis) if isinstance(arr, EagerTensor) else None),
+    np.sort: lambda a, axis=-1, kind=None, order=None: (
+        _indexing.sort(a, axis) if isinstance(a, EagerTensor) and order is None else None),
+    np.cumsum: _scan("cumsum"), np.cumprod: _scan("cumprod"),
 }
 for _name in ("svd", "qr", "eigh", "eigvalsh", "eig", "eigvals", "cholesky", "solve", "inv", "det", "slogdet",
               "pinv", "lstsq", "norm", "matrix_power", "multi_dot", "matrix_rank", "cond",

@@ -262,7 +262,7 @@ def test_value_free_numpy_functions_run_on_tensors_that_require_grad(rt):
     assert got.dtype == np.float32 and got.shape == (2, 2) and (got.numpy() == 2.5).all()
     # Functions with a derivative still refuse to drop it.
     with pytest.raises(TypeError, match="drop the gradient"):
-        np.cumsum(x)
+        np.diff(x)
 
 
 def test_array_attributes(rt):
@@ -271,3 +271,49 @@ def test_array_attributes(rt):
     assert x.itemsize == 4 and x.nbytes == a.nbytes
     np.testing.assert_array_equal(x.mT.numpy(), np.swapaxes(a, -1, -2))
     np.testing.assert_array_equal(x.repeat(2, axis=0).numpy(), a.repeat(2, axis=0))
+
+
+def test_sort_take_along_axis_and_scans_match_numpy_with_gradients(rt):
+    rng = np.random.default_rng(40)
+    a = rng.standard_normal((4, 6, 5))
+    a[1, 2, :] = a[1, 3, :]  # ties: the stable order sends each gradient to its own element
+    for axis in (0, 1, -1, None):
+        for f, ref in ((np.sort, np.sort), (np.cumsum, np.cumsum), (np.cumprod, np.cumprod)):
+            got = f(rt.tensor(a), axis=axis)
+            assert isinstance(got, tenferro.EagerTensor)
+            np.testing.assert_allclose(got.numpy(), ref(a, axis=axis), rtol=1e-12, atol=1e-12)
+        order = np.argsort(a, axis=0 if axis is None else axis)
+        if axis is not None:
+            got = np.take_along_axis(rt.tensor(a), order, axis)
+            np.testing.assert_array_equal(got.numpy(), np.take_along_axis(a, order, axis))
+    for dtype in (np.float32, np.complex128, np.int64):
+        b = (rng.standard_normal((3, 7)) * 5).astype(dtype)
+        for f in (np.cumsum, np.cumprod):
+            got = f(rt.tensor(b), axis=1)
+            assert got.dtype == dtype
+            np.testing.assert_allclose(got.numpy(), f(b, axis=1), rtol=1e-5 if dtype == np.float32 else 1e-12)
+    # int32 and bool widen in numpy: computed there on the values.
+    assert np.cumsum(rt.tensor(np.ones(3, dtype=np.int32))).dtype == np.cumsum(np.ones(3, dtype=np.int32)).dtype
+    # Gradients: sort sends w back through the permutation; cumsum's gradient is the
+    # reversed cumulative sum of w; cumprod's against central differences (with a zero).
+    w = rng.standard_normal((4, 6, 5))
+    (g,) = tenferro.grad(lambda t: (np.sort(t, axis=1) * w).sum())(a)
+    want = np.zeros_like(a)
+    np.put_along_axis(want, np.argsort(a, axis=1, kind="stable"), w, axis=1)
+    np.testing.assert_allclose(g.numpy(), want, atol=1e-12)
+    (g,) = tenferro.grad(lambda t: (np.cumsum(t, axis=2) * w).sum())(a)
+    np.testing.assert_allclose(g.numpy(), np.flip(np.cumsum(np.flip(w, 2), axis=2), 2), rtol=1e-12, atol=1e-12)
+    c = rng.standard_normal(6)
+    c[2] = 0.0
+    wc = rng.standard_normal(6)
+    (g,) = tenferro.grad(lambda t: (tenferro.cumprod(t) * wc).sum())(c)
+    fd = np.zeros(6)
+    for i in range(6):
+        e = np.zeros(6)
+        e[i] = 1e-6
+        fd[i] = ((np.cumprod(c + e) * wc).sum() - (np.cumprod(c - e) * wc).sum()) / 2e-6
+    np.testing.assert_allclose(g.numpy(), fd, rtol=1e-6, atol=1e-8)
+    with pytest.raises(ValueError, match="rank"):
+        tenferro.take_along_axis(rt.tensor(a), np.zeros((2, 2), dtype=np.int64), 0)
+    with pytest.raises(IndexError, match="out of bounds"):
+        tenferro.take_along_axis(rt.tensor(a), np.full((1, 1, 1), 9), 0)
