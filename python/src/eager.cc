@@ -13,6 +13,7 @@
 
 #include "convert.h"
 #include "eager_internal.h"
+#include "einsum_call.h"
 #include "engine.h"
 #include "tenferro/ad/ad.h"
 #include "tenferro/eager/autograd.h"
@@ -618,10 +619,14 @@ void bind_eager(py::module_& m) {
 
   bind_eager_linalg(m.def_submodule("eager_linalg", "tenferro.linalg on eager tensors"));
 
-  m.def("eager_einsum", [](const std::string& subscripts, const std::vector<EagerTensor>& operands) {
-    if (operands.empty()) throw py::value_error("tenferro.einsum: no operands");
-    return nogil([&] { return ctx_of(operands[0]).einsum(subscripts, operands); });
-  });
+  m.def(
+      "eager_einsum",
+      [](const std::string& subscripts, const std::vector<EagerTensor>& operands, const py::object& optimize) {
+        if (operands.empty()) throw py::value_error("tenferro.einsum: no operands");
+        const einsum::PathPolicy policy = path_policy(optimize, operands.size());
+        return nogil([&] { return ctx_of(operands[0]).einsum(subscripts, operands, policy); });
+      },
+      py::arg("subscripts"), py::arg("operands"), py::arg("optimize") = "greedy");
   m.def("eager_matmul", [](const EagerTensor& a, const EagerTensor& b) {
     return nogil([&] { return ctx_of(a).matmul(a, b); });
   });

@@ -174,7 +174,8 @@ def _einsum_general(*operands, optimize="greedy", out=None, threads=None, engine
         if out is not None or engine is not None or threads is not None:
             raise InvalidArgumentError("einsum: eager tensors run on their runtime (no out=, engine= or threads=)",
                                        "invalid_argument", "usage", "einsum")
-        return _tenferro.eager_einsum(subscripts, ops)  # on the tensors' runtime, an EagerTensor
+        # On the tensors' runtime, an EagerTensor, with the path `optimize` asks for.
+        return _tenferro.eager_einsum(subscripts, ops, _policy(optimize))
     arrays = _as_operands(ops)
     eng = _engine(engine, threads)
     policy = _policy(optimize)

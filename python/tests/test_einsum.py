@@ -522,3 +522,25 @@ def test_dtype_casting_and_order_as_numpy():
     for bad in (dict(order="X"), dict(casting="maybe")):
         with pytest.raises(ValueError):
             tenferro.einsum("ij,jk->ik", a, b, **bad)
+
+
+def test_eager_einsum_honours_optimize():
+    """einsum on eager tensors takes the path `optimize` names (it was ignored): an
+    explicit path (numpy.einsum_path's form too) or an algorithm; a path that does not fit
+    the operands, or an unknown name, is an error rather than silently replaced."""
+    rt = tenferro.Runtime()
+    rng = np.random.default_rng(8)
+    a, b, c = rng.random((3, 4)), rng.random((4, 5)), rng.random((5, 2))
+    x, y, z = rt.tensor(a), rt.tensor(b), rt.tensor(c)
+    for optimize in ([(1, 2), (0, 1)], ["einsum_path", (0, 1), (0, 1)], "optimal", "treesa", "left-to-right", True):
+        got = tenferro.einsum("ij,jk,kl->il", x, y, z, optimize=optimize)
+        assert isinstance(got, tenferro.EagerTensor)
+        np.testing.assert_allclose(got.numpy(), a @ b @ c, rtol=1e-12)
+    np.testing.assert_allclose(np.einsum("ij,jk,kl->il", x, y, z, optimize=[(0, 1), (0, 1)]).numpy(), a @ b @ c)
+    with pytest.raises(tenferro.InvalidArgumentError, match="path"):
+        tenferro.einsum("ij,jk,kl->il", x, y, z, optimize=[(0, 5)])
+    with pytest.raises(ValueError, match="optimize='fastest'"):
+        tenferro.einsum("ij,jk->ik", x, y, optimize="fastest")
+    # Gradients through an einsum with an explicit path.
+    (g,) = tenferro.grad(lambda t: tenferro.einsum("ij,jk,kl->il", t, y, z, optimize=[(1, 2), (0, 1)]).sum())(x)
+    np.testing.assert_allclose(g.numpy(), np.ones((3, 2)) @ (b @ c).T, rtol=1e-12)

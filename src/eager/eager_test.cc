@@ -568,6 +568,42 @@ TEST(Eager, EinsumWithoutNativeModuleIsPromotedUntilOneIsRegistered) {
   EXPECT_EQ(lowered->einsum_cache_stats().misses, 1);
 }
 
+// Context::einsum with a path policy: an explicit path and every algorithm give the
+// default's values, each a plan of its own (the policy is part of the cache key); a path
+// that does not fit the operands is a typed error; a runtime that would promote the
+// einsum (no native module) refuses a policy it could not honour.
+TEST(Eager, EinsumTakesAPathPolicy) {
+  auto rt = EagerRuntime::create().value();
+  std::mt19937_64 rng(9);
+  const Tensor A = test_support::strided_random(rng, DType::kF64, {3, 4}, -1, 1);
+  const Tensor B = test_support::strided_random(rng, DType::kF64, {4, 5}, -1, 1);
+  const Tensor C = test_support::strided_random(rng, DType::kF64, {5, 2}, -1, 1);
+  const EagerTensor ops[] = {adopt(*rt, A), adopt(*rt, B), adopt(*rt, C)};
+  const Context c = rt->context();
+  const EagerTensor want = c.einsum("ij,jk,kl->il", ops).value();
+  const int64_t misses = rt->einsum_cache_stats().misses;
+  einsum::PathPolicy right_first;
+  right_first.algorithm = einsum::PathAlgorithm::kExplicit;
+  right_first.explicit_tree = einsum::tree_from_pairs(3, {{1, 2}, {0, 1}}).value();
+  for (einsum::PathAlgorithm a : {einsum::PathAlgorithm::kOptimal, einsum::PathAlgorithm::kLeftToRight,
+                                  einsum::PathAlgorithm::kTreeSA, einsum::PathAlgorithm::kExplicit}) {
+    einsum::PathPolicy p = a == einsum::PathAlgorithm::kExplicit ? right_first : einsum::PathPolicy{};
+    p.algorithm = a;
+    const EagerTensor got = c.einsum("ij,jk,kl->il", ops, p).value();
+    expect_close(got.tensor(), want.tensor(), std::string(einsum::path_algorithm_name(a)).c_str());
+  }
+  EXPECT_EQ(rt->einsum_cache_stats().misses, misses + 4);
+  einsum::PathPolicy bad = right_first;
+  bad.explicit_tree = einsum::tree_from_pairs(2, {{0, 1}}).value();  // a tree over two operands
+  const Result<EagerTensor> r = c.einsum("ij,jk,kl->il", ops, bad);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument) << r.error().to_string();
+  auto lowered = EagerRuntime::create(EagerConfig{.einsum_module = false}).value();
+  const EagerTensor lops[] = {adopt(*lowered, A), adopt(*lowered, B), adopt(*lowered, C)};
+  EXPECT_EQ(lowered->context().einsum("ij,jk,kl->il", lops, right_first).error().code(), ErrorCode::kUnsupported);
+  EXPECT_TRUE(lowered->context().einsum("ij,jk,kl->il", lops));
+}
+
 // Spec 004: the implementation comes from the runtime's target engine; an engine with no
 // einsum module (and no kernels) gives a typed error; nothing runs on the CPU; calls never
 // register modules.

@@ -991,6 +991,12 @@ Result<EagerTensor> Context::dot_general(const EagerTensor& lhs, const EagerTens
 // works there). Nothing is registered by the call and nothing falls back to another
 // engine.
 Result<EagerTensor> Context::einsum(std::string_view subscripts, std::span<const EagerTensor> operands) const {
+  static const einsum::PathPolicy kDefault{};
+  return einsum(subscripts, operands, kDefault);
+}
+
+Result<EagerTensor> Context::einsum(std::string_view subscripts, std::span<const EagerTensor> operands,
+                                    const einsum::PathPolicy& policy) const {
   SmallVector<const EagerTensor*, 8> ptrs;
   for (const EagerTensor& t : operands) ptrs.push_back(&t);
   TENFERRO_TRY(Call call, Detail::begin(*this, std::span<const EagerTensor* const>(ptrs.data(), ptrs.size()), "einsum"));
@@ -1011,9 +1017,13 @@ Result<EagerTensor> Context::einsum(std::string_view subscripts, std::span<const
   std::shared_ptr<const einsum::EinsumPlan> plan;
   int64_t work = 0;
   if (native) {
-    TENFERRO_TRY(plan, Detail::einsum_plans(*call.rt).get(subscripts, std::span<const Shape>(shapes.data(), shapes.size()),
-                                                          dtype));
+    TENFERRO_TRY(plan, Detail::einsum_plans(*call.rt).get(
+                           subscripts, std::span<const Shape>(shapes.data(), shapes.size()), dtype, policy));
     work = static_cast<int64_t>(std::min(plan->cost().flops, 9.0e18));
+  } else if (policy.algorithm != einsum::PathPolicy{}.algorithm) {
+    return usage_error(ErrorCode::kUnsupported, "einsum",
+                       "a path policy (" + std::string(einsum::path_algorithm_name(policy.algorithm)) +
+                           ") needs the target's native einsum module; a promoted einsum plans with its lowering");
   }
   const std::span<const Tensor> ins(in.data(), in.size());
   Result<EagerTensor> r = finish(call, Detail::execute(

@@ -29,6 +29,7 @@
 #include "tenferro/core/function_ref.h"
 #include "tenferro/core/result.h"
 #include "tenferro/cpu/engine.h"
+#include "tenferro/einsum/path.h"
 #include "tenferro/runtime/runtime.h"
 #include "tenferro/tensor/tensor.h"
 
@@ -337,6 +338,16 @@ class Context {
   Result<EagerTensor> einsum(std::string_view subscripts, std::initializer_list<EagerTensor> operands) const {
     return einsum(subscripts, std::span<const EagerTensor>(operands.begin(), operands.size()));
   }
+  /// As above, with the contraction path `policy` chooses: an algorithm (greedy, the
+  /// default; optimal; TreeSA; left-to-right) or an explicit path (PathAlgorithm::kExplicit),
+  /// part of the eager plan cache's key. The record for AD and tracing names the einsum
+  /// only (its gradient einsums plan their own paths). Errors: as above, the path's
+  /// (kInvalidArgument for an explicit path that does not fit the operands, kUnsupported
+  /// from kOptimal past its operand limit), and kUnsupported for a policy other than the
+  /// default when the target has no native einsum module (a promoted einsum plans with
+  /// its lowering's algorithm, which would ignore the policy).
+  Result<EagerTensor> einsum(std::string_view subscripts, std::span<const EagerTensor> operands,
+                             const einsum::PathPolicy& policy) const;
 
   /// Any core op with explicit attributes (validated by program inference), e.g. for ops
   /// without a named method. Not for kConstant or kExtension.
