@@ -201,3 +201,31 @@ def test_value_and_grad_matches_the_function_and_its_gradient():
     np.testing.assert_allclose(gg.numpy(), 3 * a * a)
     (h,) = tenferro.grad(lambda x: tenferro.value_and_grad(lambda u: (u * u * u).sum())(x)[1][0].sum())(a)
     np.testing.assert_allclose(h.numpy(), 6 * a)
+
+
+def test_traced_einsum_keeps_the_path_it_was_given():
+    """Note [Recorded einsum paths]: an einsum traced with an explicit path (or TreeSA's,
+    as the tree it found) compiles into the program with that path; algorithms stay
+    names the program plans with."""
+    rng = np.random.default_rng(12)
+    a, b, c = rng.random((3, 4)), rng.random((4, 5)), rng.random((5, 2))
+
+    def f(path):
+        return lambda x, y, z: tenferro.einsum("ij,jk,kl->il", x, y, z, optimize=path)
+
+    p = tenferro.trace(f([(0, 1), (0, 1)]), a, b, c)
+    assert '"ij,jk,kl->il;explicit:0-1,2-3"' in p.text()
+    np.testing.assert_allclose(p(a, b, c), a @ b @ c, rtol=1e-12)
+    p = tenferro.trace(f("treesa"), a, b, c)
+    assert "ij,jk,kl->il;explicit:" in p.text()
+    np.testing.assert_allclose(p(a, b, c), a @ b @ c, rtol=1e-12)
+    p = tenferro.trace(f("optimal"), a, b, c)
+    assert '"ij,jk,kl->il;optimal"' in p.text()
+    # The gradient program of a traced explicit path runs too.
+    value, gx, gy, gz = tenferro.trace(lambda x, y, z: f([(1, 2), (0, 1)])(x, y, z).sum(), a, b, c).grad()(a, b, c)
+    np.testing.assert_allclose(gx, np.ones((3, 2)) @ (b @ c).T, rtol=1e-12)
+    # Its forward-mode program keeps the path (same operands' structure).
+    jp = tenferro.trace(f([(1, 2), (0, 1)]), a, b, c).jvp()
+    assert "explicit:1-2,0-3" in jp.text()
+    da = rng.random((3, 4))
+    np.testing.assert_allclose(jp(a, b, c, da, np.zeros_like(b), np.zeros_like(c))[-1], da @ b @ c, rtol=1e-12)

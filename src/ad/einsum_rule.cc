@@ -80,7 +80,8 @@ class EinsumRule final : public ExtensionRule {
       if (!tangents[i]) continue;
       std::vector<Value> ops(inputs.begin(), inputs.end());
       ops[i] = *tangents[i];
-      TENFERRO_TRY(Value term, einsum::emit_einsum(e.builder(), es->subscripts(), ops, es->algorithm()));
+      // The same operands' structure: an explicit path applies as it is.
+      TENFERRO_TRY(Value term, einsum::emit_einsum(e.builder(), es->subscripts(), ops, es->policy()));
       TENFERRO_TRY(sum, e.add(sum, MaybeValue(term)));
     }
     return std::vector<MaybeValue>{sum};
@@ -182,7 +183,10 @@ class EinsumRule final : public ExtensionRule {
     std::string sub;
     for (size_t i = 0; i < terms.size(); ++i) sub += (i ? "," : "") + text.term(terms[i]);
     sub += "->" + text.term(result);
-    TENFERRO_TRY(Value ct, einsum::emit_einsum(e.builder(), sub, ops, es->algorithm()));
+    // Other operands and subscripts: an explicit path does not carry over (greedy then).
+    const einsum::PathAlgorithm algorithm =
+        es->algorithm() == einsum::PathAlgorithm::kExplicit ? einsum::PathAlgorithm::kGreedy : es->algorithm();
+    TENFERRO_TRY(Value ct, einsum::emit_einsum(e.builder(), sub, ops, algorithm));
     out[lin] = ct;
     return out;
   }

@@ -1038,10 +1038,20 @@ Result<EagerTensor> Context::einsum(std::string_view subscripts, std::span<const
                           "einsum"));
   const std::span<const EagerTensor* const> inputs(ptrs.data(), ptrs.size());
   if (!Detail::tracing(*this, inputs)) return r;
+  // Note [Recorded einsum paths]: the record (what a trace compiles, what backward
+  // replays) keeps the path this call used where the caller chose one: an explicit path
+  // as given, a TreeSA path (not reproducible by the op) as the tree it found; the
+  // algorithms as their names (the program plans them for its shapes).
+  einsum::PathPolicy recorded;
+  recorded.algorithm = policy.algorithm;
+  if (policy.algorithm == einsum::PathAlgorithm::kExplicit || policy.algorithm == einsum::PathAlgorithm::kTreeSA) {
+    recorded.algorithm = einsum::PathAlgorithm::kExplicit;
+    recorded.explicit_tree = plan ? plan->tree() : policy.explicit_tree;
+  }
   return Detail::record(
       std::move(r), inputs, "einsum",
-      [sub = std::string(subscripts)](ProgramBuilder& b, std::span<const Value> v) {
-        return einsum::emit_einsum(b, sub, v);
+      [sub = std::string(subscripts), recorded](ProgramBuilder& b, std::span<const Value> v) {
+        return einsum::emit_einsum(b, sub, v, recorded);
       },
       vjp_einsum(plan, std::span<const Shape>(shapes.data(), shapes.size())));
 }

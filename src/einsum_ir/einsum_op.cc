@@ -80,25 +80,66 @@ Result<std::shared_ptr<const EinsumOp>> EinsumOp::make(std::string subscripts, P
                            " cannot be an einsum op's payload (greedy, optimal or left_to_right)");
   }
   TENFERRO_TRY_VOID(parse_subscripts(subscripts));
-  return std::shared_ptr<const EinsumOp>(new EinsumOp(std::move(subscripts), algorithm));
+  return std::shared_ptr<const EinsumOp>(new EinsumOp(std::move(subscripts), algorithm, ContractionTree{}));
+}
+
+Result<std::shared_ptr<const EinsumOp>> EinsumOp::make_explicit(std::string subscripts, ContractionTree tree) {
+  TENFERRO_TRY(Subscripts parsed, parse_subscripts(subscripts));
+  const auto n = static_cast<int64_t>(parsed.inputs.size());
+  auto bad = [&](const std::string& why) {
+    return usage_error(ErrorCode::kInvalidArgument, "einsum", "explicit path for '" + subscripts + "': " + why);
+  };
+  if (tree.leaves != n) {
+    return bad("a tree over " + std::to_string(tree.leaves) + " operands, the subscripts have " + std::to_string(n));
+  }
+  if (static_cast<int64_t>(tree.steps.size()) != std::max<int64_t>(n - 1, 0)) {
+    return bad(std::to_string(tree.steps.size()) + " steps, " + std::to_string(n) + " operands need " +
+               std::to_string(std::max<int64_t>(n - 1, 0)));
+  }
+  std::vector<bool> consumed(static_cast<size_t>(n + static_cast<int64_t>(tree.steps.size())), false);
+  for (size_t k = 0; k < tree.steps.size(); ++k) {
+    const auto [x, y] = tree.steps[k];
+    const int64_t defined = n + static_cast<int64_t>(k);
+    if (x < 0 || y < 0 || x >= defined || y >= defined || x == y || consumed[static_cast<size_t>(x)] ||
+        consumed[static_cast<size_t>(y)]) {
+      return bad("step " + std::to_string(k) + " (" + std::to_string(x) + ", " + std::to_string(y) +
+                 ") does not name two distinct earlier nodes not yet consumed");
+    }
+    consumed[static_cast<size_t>(x)] = consumed[static_cast<size_t>(y)] = true;
+  }
+  return std::shared_ptr<const EinsumOp>(
+      new EinsumOp(std::move(subscripts), PathAlgorithm::kExplicit, std::move(tree)));
 }
 
 PathPolicy EinsumOp::policy() const {
   PathPolicy p;
   p.algorithm = algorithm_;
+  if (algorithm_ == PathAlgorithm::kExplicit) p.explicit_tree = tree_;
   return p;
 }
 
 uint64_t EinsumOp::payload_hash() const {
-  return std::hash<std::string>()(subscripts_) * 31 + static_cast<uint64_t>(algorithm_);
+  uint64_t h = std::hash<std::string>()(subscripts_) * 31 + static_cast<uint64_t>(algorithm_);
+  for (const auto& [x, y] : tree_.steps)
+    h = (h * 1000003u) ^ (static_cast<uint64_t>(x) << 32 | static_cast<uint32_t>(y));
+  return h;
 }
 
 bool EinsumOp::payload_equal(const ExtensionOp& other) const {
   const auto& o = static_cast<const EinsumOp&>(other);
-  return o.subscripts_ == subscripts_ && o.algorithm_ == algorithm_;
+  return o.subscripts_ == subscripts_ && o.algorithm_ == algorithm_ && o.tree_.leaves == tree_.leaves &&
+         o.tree_.steps == tree_.steps;
 }
 
-std::string EinsumOp::payload_text() const { return subscripts_ + ";" + std::string(algorithm_text(algorithm_)); }
+std::string EinsumOp::payload_text() const {
+  if (algorithm_ != PathAlgorithm::kExplicit) return subscripts_ + ";" + std::string(algorithm_text(algorithm_));
+  std::string t = subscripts_ + ";explicit:";
+  for (size_t k = 0; k < tree_.steps.size(); ++k) {
+    if (k > 0) t += ',';
+    t += std::to_string(tree_.steps[k].first) + "-" + std::to_string(tree_.steps[k].second);
+  }
+  return t;
+}
 
 Result<std::shared_ptr<const EinsumOp>> parse_einsum_payload(std::string_view payload) {
   const size_t semi = payload.rfind(';');
@@ -106,6 +147,40 @@ Result<std::shared_ptr<const EinsumOp>> parse_einsum_payload(std::string_view pa
     return usage_error(ErrorCode::kParse, "einsum", "payload '" + std::string(payload) + "' lacks ';ALGORITHM'");
   }
   const std::string_view alg = payload.substr(semi + 1);
+  constexpr std::string_view kExplicitTag = "explicit:";
+  if (alg.substr(0, kExplicitTag.size()) == kExplicitTag) {
+    // Steps "A-B" separated by ','; node ids are decimal and below 2^30 (checked before
+    // they can overflow), the tree's fit is make_explicit's check.
+    std::string subscripts(payload.substr(0, semi));
+    TENFERRO_TRY(Subscripts parsed, parse_subscripts(subscripts));
+    ContractionTree tree;
+    tree.leaves = static_cast<int32_t>(std::min<size_t>(parsed.inputs.size(), size_t{1} << 30));
+    const std::string_view steps = alg.substr(kExplicitTag.size());
+    size_t i = 0;
+    auto number = [&](int32_t* out) -> bool {
+      int64_t v = 0;
+      const size_t start = i;
+      while (i < steps.size() && steps[i] >= '0' && steps[i] <= '9') {
+        v = v * 10 + (steps[i] - '0');
+        if (v >= (int64_t{1} << 30)) return false;
+        ++i;
+      }
+      *out = static_cast<int32_t>(v);
+      return i > start;
+    };
+    while (i < steps.size()) {
+      int32_t x = 0, y = 0;
+      if (!number(&x) || i >= steps.size() || steps[i] != '-' || (++i, !number(&y)) ||
+          (i < steps.size() && steps[i] != ',') || (i < steps.size() && i + 1 == steps.size())) {
+        return usage_error(ErrorCode::kParse, "einsum",
+                           "explicit path '" + std::string(steps) + "': expected steps A-B separated by ',' (byte " +
+                               std::to_string(i) + ")");
+      }
+      if (i < steps.size()) ++i;  // the ','
+      tree.steps.emplace_back(x, y);
+    }
+    return EinsumOp::make_explicit(std::move(subscripts), std::move(tree));
+  }
   PathAlgorithm a;
   if (alg == "greedy") {
     a = PathAlgorithm::kGreedy;
@@ -131,6 +206,17 @@ Result<void> register_einsum_family(program::ExtensionRegistry& registry) {
 Result<Value> emit_einsum(ProgramBuilder& builder, std::string subscripts, std::span<const Value> operands,
                           PathAlgorithm algorithm) {
   TENFERRO_TRY(std::shared_ptr<const EinsumOp> op, EinsumOp::make(std::move(subscripts), algorithm));
+  TENFERRO_TRY(std::vector<Value> out, builder.extension(std::move(op), operands));
+  return out[0];
+}
+
+Result<Value> emit_einsum(ProgramBuilder& builder, std::string subscripts, std::span<const Value> operands,
+                          const PathPolicy& policy) {
+  if (policy.algorithm != PathAlgorithm::kExplicit) {
+    return emit_einsum(builder, std::move(subscripts), operands, policy.algorithm);
+  }
+  TENFERRO_TRY(std::shared_ptr<const EinsumOp> op,
+               EinsumOp::make_explicit(std::move(subscripts), policy.explicit_tree));
   TENFERRO_TRY(std::vector<Value> out, builder.extension(std::move(op), operands));
   return out[0];
 }

@@ -39,6 +39,62 @@ TEST(EinsumOp, PayloadAndTextRoundTrip) {
   EXPECT_EQ(EinsumOp::make("i...j...->i").error().code(), ErrorCode::kParse);
 }
 
+// An explicit path in the payload: text round trip, identity (hash and equality), typed
+// errors for trees that do not fit and for malformed text, and the lowering follows it.
+TEST(EinsumOp, ExplicitPathPayload) {
+  const ContractionTree right_first{3, {{1, 2}, {0, 3}}};
+  const auto op = EinsumOp::make_explicit("ij,jk,kl->il", right_first).value();
+  EXPECT_EQ(op->algorithm(), PathAlgorithm::kExplicit);
+  EXPECT_EQ(op->payload_text(), "ij,jk,kl->il;explicit:1-2,0-3");
+  const auto back = parse_einsum_payload(op->payload_text()).value();
+  EXPECT_TRUE(back->payload_equal(*op));
+  EXPECT_EQ(back->payload_hash(), op->payload_hash());
+  EXPECT_EQ(back->policy().explicit_tree.steps, right_first.steps);
+  const auto left_first = EinsumOp::make_explicit("ij,jk,kl->il", ContractionTree{3, {{0, 1}, {2, 3}}}).value();
+  EXPECT_FALSE(left_first->payload_equal(*op));
+  EXPECT_FALSE(EinsumOp::make("ij,jk,kl->il", PathAlgorithm::kGreedy).value()->payload_equal(*op));
+  EXPECT_EQ(parse_einsum_payload("ij->j;explicit:").value()->tree().steps.size(), 0u);
+  for (const char* bad : {"ij,jk->ik;explicit:0-1,", "ij,jk->ik;explicit:0+1", "ij,jk->ik;explicit:-1",
+                          "ij,jk->ik;explicit:0-", "ij,jk->ik;explicit:99999999999-1", "ij,jk->ik;explicit:0-1x"}) {
+    const auto r = parse_einsum_payload(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().code(), ErrorCode::kParse) << bad;
+  }
+  for (const char* bad : {"ij,jk->ik;explicit:0-0", "ij,jk->ik;explicit:0-2", "ij,jk->ik;explicit:0-1,0-2",
+                          "ij,jk,kl->il;explicit:0-1"}) {
+    const auto r = parse_einsum_payload(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument) << bad;
+  }
+  // The lowering contracts in the tree's order: [3,4] x [4,5] first gives a [3,5]
+  // intermediate, [4,5] x [5,2] first a [4,2]; both give the same values.
+  const Tensor a = Tensor::random_normal(DType::kF64, {3, 4}, 1).value();
+  const Tensor bt = Tensor::random_normal(DType::kF64, {4, 5}, 2).value();
+  const Tensor c = Tensor::random_normal(DType::kF64, {5, 2}, 3).value();
+  std::vector<Tensor> results;
+  for (const auto& chosen : {op, left_first}) {
+    ProgramBuilder b;
+    std::vector<Value> in;
+    for (const Tensor* t : {&a, &bt, &c}) {
+      in.push_back(b.input(ValueType{DType::kF64, {Extent::exact(t->dim(0)), Extent::exact(t->dim(1))}}, "x").value());
+    }
+    b.set_core_only(true);
+    const program::LoweringOutcome lowered = chosen->lower_to_core(b, in).value();
+    ASSERT_EQ(lowered.values.size(), 1u);
+    const auto g = b.finish({lowered.values[0]}).value();
+    const std::string text = program::print_program(*g.program);
+    const bool right = chosen == op;
+    EXPECT_EQ(text.find("f64[4, 2]") != std::string::npos, right) << text;
+    EXPECT_EQ(text.find("f64[3, 5]") != std::string::npos, !right) << text;
+    results.push_back(program::interpret(g, std::vector<Tensor>{a, bt, c}).value()[0]);
+  }
+  for (int64_t i = 0; i < 3; ++i) {
+    for (int64_t l = 0; l < 2; ++l) {
+      EXPECT_NEAR(results[0].get<double>({i, l}).value(), results[1].get<double>({i, l}).value(), 1e-12);
+    }
+  }
+}
+
 TEST(EinsumOp, InferenceWithSymbolicExtentsAddsGuards) {
   ProgramBuilder b;
   const Extent n = b.symbol("n").value();

@@ -22,23 +22,32 @@ namespace tenferro::einsum {
 inline constexpr std::string_view kEinsumFamily = "einsum";
 
 /// One einsum op: numpy subscripts (explicit or implicit output, ellipsis, UTF-8 labels)
-/// and a deterministic path algorithm (greedy, optimal or left-to-right; the path is
-/// searched when an engine prepares the op for concrete shapes). Immutable.
+/// and its contraction path: a deterministic path algorithm (greedy, optimal or
+/// left-to-right; searched when an engine prepares the op for concrete shapes) or an
+/// explicit tree (kExplicit: the path a caller chose, e.g. by TreeSA). Immutable.
 class EinsumOp final : public program::ExtensionOp {
  public:
   /// Validates the subscripts (parse_subscripts). Errors: kParse; kInvalidArgument for
-  /// kTreeSA or kExplicit (not deterministic / not expressible in the payload yet).
+  /// kTreeSA (not deterministic) or kExplicit (use make_explicit).
   static Result<std::shared_ptr<const EinsumOp>> make(std::string subscripts,
                                                       PathAlgorithm algorithm = PathAlgorithm::kGreedy);
+  /// An op with an explicit path: `tree` over the subscripts' operands (leaves = their
+  /// count, leaves - 1 steps, each contracting two earlier nodes not yet consumed).
+  /// Errors: kParse (subscripts), kInvalidArgument (a tree that does not fit).
+  static Result<std::shared_ptr<const EinsumOp>> make_explicit(std::string subscripts, ContractionTree tree);
   const std::string& subscripts() const noexcept { return subscripts_; }
   PathAlgorithm algorithm() const noexcept { return algorithm_; }
+  /// The explicit path (kExplicit only; empty otherwise).
+  const ContractionTree& tree() const noexcept { return tree_; }
   /// The path policy engines plan with.
   PathPolicy policy() const;
 
   std::string_view family_id() const override { return kEinsumFamily; }
   uint64_t payload_hash() const override;
   bool payload_equal(const ExtensionOp& other) const override;
-  /// "SUBSCRIPTS;ALGORITHM", e.g. "ij,jk->ik;greedy".
+  /// "SUBSCRIPTS;ALGORITHM", e.g. "ij,jk->ik;greedy", or for an explicit path
+  /// "SUBSCRIPTS;explicit:A-B,C-D,..." with the tree's steps as node ids (SSA form:
+  /// "ij,jk,kl->il;explicit:1-2,0-3").
   std::string payload_text() const override;
   std::vector<program::Effect> effects() const override { return {}; }
   std::vector<program::Alias> aliases() const override { return {program::Alias{}}; }
@@ -55,12 +64,15 @@ class EinsumOp final : public program::ExtensionOp {
                                                  std::span<const program::Value> inputs) const override;
 
  private:
-  EinsumOp(std::string subscripts, PathAlgorithm algorithm) : subscripts_(std::move(subscripts)), algorithm_(algorithm) {}
+  EinsumOp(std::string subscripts, PathAlgorithm algorithm, ContractionTree tree)
+      : subscripts_(std::move(subscripts)), algorithm_(algorithm), tree_(std::move(tree)) {}
   std::string subscripts_;
   PathAlgorithm algorithm_;
+  ContractionTree tree_;
 };
 
-/// Parses an einsum payload ("SUBSCRIPTS;ALGORITHM"). Errors: kParse, those of make.
+/// Parses an einsum payload ("SUBSCRIPTS;ALGORITHM" or "SUBSCRIPTS;explicit:A-B,...").
+/// Errors: kParse, those of make and make_explicit.
 Result<std::shared_ptr<const EinsumOp>> parse_einsum_payload(std::string_view payload);
 
 /// Adds the einsum family to a text-format registry. Errors: kInvalidArgument when the
@@ -71,5 +83,9 @@ Result<void> register_einsum_family(program::ExtensionRegistry& registry);
 Result<program::Value> emit_einsum(program::ProgramBuilder& builder, std::string subscripts,
                                    std::span<const program::Value> operands,
                                    PathAlgorithm algorithm = PathAlgorithm::kGreedy);
+/// Emits with `policy`'s path: its algorithm, or its explicit tree for kExplicit.
+/// Errors: those of make / make_explicit (kTreeSA: pass the tree it found as explicit).
+Result<program::Value> emit_einsum(program::ProgramBuilder& builder, std::string subscripts,
+                                   std::span<const program::Value> operands, const PathPolicy& policy);
 
 }  // namespace tenferro::einsum
