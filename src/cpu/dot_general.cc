@@ -1135,7 +1135,11 @@ Result<Tensor> dot_general(const CpuExecutionContext& ctx, const Tensor& lhs, co
   TENFERRO_TRY(Tensor buffer, Tensor::uninitialized(lhs.dtype(), {element_count(shape)}, pool));
   TENFERRO_TRY(Tensor out, Tensor::from_storage(lhs.dtype(), buffer.storage(), layout));
   buffer = Tensor();
-  TENFERRO_TRY_VOID(dot_general_into(ctx, lhs, rhs, dims, o, out, pool));
+  // The result is this call's own, of the validated dtype and shape: straight to the
+  // route (dot_general_into would validate operands and destination again).
+  TENFERRO_TRY_VOID(visit_dtype(lhs.dtype(), [&]<class T>() -> Result<void> {
+    return run_dot<T>(ctx, lhs, rhs, dims, o, axes, out, pool, nullptr);
+  }));
   return out;
 }
 
