@@ -91,11 +91,14 @@ def _host(obj):
 # piecewise-constant values: their derivative is zero wherever it exists), so computing
 # them in numpy on the values drops nothing: they run there even on tensors that
 # require grad.
+# (Looked up by name: aliases such as round_ are gone from numpy 2.)
 _NO_DERIVATIVE = {
-    np.isnan, np.isinf, np.isfinite, np.signbit, np.logical_not, np.logical_and, np.logical_or, np.logical_xor,
-    np.floor, np.ceil, np.trunc, np.rint, np.isclose, np.allclose, np.array_equal, np.array_equiv, np.argmax,
-    np.argmin, np.argsort, np.nonzero, np.flatnonzero, np.argwhere, np.count_nonzero, np.searchsorted,
-    np.iscomplexobj, np.isrealobj, np.iscomplex, np.isreal, np.result_type, np.around, np.round_,
+    f for f in (getattr(np, name, None) for name in (
+        "isnan", "isinf", "isfinite", "signbit", "logical_not", "logical_and", "logical_or", "logical_xor", "floor",
+        "ceil", "trunc", "rint", "isclose", "allclose", "array_equal", "array_equiv", "argmax", "argmin", "argsort",
+        "nonzero", "flatnonzero", "argwhere", "count_nonzero", "searchsorted", "iscomplexobj", "isrealobj",
+        "iscomplex", "isreal", "result_type", "around", "round", "round_"))
+    if f is not None
 }
 
 
