@@ -1,6 +1,6 @@
 """numpy's advanced indexing, functional updates (`x.at[key].set(v)`), the shape
-functions flip, roll, pad, broadcast_to, tile and repeat, take_along_axis and sort, and
-the scans cumsum and cumprod on tenferro.EagerTensor (docs/design/0008-python.md,
+functions flip, roll, pad, broadcast_to, tile, repeat, diag, split and the stacks,
+take_along_axis and sort, and diff, cumsum and cumprod on tenferro.EagerTensor (docs/design/0008-python.md,
 "Indexing and updates").
 
 Everything here is composed from operations that record for AD: the C++ basic indexing
@@ -442,6 +442,81 @@ def cumprod(x, axis=None):
     """numpy's cumprod along `axis` (None: of the flattened tensor), as log2(n) shifted
     products (differentiable, zeros included)."""
     return _scan(x, axis, lambda u, v: u * v, 1, "cumprod")
+
+
+def diag(v, k=0):
+    """numpy's diag: the k-th diagonal of a matrix (a view), or a square matrix with the
+    vector on its k-th diagonal (zeros elsewhere; a scatter, so it differentiates)."""
+    if v.ndim == 2:
+        return v.diagonal(k)
+    if v.ndim != 1:
+        raise ValueError("tenferro: diag: input must be 1-d or 2-d")
+    n = v.shape[0]
+    m = n + abs(int(k))
+    rows = np.arange(n, dtype=np.int64) + max(-int(k), 0)
+    cols = np.arange(n, dtype=np.int64) + max(int(k), 0)
+    return v.runtime.zeros([m, m], v.dtype).at[rows, cols].set(v)
+
+
+def diff(a, n=1, axis=-1):
+    """numpy's diff: the n-th forward difference along `axis` (differences of slices)."""
+    if n < 0:
+        raise ValueError(f"tenferro: diff: order must be non-negative, got {n}")
+    ax = _axis(a, axis, "diff")
+    head = [slice(None)] * a.ndim
+    tail = [slice(None)] * a.ndim
+    head[ax] = slice(1, None)
+    tail[ax] = slice(None, -1)
+    for _ in range(n):
+        a = a[tuple(head)] - a[tuple(tail)]
+    return a
+
+
+def array_split(a, sections, axis=0, equal=False):
+    """numpy's array_split (and split with equal=True): a list of views of `a` along
+    `axis`, at the given indices or into `sections` parts (the first ones one longer)."""
+    ax = _axis(a, axis, "split")
+    n = a.shape[ax]
+    if _integer(sections):
+        if sections <= 0:
+            raise ValueError("tenferro: split: number sections must be larger than 0")
+        if equal and n % sections:
+            raise ValueError("tenferro: split: array split does not result in an equal division")
+        q, r = divmod(n, sections)
+        bounds = [0]
+        for i in range(sections):
+            bounds.append(bounds[-1] + q + (1 if i < r else 0))
+    else:
+        bounds = [0] + [min(max(int(i) + (n if int(i) < 0 else 0), 0), n) for i in sections] + [n]
+    parts = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        key = [slice(None)] * a.ndim
+        key[ax] = slice(lo, max(lo, hi))
+        parts.append(a[tuple(key)])
+    return parts
+
+
+def _atleast(a, rank):
+    if a.ndim >= rank:
+        return a
+    if rank == 2:
+        return a.reshape((1,) * (2 - a.ndim) + tuple(a.shape))
+    shape = {0: (1, 1, 1), 1: (1,) + tuple(a.shape) + (1,), 2: tuple(a.shape) + (1,)}[a.ndim]
+    return a.reshape(shape)
+
+
+def stack_along(kind, tup):
+    """numpy's vstack / hstack / dstack / column_stack of eager tensors (numpy arrays
+    among them become constants): concatenations after numpy's reshapes."""
+    from . import _constants, concatenate
+    parts = _constants(list(tup), kind)
+    if kind == "vstack":
+        return concatenate([_atleast(p, 2) for p in parts], 0)
+    if kind == "dstack":
+        return concatenate([_atleast(p, 3) for p in parts], 2)
+    if kind == "column_stack":
+        return concatenate([p.reshape((-1, 1)) if p.ndim < 2 else p for p in parts], 1)
+    return concatenate(parts, 0 if all(p.ndim == 1 for p in parts) else 1)  # hstack
 
 
 def install():

@@ -432,7 +432,19 @@ _FUNCTIONS = {
     np.sort: lambda a, axis=-1, kind=None, order=None: (
         _indexing.sort(a, axis) if isinstance(a, EagerTensor) and order is None else None),
     np.cumsum: _scan("cumsum"), np.cumprod: _scan("cumprod"),
+    np.diag: lambda v, k=0: _indexing.diag(v, k) if isinstance(v, EagerTensor) else None,
+    np.diff: lambda a, n=1, axis=-1, **rest: (
+        _indexing.diff(a, n, axis) if isinstance(a, EagerTensor) and not rest else None),
+    np.split: lambda ary, indices_or_sections, axis=0: (
+        _indexing.array_split(ary, indices_or_sections, axis, equal=True) if isinstance(ary, EagerTensor) else None),
+    np.array_split: lambda ary, indices_or_sections, axis=0: (
+        _indexing.array_split(ary, indices_or_sections, axis) if isinstance(ary, EagerTensor) else None),
 }
+for _name in ("vstack", "hstack", "dstack", "column_stack"):
+    _FUNCTIONS[getattr(np, _name)] = (
+        lambda kind: lambda tup, **rest: (
+            _indexing.stack_along(kind, tup) if not rest and any(isinstance(t, EagerTensor) for t in tup) else None))(
+        _name)
 for _name in ("svd", "qr", "eigh", "eigvalsh", "eig", "eigvals", "cholesky", "solve", "inv", "det", "slogdet",
               "pinv", "lstsq", "norm", "matrix_power", "multi_dot", "matrix_rank", "cond",
               "tensorinv", "tensorsolve"):

@@ -317,3 +317,38 @@ def test_sort_take_along_axis_and_scans_match_numpy_with_gradients(rt):
         tenferro.take_along_axis(rt.tensor(a), np.zeros((2, 2), dtype=np.int64), 0)
     with pytest.raises(IndexError, match="out of bounds"):
         tenferro.take_along_axis(rt.tensor(a), np.full((1, 1, 1), 9), 0)
+
+
+def test_diag_diff_split_and_stacks_match_numpy_with_gradients(rt):
+    rng = np.random.default_rng(50)
+    a = rng.standard_normal((4, 6))
+    v = rng.standard_normal(5)
+    cases = [
+        (lambda m, t: m.diag(t, 0), v), (lambda m, t: m.diag(t, 2), v), (lambda m, t: m.diag(t, -1), v),
+        (lambda m, t: m.diag(t, 1), a), (lambda m, t: m.diag(t, -2), a),
+        (lambda m, t: m.diff(t), a), (lambda m, t: m.diff(t, 2, axis=0), a), (lambda m, t: m.diff(t, 0), a),
+        (lambda m, t: m.vstack([t, t * 2.0]), a), (lambda m, t: m.hstack([t, t]), a),
+        (lambda m, t: m.hstack([t, t]), v), (lambda m, t: m.dstack([t, t]), a),
+        (lambda m, t: m.column_stack([t, t]), v), (lambda m, t: m.vstack([t, t]), v),
+        (lambda m, t: m.concatenate(m.split(t, 3, axis=1)[::-1], axis=1), a),
+        (lambda m, t: m.concatenate(m.array_split(t, [1, 4, 9], axis=1)[::-1], axis=1), a),
+        (lambda m, t: m.concatenate(m.array_split(t, 4, axis=1)[::-1], axis=1), a),
+    ]
+    for k, (f, x) in enumerate(cases):
+        want = f(np, x)
+        got = f(np, rt.tensor(x))
+        assert isinstance(got, tenferro.EagerTensor), k
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-13, atol=1e-13, err_msg=str(k))
+        # Linear in x: the gradient of sum(w * f(x)) against central differences.
+        w = rng.standard_normal(want.shape)
+        (g,) = tenferro.grad(lambda t: (f(np, t) * w).sum())(x)
+        fd = np.zeros_like(x)
+        for i in np.ndindex(x.shape):
+            e = np.zeros_like(x)
+            e[i] = 1.0
+            fd[i] = (f(np, x + e) * w).sum() - (f(np, x) * w).sum()
+        np.testing.assert_allclose(g.numpy(), fd, rtol=1e-9, atol=1e-9, err_msg=str(k))
+    with pytest.raises(ValueError, match="equal division"):
+        np.split(rt.tensor(a), 4, axis=1)
+    with pytest.raises(ValueError, match="1-d or 2-d"):
+        np.diag(rt.tensor(np.zeros((2, 2, 2))))
