@@ -1014,6 +1014,7 @@ namespace {
 // 4.49-4.58 / 2.63-2.68. So up to 14^3 = 2744 multiply-adds (of the dtype).
 // dot_general_into takes it too when beta is 0, writing through the destination's
 // strides after the destination checks.
+
 // `outer` unit-stride runs of `len` elements of C (run o at c + o * c_step), each the sum
 // over l < k of coef(o, l) times the unit-stride run l of `src` (at src + l * src_step),
 // from zero in ascending l: the unit-stride orders of tiny_matmul.

@@ -133,27 +133,38 @@ Network make_network(const EinsumSpec& spec, std::vector<Label>* dense_to_label)
 
 double PathCost::log10_flops() const { return flops > 0 ? std::log10(flops) : 0.0; }
 
+Result<void> check_tree(int32_t leaves, const ContractionTree& tree) {
+  const int32_t n = leaves;
+  if (tree.leaves != n) return tree_error("the tree has " + s(tree.leaves) + " leaves, the network " + s(n) + " operands");
+  if (static_cast<int64_t>(tree.steps.size()) != std::max(n - 1, 0)) {
+    return tree_error("a tree over " + s(n) + " operands needs " + s(std::max(n - 1, 0)) + " steps, not " +
+                      s(static_cast<int64_t>(tree.steps.size())));
+  }
+  std::vector<bool> consumed(static_cast<size_t>(n) + tree.steps.size(), false);
+  for (size_t k = 0; k < tree.steps.size(); ++k) {
+    const auto [a, b] = tree.steps[k];
+    const int64_t defined = n + static_cast<int64_t>(k);
+    if (a < 0 || b < 0 || a >= defined || b >= defined || a == b) {
+      return tree_error("step " + s(static_cast<int64_t>(k)) + " (" + s(a) + ", " + s(b) + ") names an undefined node");
+    }
+    if (consumed[static_cast<size_t>(a)] || consumed[static_cast<size_t>(b)]) {
+      return tree_error("step " + s(static_cast<int64_t>(k)) + " (" + s(a) + ", " + s(b) + ") reuses a consumed node");
+    }
+    consumed[static_cast<size_t>(a)] = consumed[static_cast<size_t>(b)] = true;
+  }
+  return ok();
+}
+
 Result<PathCost> evaluate(const Network& network, const ContractionTree& tree) {
   const auto n = static_cast<int32_t>(network.inputs.size());
   if (n == 0) return tree_error("the network has no operands");
-  if (tree.leaves != n) return tree_error("the tree has " + s(tree.leaves) + " leaves, the network " + s(n) + " operands");
-  if (static_cast<int32_t>(tree.steps.size()) != n - 1) {
-    return tree_error("a tree over " + s(n) + " operands needs " + s(n - 1) + " steps, not " +
-                      s(static_cast<int64_t>(tree.steps.size())));
-  }
+  TENFERRO_TRY_VOID(check_tree(n, tree));
   LiveSet live(network);
   PathCost cost;
   for (const auto& in : network.inputs) cost.largest = std::max(cost.largest, size_of(in, network.extent));
   std::vector<int32_t> kept;
   for (size_t k = 0; k < tree.steps.size(); ++k) {
     const auto [a, b] = tree.steps[k];
-    const auto defined = static_cast<int32_t>(live.labels.size());
-    if (a < 0 || b < 0 || a >= defined || b >= defined || a == b) {
-      return tree_error("step " + s(static_cast<int64_t>(k)) + " (" + s(a) + ", " + s(b) + ") names an undefined node");
-    }
-    if (!live.alive[static_cast<size_t>(a)] || !live.alive[static_cast<size_t>(b)]) {
-      return tree_error("step " + s(static_cast<int64_t>(k)) + " (" + s(a) + ", " + s(b) + ") reuses a consumed node");
-    }
     bool summed = false;
     const double all = contract_labels(live.labels[static_cast<size_t>(a)], live.labels[static_cast<size_t>(b)],
                                        live.cnt, live.in_out, network.extent, &kept, &summed);

@@ -85,28 +85,7 @@ Result<std::shared_ptr<const EinsumOp>> EinsumOp::make(std::string subscripts, P
 
 Result<std::shared_ptr<const EinsumOp>> EinsumOp::make_explicit(std::string subscripts, ContractionTree tree) {
   TENFERRO_TRY(Subscripts parsed, parse_subscripts(subscripts));
-  const auto n = static_cast<int64_t>(parsed.inputs.size());
-  auto bad = [&](const std::string& why) {
-    return usage_error(ErrorCode::kInvalidArgument, "einsum", "explicit path for '" + subscripts + "': " + why);
-  };
-  if (tree.leaves != n) {
-    return bad("a tree over " + std::to_string(tree.leaves) + " operands, the subscripts have " + std::to_string(n));
-  }
-  if (static_cast<int64_t>(tree.steps.size()) != std::max<int64_t>(n - 1, 0)) {
-    return bad(std::to_string(tree.steps.size()) + " steps, " + std::to_string(n) + " operands need " +
-               std::to_string(std::max<int64_t>(n - 1, 0)));
-  }
-  std::vector<bool> consumed(static_cast<size_t>(n + static_cast<int64_t>(tree.steps.size())), false);
-  for (size_t k = 0; k < tree.steps.size(); ++k) {
-    const auto [x, y] = tree.steps[k];
-    const int64_t defined = n + static_cast<int64_t>(k);
-    if (x < 0 || y < 0 || x >= defined || y >= defined || x == y || consumed[static_cast<size_t>(x)] ||
-        consumed[static_cast<size_t>(y)]) {
-      return bad("step " + std::to_string(k) + " (" + std::to_string(x) + ", " + std::to_string(y) +
-                 ") does not name two distinct earlier nodes not yet consumed");
-    }
-    consumed[static_cast<size_t>(x)] = consumed[static_cast<size_t>(y)] = true;
-  }
+  TENFERRO_TRY_VOID(check_tree(static_cast<int32_t>(std::min<size_t>(parsed.inputs.size(), size_t{1} << 30)), tree));
   return std::shared_ptr<const EinsumOp>(
       new EinsumOp(std::move(subscripts), PathAlgorithm::kExplicit, std::move(tree)));
 }

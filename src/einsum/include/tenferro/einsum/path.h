@@ -52,6 +52,10 @@ struct PathCost {
   double log10_flops() const;
 };
 
+/// Checks that `tree` is a complete tree over `leaves` operands: leaves - 1 steps, each
+/// contracting two distinct earlier nodes not yet consumed. Errors: kInvalidArgument.
+Result<void> check_tree(int32_t leaves, const ContractionTree& tree);
+
 /// Checks that `tree` is a complete tree over the network's operands and returns its cost.
 /// Errors: kInvalidArgument (wrong leaf count, a node used twice or not yet defined,
 /// missing steps).
