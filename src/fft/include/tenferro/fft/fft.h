@@ -1,0 +1,128 @@
+#pragma once
+/// \file
+/// Discrete Fourier transforms on the CPU engine (FFTW3): complex-to-complex, real-to-
+/// complex (the non-negative half of the spectrum) and complex-to-real, over any set of
+/// axes of a tensor with any strides (inputs are never modified), batched over the
+/// other axes, with numpy's normalizations. Note [FFT kernels] in fft.cc says how.
+///
+/// Definitions (numpy.fft's): the forward transform of x along one axis of length n is
+/// y_k = s * sum_j x_j exp(-2 pi i j k / n), the inverse uses exp(+2 pi i j k / n); over
+/// several axes the transforms compose. The scale s depends on the norm and on N, the
+/// product of the transformed lengths (for kC2R the output lengths):
+///
+///   norm       forward (kC2C, kR2C)   inverse (kC2CInverse, kC2R)
+///   backward   1                      1/N
+///   ortho      1/sqrt(N)              1/sqrt(N)
+///   forward    1/N                    1
+///
+/// kR2C keeps bins 0 .. n/2 of the last listed axis (n/2 + 1 of them; the rest follow by
+/// Hermitian symmetry); the other listed axes are full complex transforms. kC2R is its
+/// inverse: complex transforms over the other listed axes, then a complex-to-real
+/// transform of the last one, whose input must hold n/2 + 1 bins for the output length n
+/// (`last_length`); the imaginary parts of bin 0 and, for even n, of bin n/2 are ignored
+/// there (numpy's irfftn). Results are new compact column-major tensors.
+///
+/// Parallelism: the batch (the axes not transformed) is spread over the context's
+/// workers in contiguous chunks; one transform is never split (FFTW's own threads are
+/// not used: one fan-out level, ARCHITECTURE §3.7).
+///
+/// Thread-safety: functions are reentrant. FFTW's planner is process-wide and not
+/// thread-safe; every plan is created and destroyed under one lock inside this module
+/// (Note [FFTW planner lock]): other code in the process that calls FFTW's planner
+/// directly must not run concurrently with tenferro's transforms.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "tenferro/core/result.h"
+#include "tenferro/cpu/context.h"
+#include "tenferro/tensor/tensor.h"
+
+namespace tenferro::fft {
+
+using cpu::CpuExecutionContext;
+using PoolPtr = std::shared_ptr<HostBufferPool>;
+
+/// Which transform.
+enum class Kind : uint8_t {
+  kC2C,         ///< complex -> complex, forward (numpy fftn); c64 / c128
+  kC2CInverse,  ///< complex -> complex, inverse (numpy ifftn); c64 / c128
+  kR2C,         ///< real -> half-spectrum complex (numpy rfftn); f32 -> c64, f64 -> c128
+  kC2R,         ///< half-spectrum complex -> real (numpy irfftn); c64 -> f32, c128 -> f64
+};
+std::string_view kind_name(Kind kind) noexcept;
+
+/// numpy's normalization modes (see the table above).
+enum class Norm : uint8_t { kBackward, kOrtho, kForward };
+std::string_view norm_name(Norm norm) noexcept;
+
+/// A transform: its kind, normalization and axes.
+struct FftSpec {
+  Kind kind = Kind::kC2C;
+  Norm norm = Norm::kBackward;
+  /// Distinct axes in [0, rank), at least one. For kR2C and kC2R the last one is the
+  /// halved axis.
+  std::vector<int64_t> axes;
+  /// kC2R: the output length n of the last listed axis (>= 1; the input holds n/2 + 1
+  /// bins there). Ignored by the other kinds.
+  int64_t last_length = -1;
+  friend bool operator==(const FftSpec&, const FftSpec&) = default;
+};
+
+/// The scale s of the table above for a transform whose lengths multiply to `n`.
+double scale_of(Kind kind, Norm norm, double n) noexcept;
+
+/// The dtype and shape of the result of `spec` on an input of `dtype` and `shape`, after
+/// the checks `fft` makes. Errors (kUsage stage, op "fft"): kDTypeMismatch (a real input
+/// to a complex transform and the reverse, integer or bool), kOutOfRange (an axis outside
+/// [0, rank)), kInvalidArgument (no axes, a repeated axis, kC2R with last_length < 1),
+/// kInvalidShape (a transformed axis of extent 0), kShapeMismatch (kC2R: the last axis
+/// does not hold last_length/2 + 1 bins).
+struct FftResultType {
+  DType dtype;
+  Shape shape;
+};
+Result<FftResultType> result_type(DType dtype, Dims shape, const FftSpec& spec);
+
+/// Plans FFTW made, kept for reuse (Note [FFT plan cache] in fft.cc): FFTW's planner costs
+/// as much as a mid-sized transform, so repeated calls of one layout reuse its plans.
+/// Bounded: at most `capacity` plans, least recently used replaced first. Thread-safe;
+/// plans in use by a call outlive their eviction. Owned by whoever repeats calls (an
+/// eager runtime, a prepared node).
+class PlanCache {
+ public:
+  static constexpr int64_t kDefaultCapacity = 64;
+  /// Errors: none (capacity < 1 is taken as 1).
+  explicit PlanCache(int64_t capacity = kDefaultCapacity);
+  ~PlanCache();
+  PlanCache(const PlanCache&) = delete;
+  PlanCache& operator=(const PlanCache&) = delete;
+
+  struct Stats {
+    int64_t entries = 0, capacity = 0, hits = 0, misses = 0, evictions = 0;
+    /// An estimate: FFTW does not report a plan's size; 16 bytes per point of each
+    /// planned transform length (its twiddle factors).
+    int64_t estimated_bytes = 0;
+  };
+  Stats stats() const;
+  /// Drops every plan (calls running with one keep theirs until they finish).
+  void clear();
+
+  struct Impl;
+  Impl& impl() const noexcept { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Transforms `x` as `spec` says; the result comes from `pool` when given. `plans`
+/// (optional, not owned) holds plans between calls. Errors: those of result_type, all
+/// before anything is computed; kOverflow (an extent beyond FFTW's), kAllocationFailed;
+/// kInternal if FFTW returns no plan.
+Result<Tensor> fft(const CpuExecutionContext& ctx, const Tensor& x, const FftSpec& spec, const PoolPtr& pool = nullptr,
+                   PlanCache* plans = nullptr);
+
+}  // namespace tenferro::fft
