@@ -1,0 +1,229 @@
+// The fft extension family: payload text, type inference, the interpreter against the
+// CPU module, and the AD rules (JVP vs central differences, VJP vs JVP by the adjoint
+// identity) for every kind and norm.
+
+#include "tenferro/fft_ir/fft_op.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "tenferro/compiler/compiler.h"
+#include "tenferro/cpu/engine.h"
+#include "tenferro/cpu_runtime/cpu_runtime.h"
+#include "tenferro/program/interpreter.h"
+#include "tenferro/program/text.h"
+#include "tenferro/runtime/runtime.h"
+#include "tenferro/test_support/ad_check.h"
+
+namespace tenferro::fft_ir {
+namespace {
+
+using compiler::TraceContext;
+using fft::FftSpec;
+using fft::Kind;
+using fft::Norm;
+using program::Extent;
+using program::OpCode;
+using program::ProgramBuilder;
+using program::Value;
+using program::ValueType;
+using test_support::vt;
+
+FftSpec spec(Kind k, Norm n, std::vector<int64_t> axes, int64_t len = -1) {
+  FftSpec s{k, n, std::move(axes)};
+  s.last_length = len;
+  return s;
+}
+
+TEST(FftOp, PayloadTextRoundTrips) {
+  for (const FftSpec& s : {spec(Kind::kC2C, Norm::kOrtho, {0, 2}), spec(Kind::kC2CInverse, Norm::kBackward, {1}),
+                           spec(Kind::kR2C, Norm::kForward, {2, 0}), spec(Kind::kC2R, Norm::kBackward, {1}, 8)}) {
+    const auto op = FftOp::make(s);
+    const auto back = parse_fft_payload(op->payload_text());
+    ASSERT_TRUE(back) << op->payload_text() << ": " << back.error().to_string();
+    EXPECT_TRUE((*back)->payload_equal(*op)) << op->payload_text();
+    EXPECT_EQ((*back)->payload_hash(), op->payload_hash());
+  }
+  EXPECT_EQ(FftOp::make(spec(Kind::kC2R, Norm::kOrtho, {0, 1}, 7))->payload_text(), "c2r;norm=ortho;axes=0,1;n=7");
+  for (const char* bad : {"", "dft;axes=0", "c2c", "c2c;axes=", "c2c;axes=0,", "c2c;axes=x", "c2c;norm=none;axes=0",
+                          "c2c;axes=0;axes=1", "c2r;axes=0", "c2c;axes=0;n=4", "c2r;axes=0;n=", "r2c;axes=0;size"}) {
+    const auto r = parse_fft_payload(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().code(), ErrorCode::kParse) << bad;
+  }
+}
+
+TEST(FftOp, InferenceKeepsSymbolicBatchAxes) {
+  ProgramBuilder b;
+  const Extent sym = b.symbol("batch").value();
+  Value x = b.input(ValueType{DType::kF32, {sym, Extent::exact(10)}}).value();
+  Value y = emit_fft(b, spec(Kind::kR2C, Norm::kBackward, {1}), x).value();
+  ValueType t = b.type(y).value();
+  EXPECT_EQ(t.dtype, DType::kC64);
+  EXPECT_FALSE(t.shape[0].is_exact());
+  EXPECT_EQ(t.shape[1].exact_value(), 6);
+  Value z = emit_fft(b, spec(Kind::kC2R, Norm::kBackward, {1}, 11), y).value();
+  EXPECT_EQ(b.type(z).value().dtype, DType::kF32);
+  EXPECT_EQ(b.type(z).value().shape[1].exact_value(), 11);
+  // Errors name the stage and code.
+  auto code = [&](const FftSpec& s, Value v) { return emit_fft(b, s, v).error().code(); };
+  EXPECT_EQ(code(spec(Kind::kR2C, Norm::kBackward, {0}), x), ErrorCode::kUnsupported);  // symbolic transformed
+  EXPECT_EQ(code(spec(Kind::kC2C, Norm::kBackward, {1}), x), ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(code(spec(Kind::kC2C, Norm::kBackward, {2}), y), ErrorCode::kOutOfRange);
+  EXPECT_EQ(code(spec(Kind::kC2R, Norm::kBackward, {1}, 12), y), ErrorCode::kShapeMismatch);
+  EXPECT_EQ(emit_fft(b, spec(Kind::kC2C, Norm::kBackward, {1}), x).error().stage(), ErrorStage::kCompile);
+}
+
+TEST(FftOp, TextProgramsParseWithTheFamilyRegistered) {
+  program::ExtensionRegistry reg;
+  ASSERT_TRUE(register_fft_family(reg));
+  EXPECT_FALSE(register_fft_family(reg));
+  ProgramBuilder b;
+  Value x = b.input(vt(DType::kF64, {3, 8})).value();
+  Value y = emit_fft(b, spec(Kind::kR2C, Norm::kOrtho, {1}), x).value();
+  const auto g = b.finish({y}).value();
+  const std::string text = program::print_program(*g.program);
+  const auto back = program::parse_program(text, &reg);
+  ASSERT_TRUE(back) << back.error().to_string() << "\n" << text;
+  EXPECT_EQ(program::print_program(*back->program), text);
+}
+
+std::shared_ptr<runtime::Runtime> cpu_runtime() {
+  auto rt = runtime::Runtime::create().value();
+  cpu::CpuEngineConfig cfg;
+  cpu::CpuDomainConfig domain;
+  domain.cpus = cpu::CpuTopology::discover().value().allowed_cpus;
+  domain.threads = 2;
+  cfg.domains = {domain};
+  cfg.pin_workers = false;
+  const auto id = cpu_runtime::register_cpu_engine(*rt, cpu::CpuEngine::create(cfg).value()).value();
+  EXPECT_TRUE(rt->register_extension(id, cpu_fft_module()));
+  return rt;
+}
+
+double max_diff(const Tensor& a, const Tensor& b) {
+  const auto va = test_support::values(a), vb = test_support::values(b);
+  EXPECT_EQ(va.size(), vb.size());
+  double m = 0;
+  for (size_t i = 0; i < va.size() && i < vb.size(); ++i) m = std::max(m, std::abs(va[i] - vb[i]));
+  return m;
+}
+
+TEST(FftOp, InterpreterAndCpuModuleAgree) {
+  auto rt = cpu_runtime();
+  // rfft2 of a batch of images, a spectral filter, and back; plus a complex fft.
+  ProgramBuilder b;
+  Value x = b.input(vt(DType::kF64, {6, 32, 40}), "x").value();
+  Value z = b.input(vt(DType::kC128, {4, 300}), "z").value();
+  Value y = emit_fft(b, spec(Kind::kR2C, Norm::kBackward, {1, 2}), x).value();
+  Value back = emit_fft(b, spec(Kind::kC2R, Norm::kBackward, {1, 2}, 40), y).value();
+  Value zf = emit_fft(b, spec(Kind::kC2CInverse, Norm::kOrtho, {1}), z).value();
+  const auto g = b.finish({y, back, zf}).value();
+  const std::vector<Tensor> inputs = {Tensor::random_normal(DType::kF64, {6, 32, 40}, 1).value(),
+                                      Tensor::random_normal(DType::kC128, {4, 300}, 2).value()};
+  const auto want = program::interpret(g, inputs);
+  ASSERT_TRUE(want) << want.error().to_string();
+  auto plan = rt->prepare_for(g, runtime::signature_of(inputs));
+  ASSERT_TRUE(plan) << plan.error().to_string();
+  EXPECT_NE(rt->explain(**plan).find("cpu.fft"), std::string::npos) << rt->explain(**plan);
+  for (int run = 0; run < 2; ++run) {  // the second run uses the nodes' cached plans
+    const auto got = rt->execute_prepared(**plan, inputs);
+    ASSERT_TRUE(got) << got.error().to_string();
+    ASSERT_EQ(got->size(), 3u);
+    for (size_t i = 0; i < 3; ++i) EXPECT_LT(max_diff((*want)[i], (*got)[i]), 1e-9) << "output " << i;
+    EXPECT_LT(max_diff((*got)[1], inputs[0]), 1e-12) << "irfft2(rfft2(x)) = x";
+  }
+}
+
+ad::AdContext context() {
+  ad::AdContext c = ad::AdContext::with_standard_rules();
+  EXPECT_TRUE(c.install(fft_rule()));
+  return c;
+}
+
+using Body = std::function<std::vector<Value>(TraceContext&, Value)>;
+
+void check(const std::string& name, const ValueType& in, const Body& body, uint64_t seed) {
+  TraceContext tc;
+  Value x = tc.input(in).value();
+  auto g = tc.finish(body(tc, x));
+  ASSERT_TRUE(g) << name << ": " << g.error().to_string();
+  std::mt19937_64 rng(seed);
+  Shape s;
+  for (const Extent& e : in.shape) s.push_back(e.exact_value());
+  std::vector<Tensor> xs{test_support::strided_random(rng, in.dtype, s, -1.0, 1.0)};
+  test_support::check_derivatives(context(), g->graph(), xs, seed + 1, name);
+}
+
+Value transform(TraceContext& tc, const FftSpec& s, Value v) {
+  return tc.extension(FftOp::make(s), std::vector<Value>{v}).value()[0];
+}
+
+TEST(FftRules, EveryKindAndNormMatchesDifferencesAndItsAdjoint) {
+  uint64_t seed = 1;
+  for (Norm norm : {Norm::kBackward, Norm::kOrtho, Norm::kForward}) {
+    const std::string nn(fft::norm_name(norm));
+    for (DType dt : {DType::kC128, DType::kC64}) {
+      for (Kind k : {Kind::kC2C, Kind::kC2CInverse}) {
+        check(
+            std::string(fft::kind_name(k)) + " " + nn, vt(dt, {3, 5, 4}),
+            [&](TraceContext& tc, Value x) {
+              return std::vector<Value>{transform(tc, spec(k, norm, {2, 0}), x)};
+            },
+            seed++);
+      }
+    }
+    // Even and odd halved lengths, one and two axes.
+    for (int64_t n : {6, 7}) {
+      check(
+          "r2c " + nn + " n=" + std::to_string(n), vt(DType::kF64, {3, n}),
+          [&](TraceContext& tc, Value x) { return std::vector<Value>{transform(tc, spec(Kind::kR2C, norm, {1}), x)}; },
+          seed++);
+      check(
+          "r2c 2-d " + nn + " n=" + std::to_string(n), vt(DType::kF64, {n, 4, 3}),
+          [&](TraceContext& tc, Value x) {
+            return std::vector<Value>{transform(tc, spec(Kind::kR2C, norm, {1, 0}), x)};
+          },
+          seed++);
+      check(
+          "c2r " + nn + " n=" + std::to_string(n), vt(DType::kC128, {3, n / 2 + 1}),
+          [&](TraceContext& tc, Value x) {
+            return std::vector<Value>{transform(tc, spec(Kind::kC2R, norm, {1}, n), x)};
+          },
+          seed++);
+      check(
+          "c2r 2-d " + nn + " n=" + std::to_string(n), vt(DType::kC128, {n / 2 + 1, 5, 2}),
+          [&](TraceContext& tc, Value x) {
+            return std::vector<Value>{transform(tc, spec(Kind::kC2R, norm, {1, 0}, n), x)};
+          },
+          seed++);
+    }
+  }
+}
+
+TEST(FftRules, PowerSpectrumGradientMatchesDifferences) {
+  // A real loss through the transforms: the power spectrum of rfft(x) and of a complex
+  // signal's fft (nonlinear: |y|^2), and a round trip with a window.
+  check(
+      "power spectrum of rfft", vt(DType::kF64, {2, 9}),
+      [](TraceContext& tc, Value x) {
+        Value y = transform(tc, spec(Kind::kR2C, Norm::kOrtho, {1}), x);
+        Value c = tc.op(OpCode::kConj, {y}).value();
+        Value p = tc.op(OpCode::kMul, {y, c}).value();
+        return std::vector<Value>{tc.op(OpCode::kReal, {p}).value()};
+      },
+      100);
+  check(
+      "irfft(rfft(x) * rfft(x))", vt(DType::kF64, {3, 8}),
+      [](TraceContext& tc, Value x) {
+        Value y = transform(tc, spec(Kind::kR2C, Norm::kBackward, {1}), x);
+        Value sq = tc.op(OpCode::kMul, {y, y}).value();
+        return std::vector<Value>{transform(tc, spec(Kind::kC2R, Norm::kBackward, {1}, 8), sq)};
+      },
+      101);
+}
+
+}  // namespace
+}  // namespace tenferro::fft_ir
