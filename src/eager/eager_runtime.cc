@@ -3,10 +3,11 @@
 #include <ostream>
 
 #include "detail.h"
+#include "tenferro/ad/ad.h"
 #include "tenferro/cpu/kernels.h"
 #include "tenferro/cpu_runtime/cpu_runtime.h"
-#include "tenferro/ad/ad.h"
 #include "tenferro/einsum_ir/einsum_op.h"
+#include "tenferro/fft_ir/fft_op.h"
 #include "tenferro/linalg_ir/linalg_op.h"
 #include "tenferro/tensor/npy.h"
 
@@ -90,6 +91,7 @@ EagerRuntime::EagerRuntime()
     : counters_(std::make_unique<Counters>()),
       ad_(std::make_unique<ad::AdContext>(ad::AdContext::with_standard_rules())) {
   (void)ad_->install(linalg_ir::linalg_rule());  // a fresh context: no conflict possible
+  (void)ad_->install(fft_ir::fft_rule());
 }
 EagerRuntime::~EagerRuntime() = default;
 
@@ -101,11 +103,15 @@ Result<std::shared_ptr<EagerRuntime>> EagerRuntime::create(EagerConfig config) {
   if (config.linalg_module) {
     TENFERRO_TRY_VOID(rt->register_extension(id, linalg_ir::cpu_linalg_module()));
   }
+  if (config.fft_module) {
+    TENFERRO_TRY_VOID(rt->register_extension(id, fft_ir::cpu_fft_module()));
+  }
   return adopt(std::move(rt), id,
                AdoptOptions{.affinity = config.affinity,
                             .default_domain = config.default_domain,
                             .inline_work = config.inline_work,
-                            .einsum_plan_capacity = config.einsum_plan_capacity});
+                            .einsum_plan_capacity = config.einsum_plan_capacity,
+                            .fft_plan_capacity = config.fft_plan_capacity});
 }
 
 Result<std::shared_ptr<EagerRuntime>> EagerRuntime::adopt(std::shared_ptr<runtime::Runtime> rt,
@@ -113,10 +119,11 @@ Result<std::shared_ptr<EagerRuntime>> EagerRuntime::adopt(std::shared_ptr<runtim
   if (rt == nullptr) {
     return Error(ErrorStage::kConfiguration, ErrorCode::kInvalidArgument, "EagerRuntime::adopt", "null runtime");
   }
-  if (options.einsum_plan_capacity < 1 || options.inline_work < 0) {
+  if (options.einsum_plan_capacity < 1 || options.fft_plan_capacity < 1 || options.inline_work < 0) {
     return Error(ErrorStage::kConfiguration, ErrorCode::kInvalidArgument, "EagerRuntime::adopt",
-                 "einsum_plan_capacity must be >= 1 and inline_work >= 0 (got " +
-                     std::to_string(options.einsum_plan_capacity) + ", " + std::to_string(options.inline_work) + ")");
+                 "einsum_plan_capacity and fft_plan_capacity must be >= 1 and inline_work >= 0 (got " +
+                     std::to_string(options.einsum_plan_capacity) + ", " + std::to_string(options.fft_plan_capacity) +
+                     ", " + std::to_string(options.inline_work) + ")");
   }
   TENFERRO_TRY(std::shared_ptr<const runtime::EngineBridge> bridge, rt->engine_bridge(engine));
   std::shared_ptr<EagerRuntime> e(new EagerRuntime());
@@ -132,6 +139,7 @@ Result<std::shared_ptr<EagerRuntime>> EagerRuntime::adopt(std::shared_ptr<runtim
                      std::string(bridge->name()) + "'");
   }
   e->einsum_plans_ = std::make_unique<einsum::PlanCache>(static_cast<size_t>(options.einsum_plan_capacity));
+  e->fft_plans_ = std::make_unique<fft::PlanCache>(options.fft_plan_capacity);
   e->counters_->session_busy = std::make_unique<std::atomic<bool>[]>(e->domains_.size());
   return e;
 }

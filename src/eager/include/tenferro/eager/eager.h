@@ -36,6 +36,9 @@
 namespace tenferro::einsum {
 class PlanCache;
 }
+namespace tenferro::fft {
+class PlanCache;
+}
 namespace tenferro::ad {
 class AdContext;
 }
@@ -89,6 +92,8 @@ struct EagerConfig {
   /// Register the CPU's native linalg module (promoted programs with linalg ops, which
   /// backward builds when it differentiates linalg calls, need it).
   bool linalg_module = true;
+  /// Register the CPU's native fft module (promoted programs with transforms need it).
+  bool fft_module = true;
   CpuAffinityPolicy affinity = CpuAffinityPolicy::kDominantInputBytes;
   /// The domain of calls with no input affinity; empty: the engine's first domain.
   std::optional<int32_t> default_domain{};
@@ -97,6 +102,8 @@ struct EagerConfig {
   int64_t inline_work = int64_t{1} << 15;
   /// Capacity of the eager einsum plan cache (path search per subscripts and shapes).
   int64_t einsum_plan_capacity = 256;
+  /// Capacity of the eager FFT plan cache (FFTW plans per layout; fft::PlanCache).
+  int64_t fft_plan_capacity = 64;
 };
 
 /// Options of EagerRuntime::adopt (an existing runtime and target engine).
@@ -105,6 +112,7 @@ struct AdoptOptions {
   std::optional<int32_t> default_domain{};
   int64_t inline_work = int64_t{1} << 15;
   int64_t einsum_plan_capacity = 256;
+  int64_t fft_plan_capacity = 64;
 };
 
 /// Counters of eager calls (relaxed; exact once calls have returned).
@@ -470,6 +478,9 @@ class EagerRuntime : public std::enable_shared_from_this<EagerRuntime> {
   };
   EinsumCacheStats einsum_cache_stats() const;
   void clear_einsum_cache();
+  /// The FFTW plans eager transforms reuse (bounded; stats() and clear() there).
+  /// Thread-safe.
+  fft::PlanCache& fft_plans() const noexcept { return *fft_plans_; }
 
   struct Slots;
   struct Counters;
@@ -487,6 +498,7 @@ class EagerRuntime : public std::enable_shared_from_this<EagerRuntime> {
   CpuAffinityPolicy affinity_ = CpuAffinityPolicy::kDominantInputBytes;
   int64_t inline_work_ = 0;
   std::unique_ptr<einsum::PlanCache> einsum_plans_;
+  std::unique_ptr<fft::PlanCache> fft_plans_;
   std::unique_ptr<Counters> counters_;
   std::unique_ptr<ad::AdContext> ad_;
   std::atomic<const Slots*> slots_{nullptr};
