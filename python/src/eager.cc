@@ -618,6 +618,7 @@ void bind_eager(py::module_& m) {
   });
 
   bind_eager_linalg(m.def_submodule("eager_linalg", "tenferro.linalg on eager tensors"));
+  bind_eager_fft(m.def_submodule("eager_fft", "tenferro.fft on eager tensors"));
 
   m.def(
       "eager_einsum",

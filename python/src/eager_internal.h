@@ -98,5 +98,6 @@ EagerTensor stack(const std::vector<EagerTensor>& parts, int64_t axis);
 
 /// Binds tenferro.linalg's eager entry points into `m` (eager_linalg.cc).
 void bind_eager_linalg(py::module_ m);
+void bind_eager_fft(py::module_ m);
 
 }  // namespace tenferro::python

@@ -12,6 +12,7 @@
 
 #include "tenferro/cpu/engine.h"
 #include "tenferro/einsum_cpu/einsum.h"
+#include "tenferro/fft/fft.h"
 #include "tenferro/linalg/linalg.h"
 
 namespace tenferro::python {
@@ -82,6 +83,8 @@ struct Engine {
   std::shared_ptr<einsum::PlanCache> plans;
   std::shared_ptr<WorkspacePool> workspaces = std::make_shared<WorkspacePool>();
   std::shared_ptr<CallCache> calls = make_call_cache();
+  /// FFTW plans of tenferro.fft's array calls (bounded; fft::PlanCache).
+  std::shared_ptr<fft::PlanCache> fft_plans = std::make_shared<fft::PlanCache>();
   int threads = 1;
 };
 
@@ -100,5 +103,6 @@ linalg::TruncatedSvdOptions truncated_svd_options(std::optional<int64_t> max_ran
 
 void bind_linalg(pybind11::module_& m);
 void bind_eager(pybind11::module_& m);
+void bind_fft(pybind11::module_& m);
 
 }  // namespace tenferro::python

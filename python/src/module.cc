@@ -382,6 +382,8 @@ PYBIND11_MODULE(_tenferro, m) {
       "from_numpy", [](const py::array& a) { return tp::from_numpy(a); }, py::arg("array"));
   py::module_ linalg = m.def_submodule("linalg", "linalg bindings (use tenferro.linalg)");
   tp::bind_linalg(linalg);
+  py::module_ fft = m.def_submodule("fft", "fft bindings (use tenferro.fft)");
+  tp::bind_fft(fft);
   tp::bind_eager(m);
   tp::bind_einsum_entry(m);
   m.def("einsum_fast", &tp::einsum_fast, py::arg("engine"), py::arg("args"), py::arg("optimize"));

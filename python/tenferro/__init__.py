@@ -7,7 +7,7 @@
 
 numpy arrays go in and come out without copies (``from_numpy``, ``Tensor.numpy()``);
 errors are ``tenferro.Error`` subclasses of the matching built-in exceptions.
-``tenferro.linalg`` has numpy.linalg's functions; ``tenferro.Runtime()`` makes eager
+``tenferro.linalg`` and ``tenferro.fft`` have numpy.linalg's and numpy.fft's functions; ``tenferro.Runtime()`` makes eager
 tensors (``rt.tensor(array)``, no copy) with operators, reductions and views, and
 reverse-mode AD: ``x.requires_grad_()``, ``loss.backward()``, ``x.grad``,
 ``tenferro.grad(f)``, ``tenferro.vjp``/``jvp``, ``with tenferro.no_grad():``; and
@@ -19,7 +19,7 @@ import json as _json
 import numpy as _np
 
 from . import _tenferro
-from . import _indexing, linalg
+from . import _indexing, fft, linalg
 from ._einsum import Engine, PathInfo, contract_path, default_engine, einsum
 from ._errors import (AllocationError, DTypeError, Error, InternalError, InvalidArgumentError, LinAlgError,
                       ReadOnlyError, ShapeError, UnsupportedError)
@@ -547,6 +547,6 @@ def info(threads=None):
     return _json.loads(default_engine(threads).caps_json())
 
 
-__all__ = ["linalg", "Runtime", "EagerTensor", "where", "flip", "roll", "pad", "broadcast_to", "tile", "repeat", "take_along_axis", "sort", "cumsum", "cumprod", "grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "trace", "jit", "Program", "no_grad", "is_grad_enabled", "einsum", "contract_path", "PathInfo", "Engine", "default_engine", "from_numpy", "Tensor", "info",
+__all__ = ["linalg", "fft", "Runtime", "EagerTensor", "where", "flip", "roll", "pad", "broadcast_to", "tile", "repeat", "take_along_axis", "sort", "cumsum", "cumprod", "grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "trace", "jit", "Program", "no_grad", "is_grad_enabled", "einsum", "contract_path", "PathInfo", "Engine", "default_engine", "from_numpy", "Tensor", "info",
            "Error", "InvalidArgumentError", "ShapeError", "DTypeError", "UnsupportedError", "ReadOnlyError",
            "LinAlgError", "AllocationError", "InternalError"]

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import _tenferro
 from . import _indexing
+from . import fft as _fft
 from . import linalg as _linalg
 
 EagerTensor = _tenferro.EagerTensor
@@ -449,6 +450,9 @@ for _name in ("svd", "qr", "eigh", "eigvalsh", "eig", "eigvals", "cholesky", "so
               "pinv", "lstsq", "norm", "matrix_power", "multi_dot", "matrix_rank", "cond",
               "tensorinv", "tensorsolve"):
     _FUNCTIONS[getattr(np.linalg, _name)] = getattr(_linalg, _name)
+for _name in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn",
+              "rfftn", "irfftn", "fftshift", "ifftshift"):
+    _FUNCTIONS[getattr(np.fft, _name)] = getattr(_fft, _name)
 
 
 def _array_function(self, func, types, args, kwargs):
