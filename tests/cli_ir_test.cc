@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -131,6 +132,52 @@ TEST(CliIr, EinsumOpsRunNativelyAndInTheInterpreter) {
         EXPECT_NEAR(c.get<double>({k, i}).value(), want, 1e-12);
       }
     }
+  }
+}
+
+TEST(CliIr, FftAndLinalgOpsRunNativelyAndInTheInterpreter) {
+  // |rfft(x)|^2 along the last axis, and det of a 2 x 2 matrix.
+  write("f.tf", R"(program {
+  %0 = input "x" : f64[2, 6]
+  %1 = input "m" : f64[2, 2]
+  %2 = extension "fft" "r2c;norm=backward;axes=1"(%0) : c128[2, 4]
+  %3 = conj(%2) : c128[2, 4]
+  %4 = mul(%2, %3) : c128[2, 4]
+  %5 = real(%4) : f64[2, 4]
+  %6 = extension "linalg" "det"(%1) : f64[]
+  output %5, %6
+}
+)");
+  const Tensor x = Tensor::random_normal(DType::kF64, {2, 6}, 7).value();
+  const Tensor m = Tensor::random_normal(DType::kF64, {2, 2}, 8).value();
+  ASSERT_TRUE(write_npy(dir() + "x.npy", x));
+  ASSERT_TRUE(write_npy(dir() + "m.npy", m));
+  for (const std::string sub : {"eval", "run"}) {
+    const std::string flags = sub == "run" ? " --explain" : "";
+    ASSERT_EQ(run("ir " + sub + " " + dir() + "f.tf " + dir() + "x.npy " + dir() + "m.npy -o " + dir() + "p.npy -o " +
+                  dir() + "d.npy" + flags),
+              0)
+        << output();
+    if (sub == "run") {
+      EXPECT_NE(output().find("cpu.fft"), std::string::npos) << output();
+      EXPECT_NE(output().find("cpu.linalg"), std::string::npos) << output();
+    }
+    const Tensor p = read_npy(dir() + "p.npy").value();
+    ASSERT_EQ(p.shape(), (Shape{2, 4}));
+    for (int64_t b = 0; b < 2; ++b) {
+      for (int64_t k = 0; k < 4; ++k) {
+        double re = 0, im = 0;
+        for (int64_t j = 0; j < 6; ++j) {
+          const double a = -2 * M_PI * static_cast<double>(j * k) / 6.0, v = x.get<double>({b, j}).value();
+          re += v * std::cos(a);
+          im += v * std::sin(a);
+        }
+        EXPECT_NEAR(p.get<double>({b, k}).value(), re * re + im * im, 1e-10);
+      }
+    }
+    const double det = m.get<double>({0, 0}).value() * m.get<double>({1, 1}).value() -
+                       m.get<double>({0, 1}).value() * m.get<double>({1, 0}).value();
+    EXPECT_NEAR(read_npy(dir() + "d.npy").value().get<double>({}).value(), det, 1e-12);
   }
 }
 

@@ -15,6 +15,8 @@
 #include "tenferro/compiler/compiler.h"
 #include "tenferro/cpu_runtime/cpu_runtime.h"
 #include "tenferro/einsum_ir/einsum_op.h"
+#include "tenferro/fft_ir/fft_op.h"
+#include "tenferro/linalg_ir/linalg_op.h"
 #include "tenferro/program/interpreter.h"
 #include "tenferro/program/text.h"
 #include "tenferro/tensor/npy.h"
@@ -32,7 +34,8 @@ constexpr const char* kIrUsage =
     "eval runs the reference interpreter; run compiles the program and runs it on the CPU\n"
     "engine through the runtime (prepared once, executed K times).\n"
     "FILE holds one program in the text format (docs/design/0004-program-ir.md); extension\n"
-    "ops of the einsum family are accepted (extension \"einsum\" \"ij,jk->ik;greedy\"(%0, %1)).\n";
+    "ops of the einsum, linalg and fft families are accepted (extension \"einsum\"\n"
+    "\"ij,jk->ik;greedy\"(%0, %1), extension \"fft\" \"r2c;norm=ortho;axes=1\"(%0)).\n";
 
 int fail(const Error& e) {
   std::fprintf(stderr, "error: %s\n", e.to_string().c_str());
@@ -70,7 +73,11 @@ int run_on_runtime(const program::CompiledGraph& g, const std::vector<Tensor>& a
   if (!engine) return fail(engine.error());
   auto rt = runtime::Runtime::create();
   if (!rt) return fail(rt.error());
-  if (auto id = cpu_runtime::register_cpu_engine(**rt, *engine); !id) return fail(id.error());
+  auto id = cpu_runtime::register_cpu_engine(**rt, *engine);
+  if (!id) return fail(id.error());
+  for (const auto& module : {linalg_ir::cpu_linalg_module(), fft_ir::cpu_fft_module()}) {
+    if (auto r = (*rt)->register_extension(*id, module); !r) return fail(r.error());
+  }
   const auto t0 = Clock::now();
   auto plan = (*rt)->prepare_for(g, runtime::signature_of(args));
   const double prepare_us = micros(Clock::now() - t0);
@@ -181,6 +188,8 @@ int run_ir(int argc, char** argv) {
   // check/compile may run without the binding data (zero placeholders); eval may not.
   program::ExtensionRegistry families;  // extension families the text may use
   if (auto r = einsum::register_einsum_family(families); !r) return fail(r.error());
+  if (auto r = linalg_ir::register_linalg_family(families); !r) return fail(r.error());
+  if (auto r = fft_ir::register_fft_family(families); !r) return fail(r.error());
   auto parsed = program::parse_program(*text, &families, bindings, sub != "eval" && sub != "run");
   if (!parsed) return fail(parsed.error());
   const program::SemanticProgram& p = *parsed->program;
