@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <limits>
 #include <list>
 #include <mutex>
 #include <string>
@@ -29,6 +30,11 @@ namespace tenferro::fft {
 // per worker when the result holds at least kParallelElements elements; each chunk runs
 // a plan of its own extent (at most two distinct extents, and chunk starts of at most a
 // few distinct alignments), so a chunk is one FFTW call with no synchronization.
+//
+// Note [FFT result layout]: results (and kC2R's scratch) are compact with their axes in
+// the order of the input's strides, not column-major: FFTW is fastest when the
+// transformed axis is contiguous on both sides, and a row-major input (numpy's default)
+// would otherwise be written with the transformed axis strided by the batch.
 //
 // Note [FFTW planner lock]: FFTW's planner (plan creation and destruction) shares
 // process-wide tables and is not thread-safe; executing a plan on new arrays
@@ -431,10 +437,37 @@ std::vector<Dim> dims_of(const Tensor& in, const Tensor& out, std::span<const in
   return d;
 }
 
+// A new compact tensor of `shape` whose axes are laid out in the order of `like`'s
+// strides (smallest |stride| innermost; ties and extent-1 axes by axis index), so that a
+// transformed axis that is contiguous in the input is contiguous in the result: FFTW's
+// transforms with a strided output run 5-15x slower (a row-major 256 x 1024 batch written
+// column-major: 6.1 ms against 0.46). Note [FFT result layout].
+Result<Tensor> alloc_like(DType dtype, const Shape& shape, const Tensor& like, const PoolPtr& pool) {
+  const size_t rank = shape.size();
+  SmallVector<int64_t, 8> order(rank);
+  for (size_t a = 0; a < rank; ++a) order[a] = static_cast<int64_t>(a);
+  auto key = [&](int64_t a) {
+    const size_t i = static_cast<size_t>(a);
+    return like.dim(a) <= 1 ? std::numeric_limits<int64_t>::max() : std::abs(like.strides()[i]);
+  };
+  std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return key(x) < key(y); });
+  TENFERRO_TRY(const int64_t count, checked_element_count(shape, kOp));
+  TENFERRO_TRY(Tensor buffer, Tensor::uninitialized(dtype, {count}, pool));
+  Layout layout;
+  layout.shape = shape;
+  layout.strides = Strides(shape.span());
+  int64_t stride = 1;
+  for (int64_t a : order) {
+    layout.strides[static_cast<size_t>(a)] = stride;
+    stride *= shape[static_cast<size_t>(a)];
+  }
+  return Tensor::from_storage(dtype, buffer.storage(), std::move(layout));
+}
+
 template <class R>
 Result<Tensor> transform(const CpuExecutionContext& ctx, const Tensor& x, const FftSpec& spec, const FftResultType& rt,
                          const PoolPtr& pool, PlanCache* cache) {
-  TENFERRO_TRY(Tensor out, Tensor::uninitialized(rt.dtype, rt.shape, pool));
+  TENFERRO_TRY(Tensor out, alloc_like(rt.dtype, rt.shape, x, pool));
   if (out.numel() == 0) return out;
   const std::span<const int64_t> axes(spec.axes);
   const std::span<const int64_t> others = axes.first(axes.size() - 1);
@@ -480,7 +513,7 @@ Result<Tensor> transform(const CpuExecutionContext& ctx, const Tensor& x, const 
       break;
     }
     case Kind::kC2R: {
-      TENFERRO_TRY(Tensor tmp, Tensor::uninitialized(x.dtype(), x.shape(), pool));
+      TENFERRO_TRY(Tensor tmp, alloc_like(x.dtype(), x.shape(), x, pool));
       if (others.empty()) {
         TENFERRO_TRY_VOID(cpu::copy_into(ctx, x, tmp));
       } else {

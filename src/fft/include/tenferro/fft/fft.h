@@ -20,7 +20,10 @@
 /// inverse: complex transforms over the other listed axes, then a complex-to-real
 /// transform of the last one, whose input must hold n/2 + 1 bins for the output length n
 /// (`last_length`); the imaginary parts of bin 0 and, for even n, of bin n/2 are ignored
-/// there (numpy's irfftn). Results are new compact column-major tensors.
+/// there (numpy's irfftn). Results are new compact tensors whose axes are laid out in the
+/// order of the input's strides (column-major for a column-major input, row-major for a
+/// row-major one), so a transformed axis contiguous in the input is contiguous in the
+/// result.
 ///
 /// Parallelism: the batch (the axes not transformed) is spread over the context's
 /// workers in contiguous chunks; one transform is never split (FFTW's own threads are
