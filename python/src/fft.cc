@@ -23,6 +23,9 @@ namespace {
 namespace tf = tenferro::fft;
 namespace ef = tenferro::eager::fft;
 
+// Arrays smaller than this run on the calling thread (as the eager API's inline calls).
+constexpr int64_t kInlineElements = int64_t{1} << 15;
+
 tf::Norm norm_of(const std::string& s) {
   if (s == "backward") return tf::Norm::kBackward;
   if (s == "ortho") return tf::Norm::kOrtho;
@@ -51,12 +54,16 @@ void bind_fft(py::module_& m) {
         std::optional<Result<Tensor>> out;
         {
           py::gil_scoped_release nogil;
-          Result<void> status =
-              e.engine->run(0, cpu::ParallelMode::kInner, [&](cpu::CpuExecutionContext& ctx) -> Result<void> {
-                out.emplace(tf::fft(ctx, t, spec, e.engine->pool(0), e.fft_plans.get()));
-                return {};
-              });
-          if (!status) out.emplace(status.error());
+          if (t.numel() < kInlineElements) {  // not worth an executor entry
+            out.emplace(tf::fft(cpu::CpuExecutionContext::sequential(), t, spec, e.engine->pool(0), e.fft_plans.get()));
+          } else {
+            Result<void> status =
+                e.engine->run(0, cpu::ParallelMode::kInner, [&](cpu::CpuExecutionContext& ctx) -> Result<void> {
+                  out.emplace(tf::fft(ctx, t, spec, e.engine->pool(0), e.fft_plans.get()));
+                  return {};
+                });
+            if (!status) out.emplace(status.error());
+          }
         }
         return to_numpy(unwrap(std::move(*out)));
       },

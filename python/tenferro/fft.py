@@ -142,7 +142,17 @@ class _Shaped:
         self.shape = tuple(_shape_of(a))
 
 
+_FAST_KIND = {"fft": ("c2c", "FD"), "ifft": ("c2c_inverse", "FD"), "rfft": ("r2c", "fd")}
+
+
 def _one(a, n, axis, family, norm, engine, threads):
+    if type(a) is _Eager and engine is None and threads is None:
+        # The eager fast path: fft_eager checks n, axis and norm as numpy does.
+        return _EF.fftn(a, family, [] if n is None else [int(n)], [int(axis)], "backward" if norm is None else norm)
+    if (n is None and type(a) is _np.ndarray and family in _FAST_KIND and a.dtype.char in _FAST_KIND[family][1]
+            and a.dtype.isnative and a.flags.aligned):
+        # Arrays that need no conversion or resizing go straight to the kernel.
+        return _F.transform(_engine(engine, threads), a, _FAST_KIND[family][0], [_axis(axis, a.ndim)], _norm(norm), -1)
     ndim = len(_shape_of(a))
     ax = _axis(axis, ndim)
     if n is None:
