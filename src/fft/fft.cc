@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <cstdio>
 #include <limits>
 #include <list>
 #include <mutex>
@@ -319,6 +320,122 @@ Result<FftResultType> result_type(DType dtype, Dims shape, const FftSpec& spec) 
 
 namespace {
 
+// Compact strides for `shape` with the axes in the order of `like`'s strides (smallest
+// |stride| innermost; ties and extent-1 axes by axis index): Note [FFT result layout].
+Strides strides_like(const Shape& shape, const Layout& like) {
+  const size_t rank = shape.size();
+  SmallVector<int64_t, 8> order(rank);
+  for (size_t a = 0; a < rank; ++a) order[a] = static_cast<int64_t>(a);
+  auto key = [&](int64_t a) {
+    const size_t i = static_cast<size_t>(a);
+    return like.shape[i] <= 1 ? std::numeric_limits<int64_t>::max() : std::abs(like.strides[i]);
+  };
+  std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return key(x) < key(y); });
+  Strides strides(shape.span());
+  int64_t stride = 1;
+  for (int64_t a : order) {
+    strides[static_cast<size_t>(a)] = stride;
+    stride *= shape[static_cast<size_t>(a)];
+  }
+  return strides;
+}
+
+std::string_view buffer_name(Buffer b) {
+  return b == Buffer::kInput ? "input" : b == Buffer::kScratch ? "scratch" : "result";
+}
+
+}  // namespace
+
+std::string_view pass_route_name(PassRoute route) noexcept {
+  return route == PassRoute::kDirect ? "direct" : "buffered";
+}
+
+// Note [FFT passes]: a pass runs directly (one FFTW call per chunk) when the transformed
+// axis has unit stride on both sides; otherwise buffered. With FFTW_ESTIMATE, FFTW's
+// plans for a strided transformed axis are 5-20x slower than its plans for contiguous
+// lines (a 512 x 512 row-major array's columns: 13.9 ms in place, against 0.42 ms for
+// its rows); FFTW_MEASURE finds fast ones but plans for hundreds of milliseconds.
+Result<FftPlan> plan_fft(DType dtype, const Layout& input, const FftSpec& spec) {
+  TENFERRO_TRY(FftResultType rt, result_type(dtype, input.shape, spec));
+  FftPlan plan;
+  plan.result_strides = strides_like(rt.shape, input);
+  const Strides scratch_strides = strides_like(input.shape, input);
+  double n = 1;
+  // The logical lengths: the real side's (kR2C's input, kC2R's output).
+  const Shape& logical = spec.kind == Kind::kR2C ? input.shape : rt.shape;
+  for (int64_t a : spec.axes) n *= static_cast<double>(logical[static_cast<size_t>(a)]);
+  plan.scale = scale_of(spec.kind, spec.norm, n);
+  plan.result = std::move(rt);
+  auto strides_of = [&](Buffer b) -> const Strides& {
+    return b == Buffer::kInput ? input.strides : b == Buffer::kScratch ? scratch_strides : plan.result_strides;
+  };
+  auto add = [&](int64_t axis, Kind kind, Buffer from, Buffer to) {
+    const size_t a = static_cast<size_t>(axis);
+    const int64_t is = strides_of(from)[a], os = strides_of(to)[a];
+    FftPass ps{axis, kind, from, to, is == 1 && os == 1 ? PassRoute::kDirect : PassRoute::kBuffered, {}};
+    ps.reason = "axis " + std::to_string(axis) + " has stride " + std::to_string(is) + " in the " +
+                std::string(buffer_name(from)) + " and " + std::to_string(os) + " in the " +
+                std::string(buffer_name(to)) +
+                (ps.route == PassRoute::kDirect
+                     ? ": FFTW transforms the contiguous lines where they are"
+                     : ": lines are gathered into a contiguous buffer (FFTW_ESTIMATE's plans for strided lines are "
+                       "slow)");
+    plan.passes.push_back(std::move(ps));
+  };
+  // Complex passes over `axes`, the first from -> to (the axis of the smallest stride in
+  // `from`), the others in place on `to`.
+  auto complex_passes = [&](std::vector<int64_t> axes, Kind kind, Buffer from, Buffer to) {
+    const Strides& fs = strides_of(from);
+    std::stable_sort(axes.begin(), axes.end(), [&](int64_t a, int64_t b) {
+      return std::abs(fs[static_cast<size_t>(a)]) < std::abs(fs[static_cast<size_t>(b)]);
+    });
+    for (size_t i = 0; i < axes.size(); ++i) add(axes[i], kind, i == 0 ? from : to, to);
+  };
+  const std::vector<int64_t> others(spec.axes.begin(), spec.axes.end() - 1);
+  const int64_t last = spec.axes.back();
+  switch (spec.kind) {
+    case Kind::kC2C:
+    case Kind::kC2CInverse: complex_passes(spec.axes, spec.kind, Buffer::kInput, Buffer::kResult); break;
+    case Kind::kR2C:
+      add(last, Kind::kR2C, Buffer::kInput, Buffer::kResult);
+      complex_passes(others, Kind::kC2C, Buffer::kResult, Buffer::kResult);
+      break;
+    case Kind::kC2R: {
+      // FFTW's direct complex-to-real transforms overwrite their input: a direct pass
+      // reads the scratch tensor (filled by the other axes' passes, or a copy of the
+      // input); a buffered one reads its own buffer, so it may read the input itself.
+      const size_t l = static_cast<size_t>(last);
+      const bool direct = input.strides[l] == 1 && plan.result_strides[l] == 1;
+      if (!others.empty() || direct) {
+        plan.scratch = true;
+        plan.scratch_copy = others.empty();
+        complex_passes(others, Kind::kC2CInverse, Buffer::kInput, Buffer::kScratch);
+        add(last, Kind::kC2R, Buffer::kScratch, Buffer::kResult);
+      } else {
+        add(last, Kind::kC2R, Buffer::kInput, Buffer::kResult);
+      }
+      break;
+    }
+  }
+  return plan;
+}
+
+std::string FftPlan::describe() const {
+  std::string s;
+  if (scratch) s += scratch_copy ? "scratch copy of the input; " : "scratch of the input's layout; ";
+  for (size_t i = 0; i < passes.size(); ++i) {
+    const FftPass& p = passes[i];
+    s += "pass " + std::to_string(i + 1) + ": " + std::string(kind_name(p.kind)) + " axis " + std::to_string(p.axis) +
+         ", " + std::string(buffer_name(p.from)) + " -> " + std::string(buffer_name(p.to)) + ", " +
+         std::string(pass_route_name(p.route)) + "; ";
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "scale %.17g", scale);
+  return s + buf;
+}
+
+namespace {
+
 char* base_of(const Tensor& t) { return static_cast<char*>(t.storage()->data()) + t.offset() * t.element_size(); }
 
 // The plan for `dims` over `hm` on arrays `in`/`out`: from the cache, or made now (under
@@ -512,37 +629,15 @@ Result<void> run_buffered(const CpuExecutionContext& ctx, const Pass& p, int64_t
   return ok();
 }
 
-// Note [FFT passes]: a pass runs directly (one FFTW call per chunk) when the transformed
-// axis has unit stride on both sides; otherwise buffered. With FFTW_ESTIMATE, FFTW's
-// plans for a strided transformed axis are 5-20x slower than its plans for contiguous
-// lines (a 512 x 512 row-major array's columns: 13.9 ms in place, against 0.42 ms for
-// its rows); FFTW_MEASURE finds fast ones but plans for hundreds of milliseconds.
 template <class R>
-Result<void> run_pass(const CpuExecutionContext& ctx, const Pass& p, int64_t elements, const PoolPtr& pool,
-                      PlanCache* cache) {
+Result<void> run_pass(const CpuExecutionContext& ctx, const Pass& p, PassRoute route, int64_t elements,
+                      const PoolPtr& pool, PlanCache* cache) {
   using C = std::complex<R>;
-  if (p.is == 1 && p.os == 1) return run_direct<R>(ctx, p, elements, cache);
+  if (route == PassRoute::kDirect) return run_direct<R>(ctx, p, elements, cache);
   switch (p.type) {
     case Type::kDft: return run_buffered<R, C, C>(ctx, p, elements, pool, cache);
     case Type::kR2c: return run_buffered<R, R, C>(ctx, p, elements, pool, cache);
     case Type::kC2r: return run_buffered<R, C, R>(ctx, p, elements, pool, cache);
-  }
-  return ok();
-}
-
-// Complex passes over `axes` (any order: the transforms are separable), in -> out for
-// the first, then in place on out. The first is the axis of the smallest input stride.
-template <class R>
-Result<void> complex_passes(const CpuExecutionContext& ctx, const Tensor& in, const Tensor& out,
-                            std::vector<int64_t> axes, int sign, int64_t elements, const PoolPtr& pool,
-                            PlanCache* cache) {
-  std::stable_sort(axes.begin(), axes.end(), [&](int64_t a, int64_t b) {
-    return std::abs(in.strides()[static_cast<size_t>(a)]) < std::abs(in.strides()[static_cast<size_t>(b)]);
-  });
-  for (size_t i = 0; i < axes.size(); ++i) {
-    const Tensor& src = i == 0 ? in : out;
-    TENFERRO_TRY_VOID(
-        run_pass<R>(ctx, pass_of(Type::kDft, sign, src, out, axes[i], out.dim(axes[i])), elements, pool, cache));
   }
   return ok();
 }
@@ -556,79 +651,48 @@ void scale_all(const CpuExecutionContext& ctx, const Tensor& out, R s) {
   });
 }
 
-// A new compact tensor of `shape` whose axes are laid out in the order of `like`'s
-// strides (smallest |stride| innermost; ties and extent-1 axes by axis index), so that a
-// transformed axis that is contiguous in the input is contiguous in the result (Note
-// [FFT result layout]).
-Result<Tensor> alloc_like(DType dtype, const Shape& shape, const Tensor& like, const PoolPtr& pool) {
-  const size_t rank = shape.size();
-  SmallVector<int64_t, 8> order(rank);
-  for (size_t a = 0; a < rank; ++a) order[a] = static_cast<int64_t>(a);
-  auto key = [&](int64_t a) {
-    const size_t i = static_cast<size_t>(a);
-    return like.dim(a) <= 1 ? std::numeric_limits<int64_t>::max() : std::abs(like.strides()[i]);
-  };
-  std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return key(x) < key(y); });
+Result<Tensor> alloc_with(DType dtype, const Shape& shape, const Strides& strides, const PoolPtr& pool) {
   TENFERRO_TRY(const int64_t count, checked_element_count(shape, kOp));
   TENFERRO_TRY(Tensor buffer, Tensor::uninitialized(dtype, {count}, pool));
   Layout layout;
   layout.shape = shape;
-  layout.strides = Strides(shape.span());
-  int64_t stride = 1;
-  for (int64_t a : order) {
-    layout.strides[static_cast<size_t>(a)] = stride;
-    stride *= shape[static_cast<size_t>(a)];
-  }
+  layout.strides = strides;
   return Tensor::from_storage(dtype, buffer.storage(), std::move(layout));
 }
 
 template <class R>
-Result<Tensor> transform(const CpuExecutionContext& ctx, const Tensor& x, const FftSpec& spec, const FftResultType& rt,
+Result<Tensor> transform(const CpuExecutionContext& ctx, const Tensor& x, const FftSpec& spec, const FftPlan& plan,
                          const PoolPtr& pool, PlanCache* cache) {
-  TENFERRO_TRY(Tensor out, alloc_like(rt.dtype, rt.shape, x, pool));
+  TENFERRO_TRY(Tensor out, alloc_with(plan.result.dtype, plan.result.shape, plan.result_strides, pool));
   if (out.numel() == 0) return out;
-  const std::vector<int64_t> others(spec.axes.begin(), spec.axes.end() - 1);
-  const int64_t last = spec.axes.back();
-  const int64_t elements = out.numel();
-  double n = 1;
-  // The logical lengths: the real side's (kR2C's input, kC2R's output).
-  const Shape& logical = spec.kind == Kind::kR2C ? x.shape() : rt.shape;
-  for (int64_t a : spec.axes) n *= static_cast<double>(logical[static_cast<size_t>(a)]);
-  switch (spec.kind) {
-    case Kind::kC2C:
-    case Kind::kC2CInverse:
-      TENFERRO_TRY_VOID(complex_passes<R>(
-          ctx, x, out, spec.axes, spec.kind == Kind::kC2C ? FFTW_FORWARD : FFTW_BACKWARD, elements, pool, cache));
-      break;
-    case Kind::kR2C:
-      TENFERRO_TRY_VOID(
-          run_pass<R>(ctx, pass_of(Type::kR2c, FFTW_FORWARD, x, out, last, x.dim(last)), elements, pool, cache));
-      if (!others.empty()) {
-        TENFERRO_TRY_VOID(complex_passes<R>(ctx, out, out, others, FFTW_FORWARD, elements, pool, cache));
-      }
-      break;
-    case Kind::kC2R: {
-      // FFTW's direct complex-to-real transforms overwrite their input: they read a
-      // scratch copy (a buffered pass reads its own buffer and may read x itself).
-      const Tensor* src = &x;
-      Tensor tmp;
-      const bool direct = x.strides()[static_cast<size_t>(last)] == 1 && out.strides()[static_cast<size_t>(last)] == 1;
-      if (!others.empty() || direct) {
-        TENFERRO_TRY(tmp, alloc_like(x.dtype(), x.shape(), x, pool));
-        if (others.empty()) {
-          TENFERRO_TRY_VOID(cpu::copy_into(ctx, x, tmp));
-        } else {
-          TENFERRO_TRY_VOID(complex_passes<R>(ctx, x, tmp, others, FFTW_BACKWARD, elements, pool, cache));
-        }
-        src = &tmp;
-      }
-      TENFERRO_TRY_VOID(run_pass<R>(ctx, pass_of(Type::kC2r, FFTW_BACKWARD, *src, out, last, spec.last_length),
-                                    elements, pool, cache));
-      break;
-    }
+  Tensor tmp;
+  if (plan.scratch) {
+    TENFERRO_TRY(tmp, alloc_with(x.dtype(), x.shape(), strides_like(x.shape(), x.layout()), pool));
+    if (plan.scratch_copy) TENFERRO_TRY_VOID(cpu::copy_into(ctx, x, tmp));
   }
-  const double scale = scale_of(spec.kind, spec.norm, n);
-  if (scale != 1.0) scale_all<R>(ctx, out, static_cast<R>(scale));
+  auto tensor = [&](Buffer b) -> const Tensor& { return b == Buffer::kInput ? x : b == Buffer::kScratch ? tmp : out; };
+  for (const FftPass& ps : plan.passes) {
+    const Tensor& from = tensor(ps.from);
+    const Tensor& to = tensor(ps.to);
+    Type type = Type::kDft;
+    int sign = FFTW_FORWARD;
+    int64_t n = to.dim(ps.axis);
+    switch (ps.kind) {
+      case Kind::kC2C: break;
+      case Kind::kC2CInverse: sign = FFTW_BACKWARD; break;
+      case Kind::kR2C:
+        type = Type::kR2c;
+        n = from.dim(ps.axis);
+        break;
+      case Kind::kC2R:
+        type = Type::kC2r;
+        sign = FFTW_BACKWARD;
+        n = spec.last_length;
+        break;
+    }
+    TENFERRO_TRY_VOID(run_pass<R>(ctx, pass_of(type, sign, from, to, ps.axis, n), ps.route, out.numel(), pool, cache));
+  }
+  if (plan.scale != 1.0) scale_all<R>(ctx, out, static_cast<R>(plan.scale));
   return out;
 }
 
@@ -637,10 +701,10 @@ Result<Tensor> transform(const CpuExecutionContext& ctx, const Tensor& x, const 
 Result<Tensor> fft(const CpuExecutionContext& ctx, const Tensor& x, const FftSpec& spec, const PoolPtr& pool,
                    PlanCache* plans) {
   if (!x.defined()) return fft_error(ErrorCode::kInvalidArgument, "undefined tensor");
-  TENFERRO_TRY(FftResultType rt, result_type(x.dtype(), x.shape(), spec));
+  TENFERRO_TRY(const FftPlan plan, plan_fft(x.dtype(), x.layout(), spec));
   const bool single = x.dtype() == DType::kF32 || x.dtype() == DType::kC64;
-  if (single) return transform<float>(ctx, x, spec, rt, pool, plans);
-  return transform<double>(ctx, x, spec, rt, pool, plans);
+  if (single) return transform<float>(ctx, x, spec, plan, pool, plans);
+  return transform<double>(ctx, x, spec, plan, pool, plans);
 }
 
 }  // namespace tenferro::fft

@@ -329,6 +329,83 @@ TEST(Fft, ResultsKeepTheInputsAxisOrder) {
   EXPECT_TRUE(fft(CpuExecutionContext::sequential(), col, {Kind::kC2C, Norm::kBackward, {2}}).value().is_contiguous());
 }
 
+Layout layout(std::vector<int64_t> shape, std::vector<int64_t> strides) {
+  Layout l;
+  l.shape = Shape(std::span<const int64_t>(shape));
+  l.strides = Strides(std::span<const int64_t>(strides));
+  return l;
+}
+
+TEST(FftPlan, PassesAndRoutesFollowTheStrides) {
+  const Layout row = layout({256, 1024}, {1024, 1});
+  // Along the contiguous axis: one direct pass; the result keeps the row-major order.
+  FftPlan p = plan_fft(DType::kC128, row, {Kind::kC2C, Norm::kBackward, {1}}).value();
+  ASSERT_EQ(p.passes.size(), 1u);
+  EXPECT_EQ(p.passes[0].route, PassRoute::kDirect);
+  EXPECT_EQ(p.result_strides, Strides({1024, 1}));
+  EXPECT_FALSE(p.scratch);
+  // Along the strided axis: buffered.
+  p = plan_fft(DType::kC128, row, {Kind::kC2C, Norm::kOrtho, {0}}).value();
+  ASSERT_EQ(p.passes.size(), 1u);
+  EXPECT_EQ(p.passes[0].route, PassRoute::kBuffered);
+  EXPECT_NE(p.passes[0].reason.find("stride 1024"), std::string::npos) << p.passes[0].reason;
+  EXPECT_DOUBLE_EQ(p.scale, 1.0 / 16.0);
+  // Both axes: the contiguous one first (input -> result), the other in place.
+  p = plan_fft(DType::kC128, row, {Kind::kC2CInverse, Norm::kBackward, {0, 1}}).value();
+  ASSERT_EQ(p.passes.size(), 2u);
+  EXPECT_EQ(p.passes[0].axis, 1);
+  EXPECT_EQ(p.passes[0].from, Buffer::kInput);
+  EXPECT_EQ(p.passes[1].axis, 0);
+  EXPECT_EQ(p.passes[1].from, Buffer::kResult);
+  EXPECT_EQ(p.passes[1].to, Buffer::kResult);
+  EXPECT_EQ(p.passes[1].route, PassRoute::kBuffered);
+  EXPECT_DOUBLE_EQ(p.scale, 1.0 / (256.0 * 1024.0));
+  // r2c: the real pass first, then the complex ones on the result.
+  p = plan_fft(DType::kF64, layout({6, 8}, {1, 6}), {Kind::kR2C, Norm::kForward, {1, 0}}).value();
+  ASSERT_EQ(p.passes.size(), 2u);
+  EXPECT_EQ(p.passes[0].kind, Kind::kR2C);
+  EXPECT_EQ(p.passes[0].axis, 0);
+  EXPECT_EQ(p.passes[0].route, PassRoute::kDirect);
+  EXPECT_EQ(p.passes[1].kind, Kind::kC2C);
+  EXPECT_EQ(p.passes[1].route, PassRoute::kBuffered);
+  EXPECT_EQ(p.result.shape, Shape({4, 8}));
+  EXPECT_DOUBLE_EQ(p.scale, 1.0 / 48.0);
+}
+
+TEST(FftPlan, ComplexToRealNeverOverwritesTheInput) {
+  FftSpec c2r{Kind::kC2R, Norm::kBackward, {0}};
+  c2r.last_length = 8;
+  // Contiguous: a direct pass, which overwrites what it reads: it reads a copy.
+  FftPlan p = plan_fft(DType::kC128, layout({5, 3}, {1, 5}), c2r).value();
+  EXPECT_TRUE(p.scratch && p.scratch_copy);
+  ASSERT_EQ(p.passes.size(), 1u);
+  EXPECT_EQ(p.passes[0].from, Buffer::kScratch);
+  EXPECT_EQ(p.passes[0].route, PassRoute::kDirect);
+  // Strided (reversed): buffered straight from the input, no scratch.
+  p = plan_fft(DType::kC128, layout({5, 3}, {-1, 5}), c2r).value();
+  EXPECT_FALSE(p.scratch);
+  ASSERT_EQ(p.passes.size(), 1u);
+  EXPECT_EQ(p.passes[0].from, Buffer::kInput);
+  EXPECT_EQ(p.passes[0].route, PassRoute::kBuffered);
+  // Two axes: the inverse complex pass fills the scratch, the last pass reads it.
+  c2r.axes = {1, 0};
+  p = plan_fft(DType::kC64, layout({5, 3}, {1, 5}), c2r).value();
+  EXPECT_TRUE(p.scratch);
+  EXPECT_FALSE(p.scratch_copy);
+  ASSERT_EQ(p.passes.size(), 2u);
+  EXPECT_EQ(p.passes[0].kind, Kind::kC2CInverse);
+  EXPECT_EQ(p.passes[0].to, Buffer::kScratch);
+  EXPECT_EQ(p.passes[1].kind, Kind::kC2R);
+  EXPECT_EQ(p.passes[1].from, Buffer::kScratch);
+  const std::string text = p.describe();
+  EXPECT_NE(text.find("pass 2: c2r axis 0, scratch -> result, direct"), std::string::npos) << text;
+  EXPECT_EQ(text.find('\n'), std::string::npos) << text;
+  EXPECT_NE(text.find("scale 0.041666666666666664"), std::string::npos) << text;
+  // The planner's errors are result_type's.
+  c2r.last_length = 0;
+  EXPECT_EQ(plan_fft(DType::kC64, layout({5, 3}, {1, 5}), c2r).error().code(), ErrorCode::kInvalidArgument);
+}
+
 TEST(Fft, EmptyBatchesGiveEmptyResults) {
   const Tensor x = Tensor::zeros(DType::kF64, {0, 6}).value();
   const Tensor y = fft(CpuExecutionContext::sequential(), x, {Kind::kR2C, Norm::kBackward, {1}}).value();

@@ -274,7 +274,8 @@ class FftRule final : public ad::ExtensionRule {
 // different plans.
 class FftKernel final : public runtime::NodeKernel {
  public:
-  FftKernel(std::shared_ptr<const FftOp> op, bool sequential) : op_(std::move(op)), sequential_(sequential) {}
+  FftKernel(std::shared_ptr<const FftOp> op, bool sequential, std::string plan)
+      : op_(std::move(op)), sequential_(sequential), plan_(std::move(plan)) {}
   Result<void> run(runtime::EngineContext& engine_ctx, std::span<const Tensor> in,
                    std::span<Tensor> out) const override {
     const cpu_runtime::CpuEntered entered = cpu_runtime::cpu_entered(engine_ctx);
@@ -290,10 +291,12 @@ class FftKernel final : public runtime::NodeKernel {
     return ok();
   }
   std::string_view provider() const override { return sequential_ ? "cpu.fft (sequential)" : "cpu.fft"; }
+  std::string describe() const override { return plan_; }
 
  private:
   std::shared_ptr<const FftOp> op_;
   bool sequential_;
+  std::string plan_;  // fft::plan_fft's passes for a compact column-major operand
   mutable fft::PlanCache plans_{8};
 };
 
@@ -305,8 +308,15 @@ class FftModule final : public runtime::ExtensionModule {
     using Cap = runtime::PrepareCapability<std::shared_ptr<const runtime::NodeKernel>>;
     const auto* op = dynamic_cast<const FftOp*>(req.op->extension());
     if (op == nullptr) return Cap::unsupported("not a tenferro fft op");
-    return Cap::prepared(std::make_shared<FftKernel>(FftOp::make(op->spec()),
-                                                     req.determinism == runtime::DeterminismMode::kReproducible));
+    // What the kernel will do for a compact column-major operand (the runtime's usual
+    // one; another layout may take other routes, which fft::plan_fft decides per call).
+    std::string plan;
+    if (req.input_dtypes.size() == 1 && req.input_shapes.size() == 1) {
+      auto p = fft::plan_fft(req.input_dtypes[0], Layout::col_major(req.input_shapes[0]), op->spec());
+      if (p) plan = "for a column-major operand: " + p->describe();
+    }
+    return Cap::prepared(std::make_shared<FftKernel>(
+        FftOp::make(op->spec()), req.determinism == runtime::DeterminismMode::kReproducible, std::move(plan)));
   }
 };
 

@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -89,6 +90,43 @@ struct FftResultType {
   Shape shape;
 };
 Result<FftResultType> result_type(DType dtype, Dims shape, const FftSpec& spec);
+
+/// How one pass of a transform runs (Note [FFT passes] in fft.cc).
+enum class PassRoute : uint8_t {
+  kDirect,    ///< FFTW reads and writes the tensors' own strides (unit stride on both sides)
+  kBuffered,  ///< groups of lines gathered into a contiguous buffer, transformed, scattered
+};
+std::string_view pass_route_name(PassRoute route) noexcept;
+
+/// Where a pass reads or writes: the input, kC2R's scratch tensor, or the result.
+enum class Buffer : uint8_t { kInput, kScratch, kResult };
+
+/// One pass: a rank-1 transform of `axis` over every line of the other axes.
+struct FftPass {
+  int64_t axis = 0;
+  Kind kind = Kind::kC2C;  ///< this pass's transform (kC2R: to FftSpec::last_length points)
+  Buffer from = Buffer::kInput, to = Buffer::kResult;
+  PassRoute route = PassRoute::kDirect;
+  std::string reason;  ///< why this route, naming the strides
+};
+
+/// Everything `fft` decides for one input layout, decided by plan_fft alone (Note [FFT
+/// kernels]): the result's dtype, shape and strides (Note [FFT result layout]), whether
+/// kC2R uses a scratch tensor (compact, the input's shape and axis order) and whether it
+/// starts as a copy of the input, the passes in order, and the scale.
+struct FftPlan {
+  FftResultType result;
+  Strides result_strides;
+  bool scratch = false, scratch_copy = false;
+  std::vector<FftPass> passes;
+  double scale = 1.0;
+  /// "pass 1: r2c axis 1, input -> result, direct (...)", one line per pass, then the scale.
+  std::string describe() const;
+};
+
+/// The plan of `spec` on an input of `dtype` laid out as `input` (pure; deterministic).
+/// Errors: those of result_type.
+Result<FftPlan> plan_fft(DType dtype, const Layout& input, const FftSpec& spec);
 
 /// Plans FFTW made, kept for reuse (Note [FFT plan cache] in fft.cc): FFTW's planner costs
 /// as much as a mid-sized transform, so repeated calls of one layout reuse its plans.
