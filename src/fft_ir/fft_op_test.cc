@@ -55,6 +55,38 @@ TEST(FftOp, PayloadTextRoundTrips) {
   }
 }
 
+TEST(FftOp, MutatedPayloadsParseBackOrFailTyped) {
+  // A deterministic mutation run over the payload grammar: every string either parses to
+  // an op whose text parses to an equal op, or fails with kParse (never anything else).
+  const std::vector<std::string> seeds = {"c2c;norm=ortho;axes=0,2", "c2r;norm=backward;axes=1;n=8",
+                                          "r2c;norm=forward;axes=2,0,1", "c2c_inverse;axes=3"};
+  const std::string alphabet = "cr2_invesomatxbkwdfl;=,-0123456789 ";
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 20000; ++i) {
+    std::string t = seeds[rng() % seeds.size()];
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int k = 0; k < edits; ++k) {
+      const size_t at = t.empty() ? 0 : rng() % (t.size() + 1);
+      switch (rng() % 3) {
+        case 0: t.insert(t.begin() + static_cast<std::ptrdiff_t>(at), alphabet[rng() % alphabet.size()]); break;
+        case 1:
+          if (at < t.size()) t.erase(at, 1);
+          break;
+        default:
+          if (at < t.size()) t[at] = alphabet[rng() % alphabet.size()];
+      }
+    }
+    const auto r = parse_fft_payload(t);
+    if (!r) {
+      ASSERT_EQ(r.error().code(), ErrorCode::kParse) << t;
+      continue;
+    }
+    const auto back = parse_fft_payload((*r)->payload_text());
+    ASSERT_TRUE(back) << t << " -> " << (*r)->payload_text();
+    ASSERT_TRUE((*back)->payload_equal(**r)) << t;
+  }
+}
+
 TEST(FftOp, InferenceKeepsSymbolicBatchAxes) {
   ProgramBuilder b;
   const Extent sym = b.symbol("batch").value();
