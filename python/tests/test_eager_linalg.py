@@ -144,5 +144,23 @@ def test_expm_matches_the_eigendecomposition_and_differentiates(rt):
         np.testing.assert_allclose(np.sum(np.conj(g.numpy()) * d).real, fd, rtol=1e-6, atol=1e-8)
     with pytest.raises(tenferro.ShapeError):
         tl.expm(np.zeros((2, 3)))
-    with pytest.raises(tenferro.UnsupportedError, match="traced"):
-        tenferro.trace(lambda m: tl.expm(m), np.eye(2))
+    # Traced (jit): the kernel's expm as an op, differentiable through its Fréchet derivative.
+    gen = np.array([[0.0, -1.0], [1.0, 0.0]])
+    f = tenferro.jit(lambda m: tl.expm(m))
+    for t in (0.3, 7.0):  # one program, other degrees and scalings per run
+        rot = np.asarray(f(t * gen))
+        np.testing.assert_allclose(rot, [[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]], atol=1e-13)
+    rng3 = np.random.default_rng(3)
+    weights, d = rng3.standard_normal((2, 2)), rng3.standard_normal((2, 2))
+    a0 = 0.4 * gen + 0.3 * rng3.standard_normal((2, 2))
+    # The gradient program of the trace differentiates the expm op (its Fréchet rule).
+    prog = tenferro.trace(lambda m: (tl.expm(m) * weights).sum(), a0)
+    assert '"expm"' in prog.text()
+    g = prog.grad()(a0)[1]
+
+    def loss(m):
+        return float((_expm_oracle(m.astype(np.complex128)).real * weights).sum())
+
+    h = 1e-6
+    num = (loss(a0 + h * d) - loss(a0 - h * d)) / (2 * h)
+    np.testing.assert_allclose(np.sum(np.asarray(g) * d), num, rtol=1e-6)

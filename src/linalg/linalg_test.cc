@@ -1253,6 +1253,144 @@ TEST(LinalgRoute, PrecedenceAndForcedPolicies) {
   EXPECT_EQ(decide_route(in, tight, {}).value().policy, BatchPolicy::kProviderItems);
 }
 
+// A tensor of `dt` from column-major values.
+Tensor col_major_of(DType dt, const Shape& shape, const std::vector<c128>& v) {
+  switch (dt) {
+    case DType::kF32: {
+      std::vector<float> f;
+      for (c128 x : v) f.push_back(static_cast<float>(x.real()));
+      return Tensor::from_col_major<float>(shape, f).value();
+    }
+    case DType::kF64: {
+      std::vector<double> f;
+      for (c128 x : v) f.push_back(x.real());
+      return Tensor::from_col_major<double>(shape, f).value();
+    }
+    case DType::kC64: {
+      std::vector<std::complex<float>> f;
+      for (c128 x : v) f.emplace_back(static_cast<float>(x.real()), static_cast<float>(x.imag()));
+      return Tensor::from_col_major<std::complex<float>>(shape, f).value();
+    }
+    default: return Tensor::from_col_major<c128>(shape, v).value();
+  }
+}
+
+// Column-major values of `t`.
+std::vector<c128> col_major_values(const Tensor& t) {
+  const Tensor f = t.to_col_major().value().reshape({t.numel()}).value();
+  std::vector<c128> v;
+  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(f.get_as_c128({i}).value());
+  return v;
+}
+
+// exp(A) by its Taylor series in long double with scaling and squaring (norm / 2^s <
+// 1/2, 40 terms): an oracle independent of the Padé kernel.
+std::vector<std::complex<long double>> expm_oracle(const Tensor& a, std::vector<int64_t> at) {
+  using cl = std::complex<long double>;
+  const Dense d = item(a, std::move(at));
+  const int64_t n = d.rows;
+  long double norm = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    long double col = 0;
+    for (int64_t i = 0; i < n; ++i) col += std::abs(cl(d.at(i, j).real(), d.at(i, j).imag()));
+    norm = std::max(norm, col);
+  }
+  int s = 0;
+  while (norm / std::ldexp(1.0L, s) > 0.5L) ++s;
+  std::vector<cl> x(static_cast<size_t>(n * n)), term(x.size()), sum(x.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      x[static_cast<size_t>(i * n + j)] = cl(d.at(i, j).real(), d.at(i, j).imag()) / std::ldexp(1.0L, s);
+  auto mul = [&](const std::vector<cl>& p, const std::vector<cl>& q) {
+    std::vector<cl> r(p.size());
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        cl acc = 0;
+        for (int64_t k = 0; k < n; ++k) acc += p[static_cast<size_t>(i * n + k)] * q[static_cast<size_t>(k * n + j)];
+        r[static_cast<size_t>(i * n + j)] = acc;
+      }
+    return r;
+  };
+  for (int64_t i = 0; i < n; ++i) term[static_cast<size_t>(i * n + i)] = sum[static_cast<size_t>(i * n + i)] = 1;
+  for (int k = 1; k < 40; ++k) {
+    term = mul(term, x);
+    for (cl& t : term) t /= static_cast<long double>(k);
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] += term[i];
+  }
+  for (int k = 0; k < s; ++k) sum = mul(sum, sum);
+  return sum;
+}
+
+TEST(LinalgExpm, KernelMatchesTheTaylorOracle) {
+  const CpuExecutionContext seq = CpuExecutionContext::sequential();
+  struct Case {
+    DType dt;
+    std::vector<int64_t> shape;
+    double scale;
+  };
+  const Case cases[] = {{DType::kF64, {5, 5}, 1e-3},    {DType::kF64, {3, 6, 6}, 0.2}, {DType::kF64, {4, 4}, 3.0},
+                        {DType::kF64, {2, 7, 7}, 30.0}, {DType::kC128, {5, 5}, 2.0},   {DType::kC128, {2, 4, 4}, 60.0},
+                        {DType::kF32, {6, 6}, 1.5},     {DType::kC64, {3, 3}, 8.0}};
+  uint64_t seed = 300;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(dtype_name(c.dt)) + " scale " + std::to_string(c.scale));
+    const Tensor r = Tensor::random_normal(c.dt, c.shape, seed++).value();
+    std::vector<c128> v = col_major_values(r);
+    for (c128& z : v) z *= c.scale;
+    const Tensor x = col_major_of(c.dt, r.shape(), v);
+    const Tensor e = expm(seq, x).value();
+    ASSERT_EQ(e.shape(), x.shape());
+    const bool single = c.dt == DType::kF32 || c.dt == DType::kC64;
+    const int64_t items = x.numel() / (c.shape.back() * c.shape.back());
+    for (int64_t it = 0; it < items; ++it) {
+      std::vector<int64_t> at;
+      if (c.shape.size() == 3) at.push_back(it);
+      const auto want = expm_oracle(x, at);
+      long double big = 0;
+      for (const auto& w : want) big = std::max(big, std::abs(w));
+      const Dense got = item(e, at);
+      const int64_t n = got.rows;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          const auto w = want[static_cast<size_t>(i * n + j)];
+          const double err =
+              std::abs(got.at(i, j) - c128(static_cast<double>(w.real()), static_cast<double>(w.imag())));
+          EXPECT_LE(err, (single ? 2e-5 : 2e-12) * static_cast<double>(big)) << i << "," << j;
+        }
+    }
+  }
+  EXPECT_EQ(expm(seq, Tensor::zeros(DType::kF64, {2, 3}).value()).error().code(), ErrorCode::kInvalidShape);
+  EXPECT_EQ(expm(seq, Tensor::zeros(DType::kI64, {2, 2}).value()).error().code(), ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(expm(seq, Tensor()).error().code(), ErrorCode::kInvalidArgument);
+}
+
+TEST(LinalgExpm, FrechetDerivativeMatchesDifferences) {
+  const CpuExecutionContext seq = CpuExecutionContext::sequential();
+  for (DType dt : {DType::kF64, DType::kC128}) {
+    const Tensor a = Tensor::random_normal(dt, {2, 5, 5}, 41).value();
+    const Tensor d = Tensor::random_normal(dt, {2, 5, 5}, 42).value();
+    const Tensor l = expm_frechet(seq, a, d).value();
+    const double h = 1e-6;
+    auto moved = [&](double t) {
+      const std::vector<c128> va = col_major_values(a), vd = col_major_values(d);
+      std::vector<c128> v;
+      for (size_t i = 0; i < va.size(); ++i) v.push_back(va[i] + t * vd[i]);
+      return expm(seq, col_major_of(dt, a.shape(), v)).value();
+    };
+    const Tensor p = moved(h), m = moved(-h);
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t i = 0; i < 5; ++i)
+        for (int64_t j = 0; j < 5; ++j) {
+          const c128 fd = (p.get_as_c128({b, i, j}).value() - m.get_as_c128({b, i, j}).value()) / (2 * h);
+          EXPECT_LT(std::abs(l.get_as_c128({b, i, j}).value() - fd), 1e-6 * (1 + std::abs(fd)));
+        }
+  }
+  const Tensor a = Tensor::zeros(DType::kF64, {3, 3}).value();
+  EXPECT_EQ(expm_frechet(seq, a, Tensor::zeros(DType::kF64, {3, 2}).value()).error().code(), ErrorCode::kShapeMismatch);
+  EXPECT_EQ(expm_frechet(seq, a, Tensor::zeros(DType::kC128, {3, 3}).value()).error().code(),
+            ErrorCode::kDTypeMismatch);
+}
+
 TEST(LinalgThreads, OneAndTwoThreadsGiveEqualResults) {
   cpu::CpuTopology t = cpu::CpuTopology::discover().value();
   cpu::CpuEngineConfig cfg;

@@ -8,6 +8,7 @@
 
 #include "tenferro/eager/autograd.h"
 #include "tenferro/linalg_eager/linalg_eager.h"
+#include "tenferro/linalg_ir/linalg_op.h"
 
 namespace tenferro::eager::linalg {
 
@@ -27,8 +28,10 @@ namespace {
 // for AD, so the derivative is that of the approximant computed (as JAX's expm), which
 // matches the exact Fréchet derivative to the same order. One (m, s) for the whole
 // batch: items of smaller norm are squared more often than they need (accuracy of the
-// largest item's scale). The choice reads the norm on the host: a traced value is a
-// typed kUnsupported, since a program would keep this one call's (m, s).
+// largest item's scale). The choice reads the norm on the host, so a
+// traced value runs the kernel's expm instead (tenferro::linalg::expm, the same
+// algorithm choosing (m, s) per run) and records the linalg family's expm op, whose AD
+// rule is the exact Fréchet derivative.
 struct Degree {
   int m;
   double theta;
@@ -89,9 +92,28 @@ Result<EagerTensor> expm(const Context& c, const EagerTensor& a) {
                        "needs a floating or complex dtype, got " + std::string(dtype_name(dtype)));
   }
   if (a.ad_node() != nullptr && a.ad_node()->traced) {
-    return usage_error(ErrorCode::kUnsupported, "expm",
-                       "of a traced value: its degree and scaling are chosen from the values of each call (Note "
-                       "[Matrix exponential]), which a program would freeze");
+    // A traced value: the kernel's expm (the same algorithm, choosing the degree and
+    // scaling per run), recorded as the linalg family's expm op, whose rule is the
+    // Fréchet derivative.
+    const EagerTensor* ins[] = {&a};
+    TENFERRO_TRY(std::vector<EagerTensor> out,
+                 c.run_native(
+                     ins, "expm", a.numel() * a.shape()[a.rank() - 1],
+                     [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool,
+                         std::vector<Tensor>& o) -> Result<void> {
+                       TENFERRO_TRY(Tensor x, tenferro::linalg::expm(ctx, a.tensor(), pool));
+                       o = {std::move(x)};
+                       return ok();
+                     },
+                     [&]() -> Context::ProgramForm {
+                       return [](program::ProgramBuilder& b,
+                                 std::span<const program::Value> v) -> Result<std::vector<program::Value>> {
+                         linalg_ir::Payload p;
+                         p.kind = linalg_ir::Kind::kExpm;
+                         return linalg_ir::emit_linalg(b, p, v);
+                       };
+                     }));
+    return out.at(0);
   }
   const int64_t n = a.shape()[a.rank() - 1];
   if (a.numel() == 0) return c.contiguous(a);

@@ -1,6 +1,8 @@
 #include "tenferro/linalg_eager/linalg_eager.h"
 
 #include "tenferro/eager/autograd.h"
+#include "tenferro/program/interpreter.h"
+#include "tenferro/program/text.h"
 
 #include <gtest/gtest.h>
 
@@ -526,11 +528,28 @@ TEST(LinalgEager, ExpmErrorsAreTyped) {
   EXPECT_EQ(linalg::expm(rt->context().zeros({2, 3}).value()).error().code(), ErrorCode::kInvalidShape);
   EXPECT_EQ(linalg::expm(rt->context().zeros({3}).value()).error().code(), ErrorCode::kInvalidShape);
   EXPECT_EQ(linalg::expm(rt->context().zeros({2, 2}, DType::kI64).value()).error().code(), ErrorCode::kDTypeMismatch);
-  const EagerTensor x = trace_input(rt->context().zeros({2, 2}).value()).value();
-  const auto traced = linalg::expm(x);
-  ASSERT_FALSE(traced);
-  EXPECT_EQ(traced.error().code(), ErrorCode::kUnsupported);
-  EXPECT_NE(traced.error().message().find("traced"), std::string::npos);
+}
+
+// A traced value runs the kernel's expm and records the linalg expm op: the program
+// computes e^A for new inputs (other norms: other degrees and scalings) and
+// differentiates through the Fréchet derivative.
+TEST(LinalgEager, TracedExpmRecordsTheOp) {
+  auto rt = EagerRuntime::create().value();
+  const EagerTensor a0 = rt->from_values<double>({2, 2}, {0.0, -0.5, 0.5, 0.0}).value();
+  const EagerTensor x = trace_input(a0).value();
+  const EagerTensor e = linalg::expm(x).value();
+  EXPECT_NEAR(e.tensor().get<double>({0, 0}).value(), std::cos(0.5), 1e-14);
+  const EagerTensor outs[] = {e}, ins[] = {x};
+  const program::CompiledGraph g = program_of(outs, ins).value();
+  EXPECT_NE(program::print_program(*g.program).find("\"expm\""), std::string::npos)
+      << program::print_program(*g.program);
+  // Run the program on a rotation generator of angle 7 (degree 13, squarings).
+  const Tensor big = Tensor::from_row_major<double>({2, 2}, {0.0, -7.0, 7.0, 0.0}).value();
+  const Tensor args[] = {big};
+  const auto r = program::interpret(g, args);
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_NEAR((*r)[0].get<double>({0, 0}).value(), std::cos(7.0), 1e-13);
+  EXPECT_NEAR((*r)[0].get<double>({1, 0}).value(), std::sin(7.0), 1e-13);
 }
 
 // The derivative through expm (the recorded approximant) against central differences,

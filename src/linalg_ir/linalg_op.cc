@@ -19,9 +19,10 @@ Error compile_error(ErrorCode code, std::string msg) {
 }
 Error parse_error(std::string msg) { return usage_error(ErrorCode::kParse, "linalg", std::move(msg)); }
 
-constexpr Kind kKinds[] = {Kind::kSvd,   Kind::kQr,       Kind::kEigh,     Kind::kEig,  Kind::kCholesky,
-                           Kind::kLu,    Kind::kSolve,    Kind::kTriangularSolve, Kind::kInv, Kind::kDet,
-                           Kind::kSlogdet, Kind::kPinv,   Kind::kMatrixNorm};
+constexpr Kind kKinds[] = {Kind::kSvd,        Kind::kQr,   Kind::kEigh,       Kind::kEig,
+                           Kind::kCholesky,   Kind::kLu,   Kind::kSolve,      Kind::kTriangularSolve,
+                           Kind::kInv,        Kind::kDet,  Kind::kSlogdet,    Kind::kPinv,
+                           Kind::kMatrixNorm, Kind::kExpm, Kind::kExpmFrechet};
 
 std::string_view svd_mode_text(linalg::SvdMode m) {
   return m == linalg::SvdMode::kThin ? "thin" : m == linalg::SvdMode::kFull ? "full" : "values";
@@ -62,6 +63,8 @@ std::string_view kind_name(Kind kind) noexcept {
     case Kind::kSlogdet: return "slogdet";
     case Kind::kPinv: return "pinv";
     case Kind::kMatrixNorm: return "matrix_norm";
+    case Kind::kExpm: return "expm";
+    case Kind::kExpmFrechet: return "expm_frechet";
   }
   return "unknown";
 }
@@ -78,7 +81,7 @@ std::shared_ptr<const LinalgOp> LinalgOp::make(Payload payload) {
 }
 
 int LinalgOp::inputs() const noexcept {
-  return p_.kind == Kind::kSolve || p_.kind == Kind::kTriangularSolve ? 2 : 1;
+  return p_.kind == Kind::kSolve || p_.kind == Kind::kTriangularSolve || p_.kind == Kind::kExpmFrechet ? 2 : 1;
 }
 
 uint64_t LinalgOp::payload_hash() const { return std::hash<std::string>()(payload_text()); }
@@ -185,7 +188,18 @@ Result<std::vector<ValueType>> LinalgOp::infer(std::span<const ValueType> in, st
       if (p_.vectors) out.push_back(with_tail(complex_of(dt), batch, {n, n}));
       break;
     case Kind::kCholesky:
+    case Kind::kExpm:
     case Kind::kInv: out.push_back(with_tail(dt, batch, {n, n})); break;
+    case Kind::kExpmFrechet: {
+      const ValueType& e = in[1];
+      if (e.dtype != dt) {
+        return compile_error(ErrorCode::kDTypeMismatch, name + " operands have dtypes " + std::string(dtype_name(dt)) +
+                                                            " and " + std::string(dtype_name(e.dtype)));
+      }
+      if (e.shape != a.shape) return compile_error(ErrorCode::kShapeMismatch, name + " needs E of A's shape");
+      out.push_back(with_tail(dt, batch, {n, n}));
+      break;
+    }
     case Kind::kLu:
       out.push_back(with_tail(dt, batch, {m, m}));
       out.push_back(with_tail(dt, batch, {m, k}));
@@ -313,6 +327,16 @@ Result<std::vector<Tensor>> LinalgOp::compute(const cpu::CpuExecutionContext& ct
     }
     case Kind::kMatrixNorm: {
       TENFERRO_TRY(Tensor x, linalg::matrix_norm(ctx, in[0], p_.norm, lo, pool));
+      out.push_back(std::move(x));
+      break;
+    }
+    case Kind::kExpm: {
+      TENFERRO_TRY(Tensor x, linalg::expm(ctx, in[0], pool));
+      out.push_back(std::move(x));
+      break;
+    }
+    case Kind::kExpmFrechet: {
+      TENFERRO_TRY(Tensor x, linalg::expm_frechet(ctx, in[0], in[1], pool));
       out.push_back(std::move(x));
       break;
     }

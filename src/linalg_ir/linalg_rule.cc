@@ -46,6 +46,8 @@ using program::ValueType;
 // - matrix_norm: fro re⟨A, dA⟩ / ‖A‖; nuclear re⟨U Vh, dA⟩; spectral re⟨u₁ vh₁, dA⟩;
 //   one / inf: re⟨sign(A), dA⟩ over the maximal column (row), ties averaged.
 // - pinv (locally constant rank): dX = −X dA X + X Xᴴ dAᴴ (I − A X) + (I − X A) dAᴴ Xᴴ X.
+// - expm: dX = L(A, dA), the Fréchet derivative, an op of its own (expm_frechet: the
+//   top-right block of expm([[A, dA], [0, A]])), linear in dA with adjoint L(Aᴴ, ·).
 // - eig: dλ = diag P, P = V⁻¹ dA V; dV = V (F ∘ P) − V diag(c), F_ij = 1 / (λ_j − λ_i)
 //   (complex gaps broadened as conj(g) / (|g|² + ε)), c_j chosen so that each column
 //   keeps the op's gauge: unit 2-norm and its largest-magnitude entry real (eig_jvp).
@@ -652,6 +654,15 @@ class LinalgRule final : public ad::ExtensionRule {
     const Payload& p = lop->payload();
     Helpers x(e, o_.broadening);
     if (p.kind == Kind::kSolve || p.kind == Kind::kTriangularSolve) return solve_jvp(x, p, in, outputs, tan);
+    if (p.kind == Kind::kExpmFrechet) {
+      if (tan[0]) {
+        return rule_error(ErrorCode::kUnsupported,
+                          "expm_frechet is differentiable in E only (second derivatives of expm are not supported)");
+      }
+      if (!tan[1]) return std::vector<MaybeValue>(1);
+      TENFERRO_TRY(std::vector<Value> o, x.linalg(p, {in[0], *tan[1]}));
+      return std::vector<MaybeValue>{o[0]};
+    }
     if (!tan[0]) return std::vector<MaybeValue>(outputs.size());
     const Value a = in[0], da = *tan[0];
     switch (p.kind) {
@@ -725,8 +736,16 @@ class LinalgRule final : public ad::ExtensionRule {
         TENFERRO_TRY(Value d, e.sub(s23, t1));
         return std::vector<MaybeValue>{d};
       }
+      case Kind::kExpm: {
+        // dX = L(A, dA), the Fréchet derivative (Higham's block identity).
+        Payload q;
+        q.kind = Kind::kExpmFrechet;
+        TENFERRO_TRY(std::vector<Value> o, x.linalg(q, {a, da}));
+        return std::vector<MaybeValue>{o[0]};
+      }
       case Kind::kSolve:
-      case Kind::kTriangularSolve: break;
+      case Kind::kTriangularSolve:
+      case Kind::kExpmFrechet: break;
     }
     return rule_error(ErrorCode::kInternal, "unknown linalg op");
   }
@@ -736,6 +755,16 @@ class LinalgRule final : public ad::ExtensionRule {
     const auto* lop = dynamic_cast<const LinalgOp*>(&op);
     if (!lop) return rule_error(ErrorCode::kInternal, "linalg rule given another family's op");
     Payload p = lop->payload();
+    if (p.kind == Kind::kExpmFrechet && in[0] && !in[1]) {
+      // L(A, ·)* = L(Aᴴ, ·) under the real inner product.
+      std::vector<MaybeValue> out(2);
+      if (!cts[0]) return out;
+      Helpers x(e, o_.broadening);
+      TENFERRO_TRY(Value ah, x.h(*in[0]));
+      TENFERRO_TRY(std::vector<Value> o, x.linalg(p, {ah, *cts[0]}));
+      out[1] = o[0];
+      return out;
+    }
     const bool solve = p.kind == Kind::kSolve || p.kind == Kind::kTriangularSolve;
     if (!solve || !in[0] || in[1]) {
       return rule_error(ErrorCode::kInvalidArgument,

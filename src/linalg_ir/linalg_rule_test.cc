@@ -78,6 +78,46 @@ void check(const std::string& name, std::vector<ValueType> inputs, const Body& b
   check_derivatives(ctx, g->graph(), xs, seed + 1, name);
 }
 
+TEST(LinalgRules, ExpmIsItsFrechetDerivative) {
+  const auto ctx = context();
+  uint64_t seed = 500;
+  for (DType d : {DType::kF64, DType::kC128}) {
+    for (std::vector<int64_t> shape : {std::vector<int64_t>{4, 4}, std::vector<int64_t>{2, 3, 3}}) {
+      check(
+          "expm " + std::string(dtype_name(d)), {vt(d, shape)},
+          [](TraceContext& tc, std::vector<Value> in) { return linalg(tc, Payload{.kind = Kind::kExpm}, {in[0]}); },
+          seed++, ctx);
+    }
+    // Scaled past the largest Padé degree's theta (squarings), through a nonlinear loss.
+    check(
+        "expm scaled " + std::string(dtype_name(d)), {vt(d, {3, 3})},
+        [](TraceContext& tc, std::vector<Value> in) {
+          Value big =
+              tc.op(OpCode::kMul,
+                    {in[0],
+                     tc.op(OpCode::kBroadcastInDim,
+                           {tc.constant(test_support::make(tc.type(in[0]).value().dtype, {}, {c128(6.0)})).value()},
+                           Attrs{.shape = tc.type(in[0]).value().shape})
+                         .value()})
+                  .value();
+          Value e = linalg(tc, Payload{.kind = Kind::kExpm}, {big})[0];
+          return std::vector<Value>{abs2(tc, e)};
+        },
+        seed++, ctx);
+  }
+  // Second derivatives are refused with a typed error (expm_frechet is linear in E only).
+  TraceContext tc;
+  Value a = tc.input(vt(DType::kF64, {3, 3})).value();
+  Value e = linalg(tc, Payload{.kind = Kind::kExpm}, {a})[0];
+  Value t = tc.op(OpCode::kReduce, {e}, Attrs{.dims = {0, 1}}).value();
+  auto g = tc.finish({t}).value();
+  auto grad = ctx.grad(g.graph());
+  ASSERT_TRUE(grad) << grad.error().to_string();
+  auto second = ctx.jvp(*grad);
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().code(), ErrorCode::kUnsupported);
+}
+
 TEST(LinalgRules, Svd) {
   const auto ctx = context();
   uint64_t seed = 1;

@@ -290,6 +290,17 @@ Result<Tensor> solve(const CpuExecutionContext& ctx, const Tensor& a, const Tens
 Result<void> solve_into(const CpuExecutionContext& ctx, const Tensor& a, const Tensor& b, Tensor& out,
                         const LinalgOptions& options = {}, const PoolPtr& pool = nullptr);
 
+/// The matrix exponential of the square matrices in the last two axes (batched): scaling
+/// and squaring with a Padé approximant (Note [Matrix exponential kernel] in expm.cc),
+/// backward error within the unit roundoff of the dtype. Errors: kInvalidArgument
+/// (undefined), kDTypeMismatch, kInvalidShape (not square matrices).
+Result<Tensor> expm(const CpuExecutionContext& ctx, const Tensor& a, const PoolPtr& pool = nullptr);
+/// The Fréchet derivative L(A, E) of expm at A in direction E (same shape): the top-right
+/// block of expm([[A, E], [0, A]]), batched. Linear in E; its adjoint in E is
+/// L(Aᴴ, ·). Errors: those of expm, kDTypeMismatch / kShapeMismatch (E unlike A).
+Result<Tensor> expm_frechet(const CpuExecutionContext& ctx, const Tensor& a, const Tensor& e,
+                            const PoolPtr& pool = nullptr);
+
 enum class Transpose : uint8_t { kNone, kTranspose, kConjTranspose };
 struct TriangularOptions {
   bool left = true;   ///< solve op(A) X = B (true) or X op(A) = B (false)

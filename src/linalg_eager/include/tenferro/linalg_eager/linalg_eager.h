@@ -94,10 +94,11 @@ Result<TruncatedSvd> truncated_svd(const EagerTensor& a, const TruncatedSvdOptio
 /// The matrix exponential of the square matrices in the last two axes (batched), by
 /// scaling and squaring with a Padé approximant (Note [Matrix exponential] in expm.cc):
 /// backward error within the unit roundoff of the dtype. Composed of eager operations
-/// that record for AD (the derivative of the approximant computed). f32, f64, c64, c128.
-/// Errors: kInvalidArgument (undefined), kInvalidShape (not square matrices),
-/// kDTypeMismatch (integer or bool), kUnsupported (a traced value: the degree and
-/// scaling are chosen from each call's values), the eager operations' errors.
+/// that record for AD (the derivative of the approximant computed); a traced value (jit,
+/// trace) runs tenferro::linalg::expm and records the linalg family's expm op (degree and
+/// scaling chosen per run; its derivative is the exact Fréchet derivative). f32, f64,
+/// c64, c128. Errors: kInvalidArgument (undefined), kInvalidShape (not square matrices),
+/// kDTypeMismatch (integer or bool), the eager operations' errors.
 Result<EagerTensor> expm(const Context& c, const EagerTensor& a);
 Result<EagerTensor> expm(const EagerTensor& a);
 

@@ -41,6 +41,8 @@ enum class Kind : uint8_t {
   kSlogdet,          ///< [sign, logabsdet]
   kPinv,             ///< [X]
   kMatrixNorm,       ///< [norm]
+  kExpm,             ///< [expm(A)]
+  kExpmFrechet,      ///< [L(A, E)] (inputs A, E): the Fréchet derivative of expm, linear in E
 };
 std::string_view kind_name(Kind kind) noexcept;
 
@@ -64,7 +66,7 @@ class LinalgOp final : public program::ExtensionOp {
  public:
   static std::shared_ptr<const LinalgOp> make(Payload payload);
   const Payload& payload() const noexcept { return p_; }
-  /// Number of operands (2 for solve and triangular_solve, else 1).
+  /// Number of operands (2 for solve, triangular_solve and expm_frechet, else 1).
   int inputs() const noexcept;
 
   std::string_view family_id() const override { return kLinalgFamily; }
@@ -115,8 +117,10 @@ struct LinalgAdOptions {
 };
 /// The linalg family's differentiation rules, for AdContext::install. JVPs of svd (thin,
 /// values-only), eigh/eigvalsh, qr (reduced or R-only, rows >= columns), cholesky, lu
-/// (square), solve, triangular_solve, inv, det, slogdet, pinv, matrix_norm and eigvals; the
-/// transposes of solve and triangular_solve in their right-hand side. Other cases (full
+/// (square), solve, triangular_solve, inv, det, slogdet, pinv, matrix_norm, eigvals and
+/// expm (dX = expm_frechet(A, dA)); expm_frechet's in E (not in A: second derivatives of
+/// expm are kUnsupported); the transposes of solve and triangular_solve in their
+/// right-hand side and of expm_frechet in E (L(Aᴴ, ·)). Other cases (full
 /// SVD, complete QR, eig vectors) are kUnsupported at transform time.
 std::shared_ptr<const ad::ExtensionRule> linalg_rule(LinalgAdOptions options = {});
 
