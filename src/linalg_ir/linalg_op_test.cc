@@ -70,7 +70,8 @@ TEST(LinalgOp, PayloadTextRoundTrips) {
     p.norm = n;
     ps.push_back(p);
   }
-  for (Kind k : {Kind::kEig, Kind::kCholesky, Kind::kLu, Kind::kSolve, Kind::kInv, Kind::kDet, Kind::kSlogdet}) {
+  for (Kind k : {Kind::kEig, Kind::kCholesky, Kind::kLu, Kind::kSolve, Kind::kInv, Kind::kDet, Kind::kSlogdet,
+                 Kind::kExpm, Kind::kExpmFrechet}) {
     p = Payload{};
     p.kind = k;
     ps.push_back(p);
@@ -106,6 +107,23 @@ TEST(LinalgOp, PayloadTextRoundTrips) {
   auto parsed = program::parse_program(text, &registry);
   ASSERT_TRUE(parsed) << parsed.error().to_string() << "\n" << text;
   EXPECT_TRUE(parsed->program->structurally_equal(*g.program));
+}
+
+TEST(LinalgOp, ExpmFrechetNeedsEOfAsTypeAndShape) {
+  ProgramBuilder b;
+  Value a = b.input(type(DType::kF64, {2, 3, 3})).value();
+  Payload f;
+  f.kind = Kind::kExpmFrechet;
+  EXPECT_EQ(emit_linalg(b, f, std::vector<Value>{a}).error().code(), ErrorCode::kInvalidArgument);
+  Value other = b.input(type(DType::kF64, {2, 3, 2})).value();
+  EXPECT_EQ(emit_linalg(b, f, std::vector<Value>{a, other}).error().code(), ErrorCode::kShapeMismatch);
+  Value c = b.input(type(DType::kC128, {2, 3, 3})).value();
+  EXPECT_EQ(emit_linalg(b, f, std::vector<Value>{a, c}).error().code(), ErrorCode::kDTypeMismatch);
+  Value e = b.input(type(DType::kF64, {1, 3, 3})).value();
+  EXPECT_EQ(emit_linalg(b, f, std::vector<Value>{a, e}).error().code(), ErrorCode::kShapeMismatch);
+  const auto ok = emit_linalg(b, f, std::vector<Value>{a, a});
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(b.type((*ok)[0]).value().shape.size(), 3u);
 }
 
 TEST(LinalgOp, InferenceErrors) {
