@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <complex>
 #include <numbers>
+#include <thread>
 #include <vector>
 
 #include "tenferro/cpu/engine.h"
@@ -404,6 +406,45 @@ TEST(FftPlan, ComplexToRealNeverOverwritesTheInput) {
   // The planner's errors are result_type's.
   c2r.last_length = 0;
   EXPECT_EQ(plan_fft(DType::kC64, layout({5, 3}, {1, 5}), c2r).error().code(), ErrorCode::kInvalidArgument);
+}
+
+TEST(Fft, ConcurrentCallsShareABoundedPlanCache) {
+  // Four threads transform three layouts through one cache of two plans: plans are
+  // evicted while other calls run them; every result equals the one computed alone.
+  PlanCache plans(2);
+  const CpuExecutionContext seq = CpuExecutionContext::sequential();
+  const std::vector<Tensor> inputs = {Tensor::random_normal(DType::kC128, {8, 64}, 81).value(),
+                                      Tensor::random_normal(DType::kC128, {8, 48}, 82).value(),
+                                      Tensor::random_normal(DType::kC64, {5, 30}, 83).value()};
+  const FftSpec spec{Kind::kC2C, Norm::kOrtho, {1}};
+  std::vector<Arr> want;
+  for (const Tensor& x : inputs) want.push_back(dense(fft(seq, x, spec).value()));
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 60; ++i) {
+        const size_t which = static_cast<size_t>((i + t) % 3);
+        auto y = fft(seq, inputs[which], spec, nullptr, &plans);
+        if (!y) {
+          ++mismatches;
+          continue;
+        }
+        const Arr got = dense(*y);
+        const long double tol = which == 2 ? 1e-5L : 1e-12L;  // plans may differ with the buffers' alignment
+        for (size_t j = 0; j < got.v.size(); ++j) {
+          if (std::abs(got.v[j] - want[which].v[j]) > tol * (1 + std::abs(want[which].v[j]))) {
+            ++mismatches;
+            break;
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
+  EXPECT_LE(plans.stats().entries, 2);
+  EXPECT_GT(plans.stats().evictions, 0);
 }
 
 TEST(Fft, EmptyBatchesGiveEmptyResults) {
