@@ -142,7 +142,7 @@ class _Shaped:
         self.shape = tuple(_shape_of(a))
 
 
-_FAST_KIND = {"fft": ("c2c", "FD"), "ifft": ("c2c_inverse", "FD"), "rfft": ("r2c", "fd")}
+_FAST_KIND = {"fft": ("c2c", "FD"), "ifft": ("c2c_inverse", "FD"), "rfft": ("r2c", "fd"), "irfft": ("c2r", "FD")}
 
 
 def _one(a, n, axis, family, norm, engine, threads):
@@ -151,8 +151,11 @@ def _one(a, n, axis, family, norm, engine, threads):
         return _EF.fftn(a, family, [] if n is None else [int(n)], [int(axis)], "backward" if norm is None else norm)
     if (n is None and type(a) is _np.ndarray and family in _FAST_KIND and a.dtype.char in _FAST_KIND[family][1]
             and a.dtype.isnative and a.flags.aligned):
-        # Arrays that need no conversion or resizing go straight to the kernel.
-        return _F.transform(_engine(engine, threads), a, _FAST_KIND[family][0], [_axis(axis, a.ndim)], _norm(norm), -1)
+        # Arrays that need no conversion or resizing go straight to the kernel (irfft's
+        # default length 2 (m - 1) reads exactly its m bins).
+        ax = _axis(axis, a.ndim)
+        length = _points(2 * (a.shape[ax] - 1)) if family == "irfft" else -1
+        return _F.transform(_engine(engine, threads), a, _FAST_KIND[family][0], [ax], _norm(norm), length)
     ndim = len(_shape_of(a))
     ax = _axis(axis, ndim)
     if n is None:
