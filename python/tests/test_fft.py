@@ -98,6 +98,8 @@ def test_errors_follow_numpy():
         tfft.fft(x, 0)
     with pytest.raises(ValueError, match="Invalid number of FFT data points"):
         tfft.irfft(np.ones(1))  # default n = 0
+    with pytest.raises(ValueError, match="Invalid number of FFT data points"):
+        tfft.irfft(np.ones(1, complex))  # the same through the arrays' direct path
     with pytest.raises(np.AxisError):
         tfft.fft(x, axis=2)
     with pytest.raises(ValueError, match="different lengths"):
