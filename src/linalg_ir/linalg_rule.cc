@@ -47,7 +47,9 @@ using program::ValueType;
 //   one / inf: re⟨sign(A), dA⟩ over the maximal column (row), ties averaged.
 // - pinv (locally constant rank): dX = −X dA X + X Xᴴ dAᴴ (I − A X) + (I − X A) dAᴴ Xᴴ X.
 // - expm: dX = L(A, dA), the Fréchet derivative, an op of its own (expm_frechet: the
-//   top-right block of expm([[A, dA], [0, A]])), linear in dA with adjoint L(Aᴴ, ·).
+//   top-right block of expm([[A, dA], [0, A]])), linear in dA with adjoint L(Aᴴ, ·);
+//   its derivative in A is [L(M, diag(dA, dA))]₁₂, M = [[A, E], [0, A]] (frechet_jvp),
+//   so second derivatives of expm are expm_frechet ops on doubled matrices.
 // - eig: dλ = diag P, P = V⁻¹ dA V; dV = V (F ∘ P) − V diag(c), F_ij = 1 / (λ_j − λ_i)
 //   (complex gaps broadened as conj(g) / (|g|² + ε)), c_j chosen so that each column
 //   keeps the op's gauge: unit 2-norm and its largest-magnitude entry real (eig_jvp).
@@ -409,6 +411,57 @@ Result<Value> columns(Helpers& x, Value a, int64_t lo, int64_t hi) {
   return x.e().op(OpCode::kSlice, {a}, std::move(at));
 }
 
+// [[a, b], [c, d]] from four [.., n, n] values (c may be absent: zeros).
+Result<Value> block2(Helpers& x, Value a, Value b, std::optional<Value> c, Value d) {
+  Emitter& e = x.e();
+  TENFERRO_TRY(ValueType t, x.type(a));
+  const int64_t r = t.rank();
+  if (!c) {
+    TENFERRO_TRY(c, e.zeros(t));
+  }
+  TENFERRO_TRY(Value top, e.op(OpCode::kConcatenate, {a, b}, program::Attrs{.axis = r - 1}));
+  TENFERRO_TRY(Value bottom, e.op(OpCode::kConcatenate, {*c, d}, program::Attrs{.axis = r - 1}));
+  return e.op(OpCode::kConcatenate, {top, bottom}, program::Attrs{.axis = r - 2});
+}
+
+// The JVP of expm_frechet: L(A, E) is linear in E (dE -> L(A, dE)); in A it is
+// [L(M, D)]₁₂ with M = [[A, E], [0, A]] and D = diag(dA, dA) (differentiating the block
+// identity L(A, E) = [expm(M)]₁₂ once more), linear in dA through D. Needs exact batch
+// extents (the top-right block is a slice).
+Result<std::vector<MaybeValue>> frechet_jvp(Helpers& x, std::span<const Value> in, std::span<const MaybeValue> tan) {
+  Emitter& e = x.e();
+  Payload f;
+  f.kind = Kind::kExpmFrechet;
+  MaybeValue out;
+  if (tan[1]) {
+    TENFERRO_TRY(std::vector<Value> o, x.linalg(f, {in[0], *tan[1]}));
+    out = o[0];
+  }
+  if (tan[0]) {
+    TENFERRO_TRY(ValueType t, x.type(in[0]));
+    for (const Extent& ex : t.shape) {
+      if (!ex.is_exact()) {
+        return rule_error(ErrorCode::kUnsupported, "expm_frechet's derivative in A needs exact extents");
+      }
+    }
+    const int64_t r = t.rank(), n = t.shape.back().exact_value();
+    TENFERRO_TRY(Value m, block2(x, in[0], in[1], std::nullopt, in[0]));
+    TENFERRO_TRY(Value zero, e.zeros(t));
+    TENFERRO_TRY(Value d, block2(x, *tan[0], zero, zero, *tan[0]));
+    TENFERRO_TRY(std::vector<Value> o, x.linalg(f, {m, d}));
+    program::Attrs at;
+    for (int64_t i = 0; i < r; ++i) {
+      const bool row = i == r - 2, col = i == r - 1;
+      at.start.push_back(col ? n : 0);
+      at.limit.push_back(row ? n : col ? 2 * n : t.shape[static_cast<size_t>(i)].exact_value());
+      at.stride.push_back(1);
+    }
+    TENFERRO_TRY(Value top_right, e.op(OpCode::kSlice, {o[0]}, std::move(at)));
+    TENFERRO_TRY(out, e.add(out, MaybeValue(top_right)));
+  }
+  return std::vector<MaybeValue>{out};
+}
+
 // The reduced QR derivative of a matrix with rows >= columns (A = Q R, R square).
 Result<std::pair<Value, Value>> qr_tall_jvp(Helpers& x, Value q, Value r, Value da, DType dtype) {
   Emitter& e = x.e();
@@ -654,15 +707,7 @@ class LinalgRule final : public ad::ExtensionRule {
     const Payload& p = lop->payload();
     Helpers x(e, o_.broadening);
     if (p.kind == Kind::kSolve || p.kind == Kind::kTriangularSolve) return solve_jvp(x, p, in, outputs, tan);
-    if (p.kind == Kind::kExpmFrechet) {
-      if (tan[0]) {
-        return rule_error(ErrorCode::kUnsupported,
-                          "expm_frechet is differentiable in E only (second derivatives of expm are not supported)");
-      }
-      if (!tan[1]) return std::vector<MaybeValue>(1);
-      TENFERRO_TRY(std::vector<Value> o, x.linalg(p, {in[0], *tan[1]}));
-      return std::vector<MaybeValue>{o[0]};
-    }
+    if (p.kind == Kind::kExpmFrechet) return frechet_jvp(x, in, tan);
     if (!tan[0]) return std::vector<MaybeValue>(outputs.size());
     const Value a = in[0], da = *tan[0];
     switch (p.kind) {

@@ -118,9 +118,10 @@ struct LinalgAdOptions {
 /// The linalg family's differentiation rules, for AdContext::install. JVPs of svd (thin,
 /// values-only), eigh/eigvalsh, qr (reduced or R-only, rows >= columns), cholesky, lu
 /// (square), solve, triangular_solve, inv, det, slogdet, pinv, matrix_norm, eigvals and
-/// expm (dX = expm_frechet(A, dA)); expm_frechet's in E (not in A: second derivatives of
-/// expm are kUnsupported); the transposes of solve and triangular_solve in their
-/// right-hand side and of expm_frechet in E (L(Aᴴ, ·)). Other cases (full
+/// expm (dX = expm_frechet(A, dA)) and expm_frechet (in E: L(A, dE); in A: the block
+/// identity once more, so expm differentiates to any order; exact extents needed); the
+/// transposes of solve and triangular_solve in their right-hand side and of expm_frechet
+/// in E (L(Aᴴ, ·)). Other cases (full
 /// SVD, complete QR, eig vectors) are kUnsupported at transform time.
 std::shared_ptr<const ad::ExtensionRule> linalg_rule(LinalgAdOptions options = {});
 
