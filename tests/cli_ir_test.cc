@@ -266,13 +266,14 @@ TEST(CliIr, ErrorsAreTypedAndExitNonZero) {
 // `tenferro info`: the capabilities report, as text and as one JSON object.
 TEST(CliInfo, ReportsCapabilitiesAsTextAndJson) {
   ASSERT_EQ(run("info"), 0) << output();
-  for (const char* field : {"cpu ", "isa ", "blis ", "openblas ", "engine "}) {
+  for (const char* field : {"cpu ", "isa ", "blis ", "openblas ", "engine ", "fft        fftw-3"}) {
     EXPECT_NE(output().find(field), std::string::npos) << field << "\n" << output();
   }
   ASSERT_EQ(run("info --json"), 0) << output();
   const std::string json = output();
   EXPECT_EQ(json.front(), '{');
-  for (const char* key : {"\"detected_isa\"", "\"blis_tuned\"", "\"openblas_core\"", "\"l1d_bytes\""}) {
+  for (const char* key :
+       {"\"detected_isa\"", "\"blis_tuned\"", "\"openblas_core\"", "\"l1d_bytes\"", "\"fft_library\": \"fftw-3"}) {
     EXPECT_NE(json.find(key), std::string::npos) << key << "\n" << json;
   }
   EXPECT_EQ(run("info --help"), 0);

@@ -1,10 +1,12 @@
 // `tenferro info [--json]`: the CPU capabilities a default engine plans with.
 
 #include <cstdio>
+#include <string>
 #include <string_view>
 
 #include "commands.h"
 #include "tenferro/cpu/engine.h"
+#include "tenferro/fft/fft.h"
 
 namespace tenferro::cli {
 
@@ -25,10 +27,16 @@ int run_info(int argc, char** argv) {
     return 1;
   }
   const cpu::CpuCaps& caps = (*engine)->caps();
+  const std::string_view fft = fft::library_version();
   if (json) {
-    std::printf("%s\n", caps.to_json().c_str());
+    std::string text = caps.to_json();  // one object: the FFT library joins it
+    const size_t close = text.rfind('}');
+    text.insert(close, ", \"fft_library\": \"" + std::string(fft) + "\"");
+    std::printf("%s\n", text.c_str());
   } else {
     std::fputs(caps.describe().c_str(), stdout);
+    std::printf("fft        %.*s (FFTW_ESTIMATE plans, one thread per batch chunk)\n", static_cast<int>(fft.size()),
+                fft.data());
     int threads = 0;
     for (const auto& d : (*engine)->domains()) threads += d.threads;
     std::printf("engine     %zu domain(s), %d worker thread(s) in all\n", (*engine)->domains().size(), threads);

@@ -238,6 +238,8 @@ void PlanCache::clear() {
   impl_->points = 0;
 }
 
+std::string_view library_version() noexcept { return fftw_version; }
+
 std::string_view kind_name(Kind kind) noexcept {
   switch (kind) {
     case Kind::kC2C: return "c2c";

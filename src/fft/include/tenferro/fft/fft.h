@@ -50,6 +50,10 @@ namespace tenferro::fft {
 using cpu::CpuExecutionContext;
 using PoolPtr = std::shared_ptr<HostBufferPool>;
 
+/// The FFT library the kernels run on, as it names itself (FFTW's version string, e.g.
+/// "fftw-3.3.10-sse2-avx"). Immutable.
+std::string_view library_version() noexcept;
+
 /// Which transform.
 enum class Kind : uint8_t {
   kC2C,         ///< complex -> complex, forward (numpy fftn); c64 / c128
