@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,15 +45,6 @@ constexpr Degree kDoubleDegrees[] = {
     {9, 2.097847961257068e0},  {13, 5.371920351148152e0},
 };
 constexpr Degree kSingleDegrees[] = {{3, 4.258730016922831e-1}, {5, 1.880152677804762e0}, {7, 3.925724783138660e0}};
-
-std::vector<double> pade_coefficients(int m) {
-  std::vector<double> c(static_cast<size_t>(m) + 1, 1.0);
-  for (int j = 1; j <= m; ++j) {
-    c[static_cast<size_t>(j)] = c[static_cast<size_t>(j) - 1] * static_cast<double>(m - j + 1) /
-                                (static_cast<double>(j) * static_cast<double>(2 * m - j + 1));
-  }
-  return c;
-}
 
 // `v` in T's precision (real part, for complex T).
 template <class T>
@@ -150,26 +142,18 @@ Result<Tensor> expm_typed(const CpuExecutionContext& ctx, const Tensor& a, const
       norm = std::max(norm, col);
     }
   }
-  const bool single = std::is_same_v<Real, float>;
-  const std::span<const Degree> degrees =
-      single ? std::span<const Degree>(kSingleDegrees) : std::span<const Degree>(kDoubleDegrees);
-  Degree chosen = degrees.back();
-  int s = 0;
-  const auto fits = std::find_if(degrees.begin(), degrees.end(), [&](const Degree& d) { return norm <= d.theta; });
-  if (fits != degrees.end() && finite) {
-    chosen = *fits;
-  } else if (finite) {  // NaN / inf: degree m_max unscaled (the values propagate)
-    s = std::max(0, static_cast<int>(std::ceil(std::log2(norm / chosen.theta))));
-  }
+  const ExpmScaling choice =
+      expm_scaling(finite ? norm : std::numeric_limits<double>::quiet_NaN(), std::is_same_v<Real, float>);
+  const int s = choice.squarings, degree = choice.degree;
   if (s > 0) {
     const T k = from_double<T>(std::ldexp(1.0, -s));
     for (int64_t i = 0; i < x.numel(); ++i) xp[i] *= k;
   }
-  const std::vector<double> c = pade_coefficients(chosen.m);
+  const std::vector<double> c = pade_coefficients(degree);
   auto cj = [&](int j) { return c[static_cast<size_t>(j)]; };
   TENFERRO_TRY(Tensor x2, e.mm(x, x));
   Tensor u, v;
-  if (chosen.m == 13) {
+  if (degree == 13) {
     TENFERRO_TRY(Tensor x4, e.mm(x2, x2));
     TENFERRO_TRY(Tensor x6, e.mm(x4, x2));
     TENFERRO_TRY(Tensor hu, e.combine({{cj(13), &x6}, {cj(11), &x4}, {cj(9), &x2}}, 0.0));
@@ -182,7 +166,7 @@ Result<Tensor> expm_typed(const CpuExecutionContext& ctx, const Tensor& a, const
   } else {
     // Even powers A^2, A^4, ... up to A^(m - 1) (I enters through the diagonal).
     std::vector<Tensor> even{Tensor(), x2};
-    while (static_cast<int>(even.size()) * 2 <= chosen.m) {
+    while (static_cast<int>(even.size()) * 2 <= degree) {
       TENFERRO_TRY(Tensor next, e.mm(even.back(), x2));
       even.push_back(std::move(next));
     }
@@ -190,7 +174,7 @@ Result<Tensor> expm_typed(const CpuExecutionContext& ctx, const Tensor& a, const
     TENFERRO_TRY(v, e.combine({}, cj(0)));
     T* op = data_of<T>(odd);
     T* vp = data_of<T>(v);
-    for (int j = 2; j <= chosen.m; ++j) {
+    for (int j = 2; j <= degree; ++j) {
       const T* p = data_of<T>(even[static_cast<size_t>(j / 2)]);
       T* dst = j % 2 == 1 ? op : vp;
       const T k = from_double<T>(cj(j));
@@ -256,6 +240,27 @@ Result<void> check_expm_input(const Tensor& a, const char* op) {
 }
 
 }  // namespace
+
+ExpmScaling expm_scaling(double norm, bool single_precision) noexcept {
+  const std::span<const Degree> degrees =
+      single_precision ? std::span<const Degree>(kSingleDegrees) : std::span<const Degree>(kDoubleDegrees);
+  ExpmScaling r{degrees.back().m, 0};
+  if (!std::isfinite(norm)) return r;  // the values propagate
+  for (const Degree& d : degrees) {
+    if (norm <= d.theta) return {d.m, 0};
+  }
+  r.squarings = std::max(0, static_cast<int>(std::ceil(std::log2(norm / degrees.back().theta))));
+  return r;
+}
+
+std::vector<double> pade_coefficients(int m) {
+  std::vector<double> c(static_cast<size_t>(std::max(m, 0)) + 1, 1.0);
+  for (int j = 1; j <= m; ++j) {
+    c[static_cast<size_t>(j)] = c[static_cast<size_t>(j) - 1] * static_cast<double>(m - j + 1) /
+                                (static_cast<double>(j) * static_cast<double>(2 * m - j + 1));
+  }
+  return c;
+}
 
 Result<Tensor> expm(const CpuExecutionContext& ctx, const Tensor& a, const PoolPtr& pool) {
   TENFERRO_TRY_VOID(check_expm_input(a, "expm"));

@@ -1364,6 +1364,30 @@ TEST(LinalgExpm, KernelMatchesTheTaylorOracle) {
   EXPECT_EQ(expm(seq, Tensor()).error().code(), ErrorCode::kInvalidArgument);
 }
 
+TEST(LinalgExpm, ScalingFollowsHighamsThresholds) {
+  EXPECT_EQ(expm_scaling(0.0, false).degree, 3);
+  EXPECT_EQ(expm_scaling(0.01, false).degree, 3);
+  EXPECT_EQ(expm_scaling(0.02, false).degree, 5);
+  EXPECT_EQ(expm_scaling(2.0, false).degree, 9);
+  EXPECT_EQ(expm_scaling(5.3, false).degree, 13);
+  EXPECT_EQ(expm_scaling(5.3, false).squarings, 0);
+  // Past theta_13 = 5.37: A / 2^s with t / 2^s <= theta_13.
+  const ExpmScaling big = expm_scaling(100.0, false);
+  EXPECT_EQ(big.degree, 13);
+  EXPECT_EQ(big.squarings, 5);  // 100 / 32 = 3.1 <= 5.37 < 100 / 16
+  EXPECT_EQ(expm_scaling(1.0, true).degree, 5);
+  EXPECT_EQ(expm_scaling(10.0, true).degree, 7);
+  EXPECT_EQ(expm_scaling(10.0, true).squarings, 2);
+  EXPECT_EQ(expm_scaling(std::numeric_limits<double>::quiet_NaN(), false).squarings, 0);
+  EXPECT_EQ(expm_scaling(std::numeric_limits<double>::infinity(), false).degree, 13);
+  // The Padé numerator's coefficients: degree 3 is 1, 1/2, 1/10, 1/120.
+  const std::vector<double> c = pade_coefficients(3);
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_DOUBLE_EQ(c[1], 0.5);
+  EXPECT_DOUBLE_EQ(c[2], 0.1);
+  EXPECT_DOUBLE_EQ(c[3], 1.0 / 120.0);
+}
+
 TEST(LinalgExpm, FrechetDerivativeMatchesDifferences) {
   const CpuExecutionContext seq = CpuExecutionContext::sequential();
   for (DType dt : {DType::kF64, DType::kC128}) {

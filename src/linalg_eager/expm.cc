@@ -16,7 +16,8 @@ namespace {
 
 // Note [Matrix exponential]: scaling and squaring with a diagonal Padé approximant
 // (Higham, "The scaling and squaring method for the matrix exponential revisited", SIAM
-// J. Matrix Anal. Appl. 26(4), 2005). With t the largest 1-norm over the batch, the
+// J. Matrix Anal. Appl. 26(4), 2005; the choice is linalg::expm_scaling, shared with the
+// kernel). With t the largest 1-norm over the batch, the
 // lowest degree m whose θ_m bounds t is used directly; past the largest degree's θ, A
 // is divided by 2^s so that t / 2^s <= θ_max and the approximant squared s times. θ_m
 // bounds the backward error of r_m to the unit roundoff (Higham's Table 2.3: degrees 3,
@@ -32,26 +33,6 @@ namespace {
 // traced value runs the kernel's expm instead (tenferro::linalg::expm, the same
 // algorithm choosing (m, s) per run) and records the linalg family's expm op, whose AD
 // rule is the exact Fréchet derivative.
-struct Degree {
-  int m;
-  double theta;
-};
-constexpr Degree kDoubleDegrees[] = {
-    {3, 1.495585217958292e-2}, {5, 2.539398330063230e-1}, {7, 9.504178996162932e-1},
-    {9, 2.097847961257068e0},  {13, 5.371920351148152e0},
-};
-constexpr Degree kSingleDegrees[] = {{3, 4.258730016922831e-1}, {5, 1.880152677804762e0}, {7, 3.925724783138660e0}};
-
-// The coefficients c_0 .. c_m of the degree-m Padé numerator (c_0 = 1).
-std::vector<double> pade_coefficients(int m) {
-  std::vector<double> c(static_cast<size_t>(m) + 1, 1.0);
-  for (int j = 1; j <= m; ++j) {
-    c[static_cast<size_t>(j)] = c[static_cast<size_t>(j) - 1] * static_cast<double>(m - j + 1) /
-                                (static_cast<double>(j) * static_cast<double>(2 * m - j + 1));
-  }
-  return c;
-}
-
 // sum_k coef_k * terms_k (at least one term).
 Result<EagerTensor> combine(const Context& c, std::span<const std::pair<double, EagerTensor>> terms, DType dtype) {
   EagerTensor sum;
@@ -119,17 +100,9 @@ Result<EagerTensor> expm(const Context& c, const EagerTensor& a) {
   if (a.numel() == 0) return c.contiguous(a);
   TENFERRO_TRY(const double norm, largest_one_norm(c, a));
   const bool single = dtype == DType::kF32 || dtype == DType::kC64;
-  const std::span<const Degree> degrees =
-      single ? std::span<const Degree>(kSingleDegrees) : std::span<const Degree>(kDoubleDegrees);
-  Degree chosen = degrees.back();
-  int s = 0;
-  const auto fits = std::find_if(degrees.begin(), degrees.end(), [&](const Degree& d) { return norm <= d.theta; });
-  if (fits != degrees.end()) {
-    chosen = *fits;
-  } else if (std::isfinite(norm)) {  // NaN / inf: degree m_max unscaled (the values propagate)
-    s = std::max(0, static_cast<int>(std::ceil(std::log2(norm / chosen.theta))));
-  }
-  const std::vector<double> coef = pade_coefficients(chosen.m);
+  const tenferro::linalg::ExpmScaling choice = tenferro::linalg::expm_scaling(norm, single);  // the kernel's choice
+  const int s = choice.squarings, degree = choice.degree;
+  const std::vector<double> coef = tenferro::linalg::pade_coefficients(degree);
   auto cj = [&](int j) { return coef[static_cast<size_t>(j)]; };
   EagerTensor x = a;
   if (s > 0) {
@@ -145,7 +118,7 @@ Result<EagerTensor> expm(const Context& c, const EagerTensor& a) {
   TENFERRO_TRY(EagerTensor x2, c.matmul(x, x));
   EagerTensor u, v;
   using Term = std::pair<double, EagerTensor>;
-  if (chosen.m == 13) {
+  if (degree == 13) {
     TENFERRO_TRY(EagerTensor x4, c.matmul(x2, x2));
     TENFERRO_TRY(EagerTensor x6, c.matmul(x4, x2));
     const Term hi_u[] = {{cj(13), x6}, {cj(11), x4}, {cj(9), x2}};
@@ -162,12 +135,12 @@ Result<EagerTensor> expm(const Context& c, const EagerTensor& a) {
   } else {
     // Even powers I, A^2, A^4, ... up to A^(m - 1).
     std::vector<EagerTensor> even{eye, x2};
-    while (static_cast<int>(even.size()) * 2 <= chosen.m) {
+    while (static_cast<int>(even.size()) * 2 <= degree) {
       TENFERRO_TRY(EagerTensor next, c.matmul(even.back(), x2));
       even.push_back(std::move(next));
     }
     std::vector<Term> odd_terms, even_terms;
-    for (int j = 0; j <= chosen.m; ++j) {
+    for (int j = 0; j <= degree; ++j) {
       (j % 2 == 1 ? odd_terms : even_terms).emplace_back(cj(j), even[static_cast<size_t>(j / 2)]);
     }
     TENFERRO_TRY(EagerTensor odd, combine(c, odd_terms, dtype));

@@ -30,6 +30,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tenferro/core/result.h"
 #include "tenferro/cpu/context.h"
@@ -289,6 +290,20 @@ Result<Tensor> solve(const CpuExecutionContext& ctx, const Tensor& a, const Tens
 /// solve into a caller destination of the result's shape and dtype.
 Result<void> solve_into(const CpuExecutionContext& ctx, const Tensor& a, const Tensor& b, Tensor& out,
                         const LinalgOptions& options = {}, const PoolPtr& pool = nullptr);
+
+/// What expm computes for a batch whose largest 1-norm is `norm` (Note [Matrix
+/// exponential kernel] in expm.cc; the eager expm uses the same choice): the lowest Padé
+/// degree whose backward-error bound covers `norm` (3, 5, 7, 9, 13 in double, 3, 5, 7 in
+/// single precision), else the largest with `squarings` halvings of A. A NaN or infinite
+/// norm gives the largest degree unscaled (the values propagate). Pure.
+struct ExpmScaling {
+  int degree = 13;
+  int squarings = 0;
+};
+ExpmScaling expm_scaling(double norm, bool single_precision) noexcept;
+/// The coefficients c_0 .. c_m of the degree-m diagonal Padé numerator of e^x:
+/// c_j = (2m - j)! m! / ((2m)! j! (m - j)!).
+std::vector<double> pade_coefficients(int m);
 
 /// The matrix exponential of the square matrices in the last two axes (batched): scaling
 /// and squaring with a Padé approximant (Note [Matrix exponential kernel] in expm.cc),
