@@ -196,6 +196,22 @@ TEST(FftEager, RepeatedCallsReuseThePlans) {
   EXPECT_EQ(after.hits - before.hits, 2);
 }
 
+TEST(FftEager, ThePlanCacheCapacityIsConfigured) {
+  EagerConfig bad;
+  bad.fft_plan_capacity = 0;
+  EXPECT_EQ(EagerRuntime::create(bad).error().code(), ErrorCode::kInvalidArgument);
+  EagerConfig one;
+  one.fft_plan_capacity = 1;
+  auto rt = EagerRuntime::create(one).value();
+  const EagerTensor x = rt->from_host(Tensor::random_normal(DType::kC128, {4, 32}, 12).value()).value();
+  const EagerTensor a = fft::fft(x).value(), b = fft::fft(x, std::nullopt, 0).value(), c = fft::fft(x).value();
+  expect_near(flat(a), flat(c), 1e-12, "the same transform after an eviction");
+  EXPECT_EQ(rt->fft_plans().stats().capacity, 1);
+  EXPECT_EQ(rt->fft_plans().stats().entries, 1);
+  EXPECT_GE(rt->fft_plans().stats().evictions, 2);
+  (void)b;
+}
+
 TEST(FftEager, ErrorsAreTyped) {
   auto rt = EagerRuntime::create().value();
   const EagerTensor x = rt->from_host(Tensor::random_normal(DType::kF64, {3, 4}, 10).value()).value();
