@@ -374,15 +374,8 @@ Result<FftPlan> plan_fft(DType dtype, const Layout& input, const FftSpec& spec) 
   auto add = [&](int64_t axis, Kind kind, Buffer from, Buffer to) {
     const size_t a = static_cast<size_t>(axis);
     const int64_t is = strides_of(from)[a], os = strides_of(to)[a];
-    FftPass ps{axis, kind, from, to, is == 1 && os == 1 ? PassRoute::kDirect : PassRoute::kBuffered, {}};
-    ps.reason = "axis " + std::to_string(axis) + " has stride " + std::to_string(is) + " in the " +
-                std::string(buffer_name(from)) + " and " + std::to_string(os) + " in the " +
-                std::string(buffer_name(to)) +
-                (ps.route == PassRoute::kDirect
-                     ? ": FFTW transforms the contiguous lines where they are"
-                     : ": lines are gathered into a contiguous buffer (FFTW_ESTIMATE's plans for strided lines are "
-                       "slow)");
-    plan.passes.push_back(std::move(ps));
+    plan.passes.push_back(
+        FftPass{axis, kind, from, to, is == 1 && os == 1 ? PassRoute::kDirect : PassRoute::kBuffered, is, os});
   };
   // Complex passes over `axes`, the first from -> to (the axis of the smallest stride in
   // `from`), the others in place on `to`.
@@ -420,6 +413,15 @@ Result<FftPlan> plan_fft(DType dtype, const Layout& input, const FftSpec& spec) 
     }
   }
   return plan;
+}
+
+std::string FftPass::reason() const {
+  return "axis " + std::to_string(axis) + " has stride " + std::to_string(in_stride) + " in the " +
+         std::string(buffer_name(from)) + " and " + std::to_string(out_stride) + " in the " +
+         std::string(buffer_name(to)) +
+         (route == PassRoute::kDirect
+              ? ": FFTW transforms the contiguous lines where they are"
+              : ": lines are gathered into a contiguous buffer (FFTW_ESTIMATE's plans for strided lines are slow)");
 }
 
 std::string FftPlan::describe() const {

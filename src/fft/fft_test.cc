@@ -350,7 +350,7 @@ TEST(FftPlan, PassesAndRoutesFollowTheStrides) {
   p = plan_fft(DType::kC128, row, {Kind::kC2C, Norm::kOrtho, {0}}).value();
   ASSERT_EQ(p.passes.size(), 1u);
   EXPECT_EQ(p.passes[0].route, PassRoute::kBuffered);
-  EXPECT_NE(p.passes[0].reason.find("stride 1024"), std::string::npos) << p.passes[0].reason;
+  EXPECT_NE(p.passes[0].reason().find("stride 1024"), std::string::npos) << p.passes[0].reason();
   EXPECT_DOUBLE_EQ(p.scale, 1.0 / 16.0);
   // Both axes: the contiguous one first (input -> result), the other in place.
   p = plan_fft(DType::kC128, row, {Kind::kC2CInverse, Norm::kBackward, {0, 1}}).value();

@@ -111,7 +111,9 @@ struct FftPass {
   Kind kind = Kind::kC2C;  ///< this pass's transform (kC2R: to FftSpec::last_length points)
   Buffer from = Buffer::kInput, to = Buffer::kResult;
   PassRoute route = PassRoute::kDirect;
-  std::string reason;  ///< why this route, naming the strides
+  int64_t in_stride = 0, out_stride = 0;  ///< of `axis` in `from` and in `to`
+  /// Why this route, naming the strides (built on request: planning builds no strings).
+  std::string reason() const;
 };
 
 /// Everything `fft` decides for one input layout, decided by plan_fft alone (Note [FFT
