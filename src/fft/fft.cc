@@ -63,9 +63,6 @@ constexpr int64_t kParallelElements = int64_t{1} << 15;
 
 Error fft_error(ErrorCode code, std::string msg) { return usage_error(code, kOp, std::move(msg)); }
 
-DType real_of(DType d) { return d == DType::kC64 ? DType::kF32 : DType::kF64; }
-DType complex_of(DType d) { return d == DType::kF32 ? DType::kC64 : DType::kC128; }
-
 std::mutex& planner_mutex() {
   static std::mutex m;  // Note [FFTW planner lock]
   return m;
@@ -300,10 +297,10 @@ Result<FftResultType> result_type(DType dtype, Dims shape, const FftSpec& spec) 
   }
   DType out_dtype = dtype;
   if (spec.kind == Kind::kR2C) {
-    out_dtype = complex_of(dtype);
+    out_dtype = *complex_dtype(dtype);  // dtype is f32 or f64 here
     out[last] = shape[last] / 2 + 1;
   } else if (spec.kind == Kind::kC2R) {
-    out_dtype = real_of(dtype);
+    out_dtype = real_dtype(dtype);
     if (spec.last_length < 1) {
       return fft_error(ErrorCode::kInvalidArgument,
                        kind + ": output length " + std::to_string(spec.last_length) + " (must be >= 1)");

@@ -20,8 +20,6 @@ Result<void> defined(const EagerTensor& x, const char* op) {
   return ok();
 }
 
-DType complex_of(DType d) { return d == DType::kF32 || d == DType::kC64 ? DType::kC64 : DType::kC128; }
-
 // `x` as the dtype the transform reads: complex (real inputs converted, numpy's rule) or
 // real (complex refused).
 Result<EagerTensor> as_input(const Context& c, const EagerTensor& x, bool real, const char* op) {
@@ -39,7 +37,7 @@ Result<EagerTensor> as_input(const Context& c, const EagerTensor& x, bool real, 
     return x;
   }
   if (is_complex(d)) return x;
-  return c.astype(x, complex_of(d));
+  return c.astype(x, *complex_dtype(d));  // d is f32 or f64 here
 }
 
 // Axes normalized into [0, rank): `axes` (negative counted from the end) or the default
