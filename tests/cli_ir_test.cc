@@ -183,6 +183,41 @@ TEST(CliIr, FftAndLinalgOpsRunNativelyAndInTheInterpreter) {
 
 // `tenferro bench runtime`: the MLP case runs and reports its reference; bad options
 // exit 2.
+// `ir lower`: the symbolic program kProgram lowered for the shapes of its IN.npy files,
+// bindings as trailing arguments or inlined; errors typed, nothing half-written.
+TEST(CliIr, LowerPrintsStableHlo) {
+  write("p.tf", kProgram);
+  const Tensor x = Tensor::random_normal(DType::kF64, {5, 3}, 1).value();
+  const Tensor w = Tensor::from_col_major<double>({3, 2}, {1, 2, 3, 4, 5, 6}).value();
+  ASSERT_TRUE(write_npy(dir() + "x.npy", x));
+  ASSERT_TRUE(write_npy(dir() + "w.npy", w));
+  // Symbolic n and no input: a typed error naming the way out.
+  EXPECT_EQ(run("ir lower " + dir() + "p.tf"), 1);
+  EXPECT_NE(output().find("unsupported"), std::string::npos) << output();
+  EXPECT_NE(output().find("input shapes"), std::string::npos) << output();
+  ASSERT_EQ(run("ir lower " + dir() + "p.tf " + dir() + "x.npy"), 0) << output();
+  EXPECT_NE(output().find("func.func public @main(%arg0: tensor<5x3xf64>, %arg1: tensor<3x2xf64>) -> "
+                          "(tensor<5x2xf64>, tensor<5x3xf64>)"),
+            std::string::npos)
+      << output();
+  EXPECT_NE(output().find("\"stablehlo.transpose\""), std::string::npos) << output();  // as written
+  ASSERT_EQ(run("ir lower " + dir() + "p.tf " + dir() + "x.npy --compiled"), 0) << output();
+  EXPECT_EQ(output().find("\"stablehlo.transpose\""), std::string::npos) << output();  // folded by the compiler
+  ASSERT_EQ(run("ir lower " + dir() + "p.tf " + dir() + "x.npy --inline-bindings --binding " + dir() + "w.npy -o " +
+                dir() + "p.mlir"),
+            0)
+      << output();
+  std::ifstream in(dir() + "p.mlir");
+  const std::string mlir((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(mlir.find("@main(%arg0: tensor<5x3xf64>) -> "), std::string::npos) << mlir;
+  EXPECT_NE(mlir.find("dense<[[1.0, 4.0], [2.0, 5.0], [3.0, 6.0]]> : tensor<3x2xf64>"), std::string::npos) << mlir;
+  // Wrong argument count, two -o files, --inline-bindings without the binding data.
+  EXPECT_EQ(run("ir lower " + dir() + "p.tf " + dir() + "x.npy " + dir() + "x.npy"), 2);
+  EXPECT_EQ(run("ir lower " + dir() + "p.tf " + dir() + "x.npy -o " + dir() + "a.mlir -o " + dir() + "b.mlir"), 2);
+  EXPECT_FALSE(std::filesystem::exists(dir() + "a.mlir"));
+  EXPECT_EQ(run("ir lower " + dir() + "p.tf " + dir() + "x.npy --inline-bindings"), 1) << output();
+}
+
 TEST(CliIr, BenchRuntimeRunsAndValidatesOptions) {
   ASSERT_EQ(run("bench runtime --no-peer --json --only mlp"), 0) << output();
   EXPECT_NE(output().find("\"case\":\"MLP forward 3 x 512, batch 256, f64\""), std::string::npos) << output();

@@ -20,6 +20,7 @@
 #include "tenferro/program/interpreter.h"
 #include "tenferro/program/text.h"
 #include "tenferro/tensor/npy.h"
+#include "tenferro/xla/stablehlo.h"
 
 namespace tenferro::cli {
 
@@ -31,8 +32,12 @@ constexpr const char* kIrUsage =
     "       tenferro ir eval FILE IN.npy ... [-o OUT.npy ...] [--compiled] [--binding B.npy ...]\n"
     "       tenferro ir run FILE IN.npy ... [-o OUT.npy ...] [--threads N] [--explain] [--repeat K] [--json]\n"
     "                       [--binding B.npy ...]\n"
+    "       tenferro ir lower FILE [IN.npy ...] [-o OUT.mlir] [--compiled] [--inline-bindings] [--binding B.npy ...]\n"
     "eval runs the reference interpreter; run compiles the program and runs it on the CPU\n"
-    "engine through the runtime (prepared once, executed K times).\n"
+    "engine through the runtime (prepared once, executed K times); lower prints the program\n"
+    "as a StableHLO module (docs/design/0012-stablehlo.md; the IN.npy files give the input\n"
+    "shapes of a program with symbolic extents; binding inputs are function arguments after\n"
+    "the others in input order, or constants with --inline-bindings).\n"
     "FILE holds one program in the text format (docs/design/0004-program-ir.md); extension\n"
     "ops of the einsum, linalg and fft families are accepted (extension \"einsum\"\n"
     "\"ij,jk->ik;greedy\"(%0, %1), extension \"fft\" \"r2c;norm=ortho;axes=1\"(%0)).\n";
@@ -108,6 +113,48 @@ int run_on_runtime(const program::CompiledGraph& g, const std::vector<Tensor>& a
   return 0;
 }
 
+// `ir lower`: the program (compiled first with --compiled) as a StableHLO module, for the
+// shapes of `args` where given.
+int lower(compiler::GraphCompiler& gc, const compiler::CompilerOptions& options, bool compiled,
+          program::CompiledGraph g, const std::vector<Tensor>& args, const std::vector<std::string>& outputs,
+          bool inline_bindings) {
+  if (outputs.size() > 1) {
+    std::fprintf(stderr, "tenferro ir lower: one -o file at most, got %zu\n", outputs.size());
+    return 2;
+  }
+  if (compiled) {
+    auto c = gc.compile(g, options);
+    if (!c) return fail(c.error());
+    g = std::move(*c);
+  }
+  xla::StableHloOptions o;
+  o.inline_bindings = inline_bindings;
+  xla::StableHloLowerings lowerings;
+  if (auto r = fft_ir::register_stablehlo_lowering(lowerings); !r) return fail(r.error());
+  o.lowerings = &lowerings;
+  if (!args.empty()) {
+    size_t n_args = 0, next_arg = 0, next_binding = 0;
+    for (const auto& in : g.program->inputs()) n_args += in.binding ? 0 : 1;
+    if (args.size() != n_args) {
+      std::fprintf(stderr, "tenferro ir lower: the program takes %zu arguments, %zu IN.npy files were given\n", n_args,
+                   args.size());
+      return 2;
+    }
+    for (const auto& in : g.program->inputs()) {
+      const Tensor& t = in.binding ? g.bindings.tensors[next_binding++] : args[next_arg++];
+      o.input_shapes.push_back(Shape(t.shape()));
+    }
+  }
+  auto m = xla::lower_to_stablehlo(g, o);
+  if (!m) return fail(m.error());
+  if (outputs.empty()) {
+    std::fputs(m->text.c_str(), stdout);
+    return 0;
+  }
+  if (auto w = write_files(outputs, std::vector<std::string>{m->text}); !w) return fail(w.error());
+  return 0;
+}
+
 }  // namespace
 
 int run_ir(int argc, char** argv) {
@@ -118,7 +165,7 @@ int run_ir(int argc, char** argv) {
   const std::string sub = argv[0];
   const std::string file = argv[1];
   std::vector<std::string> positional, outputs, binding_files;
-  bool explain = false, compiled = false, json = false;
+  bool explain = false, compiled = false, json = false, inline_bindings = false;
   int64_t threads = 1, repeat = 1;
   compiler::CompilerOptions options;
   for (int i = 2; i < argc; ++i) {
@@ -160,8 +207,10 @@ int run_ir(int argc, char** argv) {
       options.cse = false;
     } else if (a == "--no-dce" && sub == "compile") {
       options.dce = false;
-    } else if (a == "--compiled" && sub == "eval") {
+    } else if (a == "--compiled" && (sub == "eval" || sub == "lower")) {
       compiled = true;
+    } else if (a == "--inline-bindings" && sub == "lower") {
+      inline_bindings = true;
     } else if (!a.empty() && a[0] == '-') {
       std::fprintf(stderr, "tenferro ir %s: unknown option '%s'\n%s", sub.c_str(), a.c_str(), kIrUsage);
       return 2;
@@ -169,11 +218,11 @@ int run_ir(int argc, char** argv) {
       positional.push_back(a);
     }
   }
-  if (sub != "check" && sub != "compile" && sub != "eval" && sub != "run") {
+  if (sub != "check" && sub != "compile" && sub != "eval" && sub != "run" && sub != "lower") {
     std::fprintf(stderr, "tenferro ir: unknown subcommand '%s'\n%s", sub.c_str(), kIrUsage);
     return 2;
   }
-  if (sub != "eval" && sub != "run" && !positional.empty()) {
+  if (sub != "eval" && sub != "run" && sub != "lower" && !positional.empty()) {
     std::fprintf(stderr, "tenferro ir %s: unexpected argument '%s'\n", sub.c_str(), positional[0].c_str());
     return 2;
   }
@@ -190,7 +239,8 @@ int run_ir(int argc, char** argv) {
   if (auto r = einsum::register_einsum_family(families); !r) return fail(r.error());
   if (auto r = linalg_ir::register_linalg_family(families); !r) return fail(r.error());
   if (auto r = fft_ir::register_fft_family(families); !r) return fail(r.error());
-  auto parsed = program::parse_program(*text, &families, bindings, sub != "eval" && sub != "run");
+  const bool needs_data = sub == "eval" || sub == "run" || (sub == "lower" && inline_bindings);
+  auto parsed = program::parse_program(*text, &families, bindings, !needs_data);
   if (!parsed) return fail(parsed.error());
   const program::SemanticProgram& p = *parsed->program;
   if (sub == "check") {
@@ -223,6 +273,7 @@ int run_ir(int argc, char** argv) {
     args.push_back(std::move(*t));
   }
   program::CompiledGraph g = *parsed;
+  if (sub == "lower") return lower(gc, options, compiled, std::move(g), args, outputs, inline_bindings);
   if (sub == "run") {
     auto c = gc.compile(g, options);
     if (!c) return fail(c.error());

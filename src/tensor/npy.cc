@@ -364,12 +364,23 @@ Result<void> write_npy_files(std::span<const std::string> paths, std::span<const
                        std::to_string(paths.size()) + " paths for " + std::to_string(tensors.size()) + " tensors");
   }
   std::vector<std::string> bytes;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    TENFERRO_TRY_VOID(classify(paths[i]));  // a directory target fails before anything is encoded
+    TENFERRO_TRY(std::string b, npy_encode(tensors[i]));
+    bytes.push_back(std::move(b));
+  }
+  return write_files(paths, bytes);
+}
+
+Result<void> write_files(std::span<const std::string> paths, std::span<const std::string> bytes) {
+  if (paths.size() != bytes.size()) {
+    return usage_error(ErrorCode::kInvalidArgument, "write_files",
+                       std::to_string(paths.size()) + " paths for " + std::to_string(bytes.size()) + " contents");
+  }
   std::vector<Target> targets;
   for (size_t i = 0; i < paths.size(); ++i) {
     TENFERRO_TRY(Target target, classify(paths[i]));
     targets.push_back(target);
-    TENFERRO_TRY(std::string b, npy_encode(tensors[i]));
-    bytes.push_back(std::move(b));
   }
   // temps[i] is empty for direct targets.
   std::vector<std::string> temps(paths.size());

@@ -18,6 +18,7 @@
 #include "tenferro/program/extension.h"
 #include "tenferro/program/program.h"
 #include "tenferro/runtime/engine.h"
+#include "tenferro/xla/stablehlo.h"
 
 namespace tenferro::fft_ir {
 
@@ -66,6 +67,11 @@ Result<program::Value> emit_fft(program::ProgramBuilder& builder, const fft::Fft
 /// linear; its transpose is the transform of the other direction with the swapped norm,
 /// with the half-spectrum bins weighted for the real transforms.
 std::shared_ptr<const ad::ExtensionRule> fft_rule();
+
+/// Adds the family's StableHLO lowering (Note [FFT in StableHLO] in fft_stablehlo.cc:
+/// stablehlo.fft over groups of at most three axes moved to the end, then the norm's
+/// scale). Errors: kInvalidArgument when `lowerings` already has the family.
+Result<void> register_stablehlo_lowering(xla::StableHloLowerings& lowerings);
 
 /// The CPU engine's native module for the family (one immutable instance per process).
 /// Register it with Runtime::register_extension(cpu_engine_id, cpu_fft_module()).

@@ -41,5 +41,10 @@ Result<void> write_npy(const std::string& path, const Tensor& tensor);
 /// taken back).
 /// Errors: kInvalidArgument (count mismatch), kIo, those of npy_encode.
 Result<void> write_npy_files(std::span<const std::string> paths, std::span<const Tensor> tensors);
+/// Writes byte strings to files with the same all-or-nothing rules as write_npy_files
+/// (unique temporaries beside the targets, flushed, renamed only when all were written;
+/// character devices and FIFOs written directly). Errors: kInvalidArgument (count
+/// mismatch), kIo.
+Result<void> write_files(std::span<const std::string> paths, std::span<const std::string> bytes);
 
 }  // namespace tenferro

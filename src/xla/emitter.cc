@@ -1,0 +1,299 @@
+// The text side of the StableHLO lowering: types, attribute lists, literals and the
+// generic-form op writer (Note [StableHLO text]).
+
+#include <bit>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+
+#include "tenferro/xla/stablehlo.h"
+#include "text_parts.h"
+
+namespace tenferro::xla {
+
+// Note [StableHLO text]: every op is written in MLIR's generic form,
+//   %3 = "stablehlo.add"(%1, %2) : (tensor<2xf64>, tensor<2xf64>) -> tensor<2xf64>
+// which every MLIR parser accepts whatever the dialect's custom syntax of the day (the
+// pretty forms of StableHLO ops have changed between releases; the generic form and the
+// attribute spellings used here — `array<i64: ...>` for dimension lists,
+// #stablehlo.dot / #stablehlo.gather / #stablehlo.scatter, #stablehlo<comparison_direction
+// LT>, #stablehlo<fft_type FFT> — are those of StableHLO 1.x). SSA values are numbered
+// in emission order (%0, %1, ...), block arguments of reduction bodies included, so
+// names are unique in the function. Floating-point literals are written as the shortest
+// decimal that reads back to the same value, with a '.' as MLIR's float grammar requires;
+// infinities and NaNs as their bit patterns (0x7FF0000000000000), which MLIR reads as
+// the value with exactly those bits.
+
+namespace {
+
+std::string element_type_text(DType d) {
+  switch (d) {
+    case DType::kBool: return "i1";
+    case DType::kI32: return "i32";
+    case DType::kI64: return "i64";
+    case DType::kF32: return "f32";
+    case DType::kF64: return "f64";
+    case DType::kC64: return "complex<f32>";
+    case DType::kC128: return "complex<f64>";
+  }
+  return "f64";
+}
+
+template <class F>
+std::string float_text(F x) {
+  if (!std::isfinite(x)) {
+    char buf[24];
+    if constexpr (sizeof(F) == 8) {
+      std::snprintf(buf, sizeof buf, "0x%016llX", static_cast<unsigned long long>(std::bit_cast<uint64_t>(x)));
+    } else {
+      std::snprintf(buf, sizeof buf, "0x%08X", static_cast<unsigned>(std::bit_cast<uint32_t>(x)));
+    }
+    return buf;
+  }
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, x);
+  std::string s(buf, r.ptr);
+  // MLIR's float literal needs a '.' before any exponent: "1e+300" -> "1.0e+300", "2" -> "2.0".
+  if (s.find('.') == std::string::npos) {
+    const size_t e = s.find_first_of("eE");
+    s.insert(e == std::string::npos ? s.size() : e, ".0");
+  }
+  return s;
+}
+
+std::string pair_text(const std::string& re, const std::string& im) {
+  std::string s = "(";
+  s.append(re).append(", ").append(im).append(")");
+  return s;
+}
+
+// Element `i` (column-major position) of `bytes` as literal text.
+std::string element_text(DType d, const uint8_t* bytes, int64_t i) {
+  const uint8_t* p = bytes + i * dtype_size(d);
+  switch (d) {
+    case DType::kBool: return *p ? "true" : "false";
+    case DType::kI32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return std::to_string(v);
+    }
+    case DType::kI64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return std::to_string(v);
+    }
+    case DType::kF32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return float_text(v);
+    }
+    case DType::kF64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return float_text(v);
+    }
+    case DType::kC64: {
+      float v[2];
+      std::memcpy(v, p, 8);
+      return pair_text(float_text(v[0]), float_text(v[1]));
+    }
+    case DType::kC128: {
+      double v[2];
+      std::memcpy(v, p, 16);
+      return pair_text(float_text(v[0]), float_text(v[1]));
+    }
+  }
+  return "0";
+}
+
+}  // namespace
+
+std::string type_text(const TensorType& type) {
+  std::string s = "tensor<";
+  for (int64_t e : type.shape) s.append(std::to_string(e)).append("x");
+  return s + element_type_text(type.dtype) + ">";
+}
+
+std::string i64_array(std::span<const int64_t> v) {
+  std::string s = "array<i64";
+  for (size_t i = 0; i < v.size(); ++i) s.append(i ? ", " : ": ").append(std::to_string(v[i]));
+  return s + ">";
+}
+
+std::string dim_list(std::span<const int64_t> v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s.append(i ? ", " : "").append(std::to_string(v[i]));
+  return s + "]";
+}
+
+namespace detail {
+
+std::string dense_text(DType dtype, std::span<const int64_t> shape, const uint8_t* bytes) {
+  int64_t n = 1;
+  for (int64_t e : shape) n *= e;
+  const std::string suffix = " : " + type_text(TensorType{dtype, {shape.begin(), shape.end()}});
+  if (n == 0) return "dense<>" + suffix;
+  bool splat = true;
+  const auto size = static_cast<size_t>(dtype_size(dtype));
+  for (int64_t i = 1; i < n && splat; ++i) splat = std::memcmp(bytes, bytes + i * dtype_size(dtype), size) == 0;
+  if (splat) return "dense<" + element_text(dtype, bytes, 0) + ">" + suffix;
+  // Row-major nesting over column-major bytes: the odometer runs the last axis fastest.
+  const size_t rank = shape.size();
+  std::vector<int64_t> col(rank, 1), idx(rank, 0);
+  for (size_t k = 1; k < rank; ++k) col[k] = col[k - 1] * shape[k - 1];
+  std::string s = "dense<" + std::string(rank, '[');
+  for (int64_t count = 0; count < n; ++count) {
+    int64_t pos = 0;
+    for (size_t k = 0; k < rank; ++k) pos += idx[k] * col[k];
+    s += element_text(dtype, bytes, pos);
+    // Advance; close and reopen brackets for every axis that wrapped.
+    size_t k = rank;
+    int closed = 0;
+    while (k > 0) {
+      --k;
+      if (++idx[k] < shape[k]) break;
+      idx[k] = 0;
+      ++closed;
+    }
+    if (count + 1 < n)
+      s += std::string(static_cast<size_t>(closed), ']') + ", " + std::string(static_cast<size_t>(closed), '[');
+  }
+  return s + std::string(rank, ']') + ">" + suffix;
+}
+
+}  // namespace detail
+
+std::string Emitter::fresh() {
+  std::string s = "%";
+  s += std::to_string(next_++);
+  return s;
+}
+
+HloValue Emitter::op(std::string_view name, std::span<const HloValue> operands, std::string_view attrs,
+                     const TensorType& result) {
+  HloValue r{fresh(), result};
+  std::string line = "    " + r.name + " = \"stablehlo." + std::string(name) + "\"(";
+  std::string types = "(";
+  for (size_t i = 0; i < operands.size(); ++i) {
+    line.append(i ? ", " : "").append(operands[i].name);
+    types.append(i ? ", " : "").append(type_text(operands[i].type));
+  }
+  line += ")";
+  if (!attrs.empty()) line.append(" {").append(attrs).append("}");
+  line.append(" : ").append(types).append(") -> ").append(type_text(result)).append("\n");
+  body_ += line;
+  return r;
+}
+
+HloValue Emitter::splat(const TensorType& type, c128 value) {
+  alignas(16) uint8_t b[16] = {};
+  switch (type.dtype) {
+    case DType::kBool: b[0] = value != c128{} ? 1 : 0; break;
+    case DType::kI32: {
+      const auto v = static_cast<int32_t>(value.real());
+      std::memcpy(b, &v, 4);
+      break;
+    }
+    case DType::kI64: {
+      const auto v = static_cast<int64_t>(value.real());
+      std::memcpy(b, &v, 8);
+      break;
+    }
+    case DType::kF32: {
+      const auto v = static_cast<float>(value.real());
+      std::memcpy(b, &v, 4);
+      break;
+    }
+    case DType::kF64: {
+      const double v = value.real();
+      std::memcpy(b, &v, 8);
+      break;
+    }
+    case DType::kC64: {
+      const float v[2] = {static_cast<float>(value.real()), static_cast<float>(value.imag())};
+      std::memcpy(b, v, 8);
+      break;
+    }
+    case DType::kC128: {
+      const double v[2] = {value.real(), value.imag()};
+      std::memcpy(b, v, 16);
+      break;
+    }
+  }
+  return literal(TensorType{type.dtype, {}}, b, type.shape);
+}
+
+HloValue Emitter::literal(const TensorType& type, const uint8_t* bytes, std::span<const int64_t> splat_shape) {
+  if (splat_shape.empty() || !type.shape.empty()) {
+    return op("constant", {}, "value = " + detail::dense_text(type.dtype, type.shape, bytes), type);
+  }
+  // One element repeated over splat_shape: a splat constant of that shape.
+  const TensorType t{type.dtype, {splat_shape.begin(), splat_shape.end()}};
+  const std::string one = detail::dense_text(type.dtype, {}, bytes);
+  return op("constant", {}, "value = " + one.substr(0, one.find(" : ")) + " : " + type_text(t), t);
+}
+
+HloValue Emitter::transpose(const HloValue& x, std::span<const int64_t> perm) {
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
+  if (identity) return x;
+  TensorType t{x.type.dtype, {}};
+  for (int64_t p : perm) t.shape.push_back(x.type.shape[static_cast<size_t>(p)]);
+  return op("transpose", {x}, "permutation = " + i64_array(perm), t);
+}
+
+HloValue Emitter::convert(const HloValue& x, DType dtype) {
+  const DType from = x.type.dtype;
+  if (from == dtype) return x;
+  const TensorType to{dtype, x.type.shape};
+  if (dtype == DType::kBool) {
+    // `!= 0`, defined for every element type (complex compares eq/ne only).
+    const HloValue zero = splat(x.type, c128{});
+    return op("compare", {x, zero}, "comparison_direction = #stablehlo<comparison_direction NE>", to);
+  }
+  if (is_complex(from) && !is_complex(dtype)) {
+    // Keep the real part (StableHLO leaves complex -> real conversion unspecified).
+    const HloValue re = op("real", {x}, "", TensorType{real_dtype(from), x.type.shape});
+    return convert(re, dtype);
+  }
+  return op("convert", {x}, "", to);
+}
+
+HloValue Emitter::with_body(std::string_view name, std::span<const HloValue> operands, std::string_view body,
+                            DType element, std::string_view attrs, const TensorType& result) {
+  const std::string r = fresh();
+  const std::string a = fresh(), b = fresh(), c = fresh();
+  const std::string scalar = type_text(TensorType{element, {}});
+  std::string line = "    " + r + " = \"stablehlo." + std::string(name) + "\"(";
+  std::string types = "(";
+  for (size_t i = 0; i < operands.size(); ++i) {
+    line.append(i ? ", " : "").append(operands[i].name);
+    types.append(i ? ", " : "").append(type_text(operands[i].type));
+  }
+  line += ") ({\n";
+  line += "    ^bb0(" + a + ": " + scalar + ", " + b + ": " + scalar + "):\n";
+  line += "      " + c + " = \"stablehlo." + std::string(body) + "\"(" + a + ", " + b + ") : (" + scalar + ", " +
+          scalar + ") -> " + scalar + "\n";
+  line += "      \"stablehlo.return\"(" + c + ") : (" + scalar + ") -> ()\n";
+  line += "    })";
+  if (!attrs.empty()) line.append(" {").append(attrs).append("}");
+  line.append(" : ").append(types).append(") -> ").append(type_text(result)).append("\n");
+  body_ += line;
+  return HloValue{r, result};
+}
+
+Result<void> StableHloLowerings::add(std::string family_id, ExtensionLowering lowering) {
+  if (lowerings_.count(family_id)) {
+    return usage_error(ErrorCode::kInvalidArgument, "StableHloLowerings::add",
+                       "family '" + family_id + "' already has a lowering");
+  }
+  lowerings_.emplace(std::move(family_id), std::move(lowering));
+  return ok();
+}
+
+const ExtensionLowering* StableHloLowerings::find(std::string_view family_id) const {
+  const auto it = lowerings_.find(family_id);
+  return it == lowerings_.end() ? nullptr : &it->second;
+}
+
+}  // namespace tenferro::xla

@@ -1,0 +1,25 @@
+# Data movement on f32: column-major reshape, transpose, reverse, slices, pads, concatenation.
+program {
+  %0 = input "x" : f32[2, 3, 4]
+  %1 = reshape(%0) {shape=[4, 6]} : f32[4, 6]
+  %2 = reshape(%0) {shape=[24]} : f32[24]
+  %3 = reshape(%2) {shape=[3, 8]} : f32[3, 8]
+  %4 = transpose(%0) {dims=[2, 0, 1]} : f32[4, 2, 3]
+  %5 = reverse(%0) {dims=[0, 2]} : f32[2, 3, 4]
+  %6 = slice(%0) {start=[0, 1, 0], limit=[2, 3, 4], stride=[1, 1, 3]} : f32[2, 2, 2]
+  %7 = input "i" : i32[]
+  %8 = input "j" : i64[]
+  %9 = dynamic_slice(%0, %7, %8, %7) {sizes=[1, 2, 3]} : f32[1, 2, 3]
+  %10 = dynamic_update_slice(%0, %9, %8, %7, %8) : f32[2, 3, 4]
+  %11 = concatenate(%0, %5, %0) {axis=1} : f32[2, 9, 4]
+  %12 = constant() {value=f32[]{-1.5}} : f32[]
+  %13 = pad(%0, %12) {low=[1, -1, 0], high=[0, 2, -1], interior=[1, 0, 2]} : f32[4, 4, 9]
+  %14 = iota() {shape=[2, 3], axis=1, dtype=f32} : f32[2, 3]
+  %15 = input "v" : f32[3]
+  %16 = broadcast_in_dim(%15) {dims=[1], shape=[2, 3, 4]} : f32[2, 3, 4]
+  %17 = constant() {value=f32[1, 4]{1, 2, 3, 4}} : f32[1, 4]
+  %18 = broadcast_in_dim(%17) {dims=[0, 2], shape=[2, 3, 4]} : f32[2, 3, 4]
+  %19 = mul(%16, %18) : f32[2, 3, 4]
+  %20 = reshape(%19) {shape=[6, 1, 4]} : f32[6, 1, 4]
+  output %1, %2, %3, %4, %5, %6, %9, %10, %11, %13, %14, %19, %20
+}
