@@ -18,7 +18,9 @@
 #include "tenferro/ad/ad.h"
 #include "tenferro/eager/autograd.h"
 #include "tenferro/eager/eager.h"
+#include "tenferro/fft_ir/fft_op.h"
 #include "tenferro/program/text.h"
+#include "tenferro/xla/stablehlo.h"
 
 namespace tenferro::python {
 
@@ -600,10 +602,20 @@ void bind_eager(py::module_& m) {
                                for (const auto& in : p.graph.program->inputs()) n += in.binding ? 0 : 1;
                                return n;
                              })
-      .def_property_readonly("num_outputs",
-                             [](const TracedProgram& p) { return p.graph.program->outputs().size(); })
+      .def_property_readonly("num_outputs", [](const TracedProgram& p) { return p.graph.program->outputs().size(); })
       .def("run", &run_program, py::arg("args"))
       .def("text", [](const TracedProgram& p) { return program::print_program(*p.graph.program); })
+      .def(
+          "stablehlo",
+          [](const TracedProgram& p, bool inline_bindings) {
+            xla::StableHloLowerings lowerings;
+            unwrap(fft_ir::register_stablehlo_lowering(lowerings));
+            xla::StableHloOptions o;
+            o.inline_bindings = inline_bindings;
+            o.lowerings = &lowerings;
+            return unwrap(xla::lower_to_stablehlo(p.graph, o)).text;
+          },
+          py::arg("inline_bindings") = true)
       .def(
           "grad",
           [](const TracedProgram& p, int64_t output) {

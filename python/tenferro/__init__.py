@@ -195,6 +195,15 @@ class Program:
     def text(self):
         return self._p.text()
 
+    def stablehlo(self, inline_bindings=True):
+        """The program as a StableHLO module (MLIR text, generic op form; docs/design/
+        0012-stablehlo.md), like ``jax.jit(f).lower(*args).as_text()``: one function
+        ``@main`` taking the traced inputs and returning the outputs. Tensors the function
+        captured are constants of the module (``inline_bindings=False``: trailing
+        arguments instead). Ops without a StableHLO form (most of linalg) raise
+        UnsupportedError naming the op."""
+        return self._p.stablehlo(inline_bindings)
+
     def grad(self, output=0):
         return Program(self._p.grad(output))
 
