@@ -1,11 +1,13 @@
 // libFuzzer target: the program text parser with the einsum family (scripts/fuzz). A
-// parsed program prints to text that parses to the same fingerprint.
+// parsed program prints to text that parses to the same fingerprint, and lowers to
+// StableHLO or fails with a typed error (the lowering reads every op and extent).
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
 #include "tenferro/einsum_ir/einsum_op.h"
 #include "tenferro/program/text.h"
+#include "tenferro/xla/stablehlo.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tenferro;
@@ -18,5 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!g) return 0;
   auto again = program::parse_program(program::print_program(*g->program), families, {}, true);
   if (!again || !(again->program->fingerprint() == g->program->fingerprint())) __builtin_trap();
+  auto m = xla::lower_to_stablehlo(*g);
+  if (m && m->text.find("func.func public @main(") == std::string::npos) __builtin_trap();
   return 0;
 }

@@ -1,6 +1,7 @@
 // The text side of the StableHLO lowering: types, attribute lists, literals and the
 // generic-form op writer (Note [StableHLO text]).
 
+#include <algorithm>
 #include <bit>
 #include <charconv>
 #include <cmath>
@@ -129,10 +130,10 @@ std::string dim_list(std::span<const int64_t> v) {
 namespace detail {
 
 std::string dense_text(DType dtype, std::span<const int64_t> shape, const uint8_t* bytes) {
-  int64_t n = 1;
-  for (int64_t e : shape) n *= e;
   const std::string suffix = " : " + type_text(TensorType{dtype, {shape.begin(), shape.end()}});
-  if (n == 0) return "dense<>" + suffix;
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return "dense<>" + suffix;
+  int64_t n = 1;  // a literal's or a tensor's element count: bounded, no overflow
+  for (int64_t e : shape) n *= e;
   bool splat = true;
   const auto size = static_cast<size_t>(dtype_size(dtype));
   for (int64_t i = 1; i < n && splat; ++i) splat = std::memcmp(bytes, bytes + i * dtype_size(dtype), size) == 0;

@@ -94,11 +94,8 @@ std::vector<int64_t> reversed_axes(size_t rank) {
   return v;
 }
 
-int64_t count(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t e : shape) n *= e;
-  return n;
-}
+// Whether a shape holds no element (no product: extents of hostile programs may overflow it).
+bool empty(const std::vector<int64_t>& shape) { return std::find(shape.begin(), shape.end(), 0) != shape.end(); }
 
 // The identity element of a reduction's combiner, as the bytes of one element.
 void reduce_init(program::ReduceKind kind, DType d, uint8_t* b) {
@@ -177,9 +174,9 @@ class Lowering {
   // A tensor as a constant (column-major bytes).
   Result<HloValue> constant_of(const Tensor& t) {
     const std::vector<int64_t> shape(t.shape().begin(), t.shape().end());
-    if (count(shape) > kMaxInlineElements) {
+    if (t.numel() > kMaxInlineElements) {
       return usage_error(ErrorCode::kOverflow, "lower_to_stablehlo",
-                         "a binding of " + std::to_string(count(shape)) + " elements is too large to inline (limit " +
+                         "a binding of " + std::to_string(t.numel()) + " elements is too large to inline (limit " +
                              std::to_string(kMaxInlineElements) + "); pass it as an argument");
     }
     TENFERRO_TRY(Tensor c, t.to_col_major());
@@ -355,7 +352,7 @@ class Lowering {
   Result<HloValue> gather(const HloValue& x, const HloValue& idx, int64_t axis, const TensorType& rt) {
     const auto r = static_cast<int64_t>(x.type.shape.size());
     const auto q = static_cast<int64_t>(idx.type.shape.size());
-    if (count(rt.shape) == 0) return em_.splat(rt, c128{});
+    if (empty(rt.shape)) return em_.splat(rt, c128{});
     if (x.type.shape[static_cast<size_t>(axis)] == 0) {
       return unsupported("gather",
                          "indices into axis " + std::to_string(axis) +
@@ -375,7 +372,7 @@ class Lowering {
                        const TensorType& rt) {
     const auto r = static_cast<int64_t>(x.type.shape.size());
     const auto q = static_cast<int64_t>(idx.type.shape.size());
-    if (x.type.shape[static_cast<size_t>(axis)] == 0 || count(upd.type.shape) == 0) return x;  // every update skipped
+    if (x.type.shape[static_cast<size_t>(axis)] == 0 || empty(upd.type.shape)) return x;  // every update skipped
     const std::vector<int64_t> ax{axis};
     const std::string dn =
         "scatter_dimension_numbers = #stablehlo.scatter<" +
@@ -394,7 +391,7 @@ class Lowering {
   HloValue extract_diag(const HloValue& x, int64_t axis, const TensorType& rt) {
     const auto r = static_cast<int64_t>(x.type.shape.size());
     const int64_t n = x.type.shape[static_cast<size_t>(axis)];
-    if (count(rt.shape) == 0) return em_.splat(rt, c128{});
+    if (empty(rt.shape)) return em_.splat(rt, c128{});
     // Start indices (i, i) for i < n: an iota of shape [n, 2] along axis 0.
     const HloValue idx = em_.op("iota", {}, "iota_dimension = 0 : i64", TensorType{DType::kI64, {n, 2}});
     std::vector<int64_t> sizes = x.type.shape;
