@@ -313,6 +313,18 @@ class jit:
         values = list(args) + [kwargs[k] for k in names]
         if any(isinstance(v, EagerTensor) and v.requires_grad for v in values):
             return self._f(*args, **kwargs)  # recorded on the tape (see the class doc)
+        prog, inputs = self._program(args, kwargs)
+        return prog(*inputs)
+
+    def lower(self, *args, **kwargs):
+        """The :class:`Program` this function runs for these arguments (traced now if it
+        was not yet), as JAX's ``jit(f).lower(...)``: ``f.lower(x).stablehlo()`` is its
+        StableHLO module, ``.text()`` its IR."""
+        return self._program(args, kwargs)[0]
+
+    def _program(self, args, kwargs):
+        names = sorted(kwargs)
+        values = list(args) + [kwargs[k] for k in names]
         inputs, key = [], []
         for v in values:
             if self._static(v):
@@ -332,7 +344,7 @@ class jit:
             if len(self.programs) >= self._max:
                 self.programs.pop(next(iter(self.programs)))
             self.programs[key] = prog
-        return prog(*inputs)
+        return prog, inputs
 
 
 class no_grad:

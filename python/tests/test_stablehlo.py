@@ -90,3 +90,21 @@ def test_linalg_without_a_stablehlo_form_is_unsupported():
     prog = tenferro.trace(lambda a: tl.svd(a)[1], np.eye(3))
     with pytest.raises(tenferro.UnsupportedError, match="linalg"):
         prog.stablehlo()
+
+
+def test_jit_lower_gives_the_program_of_a_signature():
+    calls = []
+
+    @tenferro.jit
+    def f(x, k):
+        calls.append(k)
+        return (x * x).sum(axis=k)
+
+    x = np.arange(6.0).reshape(2, 3)
+    prog = f.lower(x, 1)
+    assert len(calls) == 1 and len(f.programs) == 1
+    np.testing.assert_allclose(f(x, 1), (x * x).sum(axis=1))
+    assert len(calls) == 1  # the lowered program is the one the call runs
+    got = stablehlo_numpy.evaluate(stablehlo_numpy.parse(prog.stablehlo()), [x])
+    np.testing.assert_allclose(got[0], (x * x).sum(axis=1), rtol=1e-15)
+    assert "tensor<2x3xf64>" in prog.stablehlo() and "tensor<2xf64>" in prog.stablehlo()
