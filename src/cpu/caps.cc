@@ -286,6 +286,15 @@ bool row_order_line_tiles(const CpuCaps& caps) noexcept {
   return caps.l1d_bytes > 0 && caps.l1d_bytes <= (int64_t{32} << 10);
 }
 
+int64_t transpose_source_group(const CpuCaps& caps) noexcept {
+  constexpr int64_t kTable = 4096, kMin = 64;
+  if (caps.l2_bytes <= 0) return kTable;
+  const int64_t fit = caps.l2_bytes / (4 * kTransposeBlockBytes);
+  int64_t g = kMin;
+  while (g * 2 <= fit && g < kTable) g *= 2;
+  return g;
+}
+
 std::string CpuCaps::describe() const {
   auto kib = [](int64_t b) { return b > 0 ? std::to_string(b / 1024).append(" KiB") : std::string("unknown"); };
   std::string out;
@@ -303,6 +312,8 @@ std::string CpuCaps::describe() const {
   out.append("transposes streamed line tiles in ");
   out.append(row_order_line_tiles(*this) ? "row order (L1d of at most 32 KiB)\n"
                                          : "column order (row order only with an L1d of at most 32 KiB)\n");
+  out.append("           source groups of at most ").append(std::to_string(transpose_source_group(*this)));
+  out.append(" elements (a row block within a quarter of the L2)\n");
   out.append("blis       ").append(blis_arch).append(blis_tuned ? " (tuned)" : " (generic kernels: planned as slow)");
   out.append("\nopenblas   ").append(openblas_core);
   out.append(!blas_symbols_elsewhere.empty() ? " (its BLAS symbols bound to another library: planned as slow)"
@@ -340,6 +351,7 @@ std::string CpuCaps::to_json() const {
   out.append(", \"l2_bytes\": ").append(std::to_string(l2_bytes));
   out.append(", \"l3_bytes\": ").append(std::to_string(l3_bytes));
   out.append(", \"transpose_tile_order\": \"").append(row_order_line_tiles(*this) ? "row" : "column").append("\"");
+  out.append(", \"transpose_source_group\": ").append(std::to_string(transpose_source_group(*this)));
   return out + "}";
 }
 

@@ -167,6 +167,19 @@ TEST(CpuCaps, JsonAndTextReportsCarryEveryField) {
     EXPECT_EQ(row_order_line_tiles(c), row) << l1d;
     EXPECT_EQ(nlohmann::json::parse(c.to_json()).at("transpose_tile_order").get<std::string>(), row ? "row" : "column");
   }
+  // Note [Transpose source group]: a row block within a quarter of the L2.
+  EXPECT_EQ(j.at("transpose_source_group").get<int64_t>(), 1024);  // L2 2 MiB
+  EXPECT_NE(text.find("source groups of at most 1024 elements"), std::string::npos) << text;
+  for (const auto& [l2, group] : {std::pair<int64_t, int64_t>{0, 4096},
+                                  {1 << 20, 512},
+                                  {int64_t{3} << 20, 1024},
+                                  {32 << 20, 4096},
+                                  {128 << 10, 64},
+                                  {16 << 10, 64}}) {
+    CpuCaps c = caps;
+    c.l2_bytes = l2;
+    EXPECT_EQ(transpose_source_group(c), group) << l2;
+  }
   EXPECT_EQ(j.at("blas_symbols_elsewhere").get<std::string>(), "");
   EXPECT_EQ(text.find("WARNING"), std::string::npos) << text;
   caps.blas_symbols_elsewhere = "/usr/lib/libblis.so.4";

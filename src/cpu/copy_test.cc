@@ -400,9 +400,12 @@ TEST(CopyKernel, StreamedCopiesMatchEveryElement) {
                         {{2, 600004}, {1, 0}, DType::kF64, 0},
                         {{1000, 2, 1201}, {1, 0, 2}, DType::kF32, 0},
                         {{2, 1200008}, {1, 0}, DType::kF32, 0}};
-  for (const int64_t l1d : {int64_t{32} << 10, int64_t{48} << 10}) {
+  // Tile orders (Note [Row-order line tiles]) and source-group caps (Note [Transpose
+  // source group]: L2 128 KiB -> 64 elements, unknown -> 4096) of other machines.
+  for (const auto& [l1d, l2] : {std::pair<int64_t, int64_t>{32 << 10, 1 << 20}, {48 << 10, 128 << 10}, {48 << 10, 0}}) {
     CpuCaps caps = host_caps();
     caps.l1d_bytes = l1d;
+    caps.l2_bytes = l2;
     for (const int threads : {1, 2}) {
       for (const Case& c : cases) {
         const size_t rank = c.shape.size();

@@ -23,7 +23,7 @@ constexpr int64_t kGroup = 4096;        // max elements of a table-described gro
 constexpr int64_t kMinGroup = 16;       // groups grow past gaps until this many elements
 constexpr int64_t kTinyGroup = 256;     // ... source groups of tiny axes until this many
 constexpr int64_t kPrefetchLines = 2;   // Note [Transpose prefetch]: line-chunks ahead
-constexpr int64_t kBlockBytes = 512;    // Note [Transpose blocking]: destination bytes per row block
+constexpr int64_t kBlockBytes = kTransposeBlockBytes;  // Note [Transpose blocking]
 constexpr int64_t kMinPairTile = 1024;  // elements of a transpose worth its pair path
 
 // Offsets (bytes) of a group's elements in one operand: a table or a stride.
@@ -854,8 +854,8 @@ struct TransposeGroups {
 // operand `op` (and, for G0, with those reserved axes [2, *r_end) that keep it within
 // `reserved_until` elements; a reserved axis taken moves to the group's end).
 int64_t grow_group(detail::StridedLoop<2>& loop, int64_t elem, int64_t product, int op, size_t* end, size_t* r_end,
-                   int64_t reserved_until) {
-  while (product < kGroup) {
+                   int64_t reserved_until, int64_t cap) {
+  while (product < cap) {
     size_t best = loop.rank();
     auto better = [&](size_t k) {
       return best == loop.rank() || std::llabs(loop.axis(k).stride[op]) < std::llabs(loop.axis(best).stride[op]);
@@ -867,7 +867,7 @@ int64_t grow_group(detail::StridedLoop<2>& loop, int64_t elem, int64_t product, 
       if (better(k)) best = k;
     }
     if (best == loop.rank()) break;
-    if (product * loop.axis(best).extent > kGroup) {
+    if (product * loop.axis(best).extent > cap) {
       // Note [Split group axes]: an axis too long to join whole, continuing the group
       // contiguously, joins with its largest factor that fits; the rest stays outside.
       // Without it a group stopped short of such an axis: f64 7 x 1000 x 1000 x 3 `[3210]`
@@ -876,7 +876,7 @@ int64_t grow_group(detail::StridedLoop<2>& loop, int64_t elem, int64_t product, 
       // `[3120]` 6.2 -> 1.3 ms (one thread, Zen 5, 2026-12-03).
       if (best < *r_end || std::llabs(loop.axis(best).stride[op]) != product * elem) break;
       const int64_t e = loop.axis(best).extent;
-      int64_t f = std::min(e - 1, kGroup / product);
+      int64_t f = std::min(e - 1, cap / product);
       while (f > 1 && e % f != 0) --f;
       if (f * product < 2 * product || f < 2) break;
       loop.split_axis(best, f);
@@ -901,6 +901,17 @@ int64_t grow_group(detail::StridedLoop<2>& loop, int64_t elem, int64_t product, 
   return product;
 }
 
+// Note [Transpose source group]: a row block covers kBlockBytes of destination rows
+// across the whole source group G1, so G1 decides the block's footprint: kBlockBytes x p1
+// bytes. G1 grows to at most transpose_source_group(caps) elements (caps.h), which keeps
+// a block within a quarter of the L2. With G1 at the offset tables' limit (4096) a block
+// of 64^4 f64 `[3210]` or of the rank-24 size-2 reversal was 2 MiB, twice this L2, and
+// its source lines were evicted before the block had used them. Zen 5 (L2 1 MiB, so
+// 512), alternating runs, the minimum of five each (2026-12-04): one thread `[3210]`
+// 0.81x the time, `[2310]` 0.82, rank-24 reversed 0.80, geometric mean over the 24
+// permutations of 64^4 0.95; two threads 0.83, 0.76, 0.91, 0.95; the largest slowdowns
+// of single cases (1.05-1.14) within the run-to-run spread of the identity copy, which
+// takes no transpose.
 // Note [Reserved source lines]: a block of the transpose (Note [Transpose blocking])
 // covers kBlockBytes of G0 and all of G1, so a source line is consumed whole in one block
 // only if its axes lie in G1 or in G0's first kBlockBytes. The axes that continue the
@@ -911,7 +922,7 @@ int64_t grow_group(detail::StridedLoop<2>& loop, int64_t elem, int64_t product, 
 // second, third, ... fastest at G0 positions far past a block: each source line was then
 // read once per element pair, in blocks far apart in time (a rank-24 size-2 random
 // permutation: 0.19 x memcpy; with the reservation 0.9, Zen 5, 2026-12-03).
-TransposeGroups form_groups(detail::StridedLoop<2>& loop, int64_t elem, int64_t reserved_until) {
+TransposeGroups form_groups(detail::StridedLoop<2>& loop, int64_t elem, int64_t reserved_until, int64_t g1_cap) {
   size_t r_end = 2;
   for (int64_t run = loop.axis(1).extent; run < kBlockBytes / elem;) {
     size_t next = loop.rank();
@@ -924,12 +935,12 @@ TransposeGroups form_groups(detail::StridedLoop<2>& loop, int64_t elem, int64_t 
   }
   TransposeGroups g;
   g.g0_end = r_end;  // G0 = {0} + [r_end, g0_end) while it grows
-  g.p0 = grow_group(loop, elem, loop.axis(0).extent, 0, &g.g0_end, &r_end, reserved_until);
+  g.p0 = grow_group(loop, elem, loop.axis(0).extent, 0, &g.g0_end, &r_end, reserved_until, kGroup);
   for (size_t k = 1; k < r_end; ++k) loop.move_axis(1, g.g0_end - 1);  // reserved axes after G0
   g.g0_end -= r_end - 1;                                               // G0 = [0, g0_end)
   g.g1_end = g.g0_end + 1;
   size_t no_reserved = 2;
-  g.p1 = grow_group(loop, elem, loop.axis(g.g0_end).extent, 1, &g.g1_end, &no_reserved, 0);
+  g.p1 = grow_group(loop, elem, loop.axis(g.g0_end).extent, 1, &g.g1_end, &no_reserved, 0, g1_cap);
   auto segment = [&](size_t first, size_t last, int op) {
     int64_t run = 1;
     for (size_t k = first; k < last && loop.axis(k).stride[op] == run * elem; ++k) run *= loop.axis(k).extent;
@@ -951,10 +962,10 @@ TransposeGroups form_groups(detail::StridedLoop<2>& loop, int64_t elem, int64_t 
 // second (runs of 16 and 8 elements); one whose source-third axis is the
 // destination-third ran 11.9-12.0 in the first (runs of 4096 and 4) and 16.5-17.5 in the
 // second (4 and 16): each is chosen by the rule.
-TransposeGroups choose_groups(detail::StridedLoop<2>& loop, int64_t elem, int64_t quad) {
+TransposeGroups choose_groups(detail::StridedLoop<2>& loop, int64_t elem, int64_t quad, int64_t g1_cap) {
   detail::StridedLoop<2> alt = loop;
-  const TransposeGroups first = form_groups(loop, elem, kBlockBytes / elem);
-  const TransposeGroups second = form_groups(alt, elem, quad);
+  const TransposeGroups first = form_groups(loop, elem, kBlockBytes / elem, g1_cap);
+  const TransposeGroups second = form_groups(alt, elem, quad, g1_cap);
   auto sides = [&](const TransposeGroups& g) {
     const int64_t a = std::min(g.seg_i * elem, kBlockBytes), b = std::min(g.seg_j * elem, kBlockBytes);
     return std::pair<int64_t, int64_t>{std::min(a, b), std::max(a, b)};
@@ -975,7 +986,7 @@ void copy_transpose_typed(const CpuExecutionContext& ctx, detail::StridedLoop<2>
   // destination-fastest (axis 0); Note [Transpose groups] forms the rest.
   loop.move_axis(src_fast, 1);
   constexpr int64_t kQ = Transposer<W>::kVector;  // elements per vector of the quad path
-  const TransposeGroups groups = choose_groups(loop, kElem, kQ);
+  const TransposeGroups groups = choose_groups(loop, kElem, kQ, transpose_source_group(ctx.caps()));
   const size_t g0_end = groups.g0_end, g1_end = groups.g1_end;
   const int64_t p0 = groups.p0, p1 = groups.p1;
   // Offset tables.

@@ -104,6 +104,16 @@ bool openblas_core_avx512(std::string_view core) noexcept;
 /// order. Pure; `tenferro info` prints the answer.
 bool row_order_line_tiles(const CpuCaps& caps) noexcept;
 
+/// Destination bytes per row block of a transpose (Note [Transpose blocking] in
+/// copy_transpose.cc).
+inline constexpr int64_t kTransposeBlockBytes = 512;
+/// The most elements of a transpose's source group (Note [Transpose source group] in
+/// copy_transpose.cc): a row block, kTransposeBlockBytes of destination rows across the
+/// whole source group, stays within a quarter of the L2 (l2_bytes / 2048 elements, a
+/// power of two from 64 to 4096); 4096 (the offset tables' limit) when the L2 is unknown.
+/// Pure; `tenferro info` prints the answer.
+int64_t transpose_source_group(const CpuCaps& caps) noexcept;
+
 /// Cache sizes in bytes (0 = unknown).
 struct CacheSizes {
   int64_t l1d = 0, l2 = 0, l3 = 0;
