@@ -211,6 +211,10 @@ TEST(CliIr, LowerPrintsStableHlo) {
   const std::string mlir((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(mlir.find("@main(%arg0: tensor<5x3xf64>) -> "), std::string::npos) << mlir;
   EXPECT_NE(mlir.find("dense<[[1.0, 4.0], [2.0, 5.0], [3.0, 6.0]]> : tensor<3x2xf64>"), std::string::npos) << mlir;
+  // An input file of another dtype than the program's input.
+  ASSERT_TRUE(write_npy(dir() + "xf.npy", Tensor::zeros(DType::kF32, {5, 3}).value()));
+  EXPECT_EQ(run("ir lower " + dir() + "p.tf " + dir() + "xf.npy"), 1);
+  EXPECT_NE(output().find("dtype_mismatch"), std::string::npos) << output();
   // Wrong argument count, two -o files, --inline-bindings without the binding data.
   EXPECT_EQ(run("ir lower " + dir() + "p.tf " + dir() + "x.npy " + dir() + "x.npy"), 2);
   EXPECT_EQ(run("ir lower " + dir() + "p.tf " + dir() + "x.npy -o " + dir() + "a.mlir -o " + dir() + "b.mlir"), 2);

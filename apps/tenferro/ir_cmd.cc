@@ -142,6 +142,12 @@ int lower(compiler::GraphCompiler& gc, const compiler::CompilerOptions& options,
     }
     for (const auto& in : g.program->inputs()) {
       const Tensor& t = in.binding ? g.bindings.tensors[next_binding++] : args[next_arg++];
+      if (t.dtype() != g.program->type(in.value).dtype) {
+        return fail(usage_error(ErrorCode::kDTypeMismatch, "ir lower",
+                                "input '" + in.name + "' is " +
+                                    std::string(dtype_name(g.program->type(in.value).dtype)) + ", the file holds " +
+                                    std::string(dtype_name(t.dtype()))));
+      }
       o.input_shapes.push_back(Shape(t.shape()));
     }
   }
