@@ -15,8 +15,13 @@ namespace tenferro::fft_ir {
 //   axes commute);
 // - r2c: RFFT over the last (at most) three listed axes, the halved one last, then FFT
 //   over the rest (numpy's rfftn: the real transform first);
-// - c2r: IFFT over the axes before the last three, then IRFFT over those with the
-//   requested output length on the last (numpy's irfftn: the real transform last).
+// - c2r: IFFT over every axis but the last listed, then a one-axis IRFFT of the
+//   requested length over that one (numpy's irfftn: the real transform last), after
+//   setting the imaginary parts of its bins 0 and n/2 to zero. That is the core op's
+//   exact meaning (FFTW's c2r ignores those parts) on any consumer: StableHLO does not
+//   say what IRFFT does with a spectrum that is not Hermitian, and the fft family's AD
+//   rules feed c2r such spectra; with those parts zero, and one axis, every half
+//   spectrum is the half of a Hermitian one.
 // The norm is then one multiplication by scale_of(kind, norm, N) / XLA's own scale (none
 // for the backward norm of every kind).
 
@@ -47,6 +52,25 @@ HloValue fft_group(xla::Emitter& em, const HloValue& x, std::span<const int64_t>
   return em.transpose(f, inverse);
 }
 
+// `x` with the imaginary parts of its bins 0 and, for an even output length n, n/2 along
+// `axis` set to zero (the parts a c2r transform ignores; Note [FFT in StableHLO]).
+HloValue real_edge_bins(xla::Emitter& em, const HloValue& x, int64_t axis, int64_t n) {
+  const TensorType part{real_dtype(x.type.dtype), x.type.shape};
+  const TensorType idx{DType::kI64, x.type.shape}, mask_type{DType::kBool, x.type.shape};
+  const HloValue bin = em.op("iota", {}, "iota_dimension = " + std::to_string(axis) + " : i64", idx);
+  const char* eq = "comparison_direction = #stablehlo<comparison_direction EQ>";
+  HloValue edge = em.op("compare", {bin, em.splat(idx, c128{})}, eq, mask_type);
+  if (n % 2 == 0) {
+    const HloValue nyquist =
+        em.op("compare", {bin, em.splat(idx, c128(static_cast<double>(n / 2), 0.0))}, eq, mask_type);
+    edge = em.op("or", {edge, nyquist}, "", mask_type);
+  }
+  const HloValue re = em.op("real", {x}, "", part);
+  const HloValue im = em.op("imag", {x}, "", part);
+  const HloValue kept = em.op("select", {edge, em.splat(part, c128{}), im}, "", part);
+  return em.op("complex", {re, kept}, "", x.type);
+}
+
 Result<std::vector<HloValue>> lower_fft(xla::Emitter& em, const program::ExtensionOp& op, std::span<const HloValue> in,
                                         std::span<const TensorType> out) {
   const auto* fop = dynamic_cast<const FftOp*>(&op);
@@ -58,7 +82,7 @@ Result<std::vector<HloValue>> lower_fft(xla::Emitter& em, const program::Extensi
   HloValue v = in[0];
   const std::vector<int64_t>& xs = in[0].type.shape;
   const std::vector<int64_t>& ys = out[0].shape;
-  const size_t k = axes.size(), split = k > 3 ? k - 3 : 0;  // the real transform's group: axes[split..k)
+  const size_t k = axes.size(), split = k > 3 ? k - 3 : 0;  // r2c's real transform: axes[split..k)
   double n = 1;
   const std::vector<int64_t>& logical = spec.kind == fft::Kind::kC2R ? ys : xs;  // the real side's lengths
   for (int64_t a : axes) n *= static_cast<double>(logical[static_cast<size_t>(a)]);
@@ -90,10 +114,11 @@ Result<std::vector<HloValue>> lower_fft(xla::Emitter& em, const program::Extensi
       break;
     }
     case fft::Kind::kC2R: {
-      c2c(all.first(split), "IFFT");
-      const auto group = all.subspan(split);
-      const auto len = extents(group, ys);
-      v = fft_group(em, v, group, "IRFFT", len, out[0].dtype, len.back());
+      c2c(all.first(k - 1), "IFFT");
+      const int64_t last = axes.back(), n_out = ys[static_cast<size_t>(last)];
+      v = real_edge_bins(em, v, last, n_out);
+      const std::vector<int64_t> len{n_out};
+      v = fft_group(em, v, all.last(1), "IRFFT", len, out[0].dtype, n_out);
       inverse = true;
       break;
     }
