@@ -122,6 +122,53 @@ TEST(FftOp, TextProgramsParseWithTheFamilyRegistered) {
   EXPECT_EQ(program::print_program(*back->program), text);
 }
 
+// Note [FFT in StableHLO]: c2r is IFFTs then a one-axis IRFFT whose input has the
+// imaginary parts of bins 0 and n/2 (even n only) cleared; r2c an RFFT then FFTs; the
+// norm one multiplication. (Numbers: tests/xla, the lowered text evaluated with numpy.)
+TEST(FftStableHlo, TransformsLowerToFftOpsWithTheNormsScale) {
+  xla::StableHloLowerings lowerings;
+  ASSERT_TRUE(register_stablehlo_lowering(lowerings));
+  EXPECT_FALSE(register_stablehlo_lowering(lowerings));
+  xla::StableHloOptions o;
+  o.lowerings = &lowerings;
+  auto lower = [&](Kind kind, Norm norm, std::vector<int64_t> axes, DType dtype, std::vector<int64_t> shape,
+                   int64_t n = -1) {
+    ProgramBuilder b;
+    Value x = b.input(vt(dtype, shape)).value();
+    fft::FftSpec sp = spec(kind, norm, std::move(axes));
+    sp.last_length = n;
+    Value y = emit_fft(b, sp, x).value();
+    auto m = xla::lower_to_stablehlo(b.finish({y}).value(), o);
+    EXPECT_TRUE(m) << m.error().to_string();
+    return m ? m->text : std::string();
+  };
+  auto count = [](const std::string& text, const std::string& what) {
+    int c = 0;
+    for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++c;
+    return c;
+  };
+  // c2r over axes 1, 0 with n = 6 (even): IFFT over axis 1, the edge bins of axis 0
+  // (moved last) made real, IRFFT of length 6, no scale (backward).
+  std::string t = lower(Kind::kC2R, Norm::kBackward, {1, 0}, DType::kC128, {4, 5}, 6);
+  EXPECT_EQ(count(t, "fft_type IFFT>, fft_length = array<i64: 5>"), 1) << t;
+  EXPECT_EQ(count(t, "fft_type IRFFT>, fft_length = array<i64: 6>"), 1) << t;
+  EXPECT_EQ(count(t, "\"stablehlo.or\""), 1) << t;
+  EXPECT_NE(t.find("value = dense<3> : tensor<4x5xi64>"), std::string::npos) << t;  // the Nyquist bin n/2
+  EXPECT_EQ(count(t, "\"stablehlo.multiply\""), 0) << t;
+  // Odd n: only bin 0 is cleared.
+  t = lower(Kind::kC2R, Norm::kBackward, {0}, DType::kC64, {3, 2}, 5);
+  EXPECT_EQ(count(t, "\"stablehlo.or\""), 0) << t;
+  EXPECT_EQ(count(t, "\"stablehlo.select\""), 1) << t;
+  // c2c over four axes: two FFTs (three axes, one axis); ortho: one scale of 1/sqrt(N).
+  t = lower(Kind::kC2C, Norm::kOrtho, {0, 1, 2, 3}, DType::kC128, {2, 3, 4, 5});
+  EXPECT_EQ(count(t, "fft_type FFT>"), 2) << t;
+  EXPECT_NE(t.find("dense<(" + std::to_string(1.0 / std::sqrt(120.0)).substr(0, 8)), std::string::npos) << t;
+  // r2c with the forward norm: RFFT, then 1/N.
+  t = lower(Kind::kR2C, Norm::kForward, {1}, DType::kF64, {3, 8});
+  EXPECT_EQ(count(t, "fft_type RFFT>, fft_length = array<i64: 8>"), 1) << t;
+  EXPECT_NE(t.find("value = dense<(0.125, 0.0)> : tensor<3x5xcomplex<f64>>"), std::string::npos) << t;
+}
+
 std::shared_ptr<runtime::Runtime> cpu_runtime() {
   auto rt = runtime::Runtime::create().value();
   cpu::CpuEngineConfig cfg;
