@@ -211,6 +211,15 @@ TEST(CliIr, LowerPrintsStableHlo) {
   const std::string mlir((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(mlir.find("@main(%arg0: tensor<5x3xf64>) -> "), std::string::npos) << mlir;
   EXPECT_NE(mlir.find("dense<[[1.0, 4.0], [2.0, 5.0], [3.0, 6.0]]> : tensor<3x2xf64>"), std::string::npos) << mlir;
+  // A directory as the output: a typed I/O error of the file writer (of the npy writer
+  // for ir eval's outputs).
+  EXPECT_EQ(run("ir lower " + dir() + "p.tf " + dir() + "x.npy -o " + dir()), 1);
+  EXPECT_NE(output().find("usage/io in write_files: cannot write"), std::string::npos) << output();
+  EXPECT_EQ(run("ir eval " + dir() + "p.tf " + dir() + "x.npy --binding " + dir() + "w.npy -o " + dir() + " -o " +
+                dir() + "y.npy"),
+            1);
+  EXPECT_NE(output().find("usage/io in npy: cannot write"), std::string::npos) << output();
+  EXPECT_FALSE(std::filesystem::exists(dir() + "y.npy"));
   // An input file of another dtype than the program's input.
   ASSERT_TRUE(write_npy(dir() + "xf.npy", Tensor::zeros(DType::kF32, {5, 3}).value()));
   EXPECT_EQ(run("ir lower " + dir() + "p.tf " + dir() + "xf.npy"), 1);

@@ -293,7 +293,7 @@ Result<Tensor> read_npy(const std::string& path) {
 // written.
 namespace {
 
-Error io_error(const std::string& msg) { return usage_error(ErrorCode::kIo, "npy", msg); }
+Error io_error(const std::string& msg) { return usage_error(ErrorCode::kIo, "write_files", msg); }
 
 enum class Target { kRename, kDirect };
 
@@ -363,13 +363,17 @@ Result<void> write_npy_files(std::span<const std::string> paths, std::span<const
     return usage_error(ErrorCode::kInvalidArgument, "npy",
                        std::to_string(paths.size()) + " paths for " + std::to_string(tensors.size()) + " tensors");
   }
+  // The file errors of write_files, reported as this function's.
+  const auto as_npy = [](const Error& e) { return usage_error(e.code(), "npy", e.message()); };
   std::vector<std::string> bytes;
   for (size_t i = 0; i < paths.size(); ++i) {
-    TENFERRO_TRY_VOID(classify(paths[i]));  // a directory target fails before anything is encoded
+    // A directory target fails before anything is encoded.
+    if (auto c = classify(paths[i]); !c) return as_npy(c.error());
     TENFERRO_TRY(std::string b, npy_encode(tensors[i]));
     bytes.push_back(std::move(b));
   }
-  return write_files(paths, bytes);
+  if (auto w = write_files(paths, bytes); !w) return as_npy(w.error());
+  return ok();
 }
 
 Result<void> write_files(std::span<const std::string> paths, std::span<const std::string> bytes) {
