@@ -10,7 +10,7 @@ option(TENFERRO_NATIVE_ARCH "Compile everything for the build machine (-march=na
 set(TENFERRO_BASELINE_ARCH "x86-64-v2" CACHE STRING
     "Instruction-set baseline (-march) of a portable build; SIMD kernels are selected at run time above it (empty: the compiler's default)")
 
-set(TENFERRO_ENABLE_CUDA "AUTO" CACHE STRING "Build the CUDA engine: AUTO (when nvcc is found), ON (required) or OFF")
+set(TENFERRO_ENABLE_CUDA "AUTO" CACHE STRING "Detect the CUDA toolkit for the (not yet written) CUDA engine: AUTO (when nvcc is found), ON (required) or OFF")
 set_property(CACHE TENFERRO_ENABLE_CUDA PROPERTY STRINGS AUTO ON OFF)
 
 set(TENFERRO_SANITIZER "none" CACHE STRING "Sanitizer instrumentation: none, address (address+undefined) or thread")
