@@ -170,19 +170,24 @@ std::string Emitter::fresh() {
   return s;
 }
 
-HloValue Emitter::op(std::string_view name, std::span<const HloValue> operands, std::string_view attrs,
-                     const TensorType& result) {
-  HloValue r{fresh(), result};
-  std::string line = "    " + r.name + " = \"stablehlo." + std::string(name) + "\"(";
+void Emitter::write(const std::string& result_name, std::string_view name, std::span<const HloValue> operands,
+                    std::string_view region, std::string_view attrs, const TensorType& result) {
+  std::string line = "    " + result_name + " = \"stablehlo." + std::string(name) + "\"(";
   std::string types = "(";
   for (size_t i = 0; i < operands.size(); ++i) {
     line.append(i ? ", " : "").append(operands[i].name);
     types.append(i ? ", " : "").append(type_text(operands[i].type));
   }
-  line += ")";
+  line.append(")").append(region);
   if (!attrs.empty()) line.append(" {").append(attrs).append("}");
   line.append(" : ").append(types).append(") -> ").append(type_text(result)).append("\n");
   body_ += line;
+}
+
+HloValue Emitter::op(std::string_view name, std::span<const HloValue> operands, std::string_view attrs,
+                     const TensorType& result) {
+  HloValue r{fresh(), result};
+  write(r.name, name, operands, "", attrs, result);
   return r;
 }
 
@@ -265,21 +270,13 @@ HloValue Emitter::with_body(std::string_view name, std::span<const HloValue> ope
   const std::string r = fresh();
   const std::string a = fresh(), b = fresh(), c = fresh();
   const std::string scalar = type_text(TensorType{element, {}});
-  std::string line = "    " + r + " = \"stablehlo." + std::string(name) + "\"(";
-  std::string types = "(";
-  for (size_t i = 0; i < operands.size(); ++i) {
-    line.append(i ? ", " : "").append(operands[i].name);
-    types.append(i ? ", " : "").append(type_text(operands[i].type));
-  }
-  line += ") ({\n";
-  line += "    ^bb0(" + a + ": " + scalar + ", " + b + ": " + scalar + "):\n";
-  line += "      " + c + " = \"stablehlo." + std::string(body) + "\"(" + a + ", " + b + ") : (" + scalar + ", " +
-          scalar + ") -> " + scalar + "\n";
-  line += "      \"stablehlo.return\"(" + c + ") : (" + scalar + ") -> ()\n";
-  line += "    })";
-  if (!attrs.empty()) line.append(" {").append(attrs).append("}");
-  line.append(" : ").append(types).append(") -> ").append(type_text(result)).append("\n");
-  body_ += line;
+  std::string region = " ({\n";
+  region += "    ^bb0(" + a + ": " + scalar + ", " + b + ": " + scalar + "):\n";
+  region += "      " + c + " = \"stablehlo." + std::string(body) + "\"(" + a + ", " + b + ") : (" + scalar + ", " +
+            scalar + ") -> " + scalar + "\n";
+  region += "      \"stablehlo.return\"(" + c + ") : (" + scalar + ") -> ()\n";
+  region += "    })";
+  write(r, name, operands, region, attrs, result);
   return HloValue{r, result};
 }
 

@@ -82,6 +82,9 @@ class Emitter {
 
  private:
   std::string fresh();
+  // One op line: `result_name = "stablehlo.NAME"(operands)REGION {attrs} : (...) -> result`.
+  void write(const std::string& result_name, std::string_view name, std::span<const HloValue> operands,
+             std::string_view region, std::string_view attrs, const TensorType& result);
   std::string body_;
   int64_t next_ = 0;
 };
