@@ -334,41 +334,148 @@ struct Transposer {
   }
 
 #if TENFERRO_ISA_LEVEL >= 1
-  // One line tile of bytes: through two 4 KiB buffers, the 64 source lines in (their
-  // rows may alias in L1, the buffers do not), 16 x 16 transposes between them, and the
-  // 64 destination lines out, each in one go (its 16-byte pieces stored straight to
-  // aliasing rows were evicted before the line was complete). Note [Streamed byte
-  // tiles]: with kStream each destination line leaves as two 32-byte streaming stores
-  // back to back, so it is written whole without a read of the destination first; only
-  // the line tiles of bytes stream (their quads and tail columns store 16-byte pieces of
-  // lines, which streaming stores would flush partly filled). bool 8192 x 8192 on Zen 4
+#pragma GCC diagnostic push
+// GCC 12's AVX-512 intrinsics pass an undefined vector as the unused masked source.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+  // One line tile of bytes (64 source lines -> 64 destination lines). Note [Byte line
+  // tiles]: the source lines go into an L1 buffer in 16-byte pieces (their rows may alias
+  // in L1, the buffer does not), arranged so that one vector of the buffer holds the same
+  // 16 columns of as many rows as it has 128-bit lanes (one row per lane, 16 rows apart);
+  // one in-lane 16 x 16 byte transpose of 16 such vectors then leaves in each vector a
+  // whole destination line (AVX-512) or half of one (AVX2), stored straight from the
+  // register. This replaced 16 x 16 transposes of 16-byte vectors between two L1 buffers
+  // (a quarter or half of the shuffles, one buffer pass fewer): bool 8192 x 8192, Zen 5,
+  // five alternating rounds (2026-12-05), fastest 6.7 -> 5.7 ms at one thread, 3.1 -> 2.6
+  // at two, under TENFERRO_MAX_ISA=avx2 7.2 -> 6.2 and 3.3 -> 2.7.
+  //
+  // Note [Streamed byte tiles]: with kStream each destination line leaves as streaming
+  // stores, so it is written whole without a read of the destination first; only the line
+  // tiles of bytes stream (their quads and tail columns store 16-byte pieces of lines,
+  // which streaming stores would flush partly filled). bool 8192 x 8192 on Zen 4
   // (alternating runs against the kernel before, 2026-12-03): 14.0-16.3 -> 10.2-10.6 ms
   // at one thread (0.63-0.69 -> 0.84-1.21 x memcpy), 8.9-11.3 -> 5.5-8.0 ms at two; with
   // TENFERRO_MAX_ISA=avx2 12.9-21.2 -> 9.9-13.7 ms.
   template <bool kStream>
   static void byte_line_tile(const char* const* srow, char* const* drow, int64_t doff) {
+#if TENFERRO_ISA_LEVEL >= 2
+    using V = __m512i;
+#else
+    using V = __m256i;
+#endif
+    constexpr int64_t kVB = sizeof(V);    // bytes per vector
+    constexpr int64_t kParts = 64 / kVB;  // vectors per destination line
+    // Vector (part h, column block g, block row k) at ((h * 4 + g) * 16 + k) * kVB; its
+    // lane L holds columns 16g..16g+15 of source row kVB * h + 16 * L + k.
     alignas(64) char in[64 * 64];
-    alignas(64) char out[64 * 64];
-    for (int64_t k = 0; k < 64; ++k) std::memcpy(in + 64 * k, srow[k], 64);
-    for (int64_t c = 0; c < 64; c += 16) {
-      const char* rows[16];
-      char* outs[16];
-      for (int64_t k = 0; k < 16; ++k) outs[k] = out + 64 * (c + k);
-      for (int64_t h = 0; h < 64; h += 16) {
-        for (int64_t k = 0; k < 16; ++k) rows[k] = in + 64 * (h + k) + c;
-        micro<false>(outs, rows, h);
+    for (int64_t j = 0; j < 64; ++j) {
+      const int64_t h = j / kVB, lane = j % kVB / 16, k = j % 16;
+      char* to = in + (h * 64 + k) * kVB + 16 * lane;
+      for (int64_t g = 0; g < 4; ++g) {
+        const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(srow[j] + 16 * g));
+        _mm_store_si128(reinterpret_cast<__m128i*>(to + g * 16 * kVB), x);
       }
     }
-    if constexpr (kStream) {
-      for (int64_t k = 0; k < 64; ++k) {
-        __m256i* dl = reinterpret_cast<__m256i*>(drow[k] + doff);
-        _mm256_stream_si256(dl, _mm256_load_si256(reinterpret_cast<const __m256i*>(out + 64 * k)));
-        _mm256_stream_si256(dl + 1, _mm256_load_si256(reinterpret_cast<const __m256i*>(out + 64 * k + 32)));
+    // The pieces of one destination line are stored back to back: a streamed line left
+    // partly written while others are (AVX2: its other half 64 lines later) is flushed
+    // in pieces (1.3x the time of the 16-byte quads this replaced).
+    for (int64_t g = 0; g < 4; ++g) {
+      V r[kParts][16];
+      for (int64_t h = 0; h < kParts; ++h) {
+        const char* from = in + (h * 4 + g) * 16 * kVB;
+        for (int64_t k = 0; k < 16; ++k) r[h][k] = vload(from + k * kVB);
+        lane_transpose16(r[h]);
       }
-    } else {
-      for (int64_t k = 0; k < 64; ++k) std::memcpy(drow[k] + doff, out + 64 * k, 64);
+      for (int64_t n = 0; n < 16; ++n) {
+        for (int64_t h = 0; h < kParts; ++h) vstore<kStream>(drow[16 * g + n] + doff + h * kVB, r[h][n]);
+      }
     }
   }
+
+  static __m128i unpack(__m128i a, __m128i b, int bits, bool hi) {
+    switch (bits) {
+      case 8: return hi ? _mm_unpackhi_epi8(a, b) : _mm_unpacklo_epi8(a, b);
+      case 16: return hi ? _mm_unpackhi_epi16(a, b) : _mm_unpacklo_epi16(a, b);
+      case 32: return hi ? _mm_unpackhi_epi32(a, b) : _mm_unpacklo_epi32(a, b);
+      default: return hi ? _mm_unpackhi_epi64(a, b) : _mm_unpacklo_epi64(a, b);
+    }
+  }
+#if TENFERRO_ISA_LEVEL >= 2
+  static __m512i vload(const char* p) { return _mm512_load_si512(p); }
+  static __m512i unpack(__m512i a, __m512i b, int bits, bool hi) {
+    switch (bits) {
+      case 8: return hi ? _mm512_unpackhi_epi8(a, b) : _mm512_unpacklo_epi8(a, b);
+      case 16: return hi ? _mm512_unpackhi_epi16(a, b) : _mm512_unpacklo_epi16(a, b);
+      case 32: return hi ? _mm512_unpackhi_epi32(a, b) : _mm512_unpacklo_epi32(a, b);
+      default: return hi ? _mm512_unpackhi_epi64(a, b) : _mm512_unpacklo_epi64(a, b);
+    }
+  }
+  // One destination piece of 64 bytes: a single streaming store where it is 64-byte
+  // aligned, else two of 32 (stream_aligned guarantees 32).
+  template <bool kStream>
+  static void vstore(char* p, __m512i x) {
+    if constexpr (kStream) {
+      if (reinterpret_cast<uintptr_t>(p) % 64 == 0) {
+        _mm512_stream_si512(reinterpret_cast<__m512i*>(p), x);
+      } else {
+        _mm256_stream_si256(reinterpret_cast<__m256i*>(p), _mm512_castsi512_si256(x));
+        _mm256_stream_si256(reinterpret_cast<__m256i*>(p) + 1, _mm512_extracti64x4_epi64(x, 1));
+      }
+    } else {
+      _mm512_storeu_si512(p, x);
+    }
+  }
+#else
+  static __m256i vload(const char* p) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(p)); }
+  static __m256i unpack(__m256i a, __m256i b, int bits, bool hi) {
+    switch (bits) {
+      case 8: return hi ? _mm256_unpackhi_epi8(a, b) : _mm256_unpacklo_epi8(a, b);
+      case 16: return hi ? _mm256_unpackhi_epi16(a, b) : _mm256_unpacklo_epi16(a, b);
+      case 32: return hi ? _mm256_unpackhi_epi32(a, b) : _mm256_unpacklo_epi32(a, b);
+      default: return hi ? _mm256_unpackhi_epi64(a, b) : _mm256_unpacklo_epi64(a, b);
+    }
+  }
+  template <bool kStream>
+  static void vstore(char* p, __m256i x) {
+    if constexpr (kStream) {
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(p), x);
+    } else {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), x);
+    }
+  }
+#endif
+
+  // r[k] = row k of a 16 x 16 byte block in every 128-bit lane; afterwards r[n] = column
+  // n of each lane's block. Four interleaving stages: bytes of row pairs, then 16-, 32-
+  // and 64-bit units of pairs of those. Byte quads (micro) use it on 16-byte vectors.
+  template <class V>
+  static void lane_transpose16(V* r) {
+    V a[16], b[16];
+    // a[2m + hi]: columns 8hi.. of rows 2m, 2m + 1 as 16-bit units.
+    for (int64_t m = 0; m < 8; ++m) {
+      a[2 * m] = unpack(r[2 * m], r[2 * m + 1], 8, false);
+      a[2 * m + 1] = unpack(r[2 * m], r[2 * m + 1], 8, true);
+    }
+    // b[4q + g]: columns 4g.. of rows 4q..4q+3 as 32-bit units.
+    for (int64_t q = 0; q < 4; ++q) {
+      for (int64_t h = 0; h < 2; ++h) {
+        b[4 * q + 2 * h] = unpack(a[4 * q + h], a[4 * q + 2 + h], 16, false);
+        b[4 * q + 2 * h + 1] = unpack(a[4 * q + h], a[4 * q + 2 + h], 16, true);
+      }
+    }
+    // a[8o + e]: columns 2e, 2e + 1 of rows 8o..8o+7 as 64-bit units.
+    for (int64_t o = 0; o < 2; ++o) {
+      for (int64_t g = 0; g < 4; ++g) {
+        a[8 * o + 2 * g] = unpack(b[8 * o + g], b[8 * o + 4 + g], 32, false);
+        a[8 * o + 2 * g + 1] = unpack(b[8 * o + g], b[8 * o + 4 + g], 32, true);
+      }
+    }
+    for (int64_t e = 0; e < 8; ++e) {
+      r[2 * e] = unpack(a[e], a[8 + e], 64, false);
+      r[2 * e + 1] = unpack(a[e], a[8 + e], 64, true);
+    }
+  }
+#pragma GCC diagnostic pop
 #endif
 
 #if TENFERRO_ISA_LEVEL >= 2
@@ -785,31 +892,10 @@ struct Transposer {
         store16<kStream>(drow[2 * g + 1] + doff, _mm_unpackhi_epi64(b[g], b[4 + g]));
       }
     } else if constexpr (kE == 1) {
-      // 16 x 16 bytes in four interleaving stages: a[m][h] holds columns 8h.. of rows 2m,
-      // 2m + 1 as 16-bit units; b[q][g] columns 4g.. of rows 4q.. as 32-bit units; c[o][e]
-      // columns 2e, 2e + 1 of rows 8o.. as 64-bit units; the last stage joins the octets.
-      __m128i r[16], a[8][2], b[4][4], c[2][8];
+      __m128i r[16];
       for (int64_t k = 0; k < 16; ++k) r[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(srow[k]));
-      for (int64_t m = 0; m < 8; ++m) {
-        a[m][0] = _mm_unpacklo_epi8(r[2 * m], r[2 * m + 1]);
-        a[m][1] = _mm_unpackhi_epi8(r[2 * m], r[2 * m + 1]);
-      }
-      for (int64_t q = 0; q < 4; ++q) {
-        for (int64_t h = 0; h < 2; ++h) {
-          b[q][2 * h] = _mm_unpacklo_epi16(a[2 * q][h], a[2 * q + 1][h]);
-          b[q][2 * h + 1] = _mm_unpackhi_epi16(a[2 * q][h], a[2 * q + 1][h]);
-        }
-      }
-      for (int64_t o = 0; o < 2; ++o) {
-        for (int64_t g = 0; g < 4; ++g) {
-          c[o][2 * g] = _mm_unpacklo_epi32(b[2 * o][g], b[2 * o + 1][g]);
-          c[o][2 * g + 1] = _mm_unpackhi_epi32(b[2 * o][g], b[2 * o + 1][g]);
-        }
-      }
-      for (int64_t e = 0; e < 8; ++e) {
-        store16<kStream>(drow[2 * e] + doff, _mm_unpacklo_epi64(c[0][e], c[1][e]));
-        store16<kStream>(drow[2 * e + 1] + doff, _mm_unpackhi_epi64(c[0][e], c[1][e]));
-      }
+      lane_transpose16(r);
+      for (int64_t n = 0; n < 16; ++n) store16<kStream>(drow[n] + doff, r[n]);
     } else if constexpr (kE == 16) {
       const __m256d r0 = _mm256_loadu_pd(reinterpret_cast<const double*>(srow[0]));
       const __m256d r1 = _mm256_loadu_pd(reinterpret_cast<const double*>(srow[1]));
