@@ -63,7 +63,7 @@ Result<void> register_fft_family(program::ExtensionRegistry& registry);
 /// Emits one transform of `operand` into `builder`; returns its result.
 Result<program::Value> emit_fft(program::ProgramBuilder& builder, const fft::FftSpec& spec, program::Value operand);
 
-/// The family's differentiation rules (Note [FFT rules] in fft_op.cc): every transform is
+/// The family's differentiation rules (Note [FFT rules] in fft_rules.cc): every transform is
 /// linear; its transpose is the transform of the other direction with the swapped norm,
 /// with the half-spectrum bins weighted for the real transforms.
 std::shared_ptr<const ad::ExtensionRule> fft_rule();
