@@ -8,6 +8,7 @@
 
 #include <immintrin.h>
 
+#include "copy_tiny.h"
 #include "strided_loop.h"
 #include "tenferro/core/isa_region.h"
 #include "tenferro/cpu/kernels.h"
@@ -157,6 +158,11 @@ void copy_typed(const CpuExecutionContext& ctx, const char* src_base, const Layo
         *reinterpret_cast<W*>(d + i * ds) = *reinterpret_cast<const W*>(s + i * ss);
       }
     });
+    return;
+  }
+  // Note [Tiny transposes]: a batch of transposes of tiny axes, unrolled per extent.
+  if (detail::TinyTransposes t; detail::tiny_transposes(loop, kElem, &t)) {
+    detail::copy_tiny_transposes(ctx, loop, bases, kElem, t);
     return;
   }
   copy_transpose(ctx, loop, bases, dst.element_count() * kElem, kElem);

@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "copy_tiny.h"
 #include "tenferro/cpu/kernels.h"
 
 namespace tenferro::cpu {
@@ -656,6 +657,76 @@ TEST(CopyKernel, EveryElementSizeMatchesNaiveTransposes) {
       }
     }
   }
+}
+
+// Note [Tiny transposes]: batches of transposes of tiny axes (every extent pair 2..8,
+// every element size, batches of 8 and 37, a batch of two merged axes, one large enough to
+// split across two threads, a destination starting mid-line): every byte against the
+// naive copy.
+TEST(CopyKernel, TinyTransposeBatchesMatchEveryElement) {
+  auto executor = make_tbb_executor(2).value();
+  for (const int64_t elem : {1, 2, 4, 8, 16}) {
+    for (int64_t na = 2; na <= 8; ++na) {
+      for (int64_t nd = 2; nd <= 8; ++nd) {
+        for (const int64_t batch : {8, 37}) {
+          EXPECT_EQ(transpose_mismatches(*executor, {na, batch, nd}, {2, 1, 0}, 0, elem, 1), 0)
+              << elem << "-byte elements, " << na << " x " << batch << " x " << nd;
+        }
+      }
+    }
+  }
+  struct Case {
+    Shape shape;
+    std::vector<int64_t> perm;
+    int64_t offset;
+  };
+  const Case cases[] = {
+      {{5, 6, 7, 3}, {3, 1, 2, 0}, 0},     // the batch: two axes merged
+      {{7, 20000, 3}, {2, 1, 0}, 0},       // pieces over two threads
+      {{3, 9001, 8}, {2, 1, 0}, 3},        // a destination off the line grid
+      {{7, 600, 10, 3}, {3, 1, 2, 0}, 0},  // the [3120] of the permutation benchmark, smaller
+  };
+  for (const Case& c : cases) {
+    for (const int threads : {1, 2}) {
+      for (const int64_t elem : {4, 8, 16}) {
+        EXPECT_EQ(transpose_mismatches(*executor, c.shape, c.perm, c.offset, elem, threads), 0)
+            << elem << "-byte elements, shape " << format_dims(c.shape) << " perm " << format_dims(c.perm) << ", "
+            << threads << " threads";
+      }
+    }
+  }
+}
+
+// Note [Tiny transposes]: which loops are batches of tiny transposes, decided by a pure
+// function of the loop (the route is then taken on every machine and ISA level).
+TEST(CopyKernel, TinyTransposesAreRecognisedByShape) {
+  auto loop_of = [](const Shape& shape, const std::vector<int64_t>& perm) {
+    const Layout compact = Layout::col_major(shape);
+    Layout src;
+    for (size_t k = 0; k < shape.size(); ++k) {
+      src.shape.push_back(shape[static_cast<size_t>(perm[k])]);
+      src.strides.push_back(compact.strides[static_cast<size_t>(perm[k])]);
+    }
+    const Layout dst = Layout::col_major(src.shape);
+    return detail::StridedLoop<2>({&dst, &src}, {8, 8});
+  };
+  detail::TinyTransposes t;
+  {
+    const detail::StridedLoop<2> loop = loop_of({7, 600, 1000, 3}, {3, 1, 2, 0});
+    ASSERT_TRUE(detail::tiny_transposes(loop, 8, &t));
+    EXPECT_EQ(loop.axis(t.a).extent, 7);
+    EXPECT_EQ(loop.axis(t.d).extent, 3);
+    EXPECT_EQ(loop.axis(t.b).extent, 600000);  // 600 x 1000 merged
+    EXPECT_EQ(loop.axis(t.a).stride[1], 8);
+    EXPECT_EQ(loop.axis(t.d).stride[0], 8);
+  }
+  EXPECT_TRUE(detail::tiny_transposes(loop_of({2, 8, 8}, {2, 1, 0}), 8, &t));
+  EXPECT_FALSE(detail::tiny_transposes(loop_of({3, 1000, 3, 10}, {2, 1, 0, 3}), 8, &t));  // an outer axis
+  EXPECT_FALSE(detail::tiny_transposes(loop_of({9, 100, 3}, {2, 1, 0}), 8, &t));          // na > 8
+  EXPECT_FALSE(detail::tiny_transposes(loop_of({3, 100, 9}, {2, 1, 0}), 8, &t));          // nd > 8
+  EXPECT_FALSE(detail::tiny_transposes(loop_of({3, 7, 5}, {2, 1, 0}), 8, &t));            // batch < 8
+  EXPECT_FALSE(detail::tiny_transposes(loop_of({7, 100, 3}, {0, 2, 1}), 8, &t));          // a shared fastest axis
+  EXPECT_FALSE(detail::tiny_transposes(loop_of({100, 7, 3}, {2, 1, 0}), 8, &t));          // a long fastest axis
 }
 
 // Note [Streamed byte tiles]: byte transposes of 8 MiB or more stream their whole line

@@ -1,0 +1,33 @@
+#pragma once
+// Private to the copy kernel: batches of tiny transposes (copy_tiny.cc), compiled once
+// (plain moves, no ISA-specific code) and called by the blocked copies of every ISA level.
+
+#include <array>
+#include <cstdint>
+
+#include "strided_loop.h"
+
+namespace tenferro::cpu::detail {
+
+/// The shape of a batch of tiny transposes (Note [Tiny transposes]): a loop of exactly
+/// three axes, `a` (the source-fastest, unit stride there, extent na), `d` (the
+/// destination-fastest, extent nd) and `b` (the batch axis, continuing `a` in the source
+/// and `d` in the destination), with 2 <= na, nd <= kTinyMaxExtent and b at least
+/// kTinyMinBatch long.
+struct TinyTransposes {
+  size_t a = 0, d = 0, b = 0;
+};
+
+inline constexpr int64_t kTinyMaxExtent = 8;
+inline constexpr int64_t kTinyMinBatch = 8;
+
+/// Whether `loop` (operand 0 destination, 1 source, byte strides of `elem`-byte
+/// elements) is a batch of tiny transposes, and its axes. Pure.
+bool tiny_transposes(const StridedLoop<2>& loop, int64_t elem, TinyTransposes* out) noexcept;
+
+/// Copies `loop` as the batch of tiny transposes `t` (from tiny_transposes); reorders the
+/// loop's axes.
+void copy_tiny_transposes(const CpuExecutionContext& ctx, StridedLoop<2>& loop, const std::array<char*, 2>& bases,
+                          int64_t elem, const TinyTransposes& t);
+
+}  // namespace tenferro::cpu::detail
