@@ -115,13 +115,14 @@ bool tiny_transposes(const StridedLoop<2>& loop, int64_t elem, TinyTransposes* o
 void copy_tiny_transposes(const CpuExecutionContext& ctx, StridedLoop<2>& loop, const std::array<char*, 2>& bases,
                           int64_t elem, const TinyTransposes& t) {
   const LoopAxis<2> a = loop.axis(t.a), d = loop.axis(t.d), b = loop.axis(t.b);
-  // The three axes first (a, d, b), the rest an odometer in source order. An axis is
-  // found again by its destination stride (distinct among the axes of a destination).
-  const int64_t placed[3] = {a.stride[0], d.stride[0], b.stride[0]};
+  // The three axes first (a, d, b), the rest (none: tiny_transposes takes loops of these
+  // three only) in source order. Moving an axis forward shifts the ones it passes.
+  size_t pos[3] = {t.a, t.d, t.b};
   for (size_t q = 0; q < 3; ++q) {
-    size_t k = q;
-    while (loop.axis(k).stride[0] != placed[q]) ++k;
-    loop.move_axis(k, q);
+    loop.move_axis(pos[q], q);
+    for (size_t r = q + 1; r < 3; ++r) {
+      if (pos[r] >= q && pos[r] < pos[q]) ++pos[r];
+    }
   }
   loop.sort_axes(3, 1);
   const TinyFn fn = tiny_fn_for(elem, a.extent, d.extent);
