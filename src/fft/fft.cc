@@ -12,6 +12,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "fft_error.h"
 #include "tenferro/cpu/kernels.h"
 
 namespace tenferro::fft {
@@ -56,12 +57,12 @@ namespace tenferro::fft {
 
 namespace {
 
-constexpr const char* kOp = "fft";
 // Results smaller than this run as one chunk: below it the executor's fan-out costs
 // more than the transform (FFTW's length-64 transforms take ~40 ns each).
 constexpr int64_t kParallelElements = int64_t{1} << 15;
 
-Error fft_error(ErrorCode code, std::string msg) { return usage_error(code, kOp, std::move(msg)); }
+using detail::fft_error;
+using detail::kOp;
 
 std::mutex& planner_mutex() {
   static std::mutex m;  // Note [FFTW planner lock]

@@ -5,16 +5,13 @@
 #include <cmath>
 #include <string>
 
+#include "fft_error.h"
 #include "tenferro/fft/fft.h"
 
 namespace tenferro::fft {
-namespace {
 
-constexpr const char* kOp = "fft";
-
-Error fft_error(ErrorCode code, std::string msg) { return usage_error(code, kOp, std::move(msg)); }
-
-}  // namespace
+using detail::fft_error;
+using detail::kOp;
 
 std::string_view kind_name(Kind kind) noexcept {
   switch (kind) {

@@ -3,8 +3,11 @@
 #include <charconv>
 #include <functional>
 
+#include "fft_errors.h"
+
 namespace tenferro::fft_ir {
 
+using detail::compile_error;
 using fft::FftSpec;
 using fft::Kind;
 using fft::Norm;
@@ -14,9 +17,6 @@ using program::ValueType;
 
 namespace {
 
-Error compile_error(ErrorCode code, std::string msg) {
-  return Error(ErrorStage::kCompile, code, "fft", std::move(msg));
-}
 Error parse_error(std::string msg) { return usage_error(ErrorCode::kParse, "fft", std::move(msg)); }
 
 constexpr Kind kKinds[] = {Kind::kC2C, Kind::kC2CInverse, Kind::kR2C, Kind::kC2R};

@@ -2,6 +2,7 @@
 // the differentiation rules and the CPU engine's native module (FFTW through
 // tenferro::fft). fft_op.cc holds the op itself (payload, text form, type inference).
 
+#include "fft_errors.h"
 #include "tenferro/cpu_runtime/cpu_runtime.h"
 #include "tenferro/fft_ir/fft_op.h"
 
@@ -9,6 +10,7 @@ namespace tenferro::fft_ir {
 
 using ad::Emitter;
 using ad::MaybeValue;
+using detail::compile_error;
 using fft::FftSpec;
 using fft::Kind;
 using fft::Norm;
@@ -17,14 +19,6 @@ using program::Extent;
 using program::OpCode;
 using program::Value;
 using program::ValueType;
-
-namespace {
-
-Error compile_error(ErrorCode code, std::string msg) {
-  return Error(ErrorStage::kCompile, code, "fft", std::move(msg));
-}
-
-}  // namespace
 
 Result<std::vector<Tensor>> FftOp::evaluate_reference(std::span<const Tensor> inputs) const {
   if (inputs.size() != 1) {
