@@ -371,7 +371,7 @@ void short_sides(const CpuExecutionContext& ctx, const detail::GemmArgs<T>& g, c
 // within the spread by that.
 constexpr int64_t kStreamPieceRows = 48;
 // `b_rows`: when not null, the narrow operand is first packed there as rows (Note
-// [Streamed row-major products] in gemm_kernels.cc), once for all pieces.
+// [Streamed row-major products] in gemm_streamed.cc), once for all pieces.
 void streamed(const CpuExecutionContext& ctx, const detail::GemmArgs<double>& g, bool transposed, int threads,
               double* b_rows) {
   using T = double;
@@ -782,7 +782,7 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
                                   rbase, rk.stride, rn.stride, opt.conj_rhs, beta, obase, om.stride, on.stride};
 
   // The streamed kernel's narrow operand as rows (Note [Streamed row-major products] in
-  // gemm_kernels.cc), packed once per product before its pieces, in DotScratch::work or
+  // gemm_streamed.cc), packed once per product before its pieces, in DotScratch::work or
   // the pool. Not for outer-parallel items, which would share the buffer: they keep the
   // kernel's transposing form.
   T* b_rows = nullptr;

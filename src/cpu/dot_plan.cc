@@ -237,7 +237,7 @@ constexpr int64_t kWideMaxA = 32768;
 constexpr int64_t kWideTransposedMinK = 8;
 constexpr int64_t kWideTransposedMinC = int64_t{1} << 17;
 
-// Note [Streamed tall products] (gemm_kernels.cc): the shapes dot_general sends there. Below
+// Note [Streamed tall products] (gemm_streamed.cc): the shapes dot_general sends there. Below
 // k = 64 the small and thin kernels or OpenBLAS serve; a short side below 8 stays on
 // OpenBLAS (Note [Short-side products]).
 // Note [Matrix-vector thresholds].
@@ -360,7 +360,7 @@ constexpr int64_t kLanePartMin = 12;
 // threads: 0.89 ms -> 0.42-0.47 ms side by side; tensornetwork, lm and gm_queen
 // unchanged within the spread).
 
-// Note [Blocked AVX-512 GEMM] (gemm_kernels.cc): automatic floating products that would
+// Note [Blocked AVX-512 GEMM] (gemm_blocked.cc): automatic floating products that would
 // make OpenBLAS calls run the blocked kernel at ISA level AVX-512 when OpenBLAS's core
 // runs 256-bit kernels there (the measured case: Zen 5, where OpenBLAS 0.3.21 picks
 // Haswell), with one packing workspace per worker (DotScratch::work or the pool). An
@@ -720,7 +720,7 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
     small_pack_lhs = small_form && oms == 1 && lms != 1;
     // A tall operand (column- or row-major) against a narrow one with a long
     // contraction, C column- or row-major, no operand packed: streamed in memory order
-    // (Note [Streamed tall products] in gemm_kernels.cc); C^T = B^T A^T when the tall
+    // (Note [Streamed tall products] in gemm_streamed.cc); C^T = B^T A^T when the tall
     // side is the rhs. The kernel writes C once per row chunk at any row stride (the
     // narrow side's stride), which costs nothing next to the contraction.
     const bool merged = lm.mergeable && lk.mergeable && rk.mergeable && rn.mergeable && om.mergeable && on.mergeable;
@@ -897,7 +897,7 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
       } else if (stream_form) {
         r.kernel = DotKernel::kStreamed;
         if (threads > 1) r.split = DotSplit::kPieces;  // pieces of whole slices (Note [Streamed pieces])
-        // Note [Streamed row-major products] (gemm_kernels.cc): a tall side whose
+        // Note [Streamed row-major products] (gemm_streamed.cc): a tall side whose
         // contraction is contiguous keeps C's rows in registers on AVX-512 when the narrow
         // side's rows are contiguous or dot_general packs them (not for outer-parallel
         // items). The kernel's arguments: A = the tall side, B = the narrow one.

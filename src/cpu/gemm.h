@@ -118,7 +118,7 @@ void short_sides_f64(IsaLevel isa, int64_t m, int64_t n, double alpha, const dou
                      const double* b, const KLevels& k, double beta, double* c, int64_t rsc, int64_t csc);
 inline bool short_sides_available(IsaLevel isa) { return isa >= IsaLevel::kAvx2; }
 
-/// Blocks of the blocked GEMM (Note [Blocked AVX-512 GEMM] in gemm_kernels.cc), per
+/// Blocks of the blocked GEMM (Note [Blocked AVX-512 GEMM] in gemm_blocked.cc), per
 /// element type: 512-bit vectors of kLanes elements; register blocks of kMR rows (kVecs
 /// = 3 vectors: 24 rows of f64, 48 of f32) by kNR = 8 columns (24 accumulators);
 /// contraction slices of kK, A row blocks of kM (multiples of kMR), B column blocks of
@@ -173,14 +173,14 @@ inline int64_t stream_slice_rows(IsaLevel isa) { return isa >= IsaLevel::kAvx512
 /// C = alpha A B + beta C for f64 with C at any strides (fastest column-major), A column-major
 /// (g.rsa == 1) or row-major (g.csa == 1), B any strides and g.n <= kStreamMaxN: a tall
 /// product against a narrow B, A read once in memory order (Note [Streamed tall
-/// products] in gemm_kernels.cc). No packing, no allocation (a stack tile); one thread
+/// products] in gemm_streamed.cc). No packing, no allocation (a stack tile); one thread
 /// (callers split m). With A row-major and B's rows contiguous, on AVX-512, C's rows stay
 /// in registers instead (Note [Streamed row-major products]; see streamed_wants_b_rows).
 /// Below kAvx2, plain loops.
 void streamed_f64(IsaLevel isa, const GemmArgs<double>& g);
 
 /// Whether streamed_f64 keeps C's rows in registers (Note [Streamed row-major products]
-/// in gemm_kernels.cc) for A's strides (rsa, csa) and B's column stride csb: on AVX-512,
+/// in gemm_streamed.cc) for A's strides (rsa, csa) and B's column stride csb: on AVX-512,
 /// A row-major, and B's rows contiguous or packed by the caller (`b_packable`). The one
 /// test behind the kernel's form, the caller's packing and the planner's reason.
 inline bool streamed_rows_form(IsaLevel isa, int64_t rsa, int64_t csa, int64_t csb, bool b_packable) {
@@ -243,8 +243,9 @@ inline constexpr int64_t kMatVecMaxVectors = 7;
 /// Whether matvec has its vector forms at ISA level `isa`.
 inline bool matvec_available(IsaLevel isa) { return isa >= IsaLevel::kAvx2; }
 
-// The per-ISA copies of the kernels above (gemm_kernels.cc, gemm_lanes.cc, gemm_matvec.cc); callers use the
-// dispatching functions, which take the level.
+// The per-ISA copies of the kernels above (gemm_kernels.cc, gemm_streamed.cc,
+// gemm_blocked.cc, gemm_lanes.cc, gemm_matvec.cc); callers use the dispatching
+// functions, which take the level.
 #define TENFERRO_DECLARE_GEMM_KERNELS(ns)                                                                            \
   namespace ns {                                                                                                     \
   template <class T>                                                                                                 \

@@ -8,7 +8,7 @@
 // swap: lanes 2i and 2i + 1 exchanged; pair(e, o): e in the even lanes, o in the odd
 // ones, for interleaved complex data); AVX-512: 8 f64 / 16 f32 lanes with native masks;
 // AVX2: 4 / 8 lanes, masks as integer vectors. Nothing at the scalar level. `vec` is
-// Simd<double>.
+// Simd<double>; transpose4 transposes a 4 x 4 block of doubles in 256-bit registers.
 #pragma once
 
 #if !defined(TENFERRO_ISA_LEVEL) || !defined(TENFERRO_ISA_NS)
@@ -130,6 +130,17 @@ struct Simd<float> {
 
 /// The f64 vector of the level (the GEMM kernels' name for it).
 using vec = Simd<double>;
+
+/// Transposes the 4 x 4 block of doubles held in four 256-bit registers in place (row r
+/// of the block in r<r>), for the thin and streamed GEMM kernels at either level.
+inline void transpose4(__m256d& r0, __m256d& r1, __m256d& r2, __m256d& r3) {
+  const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+  const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+  r0 = _mm256_permute2f128_pd(t0, t2, 0x20);
+  r1 = _mm256_permute2f128_pd(t1, t3, 0x20);
+  r2 = _mm256_permute2f128_pd(t0, t2, 0x31);
+  r3 = _mm256_permute2f128_pd(t1, t3, 0x31);
+}
 
 }  // namespace tenferro::cpu::detail::TENFERRO_ISA_NS
 #endif
