@@ -77,7 +77,7 @@ endfunction()
 # tenferro_isa_sources(TARGET FILE...): compiles each FILE three times through
 # generated wrappers that define TENFERRO_ISA_LEVEL (0, 1, 2) and TENFERRO_ISA_NS
 # (scalar, avx2, avx512); the file applies the level's target attributes to its own
-# definitions (src/cpu/isa_region.h, Note [ISA kernels] in src/cpu/gemm_kernels.cc).
+# definitions (tenferro/core/isa_region.h, Note [ISA kernels] in src/cpu/gemm_kernels.cc).
 function(tenferro_isa_sources target)
   foreach(src ${ARGN})
     get_filename_component(stem ${src} NAME_WE)
