@@ -350,6 +350,7 @@ double real_at(const void* data, DType dtype, int64_t i) {
   switch (dtype) {
     case DType::kF32: return static_cast<const float*>(data)[i];
     case DType::kI32: return static_cast<const int32_t*>(data)[i];
+    case DType::kI64: return static_cast<double>(static_cast<const int64_t*>(data)[i]);
     case DType::kC128: return static_cast<const double*>(data)[2 * i];
     default: return static_cast<const double*>(data)[i];
   }
@@ -358,6 +359,7 @@ void set_real(void* data, DType dtype, int64_t i, double v) {
   switch (dtype) {
     case DType::kF32: static_cast<float*>(data)[i] = static_cast<float>(v); break;
     case DType::kI32: static_cast<int32_t*>(data)[i] = static_cast<int32_t>(v); break;
+    case DType::kI64: static_cast<int64_t*>(data)[i] = static_cast<int64_t>(v); break;
     case DType::kC128: static_cast<c128*>(data)[i] = c128(v, 0.0); break;
     default: static_cast<double*>(data)[i] = v; break;
   }
@@ -371,7 +373,8 @@ void set_real(void* data, DType dtype, int64_t i, double v) {
 // buffer, on one and two threads: every element against the source index it came from,
 // and nothing outside the slice written. Each case runs planned for an L1d of 32 KiB and
 // of 48 KiB, whose streamed line tiles go in row and in column order (Note [Row-order
-// line tiles]), so both orders run on every machine.
+// line tiles]), so both orders run on every machine. Transposes whose source rows alias
+// in L2 take smaller row blocks (Note [Aliased row blocks]).
 TEST(CopyKernel, StreamedCopiesMatchEveryElement) {
   auto executor = make_tbb_executor(2).value();
   struct Case {
@@ -380,14 +383,14 @@ TEST(CopyKernel, StreamedCopiesMatchEveryElement) {
     DType dtype;
     int64_t pad;  // destination = rows [pad, pad + n) of axis 0 of a larger buffer
   };
-  const Case cases[] = {{{32, 64, 32, 32}, {0, 3, 2, 1}, DType::kF64, 0},   // 256-byte runs, tiles
-                        {{40, 37, 23, 45}, {0, 3, 2, 1}, DType::kF64, 0},   // partial tiles
-                        {{40, 37, 23, 45}, {0, 3, 2, 1}, DType::kF64, 1},   // no tiles (padded)
-                        {{67, 41, 23, 19}, {0, 2, 3, 1}, DType::kF64, 3},   // 536-byte runs, unaligned
-                        {{130, 150, 120}, {0, 2, 1}, DType::kF32, 1},       // 520-byte runs
-                        {{20, 300, 200}, {0, 2, 1}, DType::kC128, 2},       // 320-byte runs
-                        {{70, 200, 160}, {0, 2, 1}, DType::kI32, 5},        // 280-byte runs
-                        {{33, 90, 40, 20}, {0, 3, 1, 2}, DType::kF64, 0},   // 264-byte runs
+  const Case cases[] = {{{32, 64, 32, 32}, {0, 3, 2, 1}, DType::kF64, 0},  // 256-byte runs, tiles
+                        {{40, 37, 23, 45}, {0, 3, 2, 1}, DType::kF64, 0},  // partial tiles
+                        {{40, 37, 23, 45}, {0, 3, 2, 1}, DType::kF64, 1},  // no tiles (padded)
+                        {{67, 41, 23, 19}, {0, 2, 3, 1}, DType::kF64, 3},  // 536-byte runs, unaligned
+                        {{130, 150, 120}, {0, 2, 1}, DType::kF32, 1},      // 520-byte runs
+                        {{20, 300, 200}, {0, 2, 1}, DType::kC128, 2},      // 320-byte runs
+                        {{70, 200, 160}, {0, 2, 1}, DType::kI32, 5},       // 280-byte runs
+                        {{33, 90, 40, 20}, {0, 3, 1, 2}, DType::kF64, 0},  // 264-byte runs
                         // Transposes with two outer axes (Note [Transposes in source order]).
                         {{16, 16, 96, 96}, {1, 0, 3, 2}, DType::kF64, 0},
                         {{12, 10, 130, 70}, {1, 0, 3, 2}, DType::kC128, 1},
@@ -400,7 +403,14 @@ TEST(CopyKernel, StreamedCopiesMatchEveryElement) {
                         {{600001, 2}, {1, 0}, DType::kF64, 0},
                         {{2, 600004}, {1, 0}, DType::kF64, 0},
                         {{1000, 2, 1201}, {1, 0, 2}, DType::kF32, 0},
-                        {{2, 1200008}, {1, 0}, DType::kF32, 0}};
+                        {{2, 1200008}, {1, 0}, DType::kF32, 0},
+                        // Rows a multiple of 64 KiB apart in the source, in blocks of 16
+                        // (Note [Aliased row blocks]): streamed and not, a last partial
+                        // block, two row axes, unaligned destinations.
+                        {{8192, 136}, {1, 0}, DType::kF64, 0},
+                        {{8192, 40}, {1, 0}, DType::kF64, 1},
+                        {{8192, 3, 24}, {2, 1, 0}, DType::kF64, 0},
+                        {{8200, 72}, {1, 0}, DType::kI64, 2}};
   // Tile orders (Note [Row-order line tiles]) and source-group caps (Note [Transpose
   // source group]: L2 128 KiB -> 64 elements, unknown -> 4096) of other machines.
   for (const auto& [l1d, l2] : {std::pair<int64_t, int64_t>{32 << 10, 1 << 20}, {48 << 10, 128 << 10}, {48 << 10, 0}}) {

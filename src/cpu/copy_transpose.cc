@@ -25,6 +25,11 @@ constexpr int64_t kTinyGroup = 256;     // ... source groups of tiny axes until 
 constexpr int64_t kPrefetchLines = 2;   // Note [Transpose prefetch]: line-chunks ahead
 constexpr int64_t kBlockBytes = kTransposeBlockBytes;  // Note [Transpose blocking]
 constexpr int64_t kMinPairTile = 1024;  // elements of a transpose worth its pair path
+// Note [Aliased row blocks]: rows this far apart share an L2 set (the way size of a 1 MiB,
+// 16-way L2; larger L2s with 16 ways have larger ways, of which this is a divisor).
+constexpr int64_t kL2WayBytes = int64_t{64} << 10;
+constexpr int64_t kAliasedRows = 16;      // rows per block when they alias: the L2's ways
+constexpr int64_t kAliasedMinCols = 256;  // narrower blocks keep kBlockBytes
 
 // Offsets (bytes) of a group's elements in one operand: a table or a stride.
 struct Offsets {
@@ -52,6 +57,16 @@ struct Offsets {
     return true;
   }
 };
+
+// Whether the source rows of the first row block (up to `rows` of them) all lie a
+// multiple of kL2WayBytes from its first row (Note [Aliased row blocks]).
+bool rows_alias_in_l2(const Offsets& si, int64_t rows) {
+  if (rows < 2) return false;
+  for (int64_t r = 1; r < rows; ++r) {
+    if ((si.at(r) - si.at(0)) % kL2WayBytes != 0) return false;
+  }
+  return true;
+}
 
 // Copies a P0 x P1 block: dst[di(i) + dj(j)] = src[si(i) + sj(j)], where di is
 // contiguous (stride d0) and sj contiguous (stride s1).
@@ -121,8 +136,25 @@ struct Transposer {
   // every source line is now consumed whole before the next row quad (Note [Line-wise
   // transposes]), the large block serves those too (Zen 5, 2026-12-02: 64^4 f64
   // permutations below 0.6 x memcpy 16 -> 5 of 28 at one thread, 15 -> 3 at two).
+  //
+  // Note [Aliased row blocks]: where every row of a block lies a multiple of
+  // kL2WayBytes from the first in the source (64^4 `[3xxx]` rows 2 MiB apart, the rank-24
+  // reversal's 8 MiB and more), each line-chunk of the block's 64 rows maps to one L2
+  // set, and the 64 lines a chunk reads, with those fetched two chunks ahead, overflow
+  // its 16 ways: most reads then come from L3, which other tenants of a shared host
+  // also fill. Such blocks take kAliasedRows rows (as many as the set has ways), 128
+  // destination bytes of f64, when the block is wide (p1 >= kAliasedMinCols). Zen 5,
+  // alternating in one process, fastest of six rounds (2026-12-05): one thread `[3012]`
+  // 0.72x the time, `[3021]` 0.88, `[3201]` 0.90, `[3210]` 0.95, rank-24 reversed 0.86;
+  // two threads 0.84-0.93 for the same; rows aliasing only in pairs of sets (32 KiB
+  // apart, `[2xxx]`) 0.93-0.98, but `[2301]` (destination rows 32 KiB apart) 1.26, so
+  // they keep the 512-byte block, as do narrow blocks (`[3120]`, 64 columns: 1.15) and
+  // rows of one line (8 rows of f64: 1.2-1.46 for every case).
   int64_t i_block = 1;
-  void choose_block() { i_block = std::max<int64_t>(1, kBlockBytes / kE); }
+  void choose_block(bool aliased_rows) {
+    i_block = std::max<int64_t>(1, kBlockBytes / kE);
+    if (aliased_rows) i_block = std::min(i_block, kAliasedRows);
+  }
 
   void block(char* d, const char* s, int64_t i0, int64_t i1, int64_t j0, int64_t j1) const {
 #if TENFERRO_ISA_LEVEL >= 1
@@ -1137,7 +1169,9 @@ void copy_transpose_typed(const CpuExecutionContext& ctx, detail::StridedLoop<2>
   tr.stream = kElem != 2 && dst_bytes >= kStreamBytes;
   tr.stream_aligned = tr.stream;
   tr.row_order = row_order_line_tiles(ctx.caps());
-  tr.choose_block();
+  // 8-byte elements only: measured there (Note [Aliased row blocks]).
+  tr.choose_block(kElem == 8 && p1 >= kAliasedMinCols &&
+                  rows_alias_in_l2(tr.si, std::min<int64_t>(p0, kBlockBytes / kElem)));
   {
     // Alignment of every vector store: 32 bytes for the quad path (16 for floats and
     // for the pair path); row offsets dj and column offsets di at vector starts.
