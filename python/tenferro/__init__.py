@@ -374,18 +374,19 @@ is_grad_enabled = _tenferro.is_grad_enabled
 
 
 def _constants(xs, what):
-    # Eager tensors as they are; numpy arrays among them become constants on the first
-    # tensor's runtime (as for the operators and einsum). At least one must be eager.
-    first = next((x for x in xs if isinstance(x, EagerTensor)), None)
-    if first is None and xs:  # an empty sequence is the operation's own error
-        raise TypeError(f"tenferro.{what}: expected an EagerTensor or a sequence of them")
-    return [x if isinstance(x, EagerTensor) else first.runtime.tensor(_np.asarray(x)) for x in xs]
+    # Eager tensors as they are; numpy arrays among them become constants on the eager
+    # tensors' runtime (as for the operators and einsum), or on the shared default runtime
+    # when none is eager (as flip, sort and the other numpy-style functions take them).
+    if not xs:  # an empty sequence is the operation's own error
+        return []
+    return _tensors(list(xs), what)[0]
 
 
 def where(pred, on_true, on_false):
     """Elementwise selection of eager tensors (one runtime, one dtype for the branches;
-    numpy arrays among them become constants on that runtime; a number as a branch takes
-    the other branch's dtype, as the operators take numbers)."""
+    numpy arrays among them become constants on that runtime, or on the shared default
+    runtime when none is eager; a number as a branch takes the other branch's dtype, as
+    the operators take numbers)."""
     branches = [on_true, on_false]
     for k, other in ((0, on_false), (1, on_true)):
         if _np.ndim(branches[k]) == 0 and not isinstance(branches[k], (EagerTensor, _np.ndarray)) and \
@@ -400,36 +401,39 @@ def where(pred, on_true, on_false):
 
 def concatenate(tensors, axis=0):
     """numpy's concatenate of eager tensors (one runtime, one dtype; numpy arrays among
-    them become constants): along `axis`, or of the flattened tensors when `axis` is
-    None."""
+    them become constants, on the shared default runtime when none is eager): along
+    `axis`, or of the flattened tensors when `axis` is None."""
     return _tenferro.eager_concatenate(_constants(list(tensors), "concatenate"), axis)
 
 
 def stack(tensors, axis=0):
     """numpy's stack of eager tensors of one shape (numpy arrays among them become
-    constants): joined along a new axis `axis`."""
+    constants, on the shared default runtime when none is eager): joined along a new
+    axis `axis`."""
     return _tenferro.eager_stack(_constants(list(tensors), "stack"), axis)
 
 
 def _elementwise_pair(name, run, x, y):
     # A symmetric binary function: the eager tensor first, the other operand as the
-    # operators take it.
-    if not isinstance(x, EagerTensor):
+    # operators take it; with neither eager, the first on the shared default runtime.
+    if not isinstance(x, EagerTensor) and isinstance(y, EagerTensor):
         x, y = y, x
-    if not isinstance(x, EagerTensor):
-        raise TypeError(f"tenferro.{name}: expected an EagerTensor operand")
+    elif not isinstance(x, EagerTensor):
+        x = _tensors(x, name)[0][0]
     return run(x, y)
 
 
 def maximum(x, y):
     """numpy's maximum of eager tensors (NaN propagates); either may be a number or an
-    array of the tensor's dtype."""
+    array of the tensor's dtype (with neither eager, the first goes on the shared default
+    runtime)."""
     return _elementwise_pair("maximum", _tenferro.eager_maximum, x, y)
 
 
 def minimum(x, y):
     """numpy's minimum of eager tensors (NaN propagates); either may be a number or an
-    array of the tensor's dtype."""
+    array of the tensor's dtype (with neither eager, the first goes on the shared default
+    runtime)."""
     return _elementwise_pair("minimum", _tenferro.eager_minimum, x, y)
 
 
@@ -499,16 +503,27 @@ def cumprod(x, axis=None):
     return _indexing.cumprod(x, axis)
 
 
+def _offset(k, what):
+    # A diagonal offset: an integer that fits in int64 (any such offset is valid: past the
+    # matrix it keeps or clears everything).
+    if isinstance(k, bool) or not isinstance(k, (int, _np.integer)):
+        raise TypeError(f"tenferro.{what}: k must be an integer, got {type(k).__name__}")
+    k = int(k)
+    if not -(1 << 63) <= k < (1 << 63):
+        raise ValueError(f"tenferro.{what}: k = {k} does not fit in a 64-bit integer")
+    return k
+
+
 def tril(x, k=0):
     """numpy's tril: the lower triangle of the last two axes (diagonal offset k)."""
-    _tensors((x,), "tril")
-    return _tenferro.eager_tril(x, k)
+    x = _tensors(x, "tril")[0][0]
+    return _tenferro.eager_tril(x, _offset(k, "tril"))
 
 
 def triu(x, k=0):
     """numpy's triu: the upper triangle of the last two axes (diagonal offset k)."""
-    _tensors((x,), "triu")
-    return _tenferro.eager_triu(x, k)
+    x = _tensors(x, "triu")[0][0]
+    return _tenferro.eager_triu(x, _offset(k, "triu"))
 
 
 __version__ = "0.1.0"

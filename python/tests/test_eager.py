@@ -609,8 +609,9 @@ def test_maximum_and_minimum_follow_numpy(rt):
     b = rt.tensor(np.array([1.0, -2.0, 3.0])).requires_grad_()
     np.sum(np.maximum(b, 0.0) * 2.0).backward()
     np.testing.assert_array_equal(b.grad.numpy(), [2.0, 0.0, 2.0])
-    with pytest.raises(TypeError):
-        tenferro.maximum(1.0, 2.0)
+    # Two numbers: the first on the shared default runtime, as numpy's maximum of two.
+    m = tenferro.maximum(1.0, 2.0)
+    assert isinstance(m, tenferro.EagerTensor) and m.numpy() == 2.0
 
 
 def test_composed_ufuncs_match_numpy_with_gradients(rt):
@@ -647,3 +648,35 @@ def test_composed_ufuncs_match_numpy_with_gradients(rt):
     # Integer reciprocal is numpy's own (integer) computation.
     ints = np.array([1, 2, -1])
     np.testing.assert_array_equal(np.reciprocal(rt.tensor(ints)), np.reciprocal(ints))
+
+
+def test_numpy_style_functions_take_plain_arrays():
+    # With no eager tensor among their operands, the numpy-style functions put numpy
+    # arrays (and numbers) on the shared default runtime, as flip and sort do: the result
+    # is an eager tensor with numpy's values.
+    a = np.arange(12.0).reshape(3, 4) - 5.0
+    b = np.linspace(-2.0, 3.0, 12).reshape(3, 4)
+    cases = [(tenferro.where(a > b, a, b), np.where(a > b, a, b)),
+             (tenferro.where(a > 0, a, 0.5), np.where(a > 0, a, 0.5)),
+             (tenferro.concatenate([a, b], axis=1), np.concatenate([a, b], axis=1)),
+             (tenferro.concatenate([a, b], axis=None), np.concatenate([a, b], axis=None)),
+             (tenferro.stack([a, b], axis=2), np.stack([a, b], axis=2)),
+             (tenferro.maximum(a, b), np.maximum(a, b)), (tenferro.minimum(a, 1.5), np.minimum(a, 1.5)),
+             (tenferro.minimum(2.0, a), np.minimum(2.0, a)),
+             (tenferro.tril(a), np.tril(a)), (tenferro.tril(a, -1), np.tril(a, -1)), (tenferro.triu(a, 2), np.triu(a, 2)),
+             (tenferro.tril(a, np.int64(1)), np.tril(a, 1)), (tenferro.triu(a, 1 << 62), np.triu(a, 1 << 62)),
+             (tenferro.tril(a, -(1 << 63)), np.zeros_like(a))]
+    for got, want in cases:
+        assert isinstance(got, tenferro.EagerTensor)
+        np.testing.assert_array_equal(got.numpy(), want)
+    # Diagonal offsets that are not 64-bit integers are typed errors naming the function.
+    with pytest.raises(ValueError, match="tenferro.tril: k = 18446744073709551616"):
+        tenferro.tril(a, 1 << 64)
+    with pytest.raises(TypeError, match="tenferro.triu: k must be an integer"):
+        tenferro.triu(a, 1.5)
+    with pytest.raises(TypeError, match="tenferro.tril: k must be an integer"):
+        tenferro.tril(a, True)
+    with pytest.raises(TypeError, match="tenferro.stack: expected eager tensors or numpy arrays"):
+        tenferro.stack([a, object()])
+    with pytest.raises(TypeError, match="unsupported dtype <U1"):
+        tenferro.concatenate([a, np.array(["b"])])

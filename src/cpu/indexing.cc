@@ -278,15 +278,23 @@ Result<Tensor> triangle(const CpuExecutionContext& ctx, const Tensor& x, int64_t
   const int64_t batch = m * n == 0 ? 0 : out.numel() / (m * n);
   const int64_t es = out.element_size();
   char* base = static_cast<char*>(out.storage()->data()) + out.offset() * es;
+  // clamp(c - k, 0, m) for a column index c (0 <= c <= n), without forming c - k, which
+  // overflows for offsets near the int64 limits (every offset is valid: past the matrix
+  // it keeps or zeroes everything).
+  auto rows_before = [m, k](int64_t c) -> int64_t {
+    if (k >= c) return 0;
+    if (k <= c - m) return m;
+    return c - k;
+  };
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t j = 0; j < n; ++j) {
       // Keep i with j - i <= k (lower) i.e. i >= j - k; or j - i >= k (upper) i.e. i <= j - k.
       int64_t z0 = 0, z1 = 0;  // zero rows [z0, z1)
       if (lower) {
         z0 = 0;
-        z1 = std::clamp<int64_t>(j - k, 0, m);
+        z1 = rows_before(j);
       } else {
-        z0 = std::clamp<int64_t>(j - k + 1, 0, m);
+        z0 = rows_before(j + 1);
         z1 = m;
       }
       if (z1 > z0) std::memset(base + ((b * n + j) * m + z0) * es, 0, static_cast<size_t>((z1 - z0) * es));

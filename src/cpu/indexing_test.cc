@@ -4,9 +4,10 @@
 
 #include <gtest/gtest.h>
 
-#include "tenferro/test_support/index.h"
-
+#include <limits>
 #include <random>
+
+#include "tenferro/test_support/index.h"
 
 namespace tenferro::cpu {
 namespace {
@@ -125,13 +126,17 @@ TEST_P(Indexing, ConcatenatePadReverse) {
 TEST_P(Indexing, TrianglesAndDiagonals) {
   const DType d = GetParam();
   Tensor x = strided(rng, d, {4, 5, 2});
-  for (int64_t k = -2; k <= 2; ++k) {
+  // Offsets inside the matrix and past it, up to the int64 limits (no overflow: numpy
+  // keeps or zeroes everything there).
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
+  for (const int64_t k : {kMin, kMin + 1, int64_t{-6}, int64_t{-4}, int64_t{-2}, int64_t{-1}, int64_t{0}, int64_t{1},
+                          int64_t{2}, int64_t{4}, int64_t{5}, int64_t{7}, kMax - 1, kMax}) {
     Tensor lo = tril(ctx, x, k).value();
     Tensor up = triu(ctx, x, k).value();
     for_each_index(x.shape(), [&](const Index& i) {
       const c128 v = x.get_as_c128(i).value();
-      EXPECT_EQ(lo.get_as_c128(i).value(), i[1] - i[0] <= k ? v : c128(0));
-      EXPECT_EQ(up.get_as_c128(i).value(), i[1] - i[0] >= k ? v : c128(0));
+      EXPECT_EQ(lo.get_as_c128(i).value(), i[1] - i[0] <= k ? v : c128(0)) << "k " << k;
+      EXPECT_EQ(up.get_as_c128(i).value(), i[1] - i[0] >= k ? v : c128(0)) << "k " << k;
     });
   }
   Tensor sq = strided(rng, d, {3, 2, 3});
