@@ -366,9 +366,16 @@ def repeat(x, repeats, axis=None):
         raise TypeError("tenferro: repeat: repeats must be an integer or a 1-d sequence of integers")
     if (counts < 0).any():
         raise ValueError("tenferro: repeat: negative repetitions")
+    # The result's length in Python integers (numpy's own count wraps past int64, and
+    # numpy 1.24 then crashes): past int64 it is an error before any allocation.
+    n = x.shape[a]
+    total = int(counts) * n if counts.ndim == 0 else int(counts.astype(object).sum())
+    if total >= 1 << 63:
+        raise ValueError(f"tenferro: repeat: the result would have {total} elements along axis {a}, "
+                         "more than int64 holds")
     try:
         idx = np.repeat(np.arange(x.shape[a], dtype=np.int64), counts)
-    except ValueError as e:
+    except (ValueError, MemoryError) as e:
         raise ValueError(f"tenferro: repeat: {e}") from None
     return x.take(idx, a)
 

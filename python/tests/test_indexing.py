@@ -352,3 +352,16 @@ def test_diag_diff_split_and_stacks_match_numpy_with_gradients(rt):
         np.split(rt.tensor(a), 4, axis=1)
     with pytest.raises(ValueError, match="1-d or 2-d"):
         np.diag(rt.tensor(np.zeros((2, 2, 2))))
+
+
+def test_sizes_past_int64_are_errors_before_any_allocation():
+    # repeat and pad lengths are user input: a result past int64 is a typed error (numpy
+    # 1.24's own repeat crashes on such counts), never wrapped arithmetic.
+    a = np.arange(12.0).reshape(3, 4)
+    with pytest.raises(ValueError, match="repeat: the result would have 55340232221128654848 elements"):
+        tenferro.repeat(a, 1 << 62)
+    with pytest.raises(ValueError, match="repeat: the result would have 9223372036854775808 elements along axis 1"):
+        tenferro.repeat(a, [0, 0, 1 << 62, 1 << 62], axis=1)
+    with pytest.raises(tenferro.Error, match="padding 4611686018427387904"):
+        tenferro.pad(a, 1 << 62)
+    np.testing.assert_array_equal(tenferro.repeat(a, [2, 0, 1], axis=0).numpy(), np.repeat(a, [2, 0, 1], axis=0))

@@ -237,7 +237,15 @@ Result<Tensor> pad(const CpuExecutionContext& ctx, const Tensor& x, const Tensor
       return usage_error(ErrorCode::kInvalidArgument, "pad", "negative padding on axis " + s(k));
     }
     const int64_t n = x.dim(k);
-    shape.push_back(low[kk] + high[kk] + n + (n > 0 ? (n - 1) * interior[kk] : 0));
+    // low + high + n + (n - 1) interior, overflow-checked (the operands are user input).
+    int64_t inner = 0, extent = 0;
+    if (!checked_mul(n > 0 ? n - 1 : 0, interior[kk], &inner) || !checked_add(inner, n, &extent) ||
+        !checked_add(extent, low[kk], &extent) || !checked_add(extent, high[kk], &extent)) {
+      return usage_error(ErrorCode::kOverflow, "pad",
+                         "axis " + s(k) + " of extent " + s(n) + " padded by low " + s(low[kk]) + ", high " +
+                             s(high[kk]) + ", interior " + s(interior[kk]) + " overflows int64");
+    }
+    shape.push_back(extent);
   }
   TENFERRO_TRY(Tensor fill, value.broadcast_to(shape));
   TENFERRO_TRY(Tensor out, materialize(ctx, fill));

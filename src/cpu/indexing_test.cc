@@ -110,6 +110,11 @@ TEST_P(Indexing, ConcatenatePadReverse) {
   Tensor v = Tensor::full(d, {}, c128(1, 0)).value();
   Tensor p = pad(ctx, a, v, {1, 0}, {0, 2}, {1, 2}).value();
   ASSERT_EQ(p.shape(), (Shape{4, 9}));  // 1 + 2 + 1, 0 + 3 + 2*2 + 2
+  // Extents past int64 (user input) are kOverflow errors, never wrapped arithmetic.
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(pad(ctx, a, v, {kMax, 0}, {1, 0}, {0, 0}).error().code(), ErrorCode::kOverflow);
+  EXPECT_EQ(pad(ctx, a, v, {0, 0}, {0, kMax - 2}, {0, 0}).error().code(), ErrorCode::kOverflow);
+  EXPECT_EQ(pad(ctx, a, v, {0, 0}, {0, 0}, {0, kMax / 2}).error().code(), ErrorCode::kOverflow);
   for_each_index(p.shape(), [&](const Index& i) {
     const bool on_row = i[0] >= 1 && (i[0] - 1) % 2 == 0;
     const bool on_col = i[1] % 3 == 0 && i[1] / 3 < 3;

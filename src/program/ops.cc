@@ -550,6 +550,15 @@ Result<ValueType> infer_rule(OpCode code, const Attrs& at, std::span<const Value
       ValueType out{x.dtype, {}};
       for (size_t i = 0; i < r; ++i) {
         if (at.interior[i] < 0) return I.fail(3, ErrorCode::kInvalidArgument, "interior " + s(at.interior[i]) + " is negative");
+        // Padding or cropping of 2^62 elements or more on one side: beyond any extent (so
+        // low + high, the AD rule's -low and the interpreter's index - low stay in int64).
+        constexpr int64_t kPaddingLimit = int64_t{1} << 62;
+        for (const int64_t p : {at.low[i], at.high[i], at.interior[i]}) {
+          if (p <= -kPaddingLimit || p >= kPaddingLimit) {
+            return I.fail(4, ErrorCode::kOverflow,
+                          "axis " + s(static_cast<int64_t>(i)) + ": padding " + s(p) + " is not within +-(2^62 - 1)");
+          }
+        }
         const Extent& d = x.shape[i];
         // low + high + max(0, d + (d - 1) * interior): d = 0 has no interior padding. For a
         // symbolic d with interior > 0 the max is a derived symbol (Note [Derived symbols]).

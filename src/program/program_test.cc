@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <array>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <set>
 
@@ -495,6 +497,35 @@ TEST(SymbolicShapes, DerivedSymbolsAreNotInputExtentsAndCroppingIsGuarded) {
   ASSERT_FALSE(empty);
   EXPECT_EQ(empty.error().code(), ErrorCode::kShapeMismatch);
   EXPECT_NE(empty.error().message().find("pad_c4"), std::string::npos) << empty.error().to_string();
+}
+
+// Padding is user input: one side beyond +-(2^62 - 1) is a kOverflow error before any
+// arithmetic on it (so low + high and the interpreter's index - low stay in int64); the
+// extremes inside the limit pad and crop exactly.
+TEST(SymbolicShapes, PaddingBeyondTwoToTheSixtyTwoIsAnOverflowError) {
+  constexpr int64_t kLimit = int64_t{1} << 62, kMin = std::numeric_limits<int64_t>::min(),
+                    kMax = std::numeric_limits<int64_t>::max();
+  const std::vector<std::array<int64_t, 3>> bad = {{kLimit, 0, 0},       {0, kLimit, 0}, {-kLimit, 0, 0},
+                                                   {kMin + 10, kMax, 0}, {0, 0, kLimit}, {kMax, kMax, 0}};
+  for (const auto& [low, high, interior] : bad) {
+    ProgramBuilder b;
+    Value x = b.input(vt(DType::kF64, {4})).value();
+    Value v = b.input(vt(DType::kF64, {})).value();
+    auto p = b.op(OpCode::kPad, {x, v}, Attrs{.low = {low}, .high = {high}, .interior = {interior}});
+    ASSERT_FALSE(p) << low << " " << high << " " << interior;
+    EXPECT_EQ(p.error().code(), ErrorCode::kOverflow) << p.error().to_string();
+  }
+  ProgramBuilder b;
+  Value x = b.input(vt(DType::kF64, {4})).value();
+  Value v = b.input(vt(DType::kF64, {})).value();
+  // Cropped by 2^62 - 1 in front (all of x and most of the back padding), padded by
+  // 2^62 - 2 at the back: three elements, all padding.
+  Value p = b.op(OpCode::kPad, {x, v}, Attrs{.low = {-(kLimit - 1)}, .high = {kLimit - 2}, .interior = {0}}).value();
+  EXPECT_EQ(b.type(p).value().shape[0], Extent::exact(3));
+  CompiledGraph g = b.finish({p}).value();
+  auto out = interpret(g, std::vector<Tensor>{tensor_f64({4}, {1, 2, 3, 4}), tensor_f64({}, {9})});
+  ASSERT_TRUE(out) << out.error().to_string();
+  EXPECT_EQ(values_f64((*out)[0]), (std::vector<double>{9, 9, 9}));
 }
 
 // Shape polynomials are size-capped: a product that would expand past the cap is an
