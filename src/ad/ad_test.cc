@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
 
 #include "tenferro/ad/ad.h"
@@ -187,6 +188,14 @@ TEST(AdRules, ShapeAndDataMovementOps) {
   cases.push_back({"reverse", {vt(d, {2, 3})}, [](TraceContext& tc, std::vector<Value> in) {
                      return std::vector<Value>{tc.op(OpCode::kReverse, {in[0]}, Attrs{.dims = {1}}).value()};
                    }});
+  // A stride as large as int64 holds takes one element per axis (its transpose pads with
+  // no interior there).
+  cases.push_back(
+      {"slice with an int64-max stride", {vt(d, {5, 4})}, [](TraceContext& tc, std::vector<Value> in) {
+         constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+         return std::vector<Value>{
+             tc.op(OpCode::kSlice, {in[0]}, Attrs{.start = {1, 0}, .limit = {5, 4}, .stride = {kMax, 2}}).value()};
+       }});
   cases.push_back({"slice", {vt(d, {5, 4})}, [](TraceContext& tc, std::vector<Value> in) {
                      return std::vector<Value>{
                          tc.op(OpCode::kSlice, {in[0]}, Attrs{.start = {1, 0}, .limit = {5, 3}, .stride = {2, 1}}).value()};

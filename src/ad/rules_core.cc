@@ -448,8 +448,10 @@ Result<Value> unslice(Emitter& e, const Attrs& a, const ValueType& xt, const Val
     for (int64_t i = 0; i < r; ++i) {
       const auto u = static_cast<size_t>(i);
       const int64_t d = xt.shape[u].exact_value(), n = ot.shape[u].exact_value();
+      // One element taken (n == 1): no interior, whatever the stride (a stride may be as
+      // large as int64 holds; with n > 1 it is below the extent).
       p.low.push_back(a.start[u]);
-      p.interior.push_back(a.stride[u] - 1);
+      p.interior.push_back(n > 1 ? a.stride[u] - 1 : 0);
       p.high.push_back(d - (a.start[u] + (n - 1) * a.stride[u] + 1));
     }
     TENFERRO_TRY(Value z, e.scalar(xt.dtype, 0.0));

@@ -551,7 +551,12 @@ class Eval {
       case OpCode::kSlice: {
         const Buf& x = *in[0];
         std::vector<int64_t> shape;
-        for (size_t i = 0; i < x.shape.size(); ++i) shape.push_back((a.limit[i] - a.start[i] + a.stride[i] - 1) / a.stride[i]);
+        // ceil((limit - start) / stride) without overflow (inference checked 0 <= start <=
+        // limit <= extent and stride >= 1; a stride may be as large as int64 holds).
+        for (size_t i = 0; i < x.shape.size(); ++i) {
+          const int64_t span = a.limit[i] - a.start[i];
+          shape.push_back(span == 0 ? 0 : (span - 1) / a.stride[i] + 1);
+        }
         const auto xs = col_strides(x.shape);
         return one(gather_like(x, shape, [&](const std::vector<int64_t>& idx) {
           int64_t src = 0;

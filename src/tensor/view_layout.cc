@@ -1,5 +1,6 @@
 #include "tenferro/tensor/view_layout.h"
 
+#include <limits>
 #include <string>
 
 namespace tenferro {
@@ -90,7 +91,8 @@ Result<Layout> slice_layout(const Layout& src, int64_t axis, int64_t start, int6
                              " is out of range for axis " + s(axis) + " of extent " + s(n) +
                              " (need 0 <= start <= stop <= extent)");
     }
-    count = (stop - start + step - 1) / step;
+    // ceil((stop - start) / step) without overflow: a step may be as large as int64 holds.
+    count = stop == start ? 0 : (stop - start - 1) / step + 1;
   } else {
     const bool empty = start == stop && start >= -1 && start <= n;
     if (!empty && (start >= n || stop < -1 || stop > start)) {
@@ -99,13 +101,19 @@ Result<Layout> slice_layout(const Layout& src, int64_t axis, int64_t start, int6
                              " is out of range for axis " + s(axis) + " of extent " + s(n) +
                              " (need -1 <= stop <= start <= extent - 1)");
     }
-    count = empty ? 0 : (start - stop + (-step) - 1) / (-step);
+    // ceil((start - stop) / -step), where -step may not fit (step = INT64_MIN): start -
+    // stop <= extent, so dividing by INT64_MAX instead gives the same count.
+    const int64_t magnitude = step == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max() : -step;
+    count = empty || start == stop ? 0 : (start - stop - 1) / magnitude + 1;
   }
   Layout out = src;
   out.shape[ax] = count;
   if (count > 0 && src.element_count() > 0) {  // Note [Empty views keep their offset]
     out.offset = src.offset + start * src.strides[ax];
-    out.strides[ax] = src.strides[ax] * step;
+    // One element taken: the stride is never applied, and the step may be far larger
+    // than any offset (its product with the stride could overflow). More than one: the
+    // step is below the extent, so the product stays within the source's reach.
+    if (count > 1) out.strides[ax] = src.strides[ax] * step;
   }
   // An empty slice keeps the source offset and stride: nothing is reachable, and no
   // position outside the source can be formed.

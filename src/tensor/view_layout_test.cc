@@ -8,6 +8,7 @@
 #include "tenferro/test_support/index.h"
 
 #include <functional>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -117,6 +118,39 @@ TEST_F(ViewOracle, SliceAnyStep) {
     }, "slice");
   }
   EXPECT_GT(non_empty, 200);
+}
+
+// Steps up to the int64 limits (numpy allows any): one element per slice, counted and
+// placed without overflow, against the same oracle.
+TEST_F(ViewOracle, SliceHugeSteps) {
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
+  const int64_t steps[] = {kMax, kMax - 1, int64_t{1} << 62, kMin, kMin + 1, -(int64_t{1} << 62)};
+  int checked = 0;
+  for (int trial = 0; trial < 100; ++trial) {
+    Tensor b = random_base(rng, 10);
+    if (b.rank() == 0) continue;
+    const int64_t axis = pick(b.rank());
+    const int64_t n = b.dim(axis);
+    for (const int64_t step : steps) {
+      const int64_t start = step > 0 ? pick(n + 1) : (n == 0 ? -1 : pick(n));
+      const int64_t stop = step > 0 ? n : -1;
+      auto r = b.slice(axis, start, stop, step);
+      ASSERT_TRUE(r.has_value()) << r.error().to_string();
+      // |step| >= 2^62 exceeds every span here: one element where the range is not empty.
+      const int64_t span = step > 0 ? stop - start : start - stop;
+      ASSERT_EQ(r->dim(axis), span > 0 ? 1 : 0) << "step " << step << " start " << start;
+      expect_maps(
+          b, *r,
+          [&](const Index& idx) {
+            Index src = idx;
+            src[static_cast<size_t>(axis)] = start;  // at most one element
+            return src;
+          },
+          "huge-step slice");
+      checked += r->numel() > 0;
+    }
+  }
+  EXPECT_GT(checked, 100);
 }
 
 TEST_F(ViewOracle, SelectAndFlip) {
