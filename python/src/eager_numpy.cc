@@ -272,7 +272,8 @@ EagerTensor diagonal(const EagerTensor& x, int64_t offset, int64_t axis1, int64_
   // a slice first (empty when past the end), then the main diagonal.
   const int64_t along = offset >= 0 ? b : a;
   const int64_t n = x.shape()[static_cast<size_t>(along)];
-  const int64_t start = std::min(n, offset >= 0 ? offset : -offset);
+  // min(n, |offset|), without negating an offset of INT64_MIN.
+  const int64_t start = offset >= 0 ? std::min(n, offset) : (offset < -n ? n : -offset);
   return nogil([&]() -> Result<EagerTensor> {
     const eg::Context c = ctx_of(x);
     TENFERRO_TRY(EagerTensor shifted, c.slice(x, along, start, n));
