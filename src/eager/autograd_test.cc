@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "tenferro/ad/ad.h"
@@ -207,6 +208,17 @@ TEST(Autograd, ViewsBroadcastingReductionsAndComplex) {
   check_grad_fd([&](std::span<const EagerTensor> v) { return sq(reshape(v[0], {2, 6}).value()); }, {x}, seed++, "reshape");
   check_grad_fd([&](std::span<const EagerTensor> v) { return sq(slice(v[0], 1, 3, 0, -2).value()); }, {x}, seed++,
                 "negative-step slice");
+  // Steps at the int64 limits take one element (no overflow forming the recorded slice).
+  check_grad_fd(
+      [&](std::span<const EagerTensor> v) {
+        return sq(slice(v[0], 1, 3, -1, std::numeric_limits<int64_t>::min()).value());
+      },
+      {x}, seed++, "INT64_MIN-step slice");
+  check_grad_fd(
+      [&](std::span<const EagerTensor> v) {
+        return sq(slice(v[0], 0, 1, 3, std::numeric_limits<int64_t>::max()).value());
+      },
+      {x}, seed++, "INT64_MAX-step slice");
   check_grad_fd([&](std::span<const EagerTensor> v) { return sq(diagonal(v[0]).value()); }, {x}, seed++, "diagonal");
   check_grad_fd([&](std::span<const EagerTensor> v) { return sq(flip(v[0], {0}).value() + 1.0); }, {x}, seed++, "flip");
   check_grad_fd([&](std::span<const EagerTensor> v) { return sq(broadcast_to(v[0], {3, 4}).value()); }, {y}, seed++,

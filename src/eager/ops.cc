@@ -579,7 +579,9 @@ Result<EagerTensor> Context::slice(const EagerTensor& x, int64_t axis, int64_t s
   if (!Detail::tracing(*this, {&x})) return r;
   // Program form: a slice with stride |step| (of the reversed axis for a negative step).
   const int64_t e = x.shape()[static_cast<size_t>(a)];
-  const int64_t s0 = step > 0 ? start : e - 1 - start, st = step > 0 ? step : -step;
+  // With at most one element taken the stride is never applied (and |step| may not fit:
+  // step = INT64_MIN); with more, |step| is below the extent.
+  const int64_t s0 = step > 0 ? start : e - 1 - start, st = n <= 1 ? 1 : step > 0 ? step : -step;
   Attrs at;
   for (int64_t i = 0; i < x.rank(); ++i) {
     const bool ax = i == a;
