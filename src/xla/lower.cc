@@ -412,7 +412,9 @@ class Lowering {
     const HloValue ia = em_.op("iota", {}, "iota_dimension = " + std::to_string(axis_a) + " : i64", it);
     const HloValue ib = em_.op("iota", {}, "iota_dimension = " + std::to_string(axis_b) + " : i64", it);
     const HloValue diff = em_.op("subtract", {ia, ib}, "", it);
-    const HloValue kk = em_.splat(it, c128(static_cast<double>(k), 0.0));
+    // k exactly (an offset near the int64 limits does not survive a round trip through
+    // double).
+    const HloValue kk = em_.literal(TensorType{DType::kI64, {}}, reinterpret_cast<const uint8_t*>(&k), shape);
     return em_.op("compare", {diff, kk},
                   "comparison_direction = #stablehlo<comparison_direction " + std::string(dir) + ">",
                   TensorType{DType::kBool, shape});

@@ -141,6 +141,22 @@ TEST(StableHlo, OpsWithoutAStableHloTwin) {
       << text;
 }
 
+// Triangle offsets are int64 attributes: the lowering's compare constant holds them
+// exactly, at the limits too (never through a double).
+TEST(StableHlo, TriangleOffsetsAreExactAtTheInt64Limits) {
+  const std::string text = lower(R"(program {
+  %0 = input "x" : f64[3, 4]
+  %1 = tril(%0) {k=-9223372036854775808} : f64[3, 4]
+  %2 = triu(%0) {k=9223372036854775807} : f64[3, 4]
+  %3 = tril(%0) {k=9007199254740993} : f64[3, 4]
+  output %1, %2, %3
+})");
+  for (const char* k : {"dense<-9223372036854775808> : tensor<3x4xi64>", "dense<9223372036854775807> : tensor<3x4xi64>",
+                        "dense<9007199254740993> : tensor<3x4xi64>"}) {
+    EXPECT_NE(text.find(k), std::string::npos) << k << "\n" << text;
+  }
+}
+
 TEST(StableHlo, GatherScatterAndReduce) {
   const std::string text = lower(R"(program {
   %0 = input "x" : f64[4, 5, 6]
