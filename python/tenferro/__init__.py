@@ -175,6 +175,9 @@ class Program:
     (docs/design/0009-ad.md: extra inputs are the cotangents / tangents)."""
 
     def __init__(self, compiled, tree=None):
+        if not isinstance(compiled, _tenferro.Program):
+            raise TypeError("tenferro.Program: programs come from tenferro.trace or tenferro.jit "
+                            f"(and their grad, vjp and jvp), not from a {type(compiled).__name__}")
         self._p = compiled
         self._tree = tree  # the traced function's output structure; None: a flat tuple
 

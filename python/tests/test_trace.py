@@ -229,3 +229,13 @@ def test_traced_einsum_keeps_the_path_it_was_given():
     assert "explicit:1-2,0-3" in jp.text()
     da = rng.random((3, 4))
     np.testing.assert_allclose(jp(a, b, c, da, np.zeros_like(b), np.zeros_like(c))[-1], da @ b @ c, rtol=1e-12)
+
+
+def test_programs_are_made_by_trace_only():
+    # The constructor is not a text parser: anything but a traced program is a TypeError
+    # at once (before, a string made a Program that failed only when called).
+    with pytest.raises(TypeError, match="programs come from tenferro.trace or tenferro.jit"):
+        tenferro.Program("program { }")
+    p = tenferro.trace(lambda x: x * 2.0, np.ones(3))
+    assert isinstance(p, tenferro.Program)
+    np.testing.assert_array_equal(p(np.arange(3.0)), 2.0 * np.arange(3.0))
