@@ -230,33 +230,68 @@ Result<Tensor> pad(const CpuExecutionContext& ctx, const Tensor& x, const Tensor
   if (value.dtype() != x.dtype() || value.rank() != 0) {
     return usage_error(ErrorCode::kDTypeMismatch, "pad", "padding value must be a rank-0 tensor of the operand dtype");
   }
+  // Note [Pad by placement]: the result is the padding value everywhere but at the
+  // positions low + j (interior + 1) that fall inside it, which take x's element j;
+  // negative low/high crop. The result is filled and x's kept elements copied into a
+  // strided region of it, so no intermediate is larger than the result (padding by 2^62
+  // and cropping as much again allocates nothing big).
   Shape shape;
+  std::vector<int64_t> first(static_cast<size_t>(x.rank())), count(static_cast<size_t>(x.rank()));
+  bool any = true;
   for (int64_t k = 0; k < x.rank(); ++k) {
     const auto kk = static_cast<size_t>(k);
-    if (low[kk] < 0 || high[kk] < 0 || interior[kk] < 0) {
-      return usage_error(ErrorCode::kInvalidArgument, "pad", "negative padding on axis " + s(k));
+    if (interior[kk] < 0) {
+      return usage_error(ErrorCode::kInvalidArgument, "pad",
+                         "negative interior padding " + s(interior[kk]) + " on axis " + s(k));
     }
     const int64_t n = x.dim(k);
     // low + high + n + (n - 1) interior, overflow-checked (the operands are user input).
-    int64_t inner = 0, extent = 0;
+    int64_t inner = 0, extent = 0, step = 0;
     if (!checked_mul(n > 0 ? n - 1 : 0, interior[kk], &inner) || !checked_add(inner, n, &extent) ||
-        !checked_add(extent, low[kk], &extent) || !checked_add(extent, high[kk], &extent)) {
+        !checked_add(extent, low[kk], &extent) || !checked_add(extent, high[kk], &extent) ||
+        !checked_add(interior[kk], 1, &step)) {
       return usage_error(ErrorCode::kOverflow, "pad",
                          "axis " + s(k) + " of extent " + s(n) + " padded by low " + s(low[kk]) + ", high " +
                              s(high[kk]) + ", interior " + s(interior[kk]) + " overflows int64");
     }
+    if (extent < 0) {
+      return usage_error(ErrorCode::kInvalidShape, "pad",
+                         "axis " + s(k) + " of extent " + s(n) + " cropped to a negative extent " + s(extent) +
+                             " (low " + s(low[kk]) + ", high " + s(high[kk]) + ")");
+    }
     shape.push_back(extent);
+    // Kept j: 0 <= low + j step < extent, i.e. j in [ceil(-low / step), floor((extent - 1 -
+    // low) / step)] within [0, n), both bounds formed in uint64 (-low and extent - 1 - low
+    // can exceed int64 but not 2^64). For kept elements, j step <= (n - 1) step fits (the
+    // extent check above) and their positions lie in [0, extent).
+    int64_t j0 = 0, j1 = n;  // kept: [j0, j1)
+    if (low[kk] < 0) {
+      const uint64_t need = static_cast<uint64_t>(-(low[kk] + 1)) + 1;  // -low without overflow
+      const uint64_t q = (need + static_cast<uint64_t>(step) - 1) / static_cast<uint64_t>(step);
+      j0 = q >= static_cast<uint64_t>(n) ? n : static_cast<int64_t>(q);
+    }
+    if (extent == 0 || extent - 1 < low[kk]) {
+      j1 = 0;
+    } else {
+      const uint64_t span = static_cast<uint64_t>(extent - 1) - static_cast<uint64_t>(low[kk]);
+      const uint64_t last = span / static_cast<uint64_t>(step);
+      j1 = last >= static_cast<uint64_t>(n) ? n : static_cast<int64_t>(last) + 1;
+    }
+    first[kk] = j0;
+    count[kk] = std::max<int64_t>(0, j1 - j0);
+    any = any && count[kk] > 0;
   }
   TENFERRO_TRY(Tensor fill, value.broadcast_to(shape));
   TENFERRO_TRY(Tensor out, materialize(ctx, fill));
-  Tensor region = out;
+  if (!any) return out;
+  Tensor region = out, kept = x;
   for (int64_t k = 0; k < x.rank(); ++k) {
     const auto kk = static_cast<size_t>(k);
-    const int64_t n = x.dim(k);
-    const int64_t stop = n > 0 ? low[kk] + (n - 1) * (interior[kk] + 1) + 1 : low[kk];
-    TENFERRO_TRY(region, region.slice(k, low[kk], stop, interior[kk] + 1));
+    const int64_t step = interior[kk] + 1, at = low[kk] + first[kk] * step;
+    TENFERRO_TRY(kept, kept.slice(k, first[kk], first[kk] + count[kk], 1));
+    TENFERRO_TRY(region, region.slice(k, at, at + (count[kk] - 1) * step + 1, step));
   }
-  copy_region(ctx, x, region);
+  copy_region(ctx, kept, region);
   return out;
 }
 

@@ -115,6 +115,40 @@ TEST_P(Indexing, ConcatenatePadReverse) {
   EXPECT_EQ(pad(ctx, a, v, {kMax, 0}, {1, 0}, {0, 0}).error().code(), ErrorCode::kOverflow);
   EXPECT_EQ(pad(ctx, a, v, {0, 0}, {0, kMax - 2}, {0, 0}).error().code(), ErrorCode::kOverflow);
   EXPECT_EQ(pad(ctx, a, v, {0, 0}, {0, 0}, {0, kMax / 2}).error().code(), ErrorCode::kOverflow);
+  EXPECT_EQ(pad(ctx, a, v, {0, 0}, {0, 0}, {0, -1}).error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(pad(ctx, a, v, {-2, 0}, {-1, 0}, {0, 0}).error().code(), ErrorCode::kInvalidShape);  // 2 - 3 < 0
+  // Negative sides crop (StableHLO), against placement by hand: every low/high in -6..3
+  // and interior 0..2 on both axes of the 2 x 3 operand.
+  for (int64_t lo0 = -6; lo0 <= 3; lo0 += 3) {
+    for (int64_t hi0 = -4; hi0 <= 3; hi0 += 2) {
+      for (int64_t lo1 = -5; lo1 <= 2; ++lo1) {
+        for (int64_t in1 = 0; in1 <= 2; ++in1) {
+          const int64_t hi1 = 1 - lo1, in0 = 1;
+          const int64_t e0 = 2 + 1 * in0 + lo0 + hi0, e1 = 3 + 2 * in1 + lo1 + hi1;
+          auto r = pad(ctx, a, v, {lo0, lo1}, {hi0, hi1}, {in0, in1});
+          if (e0 < 0 || e1 < 0) {
+            EXPECT_EQ(r.error().code(), ErrorCode::kInvalidShape);
+            continue;
+          }
+          ASSERT_TRUE(r) << r.error().to_string();
+          ASSERT_EQ(r->shape(), (Shape{e0, e1}));
+          for_each_index(r->shape(), [&](const Index& i) {
+            const int64_t p0 = i[0] - lo0, p1 = i[1] - lo1;  // position in the dilated operand
+            const bool hit = p0 >= 0 && p1 >= 0 && p0 % (in0 + 1) == 0 && p1 % (in1 + 1) == 0 && p0 / (in0 + 1) < 2 &&
+                             p1 / (in1 + 1) < 3;
+            const c128 want = hit ? a.get_as_c128({p0 / (in0 + 1), p1 / (in1 + 1)}).value() : c128(1, 0);
+            EXPECT_EQ(r->get_as_c128(i).value(), want) << lo0 << " " << hi0 << " " << lo1 << " " << in1;
+          });
+        }
+      }
+    }
+  }
+  // Padding axis 0 (extent 2) by 2^62 - 2 and cropping 2^62 - 1: one row of padding,
+  // allocated alone.
+  constexpr int64_t kBig = (int64_t{1} << 62) - 1;
+  Tensor far = pad(ctx, a, v, {-kBig, 0}, {kBig - 1, 0}, {0, 0}).value();
+  ASSERT_EQ(far.shape(), (Shape{1, 3}));
+  for (int64_t j = 0; j < 3; ++j) EXPECT_EQ(far.get_as_c128({0, j}).value(), c128(1, 0));
   for_each_index(p.shape(), [&](const Index& i) {
     const bool on_row = i[0] >= 1 && (i[0] - 1) % 2 == 0;
     const bool on_col = i[1] % 3 == 0 && i[1] / 3 < 3;

@@ -257,21 +257,9 @@ class CoreOpRunner {
     return t;
   }
 
+  // cpu::pad takes StableHLO's pad whole, cropping included (Note [Pad by placement]).
   Result<Tensor> pad(CpuExecutionContext& ctx, const Tensor& x, const Tensor& value) const {
-    const Attrs& a = attrs_;
-    Shape low(a.low.size()), high(a.high.size());
-    for (size_t i = 0; i < low.size(); ++i) {
-      low[i] = std::max<int64_t>(a.low[i], 0);
-      high[i] = std::max<int64_t>(a.high[i], 0);
-    }
-    TENFERRO_TRY(Tensor t, cpu::pad(ctx, x, value, low, high, a.interior));
-    for (size_t i = 0; i < low.size(); ++i) {
-      const int64_t lo = std::max<int64_t>(-a.low[i], 0), hi = std::max<int64_t>(-a.high[i], 0);
-      if (lo > 0 || hi > 0) {
-        TENFERRO_TRY(t, t.slice(static_cast<int64_t>(i), lo, t.shape()[i] - hi, 1));
-      }
-    }
-    return t;
+    return cpu::pad(ctx, x, value, attrs_.low, attrs_.high, attrs_.interior);
   }
 
   // Indices clamped into [0, extent) (a copy only when some index is out of range;

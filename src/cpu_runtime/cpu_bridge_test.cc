@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <random>
 
@@ -475,6 +476,48 @@ TEST(CpuBridge, InteriorPadOfAnEmptySymbolicAxis) {
       EXPECT_EQ((*got)[0].get_as_c128(Dims{static_cast<int64_t>(i)}).value().real(), want[i]) << "n = " << len << " element " << i;
     }
   }
+}
+
+// Attributes at the int64 limits (slice strides, triangle offsets, pads that crop
+// nearly 2^62 of their own padding, with and without interior padding): the runtime
+// computes what the reference interpreter does, without intermediates larger than the
+// result (Note [Pad by placement] in src/cpu/indexing.cc).
+TEST(CpuBridge, AttributesAtTheInt64LimitsMatchTheInterpreter) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kBig = (int64_t{1} << 62) - 1;
+  ProgramBuilder b;
+  const Value x = b.input(ValueType{DType::kF64, {Extent::exact(3), Extent::exact(4)}}).value();
+  const Value v = b.input(ValueType{DType::kF64, {}}).value();
+  std::vector<Value> outs;
+  outs.push_back(b.op(OpCode::kSlice, {x}, Attrs{.start = {1, 0}, .limit = {3, 4}, .stride = {kMax, 3}}).value());
+  outs.push_back(b.op(OpCode::kTril, {x}, Attrs{.k = kMin}).value());
+  outs.push_back(b.op(OpCode::kTriu, {x}, Attrs{.k = kMin}).value());
+  outs.push_back(b.op(OpCode::kTril, {x}, Attrs{.k = kMax}).value());
+  outs.push_back(
+      b.op(OpCode::kPad, {x, v}, Attrs{.low = {-kBig, 1}, .high = {kBig - 1, 0}, .interior = {0, 2}}).value());
+  outs.push_back(
+      b.op(OpCode::kPad, {x, v}, Attrs{.low = {kBig - 3, -2}, .high = {-kBig, -1}, .interior = {1, 0}}).value());
+  outs.push_back(b.op(OpCode::kPad, {x, v}, Attrs{.low = {-3, -5}, .high = {2, 4}, .interior = {1, 1}}).value());
+  const auto graph = b.finish(outs).value();
+  std::vector<double> xs(12);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<double>(i) + 1;
+  const std::vector<Tensor> in = {Tensor::from_col_major<double>(Dims{3, 4}, xs).value(),
+                                  Tensor::from_col_major<double>(Dims{}, std::vector<double>{-7}).value()};
+  const auto want = program::interpret(graph, in);
+  ASSERT_TRUE(want) << want.error().to_string();
+  auto rt = runtime::Runtime::create().value();
+  ASSERT_TRUE(cpu_runtime::register_cpu_engine(*rt, cpu::CpuEngine::create(cpu::CpuEngineConfig{}).value()));
+  const auto got = rt->run(graph, in);
+  ASSERT_TRUE(got) << got.error().to_string();
+  ASSERT_EQ(got->size(), want->size());
+  for (size_t i = 0; i < want->size(); ++i) {
+    const std::string m = mismatch((*want)[i], (*got)[i]);
+    EXPECT_TRUE(m.empty()) << "output " << i << ": " << m;
+  }
+  // The slice takes row 1, columns 0 and 3; the first pad is one row of padding.
+  EXPECT_EQ((*want)[0].get_as_c128(Dims{0, 1}).value(), c128(11, 0));
+  EXPECT_EQ((*want)[4].shape(), (Shape{2, 11}));
+  EXPECT_EQ((*want)[4].get_as_c128(Dims{1, 1}).value(), c128(-7, 0));
 }
 
 // The runtime agrees with the documented gather semantics on an empty axis: a typed

@@ -40,9 +40,11 @@ Result<Tensor> scatter_add(const CpuExecutionContext& ctx, const Tensor& x, cons
 /// kInvalidArgument (empty list), kDTypeMismatch, kShapeMismatch, kOutOfRange.
 Result<Tensor> concatenate(const CpuExecutionContext& ctx, const std::vector<Tensor>& parts, int64_t axis);
 
-/// StableHLO pad with non-negative edge padding `low`/`high` and `interior` padding
-/// between elements, filled with `value` (a rank-0 tensor of x's dtype).
-/// Errors: kInvalidShape, kInvalidArgument (negative padding), kDTypeMismatch.
+/// StableHLO pad: edge padding `low`/`high` (negative values crop) and `interior` padding
+/// between elements, filled with `value` (a rank-0 tensor of x's dtype). Nothing larger
+/// than the result is allocated. Errors: kInvalidShape (a cropped extent below zero, a
+/// count mismatch), kInvalidArgument (negative interior), kOverflow (an extent past
+/// int64), kDTypeMismatch.
 Result<Tensor> pad(const CpuExecutionContext& ctx, const Tensor& x, const Tensor& value, Dims low, Dims high,
                    Dims interior);
 
