@@ -1,7 +1,9 @@
 // The fuzz targets link the fft family's op (payload, text form, type inference,
 // StableHLO lowering) but not the FFTW-backed parts in src/fft_ir/fft_rules.cc: this
-// stands in for FftOp's one virtual member defined there. The targets parse, print and
-// lower programs; none evaluates one, so this is never called there.
+// stands in for FftOp's one virtual member defined there. The program-text target
+// evaluates small programs with the reference interpreter; an fft op there answers this
+// typed kUnsupported error (the interpreter's handling of an extension's failure is what
+// gets exercised, not the transform).
 #include "tenferro/fft_ir/fft_op.h"
 
 namespace tenferro::fft_ir {
