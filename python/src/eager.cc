@@ -346,8 +346,23 @@ void bind_eager(py::module_& m) {
              return nogil([&]() -> Result<EagerTensor> {
                const eg::Context c = ctx_of(x);
                TENFERRO_TRY(EagerTensor flipped, c.permute(x, rev_in));
-               TENFERRO_TRY(EagerTensor r, c.reshape(flipped, rs));
-               return c.permute(r, rev_out);
+               auto r = c.reshape(flipped, rs);
+               if (!r) {
+                 // The core's message names the reversed (column-major) shapes: name the
+                 // caller's instead, as numpy does.
+                 auto tuple = [](std::span<const int64_t> d) {
+                   std::string text = "(";
+                   for (size_t i = 0; i < d.size(); ++i) text += (i ? ", " : "") + std::to_string(d[i]);
+                   return text + (d.size() == 1 ? ",)" : ")");
+                 };
+                 const bool overflow = r.error().code() == ErrorCode::kOverflow;
+                 return usage_error(r.error().code(), "reshape",
+                                    "cannot reshape a tensor of shape " + tuple(x.shape().span()) + " (" +
+                                        std::to_string(x.tensor().numel()) + " elements) into shape " +
+                                        tuple(s.span()) +
+                                        (overflow ? ": its element count does not fit in int64" : ""));
+               }
+               return c.permute(*r, rev_out);
              });
            })
       // numpy's ravel (a view where the layout allows) and squeeze.

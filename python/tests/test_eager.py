@@ -127,6 +127,12 @@ def test_integer_arguments_too_large_or_negative_name_themselves():
         x.reshape(2.5, 2)
     with pytest.raises(ValueError, match="int64"):
         x.reshape(2**62, 4)
+    # Shapes are named as the caller wrote them (row-major), not as the column-major core
+    # saw them.
+    with pytest.raises(tenferro.ShapeError, match=r"tensor of shape \(2, 3\) \(6 elements\) into shape \(4, -1\)"):
+        x.reshape(4, -1)
+    with pytest.raises(tenferro.ShapeError, match=r"into shape \(7,\)"):
+        x.reshape(7)
 
 
 def test_runtime_tensor_takes_array_likes():
