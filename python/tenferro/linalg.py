@@ -267,6 +267,13 @@ def _eager_matrix_rank(A, tol, rtol):
     return (s > tol).astype(_np.int64).sum(axis=-1)
 
 
+def _cond_not_empty(shape):
+    # numpy: the condition number of an empty matrix is undefined (a LinAlgError, not an
+    # index error from the ratio of no singular values).
+    if len(shape) >= 2 and (shape[-1] == 0 or shape[-2] == 0):
+        raise LinAlgError("cond: cond is not defined on empty arrays", "invalid_shape", "usage", "cond")
+
+
 def _eager_cond(x, p):
     """cond of an eager tensor with eager operations (records for AD); singular items are
     infinite, as in numpy."""
@@ -274,6 +281,7 @@ def _eager_cond(x, p):
     if x.ndim < 2:
         raise LinAlgError(f"cond: {x.ndim}-dimensional array given; array must be at least two-dimensional",
                           "invalid_shape", "usage", "cond")
+    _cond_not_empty(x.shape)
     if p is None or p == 2 or p == -2:
         s = svd(x, compute_uv=False)
         r = s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
@@ -370,6 +378,7 @@ def cond(x, p=None, *, engine=None, threads=None):
             raise TypeError("tenferro.linalg: eager tensors run on their runtime (no engine= or threads=)")
         return _eager_cond(x, p)
     x = _arr(x, "cond")
+    _cond_not_empty(x.shape)
     kw = dict(engine=engine, threads=threads)
     with _np.errstate(divide="ignore", invalid="ignore"):
         if p is None or p == 2 or p == -2:

@@ -261,6 +261,16 @@ def test_matrix_rank_cond_matrix_power_multi_dot_match_numpy():
         assert L.cond(np.zeros((2, 2)), p) == np.linalg.cond(np.zeros((2, 2)), p) == np.inf
     with pytest.raises(tenferro.LinAlgError):
         L.cond(low, 1)  # norm ords other than 2 need square matrices
+    # Empty matrices: undefined, as in numpy (an empty batch of matrices is not).
+    for empty in (np.zeros((0, 0)), np.zeros((3, 0)), np.zeros((2, 0, 0))):
+        for p in (None, 2, "fro", 1):
+            with pytest.raises(tenferro.LinAlgError, match="not defined on empty arrays"):
+                L.cond(empty, p)
+            with pytest.raises(np.linalg.LinAlgError):
+                np.linalg.cond(empty, p)
+        with pytest.raises(tenferro.LinAlgError, match="not defined on empty arrays"):
+            L.cond(tenferro.Runtime().tensor(empty))
+    assert L.cond(np.zeros((0, 2, 2))).shape == np.linalg.cond(np.zeros((0, 2, 2))).shape == (0,)
     for n in (0, 1, 2, 3, 7, -1, -3):
         np.testing.assert_allclose(L.matrix_power(a, n), np.linalg.matrix_power(a, n), rtol=1e-9, atol=1e-9,
                                    err_msg=str(n))
