@@ -1,5 +1,6 @@
 #include "tenferro/cpu/elementwise.h"
 #include "tenferro/core/complex_math.h"
+#include "tenferro/core/saturating_cast.h"
 
 #include <cmath>
 #include <complex>
@@ -576,10 +577,7 @@ To convert_one(From v) {
   } else if constexpr (kIsComplex<From>) {
     return convert_one<To>(v.real());
   } else if constexpr (kIsInt<To> && kIsFloat<From>) {
-    if (v != v) return To(0);
-    if (v <= static_cast<From>(std::numeric_limits<To>::min())) return std::numeric_limits<To>::min();
-    if (v >= static_cast<From>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
-    return static_cast<To>(v);
+    return saturating_cast<To>(v);
   } else {
     return static_cast<To>(v);
   }

@@ -1,5 +1,6 @@
 #include "tenferro/program/interpreter.h"
 #include "tenferro/core/complex_math.h"
+#include "tenferro/core/saturating_cast.h"
 
 #include <algorithm>
 #include <new>
@@ -166,11 +167,7 @@ To convert_value(From x) {
   } else if constexpr (kIsComplex<To>) {
     return To(static_cast<typename To::value_type>(x), 0);
   } else if constexpr (kIsInt<To> && kIsFloat<From>) {
-    if (std::isnan(x)) return 0;
-    const double v = std::trunc(static_cast<double>(x));
-    if (v <= static_cast<double>(std::numeric_limits<To>::min())) return std::numeric_limits<To>::min();
-    if (v >= static_cast<double>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
-    return static_cast<To>(v);
+    return saturating_cast<To>(x);
   } else {
     return static_cast<To>(x);
   }

@@ -6,8 +6,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
-#include <limits>
 
+#include "tenferro/core/saturating_cast.h"
 #include "tenferro/xla/stablehlo.h"
 #include "text_parts.h"
 
@@ -192,30 +192,17 @@ HloValue Emitter::op(std::string_view name, std::span<const HloValue> operands, 
   return r;
 }
 
-namespace {
-// value truncated to the integer type, saturating at its limits (NaN: 0): a double
-// outside the type's range is never converted directly (undefined behaviour).
-template <class I>
-I saturating_integer(double value) {
-  if (std::isnan(value)) return 0;
-  const double t = std::trunc(value);
-  if (t <= static_cast<double>(std::numeric_limits<I>::min())) return std::numeric_limits<I>::min();
-  if (t >= static_cast<double>(std::numeric_limits<I>::max())) return std::numeric_limits<I>::max();
-  return static_cast<I>(t);
-}
-}  // namespace
-
 HloValue Emitter::splat(const TensorType& type, c128 value) {
   alignas(16) uint8_t b[16] = {};
   switch (type.dtype) {
     case DType::kBool: b[0] = value != c128{} ? 1 : 0; break;
     case DType::kI32: {
-      const auto v = saturating_integer<int32_t>(value.real());
+      const auto v = saturating_cast<int32_t>(value.real());
       std::memcpy(b, &v, 4);
       break;
     }
     case DType::kI64: {
-      const auto v = saturating_integer<int64_t>(value.real());
+      const auto v = saturating_cast<int64_t>(value.real());
       std::memcpy(b, &v, 8);
       break;
     }
