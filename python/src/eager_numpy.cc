@@ -25,10 +25,23 @@ namespace {
 // remainder takes the sign of a / b or of b; a zero divisor gives a / b and NaN. The
 // pieces are differentiable ops, so gradients are numpy/torch's: d(a % b)/da = 1,
 // d(a % b)/db = -floor(a / b), and zero through the quotient. Complex and bool tensors
-// are refused by rem (kDTypeMismatch), as numpy refuses them.
-Result<std::pair<EagerTensor, EagerTensor>> floor_divmod(const EagerTensor& a, const EagerTensor& b) {
+// are refused (kDTypeMismatch): numpy refuses complex ones, and bool tensors have no
+// arithmetic here (as for +, -, *).
+// `op` names the caller's operation in errors ("floor_divide", "remainder", "divmod"):
+// the operands are checked here, before any of the composed ops could name itself.
+Result<std::pair<EagerTensor, EagerTensor>> floor_divmod(const EagerTensor& a, const EagerTensor& b, const char* op) {
   const eg::Context c = ctx_of(a);
   const DType d = a.dtype();
+  if (b.dtype() != d) {
+    return usage_error(ErrorCode::kDTypeMismatch, op,
+                       "dtypes " + std::string(dtype_name(d)) + " and " + std::string(dtype_name(b.dtype())) +
+                           " differ (no implicit promotion; convert with astype)");
+  }
+  if (d == DType::kBool || is_complex(d)) {
+    return usage_error(
+        ErrorCode::kDTypeMismatch, op,
+        "not defined for dtype " + std::string(dtype_name(d)) + (d == DType::kBool ? " (convert with astype)" : ""));
+  }
   TENFERRO_TRY(EagerTensor zero, c.scalar(0, d));
   TENFERRO_TRY(EagerTensor one, c.scalar(1, d));
   TENFERRO_TRY(EagerTensor b_zero, c.eq(b, zero));
@@ -87,7 +100,10 @@ py::object floor_op(const EagerTensor& x, const py::object& y, FloorPart part, b
   const EagerTensor& other = *maybe;
   const EagerTensor& lhs = reflected ? other : x;
   const EagerTensor& rhs = reflected ? x : other;
-  auto qr = nogil([&] { return floor_divmod(lhs, rhs); });
+  const char* op = part == FloorPart::kQuotient    ? "floor_divide"
+                   : part == FloorPart::kRemainder ? "remainder"
+                                                   : "divmod";
+  auto qr = nogil([&] { return floor_divmod(lhs, rhs, op); });
   if (part == FloorPart::kQuotient) return py::cast(qr.first);
   if (part == FloorPart::kRemainder) return py::cast(qr.second);
   return py::make_tuple(qr.first, qr.second);

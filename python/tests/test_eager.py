@@ -267,6 +267,16 @@ def test_floor_division_and_modulo_follow_numpy(rt):
     np.testing.assert_allclose((2 ** rt.tensor(np.array([3.0, 0.5]))).numpy(), [8.0, np.sqrt(2)])
     with pytest.raises(tenferro.DTypeError):
         rt.tensor(np.array([1 + 1j])) % 2  # numpy refuses complex mod too
+    # Errors name the operation called, not one of the ops it is composed of.
+    ints, floats, flags = rt.tensor(np.array([7, -7])), rt.tensor(np.array([2.0, 3.0])), rt.tensor(np.array([True]))
+    for call, op, words in [(lambda: ints // floats, "floor_divide", "i64 and f64 differ"),
+                            (lambda: floats % ints, "remainder", "f64 and i64 differ"),
+                            (lambda: divmod(ints, floats), "divmod", "i64 and f64 differ"),
+                            (lambda: flags // flags, "floor_divide", "dtype bool"),
+                            (lambda: flags % flags, "remainder", "dtype bool")]:
+        with pytest.raises(tenferro.DTypeError) as info:
+            call()
+        assert op + ":" in str(info.value) and words in str(info.value), str(info.value)
     # Gradients as numpy/torch define them: d(a % b)/da = 1, d(a % b)/db = -floor(a / b),
     # zero through the quotient; checked against central differences.
     a0, b0 = np.array([5.3, -5.3, 7.9, -2.2]), np.array([2.1, 2.1, -3.2, -0.7])
