@@ -506,8 +506,18 @@ void bind_eager(py::module_& m) {
         [op = op](const EagerTensor& x, const py::object& axis, bool keepdims) {
           const Shape ax = axes_of(axis);
           // numpy: axis=() reduces nothing (the values themselves); the C++ API's empty
-          // axes mean all axes. mean still checks its dtype.
-          if (!axis.is_none() && ax.empty() && (op != &eg::Context::mean || is_inexact(x.dtype()))) return x;
+          // axes mean all axes. It is the reduction of an appended axis of extent 1, so
+          // the dtype rules (sum of bool, max of complex, mean of integers) and the errors
+          // are those of a reduction over any axis.
+          if (!axis.is_none() && ax.empty()) {
+            return nogil([&]() -> Result<EagerTensor> {
+              const eg::Context c = ctx_of(x);
+              Shape one = x.shape();
+              one.push_back(1);
+              TENFERRO_TRY(EagerTensor y, c.reshape(x, one));
+              return (c.*op)(y, Shape{x.rank()}, false);
+            });
+          }
           // numpy: max and min over an empty axis have no identity (the C++ API gives -inf
           // / +inf, the identity).
           if (op == &eg::Context::amax || op == &eg::Context::amin) {

@@ -304,30 +304,37 @@ EagerTensor trace(const EagerTensor& x, int64_t offset, int64_t axis1, int64_t a
 }
 
 EagerTensor variance(const EagerTensor& x, const py::object& axis, int64_t ddof, bool keepdims, bool root) {
+  const char* op = root ? "std" : "var";
   const Shape ax = axes_of(axis);
   int64_t n = 1;
   if (axis.is_none()) {
     n = x.tensor().numel();
   } else {
-    for (int64_t a : ax) n *= x.shape()[static_cast<size_t>(axis_in(x, a, root ? "std" : "var"))];
+    for (int64_t a : ax) n *= x.shape()[static_cast<size_t>(axis_in(x, a, op))];
   }
-  // axis=(): each element is its own sample (numpy: zeros, or NaN for ddof >= 1).
+  // axis=(): each element is its own sample (numpy: zeros, or NaN for ddof >= 1), taken as
+  // the moments over an appended axis of extent 1 (n = 1): the same checks and pieces.
   const bool none = !axis.is_none() && ax.empty();
   return nogil([&]() -> Result<EagerTensor> {
-    const eg::Context c = ctx_of(x);
-    EagerTensor centered = x;
-    if (!none) {
-      TENFERRO_TRY(EagerTensor mu, c.mean(x, ax, true));
-      TENFERRO_TRY(centered, c.sub(x, mu));
-    } else {
-      TENFERRO_TRY(centered, c.sub(x, x));  // each element against itself: zeros
+    if (!is_inexact(x.dtype())) {
+      return usage_error(
+          ErrorCode::kDTypeMismatch, op,
+          "needs a floating or complex dtype, not " + std::string(dtype_name(x.dtype())) + " (convert with astype)");
     }
+    const eg::Context c = ctx_of(x);
+    EagerTensor samples = x;
+    Shape axes = ax;
+    if (none) {
+      Shape one = x.shape();
+      one.push_back(1);
+      TENFERRO_TRY(samples, c.reshape(x, one));
+      axes = Shape{x.rank()};
+    }
+    TENFERRO_TRY(EagerTensor mu, c.mean(samples, axes, true));
+    TENFERRO_TRY(EagerTensor centered, c.sub(samples, mu));
     TENFERRO_TRY(EagerTensor magnitude, c.abs(centered));  // real for complex x
     TENFERRO_TRY(EagerTensor squares, c.mul(magnitude, magnitude));
-    EagerTensor total = squares;
-    if (!none) {
-      TENFERRO_TRY(total, c.sum(squares, ax, keepdims));
-    }
+    TENFERRO_TRY(EagerTensor total, c.sum(squares, axes, keepdims && !none));
     // numpy divides by max(n - ddof, 0): NaN or inf past the degrees of freedom.
     TENFERRO_TRY(EagerTensor denominator, c.scalar(static_cast<double>(std::max<int64_t>(n - ddof, 0)), total.dtype()));
     TENFERRO_TRY(EagerTensor v, c.div(total, denominator));

@@ -219,6 +219,22 @@ def test_reductions_over_no_axes_and_empty_axes_follow_numpy(rt):
             getattr(e, op)(axis=0)
         np.testing.assert_array_equal(getattr(e, op)(axis=1).numpy(), np.zeros(0))  # no empty axis reduced
     np.testing.assert_array_equal(e.sum(axis=0).numpy(), np.zeros(3))  # sums have an identity
+    # axis=() is a reduction all the same: the dtype rules of the reduction over any axis,
+    # the moments of one-element samples (ddof 1: NaN, as numpy).
+    for op in ("max", "min", "sum"):
+        np.testing.assert_array_equal(getattr(e, op)(axis=()).numpy(), np.zeros((0, 3)))
+    for ddof in (0, 1):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for op in ("var", "std"):
+                np.testing.assert_array_equal(getattr(x, op)(axis=(), ddof=ddof).numpy(), getattr(np, op)(a, axis=(), ddof=ddof))
+    flags, ints, z = rt.tensor(a > 2), rt.tensor(np.arange(6).reshape(2, 3)), rt.tensor(a + 1j)
+    for t, op, name in [(flags, "sum", "sum"), (flags, "prod", "prod"), (z, "max", "max"), (z, "min", "min"),
+                        (ints, "mean", "mean"), (ints, "var", "var"), (ints, "std", "std"), (flags, "var", "var")]:
+        for axis in ((), None, 0):
+            with pytest.raises(tenferro.DTypeError) as info:
+                getattr(t, op)(axis=axis)
+            assert name in str(info.value), (op, axis, str(info.value))
 
 
 def test_equality_is_elementwise_and_integer_true_division_is_refused(rt):
