@@ -386,7 +386,9 @@ def cond(x, p=None, *, engine=None, threads=None):
             r = s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
             # 0 / 0 (a zero matrix) is infinite, as in numpy (svd rejects NaN input, so a
             # NaN here is never the input's).
-            r = _np.where(_np.isnan(r), _np.inf, r)
+            # The infinity in r's own dtype: a Python float would make a 0-d float32 r
+            # float64 (numpy 1.x's value-based casting), where numpy keeps float32.
+            r = _np.where(_np.isnan(r), _np.asarray(_np.inf, dtype=r.dtype), r)
         else:
             if x.shape[-1] != x.shape[-2]:
                 raise LinAlgError("cond: last 2 dimensions of the array must be square", "invalid_shape", "usage", "cond")

@@ -271,6 +271,14 @@ def test_matrix_rank_cond_matrix_power_multi_dot_match_numpy():
         with pytest.raises(tenferro.LinAlgError, match="not defined on empty arrays"):
             L.cond(tenferro.Runtime().tensor(empty))
     assert L.cond(np.zeros((0, 2, 2))).shape == np.linalg.cond(np.zeros((0, 2, 2))).shape == (0,)
+    # The result's dtype is the real dtype of the input's precision (numpy's, but for its
+    # complex dtype from norm ords of complex input, whose values are real all the same).
+    for dt in (np.float32, np.complex64, np.float64, np.complex128):
+        for m in (a, a[None]):
+            for p in (None, 2, -2, 1, "fro"):
+                got, want = L.cond(m.astype(dt), p), np.linalg.cond(m.astype(dt), p)
+                assert np.asarray(got).dtype == np.finfo(dt).dtype, (dt, m.shape, p)
+                np.testing.assert_allclose(got, want, rtol=1e-4, err_msg=str((dt, p)))
     for n in (0, 1, 2, 3, 7, -1, -3):
         np.testing.assert_allclose(L.matrix_power(a, n), np.linalg.matrix_power(a, n), rtol=1e-9, atol=1e-9,
                                    err_msg=str(n))
