@@ -108,7 +108,7 @@ bool row_order_line_tiles(const CpuCaps& caps) noexcept;
 /// copy_transpose.cc).
 inline constexpr int64_t kTransposeBlockBytes = 512;
 /// The most elements of a transpose's source group (Note [Transpose source group] in
-/// copy_transpose.cc): a row block, kTransposeBlockBytes of destination rows across the
+/// copy_groups.cc): a row block, kTransposeBlockBytes of destination rows across the
 /// whole source group, stays within a quarter of the L2 (l2_bytes / 2048 elements, a
 /// power of two from 64 to 4096); 4096 (the offset tables' limit) when the L2 is unknown.
 /// Pure; `tenferro info` prints the answer.
