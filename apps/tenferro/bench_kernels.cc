@@ -636,7 +636,8 @@ int run_bench_kernels(int argc, char** argv) {
       }
       // Other element sizes and shapes (each at most 128 MiB), against a memcpy of the
       // same bytes: 4-byte and 1-byte transposes, 2 x n zips and unzips, axes of extent 3
-      // and 7 next to long ones (Note [Blocked copies]), many axes of extent 5.
+      // and 7 next to long ones (Note [Blocked copies]), a batch of 4 x 4 matrices transposed
+      // (Note [Tiny transposes]), many axes of extent 5.
       struct Other {
         const char* name;
         DType dtype;
@@ -654,6 +655,7 @@ int run_bench_kernels(int argc, char** argv) {
           {"f64 7x600x1000x3 [3120]", DType::kF64, {7, 600, 1000, 3}, {3, 1, 2, 0}},
           {"f64 7x600x1000x3 [0321]", DType::kF64, {7, 600, 1000, 3}, {0, 3, 2, 1}},
           {"f64 3x1000x3x1000 [2103]", DType::kF64, {3, 1000, 3, 1000}, {2, 1, 0, 3}},
+          {"f64 4x4x1e6 [102]", DType::kF64, {4, 4, 1000000}, {1, 0, 2}},
           {"f64 5^10 reversed", DType::kF64, Shape(10, 5), {9, 8, 7, 6, 5, 4, 3, 2, 1, 0}},
       };
       for (const Other& o : others) {

@@ -24,9 +24,9 @@ namespace tenferro::cpu::detail::TENFERRO_ISA_NS {
 // - runs: the source's fastest axis is also the destination's. Runs of a line or more
 //   are memcpy'd (large copies walk them in source order with streaming stores, Note
 //   [Streamed runs]); shorter runs go to blocked copies.
-// - tiny transposes (copy_tiny.cc): exactly three merged axes, the source-fastest and
-//   the destination-fastest of extents 2..8 and a batch axis continuing both (Note [Tiny
-//   transposes]).
+// - tiny transposes (copy_tiny.cc): the source-fastest and the destination-fastest axes
+//   of extents 2..8 and a batch axis stepping through both in order (their rows or their
+//   whole block, on each side), any outer axes (Note [Tiny transposes]).
 // - transpose (copy_transpose.cc): a destination group G0 (the destination-fastest axes,
 //   contiguous there) and a source group G1 (the source-fastest axes, contiguous there)
 //   form a P0 x P1 matrix, moved in register tiles of whole lines or vectors on both

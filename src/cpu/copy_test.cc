@@ -695,6 +695,13 @@ TEST(CopyKernel, TinyTransposeBatchesMatchEveryElement) {
       {{7, 20000, 3}, {2, 1, 0}, 0},       // pieces over two threads
       {{3, 9001, 8}, {2, 1, 0}, 3},        // a destination off the line grid
       {{7, 600, 10, 3}, {3, 1, 2, 0}, 0},  // the [3120] of the permutation benchmark, smaller
+      {{4, 4, 5000}, {1, 0, 2}, 0},        // a batch of whole 4 x 4 blocks (matrices transposed)
+      {{3, 8, 777}, {1, 0, 2}, 5},         // ... 3 x 8, into an offset destination
+      {{5, 300, 3}, {2, 0, 1}, 0},         // the batch continues a's rows in the source, the block in the destination
+      {{5, 3, 300}, {1, 2, 0}, 0},         // the block in the source, d's rows in the destination
+      {{3, 100, 3, 30}, {2, 1, 0, 3}, 0},  // an outer axis
+      {{3, 10, 3, 7, 9}, {2, 1, 0, 4, 3}, 1},                                             // two outer axes, swapped
+      {{2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2}, {1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, 0},  // 2 x 2 blocks of rank 12
   };
   for (const Case& c : cases) {
     for (const int threads : {1, 2}) {
@@ -731,7 +738,31 @@ TEST(CopyKernel, TinyTransposesAreRecognisedByShape) {
     EXPECT_EQ(loop.axis(t.d).stride[0], 8);
   }
   EXPECT_TRUE(detail::tiny_transposes(loop_of({2, 8, 8}, {2, 1, 0}), 8, &t));
-  EXPECT_FALSE(detail::tiny_transposes(loop_of({3, 1000, 3, 10}, {2, 1, 0, 3}), 8, &t));  // an outer axis
+  {
+    // Whole blocks: a batch of 4 x 4 matrices transposed; the batch steps by the block.
+    const detail::StridedLoop<2> loop = loop_of({4, 4, 1000}, {1, 0, 2});
+    ASSERT_TRUE(detail::tiny_transposes(loop, 8, &t));
+    EXPECT_EQ(loop.axis(t.b).extent, 1000);
+    EXPECT_EQ(loop.axis(t.b).stride[0], 128);
+    EXPECT_EQ(loop.axis(t.b).stride[1], 128);
+  }
+  {
+    // An outer axis (the last, 10 long) around a batch of 1000.
+    const detail::StridedLoop<2> loop = loop_of({3, 1000, 3, 10}, {2, 1, 0, 3});
+    ASSERT_TRUE(detail::tiny_transposes(loop, 8, &t));
+    EXPECT_EQ(loop.rank(), 4u);
+    EXPECT_EQ(loop.axis(t.b).extent, 1000);
+  }
+  {
+    // A short batch (10) under a long outer axis (1000, stepping 90 elements on both
+    // sides: neither rows nor blocks).
+    const detail::StridedLoop<2> loop = loop_of({3, 10, 3, 1000}, {2, 1, 0, 3});
+    ASSERT_TRUE(detail::tiny_transposes(loop, 8, &t));
+    EXPECT_EQ(loop.axis(t.b).extent, 10);
+  }
+  // A 4 x 4 transpose whose destination rows are 16 elements apart, under an axis stepping
+  // 64 elements on both sides: no batch axis.
+  EXPECT_FALSE(detail::tiny_transposes(loop_of({4, 4, 4, 100}, {1, 2, 0, 3}), 8, &t));
   EXPECT_FALSE(detail::tiny_transposes(loop_of({9, 100, 3}, {2, 1, 0}), 8, &t));          // na > 8
   EXPECT_FALSE(detail::tiny_transposes(loop_of({3, 100, 9}, {2, 1, 0}), 8, &t));          // nd > 8
   EXPECT_FALSE(detail::tiny_transposes(loop_of({3, 7, 5}, {2, 1, 0}), 8, &t));            // batch < 8

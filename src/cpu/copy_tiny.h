@@ -9,13 +9,20 @@
 
 namespace tenferro::cpu::detail {
 
-/// The shape of a batch of tiny transposes (Note [Tiny transposes]): a loop of exactly
-/// three axes, `a` (the source-fastest, unit stride there, extent na), `d` (the
-/// destination-fastest, extent nd) and `b` (the batch axis, continuing `a` in the source
-/// and `d` in the destination), with 2 <= na, nd <= kTinyMaxExtent and b at least
-/// kTinyMinBatch long.
+/// The shape of a batch of tiny transposes (Note [Tiny transposes]): in a loop of three
+/// or more axes, `a` (the source-fastest, unit stride there, extent na), `d` (the
+/// destination-fastest, extent nd) and `b` (the batch axis, continuing in the source `a`,
+/// or the na x nd block where `d` follows `a` there, and in the destination `d`, or the
+/// block where `a` follows `d`), with 2 <= na, nd <= kTinyMaxExtent and b at least
+/// kTinyMinBatch long; the other axes are outer ones.
 struct TinyTransposes {
   size_t a = 0, d = 0, b = 0;
+};
+
+/// Byte strides of a batch of tiny transposes: a's in the destination, d's in the source,
+/// the batch axis's in each.
+struct TinyStrides {
+  int64_t dst_a = 0, src_d = 0, dst_b = 0, src_b = 0;
 };
 
 inline constexpr int64_t kTinyMaxExtent = 8;
