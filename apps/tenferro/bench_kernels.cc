@@ -637,7 +637,8 @@ int run_bench_kernels(int argc, char** argv) {
       // Other element sizes and shapes (each at most 128 MiB), against a memcpy of the
       // same bytes: 4-byte and 1-byte transposes, 2 x n zips and unzips, axes of extent 3
       // and 7 next to long ones (Note [Blocked copies]), a batch of 4 x 4 matrices transposed
-      // (Note [Tiny transposes]), many axes of extent 5.
+      // (Note [Tiny transposes]), two qubits of a state vector swapped (Note [Small-block
+      // permutations]), many axes of extent 5.
       struct Other {
         const char* name;
         DType dtype;
@@ -656,6 +657,8 @@ int run_bench_kernels(int argc, char** argv) {
           {"f64 7x600x1000x3 [0321]", DType::kF64, {7, 600, 1000, 3}, {0, 3, 2, 1}},
           {"f64 3x1000x3x1000 [2103]", DType::kF64, {3, 1000, 3, 1000}, {2, 1, 0, 3}},
           {"f64 4x4x1e6 [102]", DType::kF64, {4, 4, 1000000}, {1, 0, 2}},
+          {"c128 2^23 qubits 1<->3", DType::kC128, Shape(23, 2), {0,  3,  2,  1,  4,  5,  6,  7,  8,  9,  10, 11,
+                                                                  12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22}},
           {"f64 5^10 reversed", DType::kF64, Shape(10, 5), {9, 8, 7, 6, 5, 4, 3, 2, 1, 0}},
       };
       for (const Other& o : others) {

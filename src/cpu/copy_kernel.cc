@@ -20,13 +20,17 @@ namespace tenferro::cpu::detail::TENFERRO_ISA_NS {
 
 // Note [Copy kernel]: the copy runs on the merged axes of Note [Strided loop plan]
 // (operand 0 = destination, 1 = source), and copy_typed picks its route from them alone
-// (design 0002 has the table):
+// (design 0002 has the table), in this order:
+// - tiny transposes (copy_tiny.cc): the source-fastest and the
+//   destination-fastest axes of extents 2..8 and a batch axis stepping through both in
+//   order (their rows or their whole block, on each side), any outer axes (Note [Tiny
+//   transposes]).
+// - small-block permutations (copy_tiny.cc): the axes below some axis's equal step on
+//   both sides fill a block of at most 256 elements densely on each side, with runs too
+//   short for the runs and transpose routes (Note [Small-block permutations]).
 // - runs: the source's fastest axis is also the destination's. Runs of a line or more
 //   are memcpy'd (large copies walk them in source order with streaming stores, Note
 //   [Streamed runs]); shorter runs go to blocked copies.
-// - tiny transposes (copy_tiny.cc): the source-fastest and the destination-fastest axes
-//   of extents 2..8 and a batch axis stepping through both in order (their rows or their
-//   whole block, on each side), any outer axes (Note [Tiny transposes]).
 // - transpose (copy_transpose.cc): a destination group G0 (the destination-fastest axes,
 //   contiguous there) and a source group G1 (the source-fastest axes, contiguous there)
 //   form a P0 x P1 matrix, moved in register tiles of whole lines or vectors on both
@@ -135,6 +139,16 @@ void copy_typed(const CpuExecutionContext& ctx, const char* src_base, const Layo
   detail::StridedLoop<2> loop({&dst, &src}, {kElem, kElem});
   if (loop.empty()) return;
   std::array<char*, 2> bases{dst_base, const_cast<char*>(src_base)};
+  // Note [Tiny transposes]: a batch of transposes of tiny axes, unrolled per extent.
+  if (detail::TinyTransposes t; detail::tiny_transposes(loop, kElem, &t)) {
+    detail::copy_tiny_transposes(ctx, loop, bases, kElem, t);
+    return;
+  }
+  // Note [Small-block permutations]: a batch of permutations of one small block.
+  if (detail::BlockPermutation bp; detail::block_permutation(loop, kElem, &bp)) {
+    detail::copy_block_permutations(ctx, loop, bases, kElem, bp);
+    return;
+  }
   const size_t src_fast = loop.fastest_axis(1);
   if (src_fast == 0 || loop.rank() == 1) {
     const int64_t ds = loop.axis(0).stride[0];
@@ -161,11 +175,6 @@ void copy_typed(const CpuExecutionContext& ctx, const char* src_base, const Layo
         *reinterpret_cast<W*>(d + i * ds) = *reinterpret_cast<const W*>(s + i * ss);
       }
     });
-    return;
-  }
-  // Note [Tiny transposes]: a batch of transposes of tiny axes, unrolled per extent.
-  if (detail::TinyTransposes t; detail::tiny_transposes(loop, kElem, &t)) {
-    detail::copy_tiny_transposes(ctx, loop, bases, kElem, t);
     return;
   }
   copy_transpose(ctx, loop, bases, dst.element_count() * kElem, kElem);

@@ -714,6 +714,92 @@ TEST(CopyKernel, TinyTransposeBatchesMatchEveryElement) {
   }
 }
 
+// Note [Small-block permutations]: batches of permutations of one small block (shared
+// fastest runs of 1-7 elements, no shared fastest axis, blocks of 8 to 256 elements, two
+// outer axes, pieces over two threads, a destination starting mid-line): every byte
+// against the naive copy.
+TEST(CopyKernel, SmallBlockPermutationsMatchEveryElement) {
+  auto executor = make_tbb_executor(2).value();
+  struct Case {
+    Shape shape;
+    std::vector<int64_t> perm;
+    int64_t offset;
+  };
+  const Case cases[] = {
+      {{2, 2, 2, 2, 3000}, {0, 3, 2, 1, 4}, 0},  // qubits 1 and 3 swapped
+      {{2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2}, {0, 3, 2, 1, 4, 5, 6, 7, 8, 9, 10, 11}, 3},
+      {{7, 3, 3, 300}, {0, 2, 1, 3}, 0},             // a shared run of 7
+      {{3, 3, 3, 3, 3, 40}, {4, 3, 2, 1, 0, 5}, 0},  // no shared fastest axis
+      {{3, 3, 3, 3, 3, 40}, {0, 2, 1, 4, 3, 5}, 1},
+      {{2, 16, 8, 30}, {0, 2, 1, 3}, 0},             // a block of 256 elements
+      {{2, 2, 3, 2, 20, 9}, {0, 2, 1, 3, 5, 4}, 0},  // outer axes swapped
+      {{2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2},
+       {1, 2, 0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17},
+       0},
+  };
+  for (const Case& c : cases) {
+    for (const int threads : {1, 2}) {
+      for (const int64_t elem : {1, 4, 8, 16}) {
+        EXPECT_EQ(transpose_mismatches(*executor, c.shape, c.perm, c.offset, elem, threads), 0)
+            << elem << "-byte elements, shape " << format_dims(c.shape) << " perm " << format_dims(c.perm) << ", "
+            << threads << " threads";
+      }
+    }
+  }
+  // Into a step-2 slice of a larger destination (blocks dense, outer steps of two blocks):
+  // the slice's elements are the permuted source's, the skipped ones untouched.
+  const Tensor src = Tensor::random_normal(DType::kF64, {2, 2, 2, 2, 50}, 3).value();
+  const Tensor view = src.permute({0, 3, 2, 1, 4}).value();
+  Tensor parent = Tensor::full(DType::kF64, {2, 2, 2, 2, 100}, 7.0).value();
+  Tensor keep = parent;
+  Tensor dst = parent.slice(4, 0, 100, 2).value();
+  parent = Tensor();
+  keep = Tensor();
+  ASSERT_TRUE(copy_into(CpuExecutionContext::sequential(), view, dst));
+  Tensor whole = Tensor::from_storage(DType::kF64, dst.storage(), Layout::col_major({2, 2, 2, 2, 100})).value();
+  for_each_index(Shape{2, 2, 2, 2, 100}, [&](const Index& idx) {
+    const double got = whole.get<double>(idx).value();
+    if (idx[4] % 2 == 1) {
+      ASSERT_EQ(got, 7.0) << format_dims(Shape(idx));
+    } else {
+      ASSERT_EQ(got, src.get<double>({idx[0], idx[3], idx[2], idx[1], idx[4] / 2}).value()) << format_dims(Shape(idx));
+    }
+  });
+}
+
+// Note [Small-block permutations]: which loops are batches of block permutations, decided
+// by a pure function of the loop.
+TEST(CopyKernel, SmallBlockPermutationsAreRecognisedByShape) {
+  auto loop_of = [](const Shape& shape, const std::vector<int64_t>& perm) {
+    const Layout compact = Layout::col_major(shape);
+    Layout src;
+    for (size_t k = 0; k < shape.size(); ++k) {
+      src.shape.push_back(shape[static_cast<size_t>(perm[k])]);
+      src.strides.push_back(compact.strides[static_cast<size_t>(perm[k])]);
+    }
+    const Layout dst = Layout::col_major(src.shape);
+    return detail::StridedLoop<2>({&dst, &src}, {8, 8});
+  };
+  detail::BlockPermutation bp;
+  {
+    const detail::StridedLoop<2> loop = loop_of({2, 2, 2, 2, 1000}, {0, 3, 2, 1, 4});
+    ASSERT_TRUE(detail::block_permutation(loop, 8, &bp));
+    EXPECT_EQ(bp.block, 16);
+    EXPECT_EQ(loop.axis(bp.x).extent, 1000);
+  }
+  {
+    // The smallest block: 3 x 3 swapped under a batch of 5 and an outer axis of 4.
+    const detail::StridedLoop<2> loop = loop_of({3, 3, 5, 3, 3, 4}, {1, 0, 2, 4, 3, 5});
+    ASSERT_TRUE(detail::block_permutation(loop, 8, &bp));
+    EXPECT_EQ(bp.block, 9);
+  }
+  EXPECT_FALSE(detail::block_permutation(loop_of({16, 16, 100}, {1, 0, 2}), 8, &bp));      // vector runs: transpose
+  EXPECT_FALSE(detail::block_permutation(loop_of({8, 2, 2, 100}, {0, 2, 1, 3}), 8, &bp));  // a shared run of a line
+  EXPECT_FALSE(detail::block_permutation(loop_of({2, 2, 2, 2, 2, 2, 2, 2, 2, 50}, {8, 7, 6, 5, 4, 3, 2, 1, 0, 9}), 8,
+                                         &bp));                                    // a block of 512
+  EXPECT_FALSE(detail::block_permutation(loop_of({2, 3, 4}, {2, 1, 0}), 8, &bp));  // no batch axis
+}
+
 // Note [Tiny transposes]: which loops are batches of tiny transposes, decided by a pure
 // function of the loop (the route is then taken on every machine and ISA level).
 TEST(CopyKernel, TinyTransposesAreRecognisedByShape) {

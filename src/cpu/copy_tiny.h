@@ -37,4 +37,25 @@ bool tiny_transposes(const StridedLoop<2>& loop, int64_t elem, TinyTransposes* o
 void copy_tiny_transposes(const CpuExecutionContext& ctx, StridedLoop<2>& loop, const std::array<char*, 2>& bases,
                           int64_t elem, const TinyTransposes& t);
 
+/// A batch of permutations of one small block (Note [Small-block permutations]): the axes
+/// whose steps are below the batch axis `x`'s on both sides fill a block of `block`
+/// elements densely on each side (4 <= block <= kBlockMaxElements); `x` steps one block
+/// on both sides, every other axis whole blocks; no shared fastest run of a line or more.
+struct BlockPermutation {
+  size_t x = 0;
+  int64_t block = 0;
+};
+
+inline constexpr int64_t kBlockMaxElements = 256;
+inline constexpr size_t kBlockMaxRank = 32;  // merged axes of loops that take the route
+
+/// Whether `loop` (operand 0 destination, 1 source, byte strides of `elem`-byte
+/// elements) is a batch of small-block permutations, with the smallest such block. Pure.
+bool block_permutation(const StridedLoop<2>& loop, int64_t elem, BlockPermutation* out) noexcept;
+
+/// Copies `loop` as the batch of block permutations `bp` (from block_permutation);
+/// reorders the loop's axes.
+void copy_block_permutations(const CpuExecutionContext& ctx, StridedLoop<2>& loop, const std::array<char*, 2>& bases,
+                             int64_t elem, const BlockPermutation& bp);
+
 }  // namespace tenferro::cpu::detail
