@@ -26,7 +26,7 @@ constexpr int64_t kMinPairTile = 1024;  // elements of a transpose worth its pai
 // Note [Aliased row blocks]: rows this far apart share an L2 set (the way size of a 1 MiB,
 // 16-way L2; larger L2s with 16 ways have larger ways, of which this is a divisor).
 constexpr int64_t kL2WayBytes = int64_t{64} << 10;
-constexpr int64_t kAliasedRows = 16;      // rows per block when they alias: the L2's ways
+constexpr int64_t kAliasedRows = 32;      // rows per block when they alias (Note [Aliased row blocks])
 constexpr int64_t kAliasedMinCols = 256;  // narrower blocks keep kBlockBytes
 
 // Offsets (bytes) of a group's elements in one operand: a table or a stride.
@@ -140,14 +140,22 @@ struct Transposer {
   // reversal's 8 MiB and more), each line-chunk of the block's 64 rows maps to one L2
   // set, and the 64 lines a chunk reads, with those fetched two chunks ahead, overflow
   // its 16 ways: most reads then come from L3, which other tenants of a shared host
-  // also fill. Such blocks take kAliasedRows rows (as many as the set has ways), 128
-  // destination bytes of f64, when the block is wide (p1 >= kAliasedMinCols). Zen 5,
-  // alternating in one process, fastest of six rounds (2026-12-05): one thread `[3012]`
-  // 0.72x the time, `[3021]` 0.88, `[3201]` 0.90, `[3210]` 0.95, rank-24 reversed 0.86;
-  // two threads 0.84-0.93 for the same; rows aliasing only in pairs of sets (32 KiB
-  // apart, `[2xxx]`) 0.93-0.98, but `[2301]` (destination rows 32 KiB apart) 1.26, so
-  // they keep the 512-byte block, as do narrow blocks (`[3120]`, 64 columns: 1.15) and
-  // rows of one line (8 rows of f64: 1.2-1.46 for every case).
+  // also fill. Fewer rows per block read fewer lines into the set, but write each
+  // destination row in more, shorter pieces (a 512-byte row in four of 128 bytes at 16
+  // rows), which the memory then takes as scattered writes. Such blocks take
+  // kAliasedRows rows, 256 destination bytes of f64, when the block is wide (p1 >=
+  // kAliasedMinCols). Zen 5, a harness over cpu::copy_into alternating the row counts in
+  // one process, ten runs of three rounds within four minutes of a contended hour
+  // (2026-12-05, 08:44-08:47), the lowest ratio to memcpy (worst round) over the runs for
+  // 16 / 32 / 64 rows: one thread `[3012]` 0.34 / 0.48 / 0.67, `[3021]` 0.61 / 0.67 / 0.61,
+  // `[3201]` 0.54 / 0.72 / 0.60, `[3210]` 0.72 / 0.74 / 0.66, rank-24 reversed 0.63 / 0.72 /
+  // 0.61; two threads `[3201]` 0.51 / 0.65 / 0.66, rank-24 reversed 0.65 / 0.63 / 0.53, the
+  // rest 0.60-0.75 for each. In a quieter hour (04:50-05:05) 16 rows had been faster
+  // than 64 in the fastest round (`[3012]` 0.72 x the time, rank-24 reversed 0.86), but
+  // its slowest rounds are the worst of the three. Rows aliasing only in pairs of sets
+  // (32 KiB apart, `[2xxx]`) keep the 512-byte block (16- or 32-row blocks: `[2301]`,
+  // destination rows 32 KiB apart, 1.06-1.26 x the time), as do narrow blocks (`[3120]`,
+  // 64 columns: 1.15) and rows of one line (8 rows of f64: 1.2-1.46 for every case).
   int64_t i_block = 1;
   void choose_block(bool aliased_rows) {
     i_block = std::max<int64_t>(1, kBlockBytes / kE);
