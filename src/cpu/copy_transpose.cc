@@ -144,7 +144,10 @@ struct Transposer {
   // destination row in more, shorter pieces (a 512-byte row in four of 128 bytes at 16
   // rows), which the memory then takes as scattered writes. Such blocks take
   // kAliasedRows rows, 256 destination bytes of f64, when the block is wide (p1 >=
-  // kAliasedMinCols). Zen 5, a harness over cpu::copy_into alternating the row counts in
+  // kAliasedMinCols) and the destination rows are longer than one block (p0 > 64 rows of
+  // f64: `[3201]`, `[3210]`, rank-24 reversed, each p0 = 4096); rows that fit one block
+  // (`[3012]`, `[3021]`, p0 = 64) keep it whole, since splitting it splits every
+  // destination row. Zen 5, a harness over cpu::copy_into alternating the row counts in
   // one process, ten runs of three rounds within four minutes of a contended hour
   // (2026-12-05, 08:44-08:47), the lowest ratio to memcpy (worst round) over the runs for
   // 16 / 32 / 64 rows: one thread `[3012]` 0.34 / 0.48 / 0.67, `[3021]` 0.61 / 0.67 / 0.61,
@@ -152,7 +155,9 @@ struct Transposer {
   // 0.61; two threads `[3201]` 0.51 / 0.65 / 0.66, rank-24 reversed 0.65 / 0.63 / 0.53, the
   // rest 0.60-0.75 for each. In a quieter hour (04:50-05:05) 16 rows had been faster
   // than 64 in the fastest round (`[3012]` 0.72 x the time, rank-24 reversed 0.86), but
-  // its slowest rounds are the worst of the three. Rows aliasing only in pairs of sets
+  // its slowest rounds are the worst of the three. The rule as it stands, three rounds
+  // of the permutation target right after (08:53): lowest 0.66 at one thread, 0.63 at
+  // two. Rows aliasing only in pairs of sets
   // (32 KiB apart, `[2xxx]`) keep the 512-byte block (16- or 32-row blocks: `[2301]`,
   // destination rows 32 KiB apart, 1.06-1.26 x the time), as do narrow blocks (`[3120]`,
   // 64 columns: 1.15) and rows of one line (8 rows of f64: 1.2-1.46 for every case).
@@ -1024,9 +1029,10 @@ void copy_transpose_typed(const CpuExecutionContext& ctx, detail::StridedLoop<2>
   tr.stream = kElem != 2 && dst_bytes >= kStreamBytes;
   tr.stream_aligned = tr.stream;
   tr.row_order = row_order_line_tiles(ctx.caps());
-  // 8-byte elements only: measured there (Note [Aliased row blocks]).
-  tr.choose_block(kElem == 8 && p1 >= kAliasedMinCols &&
-                  rows_alias_in_l2(tr.si, std::min<int64_t>(p0, kBlockBytes / kElem)));
+  // 8-byte elements only: measured there (Note [Aliased row blocks]). Destination rows
+  // within one block (p0 rows at most a block) keep the whole block.
+  tr.choose_block(kElem == 8 && p1 >= kAliasedMinCols && p0 > kBlockBytes / kElem &&
+                  rows_alias_in_l2(tr.si, kBlockBytes / kElem));
   {
     // Alignment of every vector store: 32 bytes for the quad path (16 for floats and
     // for the pair path); row offsets dj and column offsets di at vector starts.
