@@ -156,7 +156,7 @@ struct Transposer {
   // rest 0.60-0.75 for each. In a quieter hour (04:50-05:05) 16 rows had been faster
   // than 64 in the fastest round (`[3012]` 0.72 x the time, rank-24 reversed 0.86), but
   // its slowest rounds are the worst of the three. The rule as it stands, three rounds
-  // of the permutation target right after (08:53): lowest 0.66 at one thread, 0.63 at
+  // of the permutation target right after (08:49): lowest 0.66 at one thread, 0.63 at
   // two. Rows aliasing only in pairs of sets
   // (32 KiB apart, `[2xxx]`) keep the 512-byte block (16- or 32-row blocks: `[2301]`,
   // destination rows 32 KiB apart, 1.06-1.26 x the time), as do narrow blocks (`[3120]`,
