@@ -149,7 +149,7 @@ struct Transposer {
   // (`[3012]`, `[3021]`, p0 = 64) keep it whole, since splitting it splits every
   // destination row. Zen 5, a harness over cpu::copy_into alternating the row counts in
   // one process, ten runs of three rounds within four minutes of a contended hour
-  // (2026-12-05, 08:44-08:47), the lowest ratio to memcpy (worst round) over the runs for
+  // (2026-12-05, 08:43-08:46), the lowest ratio to memcpy (worst round) over the runs for
   // 16 / 32 / 64 rows: one thread `[3012]` 0.34 / 0.48 / 0.67, `[3021]` 0.61 / 0.67 / 0.61,
   // `[3201]` 0.54 / 0.72 / 0.60, `[3210]` 0.72 / 0.74 / 0.66, rank-24 reversed 0.63 / 0.72 /
   // 0.61; two threads `[3201]` 0.51 / 0.65 / 0.66, rank-24 reversed 0.65 / 0.63 / 0.53, the
