@@ -4,30 +4,11 @@
 // another. Included inside the ISA region (after TENFERRO_ISA_BEGIN), after
 // strided_loop.h and the CPU kernels header.
 
+#include "copy_word.h"
+
 namespace tenferro::cpu::detail::TENFERRO_ISA_NS {
 
-template <int S>
-struct Bytes {
-  unsigned char b[S];
-};
-// The word moved for an element of S bytes.
-template <int S>
-using Word = std::conditional_t<
-    S == 1, uint8_t,
-    std::conditional_t<S == 2, uint16_t,
-                       std::conditional_t<S == 4, uint32_t, std::conditional_t<S == 8, uint64_t, Bytes<S>>>>>;
-
-// Calls f(Word<elem>{}): the one place an element size becomes a word type.
-template <class F>
-void with_word(int64_t elem, F&& f) {
-  switch (elem) {
-    case 1: return f(Word<1>{});
-    case 2: return f(Word<2>{});
-    case 4: return f(Word<4>{});
-    case 8: return f(Word<8>{});
-    default: return f(Word<16>{});
-  }
-}
+// Word<S> and with_word: copy_word.h (namespace tenferro::cpu::detail, visible here).
 
 constexpr int64_t kStreamBytes = 8 << 20;  // outputs at least this large use streaming stores
 

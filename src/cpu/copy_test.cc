@@ -3,7 +3,9 @@
 #include "tenferro/test_support/index.h"
 
 #include <cstdint>
+#include <initializer_list>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "copy_tiny.h"
@@ -618,6 +620,29 @@ int64_t transpose_mismatches(CpuDomainExecutor& executor, const Shape& shape, co
   return wrong;
 }
 
+// A permutation copy for transpose_mismatches: the source shape, the permutation, the
+// destination's offset (elements).
+struct PermCase {
+  Shape shape;
+  std::vector<int64_t> perm;
+  int64_t offset = 0;
+};
+
+// Every case at each element size of `elems`, on one and two threads: no byte differs
+// from the naive copy.
+void expect_every_byte(CpuDomainExecutor& executor, std::span<const PermCase> cases,
+                       std::initializer_list<int64_t> elems) {
+  for (const int64_t elem : elems) {
+    for (const PermCase& c : cases) {
+      for (const int threads : {1, 2}) {
+        EXPECT_EQ(transpose_mismatches(executor, c.shape, c.perm, c.offset, elem, threads), 0)
+            << elem << "-byte elements, shape " << format_dims(c.shape) << " perm " << format_dims(c.perm) << " offset "
+            << c.offset << ", " << threads << " threads";
+      }
+    }
+  }
+}
+
 // Every element size the untyped copy serves (1, 2, 4, 8 and 16 bytes; 2 has no dtype
 // yet), through transposes large enough for each size's vector path (16 x 16 bytes, 8 x 8
 // of 2 bytes, quads and line tiles, pairs, zips and unzips), with remainders, segments
@@ -625,48 +650,35 @@ int64_t transpose_mismatches(CpuDomainExecutor& executor, const Shape& shape, co
 // a naive strided copy.
 TEST(CopyKernel, EveryElementSizeMatchesNaiveTransposes) {
   auto executor = make_tbb_executor(2).value();
-  struct Case {
-    Shape shape;
-    std::vector<int64_t> perm;
-    int64_t offset;  // destination offset, elements
-  };
-  std::vector<Case> cases = {{{64, 80}, {1, 0}, 0},
-                             {{37, 53}, {1, 0}, 3},
-                             {{700, 530}, {1, 0}, 0},
-                             {{20, 33, 17, 6}, {2, 3, 0, 1}, 1},
-                             {{48, 40, 36}, {2, 0, 1}, 0},
-                             {{9, 3, 17, 6, 8, 5}, {4, 2, 5, 3, 1, 0}, 0},
-                             {{301, 2}, {1, 0}, 1},
-                             {{2, 301}, {1, 0}, 0},
-                             {{60, 2, 37}, {1, 0, 2}, 0},
-                             {{37, 50, 2}, {2, 0, 1}, 3},
-                             // Note [Blocked copies]: a shared run of 3 and of 7 elements,
-                             // 3 x 7 transposes along a long shared axis, axes of extent 3.
-                             {{3, 100, 3, 100}, {0, 3, 2, 1}, 1},
-                             {{7, 60, 70, 3}, {0, 3, 2, 1}, 0},
-                             {{7, 300, 200, 3}, {3, 1, 2, 0}, 2},
-                             {{3, 100, 3, 100}, {2, 1, 0, 3}, 0},
-                             // Note [Split group axes]: a source group of 7 x 1000 taken as
-                             // 7 x 500.
-                             {{7, 1000, 50, 3}, {3, 2, 1, 0}, 0}};
+  std::vector<PermCase> cases = {{{64, 80}, {1, 0}, 0},
+                                 {{37, 53}, {1, 0}, 3},
+                                 {{700, 530}, {1, 0}, 0},
+                                 {{20, 33, 17, 6}, {2, 3, 0, 1}, 1},
+                                 {{48, 40, 36}, {2, 0, 1}, 0},
+                                 {{9, 3, 17, 6, 8, 5}, {4, 2, 5, 3, 1, 0}, 0},
+                                 {{301, 2}, {1, 0}, 1},
+                                 {{2, 301}, {1, 0}, 0},
+                                 {{60, 2, 37}, {1, 0, 2}, 0},
+                                 {{37, 50, 2}, {2, 0, 1}, 3},
+                                 // Note [Blocked copies]: a shared run of 3 and of 7 elements,
+                                 // 3 x 7 transposes along a long shared axis, axes of extent 3.
+                                 {{3, 100, 3, 100}, {0, 3, 2, 1}, 1},
+                                 {{7, 60, 70, 3}, {0, 3, 2, 1}, 0},
+                                 {{7, 300, 200, 3}, {3, 1, 2, 0}, 2},
+                                 {{3, 100, 3, 100}, {2, 1, 0, 3}, 0},
+                                 // Note [Split group axes]: a source group of 7 x 1000 taken as
+                                 // 7 x 500.
+                                 {{7, 1000, 50, 3}, {3, 2, 1, 0}, 0}};
   {
-    Case reversed{Shape(12, 2), std::vector<int64_t>(12), 0};
+    PermCase reversed{Shape(12, 2), std::vector<int64_t>(12), 0};
     for (size_t k = 0; k < 12; ++k) reversed.perm[k] = static_cast<int64_t>(11 - k);
-    Case shuffled{Shape(14, 2), std::vector<int64_t>(14), 5};
+    PermCase shuffled{Shape(14, 2), std::vector<int64_t>(14), 5};
     for (size_t k = 0; k < 14; ++k) shuffled.perm[k] = static_cast<int64_t>(k);
     std::shuffle(shuffled.perm.begin(), shuffled.perm.end(), std::mt19937_64(14));
     cases.push_back(reversed);
     cases.push_back(shuffled);
   }
-  for (const int64_t elem : {1, 2, 4, 8, 16}) {
-    for (const Case& c : cases) {
-      for (const int threads : {1, 2}) {
-        EXPECT_EQ(transpose_mismatches(*executor, c.shape, c.perm, c.offset, elem, threads), 0)
-            << elem << "-byte elements, shape " << format_dims(c.shape) << " perm " << format_dims(c.perm) << ", "
-            << threads << " threads";
-      }
-    }
-  }
+  expect_every_byte(*executor, cases, {1, 2, 4, 8, 16});
 }
 
 // Note [Tiny transposes]: batches of transposes of tiny axes (every extent pair 2..8,
@@ -685,12 +697,7 @@ TEST(CopyKernel, TinyTransposeBatchesMatchEveryElement) {
       }
     }
   }
-  struct Case {
-    Shape shape;
-    std::vector<int64_t> perm;
-    int64_t offset;
-  };
-  const Case cases[] = {
+  const PermCase cases[] = {
       {{5, 6, 7, 3}, {3, 1, 2, 0}, 0},     // the batch: two axes merged
       {{7, 20000, 3}, {2, 1, 0}, 0},       // pieces over two threads
       {{3, 9001, 8}, {2, 1, 0}, 3},        // a destination off the line grid
@@ -703,15 +710,20 @@ TEST(CopyKernel, TinyTransposeBatchesMatchEveryElement) {
       {{3, 10, 3, 7, 9}, {2, 1, 0, 4, 3}, 1},                                             // two outer axes, swapped
       {{2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2}, {1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, 0},  // 2 x 2 blocks of rank 12
   };
-  for (const Case& c : cases) {
-    for (const int threads : {1, 2}) {
-      for (const int64_t elem : {4, 8, 16}) {
-        EXPECT_EQ(transpose_mismatches(*executor, c.shape, c.perm, c.offset, elem, threads), 0)
-            << elem << "-byte elements, shape " << format_dims(c.shape) << " perm " << format_dims(c.perm) << ", "
-            << threads << " threads";
-      }
-    }
+  expect_every_byte(*executor, cases, {4, 8, 16});
+}
+
+// The merged loop of copying a column-major `shape` permuted by `perm` into a compact
+// destination, 8-byte elements (what copy_typed classifies).
+detail::StridedLoop<2> loop_of(const Shape& shape, const std::vector<int64_t>& perm) {
+  const Layout compact = Layout::col_major(shape);
+  Layout src;
+  for (size_t k = 0; k < shape.size(); ++k) {
+    src.shape.push_back(shape[static_cast<size_t>(perm[k])]);
+    src.strides.push_back(compact.strides[static_cast<size_t>(perm[k])]);
   }
+  const Layout dst = Layout::col_major(src.shape);
+  return detail::StridedLoop<2>({&dst, &src}, {8, 8});
 }
 
 // Note [Small-block permutations]: batches of permutations of one small block (shared
@@ -720,12 +732,7 @@ TEST(CopyKernel, TinyTransposeBatchesMatchEveryElement) {
 // against the naive copy.
 TEST(CopyKernel, SmallBlockPermutationsMatchEveryElement) {
   auto executor = make_tbb_executor(2).value();
-  struct Case {
-    Shape shape;
-    std::vector<int64_t> perm;
-    int64_t offset;
-  };
-  const Case cases[] = {
+  const PermCase cases[] = {
       {{2, 2, 2, 2, 3000}, {0, 3, 2, 1, 4}, 0},  // qubits 1 and 3 swapped
       {{2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2}, {0, 3, 2, 1, 4, 5, 6, 7, 8, 9, 10, 11}, 3},
       {{7, 3, 3, 300}, {0, 2, 1, 3}, 0},             // a shared run of 7
@@ -737,15 +744,7 @@ TEST(CopyKernel, SmallBlockPermutationsMatchEveryElement) {
        {1, 2, 0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17},
        0},
   };
-  for (const Case& c : cases) {
-    for (const int threads : {1, 2}) {
-      for (const int64_t elem : {1, 4, 8, 16}) {
-        EXPECT_EQ(transpose_mismatches(*executor, c.shape, c.perm, c.offset, elem, threads), 0)
-            << elem << "-byte elements, shape " << format_dims(c.shape) << " perm " << format_dims(c.perm) << ", "
-            << threads << " threads";
-      }
-    }
-  }
+  expect_every_byte(*executor, cases, {1, 4, 8, 16});
   // Into a step-2 slice of a larger destination (blocks dense, outer steps of two blocks):
   // the slice's elements are the permuted source's, the skipped ones untouched.
   const Tensor src = Tensor::random_normal(DType::kF64, {2, 2, 2, 2, 50}, 3).value();
@@ -770,16 +769,6 @@ TEST(CopyKernel, SmallBlockPermutationsMatchEveryElement) {
 // Note [Small-block permutations]: which loops are batches of block permutations, decided
 // by a pure function of the loop.
 TEST(CopyKernel, SmallBlockPermutationsAreRecognisedByShape) {
-  auto loop_of = [](const Shape& shape, const std::vector<int64_t>& perm) {
-    const Layout compact = Layout::col_major(shape);
-    Layout src;
-    for (size_t k = 0; k < shape.size(); ++k) {
-      src.shape.push_back(shape[static_cast<size_t>(perm[k])]);
-      src.strides.push_back(compact.strides[static_cast<size_t>(perm[k])]);
-    }
-    const Layout dst = Layout::col_major(src.shape);
-    return detail::StridedLoop<2>({&dst, &src}, {8, 8});
-  };
   detail::BlockPermutation bp;
   {
     const detail::StridedLoop<2> loop = loop_of({2, 2, 2, 2, 1000}, {0, 3, 2, 1, 4});
@@ -803,16 +792,6 @@ TEST(CopyKernel, SmallBlockPermutationsAreRecognisedByShape) {
 // Note [Tiny transposes]: which loops are batches of tiny transposes, decided by a pure
 // function of the loop (the route is then taken on every machine and ISA level).
 TEST(CopyKernel, TinyTransposesAreRecognisedByShape) {
-  auto loop_of = [](const Shape& shape, const std::vector<int64_t>& perm) {
-    const Layout compact = Layout::col_major(shape);
-    Layout src;
-    for (size_t k = 0; k < shape.size(); ++k) {
-      src.shape.push_back(shape[static_cast<size_t>(perm[k])]);
-      src.strides.push_back(compact.strides[static_cast<size_t>(perm[k])]);
-    }
-    const Layout dst = Layout::col_major(src.shape);
-    return detail::StridedLoop<2>({&dst, &src}, {8, 8});
-  };
   detail::TinyTransposes t;
   {
     const detail::StridedLoop<2> loop = loop_of({7, 600, 1000, 3}, {3, 1, 2, 0});
@@ -863,12 +842,7 @@ TEST(CopyKernel, TinyTransposesAreRecognisedByShape) {
 // the naive copy.
 TEST(CopyKernel, LargeByteTransposesMatchEveryElement) {
   auto executor = make_tbb_executor(2).value();
-  struct Case {
-    Shape shape;
-    std::vector<int64_t> perm;
-    int64_t offset;
-  };
-  const Case cases[] = {
+  const PermCase cases[] = {
       {{4096, 2304}, {1, 0}, 0},       // streamed, whole tiles
       {{4100, 2336}, {1, 0}, 0},       // streamed, a remainder on both sides
       {{4100, 2336}, {1, 0}, 3},       // starts mid-line: stored normally
@@ -876,13 +850,7 @@ TEST(CopyKernel, LargeByteTransposesMatchEveryElement) {
       {{96, 70, 1408}, {2, 0, 1}, 0},  // a source group of two axes
       {{40, 220000}, {1, 0}, 0},       // too few columns for line tiles
   };
-  for (const Case& c : cases) {
-    for (const int threads : {1, 2}) {
-      EXPECT_EQ(transpose_mismatches(*executor, c.shape, c.perm, c.offset, 1, threads), 0)
-          << "shape " << format_dims(c.shape) << " perm " << format_dims(c.perm) << " offset " << c.offset << ", "
-          << threads << " threads";
-    }
-  }
+  expect_every_byte(*executor, cases, {1});
 }
 
 }  // namespace

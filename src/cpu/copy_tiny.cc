@@ -4,6 +4,8 @@
 
 #include "copy_tiny.h"
 
+#include "copy_word.h"
+
 #include <algorithm>
 #include <cstring>
 #include <utility>
@@ -41,32 +43,6 @@ namespace tenferro::cpu::detail {
 
 namespace {
 
-template <int S>
-struct Elem {
-  unsigned char b[S];
-};
-// The word an element of S bytes moves as: an integer of its size, or a 16-byte struct.
-template <int S>
-struct WordOf {
-  using Type = Elem<S>;
-};
-template <>
-struct WordOf<1> {
-  using Type = uint8_t;
-};
-template <>
-struct WordOf<2> {
-  using Type = uint16_t;
-};
-template <>
-struct WordOf<4> {
-  using Type = uint32_t;
-};
-template <>
-struct WordOf<8> {
-  using Type = uint64_t;
-};
-
 using TinyFn = void (*)(char* dst, const char* src, int64_t count, const TinyStrides& st);
 
 // `count` transposes: element (i, j) of transpose k (i < NA along a, j < ND along d) is
@@ -75,7 +51,7 @@ using TinyFn = void (*)(char* dst, const char* src, int64_t count, const TinyStr
 // transposes]).
 template <int S, int NA, int ND>
 void tiny_batch(char* dst, const char* src, int64_t count, const TinyStrides& st) {
-  using W = typename WordOf<S>::Type;
+  using W = Word<S>;
   // Locals, not reads through `st`, which the stores could alias as far as the compiler
   // knows.
   const int64_t src_b = st.src_b, dst_b = st.dst_b;
@@ -112,13 +88,7 @@ TinyFn tiny_fn(int64_t na, int64_t nd) {
 }
 
 TinyFn tiny_fn_for(int64_t elem, int64_t na, int64_t nd) {
-  switch (elem) {
-    case 1: return tiny_fn<1>(na, nd);
-    case 2: return tiny_fn<2>(na, nd);
-    case 4: return tiny_fn<4>(na, nd);
-    case 8: return tiny_fn<8>(na, nd);
-    default: return tiny_fn<16>(na, nd);
-  }
+  return with_word(elem, [&](auto w) { return tiny_fn<static_cast<int>(sizeof(w))>(na, nd); });
 }
 
 // Elements per parallel piece of the batch.
@@ -160,7 +130,7 @@ void axes_to_front(StridedLoop<2>& loop, size_t* which, size_t n) {
 // element e of a block is the source's element tab[e] of it (typed words).
 template <int S>
 void block_batch(char* dst, const char* src, int64_t count, int64_t step, const int32_t* tab, int64_t block) {
-  using W = typename WordOf<S>::Type;
+  using W = Word<S>;
   for (int64_t k = 0; k < count; ++k) {
     const W* s = reinterpret_cast<const W*>(src + k * step);
     W* d = reinterpret_cast<W*>(dst + k * step);
@@ -171,13 +141,7 @@ void block_batch(char* dst, const char* src, int64_t count, int64_t step, const 
 using BlockFn = void (*)(char* dst, const char* src, int64_t count, int64_t step, const int32_t* tab, int64_t block);
 
 BlockFn block_fn_for(int64_t elem) {
-  switch (elem) {
-    case 1: return &block_batch<1>;
-    case 2: return &block_batch<2>;
-    case 4: return &block_batch<4>;
-    case 8: return &block_batch<8>;
-    default: return &block_batch<16>;
-  }
+  return with_word(elem, [](auto w) -> BlockFn { return &block_batch<static_cast<int>(sizeof(w))>; });
 }
 
 // Whether the axes flagged in `inner` fill [0, block) elements densely in operand `op`:
