@@ -26,20 +26,11 @@ namespace tenferro::cpu::detail {
 // Other axes (outer ones) are walked in source order around the batch. The transpose
 // route moved such copies in vector quads with element-wise tails per segment, or (with
 // outer axes) the blocked copies in tiles, one outer iteration per tiny transpose or
-// block. Measured (Zen 5, 2026-12-05, f64, a harness over cpu::copy_into alternating the
-// routes in one process, fastest of ten, one thread; ratio = an identity copy's time /
-// the copy's): 4 x 4 x 1e6 `[102]` 129-138 -> 9.3-11.1 ms (0.07 -> 1.04), 3 x 3 x 1e6
-// 11-17 -> 5.6-6.5, 8 x 8 x 1e5 16.7 -> 4.5, 2 x 2 x 2e6 14.9 -> 5.2, 4^11 swapping its
-// first two axes 33-37 -> 2.4-2.8, 8^8 likewise 42.8 -> 11.1; with outer axes 3 x 1000 x
-// 3 x 1000 `[2103]` 10.5 -> 6.8 (0.52 -> 0.81; two threads 0.45 -> 0.92), 3 x 100000 x 3
-// x 10 8.3 -> 4.2, 2 x 2000 x 2 x 1000 11.6 -> 4.4, 3 x 10 x 3 x 100000 10.1 -> 6.1; 8 x 8
-// batches with outer axes and rank-12 to rank-24 permutations of size-2 axes unchanged.
-// When the route first came (three axes only, pattern of rows), its transposes moved
-// each source row's na elements as one block of bytes and took the destination's
-// elements out of it one by one, a store-forwarding pattern that made this route no
-// faster than the tiles with outer axes: typed words through registers take 0.55 x the
-// time (a standalone loop of 3 x 3 f64 transposes, 9e6 elements: 11.4-11.9 -> 6.3-6.6 ms;
-// 3 x 7 9.5 -> 5.0, 7 x 3 6.3 -> 5.2, f32 3 x 5 6.7 -> 5.0, bytes 2 x 8 20.3 -> 12.9).
+// block: a batch of 4 x 4 matrices transposed ran at 0.07 x an identity copy, now about
+// 1.0. The transposes move typed words through registers: moving each source row's na
+// elements as one block of bytes and taking the destination's elements out of it one
+// by one is a store-forwarding pattern, about 1.8 x the time. Figures: docs/benchmarks.md
+// (Zen 5, "Permutation copies", tiny transposes and small blocks).
 
 namespace {
 
@@ -116,15 +107,11 @@ void axes_to_front(StridedLoop<2>& loop, size_t* which, size_t n) {
 // copied in destination order, its source read from L1, block after block sequentially
 // on both sides. Blocks of at most kBlockMaxElements; a loop with a shared fastest run
 // of a line or more stays with the runs route, and one whose runs are a vector long on
-// both sides (16 x 16 blocks, 3 x 7 x 5 x 2e5 `[2013]`: 0.86 -> 0.68 x an identity copy through
-// this route) with the transpose route. Measured (Zen 5, 2026-12-05, f64 unless named, a
-// harness over cpu::copy_into alternating the routes in one process, fastest of ten, one
-// thread; ratio = an identity copy's time / the copy's): 2^24 swapping qubits 1 and 3
-// 42.0 -> 8.6 ms (0.20 -> 1.01), c128 2^23 55.3 -> 17.9 (0.35 -> 1.09), f32 2^24 40.6 ->
-// 6.6, bool 2^24 23.4 -> 5.5; 7 x 3 x 3 x 3e5 `[0213]` 15.3 -> 9.3 (0.62 -> 1.01); 3^5 x
-// 3e4 with pairs swapped 10.4 -> 4.3, reversed 8.5 -> 5.8; 2 x 16 x 8 x 3e4 `[0213]` 7.9
-// -> 5.6. The einsum-benchmark instances that take it (tensornetwork, lm, mera closed,
-// mps) within 0.99-1.05 x, alternating whole processes.
+// both sides (16 x 16 blocks, 3 x 7 x 5 x n `[2013]`) with the transpose route, whose
+// vector tiles were faster there. Two qubits of a 2^24 f64 state vector swapped ran at
+// 0.20 x an identity copy, now about 1.0; the einsum-benchmark instances that reach the
+// route are unchanged within the noise. Figures: docs/benchmarks.md (Zen 5,
+// "Permutation copies", tiny transposes and small blocks).
 //
 // `count` blocks of `block` elements, `step` bytes apart on both sides; the destination's
 // element e of a block is the source's element tab[e] of it (typed words).

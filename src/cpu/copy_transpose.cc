@@ -147,17 +147,10 @@ struct Transposer {
   // kAliasedMinCols) and the destination rows are longer than one block (p0 > 64 rows of
   // f64: `[3201]`, `[3210]`, rank-24 reversed, each p0 = 4096); rows that fit one block
   // (`[3012]`, `[3021]`, p0 = 64) keep it whole, since splitting it splits every
-  // destination row. Zen 5, a harness over cpu::copy_into alternating the row counts in
-  // one process, ten runs of three rounds within four minutes of a contended hour
-  // (2026-12-05, 08:43-08:46), the lowest ratio to memcpy (worst round) over the runs for
-  // 16 / 32 / 64 rows: one thread `[3012]` 0.34 / 0.48 / 0.67, `[3021]` 0.61 / 0.67 / 0.61,
-  // `[3201]` 0.54 / 0.72 / 0.60, `[3210]` 0.72 / 0.74 / 0.66, rank-24 reversed 0.63 / 0.72 /
-  // 0.61; two threads `[3201]` 0.51 / 0.65 / 0.66, rank-24 reversed 0.65 / 0.63 / 0.53, the
-  // rest 0.60-0.75 for each. In a quieter hour (04:50-05:05) 16 rows had been faster
-  // than 64 in the fastest round (`[3012]` 0.72 x the time, rank-24 reversed 0.86), but
-  // its slowest rounds are the worst of the three. The rule as it stands, three rounds
-  // of the permutation target right after (08:49): lowest 0.66 at one thread, 0.63 at
-  // two. Rows aliasing only in pairs of sets
+  // destination row. On a contended host 16 rows (as many as the set has ways) gave the
+  // worst rounds of 16, 32 and 64 (`[3012]` 0.34 x memcpy at one thread, against 0.67
+  // with its whole block), though in a quiet hour its fastest rounds were the best;
+  // figures in docs/benchmarks.md (Zen 5, "Permutation copies"). Rows aliasing only in pairs of sets
   // (32 KiB apart, `[2xxx]`) keep the 512-byte block (16- or 32-row blocks: `[2301]`,
   // destination rows 32 KiB apart, 1.06-1.26 x the time), as do narrow blocks (`[3120]`,
   // 64 columns: 1.15) and rows of one line (8 rows of f64: 1.2-1.46 for every case).
