@@ -150,10 +150,11 @@ struct Transposer {
   // destination row. On a contended host 16 rows (as many as the set has ways) gave the
   // worst rounds of 16, 32 and 64 (`[3012]` 0.34 x memcpy at one thread, against 0.67
   // with its whole block), though in a quiet hour its fastest rounds were the best;
-  // figures in docs/benchmarks.md (Zen 5, "Permutation copies"). Rows aliasing only in pairs of sets
-  // (32 KiB apart, `[2xxx]`) keep the 512-byte block (16- or 32-row blocks: `[2301]`,
-  // destination rows 32 KiB apart, 1.06-1.26 x the time), as do narrow blocks (`[3120]`,
-  // 64 columns: 1.15) and rows of one line (8 rows of f64: 1.2-1.46 for every case).
+  // figures in docs/benchmarks.md (Zen 5, "Permutation copies"). Rows aliasing only in
+  // pairs of sets (32 KiB apart, `[2xxx]`) keep the 512-byte block (16- or 32-row blocks:
+  // `[2301]`, destination rows 32 KiB apart, 1.06-1.26 x the time), as do narrow blocks
+  // (`[3120]`, 64 columns: 1.15) and rows of one line (8 rows of f64: 1.2-1.46 for every
+  // case).
   int64_t i_block = 1;
   void choose_block(bool aliased_rows) {
     i_block = std::max<int64_t>(1, kBlockBytes / kE);
