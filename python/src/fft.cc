@@ -85,17 +85,23 @@ void bind_eager_fft(py::module_ m) {
   m.def(
       "fftn",
       [](const EagerTensor& x, const std::string& family, std::vector<int64_t> s, std::vector<int64_t> axes,
-         const std::string& norm) {
+         const std::string& norm, const std::string& name) {
         const tf::Norm n = norm_of(norm);
         return nogil([&]() -> Result<EagerTensor> {
           const eg::Context c = ctx_of(x);
-          if (family == "fft") return ef::fftn(c, x, s, axes, n);
-          if (family == "ifft") return ef::ifftn(c, x, s, axes, n);
-          if (family == "rfft") return ef::rfftn(c, x, s, axes, n);
-          return ef::irfftn(c, x, s, axes, n);
+          Result<EagerTensor> r = family == "fft"    ? ef::fftn(c, x, s, axes, n)
+                                  : family == "ifft" ? ef::ifftn(c, x, s, axes, n)
+                                  : family == "rfft" ? ef::rfftn(c, x, s, axes, n)
+                                                     : ef::irfftn(c, x, s, axes, n);
+          // The transform's own errors name the function the caller called (numpy's
+          // fft, hfft, ...), not the n-dimensional transform it runs on.
+          if (!r && !name.empty() && r.error().op() == family + "n") {
+            return Error(r.error().stage(), r.error().code(), name, r.error().message());
+          }
+          return r;
         });
       },
-      py::arg("x"), py::arg("family"), py::arg("s"), py::arg("axes"), py::arg("norm"));
+      py::arg("x"), py::arg("family"), py::arg("s"), py::arg("axes"), py::arg("norm"), py::arg("name") = "");
   m.def("plan_cache_stats", [](const EagerTensor& x) {
     const tf::PlanCache::Stats s = x.runtime()->fft_plans().stats();
     py::dict d;

@@ -101,9 +101,9 @@ def _cook(a, s, axes, invreal):
     return s, axes
 
 
-def _transform(a, family, s, axes, norm, engine, threads):
+def _transform(a, family, s, axes, norm, engine, threads, name=""):
     """One n-dimensional transform of numpy's family ('fft', 'ifft', 'rfft', 'irfft')
-    with explicit lengths `s` and axes."""
+    with explicit lengths `s` and axes; `name` (the function called) names its errors."""
     norm = _norm(norm)
     ndim = len(_shape_of(a))
     axes = [_axis(x, ndim) for x in axes]
@@ -112,13 +112,13 @@ def _transform(a, family, s, axes, norm, engine, threads):
         # numpy applies a repeated axis's transform again: one axis at a time, in its order.
         if family in ("fft", "ifft"):
             for ax, n in reversed(list(zip(axes, s))):
-                a = _transform(a, family, [n], [ax], norm, engine, threads)
+                a = _transform(a, family, [n], [ax], norm, engine, threads, name)
             return a
         raise ValueError(f"tenferro.fft: {family}n with a repeated axis")
     if isinstance(a, _Eager):
         if engine is not None or threads is not None:
             raise TypeError("tenferro.fft: eager tensors run on their runtime (no engine= or threads=)")
-        return _EF.fftn(a, family, s, axes, norm)
+        return _EF.fftn(a, family, s, axes, norm, name)
     a = _array(a, real=family == "rfft")
     eng = _engine(engine, threads)
     if family == "irfft":
@@ -145,10 +145,12 @@ class _Shaped:
 _FAST_KIND = {"fft": ("c2c", "FD"), "ifft": ("c2c_inverse", "FD"), "rfft": ("r2c", "fd"), "irfft": ("c2r", "FD")}
 
 
-def _one(a, n, axis, family, norm, engine, threads):
+def _one(a, n, axis, family, norm, engine, threads, name=None):
+    name = name or family
     if type(a) is _Eager and engine is None and threads is None:
         # The eager fast path: fft_eager checks n, axis and norm as numpy does.
-        return _EF.fftn(a, family, [] if n is None else [int(n)], [int(axis)], "backward" if norm is None else norm)
+        return _EF.fftn(a, family, [] if n is None else [int(n)], [int(axis)], "backward" if norm is None else norm,
+                        name)
     if (n is None and type(a) is _np.ndarray and family in _FAST_KIND and a.dtype.char in _FAST_KIND[family][1]
             and a.dtype.isnative and a.flags.aligned):
         # Arrays that need no conversion or resizing go straight to the kernel (irfft's
@@ -161,7 +163,7 @@ def _one(a, n, axis, family, norm, engine, threads):
     if n is None:
         m = _shape_of(a)[ax]
         n = 2 * (m - 1) if family == "irfft" else m
-    return _transform(a, family, [n], [ax], norm, engine, threads)
+    return _transform(a, family, [n], [ax], norm, engine, threads, name)
 
 
 def fft(a, n=None, axis=-1, norm=None, *, engine=None, threads=None):
@@ -190,13 +192,13 @@ def hfft(a, n=None, axis=-1, norm=None, *, engine=None, threads=None):
     spectrum of n points (numpy.fft.hfft = irfft(conj(a)) with the norm swapped)."""
     norm = _norm(norm)
     a = _np.conj(a) if isinstance(a, _Eager) else _np.conj(_array(a))
-    return _one(a, n, axis, "irfft", _SWAP[norm], engine, threads)
+    return _one(a, n, axis, "irfft", _SWAP[norm], engine, threads, "hfft")
 
 
 def ihfft(a, n=None, axis=-1, norm=None, *, engine=None, threads=None):
     """The inverse of hfft (numpy.fft.ihfft = conj(rfft(a)) with the norm swapped)."""
     norm = _norm(norm)
-    return _np.conj(_one(a, n, axis, "rfft", _SWAP[norm], engine, threads))
+    return _np.conj(_one(a, n, axis, "rfft", _SWAP[norm], engine, threads, "ihfft"))
 
 
 def _nd(family):
@@ -206,7 +208,7 @@ def _nd(family):
         s, axes = _cook(_Shaped(a), s, axes, family == "irfft")
         if not axes:
             return a if isinstance(a, _Eager) else _array(a, real=family == "rfft").copy()
-        return _transform(a, family, s, axes, norm, engine, threads)
+        return _transform(a, family, s, axes, norm, engine, threads, family + "n")
 
     run.__name__ = family + "n"
     run.__doc__ = f"numpy.fft.{family}n: the transform over `axes` (default all, or the last len(s)) with lengths `s`."
