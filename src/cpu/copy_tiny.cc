@@ -131,6 +131,31 @@ BlockFn block_fn_for(int64_t elem) {
   return with_word(elem, [](auto w) -> BlockFn { return &block_batch<static_cast<int>(sizeof(w))>; });
 }
 
+// Walks a batch axis (`batch`, at position `inner` of `loop`, the axes before it inside
+// each batch item, the ones after it outer) in pieces of about kPieceElements elements
+// (`per_item` elements each item) split across the context's threads: calls
+// fn(dst, src, count) for each piece of `count` consecutive items, dst and src at its
+// first item.
+template <class F>
+void for_each_batch_piece(const CpuExecutionContext& ctx, const StridedLoop<2>& loop, const std::array<char*, 2>& bases,
+                          size_t inner, const LoopAxis<2>& batch, int64_t per_item, F&& fn) {
+  const int64_t piece = std::max<int64_t>(1, kPieceElements / per_item);
+  const int64_t pieces = (batch.extent + piece - 1) / piece;
+  const int64_t outer = loop.outer_count(inner + 1);
+  ctx.parallel_for(outer * pieces, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t item = lo; item < hi; ++item) {
+      const int64_t o = item / pieces, k0 = item % pieces * piece, k1 = std::min(batch.extent, k0 + piece);
+      loop.run_range(bases, inner + 1, o, o + 1, [&](const std::array<char*, 2>& p) {
+        fn(p[0] + k0 * batch.stride[0], p[1] + k0 * batch.stride[1], k1 - k0);
+      });
+    }
+  });
+}
+
+// Whether axis `a` lies inside the blocks of a batch axis stepping `step` bytes on both
+// sides (Note [Small-block permutations]).
+bool inside_block(const LoopAxis<2>& a, int64_t step) { return a.stride[0] < step && a.stride[1] < step; }
+
 // Whether the axes flagged in `inner` fill [0, block) elements densely in operand `op`:
 // sorted by stride there, each steps the product of the extents before it.
 bool dense(const StridedLoop<2>& loop, const bool* inner, int op, int64_t elem) {
@@ -198,18 +223,8 @@ void copy_tiny_transposes(const CpuExecutionContext& ctx, StridedLoop<2>& loop, 
   loop.sort_axes(3, 1);
   const TinyFn fn = tiny_fn_for(elem, a.extent, d.extent);
   const TinyStrides st{a.stride[0], d.stride[1], b.stride[0], b.stride[1]};
-  const int64_t per = a.extent * d.extent;
-  const int64_t piece = std::max<int64_t>(1, kPieceElements / per);
-  const int64_t pieces = (b.extent + piece - 1) / piece;
-  const int64_t outer = loop.outer_count(3);
-  ctx.parallel_for(outer * pieces, 1, [&](int64_t lo, int64_t hi) {
-    for (int64_t item = lo; item < hi; ++item) {
-      const int64_t o = item / pieces, k0 = item % pieces * piece, k1 = std::min(b.extent, k0 + piece);
-      loop.run_range(bases, 3, o, o + 1, [&](const std::array<char*, 2>& p) {
-        fn(p[0] + k0 * b.stride[0], p[1] + k0 * b.stride[1], k1 - k0, st);
-      });
-    }
-  });
+  for_each_batch_piece(ctx, loop, bases, 2, b, a.extent * d.extent,
+                       [&](char* dst, const char* src, int64_t count) { fn(dst, src, count, st); });
 }
 
 bool block_permutation(const StridedLoop<2>& loop, int64_t elem, BlockPermutation* out) noexcept {
@@ -243,7 +258,7 @@ bool block_permutation(const StridedLoop<2>& loop, int64_t elem, BlockPermutatio
     for (size_t k = 0; k < rank && ok; ++k) {
       if (k == x) continue;
       const LoopAxis<2>& a = loop.axis(k);
-      if (a.stride[0] < step && a.stride[1] < step) {
+      if (inside_block(a, step)) {
         inner[k] = true;
         product *= a.extent;
       } else {
@@ -268,7 +283,7 @@ void copy_block_permutations(const CpuExecutionContext& ctx, StridedLoop<2>& loo
   size_t n = 0;
   for (size_t k = 0; k < loop.rank(); ++k) {
     const LoopAxis<2>& a = loop.axis(k);
-    if (k != bp.x && a.stride[0] < step && a.stride[1] < step) order[n++] = k;
+    if (k != bp.x && inside_block(a, step)) order[n++] = k;
   }
   order[n] = bp.x;
   axes_to_front(loop, order, n + 1);
@@ -292,17 +307,8 @@ void copy_block_permutations(const CpuExecutionContext& ctx, StridedLoop<2>& loo
     }
   }
   const BlockFn fn = block_fn_for(elem);
-  const int64_t piece = std::max<int64_t>(1, kPieceElements / bp.block);
-  const int64_t pieces = (x.extent + piece - 1) / piece;
-  const int64_t outer = loop.outer_count(n + 1);
-  ctx.parallel_for(outer * pieces, 1, [&](int64_t lo, int64_t hi) {
-    for (int64_t item = lo; item < hi; ++item) {
-      const int64_t o = item / pieces, k0 = item % pieces * piece, k1 = std::min(x.extent, k0 + piece);
-      loop.run_range(bases, n + 1, o, o + 1, [&](const std::array<char*, 2>& p) {
-        fn(p[0] + k0 * step, p[1] + k0 * step, k1 - k0, step, tab, bp.block);
-      });
-    }
-  });
+  for_each_batch_piece(ctx, loop, bases, n, x, bp.block,
+                       [&](char* dst, const char* src, int64_t count) { fn(dst, src, count, step, tab, bp.block); });
 }
 
 }  // namespace tenferro::cpu::detail
