@@ -415,7 +415,16 @@ def sort(x, axis=-1):
     the gradient flows to the elements where they came from."""
     if axis is None:
         x, axis = x.reshape(-1), 0
-    order = np.argsort(x.numpy(), axis=axis, kind="stable")
+    try:
+        values = x.numpy()
+    except TypeError:
+        # Inside tenferro.trace / jit: the order cannot be a program value.
+        raise TypeError(
+            "tenferro.sort: the sort order is read on the host from the values, which a traced "
+            "function cannot do (a program has no sort); sort outside the traced function, or "
+            "pass the order in and use take_along_axis"
+        ) from None
+    order = np.argsort(values, axis=axis, kind="stable")
     return take_along_axis(x, order, axis)
 
 

@@ -239,3 +239,19 @@ def test_programs_are_made_by_trace_only():
     p = tenferro.trace(lambda x: x * 2.0, np.ones(3))
     assert isinstance(p, tenferro.Program)
     np.testing.assert_array_equal(p(np.arange(3.0)), 2.0 * np.arange(3.0))
+
+
+def test_traced_copies_and_the_host_read_of_sort():
+    # flatten / copy of a traced value record a copy (they recursed without end before),
+    # and the gradient program through them runs.
+    x = np.random.default_rng(5).standard_normal((3, 4))
+    f = tenferro.jit(lambda t: (t.T.flatten() * 2.0, t.copy()))
+    flat, copied = f(x)
+    np.testing.assert_array_equal(flat, 2.0 * x.T.flatten())
+    np.testing.assert_array_equal(copied, x)
+    (g,) = tenferro.jit(tenferro.grad(lambda t: (t.T.flatten() ** 2).sum()))(x)
+    np.testing.assert_allclose(g, 2.0 * x, rtol=1e-15)
+    # sort reads its order on the host: inside a trace that is a TypeError naming sort.
+    with pytest.raises(TypeError, match="tenferro.sort: the sort order is read on the host"):
+        tenferro.trace(lambda t: tenferro.sort(t, axis=1), x)
+    np.testing.assert_array_equal(tenferro.sort(tenferro.Runtime().tensor(x), axis=1).numpy(), np.sort(x, axis=1))

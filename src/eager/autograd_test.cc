@@ -427,6 +427,41 @@ TEST(Autograd, ProgramOfATracedFunctionRunsOnNewInputs) {
   EXPECT_FALSE(requires_grad_of(gt(x, x0).value()));
 }
 
+// A traced contiguous copy (of a transposed view) records a program whose value is the
+// copy's; it recursed without end before (its untraced form was asked for through a
+// no_grad context, which still records a traced input).
+TEST(Autograd, TracedContiguousCopyIsAProgramOfItsInput) {
+  std::mt19937_64 rng(67);
+  const EagerTensor x0 = random(rng, DType::kF64, {3, 4});
+  const EagerTensor leaf = trace_input(x0).value();
+  const Context c = Context::of(leaf);
+  const EagerTensor copied = c.contiguous(c.permute(leaf, {1, 0}).value()).value();
+  const EagerTensor outs[] = {mul(copied, copied).value()};
+  auto g = program_of(outs, std::span<const EagerTensor>(&leaf, 1));
+  ASSERT_TRUE(g) << g.error().to_string();
+  const EagerTensor x1 = random(rng, DType::kF64, {3, 4});
+  const Tensor args[] = {x1.tensor()};
+  auto ran = program::interpret(*g, args);
+  ASSERT_TRUE(ran) << ran.error().to_string();
+  ASSERT_EQ((*ran)[0].shape(), (Shape{4, 3}));
+  for (int64_t i = 0; i < 3; ++i) {
+    for (int64_t j = 0; j < 4; ++j) {
+      const double v = x1.tensor().get<double>({i, j}).value();
+      EXPECT_NEAR((*ran)[0].get<double>({j, i}).value(), v * v, 1e-15) << i << " " << j;
+    }
+  }
+  // The tape through contiguous: d sum(copy(x^T) * w) / dx = w^T.
+  const EagerTensor x = requires_grad(x0).value();
+  const EagerTensor w = random(rng, DType::kF64, {4, 3});
+  const Context cx = Context::of(x);
+  ASSERT_TRUE(backward(sum(mul(cx.contiguous(cx.permute(x, {1, 0}).value()).value(), w).value()).value()));
+  for (int64_t i = 0; i < 3; ++i) {
+    for (int64_t j = 0; j < 4; ++j) {
+      EXPECT_NEAR(grad_of(x).tensor().get<double>({i, j}).value(), w.tensor().get<double>({j, i}).value(), 1e-15);
+    }
+  }
+}
+
 // Runs `p` eagerly op by op (core ops through Context::core, einsum through einsum).
 Result<std::vector<EagerTensor>> run_eagerly(const program::CompiledGraph& g, std::span<const EagerTensor> args) {
   const auto& p = *g.program;

@@ -288,7 +288,8 @@ Result<Call> Detail::begin(const Context& c, std::span<const EagerTensor* const>
     if (t.rt_.get() != rt) {
       return usage_error(ErrorCode::kRuntimeMismatch, op,
                          "operand " + std::to_string(i) +
-                             " belongs to another eager runtime; bring it over with EagerRuntime::import");
+                             " belongs to another eager runtime; import it first (EagerRuntime::import; in Python, "
+                             "Runtime.tensor(x))");
     }
     if (call.owner == nullptr) call.owner = &t.rt_;
   }

@@ -691,24 +691,18 @@ Result<EagerTensor> Context::diagonal(const EagerTensor& x, int64_t a, int64_t b
 Result<EagerTensor> Context::contiguous(const EagerTensor& x) const {
   TENFERRO_TRY(Call call, Detail::begin(*this, {&x}, "contiguous"));
   const Tensor& t = Detail::physical(x);
-  if (Detail::tracing(*this, {&x})) {  // the same values: the program form is a no-op convert
-    Attrs a;
-    a.dtype = t.dtype();
-    return record_op(*this, Context(no_grad()).contiguous(x), x, "contiguous", OpCode::kConvert, std::move(a),
-                     vjp_unary(OpCode::kConvert));
-  }
-  return finish(call, Detail::execute(
-                          call, true, t.numel(),
-                          [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) {
-                            return cpu::materialize(ctx, t, pool);
-                          },
-                          {&t, 1},
-                          [&](ProgramBuilder& b, std::span<const Value> v) {
-                            Attrs a;
-                            a.dtype = t.dtype();
-                            return b.op(OpCode::kConvert, {v[0]}, std::move(a));
-                          },
-                          "contiguous"));
+  Attrs a;
+  a.dtype = t.dtype();
+  Result<EagerTensor> r = finish(
+      call, Detail::execute(
+                call, true, t.numel(),
+                [&](cpu::CpuExecutionContext& ctx, const std::shared_ptr<HostBufferPool>& pool) {
+                  return cpu::materialize(ctx, t, pool);
+                },
+                {&t, 1}, [&](ProgramBuilder& b, std::span<const Value> v) { return b.op(OpCode::kConvert, {v[0]}, a); },
+                "contiguous"));
+  // The same values: the program form is a no-op convert.
+  return record_op(*this, std::move(r), x, "contiguous", OpCode::kConvert, std::move(a), vjp_unary(OpCode::kConvert));
 }
 
 Result<EagerTensor> Context::dynamic_slice(const EagerTensor& x, std::span<const EagerTensor> starts, Dims sizes) const {
