@@ -21,7 +21,7 @@ def _step(x, rnd):
     r = x.ndim
     choices = ["exp", "mul", "clip", "floordiv", "where"]
     if r >= 1:
-        choices += ["sum", "slice", "take", "flip", "var", "max", "ravel", "cat", "stack", "einsum"]
+        choices += ["sum", "slice", "take", "flip", "var", "max", "ravel", "flatten", "cat", "stack", "einsum"]
     if r >= 2:
         choices += ["T", "transpose", "diagonal", "swapaxes", "trace", "tril", "matmul"]
     op = rnd.choice(choices)
@@ -60,6 +60,8 @@ def _step(x, rnd):
         return x.max(axis=rnd.randrange(r))
     if op == "ravel":
         return x.ravel()
+    if op == "flatten":
+        return x.flatten()
     if op == "cat":
         return np.concatenate([x, x * 2.0], axis=rnd.randrange(r))
     if op == "stack":
@@ -107,6 +109,38 @@ def test_random_compositions_match_numpy(rt):
         if want is not None:
             assert got.shape == want.shape, trial
             np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, equal_nan=True, err_msg=str(trial))
+
+
+def test_random_compositions_traced_match_numpy():
+    # The same compositions through tenferro.jit (traced once, run as a compiled program),
+    # and the gradient program of their weighted sum against the eager tape's gradient.
+    rng = np.random.default_rng(21)
+    compared = 0
+    for trial in range(300):
+        a = rng.standard_normal(tuple(int(s) for s in rng.integers(1, 5, size=rng.integers(2, 4))))
+        f = _composition(5000 + trial, 4)
+        with _quiet():
+            try:
+                want = np.asarray(f(a.copy()))
+            except Exception:
+                want = None
+        try:
+            got = tenferro.jit(f)(a)
+        except Exception:
+            got = None
+        assert (want is None) == (got is None), trial
+        if want is None:
+            continue
+        assert got.shape == want.shape, trial
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, equal_nan=True, err_msg=str(trial))
+        if trial % 3 == 0 and np.all(np.isfinite(want)):
+            w = rng.standard_normal(want.shape)
+            loss = lambda x: (f(x) * w).sum()
+            (traced,) = tenferro.jit(tenferro.grad(loss))(a)
+            (eager,) = tenferro.grad(loss)(a)
+            np.testing.assert_allclose(traced, eager.numpy(), rtol=1e-10, atol=1e-12, err_msg=str(trial))
+        compared += 1
+    assert compared > 200
 
 
 def test_random_compositions_differentiate_as_central_differences(rt):
