@@ -409,21 +409,24 @@ def take_along_axis(x, indices, axis):
     return advanced_index(x, tuple(key))
 
 
+def host_values(x, what):
+    """x's values as a numpy array, for `what` that computes in numpy; inside tenferro.trace
+    (or jit) a TypeError naming `what`: a program cannot read its own values."""
+    try:
+        return x.numpy()
+    except TypeError:
+        raise TypeError(
+            f"tenferro.trace: {what} computes in numpy from the values, which a traced function cannot "
+            "read (no program op does it); call it outside the traced function") from None
+
+
 def sort(x, axis=-1):
     """numpy's sort (a new tensor; axis None sorts the flattened tensor): the order is
     numpy's argsort of the values (a host read, stable), the values a take_along_axis, so
     the gradient flows to the elements where they came from."""
     if axis is None:
         x, axis = x.reshape(-1), 0
-    try:
-        values = x.numpy()
-    except TypeError:
-        # Inside tenferro.trace / jit: the order cannot be a program value.
-        raise TypeError(
-            "tenferro.sort: the sort order is read on the host from the values, which a traced "
-            "function cannot do (a program has no sort); sort outside the traced function, or "
-            "pass the order in and use take_along_axis"
-        ) from None
+    values = host_values(x, "tenferro.sort (its order)")
     order = np.argsort(values, axis=axis, kind="stable")
     return take_along_axis(x, order, axis)
 
@@ -545,11 +548,11 @@ def install():
 
     def argmax(self, axis=None, keepdims=False):
         """numpy's argmax of the values (a host read; no derivative)."""
-        return np.argmax(self.numpy(), axis=axis, keepdims=keepdims)
+        return np.argmax(host_values(self, "argmax"), axis=axis, keepdims=keepdims)
 
     def argmin(self, axis=None, keepdims=False):
         """numpy's argmin of the values (a host read; no derivative)."""
-        return np.argmin(self.numpy(), axis=axis, keepdims=keepdims)
+        return np.argmin(host_values(self, "argmin"), axis=axis, keepdims=keepdims)
 
     EagerTensor.argmax = argmax
     EagerTensor.argmin = argmin

@@ -80,11 +80,11 @@ def _requires_grad(obj):
     return False
 
 
-def _host(obj):
+def _host(obj, what):
     if isinstance(obj, EagerTensor):
-        return obj.numpy()
+        return _indexing.host_values(obj, what)
     if isinstance(obj, (list, tuple)):
-        return type(obj)(_host(o) for o in obj)
+        return type(obj)(_host(o, what) for o in obj)
     return obj
 
 
@@ -106,11 +106,11 @@ _NO_DERIVATIVE = {
 def _in_numpy(what, call, args, kwargs):
     """`call` on the values (numpy's own computation), refused where it would drop a gradient."""
     if call in _NO_DERIVATIVE or getattr(call, "__self__", None) in _NO_DERIVATIVE:
-        return call(*_host(args), **{k: _host(v) for k, v in kwargs.items()})
+        return call(*_host(args, f"numpy.{what}"), **{k: _host(v, f"numpy.{what}") for k, v in kwargs.items()})
     if _requires_grad(args) or _requires_grad(tuple(kwargs.values())):
         raise TypeError(f"tenferro: numpy.{what} on an eager tensor that requires grad would compute in numpy "
                         "and drop the gradient; use tenferro operations (or .detach() first)")
-    return call(*_host(args), **{k: _host(v) for k, v in kwargs.items()})
+    return call(*_host(args, f"numpy.{what}"), **{k: _host(v, f"numpy.{what}") for k, v in kwargs.items()})
 
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):

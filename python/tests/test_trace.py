@@ -251,7 +251,36 @@ def test_traced_copies_and_the_host_read_of_sort():
     np.testing.assert_array_equal(copied, x)
     (g,) = tenferro.jit(tenferro.grad(lambda t: (t.T.flatten() ** 2).sum()))(x)
     np.testing.assert_allclose(g, 2.0 * x, rtol=1e-15)
-    # sort reads its order on the host: inside a trace that is a TypeError naming sort.
-    with pytest.raises(TypeError, match="tenferro.sort: the sort order is read on the host"):
-        tenferro.trace(lambda t: tenferro.sort(t, axis=1), x)
-    np.testing.assert_array_equal(tenferro.sort(tenferro.Runtime().tensor(x), axis=1).numpy(), np.sort(x, axis=1))
+    # sort, argmax, argmin and numpy functions without a derivative compute in numpy on the
+    # values: inside a trace that is a TypeError naming what was called.
+    for f, what in [(lambda t: tenferro.sort(t, axis=1), "tenferro.sort"), (lambda t: t.argmax(axis=0), "argmax"),
+                    (lambda t: t.argmin(), "argmin"), (lambda t: np.argsort(t), "numpy.argsort"),
+                    (lambda t: np.isclose(t, t), "numpy.isclose")]:
+        with pytest.raises(TypeError, match=f"tenferro.trace: {what}.* computes in numpy"):
+            tenferro.trace(f, x)
+    t = tenferro.Runtime().tensor(x)
+    np.testing.assert_array_equal(tenferro.sort(t, axis=1).numpy(), np.sort(x, axis=1))
+    np.testing.assert_array_equal(t.argmax(axis=0), x.argmax(axis=0))
+
+
+def test_traced_any_all_and_parts_of_real_values_match_numpy():
+    # any / all are max / min reductions of bools in a program; conj / real / imag of
+    # integers and bools are the value, the value and zeros (as numpy).
+    rng = np.random.default_rng(9)
+    x = rng.integers(-2, 3, (3, 4)).astype(np.int32)
+    b = rng.random((3, 4)) < 0.5
+    empty = np.zeros((0, 3), dtype=bool)
+
+    def f(i, p, e):
+        return (i.any(axis=0), i.all(axis=1), p.any(), p.all(axis=0), p.max(axis=1), p.min(), e.any(axis=0),
+                e.all(axis=0), i.real, i.imag, i.conj(), p.real, p.imag, p.conj())
+
+    got = tenferro.jit(f)(x, b, empty)
+    want = (x.any(axis=0), x.all(axis=1), b.any(), b.all(axis=0), b.max(axis=1), b.min(), empty.any(axis=0),
+            empty.all(axis=0), x.real, x.imag, x.conj(), b.real, b.imag, b.conj())
+    rt = tenferro.Runtime()
+    eager = f(rt.tensor(x), rt.tensor(b), rt.tensor(empty))
+    for k, (g, w, e) in enumerate(zip(got, want, eager)):
+        assert g.dtype == w.dtype and g.shape == w.shape, k
+        np.testing.assert_array_equal(g, w, err_msg=str(k))
+        np.testing.assert_array_equal(e.numpy(), w, err_msg=str(k))

@@ -311,12 +311,13 @@ auto real_part(OpCode code, T x) {
     if (code == OpCode::kAbs) return static_cast<R>(std::abs(x));
     return code == OpCode::kReal ? x.real() : x.imag();
   } else if constexpr (kIsInt<T>) {
-    return x < 0 ? wrap_sub(T{0}, x) : x;  // abs
+    if (code == OpCode::kAbs) return x < 0 ? wrap_sub(T{0}, x) : x;
+    return code == OpCode::kReal ? x : T(0);
   } else if constexpr (kIsFloat<T>) {
     if (code == OpCode::kAbs) return std::fabs(x);
     return code == OpCode::kReal ? x : T(0);
-  } else {
-    return x;
+  } else {  // bool
+    return code == OpCode::kImag ? T(0) : x;
   }
 }
 
@@ -723,6 +724,7 @@ class Eval {
                 if (a.reduce == ReduceKind::kMin) init = kIsFloat<T> ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
               }
               if (a.reduce == ReduceKind::kProd) init = T(1);
+              if (std::is_same_v<T, uint8_t> && a.reduce == ReduceKind::kMin) init = T(1);  // all of no bools
               std::fill(rv.begin(), rv.end(), init);
               const OpCode combine = a.reduce == ReduceKind::kSum    ? OpCode::kAdd
                                      : a.reduce == ReduceKind::kProd ? OpCode::kMul

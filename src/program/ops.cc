@@ -9,10 +9,10 @@ namespace tenferro::program {
 // Note [Core op semantics]: core ops follow StableHLO where it has the op, with these
 // precise choices.
 // - Elementwise ops need equal operand shapes (no implicit broadcasting; use
-//   broadcast_in_dim). abs of a complex value is real; real/imag of a real value are the
-//   value and zeros; sign of complex is z/|z| (0 at 0). Integer div/rem truncate toward
-//   zero (division by zero is a runtime error in the interpreter), rem takes the sign of
-//   the dividend, pow on integers needs a non-negative exponent. max/min propagate NaN.
+//   broadcast_in_dim). abs of a complex value is real; conj/real/imag take every dtype
+//   (numpy's): of a real or bool value they are the value, the value and zeros; sign of complex is z/|z| (0 at 0).
+//   Integer div/rem truncate toward zero (division by zero is a runtime error in the interpreter), rem takes the sign
+//   of the dividend, pow on integers needs a non-negative exponent. max/min propagate NaN.
 // - compare on complex supports eq/ne only; clamp(min, x, max) accepts scalar bounds.
 // - convert: complex -> real keeps the real part, float -> int truncates toward zero,
 //   anything -> bool is `!= 0`.
@@ -29,7 +29,9 @@ namespace tenferro::program {
 //   axis of extent 0 is an out_of_range error at completion (nothing to clamp to, as
 //   numpy's take). scatter_add(x, indices, updates)
 //   {axis}: the adjoint of gather with out-of-range indices skipped.
-// - reduce {kind, dims}: sum/prod/max/min over the listed axes (removed from the result).
+// - reduce {kind, dims}: sum/prod/max/min over the listed axes (removed from the result);
+//   max/min of bools are any/all (StableHLO's maximum/minimum of i1), sum/prod of bools
+//   are not defined.
 // - reshape keeps column-major element order (the library's layout convention; a
 //   StableHLO lowering adds the transposes its row-major reshape needs).
 // - dot_general: result axes are [batch, lhs free, rhs free], free axes in operand order.
@@ -204,7 +206,10 @@ const std::vector<std::string>& constraint_ids() {
     auto add = [&](OpCode c, int n) {
       for (int i = 0; i < n; ++i) v.push_back(std::string(op_name(c)).append("_c").append(s(i)));
     };
-    for (int i = 0; i <= static_cast<int>(OpCode::kImag); ++i) add(static_cast<OpCode>(i), 2);
+    for (int i = 0; i <= static_cast<int>(OpCode::kImag); ++i) {
+      const auto c = static_cast<OpCode>(i);  // conj / real / imag take every dtype
+      add(c, c == OpCode::kConj || c == OpCode::kReal || c == OpCode::kImag ? 1 : 2);
+    }
     for (int i = static_cast<int>(OpCode::kAdd); i <= static_cast<int>(OpCode::kMin); ++i) add(static_cast<OpCode>(i), 4);
     add(OpCode::kCompare, 4);
     add(OpCode::kSelect, 4);
@@ -356,12 +361,10 @@ Result<ValueType> infer_rule(OpCode code, const Attrs& at, std::span<const Value
         TENFERRO_TRY_VOID(I.dtype_is(x, numeric(x.dtype), 1, "numeric"));
         r.dtype = real_dtype(x.dtype);
         break;
-      case OpCode::kConj: TENFERRO_TRY_VOID(I.dtype_is(x, numeric(x.dtype), 1, "numeric")); break;
+      // Every dtype (Note [Core op semantics]).
+      case OpCode::kConj: break;
       case OpCode::kReal:
-      case OpCode::kImag:
-        TENFERRO_TRY_VOID(I.dtype_is(x, is_inexact(x.dtype), 1, "floating or complex"));
-        r.dtype = real_dtype(x.dtype);
-        break;
+      case OpCode::kImag: r.dtype = real_dtype(x.dtype); break;
       default: TENFERRO_TRY_VOID(I.dtype_is(x, is_inexact(x.dtype), 1, "floating or complex")); break;
     }
     return r;
@@ -592,8 +595,11 @@ Result<ValueType> infer_rule(OpCode code, const Attrs& at, std::span<const Value
     case OpCode::kReduce: {
       const ValueType& x = in[0];
       TENFERRO_TRY_VOID(I.axes(at.dims, x.rank(), 1, "dims"));
-      const bool ok = at.reduce == ReduceKind::kSum || at.reduce == ReduceKind::kProd ? numeric(x.dtype) : ordered(x.dtype) && numeric(x.dtype);
-      TENFERRO_TRY_VOID(I.dtype_is(x, ok, 2, at.reduce == ReduceKind::kSum || at.reduce == ReduceKind::kProd ? "numeric" : "a real numeric type"));
+      // max / min of bools are any / all (false < true), as StableHLO's maximum / minimum
+      // of i1; sums and products of bools are not defined (convert first).
+      const bool arith = at.reduce == ReduceKind::kSum || at.reduce == ReduceKind::kProd;
+      const bool ok = arith ? numeric(x.dtype) : x.dtype == DType::kBool || (ordered(x.dtype) && numeric(x.dtype));
+      TENFERRO_TRY_VOID(I.dtype_is(x, ok, 2, arith ? "numeric" : "bool or a real numeric type"));
       ValueType out{x.dtype, {}};
       for (int64_t a = 0; a < x.rank(); ++a) {
         if (std::find(at.dims.begin(), at.dims.end(), a) == at.dims.end()) out.shape.push_back(x.shape[static_cast<size_t>(a)]);

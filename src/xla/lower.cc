@@ -115,6 +115,7 @@ void reduce_init(program::ReduceKind kind, DType d, uint8_t* b) {
     case program::ReduceKind::kMax:
     case program::ReduceKind::kMin:
       switch (d) {
+        case DType::kBool: return put(static_cast<uint8_t>(max ? 0 : 1));  // any / all
         case DType::kI32:
           return put(max ? std::numeric_limits<int32_t>::lowest() : std::numeric_limits<int32_t>::max());
         case DType::kI64:
