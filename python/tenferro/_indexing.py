@@ -538,7 +538,49 @@ def stack_along(kind, tup):
     return concatenate(parts, 0 if all(p.ndim == 1 for p in parts) else 1)  # hstack
 
 
+def _bool_operand(x, op):
+    # A bool eager tensor, numpy bool array or Python bool; anything else: numpy would do
+    # integer bitwise arithmetic, which tenferro has no op for.
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, (list, tuple)):
+        x = np.asarray(x)
+    dtype = getattr(x, "dtype", None)
+    if dtype is None or np.dtype(dtype) != np.bool_:
+        from ._errors import DTypeError
+        what = np.dtype(dtype).name if dtype is not None else type(x).__name__
+        raise DTypeError(f"tenferro: {op} takes bool tensors (logical and / or / xor / not), got {what}: "
+                         "tenferro has no integer bitwise operations", code="dtype_mismatch", stage="usage", op=op)
+    return x
+
+
+def _logical(op, combine):
+    # numpy's &, |, ^ of bool tensors, composed from where and compare (so they record and
+    # trace); operands broadcast as numpy's.
+    def forward(self, other):
+        return combine(_bool_operand(self, op), _bool_operand(other, op))
+
+    def reflected(self, other):
+        return combine(_bool_operand(other, op), _bool_operand(self, op))
+
+    return forward, reflected
+
+
+def _and(a, b):
+    from . import where
+    return where(a, b, False) if isinstance(a, EagerTensor) else where(b, a, False)
+
+
+def _or(a, b):
+    from . import where
+    return where(a, True, b) if isinstance(a, EagerTensor) else where(b, True, a)
+
+
 def install():
+    EagerTensor.__and__, EagerTensor.__rand__ = _logical("&", _and)
+    EagerTensor.__or__, EagerTensor.__ror__ = _logical("|", _or)
+    EagerTensor.__xor__, EagerTensor.__rxor__ = _logical("^", lambda a, b: a != b)
+    EagerTensor.__invert__ = lambda self: _bool_operand(self, "~") == False  # noqa: E712
     EagerTensor.at = property(_at)
     EagerTensor.__setitem__ = _setitem
     EagerTensor.mT = property(lambda self: self.swapaxes(-1, -2), doc="The last two axes swapped (a view).")

@@ -29,6 +29,10 @@ _UFUNC_BINARY = {
     np.not_equal: ("__ne__", "__ne__"), np.less: ("__lt__", "__gt__"), np.less_equal: ("__le__", "__ge__"),
     np.greater: ("__gt__", "__lt__"), np.greater_equal: ("__ge__", "__le__"),
 }
+_UFUNC_BOOL = {
+    np.bitwise_and: ("__and__", "__rand__"), np.bitwise_or: ("__or__", "__ror__"),
+    np.bitwise_xor: ("__xor__", "__rxor__"), np.invert: ("__invert__", None),
+}
 _UFUNC_UNARY = {
     np.negative: "__neg__", np.absolute: "__abs__", np.exp: "exp", np.log: "log", np.sin: "sin",
     np.cos: "cos", np.tanh: "tanh", np.sqrt: "sqrt", np.conjugate: "conj", np.expm1: "expm1",
@@ -103,14 +107,41 @@ _NO_DERIVATIVE = {
 }
 
 
+def _truth(x):
+    return x if x.dtype == np.bool_ else x != 0
+
+
+# Predicates numpy computes on the values, recorded as tenferro operations inside
+# tenferro.trace / jit (where the values cannot be read); outside a trace numpy computes
+# them (their results carry no derivative).
+_IN_TRACE = {
+    np.isnan: lambda x: x != x,
+    np.isinf: lambda x: abs(x) == float("inf") if _inexact(x) else x != x,
+    np.isfinite: lambda x: abs(x) < float("inf") if _inexact(x) else x == x,
+    np.logical_not: lambda x: ~_truth(x),
+    np.logical_and: lambda a, b: _truth(a) & _truth(b),
+    np.logical_or: lambda a, b: _truth(a) | _truth(b),
+    np.logical_xor: lambda a, b: _truth(a) ^ _truth(b),
+}
+
+
 def _in_numpy(what, call, args, kwargs):
-    """`call` on the values (numpy's own computation), refused where it would drop a gradient."""
-    if call in _NO_DERIVATIVE or getattr(call, "__self__", None) in _NO_DERIVATIVE:
-        return call(*_host(args, f"numpy.{what}"), **{k: _host(v, f"numpy.{what}") for k, v in kwargs.items()})
-    if _requires_grad(args) or _requires_grad(tuple(kwargs.values())):
+    """`call` on the values (numpy's own computation), refused where it would drop a
+    gradient; inside a trace only the predicates of _IN_TRACE, as tenferro operations."""
+    try:
+        host_args = _host(args, f"numpy.{what}")
+        host_kwargs = {k: _host(v, f"numpy.{what}") for k, v in kwargs.items()}
+    except TypeError:  # a traced value
+        ufunc = getattr(call, "__self__", None)  # np.isnan.__call__ -> np.isnan
+        composed = _IN_TRACE.get(call) or (_IN_TRACE.get(ufunc) if isinstance(ufunc, np.ufunc) else None)
+        if composed is not None and not kwargs:
+            return composed(*args)
+        raise
+    if not (call in _NO_DERIVATIVE or getattr(call, "__self__", None) in _NO_DERIVATIVE) and (
+            _requires_grad(args) or _requires_grad(tuple(kwargs.values()))):
         raise TypeError(f"tenferro: numpy.{what} on an eager tensor that requires grad would compute in numpy "
                         "and drop the gradient; use tenferro operations (or .detach() first)")
-    return call(*_host(args, f"numpy.{what}"), **{k: _host(v, f"numpy.{what}") for k, v in kwargs.items()})
+    return call(*host_args, **host_kwargs)
 
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
@@ -118,6 +149,13 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
         from . import maximum, minimum
         return (maximum if ufunc is np.maximum else minimum)(*inputs)
     if method == "__call__" and not kwargs:
+        if ufunc in _UFUNC_BOOL and all(np.result_type(x) == np.bool_ for x in inputs):
+            # numpy's & | ^ ~ of bools (a numpy array on the left of an eager tensor lands here)
+            forward, reflected = _UFUNC_BOOL[ufunc]
+            if len(inputs) == 1:
+                return getattr(inputs[0], forward)()
+            a, b = inputs
+            return getattr(a, forward)(b) if isinstance(a, EagerTensor) else getattr(b, reflected)(a)
         if ufunc in _UFUNC_UNARY and len(inputs) == 1:
             return getattr(inputs[0], _UFUNC_UNARY[ufunc])()
         if ufunc in _UFUNC_UNARY_REAL and len(inputs) == 1 and not np.issubdtype(inputs[0].dtype, np.complexfloating):

@@ -333,6 +333,25 @@ def test_any_and_all_follow_numpy(rt):
         rt.tensor(np.ones((2, 3))).all(axis=(1, -1))
 
 
+def test_logical_operators_of_bool_tensors_follow_numpy(rt):
+    # & | ^ ~ of bool tensors (broadcast; with numpy bool arrays, lists and Python bools on
+    # either side) are eager tensors; other dtypes are a DTypeError (no integer bitwise ops).
+    rng = np.random.default_rng(8)
+    a, b = rng.random((3, 1, 4)) < 0.5, rng.random((2, 4)) < 0.5
+    x, y = rt.tensor(a), rt.tensor(b)
+    cases = [(x & y, a & b), (x | y, a | b), (x ^ y, a ^ b), (~x, ~a), (x & True, a & True), (False | x, False | a),
+             (a & y, a & b), (b ^ x, b ^ a), (x | [True, False, False, True], a | [True, False, False, True]),
+             (np.invert(y), ~b), (np.bitwise_xor(x, y), a ^ b), (~(x & ~y), ~(a & ~b))]
+    for k, (got, want) in enumerate(cases):
+        assert isinstance(got, tenferro.EagerTensor), k
+        assert got.dtype == np.bool_ and got.shape == want.shape, k
+        np.testing.assert_array_equal(got.numpy(), want, err_msg=str(k))
+    ints = rt.tensor(np.arange(3))
+    for bad in (lambda: ints & x[0, 0, :3], lambda: x & 1, lambda: ~ints, lambda: rt.tensor(np.ones(2)) | True):
+        with pytest.raises(tenferro.DTypeError, match="takes bool tensors"):
+            bad()
+
+
 def test_ravel_squeeze_and_clip_follow_numpy(rt):
     rng = np.random.default_rng(6)
     a = rng.standard_normal((2, 1, 3, 1))

@@ -255,7 +255,7 @@ def test_traced_copies_and_the_host_read_of_sort():
     # values: inside a trace that is a TypeError naming what was called.
     for f, what in [(lambda t: tenferro.sort(t, axis=1), "tenferro.sort"), (lambda t: t.argmax(axis=0), "argmax"),
                     (lambda t: t.argmin(), "argmin"), (lambda t: np.argsort(t), "numpy.argsort"),
-                    (lambda t: np.isclose(t, t), "numpy.isclose")]:
+                    (lambda t: np.isclose(t, t), "numpy.isclose"), (lambda t: np.floor(t), "numpy.floor")]:
         with pytest.raises(TypeError, match=f"tenferro.trace: {what}.* computes in numpy"):
             tenferro.trace(f, x)
     t = tenferro.Runtime().tensor(x)
@@ -284,3 +284,23 @@ def test_traced_any_all_and_parts_of_real_values_match_numpy():
         assert g.dtype == w.dtype and g.shape == w.shape, k
         np.testing.assert_array_equal(g, w, err_msg=str(k))
         np.testing.assert_array_equal(e.numpy(), w, err_msg=str(k))
+
+
+def test_traced_predicates_and_logical_operators_match_numpy():
+    # numpy's isnan / isinf / isfinite / logical_* compute in numpy on eager values; inside
+    # a trace they record as tenferro operations, and & | ^ ~ of bools record too.
+    x = np.array([[0.5, -np.inf, np.nan, 2.0], [np.inf, -0.0, 0.9, -3.0]])
+    k = np.array([[0, 3, -1, 0], [2, 0, 0, 5]], dtype=np.int64)
+
+    def f(t, i):
+        return (np.isnan(t), np.isinf(t), np.isfinite(t), np.isnan(i), np.isinf(i), np.isfinite(i),
+                np.logical_and(t > 0, t < 1), np.logical_or(t > 1, i), np.logical_xor(i, t < 0), np.logical_not(i),
+                (t > 0) & ~(t > 1) | np.isnan(t), (i > 0) ^ (t > 0))
+
+    got = tenferro.jit(f)(x, k)
+    with np.errstate(invalid="ignore"):
+        want = f(x, k)
+    assert len(got) == len(want)
+    for n, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == np.bool_ and g.shape == w.shape, n
+        np.testing.assert_array_equal(g, w, err_msg=str(n))
