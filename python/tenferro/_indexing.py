@@ -598,3 +598,40 @@ def install():
 
     EagerTensor.argmax = argmax
     EagerTensor.argmin = argmin
+
+    # More of numpy's ndarray methods: the same operations as their functions.
+    def argsort(self, axis=-1, kind=None):
+        """numpy's argsort of the values (a host read; no derivative)."""
+        return np.argsort(host_values(self, "argsort"), axis=axis, kind=kind)
+
+    def nonzero(self):
+        """numpy's nonzero of the values (a host read: index arrays)."""
+        return np.nonzero(host_values(self, "nonzero"))
+
+    def positive(self):
+        if self.dtype == np.bool_:  # as numpy
+            from ._errors import DTypeError
+            raise DTypeError("tenferro: unary + of a bool tensor (convert with astype)", code="dtype_mismatch",
+                             stage="usage", op="positive")
+        return self + 0
+
+    def to_complex(self):
+        if self.size != 1:
+            raise TypeError("tenferro: only one-element tensors convert to complex")
+        return complex(host_values(self, "complex()").item())
+
+    def to_index(self):
+        # numpy's rule: only an integer tensor of rank 0 is an index.
+        if self.ndim != 0 or not np.issubdtype(self.dtype, np.integer):
+            raise TypeError("tenferro: only integer tensors of rank 0 can be converted to an index")
+        return int(host_values(self, "operator.index()").item())
+
+    EagerTensor.argsort = argsort
+    EagerTensor.nonzero = nonzero
+    EagerTensor.__pos__ = positive
+    EagerTensor.__complex__ = to_complex
+    EagerTensor.__index__ = to_index
+    EagerTensor.conjugate = lambda self: self.conj()
+    EagerTensor.cumsum = lambda self, axis=None: cumsum(self, axis)
+    EagerTensor.cumprod = lambda self, axis=None: cumprod(self, axis)
+    EagerTensor.dot = lambda self, other: np.dot(self, other)

@@ -606,7 +606,8 @@ def test_unsupported_operands_raise_python_type_errors(rt):
     x = rt.tensor(np.arange(6.0).reshape(2, 3))
     for bad in ("a", None, object()):
         for op in (lambda: x + bad, lambda: bad * x, lambda: x @ bad, lambda: x // bad, lambda: x ** bad):
-            with pytest.raises(TypeError, match="unsupported operand|can't multiply"):
+            # ("a" * x: str's repetition asks for an index, as it does of a numpy array)
+            with pytest.raises(TypeError, match="unsupported operand|can't multiply|converted to an index"):
                 op()
     np.testing.assert_array_equal((x + [0, 5, 1]).numpy(), np.arange(6.0).reshape(2, 3) + [0, 5, 1])
     np.testing.assert_array_equal((x * (1, 2, 3)).numpy(), np.arange(6.0).reshape(2, 3) * (1, 2, 3))
@@ -617,6 +618,38 @@ def test_unsupported_operands_raise_python_type_errors(rt):
         x.requires_grad_().sum().backward("a")
     with pytest.raises(TypeError, match="expected an EagerTensor, a numpy array or a number"):
         x.clip("a", 1)
+
+
+def test_more_ndarray_methods_follow_numpy(rt):
+    import operator
+    rng = np.random.default_rng(13)
+    a = rng.standard_normal((3, 4))
+    x = rt.tensor(a)
+    np.testing.assert_allclose(x.cumsum(axis=1).numpy(), a.cumsum(axis=1), rtol=1e-14)
+    np.testing.assert_allclose(x.cumprod().numpy(), a.cumprod(), rtol=1e-13)
+    np.testing.assert_array_equal(x.argsort(axis=0), a.argsort(axis=0))
+    for got, want in zip((x > 0).nonzero(), (a > 0).nonzero()):
+        np.testing.assert_array_equal(got, want)
+    d = x.dot(x.T)
+    assert isinstance(d, tenferro.EagerTensor)
+    np.testing.assert_allclose(d.numpy(), a.dot(a.T), rtol=1e-13)
+    np.testing.assert_array_equal((+x).numpy(), a)
+    z = rt.tensor(a + 1j * a)
+    np.testing.assert_array_equal(z.conjugate().numpy(), a - 1j * a)
+    assert complex(z[1, 2]) == complex(a[1, 2], a[1, 2])
+    assert ["a", "b", "c"][rt.tensor(np.array(-1, dtype=np.int32))] == "c"
+    assert operator.index(rt.tensor(np.array(7))) == 7
+    for not_index in (rt.tensor(np.array([1])), rt.tensor(np.array(1.0))):
+        with pytest.raises(TypeError, match="converted to an index"):
+            operator.index(not_index)
+    with pytest.raises(tenferro.DTypeError, match="unary \\+ of a bool"):
+        +rt.tensor(np.array([True]))
+    with pytest.raises(TypeError, match="one-element"):
+        complex(z)
+    # gradients flow through the method forms as through the functions
+    (g,) = tenferro.grad(lambda t: t.cumsum(axis=0).sum() + t.dot(t.T).sum())(x)
+    want = np.arange(3, 0, -1)[:, None] * np.ones((1, 4)) + 2 * np.ones((3, 3)) @ a
+    np.testing.assert_allclose(g.numpy(), want, rtol=1e-12)
 
 
 def test_take_follows_numpy(rt):
