@@ -191,6 +191,16 @@ class _Update:
             v = _tenferro.eager_broadcast_to(v, list(shape))
         return v.reshape(-1)
 
+    def _whole_mask(self, value):
+        # A bool mask of x's shape with one value for every selected element: the update is
+        # elementwise (where), with no positions to read, so it also traces.
+        key, x = self._key, self._x
+        if not (isinstance(key, (EagerTensor, np.ndarray)) and key.dtype == np.bool_
+                and tuple(key.shape) == tuple(x.shape) and np.ndim(value) == 0):
+            return None
+        mask = key if isinstance(key, EagerTensor) else x.runtime.tensor(np.ascontiguousarray(key))
+        return mask, _value(x, value)
+
     def get(self):
         """x[key]."""
         return self._x[self._key]
@@ -199,6 +209,10 @@ class _Update:
         """A new tensor: x with `value` (broadcast to x[key]'s shape) added at key;
         repeated positions add up (numpy's np.add.at)."""
         x = self._x
+        whole = self._whole_mask(value)
+        if whole is not None:
+            mask, v = whole
+            return x + _tenferro.eager_where(mask, v, x.runtime.zeros([], x.dtype))
         pos = self._positions()
         flat = x.reshape(-1)
         updated = _tenferro.eager_scatter_add(flat, np.ascontiguousarray(pos.reshape(-1)),
@@ -209,6 +223,10 @@ class _Update:
         """A new tensor: x with x[key] replaced by `value` (broadcast to x[key]'s shape);
         at a repeated position the last value wins, as in numpy's assignment."""
         x = self._x
+        whole = self._whole_mask(value)
+        if whole is not None:
+            mask, v = whole
+            return _tenferro.eager_where(mask, v, x)
         selected = self._positions()
         values = self._values(value, selected.shape)
         pos = selected.reshape(-1)

@@ -105,7 +105,8 @@ def test_index_arrays_computed_in_a_trace_are_refused(rt):
 
 
 UPDATE_KEYS = [(1, 2), (slice(None), [0, 2, 0]), ([0, 0, 3], [1, 1, 4]), (Ellipsis, slice(None, None, 2)),
-               (np.array([True, False, False, True]),), ([],), (slice(1, 3), None)]
+               (np.array([True, False, False, True]),), ([],), (slice(1, 3), None),
+               np.random.default_rng(0).random((4, 5)) < 0.4]
 
 
 @pytest.mark.parametrize("k", range(len(UPDATE_KEYS)))
@@ -149,6 +150,28 @@ def test_at_set_and_add_match_numpy_assignment_and_add_at(rt, k):
     gx, gv = tenferro.grad(lambda t, u: (t.at[key].add(u) * w).sum())(a, v)
     np.testing.assert_allclose(gx.numpy(), w, atol=1e-12)
     np.testing.assert_allclose(gv.numpy(), w[key], atol=1e-12)
+
+
+def test_at_with_a_whole_mask_and_one_value_is_elementwise_and_traces(rt):
+    # x.at[mask].set(v) / .add(v) with a bool mask of x's shape and one value: where(mask,
+    # v, x) and x + where(mask, v, 0), with no positions to read, so a mask computed from a
+    # traced value works inside tenferro.trace / jit.
+    rng = np.random.default_rng(31)
+    a = rng.standard_normal((3, 4))
+
+    def f(t, v):
+        return t.at[t > 0.5].set(v).at[t < -0.5].add(v * 2.0)
+
+    want = np.where(a > 0.5, 0.25, a)
+    want = np.where(a < -0.5, want + 0.5, want)
+    np.testing.assert_allclose(f(rt.tensor(a), rt.tensor(np.array(0.25))).numpy(), want, rtol=1e-15)
+    np.testing.assert_allclose(tenferro.jit(f)(a, np.array(0.25)), want, rtol=1e-15)
+    w = rng.standard_normal(a.shape)
+    gx, gv = tenferro.grad(lambda t, v: (f(t, v) * w).sum())(a, np.array(0.25))
+    np.testing.assert_allclose(gx.numpy(), np.where(a > 0.5, 0.0, w), atol=1e-15)
+    np.testing.assert_allclose(gv.numpy(), w[a > 0.5].sum() + 2 * w[a < -0.5].sum(), rtol=1e-12)
+    ints = rt.tensor(np.arange(6, dtype=np.int64))
+    np.testing.assert_array_equal(ints.at[ints.numpy() % 2 == 0].set(-1).numpy(), [-1, 1, -1, 3, -1, 5])
 
 
 def test_at_refuses_complex_values_for_real_tensors(rt):
