@@ -20,16 +20,39 @@ and what is unsupported: full_matrices=True SVD vectors, the complete QR of a ta
 matrix).
 """
 
+import functools as _functools
+
 import numpy as _np
 
 from . import _tenferro
 from ._einsum import _engine
+from ._errors import Error as _Error
 from ._errors import LinAlgError
 from ._errors import UnsupportedError as _UnsupportedError
 
 _L = _tenferro.linalg
 _E = _tenferro.eager_linalg
 _Eager = _tenferro.EagerTensor
+
+
+def _names_itself(fn):
+    # Errors of the decompositions a function computes with (svd's "A holds a NaN") name
+    # the function the user called.
+    name = fn.__name__
+
+    @_functools.wraps(fn)
+    def run(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except _Error as e:
+            if e.op == name or e.op not in ("svd", "matrix_norm", "vector_norm"):
+                raise
+            message = str(e)
+            if message.startswith(e.op + ": "):
+                message = message[len(e.op) + 2:]
+            raise type(e)(f"{name}: {message}", e.code, e.stage, name) from None
+
+    return run
 
 
 def _on_eager(engine, threads, *xs):
@@ -173,6 +196,7 @@ def lstsq(a, b, rcond=None, *, engine=None, threads=None):
 _MATRIX_ORDS = {"fro": "fro", "nuc": "nuc", 2: "2", 1: "1", _np.inf: "inf", -2: "-2", -1: "-1", -_np.inf: "-inf"}
 
 
+@_names_itself
 def matrix_norm(x, ord="fro", keepdims=False, *, engine=None, threads=None):
     """Norm of each matrix over the last two axes, numpy's ords: 'fro', 'nuc', 2, 1, inf,
     -2 (smallest singular value), -1, -inf (smallest column / row sum of |x|)."""
@@ -202,6 +226,7 @@ def vector_norm(x, ord=2, axis=None, keepdims=False, *, engine=None, threads=Non
     return _scalar(_L.vector_norm(_engine(engine, threads), x, float(ord), axes, bool(keepdims)))
 
 
+@_names_itself
 def norm(x, ord=None, axis=None, keepdims=False, *, engine=None, threads=None):
     """numpy.linalg.norm: vector norms over one axis (or all axes when ord is None),
     matrix norms over two axes ('fro', 'nuc', 2, 1, inf)."""
@@ -348,6 +373,7 @@ def tensorsolve(a, b, axes=None, *, engine=None, threads=None):
     return solve(a.reshape((m, n)), b.reshape((m,)), **kw).reshape(x_shape)
 
 
+@_names_itself
 def matrix_rank(A, tol=None, hermitian=False, *, rtol=None, engine=None, threads=None):
     """numpy.linalg.matrix_rank: the number of singular values above `tol` (default
     S.max() * max(M, N) * eps, or S.max() * rtol); arrays of rank < 2 have rank 0 or 1.
@@ -368,6 +394,7 @@ def matrix_rank(A, tol=None, hermitian=False, *, rtol=None, engine=None, threads
     return _np.count_nonzero(s > tol, axis=-1)
 
 
+@_names_itself
 def cond(x, p=None, *, engine=None, threads=None):
     """numpy.linalg.cond: the condition number in norm `p` (None, 2, -2: ratios of
     singular values; 'fro', 'nuc', 1, -1, inf, -inf: norm(x) * norm(inv(x)), square x

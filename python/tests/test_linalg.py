@@ -164,6 +164,14 @@ def test_non_finite_inputs_are_value_errors_not_lapack_reports(n):
         with pytest.raises(tenferro.InvalidArgumentError, match="NaN or an infinity"):
             call(a)
     np.testing.assert_allclose(L.eigvalsh(a), np.linalg.eigvalsh(a), rtol=1e-12, atol=1e-12)
+    # Functions computing through an SVD name themselves, numpy arrays and eager tensors alike.
+    rt = tenferro.Runtime()
+    for x in (a, rt.tensor(a)):
+        for name, call in (("matrix_norm", lambda y: L.matrix_norm(y, 2)), ("norm", lambda y: L.norm(y, "nuc")),
+                           ("matrix_rank", L.matrix_rank), ("cond", L.cond)):
+            with pytest.raises(tenferro.InvalidArgumentError, match=f"^{name}: A holds a NaN or an infinity") as e:
+                call(x)
+            assert e.value.op == name
 
 
 @pytest.mark.parametrize("n", [4, 16, 100])
