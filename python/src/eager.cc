@@ -509,13 +509,27 @@ void bind_eager(py::module_& m) {
           // axes mean all axes. It is the reduction of an appended axis of extent 1, so
           // the dtype rules (sum of bool, max of complex, mean of integers) and the errors
           // are those of a reduction over any axis.
+          // numpy's accumulator dtypes: sums and products of bools and int32 in int64,
+          // means of bools and integers in float64 (Note [numpy reduction dtypes]).
+          const bool arith = op == &eg::Context::sum || op == &eg::Context::prod;
+          const auto operand = [&](const eg::Context& c) -> Result<EagerTensor> {
+            if (arith) return numpy_reduction_operand(c, x, NumpyAccumulator::kInt);
+            if (op == &eg::Context::mean) return numpy_reduction_operand(c, x, NumpyAccumulator::kFloat);
+            if (is_complex(x.dtype())) {  // errors name the Python method, not amax / amin
+              return usage_error(
+                  ErrorCode::kDTypeMismatch, op == &eg::Context::amax ? "max" : "min",
+                  "not defined for dtype " + std::string(dtype_name(x.dtype())) + " (complex values are unordered)");
+            }
+            return x;
+          };
           if (!axis.is_none() && ax.empty()) {
             return nogil([&]() -> Result<EagerTensor> {
               const eg::Context c = ctx_of(x);
-              Shape one = x.shape();
+              TENFERRO_TRY(const EagerTensor v, operand(c));
+              Shape one = v.shape();
               one.push_back(1);
-              TENFERRO_TRY(EagerTensor y, c.reshape(x, one));
-              return (c.*op)(y, Shape{x.rank()}, false);
+              TENFERRO_TRY(EagerTensor y, c.reshape(v, one));
+              return (c.*op)(y, Shape{v.rank()}, false);
             });
           }
           // numpy: max and min over an empty axis have no identity (the C++ API gives -inf
@@ -531,7 +545,11 @@ void bind_eager(py::module_& m) {
                                     (op == &eg::Context::amax ? "max" : "min") + ", which has no identity");
             }
           }
-          return nogil([&] { return (ctx_of(x).*op)(x, ax, keepdims); });
+          return nogil([&]() -> Result<EagerTensor> {
+            const eg::Context c = ctx_of(x);
+            TENFERRO_TRY(const EagerTensor y, operand(c));
+            return (c.*op)(y, ax, keepdims);
+          });
         },
         py::arg("axis") = py::none(), py::arg("keepdims") = false);
   }

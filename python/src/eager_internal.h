@@ -83,6 +83,10 @@ EagerTensor trace(const EagerTensor& x, int64_t offset, int64_t axis1, int64_t a
 
 /// numpy's var / std over `axis` with `ddof` (eager_numpy.cc): floating and complex
 /// tensors (a real result), as mean's dtypes.
+/// numpy's accumulator dtype of a reduction (Note [numpy reduction dtypes]): kInt sums
+/// bools and int32 as int64, kFloat takes every non-inexact dtype as float64.
+enum class NumpyAccumulator { kInt, kFloat };
+Result<EagerTensor> numpy_reduction_operand(const eg::Context& c, const EagerTensor& x, NumpyAccumulator acc);
 EagerTensor variance(const EagerTensor& x, const py::object& axis, int64_t ddof, bool keepdims, bool root);
 
 /// numpy's take (mode 'raise'): `indices` (integers: an array-like or an integer eager

@@ -303,25 +303,32 @@ EagerTensor trace(const EagerTensor& x, int64_t offset, int64_t axis1, int64_t a
   return nogil([&] { return ctx_of(d).sum(d, last); });
 }
 
-EagerTensor variance(const EagerTensor& x, const py::object& axis, int64_t ddof, bool keepdims, bool root) {
+// Note [numpy reduction dtypes]: numpy sums and multiplies bools and integers narrower
+// than int64 in int64, and takes means and variances of bools and integers in float64;
+// the Python reductions (sum, prod, mean, var, std, cumsum, cumprod) convert so first
+// (the astype the C++ API asks its users to write). Mixed-dtype operands stay an error:
+// that is promotion, which tenferro does not do.
+Result<EagerTensor> numpy_reduction_operand(const eg::Context& c, const EagerTensor& x, NumpyAccumulator acc) {
+  const DType d = x.dtype();
+  if (acc == NumpyAccumulator::kFloat) return is_inexact(d) ? Result<EagerTensor>(x) : c.astype(x, DType::kF64);
+  return d == DType::kBool || d == DType::kI32 ? c.astype(x, DType::kI64) : Result<EagerTensor>(x);
+}
+
+EagerTensor variance(const EagerTensor& x_in, const py::object& axis, int64_t ddof, bool keepdims, bool root) {
   const char* op = root ? "std" : "var";
   const Shape ax = axes_of(axis);
   int64_t n = 1;
   if (axis.is_none()) {
-    n = x.tensor().numel();
+    n = x_in.tensor().numel();
   } else {
-    for (int64_t a : ax) n *= x.shape()[static_cast<size_t>(axis_in(x, a, op))];
+    for (int64_t a : ax) n *= x_in.shape()[static_cast<size_t>(axis_in(x_in, a, op))];
   }
   // axis=(): each element is its own sample (numpy: zeros, or NaN for ddof >= 1), taken as
   // the moments over an appended axis of extent 1 (n = 1): the same checks and pieces.
   const bool none = !axis.is_none() && ax.empty();
   return nogil([&]() -> Result<EagerTensor> {
-    if (!is_inexact(x.dtype())) {
-      return usage_error(
-          ErrorCode::kDTypeMismatch, op,
-          "needs a floating or complex dtype, not " + std::string(dtype_name(x.dtype())) + " (convert with astype)");
-    }
-    const eg::Context c = ctx_of(x);
+    const eg::Context c = ctx_of(x_in);
+    TENFERRO_TRY(const EagerTensor x, numpy_reduction_operand(c, x_in, NumpyAccumulator::kFloat));
     EagerTensor samples = x;
     Shape axes = ax;
     if (none) {

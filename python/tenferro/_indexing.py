@@ -469,16 +469,21 @@ def _scan(x, axis, combine, identity, what):
     return y
 
 
+def _int64_accumulator(x):
+    # numpy sums and multiplies bools and int32 in int64 (Note [numpy reduction dtypes]).
+    return x.astype(np.int64) if x.dtype in (np.bool_, np.int32) else x
+
+
 def cumsum(x, axis=None):
     """numpy's cumsum along `axis` (None: of the flattened tensor), as log2(n) shifted
     additions (differentiable; sums associate pairwise, not left to right)."""
-    return _scan(x, axis, lambda u, v: u + v, 0, "cumsum")
+    return _scan(_int64_accumulator(x), axis, lambda u, v: u + v, 0, "cumsum")
 
 
 def cumprod(x, axis=None):
     """numpy's cumprod along `axis` (None: of the flattened tensor), as log2(n) shifted
     products (differentiable, zeros included)."""
-    return _scan(x, axis, lambda u, v: u * v, 1, "cumprod")
+    return _scan(_int64_accumulator(x), axis, lambda u, v: u * v, 1, "cumprod")
 
 
 def diag(v, k=0):

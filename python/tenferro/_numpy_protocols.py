@@ -283,12 +283,9 @@ def _eager_only(run):
 
 
 def _scan(name):
-    # cumsum / cumprod on inexact and int64 tensors (numpy keeps those dtypes; it widens
-    # bool and int32, which then compute in numpy on the values).
+    # cumsum / cumprod of eager tensors (bool and int32 in int64, as numpy's).
     def run(a, axis=None, dtype=None, out=None):
         if not isinstance(a, EagerTensor) or dtype is not None or out is not None:
-            return None
-        if not (np.issubdtype(a.dtype, np.inexact) or a.dtype == np.int64):
             return None
         return getattr(_indexing, name)(a, axis)
     return run

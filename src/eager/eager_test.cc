@@ -238,6 +238,15 @@ TEST(Eager, ErrorsAreTypedAndNothingRuns) {
   EXPECT_EQ(sum(a, {1}).error().code(), ErrorCode::kOutOfRange);
   EXPECT_EQ(sum(a, {0, -1}).error().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(mean(rt->from_values<int64_t>({2}, {1, 2}).value()).error().code(), ErrorCode::kDTypeMismatch);
+  // Reductions a dtype does not define name the reduction called, before any kernel runs.
+  EagerTensor z = rt->from_values<c128>({2}, {c128(1, 1), c128(2, 0)}).value();
+  for (const auto& [r, op] :
+       {std::pair{sum(bl), "sum"}, {prod(bl), "prod"}, {amax(z), "amax"}, {amin(z, {0}), "amin"}}) {
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code(), ErrorCode::kDTypeMismatch) << op;
+    EXPECT_EQ(r.error().op(), op);
+    EXPECT_EQ(r.error().message().rfind("not defined for dtype", 0), 0u) << r.error().message();
+  }
   EXPECT_EQ(matmul(a, b3).error().code(), ErrorCode::kShapeMismatch);
   EXPECT_EQ(einsum("ij,jk->ik", {a, a}).error().stage(), ErrorStage::kUsage);
   EXPECT_EQ(reshape(a, {3}).error().code(), ErrorCode::kInvalidShape);

@@ -317,6 +317,13 @@ Result<EagerTensor> ternary(const Context& c, OpCode code, const EagerTensor& p0
 Result<EagerTensor> reduce(const Context& c, program::ReduceKind kind, const EagerTensor& x, Dims axes, bool keep,
                            const char* op) {
   TENFERRO_TRY(Call call, Detail::begin(c, {&x}, op));
+  const bool arith = kind == program::ReduceKind::kSum || kind == program::ReduceKind::kProd;
+  if (arith ? x.dtype() == DType::kBool : is_complex(x.dtype())) {
+    return usage_error(
+        ErrorCode::kDTypeMismatch, op,
+        "not defined for dtype " + std::string(dtype_name(x.dtype())) +
+            (arith ? " (no arithmetic on bool: convert with astype)" : " (complex values are unordered)"));
+  }
   TENFERRO_TRY(auto ax, reduce_axes(axes, x.rank(), op));
   const Tensor& t = Detail::physical(x);
   Result<EagerTensor> r = finish(call, Detail::execute(
