@@ -146,6 +146,7 @@ DType complex_dtype(DType dt) noexcept {
 
 Result<void> check_matrix(const Tensor& a, const char* op, bool square) {
   if (!a.defined()) return usage_error(ErrorCode::kInvalidArgument, op, "undefined tensor");
+  TENFERRO_TRY_VOID(dispatch(a.dtype(), op, [](auto) { return ok(); }));  // a LAPACK dtype, named by op
   if (a.rank() < 2) {
     return usage_error(ErrorCode::kInvalidShape, op,
                        "needs a matrix in the last two axes (rank >= 2), got shape " + format_dims(a.shape()));

@@ -55,7 +55,8 @@ auto dispatch(DType dt, const char* op, F&& f) -> decltype(f(double{})) {
                      std::string("linear algebra needs f32, f64, c64 or c128, got ") + std::string(dtype_name(dt)));
 }
 
-/// Checks rank >= 2 (and square when asked) and that extents fit LAPACK's integers.
+/// Checks a LAPACK dtype (f32, f64, c64, c128), rank >= 2 (and square when asked) and
+/// that extents fit LAPACK's integers; errors name `op`.
 Result<void> check_matrix(const Tensor& a, const char* op, bool square);
 
 /// The entries of an item an operation reads: all of them, or (Hermitian eigenproblems)

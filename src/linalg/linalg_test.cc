@@ -918,6 +918,18 @@ TEST_P(LinalgTest, DTypeAndShapeErrors) {
   EXPECT_EQ(eigh(ctx_, rand({3, 4}, 1)).error().code(), ErrorCode::kInvalidShape);
   const DType other = dt() == DType::kF64 ? DType::kF32 : DType::kF64;
   EXPECT_EQ(solve(ctx_, rand({3, 3}, 1), Tensor::zeros(other, {3}).value()).error().code(), ErrorCode::kDTypeMismatch);
+  // A dtype LAPACK has no routine for is an error naming the function called (the scans
+  // before the decomposition named themselves "linalg").
+  const std::pair<Result<void>, const char*> named[] = {
+      {svd(ctx_, ints).transform([](auto&&) {}), "svd"},           {qr(ctx_, ints).transform([](auto&&) {}), "qr"},
+      {eigh(ctx_, ints).transform([](auto&&) {}), "eigh"},         {det(ctx_, ints).transform([](auto&&) {}), "det"},
+      {slogdet(ctx_, ints).transform([](auto&&) {}), "slogdet"},   {pinv(ctx_, ints).transform([](auto&&) {}), "pinv"},
+      {cholesky(ctx_, ints).transform([](auto&&) {}), "cholesky"}, {inv(ctx_, ints).transform([](auto&&) {}), "inv"}};
+  for (const auto& [r, op] : named) {
+    ASSERT_FALSE(r) << op;
+    EXPECT_EQ(r.error().code(), ErrorCode::kDTypeMismatch) << op;
+    EXPECT_EQ(r.error().op(), op);
+  }
 }
 
 // Note [Safe-range scaling]: matrices with entries near the overflow threshold (the small
