@@ -260,6 +260,12 @@ def _shift(x, axes, inverse):
         axes = tuple(range(len(shape)))
     elif isinstance(axes, (int, _np.integer)):
         axes = (axes,)
+    name = "ifftshift" if inverse else "fftshift"
+    for ax in axes:
+        if isinstance(ax, bool) or not isinstance(ax, (int, _np.integer)):
+            raise TypeError(f"tenferro.fft.{name}: axes must be integers, got {type(ax).__name__}")
+        if not -len(shape) <= ax < len(shape):
+            raise _np.AxisError(f"tenferro.fft.{name}: axis {ax} is out of bounds for rank {len(shape)}")
     shifts = [-(shape[ax] // 2) if inverse else shape[ax] // 2 for ax in axes]
     if isinstance(x, _Eager):
         from ._indexing import roll

@@ -88,6 +88,16 @@ def test_frequencies_and_shifts_match_numpy():
     for axes in (None, 0, (1,), (0, 1)):
         _close(tfft.fftshift(x, axes), np.fft.fftshift(x, axes))
         _close(tfft.ifftshift(x, axes), np.fft.ifftshift(x, axes))
+    for axes in (-1, (-2, 1)):  # negative axes, numpy arrays and eager tensors alike
+        _close(tfft.fftshift(x, axes), np.fft.fftshift(x, axes))
+        _close(np.asarray(tfft.ifftshift(tenferro.Runtime().tensor(x), axes)), np.fft.ifftshift(x, axes))
+    for shift in (tfft.fftshift, tfft.ifftshift):  # named errors, not Python's IndexError of a tuple
+        with pytest.raises(np.AxisError, match=f"{shift.__name__}: axis 2 is out of bounds for rank 2"):
+            shift(x, 2)
+        with pytest.raises(np.AxisError, match="axis -3"):
+            shift(tenferro.Runtime().tensor(x), (0, -3))
+        with pytest.raises(TypeError, match="axes must be integers"):
+            shift(x, (0.5,))
 
 
 def test_errors_follow_numpy():
