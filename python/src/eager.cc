@@ -327,7 +327,7 @@ void bind_eager(py::module_& m) {
              for (int64_t& v : perm) {
                if (v < 0 && v >= -x.rank()) v += x.rank();
              }
-             return nogil([&] { return ctx_of(x).permute(x, perm); });
+             return nogil([&] { return as_op(ctx_of(x).permute(x, perm), "transpose"); });
            })
       .def("reshape",
            [](const EagerTensor& x, py::args shape) {
@@ -384,7 +384,12 @@ void bind_eager(py::module_& m) {
                        perm[static_cast<size_t>(b < 0 ? b + x.rank() : b)]);
              return nogil([&] { return ctx_of(x).permute(x, perm); });
            })
-      .def("diagonal", &diagonal, py::arg("offset") = 0, py::arg("axis1") = 0, py::arg("axis2") = 1)
+      .def(
+          "diagonal",
+          [](const EagerTensor& x, int64_t offset, int64_t axis1, int64_t axis2) {
+            return diagonal(x, offset, axis1, axis2);
+          },
+          py::arg("offset") = 0, py::arg("axis1") = 0, py::arg("axis2") = 1)
       .def("trace", &trace, py::arg("offset") = 0, py::arg("axis1") = 0, py::arg("axis2") = 1)
       .def(
           "var",
@@ -422,8 +427,8 @@ void bind_eager(py::module_& m) {
             const std::optional<EagerTensor> h = hi.is_none() ? std::nullopt : std::optional(operand(x, hi));
             return nogil([&]() -> Result<EagerTensor> {
               const eg::Context c = ctx_of(x);
-              if (l && h) return c.clamp(x, *l, *h);
-              return l ? c.maximum(x, *l) : c.minimum(x, *h);
+              if (l && h) return as_op(c.clamp(x, *l, *h), "clip");
+              return as_op(l ? c.maximum(x, *l) : c.minimum(x, *h), "clip");
             });
           },
           py::arg("min") = py::none(), py::arg("max") = py::none())

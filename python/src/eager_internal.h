@@ -77,17 +77,25 @@ EagerTensor ravel(const EagerTensor& x);
 EagerTensor squeeze(const EagerTensor& x, const py::object& axis);
 
 /// numpy's diagonal(offset, axis1, axis2) (a view; the diagonal is the last axis) and
-/// trace (its sum) (eager_numpy.cc).
-EagerTensor diagonal(const EagerTensor& x, int64_t offset, int64_t axis1, int64_t axis2);
+/// trace (its sum) (eager_numpy.cc); errors name `op`.
+EagerTensor diagonal(const EagerTensor& x, int64_t offset, int64_t axis1, int64_t axis2, const char* op = "diagonal");
 EagerTensor trace(const EagerTensor& x, int64_t offset, int64_t axis1, int64_t axis2);
 
-/// numpy's var / std over `axis` with `ddof` (eager_numpy.cc): floating and complex
-/// tensors (a real result), as mean's dtypes.
 /// numpy's accumulator dtype of a reduction (Note [numpy reduction dtypes]): kInt sums
 /// bools and int32 as int64, kFloat takes every non-inexact dtype as float64.
 enum class NumpyAccumulator { kInt, kFloat };
 Result<EagerTensor> numpy_reduction_operand(const eg::Context& c, const EagerTensor& x, NumpyAccumulator acc);
+
+/// numpy's var / std over `axis` with `ddof` (eager_numpy.cc): bools and integers in
+/// float64, complex tensors give a real result.
 EagerTensor variance(const EagerTensor& x, const py::object& axis, int64_t ddof, bool keepdims, bool root);
+
+/// `r`, its error (if any) naming `op`: the Python method whose composed operations
+/// failed (transpose of permute, clip of clamp), as the user called it.
+inline Result<EagerTensor> as_op(Result<EagerTensor> r, const char* op) {
+  if (r || r.error().op() == op) return r;
+  return Error(r.error().stage(), r.error().code(), op, r.error().message());
+}
 
 /// numpy's take (mode 'raise'): `indices` (integers: an array-like or an integer eager
 /// tensor, read on the host) along `axis`, or of the flattened tensor when None; the

@@ -281,9 +281,9 @@ int64_t axis_in(const EagerTensor& x, int64_t a, const char* op) {
 
 }  // namespace
 
-EagerTensor diagonal(const EagerTensor& x, int64_t offset, int64_t axis1, int64_t axis2) {
-  const int64_t a = axis_in(x, axis1, "diagonal"), b = axis_in(x, axis2, "diagonal");
-  if (a == b) throw py::value_error("tenferro: diagonal: axis1 and axis2 cannot be the same");
+EagerTensor diagonal(const EagerTensor& x, int64_t offset, int64_t axis1, int64_t axis2, const char* op) {
+  const int64_t a = axis_in(x, axis1, op), b = axis_in(x, axis2, op);
+  if (a == b) throw py::value_error(std::string("tenferro: ") + op + ": axis1 and axis2 cannot be the same");
   // An offset k > 0 starts the diagonal at column k of axis2, k < 0 at row -k of axis1:
   // a slice first (empty when past the end), then the main diagonal.
   const int64_t along = offset >= 0 ? b : a;
@@ -293,14 +293,14 @@ EagerTensor diagonal(const EagerTensor& x, int64_t offset, int64_t axis1, int64_
   return nogil([&]() -> Result<EagerTensor> {
     const eg::Context c = ctx_of(x);
     TENFERRO_TRY(EagerTensor shifted, c.slice(x, along, start, n));
-    return c.diagonal(shifted, a, b);
+    return as_op(c.diagonal(shifted, a, b), op);
   });
 }
 
 EagerTensor trace(const EagerTensor& x, int64_t offset, int64_t axis1, int64_t axis2) {
-  const EagerTensor d = diagonal(x, offset, axis1, axis2);
+  const EagerTensor d = diagonal(x, offset, axis1, axis2, "trace");
   const Shape last{d.rank() - 1};
-  return nogil([&] { return ctx_of(d).sum(d, last); });
+  return nogil([&] { return as_op(ctx_of(d).sum(d, last), "trace"); });
 }
 
 // Note [numpy reduction dtypes]: numpy sums and multiplies bools and integers narrower

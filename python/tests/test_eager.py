@@ -96,6 +96,16 @@ def test_errors_are_typed(rt):
     with pytest.raises(TypeError):
         rt.tensor(np.ones(3, dtype=np.float16))
     np.testing.assert_allclose((x.astype("float32") * 2).numpy(), np.full((2, 3), 2, dtype=np.float32))
+    # Methods composed of other operations name themselves in their errors.
+    z = rt.tensor(np.ones((2, 3), dtype=complex))
+    for call, op, error in [(lambda: x.transpose((0, 0)), "transpose", tenferro.InvalidArgumentError),
+                            (lambda: z.clip(0, 1), "clip", tenferro.DTypeError),
+                            (lambda: z.clip(None, 1), "clip", tenferro.DTypeError)]:
+        with pytest.raises(error, match=f"^{op}: ") as e:
+            call()
+        assert e.value.op == op
+    with pytest.raises(ValueError, match="trace: axis1 and axis2 cannot be the same"):
+        x.trace(axis1=1, axis2=-1)
 
 
 def test_dlpack_export_shares_memory(rt):
