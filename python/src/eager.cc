@@ -68,40 +68,102 @@ Shape axes_of(const py::object& axis) {
   return out;
 }
 
+// Note [Python operands]: numbers and sequences of numbers are values in the tensor's
+// dtype (no implicit promotion), and only values that dtype holds exactly: an integer
+// out of an integer dtype's range, a fraction with an integer tensor, an integer other
+// than 0 or 1 with a bool tensor or a complex number with a real tensor is a typed error
+// naming the value (numpy would promote the tensor, or, for out-of-range integers,
+// wrap around or raise OverflowError); floating tensors round numbers as numpy does.
+namespace {
+
+[[noreturn]] void refuse_operand(const EagerTensor& like, const py::object& o, ErrorCode code, const char* why) {
+  unwrap(Result<EagerTensor>(usage_error(code, "operand",
+                                         std::string(py::str(py::repr(o))) + " with a tensor of dtype " +
+                                             std::string(dtype_name(like.dtype())) + ": " + why +
+                                             " (no implicit promotion; convert the tensor with astype)")));
+  throw std::logic_error("unreachable");
+}
+
+// Whether a real number is exactly a value of the integer or bool dtype d.
+bool holds_exactly(DType d, double v) {
+  if (v != std::trunc(v)) return false;  // NaN too
+  switch (d) {
+    case DType::kBool: return v == 0.0 || v == 1.0;
+    case DType::kI32: return v >= -2147483648.0 && v <= 2147483647.0;
+    default: return v >= -9223372036854775808.0 && v < 9223372036854775808.0;
+  }
+}
+
+}  // namespace
+
 std::optional<EagerTensor> try_operand(const EagerTensor& like, const py::object& o) {
   if (py::isinstance<EagerTensor>(o)) return o.cast<EagerTensor>();
   if (py::isinstance<py::array>(o)) {
     return unwrap(like.runtime()->from_host(from_numpy(py::reinterpret_borrow<py::array>(o))));
   }
-  const bool exact_int = PyLong_Check(o.ptr()) && !is_inexact(like.dtype());  // beyond 2^53 too
-  if (py::isinstance<py::list>(o) || py::isinstance<py::tuple>(o) || exact_int) {
-    // Nested sequences of numbers are literal values: in the tensor's dtype, as scalars
-    // (Python integers for integer tensors too, exactly).
-    const py::array a = py::module_::import("numpy").attr("asarray")(o, numpy_dtype(like.dtype()));
+  const DType d = like.dtype();
+  const bool exact = !is_inexact(d);     // integer and bool tensors hold numbers exactly or not at all
+  if (exact && PyLong_Check(o.ptr())) {  // the common small integer: exact in a double
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(o.ptr(), &overflow);
+    if (overflow == 0 && v > -(1LL << 53) && v < (1LL << 53)) {
+      if (!holds_exactly(d, static_cast<double>(v))) {
+        refuse_operand(like, o, ErrorCode::kOverflow, d == DType::kBool ? "not 0 or 1" : "out of the dtype's range");
+      }
+      return unwrap(ctx_of(like).scalar(c128(static_cast<double>(v), 0.0), d));
+    }
+  }
+  if (py::isinstance<py::list>(o) || py::isinstance<py::tuple>(o) || (PyLong_Check(o.ptr()) && exact)) {
+    // Nested sequences of numbers are literal values, as scalars; Python integers with an
+    // integer tensor convert exactly (past 2^53 too).
+    const py::module_ np = py::module_::import("numpy");
+    const py::array natural = np.attr("asarray")(o);
+    const char kind = natural.dtype().kind();
+    if (kind == 'O' || kind == 'U' || kind == 'S') {
+      if (PyLong_Check(o.ptr())) refuse_operand(like, o, ErrorCode::kOverflow, "out of the dtype's range");
+      return std::nullopt;  // not numbers: the operator's TypeError
+    }
+    if (kind == 'c' && !is_complex(d) && py::bool_(np.attr("any")(np.attr("imag")(natural)))) {
+      refuse_operand(like, o, ErrorCode::kDTypeMismatch, "a complex value with a real tensor");
+    }
+    const py::dtype target = numpy_dtype(d);
+    py::array a;
+    {
+      const py::object quiet = np.attr("errstate")(py::arg("all") = "ignore");
+      quiet.attr("__enter__")();
+      a = (kind == 'c' && !is_complex(d) ? natural.attr("real") : py::object(natural)).attr("astype")(target);
+      quiet.attr("__exit__")(py::none(), py::none(), py::none());
+    }
+    if (exact && !py::bool_(np.attr("array_equal")(a, natural))) {
+      const bool integers = kind == 'i' || kind == 'u' || kind == 'b';
+      refuse_operand(like, o, integers ? ErrorCode::kOverflow : ErrorCode::kDTypeMismatch,
+                     integers ? (d == DType::kBool ? "not 0 or 1" : "out of the dtype's range") : "not an integer");
+    }
     return unwrap(like.runtime()->from_host(from_numpy(a)));
   }
-  // A number with an imaginary part and a real tensor: refused by name (numpy would
-  // promote the tensor; tenferro never promotes implicitly).
-  const auto complex_scalar = [&](double re, double im) {
-    if (im != 0.0 && !is_complex(like.dtype())) {
-      unwrap(Result<EagerTensor>(usage_error(ErrorCode::kDTypeMismatch, "operand",
-                                             "the complex number " + std::string(py::str(py::repr(o))) + " with a " +
-                                                 std::string(dtype_name(like.dtype())) +
-                                                 " tensor (no implicit promotion; convert the tensor with astype)")));
+  const auto number = [&](double re, double im) {
+    if (im != 0.0 && !is_complex(d))
+      refuse_operand(like, o, ErrorCode::kDTypeMismatch, "a complex value with a real tensor");
+    if (exact && !holds_exactly(d, re)) {
+      refuse_operand(like, o, re == std::trunc(re) ? ErrorCode::kOverflow : ErrorCode::kDTypeMismatch,
+                     re != std::trunc(re) ? "not an integer"
+                     : d == DType::kBool  ? "not 0 or 1"
+                                          : "out of the dtype's range");
     }
-    return unwrap(ctx_of(like).scalar(c128(re, im), like.dtype()));
+    return unwrap(ctx_of(like).scalar(c128(re, im), d));
   };
-  if (PyComplex_Check(o.ptr())) return complex_scalar(PyComplex_RealAsDouble(o.ptr()), PyComplex_ImagAsDouble(o.ptr()));
-  if (PyFloat_Check(o.ptr())) return unwrap(ctx_of(like).scalar(c128(PyFloat_AS_DOUBLE(o.ptr()), 0.0), like.dtype()));
-  if (PyLong_Check(o.ptr())) {  // bool too
+  if (PyComplex_Check(o.ptr())) return number(PyComplex_RealAsDouble(o.ptr()), PyComplex_ImagAsDouble(o.ptr()));
+  if (PyFloat_Check(o.ptr())) return number(PyFloat_AS_DOUBLE(o.ptr()), 0.0);
+  if (PyLong_Check(o.ptr())) {  // bool too; a floating tensor: rounded, as numpy
     const double v = PyLong_AsDouble(o.ptr());
     if (v == -1.0 && PyErr_Occurred()) throw py::error_already_set();  // too large for a double
-    return unwrap(ctx_of(like).scalar(c128(v, 0.0), like.dtype()));
+    return number(v, 0.0);
   }
   const py::module_ np = py::module_::import("numpy");
   if (py::isinstance(o, np.attr("number")) || py::isinstance(o, np.attr("bool_"))) {
+    if (exact && py::isinstance(o, np.attr("integer"))) return try_operand(like, py::int_(o));  // exactly
     const py::object c = py::module_::import("builtins").attr("complex")(o);
-    return complex_scalar(PyComplex_RealAsDouble(c.ptr()), PyComplex_ImagAsDouble(c.ptr()));
+    return number(PyComplex_RealAsDouble(c.ptr()), PyComplex_ImagAsDouble(c.ptr()));
   }
   return std::nullopt;
 }

@@ -90,7 +90,7 @@ def test_errors_are_typed(rt):
     assert e.value.code == "runtime_mismatch" and isinstance(e.value, ValueError)
     with pytest.raises(IndexError):
         x[5]
-    with pytest.raises(tenferro.DTypeError, match="complex number 1j with a f64 tensor"):
+    with pytest.raises(tenferro.DTypeError, match="1j with a tensor of dtype f64: a complex value"):
         x + 1j  # numpy would promote x
     np.testing.assert_array_equal((x + (2 + 0j)).numpy(), np.full((2, 3), 3.0))
     with pytest.raises(TypeError):
@@ -682,6 +682,33 @@ def test_more_ndarray_methods_follow_numpy(rt):
     (g,) = tenferro.grad(lambda t: t.cumsum(axis=0).sum() + t.dot(t.T).sum())(x)
     want = np.arange(3, 0, -1)[:, None] * np.ones((1, 4)) + 2 * np.ones((3, 3)) @ a
     np.testing.assert_allclose(g.numpy(), want, rtol=1e-12)
+
+
+def test_numbers_must_be_exact_values_of_an_integer_or_bool_tensor(rt):
+    # Note [Python operands]: no silent wrap-around, truncation or promotion: a number an
+    # integer or bool tensor cannot hold exactly is a typed error naming it.
+    i32, i64 = rt.tensor(np.array([1, 2, 3], dtype=np.int32)), rt.tensor(np.array([1, 2, 3]))
+    flags = rt.tensor(np.array([True, False, True]))
+    for call, error, text in [
+            (lambda: i32 + 2**40, tenferro.InvalidArgumentError, "1099511627776 with a tensor of dtype i32: out of"),
+            (lambda: i32 * [1, 2**31, 1], tenferro.InvalidArgumentError, "out of the dtype's range"),
+            (lambda: i32 - np.int64(2**35), tenferro.InvalidArgumentError, "out of the dtype's range"),
+            (lambda: i64 + 2**70, tenferro.InvalidArgumentError, "out of the dtype's range"),
+            (lambda: i64 * 2.5, tenferro.DTypeError, "2.5 with a tensor of dtype i64: not an integer"),
+            (lambda: i64 > 1.5, tenferro.DTypeError, "not an integer"),
+            (lambda: i64 + [0.5, 1, 2], tenferro.DTypeError, "not an integer"),
+            (lambda: i64 + float("nan"), tenferro.DTypeError, "not an integer"),
+            (lambda: flags == 2, tenferro.InvalidArgumentError, "not 0 or 1"),
+            (lambda: i64 + [1j, 0, 0], tenferro.DTypeError, "a complex value")]:
+        with pytest.raises(error, match=text):
+            call()
+    # Exact values convert, past 2^53 too; floating tensors round numbers as numpy does.
+    np.testing.assert_array_equal((i64 + 2**62).numpy(), np.array([1, 2, 3]) + 2**62)
+    np.testing.assert_array_equal((i32 + (2**31 - 4)).numpy(), np.array([1, 2, 3], dtype=np.int32) + (2**31 - 4))
+    np.testing.assert_array_equal((i64 * 3.0).numpy(), [3, 6, 9])
+    np.testing.assert_array_equal((flags == 1).numpy(), [True, False, True])
+    f32 = rt.tensor(np.ones(2, dtype=np.float32))
+    assert (f32 + 1e-10).dtype == np.float32 and (f32 * 2**70).numpy()[0] == np.float32(2.0**70)
 
 
 def test_take_follows_numpy(rt):

@@ -84,6 +84,14 @@ Result<Tensor> Tensor::full(DType dtype, Dims shape, c128 value, const std::shar
                        "value " + std::to_string(value.real()) + " is not an integer for dtype " +
                            std::string(dtype_name(dtype)));
   }
+  // Out of range, the conversion to the integer type would be undefined behaviour.
+  const double lo = dtype == DType::kI32 ? -2147483648.0 : -9223372036854775808.0;
+  const double hi = dtype == DType::kI32 ? 2147483648.0 : 9223372036854775808.0;  // exclusive
+  if (is_integral(dtype) && !(value.real() >= lo && value.real() < hi)) {
+    return usage_error(
+        ErrorCode::kOverflow, "full",
+        "value " + std::to_string(value.real()) + " is out of the range of dtype " + std::string(dtype_name(dtype)));
+  }
   return visit_dtype(dtype, [&]<class T>() -> Result<Tensor> {
     T v{};
     if constexpr (std::is_same_v<T, bool>) {

@@ -71,6 +71,13 @@ TEST(Construct, BadInputsAreTypedErrors) {
   EXPECT_EQ(Tensor::random_uniform(DType::kF32, {2}, 1, 1.0, 1.0).error().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(Tensor::full(DType::kF64, {2}, c128(1, 2)).error().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(Tensor::full(DType::kI32, {2}, c128(1.5, 0)).error().code(), ErrorCode::kInvalidArgument);
+  // Out of an integer dtype's range (the conversion would be undefined behaviour): typed.
+  EXPECT_EQ(Tensor::full(DType::kI32, {2}, c128(2147483648.0, 0)).error().code(), ErrorCode::kOverflow);
+  EXPECT_EQ(Tensor::full(DType::kI64, {2}, c128(9223372036854775808.0, 0)).error().code(), ErrorCode::kOverflow);
+  EXPECT_EQ(Tensor::full(DType::kI64, {2}, c128(-1e300, 0)).error().code(), ErrorCode::kOverflow);
+  EXPECT_EQ(Tensor::full(DType::kI32, {1}, c128(-2147483648.0, 0)).value().get<int32_t>({0}).value(), INT32_MIN);
+  EXPECT_EQ(Tensor::full(DType::kI64, {1}, c128(-9223372036854775808.0, 0)).value().get<int64_t>({0}).value(),
+            INT64_MIN);
 }
 
 TEST(Construct, FillsForEveryDType) {
