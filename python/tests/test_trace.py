@@ -284,6 +284,11 @@ def test_traced_any_all_and_parts_of_real_values_match_numpy():
         assert g.dtype == w.dtype and g.shape == w.shape, k
         np.testing.assert_array_equal(g, w, err_msg=str(k))
         np.testing.assert_array_equal(e.numpy(), w, err_msg=str(k))
+    # Products of bools (ORs of ANDs), plain and batched.
+    p, q = rng.random((2, 3, 4)) < 0.4, rng.random((2, 4, 5)) < 0.4
+    products = tenferro.jit(lambda u, v: (u @ v, u[1] @ v[0]))(p, q)
+    np.testing.assert_array_equal(products[0], p @ q)
+    np.testing.assert_array_equal(products[1], p[1] @ q[0])
 
 
 def test_traced_predicates_and_logical_operators_match_numpy():

@@ -785,9 +785,13 @@ class Eval {
                     lp += kidx[i] * ls[static_cast<size_t>(a.lhs_contract[i])];
                     rp += kidx[i] * rs[static_cast<size_t>(a.rhs_contract[i])];
                   }
-                  auto prod = binary<T>(OpCode::kMul, lv[static_cast<size_t>(lp)], rv[static_cast<size_t>(rp)]);
-                  auto sum = binary<T>(OpCode::kAdd, acc, *prod);
-                  acc = *sum;
+                  if constexpr (std::is_same_v<T, uint8_t>) {  // bools: an OR of ANDs
+                    acc = static_cast<T>(acc || (lv[static_cast<size_t>(lp)] && rv[static_cast<size_t>(rp)]));
+                  } else {
+                    auto prod = binary<T>(OpCode::kMul, lv[static_cast<size_t>(lp)], rv[static_cast<size_t>(rp)]);
+                    auto sum = binary<T>(OpCode::kAdd, acc, *prod);
+                    acc = *sum;
+                  }
                 }
                 out[lin] = acc;
               }

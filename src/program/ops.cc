@@ -34,7 +34,8 @@ namespace tenferro::program {
 //   are not defined.
 // - reshape keeps column-major element order (the library's layout convention; a
 //   StableHLO lowering adds the transposes its row-major reshape needs).
-// - dot_general: result axes are [batch, lhs free, rhs free], free axes in operand order.
+// - dot_general: result axes are [batch, lhs free, rhs free], free axes in operand order;
+//   of bools, an OR of ANDs.
 // - extract_diag {axis}: axes axis and axis+1 (equal extents) become one axis at `axis`
 //   holding the diagonal; embed_diag {axis} is its inverse (zeros off the diagonal).
 // - tril/triu {k}: on the last two axes, keep elements with col - row <= k (tril) or
@@ -610,7 +611,8 @@ Result<ValueType> infer_rule(OpCode code, const Attrs& at, std::span<const Value
       const ValueType& l = in[0];
       const ValueType& r = in[1];
       if (l.dtype != r.dtype) return I.fail(1, ErrorCode::kDTypeMismatch, "operand dtypes " + I.type(l) + " and " + I.type(r) + " differ");
-      TENFERRO_TRY_VOID(I.dtype_is(l, numeric(l.dtype), 1, "numeric"));
+      // bool products are ORs of ANDs (numpy's matmul of bools, XLA's dot of PRED).
+      TENFERRO_TRY_VOID(I.dtype_is(l, numeric(l.dtype) || l.dtype == DType::kBool, 1, "numeric or bool"));
       if (at.lhs_batch.size() != at.rhs_batch.size() || at.lhs_contract.size() != at.rhs_contract.size()) {
         return I.fail(2, ErrorCode::kInvalidArgument, "batch dims " + list(at.lhs_batch) + " / " + list(at.rhs_batch) + " or contracting dims " + list(at.lhs_contract) + " / " + list(at.rhs_contract) + " differ in length");
       }

@@ -1,5 +1,6 @@
 # numpy's any / all as max / min reductions of bools (empty axes included: any of nothing
-# is false, all of nothing true), and conj / real / imag of integer and bool values.
+# is false, all of nothing true), conj / real / imag of integer and bool values, and
+# products of bools (ORs of ANDs, numpy's matmul of bools).
 program {
   %0 = input "p" : bool[3, 4]
   %1 = reduce(%0) {reduce=max, dims=[1]} : bool[3]
@@ -15,5 +16,8 @@ program {
   %11 = real(%0) : bool[3, 4]
   %12 = imag(%0) : bool[3, 4]
   %13 = conj(%0) : bool[3, 4]
-  output %1, %2, %3, %5, %6, %8, %9, %10, %11, %12, %13
+  %14 = input "q" : bool[4, 2]
+  %15 = dot_general(%0, %14) {lhs_contract=[1], rhs_contract=[0]} : bool[3, 2]
+  %16 = dot_general(%0, %0) {lhs_batch=[0], rhs_batch=[0], lhs_contract=[1], rhs_contract=[1]} : bool[3]
+  output %1, %2, %3, %5, %6, %8, %9, %10, %11, %12, %13, %15, %16
 }
