@@ -91,48 +91,41 @@ def _composition(seed, steps):
     return f
 
 
-def test_random_compositions_match_numpy(rt):
-    rng = np.random.default_rng(11)
-    for trial in range(400):
+def _agreeing_compositions(seed, first, trials, run):
+    # Random compositions run by `run(f, a)` (a numpy array back) against numpy: whether an
+    # error is raised, shapes and values agree; yields (trial, f, a, numpy's result) for
+    # the compositions numpy computes.
+    rng = np.random.default_rng(seed)
+    for trial in range(trials):
         a = rng.standard_normal(tuple(int(s) for s in rng.integers(1, 5, size=rng.integers(2, 4))))
-        f = _composition(trial, 4)
+        f = _composition(first + trial, 4)
         with _quiet():
             try:
                 want = np.asarray(f(a.copy()))
             except Exception:
                 want = None
         try:
-            got = f(rt.tensor(a)).numpy()
+            got = run(f, a)
         except Exception:
             got = None
         assert (want is None) == (got is None), trial
         if want is not None:
             assert got.shape == want.shape, trial
             np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, equal_nan=True, err_msg=str(trial))
+            yield trial, f, a, want
+
+
+def test_random_compositions_match_numpy(rt):
+    for _ in _agreeing_compositions(11, 0, 400, lambda f, a: f(rt.tensor(a)).numpy()):
+        pass
 
 
 def test_random_compositions_traced_match_numpy():
     # The same compositions through tenferro.jit (traced once, run as a compiled program),
     # and the gradient program of their weighted sum against the eager tape's gradient.
-    rng = np.random.default_rng(21)
+    rng = np.random.default_rng(22)
     compared = 0
-    for trial in range(300):
-        a = rng.standard_normal(tuple(int(s) for s in rng.integers(1, 5, size=rng.integers(2, 4))))
-        f = _composition(5000 + trial, 4)
-        with _quiet():
-            try:
-                want = np.asarray(f(a.copy()))
-            except Exception:
-                want = None
-        try:
-            got = tenferro.jit(f)(a)
-        except Exception:
-            got = None
-        assert (want is None) == (got is None), trial
-        if want is None:
-            continue
-        assert got.shape == want.shape, trial
-        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, equal_nan=True, err_msg=str(trial))
+    for trial, f, a, want in _agreeing_compositions(21, 5000, 300, lambda f, a: tenferro.jit(f)(a)):
         if trial % 3 == 0 and np.all(np.isfinite(want)):
             w = rng.standard_normal(want.shape)
             loss = lambda x: (f(x) * w).sum()
