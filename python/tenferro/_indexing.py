@@ -438,6 +438,38 @@ def host_values(x, what):
             "read (no program op does it); call it outside the traced function") from None
 
 
+def _traced(x):
+    # Whether x is a value of the function tenferro.trace is recording (its values cannot
+    # be read).
+    try:
+        x.numpy()
+    except TypeError:
+        return True
+    return False
+
+
+def _traced_arg(x, axis, keepdims, what):
+    # numpy's argmax / argmin as program operations: the first position along `axis` where
+    # x equals its max (min), or, where the slice holds a NaN, the first NaN (x != x): the
+    # minimum over those positions of an index ramp, the axis extent elsewhere.
+    if np.issubdtype(x.dtype, np.complexfloating):
+        raise TypeError(f"tenferro.trace: {what} of a complex tensor (numpy's lexicographic order) is not "
+                        "recorded; call it outside the traced function")
+    if axis is None:
+        if keepdims:
+            return _traced_arg(x.reshape(-1), 0, False, what).reshape((1,) * x.ndim)
+        x, axis = x.reshape(-1), 0
+    a = _axis(x, axis, what)
+    n = x.shape[a]
+    if n == 0:
+        raise ValueError(f"tenferro: attempt to get {what} of an empty sequence")
+    extreme = x.max(axis=a, keepdims=True) if what == "argmax" else x.min(axis=a, keepdims=True)
+    hit = (x == extreme) | (x != x)
+    ramp = np.arange(n, dtype=np.int64).reshape([n if k == a else 1 for k in range(x.ndim)])
+    from . import where
+    return where(hit, ramp, n).min(axis=a, keepdims=keepdims)
+
+
 def sort(x, axis=-1):
     """numpy's sort (a new tensor; axis None sorts the flattened tensor): the order is
     numpy's argsort of the values (a host read, stable), the values a take_along_axis, so
@@ -612,12 +644,18 @@ def install():
     EagerTensor.repeat = repeat
 
     def argmax(self, axis=None, keepdims=False):
-        """numpy's argmax of the values (a host read; no derivative)."""
-        return np.argmax(host_values(self, "argmax"), axis=axis, keepdims=keepdims)
+        """numpy's argmax of the values (a host read, a numpy array; inside tenferro.trace
+        recorded as tensor operations, _traced_arg)."""
+        if _traced(self):
+            return _traced_arg(self, axis, keepdims, "argmax")
+        return np.argmax(self.numpy(), axis=axis, keepdims=keepdims)
 
     def argmin(self, axis=None, keepdims=False):
-        """numpy's argmin of the values (a host read; no derivative)."""
-        return np.argmin(host_values(self, "argmin"), axis=axis, keepdims=keepdims)
+        """numpy's argmin of the values (a host read, a numpy array; inside tenferro.trace
+        recorded as tensor operations, _traced_arg)."""
+        if _traced(self):
+            return _traced_arg(self, axis, keepdims, "argmin")
+        return np.argmin(self.numpy(), axis=axis, keepdims=keepdims)
 
     EagerTensor.argmax = argmax
     EagerTensor.argmin = argmin
