@@ -283,6 +283,19 @@ def test_unsupported_dtypes_are_type_errors(bad):
         tenferro.einsum("i->i", bad)
 
 
+def test_an_explicit_output_without_the_ellipsis_sums_its_dimensions():
+    # An extension of numpy's notation (numpy refuses these outputs): omitted ellipsis
+    # dimensions are summed like omitted labels, numpy arrays and eager tensors alike.
+    rng = np.random.default_rng(41)
+    a, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((3, 4))
+    np.testing.assert_allclose(tenferro.einsum("...->", a), a.sum(), rtol=1e-13)
+    np.testing.assert_allclose(tenferro.einsum("i...->i", a), a.sum(axis=(1, 2)), rtol=1e-13)
+    np.testing.assert_allclose(tenferro.einsum("...j,...j->j", a, b), np.einsum("...j,...j->...j", a, b).sum(axis=(0, 1)),
+                               rtol=1e-13)
+    x = tenferro.Runtime().tensor(a)
+    np.testing.assert_allclose(np.asarray(tenferro.einsum("...k->k", x)), a.sum(axis=(0, 1)), rtol=1e-13)
+
+
 def test_bad_inputs_raise_documented_exceptions():
     a = np.ones((2, 3))
     with pytest.raises(tenferro.InvalidArgumentError):  # operand count
