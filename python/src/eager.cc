@@ -753,6 +753,8 @@ void bind_eager(py::module_& m) {
   m.def("eager_matmul", [](const EagerTensor& a, const EagerTensor& b) {
     return nogil([&] { return ctx_of(a).matmul(a, b); });
   });
+  // A number, sequence or array as an operand beside `like` (Note [Python operands]).
+  m.def("eager_operand", [](const EagerTensor& like, const py::object& value) { return operand(like, value); });
   m.def("eager_where", [](const EagerTensor& p, const EagerTensor& a, const EagerTensor& b) {
     return nogil([&] { return ctx_of(p).where(p, a, b); });
   });

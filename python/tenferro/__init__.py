@@ -389,16 +389,15 @@ def where(pred, on_true, on_false):
     """Elementwise selection of eager tensors (one runtime, one dtype for the branches;
     numpy arrays among them become constants on that runtime, or on the shared default
     runtime when none is eager; a number as a branch takes the other branch's dtype, as
-    the operators take numbers)."""
+    the operators take numbers: exactly, Note [Python operands])."""
     branches = [on_true, on_false]
-    for k, other in ((0, on_false), (1, on_true)):
-        if _np.ndim(branches[k]) == 0 and not isinstance(branches[k], (EagerTensor, _np.ndarray)) and \
-                isinstance(other, (EagerTensor, _np.ndarray)):
-            value = _np.asarray(branches[k])
-            if _np.iscomplexobj(value) and not _np.issubdtype(other.dtype, _np.complexfloating):
-                raise TypeError(f"tenferro.where: a complex number with a {other.dtype} branch "
-                                "(no implicit promotion; convert with astype)")
-            branches[k] = value.astype(other.dtype)
+    number = [_np.ndim(b) == 0 and not isinstance(b, (EagerTensor, _np.ndarray)) for b in branches]
+    if number[0] != number[1]:
+        k = 0 if number[0] else 1  # the number branch; the other one gives its dtype
+        pred, other = _constants((pred, branches[1 - k]), "where")
+        branches[1 - k] = other
+        branches[k] = _tenferro.eager_operand(other, branches[k])
+        return _tenferro.eager_where(pred, *branches)
     return _tenferro.eager_where(*_constants((pred, *branches), "where"))
 
 

@@ -162,6 +162,12 @@ def _value(x, value):
     if isinstance(value, EagerTensor):
         return value
     a = np.asarray(value)
+    if np.issubdtype(x.dtype, np.integer) and a.dtype.kind in "iu" and a.size and (
+            a.min() < np.iinfo(x.dtype).min or a.max() > np.iinfo(x.dtype).max):
+        # numpy's assignment truncates fractions but refuses integers out of range (numpy 2).
+        from ._errors import InvalidArgumentError
+        raise InvalidArgumentError(f"tenferro: at[...]: {value!r} is out of the range of dtype {x.dtype} "
+                                   "(convert the tensor with astype)", code="overflow", stage="usage", op="at")
     if a.dtype != x.dtype:
         if np.iscomplexobj(a) and not np.issubdtype(x.dtype, np.complexfloating) and np.any(np.imag(a) != 0):
             raise TypeError(f"tenferro: a complex value cannot update a {x.dtype} tensor (convert with astype)")

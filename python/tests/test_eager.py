@@ -709,6 +709,13 @@ def test_numbers_must_be_exact_values_of_an_integer_or_bool_tensor(rt):
     np.testing.assert_array_equal((flags == 1).numpy(), [True, False, True])
     f32 = rt.tensor(np.ones(2, dtype=np.float32))
     assert (f32 + 1e-10).dtype == np.float32 and (f32 * 2**70).numpy()[0] == np.float32(2.0**70)
+    # tenferro.where takes a number branch by the same rule (0.5 became 0, 2**40 wrapped).
+    with pytest.raises(tenferro.DTypeError, match="0.5 with a tensor of dtype i64: not an integer"):
+        tenferro.where(i64 > 1, i64, 0.5)
+    with pytest.raises(tenferro.InvalidArgumentError, match="out of the dtype's range"):
+        tenferro.where(i32 > 1, 2**40, i32)
+    np.testing.assert_array_equal(tenferro.where(i64 > 1, 7, i64).numpy(), [1, 7, 7])
+    np.testing.assert_array_equal(tenferro.where(np.arange(3) > 0, np.arange(3.0), 0.5).numpy(), [0.5, 1.0, 2.0])
 
 
 def test_take_follows_numpy(rt):

@@ -178,6 +178,15 @@ def test_at_refuses_complex_values_for_real_tensors(rt):
     x = rt.tensor(np.zeros(3))
     with pytest.raises(TypeError, match="complex"):
         x.at[0].set(1j)
+    # Integers out of an integer dtype's range are refused (they wrapped around before);
+    # fractions truncate, as numpy's assignment.
+    i = rt.tensor(np.arange(4, dtype=np.int32))
+    for key, value in ((0, 2**40), (slice(0, 2), [1, 2**31]), (1, np.int64(-2**33))):
+        with pytest.raises(tenferro.InvalidArgumentError, match="out of the range of dtype int32") as e:
+            i.at[key].set(value)
+        assert e.value.code == "overflow"
+    np.testing.assert_array_equal(i.at[0].set(2.7).numpy(), [2, 1, 2, 3])
+    np.testing.assert_array_equal(i.at[1].set(2**31 - 1).numpy(), [0, 2**31 - 1, 2, 3])
 
 
 def _shape_cases():
