@@ -156,18 +156,26 @@ def _host_key(key):
     return tuple(item.numpy() if isinstance(item, EagerTensor) else item for item in items)
 
 
+def in_range(value, dtype, op):
+    """`value` as a numpy array, refused (InvalidArgumentError, code overflow) where it holds
+    integers outside the integer `dtype`'s range: numpy 1.x would wrap them around, numpy 2
+    refuses them too. Fractions are left to the caller's rule."""
+    a = np.asarray(value)
+    dtype = np.dtype(dtype)
+    if np.issubdtype(dtype, np.integer) and a.dtype.kind in "iu" and a.size and (
+            a.min() < np.iinfo(dtype).min or a.max() > np.iinfo(dtype).max):
+        from ._errors import InvalidArgumentError
+        raise InvalidArgumentError(f"tenferro: {op}: {value!r} is out of the range of dtype {dtype} "
+                                   "(convert the tensor with astype)", code="overflow", stage="usage", op=op)
+    return a
+
+
 def _value(x, value):
     """`value` as an eager tensor of x's dtype on x's runtime (numbers and arrays as the
     operators take them)."""
     if isinstance(value, EagerTensor):
         return value
-    a = np.asarray(value)
-    if np.issubdtype(x.dtype, np.integer) and a.dtype.kind in "iu" and a.size and (
-            a.min() < np.iinfo(x.dtype).min or a.max() > np.iinfo(x.dtype).max):
-        # numpy's assignment truncates fractions but refuses integers out of range (numpy 2).
-        from ._errors import InvalidArgumentError
-        raise InvalidArgumentError(f"tenferro: at[...]: {value!r} is out of the range of dtype {x.dtype} "
-                                   "(convert the tensor with astype)", code="overflow", stage="usage", op="at")
+    a = in_range(value, x.dtype, "at[...]")
     if a.dtype != x.dtype:
         if np.iscomplexobj(a) and not np.issubdtype(x.dtype, np.complexfloating) and np.any(np.imag(a) != 0):
             raise TypeError(f"tenferro: a complex value cannot update a {x.dtype} tensor (convert with astype)")

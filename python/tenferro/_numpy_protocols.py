@@ -272,7 +272,7 @@ def _like(fill):
             value = 1 if fill == "ones" else 0
         dtype = a.dtype if dtype is None else np.dtype(dtype)
         shape = tuple(a.shape) if shape is None else ((shape,) if np.ndim(shape) == 0 else tuple(shape))
-        return a.runtime.tensor(np.full(shape, value, dtype=dtype))
+        return a.runtime.tensor(np.full(shape, _indexing.in_range(value, dtype, "full_like"), dtype=dtype))
     return run
 
 

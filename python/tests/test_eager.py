@@ -716,6 +716,9 @@ def test_numbers_must_be_exact_values_of_an_integer_or_bool_tensor(rt):
         tenferro.where(i32 > 1, 2**40, i32)
     np.testing.assert_array_equal(tenferro.where(i64 > 1, 7, i64).numpy(), [1, 7, 7])
     np.testing.assert_array_equal(tenferro.where(np.arange(3) > 0, np.arange(3.0), 0.5).numpy(), [0.5, 1.0, 2.0])
+    with pytest.raises(tenferro.InvalidArgumentError, match="full_like: 1099511627776 is out of the range of dtype int32"):
+        np.full_like(i32, 2**40)
+    np.testing.assert_array_equal(np.full_like(i32, 2**40, dtype=np.int64).numpy(), [2**40] * 3)
 
 
 def test_take_follows_numpy(rt):
