@@ -426,6 +426,12 @@ EagerTensor stack(const std::vector<EagerTensor>& parts, int64_t axis) {
       throw py::value_error("tenferro: stack: all tensors must have the same shape, got " +
                             format_dims(parts[0].shape()) + " and " + format_dims(p.shape()));
     }
+    if (p.dtype() != parts[0].dtype()) {  // no implicit promotion, as concatenate
+      unwrap(
+          Result<EagerTensor>(usage_error(ErrorCode::kDTypeMismatch, "stack",
+                                          "tensors of dtypes " + std::string(dtype_name(parts[0].dtype())) + " and " +
+                                              std::string(dtype_name(p.dtype())) + " (convert with astype)")));
+    }
   }
   // Each part with a unit axis at `axis` (a view: inserting an extent-1 axis moves no
   // element in either order), then joined along it.
@@ -436,7 +442,7 @@ EagerTensor stack(const std::vector<EagerTensor>& parts, int64_t axis) {
     if (d < rank) shape.push_back(parts[0].shape()[static_cast<size_t>(d)]);
   }
   for (const EagerTensor& p : parts) lifted.push_back(nogil([&] { return ctx_of(p).reshape(p, shape); }));
-  return nogil([&] { return ctx_of(lifted[0]).concatenate(lifted, axis); });
+  return nogil([&] { return as_op(ctx_of(lifted[0]).concatenate(lifted, axis), "stack"); });
 }
 
 }  // namespace tenferro::python

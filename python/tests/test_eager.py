@@ -106,6 +106,9 @@ def test_errors_are_typed(rt):
         assert e.value.op == op
     with pytest.raises(ValueError, match="trace: axis1 and axis2 cannot be the same"):
         x.trace(axis1=1, axis2=-1)
+    with pytest.raises(tenferro.DTypeError, match="^stack: tensors of dtypes f64 and i64") as e:
+        tenferro.stack([x, np.ones((2, 3), dtype=np.int64)])
+    assert e.value.op == "stack"
 
 
 def test_dlpack_export_shares_memory(rt):
