@@ -574,6 +574,23 @@ def _eager_contains(self, value):
 EagerTensor.__iter__ = _eager_iter
 EagerTensor.__contains__ = _eager_contains
 
+
+def _unpickle_eager(values, requires_grad):
+    # A pickled eager tensor comes back on the shared default runtime (runtimes belong to
+    # one process): its values, dtype, shape and whether it requires grad.
+    t = _shared_runtime().tensor(values)
+    return t.requires_grad_() if requires_grad else t
+
+
+def _eager_reduce(self):
+    # pickle / copy protocols: a copy of the values (no storage, runtime or tape is shared;
+    # inside tenferro.trace a TypeError, as every host read).
+    values = _indexing.host_values(self, "pickle").copy()
+    return _unpickle_eager, (values, bool(self.requires_grad))
+
+
+EagerTensor.__reduce__ = _eager_reduce
+
 # numpy's ufunc and function protocols on eager tensors (np.exp(x), np.sum(x), array + x),
 # advanced indexing and x.at[key] updates.
 from . import _numpy_protocols  # noqa: E402,F401  (installs them on EagerTensor)

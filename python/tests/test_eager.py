@@ -635,6 +635,25 @@ def test_copy_module_copies(rt):
     assert p.grad is None
 
 
+def test_pickle_keeps_values_dtype_shape_and_requires_grad(rt):
+    import pickle
+    rng = np.random.default_rng(23)
+    for a in (rng.standard_normal((3, 4)).T, (rng.standard_normal(5) + 1j).astype(np.complex64),
+              rng.integers(-5, 5, (2, 0, 3)).astype(np.int32), np.array(True)):
+        y = pickle.loads(pickle.dumps(rt.tensor(a)))
+        assert isinstance(y, tenferro.EagerTensor) and y.dtype == a.dtype and y.shape == a.shape
+        np.testing.assert_array_equal(y.numpy(), a)
+        assert not y.requires_grad
+    leaf = pickle.loads(pickle.dumps(rt.tensor(np.ones(2)).requires_grad_()))
+    assert leaf.requires_grad
+    (leaf * 2).sum().backward()
+    np.testing.assert_array_equal(leaf.grad.numpy(), [2.0, 2.0])
+    nested = pickle.loads(pickle.dumps({"x": [rt.tensor(np.arange(3))]}))
+    np.testing.assert_array_equal(nested["x"][0].numpy(), np.arange(3))
+    with pytest.raises(TypeError, match="tenferro.trace: pickle"):
+        tenferro.trace(lambda t: pickle.loads(pickle.dumps(t)), np.ones(2))
+
+
 def test_unsupported_operands_raise_python_type_errors(rt):
     # Operators return NotImplemented for what they cannot take (Python's TypeError);
     # lists of numbers are values in the tensor's dtype, as scalars are.
