@@ -111,6 +111,40 @@ def _truth(x):
     return x if x.dtype == np.bool_ else x != 0
 
 
+def _floor(x):
+    # floor through numpy's floor_divide by 1 (its quotient passes no gradient: Note [Floor
+    # division]); infinities are their own floor (inf // 1 is NaN).
+    return _where(abs(x) == float("inf"), x, x // 1.0)
+
+
+def _rint(x):
+    # Round half to even: floor, plus one where the fraction (exact) is above one half, or
+    # one half with an odd floor; a zero result keeps x's sign (x * 0), as numpy's.
+    f = _floor(x)
+    d = x - f
+    up = (d > 0.5) | ((d == 0.5) & (f % 2.0 == 1.0))
+    r = _where(up, f + 1.0, f)
+    return _where(r == 0, x * 0.0, r)
+
+
+def _round(x, decimals=0):
+    if decimals == 0:
+        return _rint(x)
+    scale = 10.0 ** decimals  # numpy's: scale, round half to even, scale back
+    return _rint(x * scale) / scale
+
+
+def _real_floating_only(f):
+    # The rounding functions of _IN_TRACE: real floating tensors (numpy's integer forms
+    # return floats or the integers themselves; those stay host reads).
+    def run(x, *args):
+        if not np.issubdtype(x.dtype, np.floating):
+            raise TypeError(f"tenferro.trace: numpy rounding of a {x.dtype} tensor is not recorded; convert "
+                            "with astype or call it outside the traced function")
+        return f(x, *args)
+    return run
+
+
 # Predicates numpy computes on the values, recorded as tenferro operations inside
 # tenferro.trace / jit (where the values cannot be read); outside a trace numpy computes
 # them (their results carry no derivative).
@@ -122,6 +156,12 @@ _IN_TRACE = {
     np.logical_and: lambda a, b: _truth(a) & _truth(b),
     np.logical_or: lambda a, b: _truth(a) | _truth(b),
     np.logical_xor: lambda a, b: _truth(a) ^ _truth(b),
+    np.floor: _real_floating_only(_floor),
+    np.ceil: _real_floating_only(lambda x: -_floor(-x)),
+    np.trunc: _real_floating_only(lambda x: _where(x < 0, -_floor(-x), _floor(x))),
+    np.rint: _real_floating_only(_rint),
+    np.round: _real_floating_only(_round),
+    np.around: _real_floating_only(_round),
 }
 
 
@@ -134,8 +174,8 @@ def _in_numpy(what, call, args, kwargs):
     except TypeError:  # a traced value
         ufunc = getattr(call, "__self__", None)  # np.isnan.__call__ -> np.isnan
         composed = _IN_TRACE.get(call) or (_IN_TRACE.get(ufunc) if isinstance(ufunc, np.ufunc) else None)
-        if composed is not None and not kwargs:
-            return composed(*args)
+        if composed is not None and set(kwargs) <= ({"decimals"} if call in (np.round, np.around) else set()):
+            return composed(*args, *kwargs.values())
         raise
     if not (call in _NO_DERIVATIVE or getattr(call, "__self__", None) in _NO_DERIVATIVE) and (
             _requires_grad(args) or _requires_grad(tuple(kwargs.values()))):
