@@ -763,6 +763,10 @@ void bind_eager(py::module_& m) {
         [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::maximum, false); });
   m.def("eager_minimum",
         [](const EagerTensor& x, const py::object& y) { return binary(x, y, &eg::Context::minimum, false); });
+  // numpy's fmod: the core rem (C's fmod: the dividend's sign); `reflected`: y is the dividend.
+  m.def("eager_fmod", [](const EagerTensor& x, const py::object& y, bool reflected) {
+    return binary(x, y, &eg::Context::rem, reflected);
+  });
   m.def("eager_concatenate", &concatenate);
   m.def("eager_stack", &stack);
   m.def("eager_tril", [](const EagerTensor& x, int64_t k) { return nogil([&] { return ctx_of(x).tril(x, k); }); });

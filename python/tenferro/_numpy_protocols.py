@@ -107,6 +107,12 @@ _NO_DERIVATIVE = {
 }
 
 
+def _dtype(x):
+    # An operand's dtype without reading its values (np.result_type of an eager tensor is
+    # a host read, refused inside a trace).
+    return x.dtype if isinstance(x, (EagerTensor, np.ndarray, np.generic)) else np.result_type(x)
+
+
 def _truth(x):
     return x if x.dtype == np.bool_ else x != 0
 
@@ -189,7 +195,12 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
         from . import maximum, minimum
         return (maximum if ufunc is np.maximum else minimum)(*inputs)
     if method == "__call__" and not kwargs:
-        if ufunc in _UFUNC_BOOL and all(np.result_type(x) == np.bool_ for x in inputs):
+        if ufunc is np.fmod and len(inputs) == 2 and all(np.issubdtype(_dtype(x), np.floating) for x in inputs):
+            # C's fmod of floating tensors: the core rem (differentiable; integers, whose
+            # zero divisors numpy maps to 0, compute in numpy)
+            a, b = inputs
+            return _tenferro.eager_fmod(a, b, False) if isinstance(a, EagerTensor) else _tenferro.eager_fmod(b, a, True)
+        if ufunc in _UFUNC_BOOL and all(_dtype(x) == np.bool_ for x in inputs):
             # numpy's & | ^ ~ of bools (a numpy array on the left of an eager tensor lands here)
             forward, reflected = _UFUNC_BOOL[ufunc]
             if len(inputs) == 1:

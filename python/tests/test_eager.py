@@ -743,6 +743,25 @@ def test_numbers_must_be_exact_values_of_an_integer_or_bool_tensor(rt):
     np.testing.assert_array_equal(np.full_like(i32, 2**40, dtype=np.int64).numpy(), [2**40] * 3)
 
 
+def test_fmod_is_the_core_remainder_of_floating_tensors(rt):
+    # numpy's fmod (C's: the dividend's sign) of floating tensors is the core rem: eager,
+    # reflected, traced, differentiable; integer tensors compute in numpy (zero divisors).
+    a = np.array([5.5, -5.5, 5.5, -5.5, 0.0, -0.0, np.inf, 1.0, 3.0])
+    b = np.array([2.0, 2.0, -2.0, -2.0, 1.0, 1.0, 1.0, np.inf, 0.0])
+    with np.errstate(invalid="ignore"):
+        want = np.fmod(a, b)
+        for got in (np.fmod(rt.tensor(a), rt.tensor(b)), np.fmod(a, rt.tensor(b)),
+                    tenferro.jit(lambda x, y: np.fmod(x, y))(a, b)):
+            got = np.asarray(got)
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+        np.testing.assert_array_equal(np.fmod(rt.tensor(a), 2.0).numpy(), np.fmod(a, 2.0))
+    gx, gy = tenferro.grad(lambda x, y: np.fmod(x, y).sum())(np.array([5.5, -5.5]), np.array([2.0, 2.0]))
+    np.testing.assert_array_equal(gx.numpy(), [1.0, 1.0])
+    np.testing.assert_array_equal(gy.numpy(), [-2.0, 2.0])  # -trunc(x / y)
+    np.testing.assert_array_equal(np.fmod(rt.tensor(np.array([7, -7, 3])), 2), [1, -1, 1])
+
+
 def test_take_follows_numpy(rt):
     a = np.arange(24.0).reshape(2, 3, 4)
     x = rt.tensor(a)
