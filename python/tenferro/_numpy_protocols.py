@@ -241,6 +241,31 @@ def _moments(name):
     return run
 
 
+def _average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+    # numpy's average of an eager tensor: the mean, or sum(a * w) / sum(w) with 1-D weights
+    # laid along `axis` (numpy's rule); floating results, differentiable in a and w.
+    if not isinstance(a, EagerTensor):
+        return None
+    a = a if np.issubdtype(a.dtype, np.inexact) else a.astype(np.float64)
+    if weights is None:
+        avg = a.mean(axis=axis, keepdims=keepdims)
+        if not returned:
+            return avg
+        count = a.size if axis is None else int(np.prod([a.shape[k] for k in np.atleast_1d(axis)]))
+        return avg, _indexing.broadcast_to(a.runtime.tensor(np.array(count, dtype=a.dtype)), avg.shape) * 1
+    w = weights if isinstance(weights, EagerTensor) else a.runtime.tensor(np.asarray(weights, dtype=a.dtype))
+    if tuple(w.shape) != tuple(a.shape):
+        if axis is None or np.ndim(axis) != 0 or w.ndim != 1 or w.shape[0] != a.shape[axis]:
+            raise TypeError("tenferro: average: weights differing from a in shape need an integer axis and "
+                            "1-D weights of that axis's length (numpy's rule)")
+        k = axis % a.ndim
+        w = w.reshape(tuple(w.shape[0] if d == k else 1 for d in range(a.ndim)))
+        w = _indexing.broadcast_to(w, tuple(a.shape))
+    total = w.sum(axis=axis, keepdims=keepdims)
+    avg = (a * w).sum(axis=axis, keepdims=keepdims) / total
+    return (avg, total) if returned else avg
+
+
 def _method(name):
     def run(a, *args, **kwargs):
         return getattr(a, name)(*args, **kwargs) if isinstance(a, EagerTensor) else None
@@ -493,7 +518,7 @@ _FUNCTIONS = {
     np.sum: _reduction("sum"), np.prod: _reduction("prod"), np.mean: _reduction("mean"),
     np.amax: _reduction("max"), np.amin: _reduction("min"), np.max: _reduction("max"), np.min: _reduction("min"),
     np.any: _reduction("any"), np.all: _reduction("all"),
-    np.var: _moments("var"), np.std: _moments("std"),
+    np.var: _moments("var"), np.std: _moments("std"), np.average: _average,
     np.transpose: _transpose, np.reshape: _reshape, np.ravel: _ravel, np.trace: _trace, np.clip: _clip,
     np.squeeze: _method("squeeze"), np.swapaxes: _method("swapaxes"), np.diagonal: _method("diagonal"),
     np.take: lambda a, indices, axis=None, out=None, mode="raise": (

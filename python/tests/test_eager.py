@@ -762,6 +762,32 @@ def test_fmod_is_the_core_remainder_of_floating_tensors(rt):
     np.testing.assert_array_equal(np.fmod(rt.tensor(np.array([7, -7, 3])), 2), [1, -1, 1])
 
 
+def test_average_follows_numpy_and_differentiates(rt):
+    rng = np.random.default_rng(29)
+    a, w, full = rng.standard_normal((3, 4)), rng.random(4), rng.random((3, 4))
+    calls = [lambda t: np.average(t), lambda t: np.average(t, axis=0), lambda t: np.average(t, axis=1, weights=w),
+             lambda t: np.average(t, axis=-1, weights=w, keepdims=True), lambda t: np.average(t, weights=full),
+             lambda t: np.average(t, axis=(0, 1), weights=full)]
+    for k, f in enumerate(calls):
+        want = f(a)
+        for got in (f(rt.tensor(a)), tenferro.jit(f)(a)):
+            got = np.asarray(got)
+            assert got.shape == np.shape(want), k
+            np.testing.assert_allclose(got, want, rtol=1e-13, err_msg=str(k))
+    for kwargs in (dict(axis=1, weights=w), dict(axis=0)):
+        got, want = np.average(rt.tensor(a), returned=True, **kwargs), np.average(a, returned=True, **kwargs)
+        for g, v in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), v, rtol=1e-13)
+    ints = np.arange(6).reshape(2, 3)
+    got = np.average(rt.tensor(ints), axis=1)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got.numpy(), np.average(ints, axis=1))
+    (g,) = tenferro.grad(lambda t: np.average(t, axis=1, weights=w).sum())(a)
+    np.testing.assert_allclose(g.numpy(), np.broadcast_to(w / w.sum(), (3, 4)), rtol=1e-13)
+    with pytest.raises(TypeError, match="1-D weights"):
+        np.average(rt.tensor(a), weights=w)
+
+
 def test_take_follows_numpy(rt):
     a = np.arange(24.0).reshape(2, 3, 4)
     x = rt.tensor(a)
