@@ -266,6 +266,26 @@ def _average(a, axis=None, weights=None, returned=False, *, keepdims=False):
     return (avg, total) if returned else avg
 
 
+def _nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    # numpy's nan_to_num of an eager tensor: NaN -> nan, +-inf -> posinf / neginf (the
+    # dtype's largest finite values by default), per part of a complex tensor; others
+    # unchanged (integers and bools as they are). Differentiable: 1 where finite.
+    if not isinstance(x, EagerTensor):
+        return None
+    if not np.issubdtype(x.dtype, np.inexact):
+        return x.copy()
+    if np.issubdtype(x.dtype, np.complexfloating):
+        re = _nan_to_num(x.real, nan=nan, posinf=posinf, neginf=neginf)
+        im = _nan_to_num(x.imag, nan=nan, posinf=posinf, neginf=neginf)
+        return re.astype(x.dtype) + im.astype(x.dtype) * 1j
+    big = float(np.finfo(x.dtype).max)
+    hi = big if posinf is None else posinf
+    lo = -big if neginf is None else neginf
+    y = _where(x == float("inf"), hi, x)
+    y = _where(x == float("-inf"), lo, y)
+    return _where(x != x, nan, y)
+
+
 def _method(name):
     def run(a, *args, **kwargs):
         return getattr(a, name)(*args, **kwargs) if isinstance(a, EagerTensor) else None
@@ -518,7 +538,7 @@ _FUNCTIONS = {
     np.sum: _reduction("sum"), np.prod: _reduction("prod"), np.mean: _reduction("mean"),
     np.amax: _reduction("max"), np.amin: _reduction("min"), np.max: _reduction("max"), np.min: _reduction("min"),
     np.any: _reduction("any"), np.all: _reduction("all"),
-    np.var: _moments("var"), np.std: _moments("std"), np.average: _average,
+    np.var: _moments("var"), np.std: _moments("std"), np.average: _average, np.nan_to_num: _nan_to_num,
     np.transpose: _transpose, np.reshape: _reshape, np.ravel: _ravel, np.trace: _trace, np.clip: _clip,
     np.squeeze: _method("squeeze"), np.swapaxes: _method("swapaxes"), np.diagonal: _method("diagonal"),
     np.take: lambda a, indices, axis=None, out=None, mode="raise": (

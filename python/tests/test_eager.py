@@ -788,6 +788,21 @@ def test_average_follows_numpy_and_differentiates(rt):
         np.average(rt.tensor(a), weights=w)
 
 
+def test_nan_to_num_follows_numpy_traces_and_differentiates(rt):
+    real = np.array([1.0, np.nan, np.inf, -np.inf, -0.0])
+    cplx = np.array([np.nan + 1j, complex(np.inf, np.nan), 2 - 3j])
+    for f in (lambda t: np.nan_to_num(t), lambda t: np.nan_to_num(t, nan=-1.0, posinf=9.0, neginf=-9.0),
+              lambda t: np.nan_to_num(t, posinf=5.0)):
+        for x in (real, real.astype(np.float32), cplx, cplx.astype(np.complex64), np.arange(3)):
+            want = f(x)
+            for got in (f(rt.tensor(x)), tenferro.jit(f)(x)):
+                got = np.asarray(got)
+                assert got.dtype == want.dtype, x.dtype
+                np.testing.assert_array_equal(got, want)
+    (g,) = tenferro.grad(lambda t: np.nan_to_num(t * 2.0).sum())(np.array([1.0, -3.0]))
+    np.testing.assert_array_equal(g.numpy(), [2.0, 2.0])
+
+
 def test_take_follows_numpy(rt):
     a = np.arange(24.0).reshape(2, 3, 4)
     x = rt.tensor(a)
