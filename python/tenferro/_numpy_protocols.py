@@ -253,7 +253,12 @@ def _average(a, axis=None, weights=None, returned=False, *, keepdims=False):
             return avg
         count = a.size if axis is None else int(np.prod([a.shape[k] for k in np.atleast_1d(axis)]))
         return avg, _indexing.broadcast_to(a.runtime.tensor(np.array(count, dtype=a.dtype)), avg.shape) * 1
-    w = weights if isinstance(weights, EagerTensor) else a.runtime.tensor(np.asarray(weights, dtype=a.dtype))
+    if not isinstance(weights, EagerTensor):  # numpy's result dtype: that of a and the weights
+        weights = np.asarray(weights)
+        common = np.result_type(a.dtype, weights.dtype)
+        a = a if a.dtype == common else a.astype(common)
+        weights = a.runtime.tensor(np.ascontiguousarray(weights, dtype=common))
+    w = weights
     if tuple(w.shape) != tuple(a.shape):
         if axis is None or np.ndim(axis) != 0 or w.ndim != 1 or w.shape[0] != a.shape[axis]:
             raise TypeError("tenferro: average: weights differing from a in shape need an integer axis and "

@@ -782,6 +782,8 @@ def test_average_follows_numpy_and_differentiates(rt):
     got = np.average(rt.tensor(ints), axis=1)
     assert got.dtype == np.float64
     np.testing.assert_array_equal(got.numpy(), np.average(ints, axis=1))
+    f32 = np.average(rt.tensor(a.astype(np.float32)), axis=1, weights=w)  # float64 weights: float64, as numpy
+    assert f32.dtype == np.average(a.astype(np.float32), axis=1, weights=w).dtype == np.float64
     (g,) = tenferro.grad(lambda t: np.average(t, axis=1, weights=w).sum())(a)
     np.testing.assert_allclose(g.numpy(), np.broadcast_to(w / w.sum(), (3, 4)), rtol=1e-13)
     with pytest.raises(TypeError, match="1-D weights"):
