@@ -544,6 +544,10 @@ _FUNCTIONS = {
     np.amax: _reduction("max"), np.amin: _reduction("min"), np.max: _reduction("max"), np.min: _reduction("min"),
     np.any: _reduction("any"), np.all: _reduction("all"),
     np.var: _moments("var"), np.std: _moments("std"), np.average: _average, np.nan_to_num: _nan_to_num,
+    np.argmax: lambda a, axis=None, out=None, *, keepdims=False: (
+        a.argmax(axis, keepdims) if isinstance(a, EagerTensor) and out is None else None),
+    np.argmin: lambda a, axis=None, out=None, *, keepdims=False: (
+        a.argmin(axis, keepdims) if isinstance(a, EagerTensor) and out is None else None),
     np.transpose: _transpose, np.reshape: _reshape, np.ravel: _ravel, np.trace: _trace, np.clip: _clip,
     np.squeeze: _method("squeeze"), np.swapaxes: _method("swapaxes"), np.diagonal: _method("diagonal"),
     np.take: lambda a, indices, axis=None, out=None, mode="raise": (

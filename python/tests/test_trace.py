@@ -325,6 +325,8 @@ def test_traced_argmax_and_argmin_match_numpy():
                     want = getattr(np, name)(a, axis=axis, keepdims=keepdims)
                     assert got.dtype == want.dtype and got.shape == want.shape, (a.dtype, axis, keepdims, name)
                     np.testing.assert_array_equal(got, want, err_msg=f"{a.dtype} {axis} {keepdims} {name}")
+    np.testing.assert_array_equal(tenferro.jit(lambda t: (np.argmax(t, axis=1), np.argmin(t)))(nan)[0],
+                                  np.argmax(nan, axis=1))  # numpy's function forms too
     with pytest.raises(TypeError, match="argmax of a complex tensor"):
         tenferro.trace(lambda t: t.argmax(), np.ones(3, dtype=complex))
     with pytest.raises(ValueError, match="argmin of an empty sequence"):
