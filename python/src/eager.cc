@@ -84,6 +84,16 @@ namespace {
   throw std::logic_error("unreachable");
 }
 
+// `o` holds a value the integer or bool dtype of `like` does not: a fraction (or NaN),
+// an integer out of range, or an integer other than 0 or 1 for bool.
+[[noreturn]] void refuse_inexact(const EagerTensor& like, const py::object& o, bool integral) {
+  const bool flags = like.dtype() == DType::kBool;
+  refuse_operand(like, o, integral ? ErrorCode::kOverflow : ErrorCode::kDTypeMismatch,
+                 !integral ? "not an integer"
+                 : flags   ? "not 0 or 1"
+                           : "out of the dtype's range");
+}
+
 // Whether a real number is exactly a value of the integer or bool dtype d.
 bool holds_exactly(DType d, double v) {
   if (v != std::trunc(v)) return false;  // NaN too
@@ -107,9 +117,7 @@ std::optional<EagerTensor> try_operand(const EagerTensor& like, const py::object
     int overflow = 0;
     const long long v = PyLong_AsLongLongAndOverflow(o.ptr(), &overflow);
     if (overflow == 0 && v > -(1LL << 53) && v < (1LL << 53)) {
-      if (!holds_exactly(d, static_cast<double>(v))) {
-        refuse_operand(like, o, ErrorCode::kOverflow, d == DType::kBool ? "not 0 or 1" : "out of the dtype's range");
-      }
+      if (!holds_exactly(d, static_cast<double>(v))) refuse_inexact(like, o, true);
       return unwrap(ctx_of(like).scalar(c128(static_cast<double>(v), 0.0), d));
     }
   }
@@ -120,7 +128,7 @@ std::optional<EagerTensor> try_operand(const EagerTensor& like, const py::object
     const py::array natural = np.attr("asarray")(o);
     const char kind = natural.dtype().kind();
     if (kind == 'O' || kind == 'U' || kind == 'S') {
-      if (PyLong_Check(o.ptr())) refuse_operand(like, o, ErrorCode::kOverflow, "out of the dtype's range");
+      if (PyLong_Check(o.ptr())) refuse_inexact(like, o, true);
       return std::nullopt;  // not numbers: the operator's TypeError
     }
     if (kind == 'c' && !is_complex(d) && py::bool_(np.attr("any")(np.attr("imag")(natural)))) {
@@ -134,22 +142,14 @@ std::optional<EagerTensor> try_operand(const EagerTensor& like, const py::object
       a = (kind == 'c' && !is_complex(d) ? natural.attr("real") : py::object(natural)).attr("astype")(target);
       quiet.attr("__exit__")(py::none(), py::none(), py::none());
     }
-    if (exact && !py::bool_(np.attr("array_equal")(a, natural))) {
-      const bool integers = kind == 'i' || kind == 'u' || kind == 'b';
-      refuse_operand(like, o, integers ? ErrorCode::kOverflow : ErrorCode::kDTypeMismatch,
-                     integers ? (d == DType::kBool ? "not 0 or 1" : "out of the dtype's range") : "not an integer");
-    }
+    if (exact && !py::bool_(np.attr("array_equal")(a, natural)))
+      refuse_inexact(like, o, kind == 'i' || kind == 'u' || kind == 'b');
     return unwrap(like.runtime()->from_host(from_numpy(a)));
   }
   const auto number = [&](double re, double im) {
     if (im != 0.0 && !is_complex(d))
       refuse_operand(like, o, ErrorCode::kDTypeMismatch, "a complex value with a real tensor");
-    if (exact && !holds_exactly(d, re)) {
-      refuse_operand(like, o, re == std::trunc(re) ? ErrorCode::kOverflow : ErrorCode::kDTypeMismatch,
-                     re != std::trunc(re) ? "not an integer"
-                     : d == DType::kBool  ? "not 0 or 1"
-                                          : "out of the dtype's range");
-    }
+    if (exact && !holds_exactly(d, re)) refuse_inexact(like, o, re == std::trunc(re));
     return unwrap(ctx_of(like).scalar(c128(re, im), d));
   };
   if (PyComplex_Check(o.ptr())) return number(PyComplex_RealAsDouble(o.ptr()), PyComplex_ImagAsDouble(o.ptr()));
@@ -570,7 +570,7 @@ void bind_eager(py::module_& m) {
   for (const auto& [name, op] : reductions) {
     t.def(
         name,
-        [op = op](const EagerTensor& x, const py::object& axis, bool keepdims) {
+        [name = name, op = op](const EagerTensor& x, const py::object& axis, bool keepdims) {
           const Shape ax = axes_of(axis);
           // numpy: axis=() reduces nothing (the values themselves); the C++ API's empty
           // axes mean all axes. It is the reduction of an appended axis of extent 1, so
@@ -582,11 +582,6 @@ void bind_eager(py::module_& m) {
           const auto operand = [&](const eg::Context& c) -> Result<EagerTensor> {
             if (arith) return numpy_reduction_operand(c, x, NumpyAccumulator::kInt);
             if (op == &eg::Context::mean) return numpy_reduction_operand(c, x, NumpyAccumulator::kFloat);
-            if (is_complex(x.dtype())) {  // errors name the Python method, not amax / amin
-              return usage_error(
-                  ErrorCode::kDTypeMismatch, op == &eg::Context::amax ? "max" : "min",
-                  "not defined for dtype " + std::string(dtype_name(x.dtype())) + " (complex values are unordered)");
-            }
             return x;
           };
           if (!axis.is_none() && ax.empty()) {
@@ -596,7 +591,7 @@ void bind_eager(py::module_& m) {
               Shape one = v.shape();
               one.push_back(1);
               TENFERRO_TRY(EagerTensor y, c.reshape(v, one));
-              return (c.*op)(y, Shape{v.rank()}, false);
+              return as_op((c.*op)(y, Shape{v.rank()}, false), name);  // max, not amax
             });
           }
           // numpy: max and min over an empty axis have no identity (the C++ API gives -inf
@@ -615,7 +610,7 @@ void bind_eager(py::module_& m) {
           return nogil([&]() -> Result<EagerTensor> {
             const eg::Context c = ctx_of(x);
             TENFERRO_TRY(const EagerTensor y, operand(c));
-            return (c.*op)(y, ax, keepdims);
+            return as_op((c.*op)(y, ax, keepdims), name);
           });
         },
         py::arg("axis") = py::none(), py::arg("keepdims") = false);
