@@ -762,6 +762,10 @@ void bind_eager(py::module_& m) {
   m.def("eager_fmod", [](const EagerTensor& x, const py::object& y, bool reflected) {
     return binary(x, y, &eg::Context::rem, reflected);
   });
+  // numpy's arctan2 of floating tensors: the core atan2 (`reflected`: y is the first operand).
+  m.def("eager_arctan2", [](const EagerTensor& x, const py::object& y, bool reflected) {
+    return binary(x, y, &eg::Context::atan2, reflected);
+  });
   m.def("eager_concatenate", &concatenate);
   m.def("eager_stack", &stack);
   m.def("eager_tril", [](const EagerTensor& x, int64_t k) { return nogil([&] { return ctx_of(x).tril(x, k); }); });

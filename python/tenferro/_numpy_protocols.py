@@ -57,6 +57,64 @@ def _real_inexact(x):
     return np.issubdtype(x.dtype, np.floating)
 
 
+# Note [Inverse functions]: numpy's inverse trigonometric and hyperbolic functions of real
+# floating tensors, from core operations so they record, trace and differentiate:
+# - arctan x = atan2(x, 1), arcsin x = atan2(x, c), arccos x = atan2(c, x) with
+#   c = sqrt((1 - x)(1 + x)) (exact factors near |x| = 1, where 1 - x*x would cancel);
+#   |x| > 1 makes c NaN, as numpy's NaN; signed zeros and infinities come out of atan2.
+# - arctanh x = sign(x) log1p(2a / (1 - a)) / 2, a = |x| (accurate near 0 and near 1,
+#   where 1 - a is exact; +-inf at +-1; the same formula at -x would lose digits near -1).
+# - arcsinh x = sign(x) log1p(a + a^2 / (1 + sqrt(1 + a^2))), a = |x|, and
+#   arccosh x = log1p(t + sqrt(t (t + 2))), t = x - 1: accurate near 0 (near 1), but a^2
+#   overflows for large arguments, where log(a) + log(2) is exact to rounding instead
+#   (above _BIG); arccosh is NaN below 1 (the formula would give -inf far below). Each
+#   branch gets an argument that is safe for it (the other branches' elements replaced by
+#   1), so a branch not taken passes a zero gradient, never NaN.
+_BIG = 2.0 ** 28
+
+
+def _atan2(y, x):
+    return _tenferro.eager_arctan2(y, x, False) if isinstance(y, EagerTensor) else _tenferro.eager_arctan2(x, y, True)
+
+
+def _hypot(x, y):
+    def as_complex(v):
+        if isinstance(v, EagerTensor):
+            return v.astype(np.result_type(v.dtype, np.complex64))
+        return np.asarray(v).astype(np.result_type(np.asarray(v).dtype, np.complex64))
+    return abs(as_complex(x) + as_complex(y) * 1j)
+
+
+def _cosine_of_arcsin(x):
+    return ((1 - x) * (1 + x)).sqrt()
+
+
+def _odd(x, r):
+    # An odd function's value from r = f(|x|): numpy's signed zeros (f(+-0) = +-0).
+    return _where(x == 0, x, _where(x < 0, -r, r))
+
+
+def _atanh(x):
+    a = abs(x)
+    return _odd(x, (2 * a / (1 - a)).log1p() * 0.5)
+
+
+def _asinh(x):
+    a = abs(x)
+    big = a > _BIG
+    small = _where(big, 1.0, a)
+    r = _where(big, _where(big, a, 1.0).log() + _LN2, (small + small * small / (1 + (1 + small * small).sqrt())).log1p())
+    return _odd(x, r)
+
+
+def _acosh(x):
+    big = x > _BIG
+    near = (x >= 1) & ~big  # false for NaN
+    t = _where(near, x, 1.0) - 1
+    r = _where(near, (t + (t * (t + 2)).sqrt()).log1p(), float("nan"))
+    return _where(big, _where(big, x, 1.0).log() + _LN2, r)
+
+
 _UFUNC_COMPOSED = {
     np.square: lambda x: x * x,
     np.positive: lambda x: x + 0 if x.dtype != np.bool_ else None,
@@ -68,6 +126,14 @@ _UFUNC_COMPOSED = {
     # sinh through expm1 keeps small arguments accurate ((e^x - e^-x) / 2 would cancel).
     np.sinh: lambda x: (x.expm1() - (-x).expm1()) * 0.5 if _inexact(x) else None,
     np.cosh: lambda x: (x.exp() + (-x).exp()) * 0.5 if _inexact(x) else None,
+    # Inverse functions of real floating tensors through the core atan2 and log1p (numpy
+    # computes complex ones): Note [Inverse functions].
+    np.arctan: lambda x: _atan2(x, 1.0) if _real_inexact(x) else None,
+    np.arcsin: lambda x: _atan2(x, _cosine_of_arcsin(x)) if _real_inexact(x) else None,
+    np.arccos: lambda x: _atan2(_cosine_of_arcsin(x), x) if _real_inexact(x) else None,
+    np.arctanh: lambda x: _atanh(x) if _real_inexact(x) else None,
+    np.arcsinh: lambda x: _asinh(x) if _real_inexact(x) else None,
+    np.arccosh: lambda x: _acosh(x) if _real_inexact(x) else None,
     np.fabs: lambda x: abs(x) if _real_inexact(x) else None,
     np.deg2rad: lambda x: x * float(np.pi / 180) if _real_inexact(x) else None,
     np.radians: lambda x: x * float(np.pi / 180) if _real_inexact(x) else None,
@@ -200,6 +266,11 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
             # zero divisors numpy maps to 0, compute in numpy)
             a, b = inputs
             return _tenferro.eager_fmod(a, b, False) if isinstance(a, EagerTensor) else _tenferro.eager_fmod(b, a, True)
+        if ufunc in (np.arctan2, np.hypot) and len(inputs) == 2 and all(
+                np.issubdtype(_dtype(x), np.floating) for x in inputs):
+            # the core atan2, and hypot as the modulus of x + iy (overflow-safe; integers
+            # compute in numpy, in float64)
+            return _atan2(*inputs) if ufunc is np.arctan2 else _hypot(*inputs)
         if ufunc in _UFUNC_BOOL and all(_dtype(x) == np.bool_ for x in inputs):
             # numpy's & | ^ ~ of bools (a numpy array on the left of an eager tensor lands here)
             forward, reflected = _UFUNC_BOOL[ufunc]
@@ -539,7 +610,16 @@ def _expand_dims(a, axis):
     return a.reshape(tuple(shape))
 
 
+def _angle(z, deg=False):
+    # numpy's angle: atan2(imag, real), of real floating tensors too (0 or pi).
+    if not isinstance(z, EagerTensor) or not np.issubdtype(z.dtype, np.inexact):
+        return None
+    r = _atan2(z.imag, z.real)
+    return r * float(180 / np.pi) if deg else r
+
+
 _FUNCTIONS = {
+    np.angle: _angle,
     np.sum: _reduction("sum"), np.prod: _reduction("prod"), np.mean: _reduction("mean"),
     np.amax: _reduction("max"), np.amin: _reduction("min"), np.max: _reduction("max"), np.min: _reduction("min"),
     np.any: _reduction("any"), np.all: _reduction("all"),

@@ -123,6 +123,10 @@ TEST(AdRules, ElementwiseBinaryMatchFiniteDifferencesAndAdjoint) {
   }
   run_case(binary(OpCode::kMax, DType::kF64), seed++);
   run_case(binary(OpCode::kMin, DType::kF64), seed++);
+  for (DType d : {DType::kF64, DType::kF32}) {
+    run_case(binary(OpCode::kAtan2, d), seed++);              // every quadrant
+    run_case(binary(OpCode::kAtan2, d, -2.0, -0.5), seed++);  // the third quadrant
+  }
   run_case(Case{"rem",
                 {vt(DType::kF64, {4}), vt(DType::kF64, {4})},
                 [](TraceContext& tc, std::vector<Value> in) {

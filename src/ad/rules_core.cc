@@ -226,6 +226,22 @@ Result<MaybeValue> jvp_core(Emitter& e, OpCode code, const Attrs& a, std::span<c
       }
       return e.add(l, r);
     }
+    case OpCode::kAtan2: {
+      // d atan2(y, x) = (x dy - y dx) / (x^2 + y^2) (NaN at the origin, where atan2 jumps).
+      MaybeValue num;
+      if (tan[0]) {
+        TENFERRO_TRY(num, some(e.mul(in[1], *tan[0])));
+      }
+      if (tan[1]) {
+        TENFERRO_TRY(Value ydx, e.mul(in[0], *tan[1]));
+        TENFERRO_TRY(Value n, e.neg(ydx));
+        TENFERRO_TRY(num, e.add(num, MaybeValue(n)));
+      }
+      TENFERRO_TRY(Value y2, e.mul(in[0], in[0]));
+      TENFERRO_TRY(Value x2, e.mul(in[1], in[1]));
+      TENFERRO_TRY(Value r2, e.add(y2, x2));
+      return some(e.div(*num, r2));
+    }
     case OpCode::kMax:
     case OpCode::kMin: {
       TENFERRO_TRY(Value first, compare(e, in[0], in[1], code == OpCode::kMax ? CompareDirection::kGe : CompareDirection::kLe));

@@ -207,7 +207,7 @@ std::string_view unary_op_name(UnaryOp op) noexcept {
   return kNames[static_cast<size_t>(op)];
 }
 std::string_view binary_op_name(BinaryOp op) noexcept {
-  static constexpr std::string_view kNames[] = {"add", "sub", "mul", "div", "rem", "pow", "max", "min"};
+  static constexpr std::string_view kNames[] = {"add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2"};
   return kNames[static_cast<size_t>(op)];
 }
 std::string_view compare_op_name(CompareOp op) noexcept {
@@ -298,16 +298,16 @@ Result<Tensor> unary(const CpuExecutionContext& ctx, UnaryOp op, const Tensor& x
 
 // ---- Binary ---------------------------------------------------------------------------------
 
-namespace {
-
 Result<void> check_binary_dtype(BinaryOp op, DType d) {
   const char* const name = binary_op_name(op).data();  // a literal: NUL-terminated
   bool okay = d != DType::kBool;
   if (op == BinaryOp::kRem || op == BinaryOp::kMax || op == BinaryOp::kMin) okay = okay && !is_complex(d);
-  if (op == BinaryOp::kPow) okay = okay && d != DType::kBool;
+  if (op == BinaryOp::kAtan2) okay = is_inexact(d) && !is_complex(d);
   if (!okay) return dtype_error(name, name, d);
   return ok();
 }
+
+namespace {
 
 template <class T>
 void run_binary(const CpuExecutionContext& ctx, BinaryOp op, const Tensor& x, const Tensor& y, Tensor& out) {
@@ -378,6 +378,9 @@ void run_binary(const CpuExecutionContext& ctx, BinaryOp op, const Tensor& x, co
           } else {
             go([](T a, T b) -> T { return a < b ? a : b; });
           }
+          return;
+        case BinaryOp::kAtan2:
+          if constexpr (kIsFloat<T>) go([](T a, T b) -> T { return std::atan2(a, b); });
           return;
         default: return;
       }

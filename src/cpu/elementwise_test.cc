@@ -107,6 +107,15 @@ T ref_binary(BinaryOp op, T a, T b) {
         }
       case BinaryOp::kMax: return std::max(a, b);
       case BinaryOp::kMin: return std::min(a, b);
+      case BinaryOp::kAtan2:
+        // The angle of (b, a) by quadrants from atan (an oracle independent of atan2).
+        if constexpr (std::is_floating_point_v<T>) {
+          const double pi = std::acos(-1.0), y = a, x = b;
+          if (x > 0) return static_cast<T>(std::atan(y / x));
+          if (x < 0) return static_cast<T>(std::atan(y / x) + (y >= 0 ? pi : -pi));
+          return static_cast<T>(y > 0 ? pi / 2 : y < 0 ? -pi / 2 : 0.0);
+        }
+        break;
       default: break;
     }
   }
@@ -117,8 +126,11 @@ class Binary : public ::testing::TestWithParam<std::tuple<DType, BinaryOp>> {};
 
 TEST_P(Binary, MatchesReference) {
   const auto [d, op] = GetParam();
-  const bool supported = d != DType::kBool && !(is_complex(d) && (op == BinaryOp::kRem || op == BinaryOp::kMax ||
-                                                                   op == BinaryOp::kMin));
+  const bool supported =
+      op == BinaryOp::kAtan2
+          ? d == DType::kF32 || d == DType::kF64
+          : d != DType::kBool &&
+                !(is_complex(d) && (op == BinaryOp::kRem || op == BinaryOp::kMax || op == BinaryOp::kMin));
   std::mt19937_64 rng(static_cast<uint64_t>(d) * 31 + static_cast<uint64_t>(op));
   auto ctx = CpuExecutionContext::sequential();
   const double lo = op == BinaryOp::kPow ? (is_integral(d) ? -2 : 0.5) : -6;
@@ -150,15 +162,15 @@ TEST_P(Binary, MatchesReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    All, Binary,
-    ::testing::Combine(::testing::ValuesIn(kAllDTypes),
-                       ::testing::Values(BinaryOp::kAdd, BinaryOp::kSub, BinaryOp::kMul, BinaryOp::kDiv, BinaryOp::kRem,
-                                         BinaryOp::kPow, BinaryOp::kMax, BinaryOp::kMin)),
-    [](const auto& param_info) {
-      return std::string(dtype_name(std::get<0>(param_info.param))) + "_" +
-             std::string(binary_op_name(std::get<1>(param_info.param)));
-    });
+INSTANTIATE_TEST_SUITE_P(All, Binary,
+                         ::testing::Combine(::testing::ValuesIn(kAllDTypes),
+                                            ::testing::Values(BinaryOp::kAdd, BinaryOp::kSub, BinaryOp::kMul,
+                                                              BinaryOp::kDiv, BinaryOp::kRem, BinaryOp::kPow,
+                                                              BinaryOp::kMax, BinaryOp::kMin, BinaryOp::kAtan2)),
+                         [](const auto& param_info) {
+                           return std::string(dtype_name(std::get<0>(param_info.param))) + "_" +
+                                  std::string(binary_op_name(std::get<1>(param_info.param)));
+                         });
 
 template <class T>
 c128 ref_unary(UnaryOp op, T v) {

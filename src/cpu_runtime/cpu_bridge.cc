@@ -42,7 +42,8 @@ using program::OpCode;
 
 static_assert(static_cast<int>(OpCode::kImag) - static_cast<int>(OpCode::kNeg) ==
               static_cast<int>(cpu::UnaryOp::kImag));
-static_assert(static_cast<int>(OpCode::kMin) - static_cast<int>(OpCode::kAdd) == static_cast<int>(cpu::BinaryOp::kMin));
+static_assert(static_cast<int>(OpCode::kAtan2) - static_cast<int>(OpCode::kAdd) ==
+              static_cast<int>(cpu::BinaryOp::kAtan2));
 static_assert(static_cast<int>(program::CompareDirection::kGe) == static_cast<int>(cpu::CompareOp::kGe));
 static_assert(static_cast<int>(program::ReduceKind::kMin) == static_cast<int>(cpu::ReduceOp::kMin));
 
@@ -123,10 +124,10 @@ class CoreOpRunner {
                          std::span<const Tensor> in) const {
     const Attrs& a = attrs_;
     const std::string_view name = program::op_name(code_);
-    if (code_ <= OpCode::kImag) {
+    if (program::is_elementwise_unary(code_)) {
       return cpu::unary(ctx, static_cast<cpu::UnaryOp>(static_cast<int>(code_)), in[0], pool);
     }
-    if (code_ >= OpCode::kAdd && code_ <= OpCode::kMin) {
+    if (is_elementwise_binary(code_)) {
       TENFERRO_TRY_VOID(check_integer_operands(code_, in));
       const auto op = static_cast<cpu::BinaryOp>(static_cast<int>(code_) - static_cast<int>(OpCode::kAdd));
       return cpu::binary(ctx, op, in[0], in[1], pool);
@@ -385,7 +386,9 @@ class CoreKernel final : public runtime::NodeKernel {
 
   // Element-wise unary and binary ops write into a planned destination (Note [Buffer
   // plan] in the runtime), in place of an input when the plan says so.
-  bool writes_into() const override { return code_ <= OpCode::kMin; }
+  bool writes_into() const override {
+    return program::is_elementwise_unary(code_) || program::is_elementwise_binary(code_);
+  }
   bool in_place_ok(size_t) const override { return writes_into(); }
 
   Result<void> run(runtime::EngineContext& engine_ctx, std::span<const Tensor> in, std::span<Tensor> out) const override {
@@ -402,7 +405,7 @@ class CoreKernel final : public runtime::NodeKernel {
 
  private:
   Result<void> run_into(CpuExecutionContext& ctx, std::span<const Tensor> in, Tensor& dst) const {
-    if (code_ <= OpCode::kImag) {
+    if (program::is_elementwise_unary(code_)) {
       return cpu::unary_into(ctx, static_cast<cpu::UnaryOp>(static_cast<int>(code_)), in[0], dst,
                              cpu::Destination::kPlanned);
     }
@@ -440,7 +443,7 @@ class CpuBridge final : public runtime::EngineBridge {
     using Cap = runtime::PrepareCapability<std::shared_ptr<const runtime::NodeKernel>>;
     const program::Operation& op = *req.op;
     if (op.code() == OpCode::kExtension) return Cap::unsupported("not a core op");
-    if (op.code() >= OpCode::kAdd && op.code() <= OpCode::kMin && req.input_dtypes[0] == DType::kBool) {
+    if (is_elementwise_binary(op.code()) && req.input_dtypes[0] == DType::kBool) {
       return Cap::unsupported("the CPU elementwise kernels have no bool arithmetic");
     }
     auto k = std::make_shared<CoreKernel>(op, req);
@@ -559,7 +562,7 @@ Result<Tensor> run_core_op(cpu::CpuExecutionContext& ctx, const std::shared_ptr<
                        std::string(code == OpCode::kConstant ? "constant" : "an extension op") +
                            " has no operands to run on; build it directly");
   }
-  if (code >= OpCode::kAdd && code <= OpCode::kMin && !inputs.empty() && inputs[0].dtype() == DType::kBool) {
+  if (is_elementwise_binary(code) && !inputs.empty() && inputs[0].dtype() == DType::kBool) {
     return usage_error(ErrorCode::kDTypeMismatch, std::string(program::op_name(code)),
                        "no arithmetic on bool tensors (convert them first)");
   }

@@ -151,7 +151,7 @@ Case random_case(uint64_t seed) {
     if (kind < 3) {
       y = b.op(static_cast<OpCode>(pick(15)), {x});
     } else if (kind < 6) {
-      y = b.op(static_cast<OpCode>(static_cast<size_t>(OpCode::kAdd) + pick(8)), {x, partner(x)});
+      y = b.op(static_cast<OpCode>(static_cast<size_t>(OpCode::kAdd) + pick(9)), {x, partner(x)});  // add ... atan2
     } else {
       switch (kind) {
         case 6: y = b.op(OpCode::kCompare, {x, partner(x)}, Attrs{.direction = static_cast<CompareDirection>(pick(6))}); break;

@@ -317,6 +317,27 @@ TEST(Autograd, DirectRulesEqualReplayAndFiniteDifferences) {
   }
 }
 
+// atan2 has no direct rule: its gradient replays the program rule, (x dy - y dx) / r^2,
+// with broadcasting, against finite differences and the analytic derivative.
+TEST(Autograd, Atan2GradientsMatchTheAnalyticDerivative) {
+  std::mt19937_64 rng(43);
+  auto y = random(rng, DType::kF64, {3, 4});
+  auto x = random(rng, DType::kF64, {4}, -2.0, -0.5);  // x < 0: both sides of the cut in y
+  const EagerFn f = [](std::span<const EagerTensor> v) { return sum(atan2(v[0], v[1]).value()); };
+  const std::vector<EagerTensor> xs = {y, x};
+  check_grad_fd(f, xs, 600, "atan2");
+  auto g = grad(f, xs);
+  ASSERT_TRUE(g) << g.error().to_string();
+  const auto yv = values(y), xv = values(x), gy = values((*g)[0]), gx = values((*g)[1]);
+  std::vector<c128> want_gx(4, c128(0, 0));
+  for (size_t k = 0; k < yv.size(); ++k) {  // column-major: the column is k / 3
+    const double yk = yv[k].real(), xk = xv[k / 3].real(), r2 = xk * xk + yk * yk;
+    EXPECT_NEAR(gy[k].real(), xk / r2, 1e-13);
+    want_gx[k / 3] += -yk / r2;
+  }
+  for (size_t j = 0; j < 4; ++j) EXPECT_NEAR(gx[j].real(), want_gx[j].real(), 1e-13);
+}
+
 // Einsums outside the direct rule's conditions (a label summed within one operand, a
 // repeated label, a broadcast operand) replay, with the same gradients as the program
 // transforms and finite differences.

@@ -235,6 +235,14 @@ TEST(Eager, ErrorsAreTypedAndNothingRuns) {
   EXPECT_EQ(add(a, foreign).error().code(), ErrorCode::kRuntimeMismatch);
   EXPECT_EQ(add(a, EagerTensor()).error().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(add(bl, bl).error().code(), ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(atan2(a, f).error().code(), ErrorCode::kDTypeMismatch);
+  for (const EagerTensor& t :
+       {rt->from_values<int64_t>({2}, {1, 2}).value(), rt->from_values<c128>({1}, {c128(1, 1)}).value()}) {
+    const auto r = atan2(t, t);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code(), ErrorCode::kDTypeMismatch);
+    EXPECT_EQ(r.error().op(), "atan2");
+  }
   EXPECT_EQ(sum(a, {1}).error().code(), ErrorCode::kOutOfRange);
   EXPECT_EQ(sum(a, {0, -1}).error().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(mean(rt->from_values<int64_t>({2}, {1, 2}).value()).error().code(), ErrorCode::kDTypeMismatch);
@@ -796,19 +804,22 @@ TEST(Eager, MoreCoreOpsMatchTheInterpreterOnBothPaths) {
               : op == OpCode::kCos   ? c.cos(ex)
                                      : c.rsqrt(ex);
         want = oracle(op, {}, {xi});
-      } else if (kind == 1) {  // rem / minimum / integer arithmetic with a nonzero divisor
+      } else if (kind == 1) {  // rem / minimum / atan2 / integer arithmetic with a nonzero divisor
         const Tensor y = oracle(OpCode::kAdd, {}, {xi, xi}).value();  // 2x, nonzero where x is
-        const Tensor ones = Tensor::full(d, shape, c128(3, 0)).value();
-        const OpCode ops[] = {OpCode::kRem, OpCode::kMin, OpCode::kMul, OpCode::kSub};
-        OpCode op = ops[rng() % 4];
+        const Tensor ones = Tensor::full(d, shape, c128(-3, 0)).value();
+        const OpCode ops[] = {OpCode::kRem, OpCode::kMin, OpCode::kMul, OpCode::kSub, OpCode::kAtan2};
+        OpCode op = ops[rng() % 5];
         if (is_complex(d) && (op == OpCode::kRem || op == OpCode::kMin)) op = OpCode::kMul;
         what = std::string(program::op_name(op));
         const EagerTensor ey = adopt(*rt, y), e3 = adopt(*rt, ones);
-        got = op == OpCode::kRem   ? c.rem(ey, e3)
-              : op == OpCode::kMin ? c.minimum(ex, ey)
-              : op == OpCode::kMul ? c.mul(ex, ey)
-                                   : c.sub(ex, ey);
-        want = op == OpCode::kRem ? oracle(op, {}, {y, ones}) : oracle(op, {}, {xi, y});
+        // atan2 of complex or integer tensors fails in both (a DTypeMismatch)
+        got = op == OpCode::kRem     ? c.rem(ey, e3)
+              : op == OpCode::kMin   ? c.minimum(ex, ey)
+              : op == OpCode::kMul   ? c.mul(ex, ey)
+              : op == OpCode::kAtan2 ? c.atan2(ex, e3)
+                                     : c.sub(ex, ey);
+        want = op == OpCode::kRem || op == OpCode::kAtan2 ? oracle(op, {}, {op == OpCode::kRem ? y : xi, ones})
+                                                          : oracle(op, {}, {xi, y});
       } else if (kind == 2) {  // dynamic_slice with clamped starts
         std::vector<EagerTensor> starts;
         std::vector<Tensor> ins{xi};

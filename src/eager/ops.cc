@@ -221,8 +221,16 @@ Result<EagerTensor> finish(const Call& call, Result<Tensor>&& r) {
   return Detail::wrap(call, std::move(*r));  // one move of the tensor handle
 }
 
+// Note [Eager dtype checks]: an elementwise op a dtype does not define fails before
+// anything runs (no kernel call, no prepared graph), naming the op as called
+// ("maximum", not the kernel's "max").
+Error named(const Error& e, const char* op) { return e.op() == op ? e : Error(e.stage(), e.code(), op, e.message()); }
+
 Result<EagerTensor> unary(const Context& c, OpCode code, const EagerTensor& x, const char* op) {
   TENFERRO_TRY(Call call, Detail::begin(c, {&x}, op));
+  if (auto rd = cpu::unary_result_dtype(static_cast<cpu::UnaryOp>(static_cast<int>(code)), x.dtype()); !rd) {
+    return named(rd.error(), op);  // Note [Eager dtype checks]
+  }
   const Tensor& t = Detail::physical(x);
   Result<EagerTensor> r = finish(
       call, Detail::execute(
@@ -255,6 +263,10 @@ Result<EagerTensor> binary(const Context& c, OpCode code, const EagerTensor& x, 
   const bool compare = code == OpCode::kCompare;
   if (!compare && x.dtype() == DType::kBool) {
     return usage_error(ErrorCode::kDTypeMismatch, op, "no arithmetic on bool tensors (convert them with astype)");
+  }
+  if (!compare) {  // Note [Eager dtype checks]
+    const auto kernel = static_cast<cpu::BinaryOp>(static_cast<int>(code) - static_cast<int>(OpCode::kAdd));
+    if (auto checked = cpu::check_binary_dtype(kernel, x.dtype()); !checked) return named(checked.error(), op);
   }
   TENFERRO_TRY(Shape shape, cpu::broadcast_shapes(x.shape(), y.shape(), op));
   const Attrs& attrs = compare ? compare_attrs(dir) : no_attrs();
@@ -406,6 +418,9 @@ Result<EagerTensor> Context::maximum(const EagerTensor& x, const EagerTensor& y)
 }
 Result<EagerTensor> Context::minimum(const EagerTensor& x, const EagerTensor& y) const {
   return binary(*this, OpCode::kMin, x, y, "minimum");
+}
+Result<EagerTensor> Context::atan2(const EagerTensor& y, const EagerTensor& x) const {
+  return binary(*this, OpCode::kAtan2, y, x, "atan2");
 }
 Result<EagerTensor> Context::eq(const EagerTensor& x, const EagerTensor& y) const {
   return binary(*this, OpCode::kCompare, x, y, "eq", program::CompareDirection::kEq);
@@ -1087,7 +1102,7 @@ Result<EagerTensor> Context::core(program::OpCode code, std::span<const EagerTen
   std::vector<program::SymbolInfo> no_symbols;  // exact shapes: inference adds none
   Result<program::ValueType> inferred = program::infer_core(code, attrs, types, no_symbols, guards);
   if (!inferred) return Error(ErrorStage::kUsage, inferred.error().code(), op, inferred.error().message());
-  if (code >= OpCode::kAdd && code <= OpCode::kMin && !operands.empty() && operands[0].dtype() == DType::kBool) {
+  if (is_elementwise_binary(code) && !operands.empty() && operands[0].dtype() == DType::kBool) {
     return usage_error(ErrorCode::kDTypeMismatch, op, "no arithmetic on bool tensors (convert them with astype)");
   }
   Shape out_shape;

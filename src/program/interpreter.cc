@@ -239,6 +239,12 @@ Result<T> binary(OpCode code, T a, T b) {
         if (is_nan(b)) return b;
         return code == OpCode::kMax ? std::max(a, b) : std::min(a, b);
       }
+    case OpCode::kAtan2:
+      if constexpr (kIsFloat<T>) {
+        return std::atan2(a, b);
+      } else {
+        return T{};
+      }
     default: break;
   }
   return runtime_error(op_name(code), ErrorCode::kInternal, "not a binary op");
@@ -414,11 +420,11 @@ class Eval {
     const Attrs& a = op.attrs();
     const OpCode code = op.code();
     const DType out_dtype = p_.type(op.results()[0]).dtype;
-    if (code <= OpCode::kImag) {
+    if (is_elementwise_unary(code)) {
       TENFERRO_TRY(Buf r, unary(code, *in[0], out_dtype));
       return one(std::move(r));
     }
-    if (code >= OpCode::kAdd && code <= OpCode::kMin) {
+    if (is_elementwise_binary(code)) {
       TENFERRO_TRY(Buf r, binary_op(code, *in[0], *in[1]));
       return one(std::move(r));
     }

@@ -13,6 +13,8 @@ namespace tenferro::program {
 //   (numpy's): of a real or bool value they are the value, the value and zeros; sign of complex is z/|z| (0 at 0).
 //   Integer div/rem truncate toward zero (division by zero is a runtime error in the interpreter), rem takes the sign
 //   of the dividend, pow on integers needs a non-negative exponent. max/min propagate NaN.
+//   atan2(y, x) is the angle of (x, y) in [-pi, pi] (C's atan2, signed zeros included), of
+//   real floating values only (numpy's arctan2; StableHLO also defines it for complex).
 // - compare on complex supports eq/ne only; clamp(min, x, max) accepts scalar bounds.
 // - convert: complex -> real keeps the real part, float -> int truncates toward zero,
 //   anything -> bool is `!= 0`.
@@ -48,13 +50,53 @@ struct OpInfo {
   std::string_view name;
 };
 
-constexpr std::array<std::string_view, kCoreOpCount> kNames = {
-    "neg", "abs", "sign", "exp", "log", "expm1", "log1p", "sin", "cos", "tanh", "sqrt", "rsqrt", "conj", "real", "imag",
-    "add", "sub", "mul", "div", "rem", "pow", "max", "min",
-    "compare", "select", "clamp", "convert", "constant", "iota",
-    "broadcast_in_dim", "reshape", "transpose", "reverse", "slice", "dynamic_slice", "dynamic_update_slice",
-    "concatenate", "pad", "gather", "scatter_add",
-    "reduce", "dot_general", "extract_diag", "embed_diag", "tril", "triu"};
+constexpr std::array<std::string_view, kCoreOpCount> kNames = {"neg",
+                                                               "abs",
+                                                               "sign",
+                                                               "exp",
+                                                               "log",
+                                                               "expm1",
+                                                               "log1p",
+                                                               "sin",
+                                                               "cos",
+                                                               "tanh",
+                                                               "sqrt",
+                                                               "rsqrt",
+                                                               "conj",
+                                                               "real",
+                                                               "imag",
+                                                               "add",
+                                                               "sub",
+                                                               "mul",
+                                                               "div",
+                                                               "rem",
+                                                               "pow",
+                                                               "max",
+                                                               "min",
+                                                               "atan2",
+                                                               "compare",
+                                                               "select",
+                                                               "clamp",
+                                                               "convert",
+                                                               "constant",
+                                                               "iota",
+                                                               "broadcast_in_dim",
+                                                               "reshape",
+                                                               "transpose",
+                                                               "reverse",
+                                                               "slice",
+                                                               "dynamic_slice",
+                                                               "dynamic_update_slice",
+                                                               "concatenate",
+                                                               "pad",
+                                                               "gather",
+                                                               "scatter_add",
+                                                               "reduce",
+                                                               "dot_general",
+                                                               "extract_diag",
+                                                               "embed_diag",
+                                                               "tril",
+                                                               "triu"};
 
 std::string s(int64_t v) { return std::to_string(v); }
 std::string list(std::span<const int64_t> v) {
@@ -62,9 +104,6 @@ std::string list(std::span<const int64_t> v) {
   for (size_t i = 0; i < v.size(); ++i) out.append(i ? ", " : "").append(s(v[i]));
   return out + "]";
 }
-
-bool is_unary(OpCode c) { return c <= OpCode::kImag; }
-bool is_binary(OpCode c) { return c >= OpCode::kAdd && c <= OpCode::kMin; }
 
 }  // namespace
 
@@ -164,8 +203,8 @@ const OpSchema& op_schema(OpCode code) {
       const auto c = static_cast<OpCode>(i);
       OpSchema& sc = t[static_cast<size_t>(i)];
       sc.name = kNames[static_cast<size_t>(i)];
-      if (is_unary(c)) sc.min_operands = sc.max_operands = 1;
-      if (is_binary(c)) sc.min_operands = sc.max_operands = 2;
+      if (is_elementwise_unary(c)) sc.min_operands = sc.max_operands = 1;
+      if (is_elementwise_binary(c)) sc.min_operands = sc.max_operands = 2;
     }
     auto set = [&](OpCode c, int lo, int hi, std::vector<K> keys) {
       OpSchema& sc = t[static_cast<size_t>(c)];
@@ -211,7 +250,8 @@ const std::vector<std::string>& constraint_ids() {
       const auto c = static_cast<OpCode>(i);  // conj / real / imag take every dtype
       add(c, c == OpCode::kConj || c == OpCode::kReal || c == OpCode::kImag ? 1 : 2);
     }
-    for (int i = static_cast<int>(OpCode::kAdd); i <= static_cast<int>(OpCode::kMin); ++i) add(static_cast<OpCode>(i), 4);
+    for (int i = static_cast<int>(OpCode::kAdd); i <= static_cast<int>(OpCode::kAtan2); ++i)
+      add(static_cast<OpCode>(i), 4);
     add(OpCode::kCompare, 4);
     add(OpCode::kSelect, 4);
     add(OpCode::kClamp, 4);
@@ -352,7 +392,7 @@ Result<ValueType> infer_rule(OpCode code, const Attrs& at, std::span<const Value
                                                                  : s(sc.min_operands) + ".." + s(sc.max_operands)) +
                       " operands, got " + s(n));
   }
-  if (is_unary(code)) {
+  if (is_elementwise_unary(code)) {
     const ValueType& x = in[0];
     ValueType r = x;
     switch (code) {
@@ -370,17 +410,19 @@ Result<ValueType> infer_rule(OpCode code, const Attrs& at, std::span<const Value
     }
     return r;
   }
-  if (is_binary(code)) {
+  if (is_elementwise_binary(code)) {
     if (in[0].dtype != in[1].dtype) {
       return I.fail(1, ErrorCode::kDTypeMismatch, "operand dtypes " + I.type(in[0]) + " and " + I.type(in[1]) + " differ");
     }
     const DType d = in[0].dtype;
-    const bool ok = code == OpCode::kMax || code == OpCode::kMin ? ordered(d) && numeric(d)
-                    : code == OpCode::kRem                       ? ordered(d) && numeric(d)
-                                                                 : numeric(d);
-    TENFERRO_TRY_VOID(I.dtype_is(in[0], ok, 3, code == OpCode::kRem || code == OpCode::kMax || code == OpCode::kMin
-                                                    ? "a real numeric type"
-                                                    : "numeric"));
+    const bool real_only = code == OpCode::kRem || code == OpCode::kMax || code == OpCode::kMin;
+    const bool ok = code == OpCode::kAtan2 ? is_inexact(d) && !is_complex(d)
+                    : real_only            ? ordered(d) && numeric(d)
+                                           : numeric(d);
+    TENFERRO_TRY_VOID(I.dtype_is(in[0], ok, 3,
+                                 code == OpCode::kAtan2 ? "floating"
+                                 : real_only            ? "a real numeric type"
+                                                        : "numeric"));
     TENFERRO_TRY(auto sh, I.same_shape(in[0], in[1], 2));
     return ValueType{d, std::move(sh)};
   }

@@ -224,7 +224,8 @@ CompiledGraph kitchen_sink() {
     vals.push_back(b.op(c, {x}).value());
   }
   b.set_provenance("");
-  for (OpCode c : {OpCode::kAdd, OpCode::kSub, OpCode::kMul, OpCode::kDiv, OpCode::kRem, OpCode::kPow, OpCode::kMax, OpCode::kMin}) {
+  for (OpCode c : {OpCode::kAdd, OpCode::kSub, OpCode::kMul, OpCode::kDiv, OpCode::kRem, OpCode::kPow, OpCode::kMax,
+                   OpCode::kMin, OpCode::kAtan2}) {
     vals.push_back(b.op(c, {x, y}).value());
   }
   Value cmp = b.op(OpCode::kCompare, {x, y}, Attrs{.direction = CompareDirection::kLt}).value();
@@ -595,10 +596,10 @@ std::vector<NegCase> negative_cases() {
     const bool numeric_only = c == OpCode::kNeg || c == OpCode::kSign || c == OpCode::kAbs;
     add(name + "_c1", [=](ProgramBuilder& b) { return b.op(c, {in(b, numeric_only ? DType::kBool : DType::kI32, {2})}); });
   }
-  for (int i = static_cast<int>(OpCode::kAdd); i <= static_cast<int>(OpCode::kMin); ++i) {
+  for (int i = static_cast<int>(OpCode::kAdd); is_elementwise_binary(static_cast<OpCode>(i)); ++i) {
     const auto c = static_cast<OpCode>(i);
     const std::string name(op_name(c));
-    const bool real_only = c == OpCode::kRem || c == OpCode::kMax || c == OpCode::kMin;
+    const bool real_only = c == OpCode::kRem || c == OpCode::kMax || c == OpCode::kMin || c == OpCode::kAtan2;
     add(name + "_c0", [=](ProgramBuilder& b) { return b.op(c, {in(b, DType::kF64, {2})}); });
     add(name + "_c1", [=](ProgramBuilder& b) { return b.op(c, {in(b, DType::kF64, {2}), in(b, DType::kF32, {2})}); });
     add(name + "_c2", [=](ProgramBuilder& b) { return b.op(c, {in(b, DType::kF64, {2}), in(b, DType::kF64, {3})}); });

@@ -73,6 +73,7 @@ std::string_view binary_name(OpCode c) {
     case OpCode::kPow: return "power";
     case OpCode::kMax: return "maximum";
     case OpCode::kMin: return "minimum";
+    case OpCode::kAtan2: return "atan2";
     default: return "";
   }
 }

@@ -177,7 +177,7 @@ _BINARY = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "pow
            "maximum": np.maximum, "minimum": np.minimum, "complex": lambda a, b: a + 1j * b,
            "and": np.logical_and, "or": np.logical_or,
            "divide": lambda a, b: _trunc_div(a, b) if a.dtype.kind == "i" else a / b,
-           "remainder": np.fmod}
+           "remainder": np.fmod, "atan2": np.arctan2}
 _COMPARE = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal, "GT": np.greater,
             "GE": np.greater_equal}
 _REDUCERS = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum, "minimum": np.minimum,

@@ -16,7 +16,7 @@ namespace tenferro::cpu {
 enum class UnaryOp : uint8_t {
   kNeg, kAbs, kSign, kExp, kLog, kExpm1, kLog1p, kSin, kCos, kTanh, kSqrt, kRsqrt, kConj, kReal, kImag,
 };
-enum class BinaryOp : uint8_t { kAdd, kSub, kMul, kDiv, kRem, kPow, kMax, kMin };
+enum class BinaryOp : uint8_t { kAdd, kSub, kMul, kDiv, kRem, kPow, kMax, kMin, kAtan2 };
 enum class CompareOp : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe };
 
 std::string_view unary_op_name(UnaryOp op) noexcept;
@@ -30,6 +30,9 @@ Result<Shape> broadcast_shapes(Dims a, Dims b, const char* op = "broadcast");
 /// abs/real/imag of complex give the component dtype; transcendental ops (exp ... rsqrt)
 /// need floating or complex; bool supports none but conj/real/imag.
 Result<DType> unary_result_dtype(UnaryOp op, DType dtype);
+
+/// kDTypeMismatch (naming `op`) unless binary() defines `op` for `dtype`.
+Result<void> check_binary_dtype(BinaryOp op, DType dtype);
 
 /// Who vouches that an `*_into` destination is not observed by anyone else while the
 /// kernel writes it. kExclusive (default): the kernel checks that `out` is the only handle
@@ -46,7 +49,8 @@ Result<void> unary_into(const CpuExecutionContext& ctx, UnaryOp op, const Tensor
                         Destination destination = Destination::kExclusive);
 
 /// z = op(x, y) with broadcasting. Supported dtypes: add/sub/mul/div/pow all but bool;
-/// rem, max and min real types (not complex, not bool). Integer add/sub/mul/pow wrap
+/// rem, max and min real types (not complex, not bool); atan2(y, x) (C's atan2: the
+/// angle of the point (x, y) in [-pi, pi]) f32 and f64. Integer add/sub/mul/pow wrap
 /// modulo 2^bits; an integer power with a negative exponent is 1 / x^|y| truncated
 /// (0 unless |x| == 1, and 0 for x == 0).
 /// Integer division by zero gives -1 and remainder by zero gives the dividend (as

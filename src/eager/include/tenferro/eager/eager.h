@@ -256,6 +256,9 @@ class Context {
   Result<EagerTensor> pow(const EagerTensor& x, const EagerTensor& y) const;
   Result<EagerTensor> maximum(const EagerTensor& x, const EagerTensor& y) const;
   Result<EagerTensor> minimum(const EagerTensor& x, const EagerTensor& y) const;
+  /// The angle of the point (x, y) in [-pi, pi], C's atan2(y, x) (numpy's arctan2), of
+  /// f32 or f64 tensors (kDTypeMismatch otherwise). Its derivative is NaN at the origin.
+  Result<EagerTensor> atan2(const EagerTensor& y, const EagerTensor& x) const;
   /// Comparisons (bool result).
   Result<EagerTensor> eq(const EagerTensor& x, const EagerTensor& y) const;
   Result<EagerTensor> ne(const EagerTensor& x, const EagerTensor& y) const;
@@ -556,6 +559,7 @@ TENFERRO_EAGER_BINARY(rem)
 TENFERRO_EAGER_BINARY(pow)
 TENFERRO_EAGER_BINARY(maximum)
 TENFERRO_EAGER_BINARY(minimum)
+TENFERRO_EAGER_BINARY(atan2)
 TENFERRO_EAGER_BINARY(eq)
 TENFERRO_EAGER_BINARY(ne)
 TENFERRO_EAGER_BINARY(lt)

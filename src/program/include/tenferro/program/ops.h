@@ -29,18 +29,64 @@ struct ValueType {
 /// ops.cc states the exact meaning of each). kExtension marks an extension op.
 enum class OpCode : uint8_t {
   // elementwise unary
-  kNeg, kAbs, kSign, kExp, kLog, kExpm1, kLog1p, kSin, kCos, kTanh, kSqrt, kRsqrt, kConj, kReal, kImag,
+  kNeg,
+  kAbs,
+  kSign,
+  kExp,
+  kLog,
+  kExpm1,
+  kLog1p,
+  kSin,
+  kCos,
+  kTanh,
+  kSqrt,
+  kRsqrt,
+  kConj,
+  kReal,
+  kImag,
   // elementwise binary
-  kAdd, kSub, kMul, kDiv, kRem, kPow, kMax, kMin,
-  kCompare, kSelect, kClamp, kConvert, kConstant, kIota,
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kRem,
+  kPow,
+  kMax,
+  kMin,
+  kAtan2,
+  kCompare,
+  kSelect,
+  kClamp,
+  kConvert,
+  kConstant,
+  kIota,
   // shape and data movement
-  kBroadcastInDim, kReshape, kTranspose, kReverse, kSlice, kDynamicSlice, kDynamicUpdateSlice, kConcatenate, kPad,
-  kGather, kScatterAdd,
+  kBroadcastInDim,
+  kReshape,
+  kTranspose,
+  kReverse,
+  kSlice,
+  kDynamicSlice,
+  kDynamicUpdateSlice,
+  kConcatenate,
+  kPad,
+  kGather,
+  kScatterAdd,
   // reductions and contractions
-  kReduce, kDotGeneral, kExtractDiag, kEmbedDiag, kTril, kTriu,
+  kReduce,
+  kDotGeneral,
+  kExtractDiag,
+  kEmbedDiag,
+  kTril,
+  kTriu,
   kExtension,
 };
 inline constexpr int kCoreOpCount = static_cast<int>(OpCode::kExtension);
+
+/// Elementwise unary ops (neg ... imag): one operand, the result of its shape.
+constexpr bool is_elementwise_unary(OpCode c) noexcept { return c <= OpCode::kImag; }
+/// Elementwise binary ops (add ... atan2): two operands of one dtype and shape.
+constexpr bool is_elementwise_binary(OpCode c) noexcept { return c >= OpCode::kAdd && c <= OpCode::kAtan2; }
 
 /// Stable text name ("add", "dot_general", "scatter_add", ...).
 std::string_view op_name(OpCode code) noexcept;
