@@ -77,6 +77,50 @@ def _atan2(y, x):
     return _tenferro.eager_arctan2(y, x, False) if isinstance(y, EagerTensor) else _tenferro.eager_arctan2(x, y, True)
 
 
+def _eager_pair(a, b):
+    # Both operands as eager tensors: a number or array beside an eager tensor as the
+    # operators take it (Note [Python operands]).
+    if not isinstance(a, EagerTensor):
+        a = _tenferro.eager_operand(b, a)
+    elif not isinstance(b, EagerTensor):
+        b = _tenferro.eager_operand(a, b)
+    return a, b
+
+
+def _logaddexp(x, y, ln_base=1.0):
+    # Note [logaddexp]: m + log1p((exp(x - m) - 1) + exp(y - m)) with m = max(x, y), the
+    # - 1 on the larger side, whose difference is exactly 0 (logaddexp2: powers of 2 by the
+    # core pow, which is exact there, and the logarithm over log 2): accurate where the
+    # smaller term is tiny, and the derivative in m is exactly zero (1 - (1 + e) / (1 + e)), so the gradients are the
+    # softmax weights, 1/2 each at a tie, whichever side max passes its gradient to.
+    # Where m is infinite the result is m, and every branch sees finite stand-ins (no NaN
+    # gradient from a branch not taken).
+    from . import maximum
+    x, y = _eager_pair(x, y)
+    m = maximum(x, y)
+    inf = abs(m) == float("inf")
+    xs, ys, ms = _where(inf, 0.0, x), _where(inf, 0.0, y), _where(inf, 0.0, m)
+    dx, dy = xs - ms, ys - ms  # the larger one exactly 0
+    power = (lambda d: d.exp()) if ln_base == 1.0 else (lambda d: 2.0 ** d)  # the core pow: exact powers of 2
+    t = _where(dx >= dy, ((power(dx) - 1) + power(dy)).log1p(), (power(dx) + (power(dy) - 1)).log1p())
+    r = ms + (t if ln_base == 1.0 else t * (1 / ln_base))
+    return _where(inf, m, r)
+
+
+def _nan_ignoring(pick):
+    # numpy's fmax / fmin: the other operand where one is NaN.
+    def run(x, y):
+        x, y = _eager_pair(x, y)
+        return _where(y != y, x, _where(x != x, y, pick(x, y)))
+    return run
+
+
+def _heaviside(x, h0):
+    # 0 below zero, 1 above, h0 at zero, NaN at NaN (no derivative: zero gradients).
+    x, h0 = _eager_pair(x, h0)
+    return _where(x != x, x, _where(x < 0, 0.0, _where(x > 0, 1.0, h0)))
+
+
 def _hypot(x, y):
     def as_complex(v):
         if isinstance(v, EagerTensor):
@@ -139,6 +183,30 @@ _UFUNC_COMPOSED = {
     np.radians: lambda x: x * float(np.pi / 180) if _real_inexact(x) else None,
     np.rad2deg: lambda x: x * float(180 / np.pi) if _real_inexact(x) else None,
     np.degrees: lambda x: x * float(180 / np.pi) if _real_inexact(x) else None,
+}
+
+
+def _maximum(x, y):
+    from . import maximum
+    return maximum(x, y)
+
+
+def _minimum(x, y):
+    from . import minimum
+    return minimum(x, y)
+
+
+# Binary ufuncs of real floating operands composed from tenferro operations: arctan2 is the
+# core atan2, hypot the modulus of x + iy (overflow-safe), logaddexp Note [logaddexp].
+_UFUNC_REAL_PAIRS = {
+    np.arctan2: lambda y, x: _atan2(y, x),
+    np.hypot: lambda x, y: _hypot(x, y),
+    np.logaddexp: lambda x, y: _logaddexp(x, y),
+    np.logaddexp2: lambda x, y: _logaddexp(x, y, _LN2),
+    np.fmax: _nan_ignoring(_maximum),
+    np.fmin: _nan_ignoring(_minimum),
+    np.heaviside: lambda x, h0: _heaviside(x, h0),
+    np.float_power: lambda x, y: (lambda a, b: a.astype(np.float64) ** b.astype(np.float64))(*_eager_pair(x, y)),
 }
 
 
@@ -266,11 +334,9 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
             # zero divisors numpy maps to 0, compute in numpy)
             a, b = inputs
             return _tenferro.eager_fmod(a, b, False) if isinstance(a, EagerTensor) else _tenferro.eager_fmod(b, a, True)
-        if ufunc in (np.arctan2, np.hypot) and len(inputs) == 2 and all(
+        if ufunc in _UFUNC_REAL_PAIRS and len(inputs) == 2 and all(
                 np.issubdtype(_dtype(x), np.floating) for x in inputs):
-            # the core atan2, and hypot as the modulus of x + iy (overflow-safe; integers
-            # compute in numpy, in float64)
-            return _atan2(*inputs) if ufunc is np.arctan2 else _hypot(*inputs)
+            return _UFUNC_REAL_PAIRS[ufunc](*inputs)  # integers compute in numpy, in float64
         if ufunc in _UFUNC_BOOL and all(_dtype(x) == np.bool_ for x in inputs):
             # numpy's & | ^ ~ of bools (a numpy array on the left of an eager tensor lands here)
             forward, reflected = _UFUNC_BOOL[ufunc]

@@ -832,6 +832,49 @@ def test_inverse_functions_follow_numpy_trace_and_differentiate(rt):
         np.arctan2(rt.tensor(np.array([1.0], np.float32)), rt.tensor(np.array([1.0])))
 
 
+def test_logaddexp_fmax_heaviside_float_power_follow_numpy_trace_and_differentiate(rt):
+    # Composed binary ufuncs of real floating tensors (Note [logaddexp]): every pair of a
+    # grid of special values (zeros, huge, tiny results, infinities, NaN) and random pairs,
+    # with a number operand too; traced bitwise as eager; gradients the softmax weights
+    # (1/2 each at a tie), fmax/fmin routing around NaN, heaviside none.
+    rng = np.random.default_rng(43)
+    grid = np.array([0.0, -0.0, 1.0, -1.0, 40.0, -40.0, 700.0, -745.0, 1e300, -1e300, np.inf, -np.inf, np.nan])
+    funcs = (np.logaddexp, np.logaddexp2, np.fmax, np.fmin, np.heaviside, np.float_power)
+    for dtype in (np.float64, np.float32):
+        with np.errstate(all="ignore"):
+            a = np.concatenate([np.repeat(grid, grid.size), rng.standard_normal(2000) * 30]).astype(dtype)
+            b = np.concatenate([np.tile(grid, grid.size), rng.standard_normal(2000) * 30]).astype(dtype)
+            for f in funcs:
+                for got, want in ((f(rt.tensor(a), rt.tensor(b)), f(a, b)), (f(rt.tensor(a), 0.5), f(a, dtype(0.5))),
+                                  (f(a, rt.tensor(b)), f(a, b))):
+                    assert isinstance(got, tenferro.EagerTensor), f.__name__
+                    got = got.numpy()
+                    assert got.dtype == want.dtype, f.__name__
+                    np.testing.assert_allclose(got, want, rtol=4 * np.finfo(want.dtype).eps, atol=0,
+                                               equal_nan=True, err_msg=f.__name__)
+    x = np.array([0.3, 2.0, -1.0, 5.0, -800.0])
+    y = np.array([0.3, -1.0, 4.0, 5.0 + 1e-9, 3.0])
+    with np.errstate(all="ignore"):
+        for f in funcs:
+            np.testing.assert_array_equal(np.asarray(tenferro.jit(f)(x, y)), f(rt.tensor(x), rt.tensor(y)).numpy())
+    for f, base in ((np.logaddexp, np.e), (np.logaddexp2, 2.0)):
+        gx, gy = tenferro.grad(lambda u, v: f(u, v).sum())(x, y)
+        w = 1 / (1 + np.power(base, y - x))  # d f / dx; 1 - w for y
+        np.testing.assert_allclose(gx.numpy(), w, rtol=1e-14, atol=1e-300)
+        np.testing.assert_allclose(gy.numpy(), 1 - w, rtol=1e-14, atol=1e-300)
+        assert gx.numpy()[0] == gy.numpy()[0] == 0.5  # a tie
+    nan_y = np.array([np.nan, 3.0, -2.0, 5.0, np.nan])
+    for f, x_wins in ((np.fmax, [1, 0, 1, 1, 1]), (np.fmin, [1, 1, 0, 1, 1])):
+        gx, gy = tenferro.grad(lambda u, v: f(u, v).sum())(x, nan_y)
+        np.testing.assert_array_equal(gx.numpy(), x_wins)
+        np.testing.assert_array_equal(gy.numpy(), 1 - np.array(x_wins))
+    (gh,) = tenferro.grad(lambda u: np.heaviside(u, 0.5).sum())(x)
+    np.testing.assert_array_equal(gh.numpy(), np.zeros(5))
+    (gp,) = tenferro.grad(lambda u: np.float_power(u, 3.0).sum())(x[:4].astype(np.float32))
+    assert gp.dtype == np.float32
+    np.testing.assert_allclose(gp.numpy(), 3 * x[:4].astype(np.float32) ** 2, rtol=1e-6)
+
+
 def test_average_follows_numpy_and_differentiates(rt):
     rng = np.random.default_rng(29)
     a, w, full = rng.standard_normal((3, 4)), rng.random(4), rng.random((3, 4))
