@@ -484,13 +484,14 @@ def _traced_arg(x, axis, keepdims, what):
     return where(hit, ramp, n).min(axis=a, keepdims=keepdims)
 
 
-def sort(x, axis=-1):
+def sort(x, axis=-1, what="tenferro.sort (its order)"):
     """numpy's sort (a new tensor; axis None sorts the flattened tensor): the order is
-    numpy's argsort of the values (a host read, stable), the values a take_along_axis, so
-    the gradient flows to the elements where they came from."""
+    numpy's argsort of the values (a host read, stable, named `what` where a trace refuses
+    it), the values a take_along_axis, so the gradient flows to the elements where they
+    came from."""
     if axis is None:
         x, axis = x.reshape(-1), 0
-    values = host_values(x, "tenferro.sort (its order)")
+    values = host_values(x, what)
     order = np.argsort(values, axis=axis, kind="stable")
     return take_along_axis(x, order, axis)
 

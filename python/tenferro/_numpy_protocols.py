@@ -15,6 +15,7 @@ import numpy as np
 
 from . import _tenferro
 from . import _indexing
+from . import _numpy_composed
 from . import fft as _fft
 from . import linalg as _linalg
 
@@ -236,7 +237,7 @@ _NO_DERIVATIVE = {
         "isnan", "isinf", "isfinite", "signbit", "logical_not", "logical_and", "logical_or", "logical_xor", "floor",
         "ceil", "trunc", "rint", "isclose", "allclose", "array_equal", "array_equiv", "argmax", "argmin", "argsort",
         "nonzero", "flatnonzero", "argwhere", "count_nonzero", "searchsorted", "iscomplexobj", "isrealobj",
-        "iscomplex", "isreal", "result_type", "around", "round", "round_"))
+        "iscomplex", "isreal", "result_type", "around", "round", "round_", "nanargmax", "nanargmin"))
     if f is not None
 }
 
@@ -727,6 +728,7 @@ _FUNCTIONS = {
     np.array_split: lambda ary, indices_or_sections, axis=0: (
         _indexing.array_split(ary, indices_or_sections, axis) if isinstance(ary, EagerTensor) else None),
 }
+_FUNCTIONS.update(_numpy_composed.FUNCTIONS)
 for _name in ("vstack", "hstack", "dstack", "column_stack"):
     _FUNCTIONS[getattr(np, _name)] = (
         lambda kind: lambda tup, **rest: (
