@@ -766,6 +766,11 @@ void bind_eager(py::module_& m) {
   m.def("eager_arctan2", [](const EagerTensor& x, const py::object& y, bool reflected) {
     return binary(x, y, &eg::Context::atan2, reflected);
   });
+  // numpy's argsort (kind='stable') and sort: the core argsort, sort a gather of its order.
+  m.def("eager_argsort",
+        [](const EagerTensor& x, int64_t axis) { return nogil([&] { return ctx_of(x).argsort(x, axis); }); });
+  m.def("eager_sort",
+        [](const EagerTensor& x, int64_t axis) { return nogil([&] { return ctx_of(x).sort(x, axis); }); });
   m.def("eager_concatenate", &concatenate);
   m.def("eager_stack", &stack);
   m.def("eager_tril", [](const EagerTensor& x, int64_t k) { return nogil([&] { return ctx_of(x).tril(x, k); }); });

@@ -484,16 +484,17 @@ def _traced_arg(x, axis, keepdims, what):
     return where(hit, ramp, n).min(axis=a, keepdims=keepdims)
 
 
-def sort(x, axis=-1, what="tenferro.sort (its order)"):
-    """numpy's sort (a new tensor; axis None sorts the flattened tensor): the order is
-    numpy's argsort of the values (a host read, stable, named `what` where a trace refuses
-    it), the values a take_along_axis, so the gradient flows to the elements where they
-    came from."""
+def sort(x, axis=-1):
+    """numpy's sort (a new tensor; axis None sorts the flattened tensor): the core argsort's
+    stable order (NaN last), the values gathered from it, so it traces and the gradient
+    flows to the elements where they came from. Complex tensors (numpy's lexicographic
+    order) read their order on the host."""
     if axis is None:
         x, axis = x.reshape(-1), 0
-    values = host_values(x, what)
-    order = np.argsort(values, axis=axis, kind="stable")
-    return take_along_axis(x, order, axis)
+    if np.issubdtype(x.dtype, np.complexfloating):
+        values = host_values(x, "tenferro.sort of a complex tensor (its order)")
+        return take_along_axis(x, np.argsort(values, axis=axis, kind="stable"), axis)
+    return _tenferro.eager_sort(x, _axis(x, axis, "sort"))
 
 
 def _scan(x, axis, combine, identity, what):
@@ -677,8 +678,15 @@ def install():
 
     # More of numpy's ndarray methods: the same operations as their functions.
     def argsort(self, axis=-1, kind=None):
-        """numpy's argsort of the values (a host read; no derivative)."""
-        return np.argsort(host_values(self, "argsort"), axis=axis, kind=kind)
+        """numpy's argsort, always stable (whatever `kind`: ties keep their order, NaN
+        last): int64 positions, a numpy array as numpy's (an eager tensor inside
+        tenferro.trace, where it records); no derivative. Complex tensors (numpy's
+        lexicographic order) compute in numpy."""
+        if np.issubdtype(self.dtype, np.complexfloating):
+            return np.argsort(host_values(self, "argsort of a complex tensor"), axis=axis, kind=kind)
+        x, a = (self.reshape(-1), 0) if axis is None else (self, _axis(self, axis, "argsort"))
+        order = _tenferro.eager_argsort(x, a)
+        return order if _traced(self) else order.numpy()
 
     def nonzero(self):
         """numpy's nonzero of the values (a host read: index arrays)."""

@@ -1,7 +1,7 @@
 """numpy functions on eager tensors composed from tenferro operations (docs/design/0008-python.md,
 "numpy functions on eager tensors"): each follows numpy's definition with tensor operations, so
-its result records for AD and, unless it reads values on the host (the quantiles' order, interp's
-intervals, real_if_close's test), traces. Each returns None for an argument it does not handle;
+its result records for AD and, unless it reads values on the host (interp's intervals, real_if_close's
+test), traces. Each returns None for an argument it does not handle;
 numpy then computes (refused when an operand requires grad, _numpy_protocols._in_numpy).
 """
 
@@ -229,9 +229,8 @@ def _quantile_axes(a, axis):
 
 
 def quantile_of(scale, name, midpoint_mean=False):
-    # numpy's quantile / percentile (method 'linear') and median: the order is read on the
-    # host (tenferro.sort), the values interpolated with numpy's lerp; NaN anywhere in a
-    # slice gives NaN, as numpy's.
+    # numpy's quantile / percentile (method 'linear') and median: tenferro.sort's values
+    # interpolated with numpy's lerp; NaN anywhere in a slice gives NaN, as numpy's.
     def run(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
             interpolation=None):
         if not isinstance(a, EagerTensor) or isinstance(q, EagerTensor) or out is not None or \
@@ -243,7 +242,7 @@ def quantile_of(scale, name, midpoint_mean=False):
         x, keep_shape = _quantile_axes(_floating(a), axis)
         if x is None:
             return None
-        s = _indexing.sort(x, -1, f"numpy.{name} (its order)")
+        s = _indexing.sort(x, -1)
         n = x.shape[-1]
         has_nan = _isnan(s[..., n - 1])
         results = []

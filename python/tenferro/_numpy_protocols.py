@@ -717,6 +717,8 @@ _FUNCTIONS = {
     np.full_like: _like("full"),
     np.take_along_axis: lambda arr, indices, axis: (
         _indexing.take_along_axis(arr, indices, axis) if isinstance(arr, EagerTensor) else None),
+    np.argsort: lambda a, axis=-1, kind=None, order=None: (
+        a.argsort(axis, kind) if isinstance(a, EagerTensor) and order is None else None),
     np.sort: lambda a, axis=-1, kind=None, order=None: (
         _indexing.sort(a, axis) if isinstance(a, EagerTensor) and order is None else None),
     np.cumsum: _scan("cumsum"), np.cumprod: _scan("cumprod"),

@@ -241,7 +241,7 @@ def test_programs_are_made_by_trace_only():
     np.testing.assert_array_equal(p(np.arange(3.0)), 2.0 * np.arange(3.0))
 
 
-def test_traced_copies_and_the_host_read_of_sort():
+def test_traced_copies_sort_and_argsort():
     # flatten / copy of a traced value record a copy (they recursed without end before),
     # and the gradient program through them runs.
     x = np.random.default_rng(5).standard_normal((3, 4))
@@ -251,11 +251,26 @@ def test_traced_copies_and_the_host_read_of_sort():
     np.testing.assert_array_equal(copied, x)
     (g,) = tenferro.jit(tenferro.grad(lambda t: (t.T.flatten() ** 2).sum()))(x)
     np.testing.assert_allclose(g, 2.0 * x, rtol=1e-15)
-    # sort, argmax, argmin and numpy functions without a derivative compute in numpy on the
-    # values: inside a trace that is a TypeError naming what was called.
-    for f, what in [(lambda t: tenferro.sort(t, axis=1), "tenferro.sort"), (lambda t: t.argsort(), "argsort"),
-                    (lambda t: np.argsort(t), "numpy.argsort"),
-                    (lambda t: np.isclose(t, t), "numpy.isclose"), (lambda t: np.median(t), "numpy.median")]:
+    # sort and argsort (stable: ties keep their order, NaN last) and what is built on them
+    # (np.median) record as program operations; the gradient program through sort runs.
+    xt = x.copy()
+    xt[0, 1] = xt[0, 3]
+    xt[2, 2] = np.nan
+    cases = [(lambda t: tenferro.sort(t, axis=1), np.sort(xt, axis=1)), (lambda t: t.argsort(), np.argsort(xt, kind="stable")),
+             (lambda t: np.argsort(t, axis=0), np.argsort(xt, axis=0, kind="stable")),
+             (lambda t: np.sort(t, axis=None), np.sort(xt, axis=None)), (lambda t: np.median(t, axis=1), np.median(xt, axis=1))]
+    for f, want in cases:
+        got = np.asarray(tenferro.jit(f)(xt))
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    w = np.random.default_rng(6).standard_normal((3, 4))
+    loss = lambda t: (tenferro.sort(t, axis=1) * w).sum()
+    (g,) = tenferro.jit(tenferro.grad(loss))(x)
+    np.testing.assert_array_equal(g, np.take_along_axis(w, np.argsort(np.argsort(x, axis=1), axis=1), axis=1))
+    # numpy functions without a derivative compute in numpy on the values: inside a trace
+    # that is a TypeError naming what was called.
+    for f, what in [(lambda t: np.isclose(t, t), "numpy.isclose"), (lambda t: np.nonzero(t), "numpy.nonzero"),
+                    (lambda t: tenferro.sort(t.astype(np.complex128)), "tenferro.sort of a complex tensor")]:
         with pytest.raises(TypeError, match=f"tenferro.trace: {what}.* computes in numpy"):
             tenferro.trace(f, x)
     t = tenferro.Runtime().tensor(x)

@@ -325,6 +325,7 @@ Result<MaybeValue> jvp_core(Emitter& e, OpCode code, const Attrs& a, std::span<c
       }
       return e.add(l, r);
     }
+    case OpCode::kArgsort: return MaybeValue{};  // integer positions: no tangent (returned above)
     case OpCode::kExtension: break;
   }
   return ad_error(ErrorCode::kInternal, "jvp", "no rule for core op " + std::string(program::op_name(code)));

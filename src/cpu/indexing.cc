@@ -1,6 +1,7 @@
 #include "tenferro/cpu/indexing.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -134,6 +135,21 @@ Result<Tensor> gather(const CpuExecutionContext& ctx, const Tensor& x, const Ten
   for (int64_t k = 0; k < pre_rank; ++k) flat.push_back(x.dim(k));
   flat.push_back(n_idx);
   for (int64_t k = axis + 1; k < x.rank(); ++k) flat.push_back(x.dim(k));
+  if (x.numel() == x.dim(axis)) {
+    // Note [Element gathers]: hyperplanes of one element (a vector, or every other
+    // extent 1: a flattened tensor's take_along_axis, a sort's values) are copied
+    // element by element, not one view and one strided copy per index.
+    const auto* src = static_cast<const char*>(x.storage()->data());
+    auto* dst = static_cast<char*>(out.storage()->data()) + out.offset() * x.element_size();
+    const int64_t es = x.element_size(), step = x.strides()[static_cast<size_t>(axis)];
+    ctx.parallel_for(n_idx, 1 << 14, [&](int64_t b, int64_t e) {
+      for (int64_t j = b; j < e; ++j) {
+        std::memcpy(dst + j * es, src + (x.offset() + idx[static_cast<size_t>(j)] * step) * es,
+                    static_cast<size_t>(es));
+      }
+    });
+    return out;
+  }
   TENFERRO_TRY(Tensor out_flat, out.reshape(flat));
   for (int64_t j = 0; j < n_idx; ++j) {
     TENFERRO_TRY(Tensor src, x.select(axis, idx[static_cast<size_t>(j)]));
@@ -171,6 +187,20 @@ Result<Tensor> scatter_add(const CpuExecutionContext& ctx, const Tensor& x, cons
   flat.push_back(static_cast<int64_t>(idx.size()));
   for (int64_t k = axis + 1; k < x.rank(); ++k) flat.push_back(x.dim(k));
   TENFERRO_TRY(Tensor upd, updates.reshape_copy(flat));
+  if (x.numel() == x.dim(axis)) {  // one-element hyperplanes (Note [Element gathers]), in index order
+    // (upd may be a view: a broadcast value has stride 0)
+    const int64_t step = out.strides()[static_cast<size_t>(axis)], ustep = upd.strides()[static_cast<size_t>(axis)];
+    visit_dtype(x.dtype(), [&]<class T>() {
+      if constexpr (!std::is_same_v<T, bool>) {
+        T* o = static_cast<T*>(out.storage()->data()) + out.offset();
+        const T* u = static_cast<const T*>(upd.storage()->data()) + upd.offset();
+        for (size_t j = 0; j < idx.size(); ++j) {
+          o[idx[j] * step] = T(o[idx[j] * step] + u[static_cast<int64_t>(j) * ustep]);
+        }
+      }
+    });
+    return out;
+  }
   // Sequential over indices so repeated indices accumulate deterministically.
   for (size_t j = 0; j < idx.size(); ++j) {
     TENFERRO_TRY(Tensor dst, out.select(axis, idx[j]));
@@ -183,6 +213,54 @@ Result<Tensor> scatter_add(const CpuExecutionContext& ctx, const Tensor& x, cons
       }
     });
   }
+  return out;
+}
+
+Result<Tensor> argsort(const CpuExecutionContext& ctx, const Tensor& x, int64_t axis) {
+  TENFERRO_TRY_VOID(check_defined(x, "argsort"));
+  if (axis < 0 || axis >= x.rank()) {
+    return usage_error(ErrorCode::kOutOfRange, "argsort",
+                       "axis " + s(axis) + " is out of range for rank " + s(x.rank()));
+  }
+  if (is_complex(x.dtype())) {
+    return usage_error(ErrorCode::kDTypeMismatch, "argsort",
+                       "dtype " + std::string(dtype_name(x.dtype())) + " has no order (complex values)");
+  }
+  TENFERRO_TRY(Tensor out, Tensor::uninitialized(DType::kI64, x.shape()));
+  const int64_t n = x.dim(axis);
+  if (x.numel() == 0) return out;
+  const int64_t lines = x.numel() / n;
+  const auto ax = static_cast<size_t>(axis);
+  const int64_t xs = x.strides()[ax], os = out.strides()[ax];
+  visit_dtype(x.dtype(), [&]<class T>() {
+    if constexpr (!tenferro::detail::ComplexScalar<T>) {
+      const T* xp = static_cast<const T*>(x.storage()->data()) + x.offset();
+      int64_t* op = static_cast<int64_t*>(out.storage()->data()) + out.offset();
+      ctx.parallel_for(lines, std::max<int64_t>(1, (int64_t{1} << 14) / n), [&](int64_t b, int64_t e) {
+        std::vector<std::pair<T, int64_t>> line(static_cast<size_t>(n));
+        for (int64_t l = b; l < e; ++l) {
+          // The line's first element: l over the other axes, column-major.
+          int64_t rest = l, xbase = 0, obase = 0;
+          for (size_t k = 0; k < x.shape().size(); ++k) {
+            if (k == ax) continue;
+            const int64_t i = rest % x.shape()[k];
+            rest /= x.shape()[k];
+            xbase += i * x.strides()[k];
+            obase += i * out.strides()[k];
+          }
+          for (int64_t j = 0; j < n; ++j) line[static_cast<size_t>(j)] = {xp[xbase + j * xs], j};
+          std::stable_sort(line.begin(), line.end(), [](const auto& p, const auto& q) {
+            if constexpr (std::is_floating_point_v<T>) {
+              return !std::isnan(p.first) && (std::isnan(q.first) || p.first < q.first);
+            } else {
+              return p.first < q.first;
+            }
+          });
+          for (int64_t j = 0; j < n; ++j) op[obase + j * os] = line[static_cast<size_t>(j)].second;
+        }
+      });
+    }
+  });
   return out;
 }
 

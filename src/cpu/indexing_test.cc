@@ -7,7 +7,9 @@
 #include <limits>
 #include <random>
 
+#include "tenferro/cpu/elementwise.h"
 #include "tenferro/test_support/index.h"
+#include "tenferro/test_support/order.h"
 
 namespace tenferro::cpu {
 namespace {
@@ -191,6 +193,71 @@ TEST_P(Indexing, TrianglesAndDiagonals) {
     EXPECT_EQ(em.get_as_c128(i).value(), i[1] == i[2] ? vec.get_as_c128({i[0], i[1]}).value() : c128(0));
   });
   EXPECT_EQ(tril(ctx, vec.select(0, 0).value(), 0).error().code(), ErrorCode::kInvalidShape);
+}
+
+TEST_P(Indexing, ArgsortIsNumpysStableOrder) {
+  const DType d = GetParam();
+  if (is_complex(d)) {
+    Tensor z = strided(rng, d, {3});
+    auto r = argsort(ctx, z, 0);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code(), ErrorCode::kDTypeMismatch);
+    return;
+  }
+  // Small integers (ties), and for floats NaN, -0 and 0, on transposed and flipped
+  // layouts, along every axis; sequential and with two threads splitting the lines.
+  auto executor = make_tbb_executor(2).value();
+  std::uniform_int_distribution<int> pick(-3, 3);
+  for (const Shape& shape : {Shape{7}, Shape{5, 9, 3}, Shape{2, 0, 3}, Shape{300, 40}}) {
+    Shape rev;
+    for (size_t k = shape.size(); k-- > 0;) rev.push_back(shape[k]);
+    std::vector<double> v(static_cast<size_t>(element_count(shape)));
+    for (double& e : v) {
+      const int k = pick(rng);
+      e = !is_inexact(d) ? k : k == 3 ? std::numeric_limits<double>::quiet_NaN() : k == -3 ? -0.0 : k;
+    }
+    Tensor x = convert(ctx, Tensor::from_col_major<double>(rev, v).value(), d).value().transpose().value();
+    if (x.rank() > 0) x = x.flip(static_cast<int64_t>(rng() % static_cast<uint64_t>(x.rank()))).value();
+    for (int64_t axis = 0; axis < x.rank(); ++axis) {
+      Tensor seq = argsort(ctx, x, axis).value(), par;
+      executor->install([&] {
+        CpuExecutionContext two(executor.get(), ParallelMode::kInner, 2);
+        par = argsort(two, x, axis).value();
+      });
+      for (const Tensor& order : {seq, par}) {
+        EXPECT_EQ(test_support::check_argsort(x, order, axis), "")
+            << dtype_name(d) << " " << format_dims(shape) << " axis " << axis;
+      }
+    }
+  }
+  EXPECT_EQ(argsort(ctx, strided(rng, d, {3}), 1).error().code(), ErrorCode::kOutOfRange);
+}
+
+TEST_P(Indexing, ElementGathersAndScattersOfVectors) {
+  // One-element hyperplanes take the element-wise path (Note [Element gathers]): values
+  // and repeated-index accumulation as the definitions, from a strided vector.
+  const DType d = GetParam();
+  Tensor x = strided(rng, d, {1, 9, 1}).select(0, 0).value();  // a strided 9 x 1 view
+  Tensor idx = Tensor::from_col_major<int64_t>({2, 3}, {8, 0, 3, 3, 8, 1}).value();
+  Tensor g = gather(ctx, x, idx, 0).value();
+  ASSERT_EQ(g.shape(), (Shape{2, 3, 1}));
+  for_each_index(g.shape(), [&](const Index& i) {
+    EXPECT_EQ(g.get_as_c128(i).value(), x.get_as_c128({idx.get<int64_t>({i[0], i[1]}).value(), 0}).value());
+  });
+  if (d == DType::kBool) return;
+  // Updates as computed, and one value broadcast (stride 0) to the updates' shape.
+  const Tensor two = Tensor::full(d, {1, 1, 1}, c128(2, 0)).value().broadcast_to({2, 3, 1}).value();
+  for (const Tensor& upd : {g, two}) {
+    Tensor sa = scatter_add(ctx, x, idx, upd, 0).value();
+    for_each_index(x.shape(), [&](const Index& i) {
+      c128 want = x.get_as_c128(i).value();
+      for_each_index(idx.shape(), [&](const Index& p) {
+        if (idx.get<int64_t>(p).value() == i[0]) want += upd.get_as_c128({p[0], p[1], 0}).value();
+      });
+      const c128 got = sa.get_as_c128(i).value();
+      EXPECT_NEAR(std::abs(got - want), 0.0, 1e-5 * (1 + std::abs(want))) << format_dims(i);
+    });
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDTypes, Indexing, ::testing::ValuesIn(kAllDTypes),

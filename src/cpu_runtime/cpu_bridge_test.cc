@@ -147,7 +147,7 @@ Case random_case(uint64_t seed) {
     const auto s = shape_of(x);
     const auto r = static_cast<int64_t>(s.size());
     Result<Value> y = usage_error(ErrorCode::kInvalidArgument, "gen", "skip");
-    const size_t kind = pick(27);
+    const size_t kind = pick(28);
     if (kind < 3) {
       y = b.op(static_cast<OpCode>(pick(15)), {x});
     } else if (kind < 6) {
@@ -296,6 +296,9 @@ Case random_case(uint64_t seed) {
         }
         case 25:
           y = b.op(rng() % 2 ? OpCode::kTril : OpCode::kTriu, {x}, Attrs{.k = static_cast<int64_t>(pick(5)) - 2});
+          break;
+        case 27:  // complex operands are refused (skipped)
+          if (r > 0) y = b.op(OpCode::kArgsort, {x}, Attrs{.axis = static_cast<int64_t>(pick(static_cast<size_t>(r)))});
           break;
         case 26: {
           // An einsum extension op over x and possibly a pool value of its dtype: axes of

@@ -338,6 +338,27 @@ TEST(Autograd, Atan2GradientsMatchTheAnalyticDerivative) {
   for (size_t j = 0; j < 4; ++j) EXPECT_NEAR(gx[j].real(), want_gx[j].real(), 1e-13);
 }
 
+// sort's gradient is the cotangent sent back to where each element came from (a gather's
+// adjoint), against finite differences and that scatter.
+TEST(Autograd, SortGradientsReturnToTheSortedPositions) {
+  std::mt19937_64 rng(47);
+  auto x = random(rng, DType::kF64, {4, 6});
+  auto w = random(rng, DType::kF64, {4, 6});
+  for (int64_t axis : {0, 1}) {
+    const EagerFn f = [&](std::span<const EagerTensor> v) { return sum(mul(sort(v[0], axis).value(), w).value()); };
+    const std::vector<EagerTensor> xs = {x};
+    check_grad_fd(f, xs, 700 + static_cast<uint64_t>(axis), "sort");
+    auto g = grad(f, xs);
+    ASSERT_TRUE(g) << g.error().to_string();
+    const Tensor order = argsort(x, axis).value().tensor();
+    test_support::for_each_index(Shape{4, 6}, [&](const test_support::Index& i) {
+      test_support::Index from = i;
+      from[static_cast<size_t>(axis)] = order.get<int64_t>(i).value();
+      EXPECT_NEAR((*g)[0].tensor().get_as_c128(from).value().real(), w.tensor().get_as_c128(i).value().real(), 1e-15);
+    });
+  }
+}
+
 // Einsums outside the direct rule's conditions (a label summed within one operand, a
 // repeated label, a broadcast operand) replay, with the same gradients as the program
 // transforms and finite differences.

@@ -11,6 +11,8 @@
 #include "tenferro/cpu_runtime/cpu_runtime.h"
 #include "tenferro/einsum_ir/einsum_op.h"
 #include "tenferro/program/interpreter.h"
+#include "tenferro/test_support/index.h"
+#include "tenferro/test_support/order.h"
 #include "tenferro/test_support/strided.h"
 
 namespace tenferro::eager {
@@ -948,6 +950,48 @@ TEST(Eager, MoreCoreOpsMatchTheInterpreterOnBothPaths) {
   EXPECT_GT(compared, 300);
 }
 
+TEST(Eager, ArgsortAndSortFollowNumpy) {
+  // Both paths: argsort is numpy's stable order (check_argsort), sort the values it picks;
+  // strided operands, every axis, ties, NaN and signed zeros, integers and bools.
+  Runtimes rts = make_runtimes();
+  std::mt19937_64 rng(91);
+  std::vector<double> v(60);
+  for (double& e : v) {
+    const int k = static_cast<int>(rng() % 7) - 3;
+    e = k == 3 ? std::nan("") : k == -3 ? -0.0 : k;
+  }
+  const Tensor f64 = Tensor::from_col_major<double>({3, 4, 5}, v).value().permute({2, 0, 1}).value();
+  const Tensor i32 = Tensor::from_col_major<int32_t>({6}, std::vector<int32_t>{4, -2, 4, 0, -2, 7}).value();
+  const Tensor bl = Tensor::from_col_major<bool>({4}, std::vector<bool>{true, false, true, false}).value();
+  for (EagerRuntime* rt : {rts.direct.get(), rts.promoted.get()}) {
+    for (const Tensor& x : {f64, i32, bl}) {
+      const EagerTensor ex = adopt(*rt, x);
+      for (int64_t axis = -1; axis < x.rank(); ++axis) {
+        const int64_t ax = axis < 0 ? axis + x.rank() : axis;
+        const EagerTensor order = argsort(ex, axis).value();
+        EXPECT_EQ(test_support::check_argsort(x, order.tensor(), ax), "") << dtype_name(x.dtype()) << " axis " << axis;
+        const EagerTensor sorted = sort(ex, axis).value();
+        ASSERT_EQ(sorted.shape(), x.shape());
+        ASSERT_EQ(sorted.dtype(), x.dtype());
+        test_support::for_each_index(x.shape(), [&](const test_support::Index& i) {
+          test_support::Index from = i;
+          from[static_cast<size_t>(ax)] = order.tensor().get<int64_t>(i).value();
+          const c128 want = x.get_as_c128(from).value(), got = sorted.tensor().get_as_c128(i).value();
+          EXPECT_TRUE(got == want || (std::isnan(got.real()) && std::isnan(want.real())));
+          EXPECT_EQ(std::signbit(got.real()), std::signbit(want.real()));
+        });
+      }
+    }
+    const EagerTensor z = rt->from_values<c128>({2}, {c128(1, 1), c128(0, 2)}).value();
+    for (const auto& [r, op] : {std::pair{argsort(z), "argsort"}, {sort(z), "sort"}}) {
+      ASSERT_FALSE(r);
+      EXPECT_EQ(r.error().code(), ErrorCode::kDTypeMismatch);
+      EXPECT_EQ(r.error().op(), op);
+    }
+    EXPECT_EQ(sort(adopt(*rt, f64), 3).error().code(), ErrorCode::kOutOfRange);
+    EXPECT_EQ(argsort(adopt(*rt, f64), -4).error().code(), ErrorCode::kOutOfRange);
+  }
+}
 
 TEST(Eager, FreeFunctionsCoverTheDataMovementOps) {
   auto rt = EagerRuntime::create().value();

@@ -795,6 +795,45 @@ Result<EagerTensor> Context::triu(const EagerTensor& x, int64_t k) const {
   return core(OpCode::kTriu, ops, std::move(a));
 }
 
+Result<EagerTensor> Context::argsort(const EagerTensor& x, int64_t axis) const {
+  Attrs a;
+  TENFERRO_TRY(a.axis, norm_axis(axis, x.rank(), "argsort"));
+  const EagerTensor ops[1] = {x};
+  return core(OpCode::kArgsort, ops, std::move(a));
+}
+
+Result<EagerTensor> Context::sort(const EagerTensor& x, int64_t axis) const {
+  // x's column-major flat positions of the sorted elements: argsort's positions times the
+  // axis stride plus the other axes' iotas times theirs; one gather of the flattened x.
+  TENFERRO_TRY(const int64_t ax, norm_axis(axis, x.rank(), "sort"));
+  Result<EagerTensor> order = argsort(x, ax);
+  if (!order) return named(order.error(), "sort");
+  const Shape shape = x.shape();
+  int64_t stride = 1;
+  EagerTensor flat;
+  for (int64_t k = 0; k < x.rank(); ++k) {
+    const int64_t extent = shape[static_cast<size_t>(k)];
+    if (k == ax || extent > 1) {
+      EagerTensor at = *order;
+      if (k != ax) {
+        TENFERRO_TRY(at, iota(shape, k));
+      }
+      TENFERRO_TRY(EagerTensor step, full({}, c128(static_cast<double>(stride), 0.0), DType::kI64));
+      TENFERRO_TRY(EagerTensor part, mul(at, step));
+      if (flat.defined()) {
+        TENFERRO_TRY(flat, add(flat, part));
+      } else {
+        flat = std::move(part);
+      }
+    }
+    stride *= extent;
+  }
+  TENFERRO_TRY(EagerTensor xs, reshape(x, {-1}));
+  TENFERRO_TRY(EagerTensor fs, reshape(flat, {-1}));
+  TENFERRO_TRY(EagerTensor sorted, gather(xs, fs, 0));
+  return reshape(sorted, shape);
+}
+
 // ---- reductions ----
 Result<EagerTensor> Context::sum(const EagerTensor& x, Dims axes, bool keep) const {
   return reduce(*this, program::ReduceKind::kSum, x, axes, keep, "sum");

@@ -40,6 +40,10 @@ namespace tenferro::program {
 //   of bools, an OR of ANDs.
 // - extract_diag {axis}: axes axis and axis+1 (equal extents) become one axis at `axis`
 //   holding the diagonal; embed_diag {axis} is its inverse (zeros off the diagonal).
+// - argsort {axis}: the positions along `axis` that sort each line ascending, as int64
+//   (numpy's argsort with kind='stable': equal values keep their order, -0 equals 0, NaN
+//   last); real and bool values (StableHLO: a stable sort of the values and an iota with a
+//   NaN-last less-than, keeping the iota).
 // - tril/triu {k}: on the last two axes, keep elements with col - row <= k (tril) or
 //   >= k (triu), zero the rest.
 
@@ -50,53 +54,15 @@ struct OpInfo {
   std::string_view name;
 };
 
-constexpr std::array<std::string_view, kCoreOpCount> kNames = {"neg",
-                                                               "abs",
-                                                               "sign",
-                                                               "exp",
-                                                               "log",
-                                                               "expm1",
-                                                               "log1p",
-                                                               "sin",
-                                                               "cos",
-                                                               "tanh",
-                                                               "sqrt",
-                                                               "rsqrt",
-                                                               "conj",
-                                                               "real",
-                                                               "imag",
-                                                               "add",
-                                                               "sub",
-                                                               "mul",
-                                                               "div",
-                                                               "rem",
-                                                               "pow",
-                                                               "max",
-                                                               "min",
-                                                               "atan2",
-                                                               "compare",
-                                                               "select",
-                                                               "clamp",
-                                                               "convert",
-                                                               "constant",
-                                                               "iota",
-                                                               "broadcast_in_dim",
-                                                               "reshape",
-                                                               "transpose",
-                                                               "reverse",
-                                                               "slice",
-                                                               "dynamic_slice",
-                                                               "dynamic_update_slice",
-                                                               "concatenate",
-                                                               "pad",
-                                                               "gather",
-                                                               "scatter_add",
-                                                               "reduce",
-                                                               "dot_general",
-                                                               "extract_diag",
-                                                               "embed_diag",
-                                                               "tril",
-                                                               "triu"};
+// clang-format off
+constexpr std::array<std::string_view, kCoreOpCount> kNames = {
+    "neg", "abs", "sign", "exp", "log", "expm1", "log1p", "sin", "cos", "tanh", "sqrt", "rsqrt", "conj", "real", "imag",
+    "add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2",
+    "compare", "select", "clamp", "convert", "constant", "iota",
+    "broadcast_in_dim", "reshape", "transpose", "reverse", "slice", "dynamic_slice", "dynamic_update_slice",
+    "concatenate", "pad", "gather", "scatter_add",
+    "reduce", "dot_general", "extract_diag", "embed_diag", "tril", "triu", "argsort"};
+// clang-format on
 
 std::string s(int64_t v) { return std::to_string(v); }
 std::string list(std::span<const int64_t> v) {
@@ -235,6 +201,7 @@ const OpSchema& op_schema(OpCode code) {
     set(OpCode::kEmbedDiag, 1, 1, {K::kAxis});
     set(OpCode::kTril, 1, 1, {K::kK});
     set(OpCode::kTriu, 1, 1, {K::kK});
+    set(OpCode::kArgsort, 1, 1, {K::kAxis});
     return t;
   }();
   return schemas[static_cast<size_t>(code)];
@@ -275,6 +242,7 @@ const std::vector<std::string>& constraint_ids() {
     add(OpCode::kEmbedDiag, 2);
     add(OpCode::kTril, 2);
     add(OpCode::kTriu, 2);
+    add(OpCode::kArgsort, 3);
     v.push_back("iota_c9");
     v.push_back("broadcast_in_dim_c9");
     for (const char* id : {"input_c1", "program_c1", "program_c2", "extension_c1", "extension_c2", "extension_c3",
@@ -698,6 +666,14 @@ Result<ValueType> infer_rule(OpCode code, const Attrs& at, std::span<const Value
     case OpCode::kTriu:
       if (in[0].rank() < 2) return I.fail(1, ErrorCode::kInvalidShape, "needs rank >= 2, got " + I.type(in[0]));
       return in[0];
+    case OpCode::kArgsort: {
+      const ValueType& x = in[0];
+      if (at.axis < 0 || at.axis >= x.rank()) {
+        return I.fail(1, ErrorCode::kOutOfRange, "axis " + s(at.axis) + " is outside [0, " + s(x.rank()) + ")");
+      }
+      TENFERRO_TRY_VOID(I.dtype_is(x, !is_complex(x.dtype), 2, "real or bool (complex values have no order)"));
+      return ValueType{DType::kI64, x.shape};
+    }
     default: break;
   }
   return Error(ErrorStage::kCompile, ErrorCode::kInternal, std::string(op_name(code)), "no inference rule");

@@ -9,6 +9,7 @@
 #include "tenferro/program/interpreter.h"
 #include "tenferro/program/program.h"
 #include "tenferro/program/text.h"
+#include "tenferro/test_support/order.h"
 #include "tenferro/test_support/test_extension.h"
 
 namespace tenferro::program {
@@ -260,6 +261,7 @@ CompiledGraph kitchen_sink() {
   Value ex = b.op(OpCode::kExtractDiag, {em}, Attrs{.axis = 1}).value();
   Value tl = b.op(OpCode::kTril, {em}, Attrs{.k = -1}).value();
   Value tu = b.op(OpCode::kTriu, {em}, Attrs{.k = 1}).value();
+  Value as = b.op(OpCode::kArgsort, {x}, Attrs{.axis = 1}).value();
   b.set_provenance("ext \"quoted\"");
   auto ext = b.extension(make_scale(0.1, 2, true), std::vector<Value>{ex}).value();
   b.set_provenance("");
@@ -269,7 +271,7 @@ CompiledGraph kitchen_sink() {
   Value bi = b.constant(lit<int64_t>({1}, {INT64_MIN})).value();
   EXPECT_TRUE(b.guard(n, Extent::exact(2), false, "user_min"));  // n <= 2 is not decidable: kept
   std::vector<Value> outs = vals;
-  for (Value v : {rd, tl, tu, ext[0], ext[1], b1, c1, nn, bi, s1}) outs.push_back(v);
+  for (Value v : {rd, tl, tu, as, ext[0], ext[1], b1, c1, nn, bi, s1}) outs.push_back(v);
   auto g = b.finish(outs);
   EXPECT_TRUE(g) << g.error().to_string();
   return std::move(g).value();
@@ -698,6 +700,9 @@ std::vector<NegCase> negative_cases() {
   add("extract_diag_c2", [&](ProgramBuilder& b) { return b.op(O::kExtractDiag, {in(b, DType::kF64, {4, 3})}); });
   add("embed_diag_c0", [&](ProgramBuilder& b) { return b.op(O::kEmbedDiag, std::span<const Value>(), Attrs{}); });
   add("embed_diag_c1", [&](ProgramBuilder& b) { return b.op(O::kEmbedDiag, {in(b, DType::kF64, {4})}, Attrs{.axis = 1}); });
+  add("argsort_c0", [&](ProgramBuilder& b) { return b.op(O::kArgsort, std::span<const Value>(), Attrs{}); });
+  add("argsort_c1", [&](ProgramBuilder& b) { return b.op(O::kArgsort, {in(b, DType::kF64, {4})}, Attrs{.axis = 1}); });
+  add("argsort_c2", [&](ProgramBuilder& b) { return b.op(O::kArgsort, {in(b, DType::kC128, {4})}); });
   for (O c : {O::kTril, O::kTriu}) {
     const std::string name(op_name(c));
     add(name + "_c0", [=](ProgramBuilder& b) { return b.op(c, std::span<const Value>(), Attrs{}); });
@@ -911,6 +916,23 @@ TEST(Interpreter, MatchesHandComputedResults) {
   (void)dummy;
   auto iota = interpret(ib.finish({io}).value(), std::vector<Tensor>{tensor_f64({}, {0})}).value();
   EXPECT_EQ(values_f64(iota[0]), (std::vector<double>{0, 0, 1, 1}));
+}
+
+TEST(Interpreter, ArgsortIsNumpysStableOrder) {
+  // Ties, NaN, -0 and 0 along each axis of a 3-D tensor, and the integer and bool dtypes.
+  std::vector<double> v = {2, NAN, -0.0, 1, 0, 2, -1, NAN, 0, 2, -1, 1, 3, -0.0, 2, 1, 0, NAN, 1, -1, 2, 0, 1, 2};
+  const Tensor x = tensor_f64({2, 3, 4}, v);
+  for (int64_t axis = 0; axis < 3; ++axis) {
+    const Tensor order = run1(OpCode::kArgsort, {x}, Attrs{.axis = axis})[0];
+    EXPECT_EQ(test_support::check_argsort(x, order, axis), "") << "axis " << axis;
+  }
+  EXPECT_EQ(values<int64_t>(run1(OpCode::kArgsort, {tensor_f64({5}, {3, NAN, -1, 3, -0.0})})[0]),
+            (std::vector<int64_t>{2, 4, 0, 3, 1}));
+  const Tensor b = Tensor::from_col_major<bool>({5}, std::vector<bool>{true, false, true, false, false}).value();
+  EXPECT_EQ(values<int64_t>(run1(OpCode::kArgsort, {b})[0]), (std::vector<int64_t>{1, 3, 4, 0, 2}));
+  const Tensor i = Tensor::from_col_major<int32_t>({2, 3}, std::vector<int32_t>{5, -7, 5, 2, -7, 9}).value();
+  const Tensor io = run1(OpCode::kArgsort, {i}, Attrs{.axis = 1})[0];
+  EXPECT_EQ(values<int64_t>(io), (std::vector<int64_t>{2, 0, 0, 1, 1, 2}));  // rows [5, 5, -7], [-7, 2, 9]
 }
 
 TEST(Interpreter, ScalarSemanticsPerDType) {

@@ -281,6 +281,48 @@ HloValue Emitter::with_body(std::string_view name, std::span<const HloValue> ope
   return HloValue{r, result};
 }
 
+HloValue Emitter::sort_positions(const HloValue& x, int64_t dimension) {
+  const TensorType positions{DType::kI64, x.type.shape};
+  const HloValue iota = op("iota", {}, "iota_dimension = " + std::to_string(dimension) + " : i64", positions);
+  const std::string r = fresh();
+  const std::string a = fresh(), b = fresh(), ia = fresh(), ib = fresh();
+  const std::string scalar = type_text(TensorType{x.type.dtype, {}}), index = type_text(TensorType{DType::kI64, {}});
+  const std::string flag = type_text(TensorType{DType::kBool, {}});
+  std::string region = " ({\n    ^bb0(" + a + ": " + scalar + ", " + b + ": " + scalar + ", " + ia + ": " + index +
+                       ", " + ib + ": " + index + "):\n";
+  auto line = [&](std::string_view name, std::initializer_list<std::string> args, std::string_view attrs,
+                  std::string_view arg_type) {
+    const std::string v = fresh();
+    region += "      " + v + " = \"stablehlo." + std::string(name) + "\"(";
+    std::string types;
+    for (const std::string& s : args) {
+      region.append(types.empty() ? "" : ", ").append(s);
+      types.append(types.empty() ? "" : ", ").append(arg_type);
+    }
+    region += ")";
+    if (!attrs.empty()) region.append(" {").append(attrs).append("}");
+    region += " : (" + types + ") -> " + flag + "\n";
+    return v;
+  };
+  auto compare = [](const char* dir) {
+    return std::string("comparison_direction = #stablehlo<comparison_direction ") + dir + ">";
+  };
+  std::string less = line("compare", {a, b}, compare("LT"), scalar);
+  if (is_inexact(x.type.dtype)) {  // NaN last: a < b, or a is a number and b is NaN
+    const std::string a_nan = line("compare", {a, a}, compare("NE"), scalar);
+    const std::string b_nan = line("compare", {b, b}, compare("NE"), scalar);
+    const std::string a_num = line("not", {a_nan}, "", flag);
+    const std::string before_nan = line("and", {a_num, b_nan}, "", flag);
+    less = line("or", {less, before_nan}, "", flag);
+  }
+  region += "      \"stablehlo.return\"(" + less + ") : (" + flag + ") -> ()\n    })";
+  const std::string xt = type_text(x.type), pt = type_text(positions);
+  body_ += "    " + r + ":2 = \"stablehlo.sort\"(" + x.name + ", " + iota.name + ")" + region +
+           " {dimension = " + std::to_string(dimension) + " : i64, is_stable = true} : (" + xt + ", " + pt + ") -> (" +
+           xt + ", " + pt + ")\n";
+  return HloValue{r + "#1", positions};
+}
+
 Result<void> StableHloLowerings::add(std::string family_id, ExtensionLowering lowering) {
   if (lowerings_.count(family_id)) {
     return usage_error(ErrorCode::kInvalidArgument, "StableHloLowerings::add",

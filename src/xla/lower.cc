@@ -324,6 +324,7 @@ class Lowering {
         const HloValue mask = iota_mask(rt.shape, r - 1, r - 2, a.k, c == OpCode::kTril ? "LE" : "GE");
         return em_.op("select", {mask, x, em_.splat(rt, c128{})}, "", rt);
       }
+      case OpCode::kArgsort: return em_.sort_positions(x, a.axis);
       default: break;
     }
     return Error(ErrorStage::kCompile, ErrorCode::kInternal, std::string(program::op_name(c)), "no StableHLO rule");

@@ -2,12 +2,14 @@
 from the StableHLO specification (https://openxla.org/stablehlo/spec): the independent
 oracle of tenferro's StableHLO lowering (tests/xla/check_stablehlo.py,
 python/tests/test_stablehlo.py). It reads the subset of the syntax that
-tenferro.xla writes — one op per line, reduction bodies of one op — and checks every
-op's result shape and element type against the type written in the text.
+tenferro.xla writes — one op per line, reduction bodies of one op, sort comparators of a
+few scalar ops — and checks every op's result shape and element type against the type
+written in the text.
 
     module = parse(text); outputs = evaluate(module, [numpy arrays])
 """
 
+import functools
 import re
 import struct
 
@@ -118,8 +120,27 @@ def _enum(v):
     return v.strip().rstrip(">").split()[-1]
 
 
-_OP = re.compile(r'^\s*(%\w+) = "stablehlo\.(\w+)"\(([^)]*)\)(.*)$')
-_TAIL = re.compile(r'^(?: \{(.*)\})? : \((.*)\) -> (tensor<.*>)$')
+_OP = re.compile(r'^\s*(%\w+)(?::(\d+))? = "stablehlo\.(\w+)"\(([^)]*)\)(.*)$')
+_TAIL = re.compile(r'^(?: \{(.*)\})? : \((.*)\) -> (tensor<.*>|\(.*\))$')
+
+
+def _result_types(text):
+    if text.startswith("("):
+        return [parse_type(t) for t in _split_top(text[1:-1])]
+    return [parse_type(text)]
+
+
+def _op_line(line):
+    """One op line without a region: dict(name, count, op, operands, attrs, types)."""
+    m = _OP.match(line)
+    if not m:
+        return None
+    name, count, op, operands, rest = m.groups()
+    t = _TAIL.match(rest)
+    if not t:
+        raise ValueError(f"cannot read op line: {line!r}")
+    return dict(name=name, count=int(count or 1), op=op, operands=[o.strip() for o in operands.split(",") if o.strip()],
+                attrs=_attrs(t.group(1)), types=_result_types(t.group(3)))
 
 
 def parse(text):
@@ -137,24 +158,31 @@ def parse(text):
         m = _OP.match(line)
         if not m:
             continue
-        name, op, operands, rest = m.groups()
-        operands = [o.strip() for o in operands.split(",") if o.strip()]
-        body = None
+        name, count, op, operands, rest = m.groups()
+        region = None
         if rest.startswith(" ({"):
-            block = re.search(r"\^bb0\((%\w+): [^,]+, (%\w+): [^)]+\):", lines[i]).groups()
-            inner = _OP.match(lines[i + 1])
-            assert inner and inner.group(3).replace(" ", "") == f"{block[0]},{block[1]}", lines[i + 1]
-            body = inner.group(2)
-            assert '"stablehlo.return"' in lines[i + 2], lines[i + 2]
-            rest = lines[i + 3].strip()
+            # ^bb0(block arguments), scalar ops, "stablehlo.return"(value), then })TAIL.
+            block = re.findall(r"(%\w+): tensor<", lines[i])
+            body = []
+            i += 1
+            while '"stablehlo.return"' not in lines[i]:
+                inner = _op_line(lines[i])
+                assert inner, lines[i]
+                body.append(inner)
+                i += 1
+            returned = re.search(r'"stablehlo.return"\((%\w+)\)', lines[i]).group(1)
+            rest = lines[i + 1].strip()
             assert rest.startswith("})"), rest
             rest = rest[2:]
-            i += 4
-        t = _TAIL.match(rest)
-        if not t:
-            raise ValueError(f"cannot read op line: {line!r}")
-        ops.append(dict(name=name, op=op, operands=operands, attrs=_attrs(t.group(1)), body=body,
-                        type=parse_type(t.group(3))))
+            i += 2
+            region = dict(args=block, ops=body, ret=returned)
+        o = _op_line(f"{name}{':' + count if count else ''} = \"stablehlo.{op}\"({operands}){rest}")
+        # Reduction bodies of one op on the two block arguments are named by that op.
+        o["body"] = region["ops"][0]["op"] if region and len(region["ops"]) == 1 and len(region["args"]) == 2 \
+            and region["ops"][0]["operands"] == region["args"] else None
+        o["region"] = region
+        o["type"] = o["types"][0]
+        ops.append(o)
     return dict(args=args, ops=ops, ret=ret)
 
 
@@ -172,7 +200,8 @@ def _sign(x):
 
 _UNARY = {"negate": np.negative, "abs": np.abs, "sign": _sign, "exponential": np.exp, "log": np.log,
           "exponential_minus_one": np.expm1, "log_plus_one": np.log1p, "sine": np.sin, "cosine": np.cos,
-          "tanh": np.tanh, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x), "real": np.real, "imag": np.imag}
+          "tanh": np.tanh, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x), "real": np.real, "imag": np.imag,
+          "not": np.logical_not}
 _BINARY = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "power": np.power,
            "maximum": np.maximum, "minimum": np.minimum, "complex": lambda a, b: a + 1j * b,
            "and": np.logical_and, "or": np.logical_or,
@@ -270,6 +299,35 @@ def _fft(x, kind, lengths):
     return np.fft.irfftn(x, s=lengths, axes=axes)
 
 
+def _comparator(region):
+    """The region as a less-than of two positions of the sorted operands' lines."""
+    def less(lines, i, j):
+        env = {}
+        for k, line in enumerate(lines):
+            env[region["args"][2 * k]] = np.asarray(line[i])
+            env[region["args"][2 * k + 1]] = np.asarray(line[j])
+        for o in region["ops"]:
+            env[o["name"]] = np.asarray(_eval_op(dict(o, type=o["types"][0]), [env[n] for n in o["operands"]]))
+        return bool(env[region["ret"]])
+    return less
+
+
+def _sort(xs, dim, region):
+    # Every line along `dim` reordered by the comparator (a stable sort: Python's sorted
+    # keeps equal elements in order); all operands move together.
+    less = _comparator(region)
+    moved = [np.moveaxis(x, dim, -1) for x in xs]
+    out = [np.empty_like(m) for m in moved]
+    for idx in np.ndindex(*moved[0].shape[:-1]):
+        lines = [m[idx] for m in moved]
+        n = lines[0].shape[0]
+        order = sorted(range(n), key=functools.cmp_to_key(
+            lambda i, j: -1 if less(lines, i, j) else (1 if less(lines, j, i) else 0)))
+        for m, o in zip(lines, out):
+            o[idx] = m[order]
+    return tuple(np.moveaxis(o, -1, dim) for o in out)
+
+
 def _eval_op(o, xs):
     op, a = o["op"], o["attrs"]
     shape, dtype = o["type"]
@@ -331,6 +389,8 @@ def _eval_op(o, xs):
         return f.reduce(x, axis=tuple(_i64s(a["dimensions"])), initial=init)
     if op == "dot_general":
         return _dot_general(xs[0], xs[1], _fields(a["dot_dimension_numbers"]))
+    if op == "sort":
+        return _sort(xs, int(a["dimension"].split(":")[0]), o["region"])
     if op == "fft":
         return _fft(x, _enum(a["fft_type"]), _i64s(a["fft_length"]))
     raise NotImplementedError(f"stablehlo.{op}")
@@ -349,11 +409,13 @@ def evaluate(module, args):
         env[name] = v
     with np.errstate(all="ignore"):
         for o in module["ops"]:
-            r = np.asarray(_eval_op(o, [env[n] for n in o["operands"]]))
-            shape, dtype = o["type"]
-            if r.shape != shape:
-                raise AssertionError(f"{o['name']} stablehlo.{o['op']}: result shape {r.shape}, text says {shape}")
-            if r.dtype != dtype and not (np.can_cast(r.dtype, dtype, "same_kind") or o["op"] in ("iota", "fft")):
-                raise AssertionError(f"{o['name']} stablehlo.{o['op']}: result {r.dtype}, text says {dtype}")
-            env[o["name"]] = r.astype(dtype)
+            r = _eval_op(o, [env[n] for n in o["operands"]])
+            results = list(r) if o["count"] > 1 else [r]
+            for k, (v, (shape, dtype)) in enumerate(zip(results, o["types"])):
+                v = np.asarray(v)
+                if v.shape != shape:
+                    raise AssertionError(f"{o['name']} stablehlo.{o['op']}: result shape {v.shape}, text says {shape}")
+                if v.dtype != dtype and not (np.can_cast(v.dtype, dtype, "same_kind") or o["op"] in ("iota", "fft")):
+                    raise AssertionError(f"{o['name']} stablehlo.{o['op']}: result {v.dtype}, text says {dtype}")
+                env[o["name"] if o["count"] == 1 else f"{o['name']}#{k}"] = v.astype(dtype)
     return [env[n] for n in module["ret"]]

@@ -36,6 +36,11 @@ Result<Tensor> gather(const CpuExecutionContext& ctx, const Tensor& x, const Ten
 Result<Tensor> scatter_add(const CpuExecutionContext& ctx, const Tensor& x, const Tensor& indices, const Tensor& updates,
                            int64_t axis);
 
+/// numpy's argsort with kind='stable' along `axis`: int64 positions that sort each line
+/// ascending, equal values in their order, NaN last (-0 equals 0). Real and bool dtypes.
+/// Errors: kOutOfRange (axis), kDTypeMismatch (complex).
+Result<Tensor> argsort(const CpuExecutionContext& ctx, const Tensor& x, int64_t axis);
+
 /// Joins tensors of equal dtype and equal extents except on `axis`. Errors:
 /// kInvalidArgument (empty list), kDTypeMismatch, kShapeMismatch, kOutOfRange.
 Result<Tensor> concatenate(const CpuExecutionContext& ctx, const std::vector<Tensor>& parts, int64_t axis);

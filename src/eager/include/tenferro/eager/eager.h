@@ -328,6 +328,13 @@ class Context {
   /// Lower/upper triangle of the last two axes (diagonal offset k).
   Result<EagerTensor> tril(const EagerTensor& x, int64_t k = 0) const;
   Result<EagerTensor> triu(const EagerTensor& x, int64_t k = 0) const;
+  /// The int64 positions along `axis` (negative counts from the end) that sort x
+  /// ascending: numpy's argsort with kind='stable' (ties keep their order, NaN last); no
+  /// derivative. Errors: kOutOfRange (axis), kDTypeMismatch (complex).
+  Result<EagerTensor> argsort(const EagerTensor& x, int64_t axis = -1) const;
+  /// x sorted along `axis` (numpy's sort): x gathered at argsort's positions, so the
+  /// gradient flows back to where each element came from. Errors as argsort.
+  Result<EagerTensor> sort(const EagerTensor& x, int64_t axis = -1) const;
 
   // ---- reductions (no axes: all axes) ----
   Result<EagerTensor> sum(const EagerTensor& x, Dims axes = {}, bool keep_dims = false) const;
@@ -638,6 +645,8 @@ inline Result<EagerTensor> scatter_add(const EagerTensor& x, const EagerTensor& 
                                        int64_t axis) {
   return Context::of(x).scatter_add(x, indices, updates, axis);
 }
+inline Result<EagerTensor> argsort(const EagerTensor& x, int64_t axis = -1) { return Context::of(x).argsort(x, axis); }
+inline Result<EagerTensor> sort(const EagerTensor& x, int64_t axis = -1) { return Context::of(x).sort(x, axis); }
 inline Result<EagerTensor> embed_diag(const EagerTensor& v, int64_t axis = 0) {
   return Context::of(v).embed_diag(v, axis);
 }

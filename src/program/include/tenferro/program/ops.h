@@ -27,60 +27,23 @@ struct ValueType {
 
 /// Core semantic operations (StableHLO-like semantics; Note [Core op semantics] in
 /// ops.cc states the exact meaning of each). kExtension marks an extension op.
+// clang-format off
 enum class OpCode : uint8_t {
   // elementwise unary
-  kNeg,
-  kAbs,
-  kSign,
-  kExp,
-  kLog,
-  kExpm1,
-  kLog1p,
-  kSin,
-  kCos,
-  kTanh,
-  kSqrt,
-  kRsqrt,
-  kConj,
-  kReal,
-  kImag,
+  kNeg, kAbs, kSign, kExp, kLog, kExpm1, kLog1p, kSin, kCos, kTanh, kSqrt, kRsqrt, kConj, kReal, kImag,
   // elementwise binary
-  kAdd,
-  kSub,
-  kMul,
-  kDiv,
-  kRem,
-  kPow,
-  kMax,
-  kMin,
-  kAtan2,
-  kCompare,
-  kSelect,
-  kClamp,
-  kConvert,
-  kConstant,
-  kIota,
+  kAdd, kSub, kMul, kDiv, kRem, kPow, kMax, kMin, kAtan2,
+  kCompare, kSelect, kClamp, kConvert, kConstant, kIota,
   // shape and data movement
-  kBroadcastInDim,
-  kReshape,
-  kTranspose,
-  kReverse,
-  kSlice,
-  kDynamicSlice,
-  kDynamicUpdateSlice,
-  kConcatenate,
-  kPad,
-  kGather,
-  kScatterAdd,
+  kBroadcastInDim, kReshape, kTranspose, kReverse, kSlice, kDynamicSlice, kDynamicUpdateSlice, kConcatenate, kPad,
+  kGather, kScatterAdd,
   // reductions and contractions
-  kReduce,
-  kDotGeneral,
-  kExtractDiag,
-  kEmbedDiag,
-  kTril,
-  kTriu,
+  kReduce, kDotGeneral, kExtractDiag, kEmbedDiag, kTril, kTriu,
+  // ordering
+  kArgsort,
   kExtension,
 };
+// clang-format on
 inline constexpr int kCoreOpCount = static_cast<int>(OpCode::kExtension);
 
 /// Elementwise unary ops (neg ... imag): one operand, the result of its shape.

@@ -77,6 +77,11 @@ class Emitter {
   HloValue with_body(std::string_view name, std::span<const HloValue> operands, std::string_view body, DType element,
                      std::string_view attrs, const TensorType& result);
 
+  /// The positions that sort `x` along `dimension` (an i64 tensor of x's shape): a stable
+  /// `stablehlo.sort` of x and an iota whose comparator is x's less-than with NaN last
+  /// (floating types), keeping the iota (the core op argsort).
+  HloValue sort_positions(const HloValue& x, int64_t dimension);
+
   /// The text written so far (the function body, indented, without the return).
   const std::string& text() const noexcept { return body_; }
 
