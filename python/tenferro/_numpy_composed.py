@@ -504,6 +504,36 @@ def real_if_close(a, tol=100):
     return a.real if np.all(np.abs(imag) < limit) else a
 
 
+def _kth_checked(a, kth, axis):
+    # numpy's partition arguments: (a, axis) with None flattening, every kth in range.
+    if axis is None:
+        a, axis = a.reshape(-1), 0
+    ax = _axis(a, axis)
+    if ax is None:
+        return None, None
+    n = a.shape[ax]
+    for k in np.atleast_1d(kth):
+        if not -n <= int(k) < n:
+            raise ValueError(f"tenferro: partition: kth(={int(k)}) out of bounds ({n})")
+    return a, ax
+
+
+def partition(a, kth, axis=-1, kind="introselect", order=None):
+    # A sorted line is a partition at every kth (numpy leaves the order around kth
+    # unspecified): tenferro.sort, so it traces and differentiates.
+    if not isinstance(a, EagerTensor) or order is not None or isinstance(kth, EagerTensor):
+        return None
+    a, ax = _kth_checked(a, kth, axis)
+    return None if a is None else _indexing.sort(a, ax)
+
+
+def argpartition(a, kth, axis=-1, kind="introselect", order=None):
+    if not isinstance(a, EagerTensor) or order is not None or isinstance(kth, EagerTensor):
+        return None
+    x, ax = _kth_checked(a, kth, axis)
+    return None if x is None else x.argsort(ax)
+
+
 # numpy functions composed here, for _numpy_protocols._FUNCTIONS.
 FUNCTIONS = {
     np.atleast_1d: atleast(1), np.atleast_2d: atleast(2), np.atleast_3d: atleast(3), np.rot90: rot90,
@@ -514,6 +544,7 @@ FUNCTIONS = {
     np.cov: cov, np.corrcoef: corrcoef, np.sinc: sinc, np.select: select, np.cross: cross, np.polyval: polyval,
     np.convolve: convolve, np.gradient: gradient, np.interp: interp, np.real_if_close: real_if_close,
     np.copy: lambda a, order="K", subok=False: a.copy() if isinstance(a, EagerTensor) else None,
+    np.partition: partition, np.argpartition: argpartition,
 }
 for _name in ("trapz", "trapezoid"):
     if hasattr(np, _name):

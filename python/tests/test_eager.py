@@ -915,6 +915,9 @@ _COMPOSED_CASES = [  # (name, call on numpy's namespace and an array or eager te
      True),  # intervals of constants: traceable
     ("interp x", lambda x: np.interp(x, np.array([-3.0, -1.0, 0.0, 0.5, 3.0]), np.array([1.0, 2.0, -1.0, 0.0, 4.0]),
                                      left=-9.0), False),
+    # partition: the elements at kth are defined (the others' order is not)
+    ("partition kth", lambda x: np.partition(x, [1, -1], axis=1)[:, [1, -1]], True),
+    ("partition flat kth", lambda x: np.partition(x, 5, axis=None)[5], True),
     ("copy", lambda x: np.copy(x), True), ("real_if_close", lambda x: np.real_if_close(x.astype(np.complex128)), False),
 ]
 
@@ -953,6 +956,13 @@ def test_composed_numpy_functions_follow_numpy_trace_and_differentiate(rt):
         else:
             with pytest.raises(TypeError, match="tenferro.trace: numpy"):
                 tenferro.jit(f)(a)
+    # argpartition: any order with the kth elements in place (tenferro's is the sorted one).
+    for kth, axis in ((2, 1), ([0, 2], 0), (-1, None)):
+        order = np.argpartition(rt.tensor(a), kth, axis=axis)
+        picked = np.take_along_axis(a, order, axis) if axis is not None else a.reshape(-1)[order]
+        np.testing.assert_array_equal(picked, np.sort(a, axis=axis))
+    with pytest.raises(ValueError, match="out of bounds"):
+        np.partition(rt.tensor(a), 4)
     with pytest.raises(ValueError, match="Quantiles must be in the range"):
         np.quantile(rt.tensor(a), 1.5)
     assert np.real_if_close(rt.tensor(a + 1j)).dtype == np.complex128
