@@ -19,12 +19,24 @@ def _step(x, rnd):
     # numpy arrays and on eager tensors (module functions dispatch through numpy's
     # protocols to tenferro for eager tensors).
     r = x.ndim
-    choices = ["exp", "mul", "clip", "floordiv", "where"]
+    choices = ["exp", "mul", "clip", "floordiv", "where", "arctan", "logaddexp"]
     if r >= 1:
-        choices += ["sum", "slice", "take", "flip", "var", "max", "ravel", "flatten", "cat", "stack", "einsum"]
+        choices += ["sum", "slice", "take", "flip", "var", "max", "ravel", "flatten", "cat", "stack", "einsum", "sort",
+                    "median"]
     if r >= 2:
-        choices += ["T", "transpose", "diagonal", "swapaxes", "trace", "tril", "matmul"]
+        choices += ["T", "transpose", "diagonal", "swapaxes", "trace", "tril", "matmul", "rot90"]
     op = rnd.choice(choices)
+    if op == "arctan":
+        return np.arctan(x * 2.0)
+    if op == "logaddexp":
+        return np.logaddexp(x, x * 0.5 - 1.0)
+    if op == "sort":
+        return np.sort(x, axis=rnd.randrange(-r, r))
+    if op == "median":
+        return np.median(x, axis=rnd.randrange(r), keepdims=rnd.random() < 0.5)
+    if op == "rot90":
+        a1, a2 = rnd.sample(range(r), 2)
+        return np.rot90(x, rnd.randint(-1, 2), axes=(a1, a2))
     if op == "T":
         return x.T
     if op == "transpose":
