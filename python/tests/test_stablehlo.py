@@ -108,3 +108,23 @@ def test_jit_lower_gives_the_program_of_a_signature():
     got = stablehlo_numpy.evaluate(stablehlo_numpy.parse(prog.stablehlo()), [x])
     np.testing.assert_allclose(got[0], (x * x).sum(axis=1), rtol=1e-15)
     assert "tensor<2x3xf64>" in prog.stablehlo() and "tensor<2xf64>" in prog.stablehlo()
+
+
+def test_sorts_quantiles_and_inverse_functions_and_their_gradients():
+    # argsort lowers to a stable sort with a NaN-last comparator (the gather of sort and
+    # of its gradient as usual); atan2 and the compositions on it as StableHLO's atan2.
+    rng = np.random.default_rng(5)
+
+    def f(x, y):
+        s = np.sort(x, axis=1)
+        return (s * y).sum() + np.median(x, axis=0).sum() + np.arctan2(x, y).sum() + np.arcsin(y * 0.3).sum() \
+            + np.logaddexp(x, y).sum()
+
+    prog = tenferro.trace(f, np.zeros((3, 5)), np.zeros((3, 5)))
+    x, y = rng.standard_normal((3, 5)), rng.standard_normal((3, 5))
+    x[1, 2] = x[1, 4]  # a tie
+    text = check(prog, [x, y])
+    assert '"stablehlo.sort"' in text and '"stablehlo.atan2"' in text
+    check(prog.grad(), [x, y])
+    order = tenferro.trace(lambda t: t.argsort(axis=0), np.zeros((4, 3)))
+    check(order, [np.array([[2.0, np.nan, 1], [1, 1, 1], [np.nan, 0, 1], [-0.0, 0.0, 1]])])
