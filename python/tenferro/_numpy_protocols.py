@@ -325,7 +325,43 @@ def _in_numpy(what, call, args, kwargs):
     return call(*host_args, **host_kwargs)
 
 
+def _logsumexp(x, axis, keepdims):
+    # numpy's logaddexp.reduce: m + log(sum(exp(x - m))) with m the maximum (its
+    # derivative cancels exactly: the gradient is the softmax weights); an infinite m is
+    # the result, the shift then 0 so that no inf - inf appears.
+    m = x.max(axis=axis, keepdims=True)
+    shift = _where(abs(m) == float("inf"), 0.0, m)
+    r = shift + (x - shift).exp().sum(axis=axis, keepdims=True).log()
+    return r if keepdims else r.reshape(tuple(x.max(axis=axis).shape))
+
+
+# ufunc.reduce / accumulate on an eager tensor: the tensor method with numpy's semantics.
+_UFUNC_REDUCE = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min", np.logical_or: "any",
+                 np.logical_and: "all", np.logaddexp: None}
+_UFUNC_ACCUMULATE = {np.add: _indexing.cumsum, np.multiply: _indexing.cumprod}
+
+
+def _ufunc_method(ufunc, method, inputs, kwargs):
+    # numpy's reduce (axis 0 by default; None: every axis) and accumulate of one eager
+    # tensor; None for anything else (other arguments, dtype=, out=, initial=, where=).
+    if len(inputs) != 1 or not isinstance(inputs[0], EagerTensor) or inputs[0].ndim == 0:
+        return None
+    x = inputs[0]
+    if method == "reduce" and ufunc in _UFUNC_REDUCE and set(kwargs) <= {"axis", "keepdims"}:
+        axis, keepdims = kwargs.get("axis", 0), bool(kwargs.get("keepdims", False))
+        if ufunc is np.logaddexp:
+            return _logsumexp(x, axis, keepdims) if np.issubdtype(x.dtype, np.floating) else None
+        return getattr(x, _UFUNC_REDUCE[ufunc])(axis=axis, keepdims=keepdims)
+    if method == "accumulate" and ufunc in _UFUNC_ACCUMULATE and set(kwargs) <= {"axis"}:
+        return _UFUNC_ACCUMULATE[ufunc](x, kwargs.get("axis", 0))
+    return None
+
+
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    if method in ("reduce", "accumulate"):
+        r = _ufunc_method(ufunc, method, inputs, kwargs)
+        if r is not None:
+            return r
     if method == "__call__" and not kwargs and ufunc in (np.maximum, np.minimum) and len(inputs) == 2:
         from . import maximum, minimum
         return (maximum if ufunc is np.maximum else minimum)(*inputs)

@@ -533,7 +533,7 @@ def test_numpy_ufuncs_dispatch_to_tenferro_and_keep_gradients(rt):
     with pytest.raises(TypeError, match="drop the gradient"):
         np.cbrt(x)
     with pytest.raises(TypeError, match="drop the gradient"):
-        np.add.reduce(x)
+        np.add.outer(x, x)
     y = rt.tensor(a)
     assert isinstance(np.cbrt(y), np.ndarray)  # no gradient to lose: numpy computes
     with pytest.raises(tenferro.DTypeError):
@@ -968,6 +968,35 @@ def test_composed_numpy_functions_follow_numpy_trace_and_differentiate(rt):
     assert np.real_if_close(rt.tensor(a + 1j)).dtype == np.complex128
     with pytest.raises(TypeError, match="drop the gradient"):
         np.nanargmax(rt.tensor(a).requires_grad_()) + np.unique(rt.tensor(a).requires_grad_())
+
+
+def test_ufunc_reduce_and_accumulate_follow_numpy_trace_and_differentiate(rt):
+    # add / multiply / maximum / minimum / logical_or / logical_and / logaddexp .reduce
+    # (numpy's default axis 0, None, tuples, keepdims) and add / multiply .accumulate.
+    rng = np.random.default_rng(53)
+    a = rng.standard_normal((3, 4, 2)) * 20
+    calls = [lambda m: np.add.reduce(m), lambda m: np.add.reduce(m, axis=(0, 2), keepdims=True),
+             lambda m: np.multiply.reduce(m * 0.1, axis=None), lambda m: np.maximum.reduce(m, axis=1),
+             lambda m: np.minimum.reduce(m, axis=-1, keepdims=True), lambda m: np.logaddexp.reduce(m, axis=1),
+             lambda m: np.logaddexp.reduce(m, axis=None), lambda m: np.logaddexp.reduce(m, axis=(0, 1), keepdims=True),
+             lambda m: np.add.accumulate(m), lambda m: np.multiply.accumulate(m * 0.1, axis=2),
+             lambda m: np.logical_or.reduce(m > 10, axis=0), lambda m: np.logical_and.reduce(m > -30, axis=None)]
+    for k, f in enumerate(calls):
+        want = np.asarray(f(a))
+        for got in (f(rt.tensor(a)), tenferro.jit(f)(a)):
+            got = np.asarray(got)
+            assert got.shape == want.shape and got.dtype == want.dtype, k
+            np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=str(k))
+    # logaddexp.reduce: the softmax weights as gradient; infinities and NaN as numpy's.
+    (g,) = tenferro.grad(lambda t: np.logaddexp.reduce(t, axis=1).sum())(a)
+    e = np.exp(a - a.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(g.numpy(), e / e.sum(axis=1, keepdims=True), rtol=1e-12)
+    special = np.array([[-np.inf, -np.inf], [np.inf, 1.0], [np.nan, 1.0], [np.inf, np.inf]])
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(np.logaddexp.reduce(rt.tensor(special), axis=1).numpy(),
+                                      np.logaddexp.reduce(special, axis=1))
+    with pytest.raises(TypeError, match="drop the gradient"):
+        np.add.reduce(rt.tensor(a).requires_grad_(), where=a > 0)  # where= computes in numpy
 
 
 def test_average_follows_numpy_and_differentiates(rt):
