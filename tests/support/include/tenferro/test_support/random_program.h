@@ -73,7 +73,7 @@ inline RandomProgram random_program(uint64_t seed) {
     Value x = pool[pick(pool.size())];
     const auto s = dims_of(x);
     Value y;
-    switch (pick(13)) {
+    switch (pick(14)) {
       case 0: {
         const OpCode u[] = {OpCode::kSin, OpCode::kTanh, OpCode::kCos, OpCode::kNeg, OpCode::kConj};
         y = tc.op(u[pick(5)], {x}).value();
@@ -172,6 +172,21 @@ inline RandomProgram random_program(uint64_t seed) {
         y = tc.op(OpCode::kSlice, {cc}, sl).value();
         break;
       }
+      case 13:
+        if (!cplx) {  // sorted: the flattened x gathered at its argsort, reshaped back
+          int64_t n = 1;
+          Attrs back;
+          for (int64_t e : s) {
+            n *= e;
+            back.shape.push_back(Extent::exact(e));
+          }
+          Value flat = tc.op(OpCode::kReshape, {x}, Attrs{.shape = {Extent::exact(n)}}).value();
+          Value order = tc.op(OpCode::kArgsort, {flat}, Attrs{.axis = 0}).value();
+          y = tc.op(OpCode::kReshape, {tc.op(OpCode::kGather, {flat, order}, Attrs{.axis = 0}).value()}, back).value();
+        } else {
+          y = tc.op(OpCode::kNeg, {x}).value();
+        }
+        break;
       default:
         if (!cplx) {
           Value r = tc.op(OpCode::kReduce, {x}, Attrs{.dims = {0}, .reduce = ReduceKind::kMax}).value();
