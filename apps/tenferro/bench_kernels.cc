@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "tenferro/cpu/dot_general.h"
 #include "tenferro/cpu/elementwise.h"
+#include "tenferro/cpu/indexing.h"
 #include "tenferro/cpu/kernels.h"
 #include "tenferro/cpu/reduce.h"
 
@@ -679,6 +680,24 @@ int run_bench_kernels(int argc, char** argv) {
         const double tf = median_ms(5, [&] { check(cpu::copy_into(ctx, view, dst)); });
         rows.push_back({std::string("permute ") + o.name, tf, "memcpy", median_ms(5, same_bytes), 0});
       }
+    }
+    // ---- argsort of one long line (Note [Argsort lines]) against std::stable_sort of the
+    // same (value, position) pairs on one thread, and of many short lines.
+    if (want("argsort")) {
+      const int64_t n = int64_t{1} << 20;
+      Tensor x = Tensor::random_normal(DType::kF64, {n}, 8).value();
+      const double* p = static_cast<const double*>(x.storage()->data());
+      std::vector<std::pair<double, int64_t>> pairs(static_cast<size_t>(n));
+      const double ref = median_ms(5, [&] {
+        for (int64_t j = 0; j < n; ++j) pairs[static_cast<size_t>(j)] = {p[j], j};
+        std::stable_sort(pairs.begin(), pairs.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      });
+      auto pool = HostBufferPool::create();  // reused buffers, as the runtime's
+      rows.push_back({"argsort f64 2^20", median_ms(5, [&] { check(cpu::argsort(ctx, x, 0, pool)); }),
+                      "std::stable_sort 1T", ref, 0});
+      Tensor m = Tensor::random_normal(DType::kF64, {64, n / 64}, 9).value();
+      rows.push_back({"argsort f64 64 x 2^14, axis 0", median_ms(5, [&] { check(cpu::argsort(ctx, m, 0, pool)); }),
+                      "std::stable_sort 1T", ref, 0});
     }
     // ---- elementwise add and sum.
     if (want("add") || want("sum")) {

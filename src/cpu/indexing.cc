@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "map_kernel.h"
@@ -216,7 +217,47 @@ Result<Tensor> scatter_add(const CpuExecutionContext& ctx, const Tensor& x, cons
   return out;
 }
 
-Result<Tensor> argsort(const CpuExecutionContext& ctx, const Tensor& x, int64_t axis) {
+namespace {
+
+// Note [Argsort lines]: a line is sorted as (value, position) entries: NaN moved to the
+// end first (a stable partition, so NaN keep their order; skipped when the line has none),
+// then a stable sort of the rest by value alone (no NaN test per comparison). A line long
+// enough and alone (fewer lines than threads) is cut into one chunk per thread, the chunks
+// sorted in parallel and merged stably (std::inplace_merge keeps the left chunk first
+// among equals). The entries live in one scratch buffer taken before any work (from the
+// caller's pool when given: fresh memory is slow to touch), so a failed allocation is a
+// typed error and nothing is written.
+constexpr int64_t kParallelSortLine = int64_t{1} << 15;
+
+template <class T>
+struct SortEntry {
+  T value;
+  int64_t position;
+};
+static_assert(sizeof(SortEntry<double>) == 16 && sizeof(SortEntry<bool>) == 16);
+
+template <class T>
+void sort_line(const CpuExecutionContext& ctx, SortEntry<T>* first, SortEntry<T>* last, bool has_nan, bool split) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (has_nan) last = std::stable_partition(first, last, [](const SortEntry<T>& e) { return !std::isnan(e.value); });
+  }
+  const auto by_value = [](const SortEntry<T>& a, const SortEntry<T>& b) { return a.value < b.value; };
+  const int64_t n = last - first, parts = split ? std::min<int64_t>(ctx.threads(), n / 1024) : 1;
+  if (parts <= 1) {
+    std::stable_sort(first, last, by_value);
+    return;
+  }
+  auto bound = [&](int64_t k) { return first + n * k / parts; };
+  ctx.parallel_for(parts, 1, [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k) std::stable_sort(bound(k), bound(k + 1), by_value);
+  });
+  for (int64_t k = 1; k < parts; ++k) std::inplace_merge(first, bound(k), bound(k + 1), by_value);
+}
+
+}  // namespace
+
+Result<Tensor> argsort(const CpuExecutionContext& ctx, const Tensor& x, int64_t axis,
+                       const std::shared_ptr<HostBufferPool>& pool) {
   TENFERRO_TRY_VOID(check_defined(x, "argsort"));
   if (axis < 0 || axis >= x.rank()) {
     return usage_error(ErrorCode::kOutOfRange, "argsort",
@@ -226,19 +267,26 @@ Result<Tensor> argsort(const CpuExecutionContext& ctx, const Tensor& x, int64_t 
     return usage_error(ErrorCode::kDTypeMismatch, "argsort",
                        "dtype " + std::string(dtype_name(x.dtype())) + " has no order (complex values)");
   }
-  TENFERRO_TRY(Tensor out, Tensor::uninitialized(DType::kI64, x.shape()));
+  TENFERRO_TRY(Tensor out, Tensor::uninitialized(DType::kI64, x.shape(), pool));
   const int64_t n = x.dim(axis);
   if (x.numel() == 0) return out;
   const int64_t lines = x.numel() / n;
   const auto ax = static_cast<size_t>(axis);
   const int64_t xs = x.strides()[ax], os = out.strides()[ax];
+  // Note [Argsort lines]: one long line fans out itself; otherwise chunks of lines, one
+  // scratch line each.
+  const bool split = lines < ctx.threads() && n >= kParallelSortLine;
+  const int64_t chunks = split ? 1 : std::min<int64_t>(lines, 4 * static_cast<int64_t>(ctx.threads()));
+  TENFERRO_TRY(Tensor scratch, Tensor::uninitialized(DType::kI64, {2 * chunks * n}, pool));  // 16-byte entries
   visit_dtype(x.dtype(), [&]<class T>() {
     if constexpr (!tenferro::detail::ComplexScalar<T>) {
       const T* xp = static_cast<const T*>(x.storage()->data()) + x.offset();
       int64_t* op = static_cast<int64_t*>(out.storage()->data()) + out.offset();
-      ctx.parallel_for(lines, std::max<int64_t>(1, (int64_t{1} << 14) / n), [&](int64_t b, int64_t e) {
-        std::vector<std::pair<T, int64_t>> line(static_cast<size_t>(n));
-        for (int64_t l = b; l < e; ++l) {
+      auto* entries = static_cast<SortEntry<T>*>(scratch.storage()->data());
+      std::uninitialized_default_construct_n(entries, chunks * n);
+      auto run = [&](int64_t chunk) {
+        SortEntry<T>* line = entries + chunk * n;
+        for (int64_t l = lines * chunk / chunks; l < lines * (chunk + 1) / chunks; ++l) {
           // The line's first element: l over the other axes, column-major.
           int64_t rest = l, xbase = 0, obase = 0;
           for (size_t k = 0; k < x.shape().size(); ++k) {
@@ -248,16 +296,18 @@ Result<Tensor> argsort(const CpuExecutionContext& ctx, const Tensor& x, int64_t 
             xbase += i * x.strides()[k];
             obase += i * out.strides()[k];
           }
-          for (int64_t j = 0; j < n; ++j) line[static_cast<size_t>(j)] = {xp[xbase + j * xs], j};
-          std::stable_sort(line.begin(), line.end(), [](const auto& p, const auto& q) {
-            if constexpr (std::is_floating_point_v<T>) {
-              return !std::isnan(p.first) && (std::isnan(q.first) || p.first < q.first);
-            } else {
-              return p.first < q.first;
-            }
-          });
-          for (int64_t j = 0; j < n; ++j) op[obase + j * os] = line[static_cast<size_t>(j)].second;
+          bool has_nan = false;
+          for (int64_t j = 0; j < n; ++j) {
+            const T v = xp[xbase + j * xs];
+            if constexpr (std::is_floating_point_v<T>) has_nan = has_nan || v != v;
+            line[j] = {v, j};
+          }
+          sort_line(ctx, line, line + n, has_nan, split);
+          for (int64_t j = 0; j < n; ++j) op[obase + j * os] = line[j].position;
         }
+      };
+      ctx.parallel_for(chunks, 1, [&](int64_t b, int64_t e) {
+        for (int64_t c = b; c < e; ++c) run(c);
       });
     }
   });

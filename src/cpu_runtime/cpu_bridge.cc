@@ -219,7 +219,7 @@ class CoreOpRunner {
         TENFERRO_TRY(Tensor y, code_ == OpCode::kTril ? cpu::tril(ctx, x, a.k) : cpu::triu(ctx, x, a.k));
         return y.permute(inverse);
       }
-      case OpCode::kArgsort: return cpu::argsort(ctx, in[0], a.axis);
+      case OpCode::kArgsort: return cpu::argsort(ctx, in[0], a.axis, pool);
       default:
         return completion(ErrorCode::kInternal, name, "op was not prepared for the CPU bridge");
     }

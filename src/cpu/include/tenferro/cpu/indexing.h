@@ -38,8 +38,10 @@ Result<Tensor> scatter_add(const CpuExecutionContext& ctx, const Tensor& x, cons
 
 /// numpy's argsort with kind='stable' along `axis`: int64 positions that sort each line
 /// ascending, equal values in their order, NaN last (-0 equals 0). Real and bool dtypes.
-/// Errors: kOutOfRange (axis), kDTypeMismatch (complex).
-Result<Tensor> argsort(const CpuExecutionContext& ctx, const Tensor& x, int64_t axis);
+/// The result and the sort's scratch come from `pool` when given. Errors: kOutOfRange
+/// (axis), kDTypeMismatch (complex), kAllocationFailed.
+Result<Tensor> argsort(const CpuExecutionContext& ctx, const Tensor& x, int64_t axis,
+                       const std::shared_ptr<HostBufferPool>& pool = nullptr);
 
 /// Joins tensors of equal dtype and equal extents except on `axis`. Errors:
 /// kInvalidArgument (empty list), kDTypeMismatch, kShapeMismatch, kOutOfRange.
