@@ -512,7 +512,7 @@ def _kth_checked(a, kth, axis):
     if ax is None:
         return None, None
     n = a.shape[ax]
-    for k in np.atleast_1d(kth):
+    for k in np.atleast_1d(kth) if n > 0 else ():  # (numpy checks nothing on an empty axis)
         if not -n <= int(k) < n:
             raise ValueError(f"tenferro: partition: kth(={int(k)}) out of bounds ({n})")
     return a, ax

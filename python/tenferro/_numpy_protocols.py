@@ -329,6 +329,9 @@ def _logsumexp(x, axis, keepdims):
     # numpy's logaddexp.reduce: m + log(sum(exp(x - m))) with m the maximum (its
     # derivative cancels exactly: the gradient is the softmax weights); an infinite m is
     # the result, the shift then 0 so that no inf - inf appears.
+    reduced = x.sum(axis=axis, keepdims=keepdims)
+    if reduced.size == 0 or x.size == 0:  # nothing to take a maximum of: logaddexp's identity
+        return reduced + float("-inf")
     m = x.max(axis=axis, keepdims=True)
     shift = _where(abs(m) == float("inf"), 0.0, m)
     r = shift + (x - shift).exp().sum(axis=axis, keepdims=True).log()

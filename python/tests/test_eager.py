@@ -963,6 +963,7 @@ def test_composed_numpy_functions_follow_numpy_trace_and_differentiate(rt):
         np.testing.assert_array_equal(picked, np.sort(a, axis=axis))
     with pytest.raises(ValueError, match="out of bounds"):
         np.partition(rt.tensor(a), 4)
+    assert np.partition(rt.tensor(np.zeros((3, 0))), 0).shape == (3, 0)  # numpy checks no kth there
     with pytest.raises(ValueError, match="Quantiles must be in the range"):
         np.quantile(rt.tensor(a), 1.5)
     assert np.real_if_close(rt.tensor(a + 1j)).dtype == np.complex128
@@ -995,6 +996,9 @@ def test_ufunc_reduce_and_accumulate_follow_numpy_trace_and_differentiate(rt):
     with np.errstate(invalid="ignore"):
         np.testing.assert_array_equal(np.logaddexp.reduce(rt.tensor(special), axis=1).numpy(),
                                       np.logaddexp.reduce(special, axis=1))
+    for e in (np.zeros((0,)), np.zeros((3, 0))):  # empty reductions: logaddexp's identity, -inf
+        got, want = np.logaddexp.reduce(rt.tensor(e), axis=-1), np.logaddexp.reduce(e, axis=-1)
+        assert got.shape == want.shape and np.all(got.numpy() == want)
     with pytest.raises(TypeError, match="drop the gradient"):
         np.add.reduce(rt.tensor(a).requires_grad_(), where=a > 0)  # where= computes in numpy
 
