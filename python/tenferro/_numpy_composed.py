@@ -179,8 +179,8 @@ def block(arrays):
 # ---- reductions ---------------------------------------------------------------------------------
 
 def ptp(a, axis=None, out=None, keepdims=False):
-    if not isinstance(a, EagerTensor) or out is not None:
-        return None
+    if not isinstance(a, EagerTensor) or out is not None or np.issubdtype(a.dtype, np.complexfloating):
+        return None  # (complex: numpy's lexicographic order)
     return a.max(axis=axis, keepdims=keepdims) - a.min(axis=axis, keepdims=keepdims)
 
 
@@ -234,12 +234,15 @@ def quantile_of(scale, name, midpoint_mean=False):
     def run(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
             interpolation=None):
         if not isinstance(a, EagerTensor) or isinstance(q, EagerTensor) or out is not None or \
-                method != "linear" or interpolation is not None or a.size == 0:
+                method != "linear" or interpolation is not None or a.size == 0 or \
+                (a.dtype == np.bool_ and not midpoint_mean):  # numpy's lerp of bools raises
             return None
         qs = np.asarray(q, dtype=np.float64) / scale
         if np.any(qs < 0) or np.any(qs > 1) or np.any(np.isnan(qs)):
             raise ValueError(f"tenferro: {name}: {'Percentiles must be in the range [0, 100]' if scale == 100 else 'Quantiles must be in the range [0, 1]'}")
-        x, keep_shape = _quantile_axes(_floating(a), axis)
+        # numpy interpolates in float64 (median: the mean, in the input's precision)
+        x, keep_shape = _quantile_axes(_floating(a) if midpoint_mean else a.astype(np.result_type(a.dtype, np.float64)),
+                                       axis)
         if x is None:
             return None
         s = _indexing.sort(x, -1)
@@ -277,8 +280,10 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         return None
     from . import concatenate
 
-    def rows(v):  # numpy's array(v, ndmin=2), transposed for rowvar=False
-        v = _floating(_on_runtime(v, like))
+    common = np.result_type(_dtype_of(m), np.float64) if y is None else np.result_type(_dtype_of(m), _dtype_of(y), np.float64)
+
+    def rows(v):  # numpy's array(v, ndmin=2, dtype=result_type(m, y, float64)), transposed for rowvar=False
+        v = _on_runtime(v, like).astype(common)
         v = v.reshape((1, -1)) if v.ndim < 2 else v
         return v.T if not rowvar and v.shape[0] != 1 else v
 
@@ -302,7 +307,7 @@ def corrcoef(x, y=None, rowvar=True, bias=np._NoValue, ddof=np._NoValue, *, dtyp
         return None
     if c.ndim == 0:
         return c / c
-    d = _indexing.diag(c, 0).real.sqrt()
+    d = _indexing.diag(c, 0).real.sqrt().astype(c.dtype)
     c = c / d.reshape((-1, 1)) / d.reshape((1, -1))
     from . import maximum, minimum
 
@@ -350,6 +355,8 @@ def select(condlist, choicelist, default=0):
     if len(condlist) != len(choicelist) or not condlist or \
             _first_eager(list(condlist) + list(choicelist) + [default]) is None:
         return None
+    if len({np.result_type(*(_dtype_of(v) for v in choicelist), default), _dtype_of(choicelist[0])}) != 1:
+        return None  # numpy would promote (tenferro does not): numpy computes
     r = default
     for c, v in reversed(list(zip(condlist, choicelist))):
         r = _where(c, v, r)
@@ -387,7 +394,7 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
 def polyval(p, x):
     # Horner's rule from numpy's zeros_like(x) start (0 * inf is NaN there too).
     like = _first_eager((p, x))
-    if like is None or np.ndim(p) != 1:
+    if like is None or np.ndim(p) != 1 or np.bool_ in (_dtype_of(p), _dtype_of(x)):
         return None
     coeffs = [p[k] for k in range(p.shape[0])] if isinstance(p, EagerTensor) else list(np.asarray(p))
     x = _on_runtime(x, like)
@@ -411,7 +418,7 @@ def convolve(a, v, mode="full"):
     if like is None or mode not in ("full", "same", "valid"):
         return None
     a, v = _on_runtime(a, like), _on_runtime(v, like)
-    if a.ndim != 1 or v.ndim != 1 or a.shape[0] == 0 or v.shape[0] == 0:
+    if a.ndim != 1 or v.ndim != 1 or a.shape[0] == 0 or v.shape[0] == 0 or a.dtype == np.bool_:
         return None
     if v.shape[0] > a.shape[0]:
         a, v = v, a
@@ -425,6 +432,8 @@ def convolve(a, v, mode="full"):
     valid = (idx >= 0) & (idx < n)
     shifted = a.take(np.clip(idx, 0, n - 1).reshape(-1), 0).reshape(idx.shape)
     full = _where(valid, v.reshape((-1, 1)) * shifted, 0).sum(axis=0)
+    if full.dtype != a.dtype:  # (sums of int32 / bool accumulate in int64; numpy keeps the dtype)
+        full = full.astype(a.dtype)
     if mode == "same":
         start = (m - 1) // 2
         return full[start:start + n]
@@ -435,7 +444,7 @@ def convolve(a, v, mode="full"):
 
 def gradient(f, *varargs, axis=None, edge_order=1):
     # Uniform spacings only (one number for every axis, or one per axis).
-    if not isinstance(f, EagerTensor) or edge_order not in (1, 2) or \
+    if not isinstance(f, EagerTensor) or edge_order not in (1, 2) or f.dtype == np.bool_ or \
             any(isinstance(h, EagerTensor) or np.ndim(h) != 0 for h in varargs):
         return None
     axes = list(range(f.ndim)) if axis is None else [axis] if isinstance(axis, (int, np.integer)) else list(axis)

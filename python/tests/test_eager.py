@@ -1003,6 +1003,30 @@ def test_ufunc_reduce_and_accumulate_follow_numpy_trace_and_differentiate(rt):
         np.add.reduce(rt.tensor(a).requires_grad_(), where=a > 0)  # where= computes in numpy
 
 
+def test_composed_numpy_functions_keep_numpys_result_dtypes(rt):
+    # float32 quantiles and covariances are float64 (numpy's), median keeps float32, int32
+    # convolutions stay int32, complex correlations are complex; where numpy promotes what
+    # tenferro would not (select of bools with an integer default) or fails (quantiles and
+    # gradients of bools), numpy's own computation runs and answers.
+    rng = np.random.default_rng(59)
+    f32 = rng.standard_normal((3, 4)).astype(np.float32)
+    i32 = rng.integers(-5, 5, (2, 4)).astype(np.int32)
+    c = (rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4)))
+    b = rng.random((3, 4)) < 0.5
+    with np.errstate(all="ignore"):
+        for a, f in [(f32, lambda m: np.quantile(m, 0.3, axis=0)), (f32, lambda m: np.percentile(m, 50)),
+                     (f32, lambda m: np.median(m, axis=1)), (f32, np.cov), (f32, np.corrcoef), (c, np.corrcoef),
+                     (c, np.cov), (i32, lambda m: np.convolve(m[0], m[1])), (i32, lambda m: np.median(m)),
+                     (b, lambda m: np.select([m], [m], 1)), (b, lambda m: np.convolve(m[0], m[1])), (c, np.ptp)]:
+            want = np.asarray(f(a))
+            got = np.asarray(f(rt.tensor(a)))
+            assert got.dtype == want.dtype and got.shape == want.shape, (a.dtype, got.dtype, want.dtype)
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    for f in (lambda m: np.quantile(m, 0.5), lambda m: np.gradient(m, axis=0)):
+        with pytest.raises(TypeError):  # numpy's: no subtraction of bools
+            f(rt.tensor(b))
+
+
 def test_average_follows_numpy_and_differentiates(rt):
     rng = np.random.default_rng(29)
     a, w, full = rng.standard_normal((3, 4)), rng.random(4), rng.random((3, 4))
