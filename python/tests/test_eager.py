@@ -765,7 +765,8 @@ def test_fmod_is_the_core_remainder_of_floating_tensors(rt):
 def test_inverse_functions_follow_numpy_trace_and_differentiate(rt):
     # arctan2 is the core atan2; arctan/arcsin/arccos/arctanh/arcsinh/arccosh, hypot and
     # angle are composed (Note [Inverse functions]): within a few units in the last place
-    # of numpy's over wide ranges, numpy's NaNs, infinities and signed zeros, traced, and
+    # of numpy's over wide ranges (8: numpy's own SIMD functions may be 4 away from the
+    # correctly rounded value on some CPUs), numpy's NaNs, infinities and signed zeros, traced, and
     # their gradients the analytic derivatives (also far out, where a branch switches).
     rng = np.random.default_rng(41)
     special = np.array([0.0, -0.0, 1e-300, -1e-8, 0.5, -0.999999, 1.0, -1.0, 1.0000001, -2.0, 3e8, -1e300,
@@ -791,7 +792,7 @@ def test_inverse_functions_follow_numpy_trace_and_differentiate(rt):
                 assert got.dtype == want.dtype, name
                 np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=name)
                 ok = ~np.isnan(want)
-                np.testing.assert_allclose(got[ok], want[ok], rtol=4 * eps, atol=0, err_msg=name)
+                np.testing.assert_allclose(got[ok], want[ok], rtol=8 * eps, atol=0, err_msg=name)
                 zero = ok & (want == 0)
                 np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(want[zero]), err_msg=name)
     # Traced: the same values as eager (bitwise).
@@ -850,7 +851,7 @@ def test_logaddexp_fmax_heaviside_float_power_follow_numpy_trace_and_differentia
                     assert isinstance(got, tenferro.EagerTensor), f.__name__
                     got = got.numpy()
                     assert got.dtype == want.dtype, f.__name__
-                    np.testing.assert_allclose(got, want, rtol=4 * np.finfo(want.dtype).eps, atol=0,
+                    np.testing.assert_allclose(got, want, rtol=8 * np.finfo(want.dtype).eps, atol=0,
                                                equal_nan=True, err_msg=f.__name__)
     x = np.array([0.3, 2.0, -1.0, 5.0, -800.0])
     y = np.array([0.3, -1.0, 4.0, 5.0 + 1e-9, 3.0])
