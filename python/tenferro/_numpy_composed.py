@@ -543,6 +543,22 @@ def argpartition(a, kth, axis=-1, kind="introselect", order=None):
     return None if x is None else x.argsort(ax)
 
 
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *, equal_nan=True):
+    # numpy's unique of the flattened tensor: numpy finds the first occurrences on the host
+    # (its own rules: sorted, NaN merged), the values are a take of them, so the gradient
+    # reaches each first occurrence; index / inverse / counts are numpy's arrays.
+    if not isinstance(ar, EagerTensor) or axis is not None:
+        return None
+    flat = ar.reshape(-1)
+    host = _indexing.host_values(flat, "numpy.unique")
+    found = np.unique(host, return_index=True, return_inverse=return_inverse, return_counts=return_counts,
+                      equal_nan=equal_nan)
+    values = flat.take(found[1], 0)
+    extra = [found[1]] if return_index else []
+    extra += list(found[2:])
+    return values if not extra else (values, *extra)
+
+
 # numpy functions composed here, for _numpy_protocols._FUNCTIONS.
 FUNCTIONS = {
     np.atleast_1d: atleast(1), np.atleast_2d: atleast(2), np.atleast_3d: atleast(3), np.rot90: rot90,
@@ -553,7 +569,7 @@ FUNCTIONS = {
     np.cov: cov, np.corrcoef: corrcoef, np.sinc: sinc, np.select: select, np.cross: cross, np.polyval: polyval,
     np.convolve: convolve, np.gradient: gradient, np.interp: interp, np.real_if_close: real_if_close,
     np.copy: lambda a, order="K", subok=False: a.copy() if isinstance(a, EagerTensor) else None,
-    np.partition: partition, np.argpartition: argpartition,
+    np.partition: partition, np.argpartition: argpartition, np.unique: unique,
 }
 for _name in ("trapz", "trapezoid"):
     if hasattr(np, _name):

@@ -566,12 +566,12 @@ def test_numpy_functions_dispatch_to_tenferro(rt):
     np.sum(np.transpose(x) * np.float64(2.0)).backward()
     np.testing.assert_allclose(x.grad.numpy(), np.full((2, 2), 2.0))
     with pytest.raises(TypeError, match="drop the gradient"):
-        np.unique(x)
+        np.histogram(x)
     with pytest.raises(TypeError, match="drop the gradient"):
         np.sum(x, dtype=np.float32)  # a conversion tenferro does not make implicitly
     y = rt.tensor(a)
-    assert not isinstance(np.unique(y), tenferro.EagerTensor)  # no gradient to lose: numpy computes
-    np.testing.assert_allclose(np.unique(y), np.unique(a))
+    assert not isinstance(np.histogram(y)[0], tenferro.EagerTensor)  # no gradient to lose: numpy computes
+    np.testing.assert_allclose(np.histogram(y)[1], np.histogram(a)[1])
 
 
 def test_numpy_products_and_axis_moves_dispatch_to_tenferro(rt):
@@ -968,8 +968,22 @@ def test_composed_numpy_functions_follow_numpy_trace_and_differentiate(rt):
     with pytest.raises(ValueError, match="Quantiles must be in the range"):
         np.quantile(rt.tensor(a), 1.5)
     assert np.real_if_close(rt.tensor(a + 1j)).dtype == np.complex128
+    # unique: numpy's first occurrences (a host read: eager only), the values taken there,
+    # so the gradient reaches each first occurrence; index / inverse / counts as numpy's.
+    u = np.array([[2.0, 1.0, np.nan], [2.0, 5.0, np.nan]])
+    for kwargs in ({}, dict(return_index=True, return_inverse=True, return_counts=True), dict(equal_nan=False)):
+        got, want = np.unique(rt.tensor(u), **kwargs), np.unique(u, **kwargs)
+        got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+        assert isinstance(got[0], tenferro.EagerTensor) and len(got) == len(want)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(np.asarray(g), w)
+            assert np.asarray(g).dtype == w.dtype
+    (gu,) = tenferro.grad(lambda t: (np.unique(t) * np.arange(1.0, 5.0)).sum())(np.array([2.0, 1.0, 2.0, 5.0, 0.5]))
+    np.testing.assert_array_equal(gu.numpy(), [3.0, 2.0, 0.0, 4.0, 1.0])
+    with pytest.raises(TypeError, match="tenferro.trace: numpy.unique"):
+        tenferro.trace(lambda t: np.unique(t), u)
     with pytest.raises(TypeError, match="drop the gradient"):
-        np.nanargmax(rt.tensor(a).requires_grad_()) + np.unique(rt.tensor(a).requires_grad_())
+        np.nanargmax(rt.tensor(a).requires_grad_()) + np.histogram(rt.tensor(a).requires_grad_())
 
 
 def test_ufunc_reduce_and_accumulate_follow_numpy_trace_and_differentiate(rt):
