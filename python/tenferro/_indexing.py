@@ -486,14 +486,11 @@ def _traced_arg(x, axis, keepdims, what):
 
 def sort(x, axis=-1):
     """numpy's sort (a new tensor; axis None sorts the flattened tensor): the core argsort's
-    stable order (NaN last), the values gathered from it, so it traces and the gradient
-    flows to the elements where they came from. Complex tensors (numpy's lexicographic
-    order) read their order on the host."""
+    stable order (NaN last; complex values lexicographically, numpy's NaN classes), the
+    values gathered from it, so it traces and the gradient flows to the elements where
+    they came from."""
     if axis is None:
         x, axis = x.reshape(-1), 0
-    if np.issubdtype(x.dtype, np.complexfloating):
-        values = host_values(x, "tenferro.sort of a complex tensor (its order)")
-        return take_along_axis(x, np.argsort(values, axis=axis, kind="stable"), axis)
     return _tenferro.eager_sort(x, _axis(x, axis, "sort"))
 
 
@@ -679,11 +676,8 @@ def install():
     # More of numpy's ndarray methods: the same operations as their functions.
     def argsort(self, axis=-1, kind=None):
         """numpy's argsort, always stable (whatever `kind`: ties keep their order, NaN
-        last): int64 positions, a numpy array as numpy's (an eager tensor inside
-        tenferro.trace, where it records); no derivative. Complex tensors (numpy's
-        lexicographic order) compute in numpy."""
-        if np.issubdtype(self.dtype, np.complexfloating):
-            return np.argsort(host_values(self, "argsort of a complex tensor"), axis=axis, kind=kind)
+        last, complex values lexicographically): int64 positions, a numpy array as numpy's
+        (an eager tensor inside tenferro.trace, where it records); no derivative."""
         x, a = (self.reshape(-1), 0) if axis is None else (self, _axis(self, axis, "argsort"))
         order = _tenferro.eager_argsort(x, a)
         return order if _traced(self) else order.numpy()

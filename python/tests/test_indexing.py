@@ -397,3 +397,23 @@ def test_sizes_past_int64_are_errors_before_any_allocation():
     with pytest.raises(tenferro.Error, match="padding 4611686018427387904"):
         tenferro.pad(a, 1 << 62)
     np.testing.assert_array_equal(tenferro.repeat(a, [2, 0, 1], axis=0).numpy(), np.repeat(a, [2, 0, 1], axis=0))
+
+
+def test_sort_of_complex_values_follows_numpys_order(rt):
+    # Lexicographic by real then imaginary part, NaN classes [R + Rj, R + nanj, nan + Rj,
+    # nan + nanj] (numpy's), stable; eager, traced and differentiable.
+    nan = np.nan
+    z = np.array([[nan + 1j, 1 + nan * 1j, 1 + 2j, 1 - 1j, complex(nan, nan), 5j, 1 + 2j],
+                  [2 + 0j, -1 + 3j, complex(nan, -2), 2 - 0j, 0j, complex(3, nan), -1 + 3j]])
+    for axis in (0, 1, -1, None):
+        want = np.sort(z, axis=axis, kind="stable")
+        np.testing.assert_array_equal(np.sort(rt.tensor(z), axis=axis).numpy(), want)
+        np.testing.assert_array_equal(np.asarray(tenferro.jit(lambda t: np.sort(t, axis=axis))(z)), want)
+        np.testing.assert_array_equal(rt.tensor(z).argsort(axis=axis), np.argsort(z, axis=axis, kind="stable"))
+    finite = np.array([3 + 1j, 1 - 2j, 1 + 4j, -2 + 0j])
+    w = np.array([1.0, 2.0, 3.0, 4.0])
+    (g,) = tenferro.grad(lambda t: (np.sort(t).real * w).sum())(finite)
+    order = np.argsort(finite, kind="stable")
+    want = np.zeros(4, complex)
+    want[order] = w  # d Re(sum w * sorted) / d z: w at each element's sorted position
+    np.testing.assert_array_equal(g.numpy(), want)

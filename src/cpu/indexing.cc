@@ -7,6 +7,7 @@
 #include <string>
 
 #include "map_kernel.h"
+#include "tenferro/core/order.h"
 #include "tenferro/cpu/kernels.h"
 
 namespace tenferro::cpu {
@@ -219,9 +220,10 @@ Result<Tensor> scatter_add(const CpuExecutionContext& ctx, const Tensor& x, cons
 
 namespace {
 
-// Note [Argsort lines]: a line is sorted as (value, position) entries: NaN moved to the
-// end first (a stable partition, so NaN keep their order; skipped when the line has none),
-// then a stable sort of the rest by value alone (no NaN test per comparison). A line long
+// Note [Argsort lines]: a line is sorted as (value, position) entries: for reals NaN moved
+// to the end first (a stable partition, so NaN keep their order; skipped when the line has
+// none), then a stable sort of the rest by value alone (no NaN test per comparison);
+// complex values compare with numpy_less (core/order.h). A line long
 // enough and alone (fewer lines than threads) is cut into one chunk per thread, the chunks
 // sorted in parallel and merged stably (std::inplace_merge keeps the left chunk first
 // among equals). The entries live in one scratch buffer taken before any work (from the
@@ -234,14 +236,21 @@ struct SortEntry {
   T value;
   int64_t position;
 };
-static_assert(sizeof(SortEntry<double>) == 16 && sizeof(SortEntry<bool>) == 16);
+static_assert(sizeof(SortEntry<double>) == 16 && sizeof(SortEntry<bool>) == 16 && sizeof(SortEntry<c64>) == 16 &&
+              sizeof(SortEntry<c128>) == 24);
 
 template <class T>
 void sort_line(const CpuExecutionContext& ctx, SortEntry<T>* first, SortEntry<T>* last, bool has_nan, bool split) {
   if constexpr (std::is_floating_point_v<T>) {
     if (has_nan) last = std::stable_partition(first, last, [](const SortEntry<T>& e) { return !std::isnan(e.value); });
   }
-  const auto by_value = [](const SortEntry<T>& a, const SortEntry<T>& b) { return a.value < b.value; };
+  const auto by_value = [](const SortEntry<T>& a, const SortEntry<T>& b) {
+    if constexpr (tenferro::detail::ComplexScalar<T>) {
+      return numpy_less(a.value, b.value);
+    } else {
+      return a.value < b.value;
+    }
+  };
   const int64_t n = last - first, parts = split ? std::min<int64_t>(ctx.threads(), n / 1024) : 1;
   if (parts <= 1) {
     std::stable_sort(first, last, by_value);
@@ -263,10 +272,6 @@ Result<Tensor> argsort(const CpuExecutionContext& ctx, const Tensor& x, int64_t 
     return usage_error(ErrorCode::kOutOfRange, "argsort",
                        "axis " + s(axis) + " is out of range for rank " + s(x.rank()));
   }
-  if (is_complex(x.dtype())) {
-    return usage_error(ErrorCode::kDTypeMismatch, "argsort",
-                       "dtype " + std::string(dtype_name(x.dtype())) + " has no order (complex values)");
-  }
   TENFERRO_TRY(Tensor out, Tensor::uninitialized(DType::kI64, x.shape(), pool));
   const int64_t n = x.dim(axis);
   if (x.numel() == 0) return out;
@@ -277,9 +282,10 @@ Result<Tensor> argsort(const CpuExecutionContext& ctx, const Tensor& x, int64_t 
   // scratch line each.
   const bool split = lines < ctx.threads() && n >= kParallelSortLine;
   const int64_t chunks = split ? 1 : std::min<int64_t>(lines, 4 * static_cast<int64_t>(ctx.threads()));
-  TENFERRO_TRY(Tensor scratch, Tensor::uninitialized(DType::kI64, {2 * chunks * n}, pool));  // 16-byte entries
+  const int64_t words = x.dtype() == DType::kC128 ? 3 : 2;  // 8-byte words per entry
+  TENFERRO_TRY(Tensor scratch, Tensor::uninitialized(DType::kI64, {words * chunks * n}, pool));
   visit_dtype(x.dtype(), [&]<class T>() {
-    if constexpr (!tenferro::detail::ComplexScalar<T>) {
+    {
       const T* xp = static_cast<const T*>(x.storage()->data()) + x.offset();
       int64_t* op = static_cast<int64_t*>(out.storage()->data()) + out.offset();
       auto* entries = static_cast<SortEntry<T>*>(scratch.storage()->data());

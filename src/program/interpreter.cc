@@ -1,5 +1,6 @@
 #include "tenferro/program/interpreter.h"
 #include "tenferro/core/complex_math.h"
+#include "tenferro/core/order.h"
 #include "tenferro/core/saturating_cast.h"
 
 #include <algorithm>
@@ -842,8 +843,8 @@ class Eval {
         }));
       }
       case OpCode::kArgsort: {
-        // Each line along `axis` (stride `inner` in the column-major buffer) sorted stably,
-        // NaN last.
+        // Each line along `axis` (stride `inner` in the column-major buffer) sorted stably
+        // in numpy's order (numpy_less).
         const Buf& x = *in[0];
         Buf r = make(DType::kI64, x.shape);
         auto& rv = std::get<Vec<int64_t>>(r.data);
@@ -854,20 +855,14 @@ class Eval {
         const int64_t lines = n == 0 ? 0 : static_cast<int64_t>(rv.size()) / n;
         std::visit(
             [&](const auto& xv) {
-              using T = typename std::decay_t<decltype(xv)>::value_type;
-              if constexpr (!kIsComplex<T>) {
-                std::vector<int64_t> pos(static_cast<size_t>(n));
-                for (int64_t line = 0; line < lines; ++line) {
-                  const int64_t base = line % inner + (line / inner) * inner * n;
-                  for (int64_t j = 0; j < n; ++j) pos[static_cast<size_t>(j)] = j;
-                  auto at = [&](int64_t j) { return xv[static_cast<size_t>(base + j * inner)]; };
-                  std::stable_sort(pos.begin(), pos.end(), [&](int64_t p, int64_t q) {
-                    const T u = at(p), v = at(q);
-                    return !is_nan(u) && (is_nan(v) || u < v);
-                  });
-                  for (int64_t j = 0; j < n; ++j)
-                    rv[static_cast<size_t>(base + j * inner)] = pos[static_cast<size_t>(j)];
-                }
+              std::vector<int64_t> pos(static_cast<size_t>(n));
+              for (int64_t line = 0; line < lines; ++line) {
+                const int64_t base = line % inner + (line / inner) * inner * n;
+                for (int64_t j = 0; j < n; ++j) pos[static_cast<size_t>(j)] = j;
+                auto at = [&](int64_t j) { return xv[static_cast<size_t>(base + j * inner)]; };
+                std::stable_sort(pos.begin(), pos.end(),
+                                 [&](int64_t p, int64_t q) { return numpy_less(at(p), at(q)); });
+                for (int64_t j = 0; j < n; ++j) rv[static_cast<size_t>(base + j * inner)] = pos[static_cast<size_t>(j)];
               }
             },
             x.data);

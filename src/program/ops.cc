@@ -42,8 +42,9 @@ namespace tenferro::program {
 //   holding the diagonal; embed_diag {axis} is its inverse (zeros off the diagonal).
 // - argsort {axis}: the positions along `axis` that sort each line ascending, as int64
 //   (numpy's argsort with kind='stable': equal values keep their order, -0 equals 0, NaN
-//   last); real and bool values (StableHLO: a stable sort of the values and an iota with a
-//   NaN-last less-than, keeping the iota).
+//   last; complex values lexicographically with numpy's NaN classes: numpy_less in
+//   tenferro/core/order.h). StableHLO: a stable sort of the values and an iota with that
+//   less-than as comparator, keeping the iota.
 // - tril/triu {k}: on the last two axes, keep elements with col - row <= k (tril) or
 //   >= k (triu), zero the rest.
 
@@ -242,7 +243,7 @@ const std::vector<std::string>& constraint_ids() {
     add(OpCode::kEmbedDiag, 2);
     add(OpCode::kTril, 2);
     add(OpCode::kTriu, 2);
-    add(OpCode::kArgsort, 3);
+    add(OpCode::kArgsort, 2);
     v.push_back("iota_c9");
     v.push_back("broadcast_in_dim_c9");
     for (const char* id : {"input_c1", "program_c1", "program_c2", "extension_c1", "extension_c2", "extension_c3",
@@ -671,7 +672,6 @@ Result<ValueType> infer_rule(OpCode code, const Attrs& at, std::span<const Value
       if (at.axis < 0 || at.axis >= x.rank()) {
         return I.fail(1, ErrorCode::kOutOfRange, "axis " + s(at.axis) + " is outside [0, " + s(x.rank()) + ")");
       }
-      TENFERRO_TRY_VOID(I.dtype_is(x, !is_complex(x.dtype), 2, "real or bool (complex values have no order)"));
       return ValueType{DType::kI64, x.shape};
     }
     default: break;

@@ -702,7 +702,6 @@ std::vector<NegCase> negative_cases() {
   add("embed_diag_c1", [&](ProgramBuilder& b) { return b.op(O::kEmbedDiag, {in(b, DType::kF64, {4})}, Attrs{.axis = 1}); });
   add("argsort_c0", [&](ProgramBuilder& b) { return b.op(O::kArgsort, std::span<const Value>(), Attrs{}); });
   add("argsort_c1", [&](ProgramBuilder& b) { return b.op(O::kArgsort, {in(b, DType::kF64, {4})}, Attrs{.axis = 1}); });
-  add("argsort_c2", [&](ProgramBuilder& b) { return b.op(O::kArgsort, {in(b, DType::kC128, {4})}); });
   for (O c : {O::kTril, O::kTriu}) {
     const std::string name(op_name(c));
     add(name + "_c0", [=](ProgramBuilder& b) { return b.op(c, std::span<const Value>(), Attrs{}); });

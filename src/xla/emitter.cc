@@ -290,8 +290,9 @@ HloValue Emitter::sort_positions(const HloValue& x, int64_t dimension) {
   const std::string flag = type_text(TensorType{DType::kBool, {}});
   std::string region = " ({\n    ^bb0(" + a + ": " + scalar + ", " + b + ": " + scalar + ", " + ia + ": " + index +
                        ", " + ib + ": " + index + "):\n";
+  // One scalar op of the comparator: operands of `arg_type`, a result of `result_type`.
   auto line = [&](std::string_view name, std::initializer_list<std::string> args, std::string_view attrs,
-                  std::string_view arg_type) {
+                  std::string_view arg_type, std::string_view result_type) {
     const std::string v = fresh();
     region += "      " + v + " = \"stablehlo." + std::string(name) + "\"(";
     std::string types;
@@ -301,19 +302,42 @@ HloValue Emitter::sort_positions(const HloValue& x, int64_t dimension) {
     }
     region += ")";
     if (!attrs.empty()) region.append(" {").append(attrs).append("}");
-    region += " : (" + types + ") -> " + flag + "\n";
+    region += " : (" + types + ") -> " + std::string(result_type) + "\n";
     return v;
   };
-  auto compare = [](const char* dir) {
-    return std::string("comparison_direction = #stablehlo<comparison_direction ") + dir + ">";
+  auto compare = [&](const char* dir, const std::string& u, const std::string& v, std::string_view type) {
+    return line("compare", {u, v}, std::string("comparison_direction = #stablehlo<comparison_direction ") + dir + ">",
+                type, flag);
   };
-  std::string less = line("compare", {a, b}, compare("LT"), scalar);
-  if (is_inexact(x.type.dtype)) {  // NaN last: a < b, or a is a number and b is NaN
-    const std::string a_nan = line("compare", {a, a}, compare("NE"), scalar);
-    const std::string b_nan = line("compare", {b, b}, compare("NE"), scalar);
-    const std::string a_num = line("not", {a_nan}, "", flag);
-    const std::string before_nan = line("and", {a_num, b_nan}, "", flag);
-    less = line("or", {less, before_nan}, "", flag);
+  auto logic = [&](std::string_view name, const std::string& u, const std::string& v) {
+    return line(name, {u, v}, "", flag, flag);
+  };
+  // numpy's order (numpy_less in core/order.h).
+  std::string less;
+  if (is_complex(x.type.dtype)) {
+    // The NaN class 2 isnan(re) + isnan(im) orders first; within a class, (re, im)
+    // lexicographically, or im alone where re is NaN.
+    const std::string part = type_text(TensorType{real_dtype(x.type.dtype), {}});
+    const std::string count = type_text(TensorType{DType::kI32, {}});
+    const std::string ra = line("real", {a}, "", scalar, part), ia_ = line("imag", {a}, "", scalar, part);
+    const std::string rb = line("real", {b}, "", scalar, part), ib_ = line("imag", {b}, "", scalar, part);
+    auto nan_class = [&](const std::string& re, const std::string& im) {
+      const std::string re_nan = line("convert", {compare("NE", re, re, part)}, "", flag, count);
+      const std::string im_nan = line("convert", {compare("NE", im, im, part)}, "", flag, count);
+      return line("add", {line("add", {re_nan, re_nan}, "", count, count), im_nan}, "", count, count);
+    };
+    const std::string ca = nan_class(ra, ia_), cb = nan_class(rb, ib_);
+    const std::string lex = logic("or", compare("LT", ra, rb, part),
+                                  logic("and", compare("EQ", ra, rb, part), compare("LT", ia_, ib_, part)));
+    const std::string within =
+        logic("or", lex, logic("and", compare("NE", ra, ra, part), compare("LT", ia_, ib_, part)));
+    less = logic("or", compare("LT", ca, cb, count), logic("and", compare("EQ", ca, cb, count), within));
+  } else {
+    less = compare("LT", a, b, scalar);
+    if (is_inexact(x.type.dtype)) {  // NaN last: a < b, or a is a number and b is NaN
+      const std::string a_num = line("not", {compare("NE", a, a, scalar)}, "", flag, flag);
+      less = logic("or", less, logic("and", a_num, compare("NE", b, b, scalar)));
+    }
   }
   region += "      \"stablehlo.return\"(" + less + ") : (" + flag + ") -> ()\n    })";
   const std::string xt = type_text(x.type), pt = type_text(positions);

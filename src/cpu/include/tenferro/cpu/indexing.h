@@ -37,9 +37,10 @@ Result<Tensor> scatter_add(const CpuExecutionContext& ctx, const Tensor& x, cons
                            int64_t axis);
 
 /// numpy's argsort with kind='stable' along `axis`: int64 positions that sort each line
-/// ascending, equal values in their order, NaN last (-0 equals 0). Real and bool dtypes.
-/// The result and the sort's scratch come from `pool` when given. Errors: kOutOfRange
-/// (axis), kDTypeMismatch (complex), kAllocationFailed.
+/// ascending, equal values in their order, NaN last (-0 equals 0); complex values in
+/// numpy's lexicographic order (numpy_less, tenferro/core/order.h). The result and the
+/// sort's scratch come from `pool` when given. Errors: kOutOfRange (axis),
+/// kAllocationFailed.
 Result<Tensor> argsort(const CpuExecutionContext& ctx, const Tensor& x, int64_t axis,
                        const std::shared_ptr<HostBufferPool>& pool = nullptr);
 
