@@ -312,31 +312,44 @@ HloValue Emitter::sort_positions(const HloValue& x, int64_t dimension) {
   auto logic = [&](std::string_view name, const std::string& u, const std::string& v) {
     return line(name, {u, v}, "", flag, flag);
   };
-  // numpy's order (numpy_less in core/order.h).
+  // numpy's order (numpy_less in core/order.h). One statement per op, so the text is the
+  // same whatever order a compiler evaluates call arguments in.
   std::string less;
   if (is_complex(x.type.dtype)) {
     // The NaN class 2 isnan(re) + isnan(im) orders first; within a class, (re, im)
     // lexicographically, or im alone where re is NaN.
     const std::string part = type_text(TensorType{real_dtype(x.type.dtype), {}});
     const std::string count = type_text(TensorType{DType::kI32, {}});
-    const std::string ra = line("real", {a}, "", scalar, part), ia_ = line("imag", {a}, "", scalar, part);
-    const std::string rb = line("real", {b}, "", scalar, part), ib_ = line("imag", {b}, "", scalar, part);
+    const std::string ra = line("real", {a}, "", scalar, part);
+    const std::string im_a = line("imag", {a}, "", scalar, part);
+    const std::string rb = line("real", {b}, "", scalar, part);
+    const std::string im_b = line("imag", {b}, "", scalar, part);
     auto nan_class = [&](const std::string& re, const std::string& im) {
-      const std::string re_nan = line("convert", {compare("NE", re, re, part)}, "", flag, count);
-      const std::string im_nan = line("convert", {compare("NE", im, im, part)}, "", flag, count);
-      return line("add", {line("add", {re_nan, re_nan}, "", count, count), im_nan}, "", count, count);
+      const std::string re_nan = compare("NE", re, re, part);
+      const std::string im_nan = compare("NE", im, im, part);
+      const std::string re_count = line("convert", {re_nan}, "", flag, count);
+      const std::string im_count = line("convert", {im_nan}, "", flag, count);
+      const std::string twice = line("add", {re_count, re_count}, "", count, count);
+      return line("add", {twice, im_count}, "", count, count);
     };
-    const std::string ca = nan_class(ra, ia_), cb = nan_class(rb, ib_);
-    const std::string lex = logic("or", compare("LT", ra, rb, part),
-                                  logic("and", compare("EQ", ra, rb, part), compare("LT", ia_, ib_, part)));
-    const std::string within =
-        logic("or", lex, logic("and", compare("NE", ra, ra, part), compare("LT", ia_, ib_, part)));
-    less = logic("or", compare("LT", ca, cb, count), logic("and", compare("EQ", ca, cb, count), within));
+    const std::string ca = nan_class(ra, im_a);
+    const std::string cb = nan_class(rb, im_b);
+    const std::string re_less = compare("LT", ra, rb, part);
+    const std::string re_equal = compare("EQ", ra, rb, part);
+    const std::string im_less = compare("LT", im_a, im_b, part);
+    const std::string lex = logic("or", re_less, logic("and", re_equal, im_less));
+    const std::string re_nan = compare("NE", ra, ra, part);
+    const std::string within = logic("or", lex, logic("and", re_nan, im_less));
+    const std::string class_less = compare("LT", ca, cb, count);
+    const std::string same_class = compare("EQ", ca, cb, count);
+    less = logic("or", class_less, logic("and", same_class, within));
   } else {
     less = compare("LT", a, b, scalar);
     if (is_inexact(x.type.dtype)) {  // NaN last: a < b, or a is a number and b is NaN
-      const std::string a_num = line("not", {compare("NE", a, a, scalar)}, "", flag, flag);
-      less = logic("or", less, logic("and", a_num, compare("NE", b, b, scalar)));
+      const std::string a_nan = compare("NE", a, a, scalar);
+      const std::string a_num = line("not", {a_nan}, "", flag, flag);
+      const std::string b_nan = compare("NE", b, b, scalar);
+      less = logic("or", less, logic("and", a_num, b_nan));
     }
   }
   region += "      \"stablehlo.return\"(" + less + ") : (" + flag + ") -> ()\n    })";
