@@ -22,6 +22,11 @@ def _eager(v, like):
     return v if isinstance(v, EagerTensor) else _tenferro.eager_operand(like, v)
 
 
+def eager_pair(a, b):
+    """Both operands as eager tensors (one of them is): the other as the operators take it."""
+    return (a, _eager(b, a)) if isinstance(a, EagerTensor) else (_eager(a, b), b)
+
+
 def _on_runtime(v, like):
     # `v` on like's runtime keeping its own dtype (numpy arrays become constants).
     return v if isinstance(v, EagerTensor) else like.runtime.tensor(np.ascontiguousarray(v))
@@ -366,8 +371,7 @@ def select(condlist, choicelist, default=0):
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     if not isinstance(a, EagerTensor) and not isinstance(b, EagerTensor):
         return None
-    a = _eager(a, b) if not isinstance(a, EagerTensor) else a
-    b = _eager(b, a)
+    a, b = eager_pair(a, b)
     if axis is not None:
         axisa = axisb = axisc = axis
     ea, eb = _axis(a, axisa), _axis(b, axisb)

@@ -78,14 +78,7 @@ def _atan2(y, x):
     return _tenferro.eager_arctan2(y, x, False) if isinstance(y, EagerTensor) else _tenferro.eager_arctan2(x, y, True)
 
 
-def _eager_pair(a, b):
-    # Both operands as eager tensors: a number or array beside an eager tensor as the
-    # operators take it (Note [Python operands]).
-    if not isinstance(a, EagerTensor):
-        a = _tenferro.eager_operand(b, a)
-    elif not isinstance(b, EagerTensor):
-        b = _tenferro.eager_operand(a, b)
-    return a, b
+_eager_pair = _numpy_composed.eager_pair
 
 
 def _logaddexp(x, y, ln_base=1.0):
