@@ -209,6 +209,9 @@ TEST(CliEinsum, MalformedInstanceFilesAreTypedErrors) {
       {R"({"format_string": "ij->", "shapes": [[4611686018427387904, 4]]})", "2^62"},
       {R"({"format_string": "i->", "shapes": [[2]], "paths": {"opt_flops": {"path": [["a"]]}}})", "path entry"},
       {"{not json", "not a JSON object"},
+      {R"({"format_string": "i->", "shapes": [[2]], "dtype": "int64"})", "is not float32"},
+      {R"({"format_string": "i->", "shapes": [[2]], "dtype": 7})", "not a string"},
+      {R"({"format_string": "i,i->", "shapes": [[2], [2]], "paths": {}})", "holds no paths.opt_flops.path"},
   };
   int k = 0;
   for (const auto& [text, want] : cases) {
@@ -217,6 +220,26 @@ TEST(CliEinsum, MalformedInstanceFilesAreTypedErrors) {
     EXPECT_EQ(exit_code(run("bench einsum " + f)), 1) << text << ": " << output();
     EXPECT_NE(output().find(want), std::string::npos) << text << ": " << output();
   }
+}
+
+// Instances of each floating dtype run; a single operand needs no path; a pathless
+// instance runs with a searched one.
+TEST(CliEinsum, InstancesOfEachFloatingDtypeRun) {
+  int k = 0;
+  for (const char* dtype : {"float32", "float64", "complex64", "complex128"}) {
+    const std::string f = dir() + "dtype" + std::to_string(k++) + ".json";
+    std::ofstream(f) << R"({"name": "d", "format_string": "ij,jk->ik", "shapes": [[3, 4], [4, 5]], "dtype": ")" << dtype
+                     << R"(", "paths": {"opt_flops": {"path": [[0, 1]]}}})";
+    EXPECT_EQ(exit_code(run("bench einsum " + f + " --json")), 0) << dtype << ": " << output();
+    EXPECT_NE(output().find("\"instance\""), std::string::npos) << output();
+  }
+  const std::string single = dir() + "single.json";
+  std::ofstream(single) << R"({"format_string": "iij->j", "shapes": [[3, 3, 2]]})";
+  EXPECT_EQ(exit_code(run("bench einsum " + single)), 0) << output();
+  const std::string pathless = dir() + "pathless.json";
+  std::ofstream(pathless) << R"({"format_string": "ij,jk,kl->il", "shapes": [[3, 4], [4, 5], [5, 2]]})";
+  EXPECT_EQ(exit_code(run("bench einsum " + pathless + " --path greedy")), 0) << output();
+  EXPECT_EQ(exit_code(run("bench einsum " + pathless + " --path treesa")), 0) << output();
 }
 
 }  // namespace

@@ -106,12 +106,20 @@ Result<EinsumInstance> parse_einsum_instance(std::string_view text, const std::s
   }
   if (j.contains("dtype")) {
     if (!j["dtype"].is_string()) return bad(ErrorCode::kParse, "\"dtype\" is not a string");
-    inst.dtype = j["dtype"].get<std::string>().find("complex") != std::string::npos ? DType::kC128 : DType::kF64;
+    const std::string name = j["dtype"].get<std::string>();
+    const std::optional<DType> d = parse_dtype(name);
+    // The benchmark times floating contractions (its operands are normal random numbers).
+    if (!d || !is_inexact(*d)) {
+      return bad(ErrorCode::kDTypeMismatch,
+                 "\"dtype\" " + json_text(j["dtype"]) + " is not float32, float64, complex64 or complex128");
+    }
+    inst.dtype = *d;
   }
   if (!strategy.empty() && j.contains("paths")) {
     const auto& paths = j["paths"];
     if (!paths.is_object()) return bad(ErrorCode::kParse, "\"paths\" is not an object");
     if (paths.contains(strategy)) {
+      inst.has_path = true;
       const auto& p = paths[strategy];
       if (!p.is_object() || !p.contains("path") || !p["path"].is_array()) {
         return bad(ErrorCode::kParse, "paths." + strategy + ".path is missing or not a list");

@@ -48,11 +48,13 @@ struct EinsumInstance {
   std::vector<Shape> shapes;
   DType dtype = DType::kF64;
   std::vector<std::vector<int32_t>> path;  ///< paths.<strategy>.path (empty if absent)
+  bool has_path = false;                   ///< the file holds paths.<strategy>
 };
 /// Reads and checks an instance file: every field has the expected JSON type, extents
 /// are non-negative and each operand holds at most 2^62 elements. `strategy` names the
-/// path to read ("opt_flops"; empty: none). Errors (kUsage stage): kIo, kParse
-/// (malformed JSON or a field of the wrong type), kInvalidShape.
+/// path to read ("opt_flops"; empty: none). "dtype" is a numpy name of a floating or
+/// complex dtype (default float64). Errors (kUsage stage): kIo, kParse (malformed JSON or a
+/// field of the wrong type), kInvalidShape, kDTypeMismatch (any other dtype).
 Result<EinsumInstance> load_einsum_instance(const std::string& file, const std::string& strategy);
 /// The same from the file's text (`file` names it in errors and gives the default name).
 Result<EinsumInstance> parse_einsum_instance(std::string_view text, const std::string& file,

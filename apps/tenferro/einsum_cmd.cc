@@ -322,6 +322,14 @@ int run_bench_einsum(int argc, char** argv) {
     const DType dtype = loaded->dtype;
     PathPolicy policy;
     if (path_mode == "instance") {
+      if (!loaded->has_path && shapes.size() > 1) {
+        std::fprintf(stderr,
+                     "tenferro bench einsum: '%s' holds no paths.%s.path (--path greedy or --path treesa "
+                     "search one)\n",
+                     files[fi].c_str(), strategy.c_str());
+        ++failures;
+        continue;
+      }
       auto tree = einsum::tree_from_pairs(static_cast<int32_t>(shapes.size()), loaded->path);
       if (!tree) {
         std::fprintf(stderr, "%s: %s\n", name.c_str(), tree.error().to_string().c_str());
