@@ -587,6 +587,61 @@ int run_bench_kernels(int argc, char** argv) {
       const char* ref_name = z ? "zgemm" : f32 ? "sgemm" : "dgemm";
       rows.push_back({name, tf, ref_name, ref, (z ? 8.0 : 2.0) * static_cast<double>(vc.m * vc.k * vc.n) / tf / 1e6});
     }
+    // ---- skinny products: a short contraction or a short side (quantum-circuit gates,
+    // tensor-train steps), A [m, k] and B [k, n] column-major, every dtype, against
+    // cblas_?gemm on the same data; "[openblas]" and "[blis]" rows force the provider.
+    struct SkinnyCase {
+      int64_t m, n, k;
+    };
+    for (const DType d : {DType::kC128, DType::kC64, DType::kF64, DType::kF32}) {
+      for (const SkinnyCase& sc :
+           {SkinnyCase{16384, 4, 4}, SkinnyCase{32768, 2, 2}, SkinnyCase{4, 16384, 4}, SkinnyCase{2048, 2048, 8},
+            SkinnyCase{512, 2048, 8}, SkinnyCase{65536, 16, 16}, SkinnyCase{8192, 8, 64}, SkinnyCase{1024, 1024, 32},
+            SkinnyCase{256, 256, 4}, SkinnyCase{64, 64, 4}}) {
+        const std::string base = std::string("skinny ") + std::string(dtype_name(d)) + " " + std::to_string(sc.m) +
+                                 "x" + std::to_string(sc.n) + "x" + std::to_string(sc.k);
+        if (!want(base)) continue;
+        const Tensor a = Tensor::random_normal(d, {sc.m, sc.k}, 11).value();
+        const Tensor b = Tensor::random_normal(d, {sc.k, sc.n}, 12).value();
+        Tensor c = Tensor::zeros(d, {sc.m, sc.n}).value();
+        const cpu::DotDims dims{{}, {}, {1}, {0}};
+        const int mm = static_cast<int>(sc.m), nn = static_cast<int>(sc.n), kk = static_cast<int>(sc.k);
+        const void* pa = a.storage()->data();
+        const void* pb = b.storage()->data();
+        void* pc = c.storage()->data();
+        const int reps = sc.m * sc.n >= (int64_t{1} << 22) ? 9 : 31;
+        const double ref = reference_ms(threads, reps, [&] {
+          if (d == DType::kC128) {
+            const c128 one(1, 0), zero(0, 0);
+            cblas_zgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, mm, nn, kk, &one, pa, mm, pb, kk, &zero, pc, mm);
+          } else if (d == DType::kC64) {
+            const std::complex<float> one(1, 0), zero(0, 0);
+            cblas_cgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, mm, nn, kk, &one, pa, mm, pb, kk, &zero, pc, mm);
+          } else if (d == DType::kF64) {
+            cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, mm, nn, kk, 1.0, static_cast<const double*>(pa), mm,
+                        static_cast<const double*>(pb), kk, 0.0, static_cast<double*>(pc), mm);
+          } else {
+            cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, mm, nn, kk, 1.0f, static_cast<const float*>(pa), mm,
+                        static_cast<const float*>(pb), kk, 0.0f, static_cast<float*>(pc), mm);
+          }
+        });
+        const char* peer = d == DType::kC128  ? "cblas_zgemm"
+                           : d == DType::kC64 ? "cblas_cgemm"
+                           : d == DType::kF64 ? "cblas_dgemm"
+                                              : "cblas_sgemm";
+        const double flops = (is_complex(d) ? 8.0 : 2.0) * static_cast<double>(sc.m * sc.n * sc.k);
+        for (const auto& [suffix, provider] : {std::pair<const char*, cpu::GemmProvider>{"", cpu::GemmProvider::kAuto},
+                                               {" [openblas]", cpu::GemmProvider::kOpenBlas},
+                                               {" [blis]", cpu::GemmProvider::kBlis}}) {
+          cpu::DotOptions o;
+          o.provider = provider;
+          cpu::DotScratch scratch;
+          const double tf =
+              median_ms(reps, [&] { check(cpu::dot_general_into(ctx, a, b, dims, o, c, nullptr, &scratch)); });
+          rows.push_back({base + suffix, tf, peer, ref, flops / tf / 1e6});
+        }
+      }
+    }
     // ---- permutations of 2^24 f64 elements vs memcpy.
     const int64_t n24 = int64_t{1} << 24;
     std::vector<double> raw_src(static_cast<size_t>(n24), 1.0), raw_dst(static_cast<size_t>(n24), 0.0);

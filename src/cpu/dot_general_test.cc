@@ -2154,6 +2154,40 @@ TEST(DotGeneral, BlockedRouteForF32AndComplexMatchesTheReference) {
       }
     }
   }
+  // Complex products with a short contraction or side under the same capabilities skip
+  // the planar copies (Note [Planar complex thresholds]): gate-like products on OpenBLAS.
+  for (const DType d : {DType::kC64, DType::kC128}) {
+    for (const std::array<int64_t, 3>& mnk : {std::array<int64_t, 3>{3000, 4, 4}, std::array<int64_t, 3>{4, 2000, 2},
+                                              std::array<int64_t, 3>{300, 16, 200}}) {
+      for (const int threads : {1, 2}) {
+        Config c;
+        c.lhs_shape = {mnk[0], mnk[2]};
+        c.rhs_shape = {mnk[2], mnk[1]};
+        c.dims.lhs_contracting = {1};
+        c.dims.rhs_contracting = {0};
+        const Tensor lhs = strided_operand(rng, d, c.lhs_shape);
+        const Tensor rhs = Tensor::random_normal(d, c.rhs_shape, rng()).value();
+        Tensor out = Tensor::random_normal(d, {mnk[0], mnk[1]}, rng()).value();
+        const Tensor before = out.clone().value();
+        DotOptions opt;
+        opt.conj_rhs = threads == 2;
+        opt.alpha = c128(0.5, -1.25);
+        opt.beta = c128(-0.75, 0.5);
+        opt.parallel_min_flops = 1;
+        SCOPED_TRACE(std::string(dtype_name(d)) + " " + std::to_string(mnk[0]) + "x" + std::to_string(mnk[1]) + "x" +
+                     std::to_string(mnk[2]) + " threads " + std::to_string(threads));
+        const DotRoute route = planned(caps, threads, lhs, rhs, out, c.dims, opt);
+        EXPECT_EQ(route.kernel, DotKernel::kOpenBlas) << describe(route);
+        executor->install([&] {
+          CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads, {}, &caps);
+          ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, c.dims, opt, out));
+        });
+        std::string first;
+        const double eps = (d == DType::kC128) ? 1e-12 : 2e-5;
+        EXPECT_EQ(alpha_beta_mismatches(lhs, rhs, c, opt, before, out, eps, &first), 0) << "first at " << first;
+      }
+    }
+  }
 }
 
 // Through dot_general: large f64 products (one and two threads: lanes with their own

@@ -347,6 +347,30 @@ constexpr int64_t kOpenBlasOuterMin = 256;
 // or 512^3 product ran entirely on the first worker (it had taken both pieces before
 // the second woke): 0.44 / 3.0 ms, the one-thread times.
 constexpr int64_t kBlockedPiece = 128;
+
+// Note [Planar complex thresholds]: a complex product on the blocked kernel first copies
+// A and B into real and imaginary planes and writes C from two real planes afterwards
+// (Note [Complex products on the blocked kernel] in dot_general.cc): about three passes
+// over MK + KN + MN elements against 4 MNK real multiply-adds. With a short contraction
+// or a short side the passes cost more than the faster kernel saves, and a tuned
+// OpenBLAS (the same 256-bit kernels the blocked kernel replaces) computes it in the
+// interleaved form directly. `tenferro bench kernels --only skinny`, one thread, AMD Zen
+// 5 (OpenBLAS Haswell kernels), 2026-12-05, blocked / OpenBLAS as ratios to
+// cblas_?gemm's speed: c128 1024^2 with K = 16 / 24 / 32 / 48 / 64: 0.71 / 0.87 / 1.15 /
+// 1.13 / 1.22 against 0.99-1.01; 8192 x N x 256 with N = 8 / 16 / 32 / 64: 0.54 / 0.67 /
+// 0.88 / 1.17 against 0.93-1.07; gate-like products 16384 x 4 x 4, 4 x 16384 x 4, 32768 x 2
+// x 2: 0.17-0.31 against 0.90-0.98; 2048^2 x 8 0.49 against 1.05; c64 alike (K = 16 0.93,
+// 24 1.10; N = 16 0.88, 32 1.05). In-cache cubes gain most (64^3 1.10, 128^3 1.39, 256^3
+// 1.66). Hence planar only from a contraction of kPlanarMinK and sides of
+// kPlanarMinSide; an untuned OpenBLAS (SSE3 kernels) keeps the blocked kernel.
+constexpr int64_t kPlanarMinK = 32, kPlanarMinSide = 64;
+
+// Whether the blocked kernel takes a product of this dtype and shape (real: always;
+// complex: Note [Planar complex thresholds]).
+bool planar_pays(DType dtype, const CpuCaps& caps, int64_t m, int64_t n, int64_t k) {
+  if (!is_complex(dtype) || !caps.openblas_tuned) return true;
+  return k >= kPlanarMinK && std::min(m, n) >= kPlanarMinSide;
+}
 // Note [Batch-lane thresholds]: the shortest part of a lane unit's rows (or columns)
 // given to a worker (a multiple of the register blocks' 4 and 3 rows).
 constexpr int64_t kLanePartMin = 12;
@@ -849,9 +873,11 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
     return r;
   }
   switch (r.provider) {
-    case GemmProvider::kOpenBlas:
-      if (!integral && automatic && r.policy != BatchPolicy::kOuterParallel && detail::blocked_available(isa) &&
-          !caps.openblas_avx512) {
+    case GemmProvider::kOpenBlas: {
+      // OpenBLAS would run its 256-bit kernels on an AVX-512 CPU (Note [Blocked AVX-512 GEMM]).
+      const bool blocked = !integral && automatic && r.policy != BatchPolicy::kOuterParallel &&
+                           detail::blocked_available(isa) && !caps.openblas_avx512;
+      if (blocked && planar_pays(p.dtype, caps, M, N, K)) {
         r.kernel = DotKernel::kBlocked;
         r.reason = "a product OpenBLAS would run with 256-bit kernels on an AVX-512 CPU: the blocked kernel (Note "
                    "[Blocked AVX-512 GEMM])";
@@ -861,6 +887,11 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
         pieces(balanced(std::max(M, N), kBlockedPiece));
       } else {
         r.kernel = DotKernel::kOpenBlas;
+        if (blocked) {
+          r.reason =
+              "a complex product with a short contraction or side: OpenBLAS on the interleaved operands, no "
+              "planar copies (Note [Planar complex thresholds])";
+        }
         if (threads > 1 && automatic) {
           // Note [OpenBLAS pieces]: blocks of C's outer side where each is wide enough,
           // else of the longer side.
@@ -878,6 +909,7 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
         }
       }
       break;
+    }
     case GemmProvider::kBlis:
       r.kernel = DotKernel::kBlis;
       if (threads > 1 && std::max(M, N) >= 32 * int64_t{threads}) {

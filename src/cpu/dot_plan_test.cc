@@ -126,6 +126,39 @@ TEST(DotPlan, LargeF64ProductsFollowTheIsaAndTheTunedLibrary) {
   EXPECT_EQ(plan(z, kAvx2).value().kernel, DotKernel::kOpenBlas);
 }
 
+// Note [Planar complex thresholds]: where the blocked kernel replaces OpenBLAS's 256-bit
+// kernels, complex products take it only from a contraction of 32 and sides of 64 (short
+// sides of 8 or more here: fewer go to the matrix-vector kernel); an
+// untuned OpenBLAS keeps it for every complex product; real products are unaffected.
+TEST(DotPlan, ComplexProductsWithShortSidesSkipThePlanarCopies) {
+  struct Row {
+    int64_t m, n, k;
+    DType dtype;
+    Caps caps;
+    DotKernel kernel;
+  };
+  constexpr Caps kNoTunedLibrary{IsaLevel::kAvx512, false, false};
+  for (const Row& r : {Row{16384, 8, 4, DType::kC128, kAvx512, DotKernel::kOpenBlas},
+                       Row{8, 16384, 4, DType::kC64, kAvx512, DotKernel::kOpenBlas},
+                       Row{2048, 2048, 8, DType::kC128, kAvx512, DotKernel::kOpenBlas},
+                       Row{1024, 1024, 31, DType::kC128, kAvx512, DotKernel::kOpenBlas},
+                       Row{1024, 1024, 32, DType::kC128, kAvx512, DotKernel::kBlocked},
+                       Row{8192, 63, 256, DType::kC64, kAvx512, DotKernel::kOpenBlas},
+                       Row{8192, 64, 256, DType::kC64, kAvx512, DotKernel::kBlocked},
+                       Row{64, 8192, 256, DType::kC128, kAvx512, DotKernel::kBlocked},
+                       Row{16384, 8, 4, DType::kC128, kNoTunedLibrary, DotKernel::kBlocked},
+                       Row{2048, 2048, 8, DType::kF32, kAvx512, DotKernel::kBlocked}}) {
+    const DotRoute route = plan(matmul(r.m, r.n, r.k, 1, r.dtype), r.caps).value();
+    SCOPED_TRACE(std::to_string(r.m) + "x" + std::to_string(r.n) + "x" + std::to_string(r.k) + " " +
+                 std::string(dtype_name(r.dtype)) + ": " + describe(route));
+    EXPECT_EQ(route.kernel, r.kernel);
+    EXPECT_EQ(route.provider, GemmProvider::kOpenBlas);
+    if (route.kernel == DotKernel::kOpenBlas) {
+      EXPECT_NE(std::string(route.reason).find("Planar complex thresholds"), std::string::npos);
+    }
+  }
+}
+
 TEST(DotPlan, SeveralThreadsSplitTheLongerSideOrColumns) {
   // Square: one-thread OpenBLAS pieces taken by the engine's workers (Note [OpenBLAS pieces]).
   DotRoute r = plan(matmul(2048, 2048, 2048, 2), kAvx2).value();
