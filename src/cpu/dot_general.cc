@@ -861,6 +861,16 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
           matvec<T>(ctx, isa, g, route.transposed, route.split, route.pieces, route.one_run,
                     route.k_walk ? &an.klev : nullptr);
         return;
+      case DotKernel::kComplexShort:
+        if constexpr (std::is_same_v<T, c128> || std::is_same_v<T, c64>) {
+          if (route.split == DotSplit::kPieces) {
+            on_pieces<T>(ctx, g, route.pieces, route.split_columns,
+                         [&](const detail::GemmArgs<T>& part, int64_t) { detail::complex_short<T>(isa, part); });
+          } else {
+            detail::complex_short<T>(isa, g);
+          }
+        }
+        return;
       case DotKernel::kStreamedOutput:
         if constexpr (std::is_same_v<T, double>) {
           // A stays in cache: column blocks outermost, pieces of whole column blocks;

@@ -2107,11 +2107,45 @@ TEST(DotGeneral, BlockedF32KernelMatchesLongDoubleSums) {
   EXPECT_GT(checked, 30000);
 }
 
+// alpha op(A) op(B) + beta C for a 2-D product at `samples` random entries of C, in long
+// double, against `out`; `before` is C before the call. Counts the entries off by more
+// than eps times the sum of magnitudes (a NaN counts).
+int64_t sampled_mismatches(std::mt19937_64& rng, const Tensor& lhs, const Tensor& rhs, const DotOptions& opt,
+                           const Tensor& before, const Tensor& out, int samples, double eps) {
+  using LC = std::complex<long double>;
+  const int64_t m = lhs.shape()[0], k = lhs.shape()[1], n = rhs.shape()[1];
+  auto at = [](const Tensor& t, int64_t i, int64_t j, bool conj) {
+    const c128 v = t.get_as_c128({i, j}).value();
+    return LC(v.real(), conj ? -v.imag() : v.imag());
+  };
+  const LC alpha(opt.alpha.real(), opt.alpha.imag()), beta(opt.beta.real(), opt.beta.imag());
+  int64_t bad = 0;
+  for (int s = 0; s < samples; ++s) {
+    const int64_t i = static_cast<int64_t>(rng() % static_cast<uint64_t>(m));
+    const int64_t j = static_cast<int64_t>(rng() % static_cast<uint64_t>(n));
+    LC sum = 0;
+    long double mag = 0;
+    for (int64_t p = 0; p < k; ++p) {
+      const LC t = at(lhs, i, p, opt.conj_lhs) * at(rhs, p, j, opt.conj_rhs);
+      sum += t;
+      mag += std::abs(t);
+    }
+    const LC b = at(before, i, j, false);
+    const LC want = alpha * sum + beta * b;
+    const LC got = at(out, i, j, false);
+    const long double bound = std::abs(alpha) * mag + std::abs(beta) * std::abs(b) + 1;
+    bad += !(std::abs(got - want) <= eps * bound);
+  }
+  return bad;
+}
+
 // Note [Complex products on the blocked kernel] and the f32 blocked route, through
 // dot_general: capabilities where the planner picks the blocked kernel (AVX-512,
-// OpenBLAS with 256-bit kernels), f32, c64 and c128, conjugated operands, complex alpha
-// and beta, strided operands, 1 and 2 threads; against long-double sums. On a machine
-// without AVX-512 the same route falls back to OpenBLAS (values still checked).
+// OpenBLAS with 256-bit kernels), f32, c64 and c128 (complex from 2^28 multiply-adds:
+// Note [Planar complex thresholds]; their C checked at sampled entries), conjugated
+// operands, complex alpha and beta, strided operands, 1 and 2 threads; against
+// long-double sums. On a machine without AVX-512 the same route falls back to OpenBLAS
+// (values still checked).
 TEST(DotGeneral, BlockedRouteForF32AndComplexMatchesTheReference) {
   CpuCaps caps = host_caps();
   caps.detected_isa = IsaLevel::kAvx512;
@@ -2126,14 +2160,15 @@ TEST(DotGeneral, BlockedRouteForF32AndComplexMatchesTheReference) {
       for (const bool conj : {false, true}) {
         if (conj && d == DType::kF32) continue;
         const bool cplx = d != DType::kF32;
+        const int64_t m = cplx ? 1030 : 130, n = cplx ? 1025 : 150, k = cplx ? 256 : 200;
         Config c;
-        c.lhs_shape = {130, 200};
-        c.rhs_shape = {200, 150};
+        c.lhs_shape = {m, k};
+        c.rhs_shape = {k, n};
         c.dims.lhs_contracting = {1};
         c.dims.rhs_contracting = {0};
         const Tensor lhs = strided_operand(rng, d, c.lhs_shape);
         const Tensor rhs = strided_operand(rng, d, c.rhs_shape);
-        Tensor out = Tensor::random_normal(d, {130, 150}, rng()).value();
+        Tensor out = Tensor::random_normal(d, {m, n}, rng()).value();
         const Tensor before = out.clone().value();
         DotOptions opt;
         opt.conj_lhs = conj;
@@ -2148,46 +2183,98 @@ TEST(DotGeneral, BlockedRouteForF32AndComplexMatchesTheReference) {
           CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads, {}, &caps);
           ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, c.dims, opt, out));
         });
-        std::string first;
         const double eps = (d == DType::kC128) ? 1e-12 : 2e-5;
-        EXPECT_EQ(alpha_beta_mismatches(lhs, rhs, c, opt, before, out, eps, &first), 0) << "first at " << first;
+        if (cplx) {
+          EXPECT_EQ(sampled_mismatches(rng, lhs, rhs, opt, before, out, 3000, eps), 0);
+        } else {
+          std::string first;
+          EXPECT_EQ(alpha_beta_mismatches(lhs, rhs, c, opt, before, out, eps, &first), 0) << "first at " << first;
+        }
       }
     }
   }
-  // Complex products with a short contraction or side under the same capabilities skip
-  // the planar copies (Note [Planar complex thresholds]): gate-like products on OpenBLAS.
-  for (const DType d : {DType::kC64, DType::kC128}) {
-    for (const std::array<int64_t, 3>& mnk : {std::array<int64_t, 3>{3000, 4, 4}, std::array<int64_t, 3>{4, 2000, 2},
-                                              std::array<int64_t, 3>{300, 16, 200}}) {
-      for (const int threads : {1, 2}) {
-        Config c;
-        c.lhs_shape = {mnk[0], mnk[2]};
-        c.rhs_shape = {mnk[2], mnk[1]};
-        c.dims.lhs_contracting = {1};
-        c.dims.rhs_contracting = {0};
-        const Tensor lhs = strided_operand(rng, d, c.lhs_shape);
-        const Tensor rhs = Tensor::random_normal(d, c.rhs_shape, rng()).value();
-        Tensor out = Tensor::random_normal(d, {mnk[0], mnk[1]}, rng()).value();
-        const Tensor before = out.clone().value();
-        DotOptions opt;
-        opt.conj_rhs = threads == 2;
-        opt.alpha = c128(0.5, -1.25);
-        opt.beta = c128(-0.75, 0.5);
-        opt.parallel_min_flops = 1;
-        SCOPED_TRACE(std::string(dtype_name(d)) + " " + std::to_string(mnk[0]) + "x" + std::to_string(mnk[1]) + "x" +
-                     std::to_string(mnk[2]) + " threads " + std::to_string(threads));
-        const DotRoute route = planned(caps, threads, lhs, rhs, out, c.dims, opt);
-        EXPECT_EQ(route.kernel, DotKernel::kOpenBlas) << describe(route);
-        executor->install([&] {
-          CpuExecutionContext ctx(executor.get(), ParallelMode::kInner, threads, {}, &caps);
-          ASSERT_TRUE(dot_general_into(ctx, lhs, rhs, c.dims, opt, out));
-        });
-        std::string first;
-        const double eps = (d == DType::kC128) ? 1e-12 : 2e-5;
-        EXPECT_EQ(alpha_beta_mismatches(lhs, rhs, c, opt, before, out, eps, &first), 0) << "first at " << first;
+}
+
+// Note [Short complex products]: the short complex kernel under each vector ISA level
+// this machine has (AVX2, AVX-512), c64 and c128, A and C column-major with gaps between
+// columns, B strided or transposed, conjugated operands, complex alpha, beta 0 (a NaN
+// destination never read) or complex, row tails, one to three trailing columns, a
+// contraction past one chunk of 128, and two threads in pieces of rows or of columns;
+// against long-double sums.
+TEST(DotGeneral, ShortComplexKernelMatchesTheReference) {
+  auto executor = make_tbb_executor(2).value();
+  std::mt19937_64 rng(4242);
+  struct Case {
+    int64_t m, n, k;
+    int threads;
+  };
+  int runs = 0;
+  for (const IsaLevel isa : {IsaLevel::kAvx2, IsaLevel::kAvx512}) {
+    CpuCaps caps = host_caps();
+    if (caps.detected_isa < isa) continue;
+    caps.max_isa = isa;
+    for (const DType d : {DType::kC64, DType::kC128}) {
+      for (const Case& cs : {Case{37, 5, 3, 1}, Case{300, 4, 4, 1}, Case{33, 7, 2, 1}, Case{64, 2, 300, 1},
+                             Case{45, 9, 17, 1}, Case{1000, 3, 40, 2}, Case{40, 500, 8, 2}}) {
+        if (isa == IsaLevel::kAvx2 && cs.k > 16) continue;  // Note [Short complex thresholds]
+        for (int variant = 0; variant < 4; ++variant) {
+          const bool conj_lhs = variant & 1, conj_rhs = variant & 2, beta_zero = variant == 2;
+          Config c;
+          c.lhs_shape = {cs.m, cs.k};
+          c.rhs_shape = {cs.k, cs.n};
+          c.dims.lhs_contracting = {1};
+          c.dims.rhs_contracting = {0};
+          const Tensor lhs = Tensor::random_normal(d, {cs.m + 3, cs.k}, rng()).value().slice(0, 0, cs.m, 1).value();
+          const Tensor rhs =
+              variant == 3 ? random_matrix(rng, d, cs.k, cs.n, true) : strided_operand(rng, d, c.rhs_shape);
+          Tensor out = Tensor::random_normal(d, {cs.m + 5, cs.n}, rng()).value().slice(0, 0, cs.m, 1).value();
+          if (beta_zero) {
+            const Tensor nan = Tensor::full(d, out.shape(), c128(std::numeric_limits<double>::quiet_NaN(), 0)).value();
+            ASSERT_TRUE(copy_into(CpuExecutionContext::sequential(), nan, out));
+          }
+          DotOptions opt;
+          opt.conj_lhs = conj_lhs;
+          opt.conj_rhs = conj_rhs;
+          opt.alpha = c128(0.75, -0.5);
+          opt.beta = beta_zero ? c128(0, 0) : c128(-0.5, 1.25);
+          opt.parallel_min_flops = 1;
+          SCOPED_TRACE(std::string(isa_name(isa)) + " " + std::string(dtype_name(d)) + " " + std::to_string(cs.m) +
+                       "x" + std::to_string(cs.n) + "x" + std::to_string(cs.k) + " variant " + std::to_string(variant));
+          const DotRoute route = planned(caps, cs.threads, lhs, rhs, out, c.dims, opt);
+          EXPECT_EQ(route.kernel, DotKernel::kComplexShort) << describe(route);
+          if (cs.threads > 1) {
+            EXPECT_EQ(route.split, DotSplit::kPieces) << describe(route);
+          }
+          std::string first;
+          const double eps = d == DType::kC128 ? 1e-12 : 2e-5;
+          EXPECT_EQ(mismatches_after_call(*executor, cs.threads, lhs, rhs, c, opt, out, eps, &first, &caps), 0)
+              << "first at " << first;
+          ++runs;
+        }
       }
+      // Groups that do not merge ('akb,kn->abn' with a and b split by k; a permuted
+      // destination): packed compact for the kernel.
+      Config c;
+      c.lhs_shape = {5, 3, 7};
+      c.rhs_shape = {3, 4};
+      c.dims.lhs_contracting = {1};
+      c.dims.rhs_contracting = {0};
+      const Tensor lhs = Tensor::random_normal(d, c.lhs_shape, rng()).value();
+      const Tensor rhs = Tensor::random_normal(d, c.rhs_shape, rng()).value();
+      Tensor out = Tensor::random_normal(d, {5, 4, 7}, rng()).value().permute({0, 2, 1}).value();
+      DotOptions opt;
+      opt.alpha = c128(0.5, 0.25);
+      opt.beta = c128(1.5, -0.5);
+      const DotRoute route = planned(caps, 1, lhs, rhs, out, c.dims, opt);
+      EXPECT_EQ(route.kernel, DotKernel::kComplexShort) << describe(route);
+      EXPECT_TRUE(route.pack_lhs && route.pack_out) << describe(route);
+      std::string first;
+      const double eps = d == DType::kC128 ? 1e-12 : 2e-5;
+      EXPECT_EQ(mismatches_after_call(*executor, 1, lhs, rhs, c, opt, out, eps, &first, &caps), 0)
+          << "first at " << first;
     }
   }
+  EXPECT_GT(runs, 0);
 }
 
 // Through dot_general: large f64 products (one and two threads: lanes with their own

@@ -351,26 +351,60 @@ constexpr int64_t kBlockedPiece = 128;
 // Note [Planar complex thresholds]: a complex product on the blocked kernel first copies
 // A and B into real and imaginary planes and writes C from two real planes afterwards
 // (Note [Complex products on the blocked kernel] in dot_general.cc): about three passes
-// over MK + KN + MN elements against 4 MNK real multiply-adds. With a short contraction
-// or a short side the passes cost more than the faster kernel saves, and a tuned
-// OpenBLAS (the same 256-bit kernels the blocked kernel replaces) computes it in the
-// interleaved form directly. `tenferro bench kernels --only skinny`, one thread, AMD Zen
-// 5 (OpenBLAS Haswell kernels), 2026-12-05, blocked / OpenBLAS as ratios to
-// cblas_?gemm's speed: c128 1024^2 with K = 16 / 24 / 32 / 48 / 64: 0.71 / 0.87 / 1.15 /
-// 1.13 / 1.22 against 0.99-1.01; 8192 x N x 256 with N = 8 / 16 / 32 / 64: 0.54 / 0.67 /
-// 0.88 / 1.17 against 0.93-1.07; gate-like products 16384 x 4 x 4, 4 x 16384 x 4, 32768 x 2
-// x 2: 0.17-0.31 against 0.90-0.98; 2048^2 x 8 0.49 against 1.05; c64 alike (K = 16 0.93,
-// 24 1.10; N = 16 0.88, 32 1.05). In-cache cubes gain most (64^3 1.10, 128^3 1.39, 256^3
-// 1.66). Hence planar only from a contraction of kPlanarMinK and sides of
-// kPlanarMinSide; an untuned OpenBLAS (SSE3 kernels) keeps the blocked kernel.
-constexpr int64_t kPlanarMinK = 32, kPlanarMinSide = 64;
+// over MK + KN + MN elements against 4 MNK real multiply-adds. Only large products
+// repay them. `tenferro bench kernels --only skinny` and `--only "dot_general c128"`,
+// AMD Zen 5 (OpenBLAS's Haswell kernels), 2026-12-05, as ratios to cblas_zgemm's speed
+// in the same process (blocked / the short complex kernel, Note [Short complex
+// products] in gemm_complex.cc / OpenBLAS):
+// - short contractions, one thread: c128 1024^2 with K = 16 / 24 / 31: 0.71 / 0.87 / ~1
+//   against 2.33 / 2.21 / 2.09 and 0.99-1.05; 8192 x N x 256 with N = 8 / 16 / 32: 0.54 /
+//   0.67 / 0.88 against 2.8 (N = 8, K = 64) / 1.5 (N = 32 to 63); gate-like products
+//   16384 x 4 x 4 and 32768 x 2 x 2: 0.26-0.31 against 3.0-3.5; 2048^2 x 8 0.49 against
+//   1.7-1.8; c64 alike (the short kernel 2.0-4.4);
+// - cubes n = 64 / 128 / 256 / 512 / 1024 / 2048, one thread, same minute: blocked
+//   1.07 / 1.57 / 1.78 / 1.70 / 1.67 / 1.76, the short kernel 1.69 / 1.81 / 1.95 / 1.83
+//   / 1.67 / 1.53 (its contraction in chunks of 128 rewrites C; chunks of 256 were
+//   slower); two threads n = 64 to 512: blocked 0.7 / 0.8 / 1.39-1.48 / 1.44-1.45, the
+//   short kernel 2.8 / 1.8 / 1.56-1.75 / 1.51-1.66.
+// Hence planar only from a contraction of kPlanarMinK, sides of kPlanarMinSide and
+// kPlanarMinFlops multiply-adds (n ~ 645); below, the short kernel where it applies
+// (Note [Short complex thresholds]), else a tuned OpenBLAS, which computes the
+// interleaved form directly (an untuned one, SSE3 kernels, keeps the blocked kernel).
+constexpr int64_t kPlanarMinK = 32, kPlanarMinSide = 64, kPlanarMinFlops = int64_t{1} << 28;
+
+// A complex product long enough on every side for the planar copies to pay.
+bool planar_shape(int64_t m, int64_t n, int64_t k) {
+  return k >= kPlanarMinK && std::min(m, n) >= kPlanarMinSide && sat_mul(m * n, k) >= kPlanarMinFlops;
+}
 
 // Whether the blocked kernel takes a product of this dtype and shape (real: always;
 // complex: Note [Planar complex thresholds]).
 bool planar_pays(DType dtype, const CpuCaps& caps, int64_t m, int64_t n, int64_t k) {
-  if (!is_complex(dtype) || !caps.openblas_tuned) return true;
-  return k >= kPlanarMinK && std::min(m, n) >= kPlanarMinSide;
+  return !is_complex(dtype) || !caps.openblas_tuned || planar_shape(m, n, k);
 }
+
+// The short complex kernel takes columns of at least kComplexShortMinRowBytes (one
+// register block of rows at AVX-512) and splits rows when each worker gets
+// kComplexShortMinRows, else columns (Note [Short complex thresholds]).
+constexpr int64_t kComplexShortMinRowBytes = 256, kComplexShortMinRows = 64;
+// Whether the short complex kernel takes the operands (after any free-group split): A
+// and C column-major where their groups merge, packed where they do not (not after a
+// split, whose groups are batch dimensions a pack would have to follow).
+bool complex_short_operands(const DotRoute& r, const DotGroup& lm, const DotGroup& lk, const DotGroup& rk,
+                            const DotGroup& rn, const DotGroup& om, const DotGroup& on) {
+  const bool no_split = !r.split_lhs_free && !r.split_rhs_free;
+  const bool a = lm.mergeable && lk.mergeable ? lm.stride == 1 : no_split;
+  const bool b = (rk.mergeable && rn.mergeable) || no_split;
+  const bool c = om.mergeable && on.mergeable ? om.stride == 1 : no_split;
+  return a && b && c;
+}
+
+// At AVX2 the kernel holds 8 accumulators (16 registers) and won only on short
+// contractions: TENFERRO_MAX_ISA=avx2 on Zen 5 against cblas_zgemm (Haswell kernels),
+// one thread, 2026-12-05: c128 K = 4 / 8 / 16 1.15-2.2 (16384 x 4 x 4, 2048^2 x 8,
+// 65536 x 16 x 16), K = 32 0.86 (1024^2), 8192 x 32 x 256 0.72, cubes 64 to 512 0.81-0.88;
+// c64 alike (K <= 16 1.3-2.7, K = 32 0.94, 8192 x 32 x 256 0.77).
+constexpr int64_t kComplexShortMaxKAvx2 = 16;
 // Note [Batch-lane thresholds]: the shortest part of a lane unit's rows (or columns)
 // given to a worker (a multiple of the register blocks' 4 and 3 rows).
 constexpr int64_t kLanePartMin = 12;
@@ -701,6 +735,48 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
                        "columns: the matrix-vector kernel, no packing (Note [Few-vector products])";
       return r;
     }
+  }
+  // Note [Short complex thresholds]: complex products whose planar copies would not pay
+  // (Note [Planar complex thresholds]), A and C column-major (packed so where their
+  // groups do not merge):
+  // the short complex kernel (Note [Short complex products] in gemm_complex.cc), rows
+  // (or, for fewer than kComplexShortMinRows rows per worker, columns) in pieces over the
+  // workers. Columns of A shorter than one register block of rows (AVX-512) waste the
+  // kernel's masked lanes: 8 x 16384 x 4 c128 0.88 against OpenBLAS's 0.96, c64 16 x
+  // 8192 x 256 0.70 against 1.05 (one thread, the figures' run), so they stay with the
+  // providers. Operands the kernel does not take (A's rows not contiguous) go to the
+  // providers too; few vectors to the matrix-vector kernel above (as fast as this one
+  // with A's columns contiguous, 2048^2 with 2 to 4 vectors within 8 %). Measured where
+  // OpenBLAS runs 256-bit kernels (Zen 5 at AVX-512 and under an AVX2 cap); where it
+  // runs 512-bit ones (Zen 4, Intel) the kernel is not measured, so the products keep
+  // the providers there (in a process of this machine with OpenBLAS's SkylakeX kernels,
+  // the kernel ran 1.2-2.3x their speed on the skinny cases: docs/benchmarks.md).
+  if (is_complex(p.dtype) && automatic && !vendor && r.provider != GemmProvider::kNaive &&
+      detail::complex_short_available(isa) && K >= 2 && !planar_shape(M, N, K) &&
+      M * elem >= kComplexShortMinRowBytes && (isa >= IsaLevel::kAvx512 || K <= kComplexShortMaxKAvx2) &&
+      !caps.openblas_avx512 && complex_short_operands(r, lm, lk, rk, rn, om, on)) {
+    r.kernel = DotKernel::kComplexShort;
+    r.provider = GemmProvider::kNaive;
+    // Operands whose groups do not merge are packed compact (A [m, k], B [k, n], C's
+    // scratch [m, n]: column-major, as the kernel takes them).
+    r.pack_lhs = !(lm.mergeable && lk.mergeable);
+    r.pack_rhs = !(rk.mergeable && rn.mergeable);
+    r.pack_out = !(om.mergeable && on.mergeable);
+    r.reason =
+        "a complex product with a short contraction or side, A and C column-major: the short complex kernel, "
+        "no packing (Note [Short complex products])";
+    const bool outer = r.policy == BatchPolicy::kOuterParallel && B > 1;
+    const bool parallel = !outer && r.policy == BatchPolicy::kProviderItems && st.threads > 1 &&
+                          real_work(p.dtype, flops) >= st.batch.parallel_min_flops;
+    if (outer) {
+      r.split = DotSplit::kOuterBatch;
+    } else if (parallel) {
+      r.split = DotSplit::kPieces;
+      r.split_columns = M < kComplexShortMinRows * st.threads;
+      r.pieces = st.threads;
+      r.threads = st.threads;
+    }
+    return r;
   }
   // Pack forms of operands that do not merge (Note [Pack order]).
   const bool lhs_k_first = p.lhs_first_free < 16 && p.lhs_k_unit_run >= 16;
@@ -1037,6 +1113,7 @@ std::string_view dot_kernel_name(DotKernel k) noexcept {
     case DotKernel::kBlocked: return "blocked";
     case DotKernel::kBatchLanes: return "batch-lanes";
     case DotKernel::kMatVec: return "matrix-vector";
+    case DotKernel::kComplexShort: return "complex-short";
     case DotKernel::kOpenBlas: return "openblas";
     case DotKernel::kBlis: return "blis";
     case DotKernel::kVendorBatch: return "vendor-batch";

@@ -126,11 +126,14 @@ TEST(DotPlan, LargeF64ProductsFollowTheIsaAndTheTunedLibrary) {
   EXPECT_EQ(plan(z, kAvx2).value().kernel, DotKernel::kOpenBlas);
 }
 
-// Note [Planar complex thresholds]: where the blocked kernel replaces OpenBLAS's 256-bit
-// kernels, complex products take it only from a contraction of 32 and sides of 64 (short
-// sides of 8 or more here: fewer go to the matrix-vector kernel); an
-// untuned OpenBLAS keeps it for every complex product; real products are unaffected.
-TEST(DotPlan, ComplexProductsWithShortSidesSkipThePlanarCopies) {
+// Note [Planar complex thresholds], Note [Short complex thresholds]: complex products
+// take the blocked kernel's planar copies only from 32-step contractions, 64-element
+// sides and 2^28 multiply-adds; below, the short complex kernel where A and C are
+// column-major with columns of at least 256 bytes (where OpenBLAS runs 256-bit kernels
+// or none is tuned; at AVX2 contractions of at most 16), else the provider (OpenBLAS, or the blocked kernel where
+// OpenBLAS is untuned). Short sides of 8 or more here: fewer go to the matrix-vector kernel. Real products are
+// unaffected.
+TEST(DotPlan, ComplexProductsTakeTheShortKernelOrThePlanarCopiesBySize) {
   struct Row {
     int64_t m, n, k;
     DType dtype;
@@ -138,25 +141,46 @@ TEST(DotPlan, ComplexProductsWithShortSidesSkipThePlanarCopies) {
     DotKernel kernel;
   };
   constexpr Caps kNoTunedLibrary{IsaLevel::kAvx512, false, false};
-  for (const Row& r : {Row{16384, 8, 4, DType::kC128, kAvx512, DotKernel::kOpenBlas},
-                       Row{8, 16384, 4, DType::kC64, kAvx512, DotKernel::kOpenBlas},
-                       Row{2048, 2048, 8, DType::kC128, kAvx512, DotKernel::kOpenBlas},
-                       Row{1024, 1024, 31, DType::kC128, kAvx512, DotKernel::kOpenBlas},
-                       Row{1024, 1024, 32, DType::kC128, kAvx512, DotKernel::kBlocked},
-                       Row{8192, 63, 256, DType::kC64, kAvx512, DotKernel::kOpenBlas},
-                       Row{8192, 64, 256, DType::kC64, kAvx512, DotKernel::kBlocked},
-                       Row{64, 8192, 256, DType::kC128, kAvx512, DotKernel::kBlocked},
-                       Row{16384, 8, 4, DType::kC128, kNoTunedLibrary, DotKernel::kBlocked},
+  constexpr Caps kZen4{IsaLevel::kAvx512, true, true, true};
+  for (const Row& r : {Row{16384, 8, 4, DType::kC128, kAvx512, DotKernel::kComplexShort},
+                       Row{2048, 2048, 8, DType::kC128, kAvx512, DotKernel::kComplexShort},
+                       Row{1024, 1024, 32, DType::kC64, kAvx512, DotKernel::kComplexShort},
+                       Row{512, 512, 512, DType::kC128, kAvx512, DotKernel::kComplexShort},
+                       Row{1024, 1024, 256, DType::kC128, kAvx512, DotKernel::kBlocked},
+                       Row{1024, 1024, 256, DType::kC128, kZen4, DotKernel::kOpenBlas},
+                       Row{16384, 8, 4, DType::kC128, kZen4, DotKernel::kOpenBlas},
+                       Row{16384, 8, 4, DType::kC128, kAvx2, DotKernel::kComplexShort},
+                       Row{16384, 8, 16, DType::kC64, kAvx2, DotKernel::kComplexShort},
+                       Row{16384, 8, 17, DType::kC64, kAvx2, DotKernel::kOpenBlas},
+                       Row{16384, 8, 17, DType::kC64, kAvx512, DotKernel::kComplexShort},
+                       Row{16384, 8, 4, DType::kC128, kScalar, DotKernel::kOpenBlas},
+                       Row{16384, 8, 4, DType::kC64, kNoTunedLibrary, DotKernel::kComplexShort},
+                       Row{16, 16384, 4, DType::kC128, kAvx512, DotKernel::kComplexShort},
+                       Row{8, 16384, 4, DType::kC128, kAvx512, DotKernel::kOpenBlas},
+                       Row{16, 16384, 4, DType::kC64, kAvx512, DotKernel::kOpenBlas},
+                       Row{8, 16384, 4, DType::kC128, kNoTunedLibrary, DotKernel::kBlocked},
                        Row{2048, 2048, 8, DType::kF32, kAvx512, DotKernel::kBlocked}}) {
     const DotRoute route = plan(matmul(r.m, r.n, r.k, 1, r.dtype), r.caps).value();
     SCOPED_TRACE(std::to_string(r.m) + "x" + std::to_string(r.n) + "x" + std::to_string(r.k) + " " +
                  std::string(dtype_name(r.dtype)) + ": " + describe(route));
     EXPECT_EQ(route.kernel, r.kernel);
-    EXPECT_EQ(route.provider, GemmProvider::kOpenBlas);
-    if (route.kernel == DotKernel::kOpenBlas) {
+    if (route.kernel == DotKernel::kOpenBlas && r.caps.isa == IsaLevel::kAvx512 && !r.caps.openblas_avx512) {
       EXPECT_NE(std::string(route.reason).find("Planar complex thresholds"), std::string::npos);
     }
   }
+  // A row-major A (rows not contiguous) stays with the providers.
+  Call rows = matmul(16384, 8, 4, 1, DType::kC128);
+  rows.lhs = rm({16384, 4});
+  EXPECT_EQ(plan(rows, kAvx512).value().kernel, DotKernel::kOpenBlas);
+  // Two threads: pieces of rows, or of columns when the rows are few.
+  DotRoute two = plan(matmul(16384, 8, 4, 2, DType::kC128), kAvx512).value();
+  EXPECT_EQ(two.kernel, DotKernel::kComplexShort);
+  EXPECT_EQ(two.split, DotSplit::kPieces);
+  EXPECT_FALSE(two.split_columns);
+  EXPECT_EQ(two.threads, 2);
+  two = plan(matmul(64, 16384, 8, 2, DType::kC128), kAvx512).value();
+  EXPECT_EQ(two.kernel, DotKernel::kComplexShort);
+  EXPECT_TRUE(two.split_columns);
 }
 
 TEST(DotPlan, SeveralThreadsSplitTheLongerSideOrColumns) {

@@ -354,6 +354,18 @@ template void matvec<float>(IsaLevel, const GemmArgs<float>&, bool);
 template void matvec<c128>(IsaLevel, const GemmArgs<c128>&, bool);
 template void matvec<c64>(IsaLevel, const GemmArgs<c64>&, bool);
 
+template <class T>
+void complex_short(IsaLevel isa, const GemmArgs<T>& g) {
+  switch (isa) {
+    case IsaLevel::kAvx512: return avx512::complex_short<T>(g);
+    case IsaLevel::kAvx2: return avx2::complex_short<T>(g);
+    case IsaLevel::kScalar: break;
+  }
+  scalar::complex_short<T>(g);
+}
+template void complex_short<c128>(IsaLevel, const GemmArgs<c128>&);
+template void complex_short<c64>(IsaLevel, const GemmArgs<c64>&);
+
 #define TENFERRO_GEMM_INSTANTIATE(T)                                  \
   template bool gemm_openblas<T>(const GemmArgs<T>&, int);            \
   template bool gemm_blis<T>(const GemmArgs<T>&);                     \

@@ -243,8 +243,18 @@ inline constexpr int64_t kMatVecMaxVectors = 7;
 /// Whether matvec has its vector forms at ISA level `isa`.
 inline bool matvec_available(IsaLevel isa) { return isa >= IsaLevel::kAvx2; }
 
+/// C = alpha op(A) op(B) + beta C for c128 and c64 with A and C column-major (g.rsa == 1,
+/// g.rsc == 1; columns at any stride), B any strides: the sums kept in registers over the
+/// contraction, A and C read and written in their interleaved layout (Note [Short complex
+/// products] in gemm_complex.cc). No allocation (stack blocks of B); one thread (callers
+/// split the rows). Other strides, and levels below kAvx2: plain loops.
+template <class T>
+void complex_short(IsaLevel isa, const GemmArgs<T>& g);
+/// Whether complex_short has its vector form at ISA level `isa`.
+inline bool complex_short_available(IsaLevel isa) { return isa >= IsaLevel::kAvx2; }
+
 // The per-ISA copies of the kernels above (gemm_kernels.cc, gemm_streamed.cc,
-// gemm_blocked.cc, gemm_lanes.cc, gemm_matvec.cc); callers use the dispatching
+// gemm_blocked.cc, gemm_lanes.cc, gemm_matvec.cc, gemm_complex.cc); callers use the dispatching
 // functions, which take the level.
 #define TENFERRO_DECLARE_GEMM_KERNELS(ns)                                                                            \
   namespace ns {                                                                                                     \
@@ -260,6 +270,8 @@ inline bool matvec_available(IsaLevel isa) { return isa >= IsaLevel::kAvx2; }
   void batch_lanes(const GemmArgs<T>& g, int64_t lanes, bool columns_outer);                                         \
   template <class T>                                                                                                 \
   void matvec(const GemmArgs<T>& g, bool one_run);                                                                   \
+  template <class T>                                                                                                 \
+  void complex_short(const GemmArgs<T>& g);                                                                          \
   }
 TENFERRO_DECLARE_GEMM_KERNELS(scalar)
 TENFERRO_DECLARE_GEMM_KERNELS(avx2)

@@ -32,6 +32,7 @@ enum class DotKernel : uint8_t {
   kBlocked,         ///< tenferro's blocked AVX-512 f64 GEMM (Note [Blocked AVX-512 GEMM])
   kBatchLanes,      ///< tenferro's f64 / f32 kernel with batch items as vector lanes (Note [Batch-lane products])
   kMatVec,          ///< tenferro's matrix-vector kernel, real and complex (Note [Matrix-vector products])
+  kComplexShort,    ///< tenferro's complex kernel for a short contraction or side (Note [Short complex products])
   kOpenBlas,        ///< cblas_?gemm of OpenBLAS
   kBlis,            ///< bli_?gemm_ex of BLIS (one thread per call)
   kVendorBatch,     ///< one BLIS ?gemm_batch_ call for the whole batch
