@@ -365,12 +365,16 @@ constexpr int64_t kBlockedPiece = 128;
 //   1.07 / 1.57 / 1.78 / 1.70 / 1.67 / 1.76, the short kernel 1.69 / 1.81 / 1.95 / 1.83
 //   / 1.67 / 1.53 (its contraction in chunks of 128 rewrites C; chunks of 256 were
 //   slower); two threads n = 64 to 512: blocked 0.7 / 0.8 / 1.39-1.48 / 1.44-1.45, the
-//   short kernel 2.8 / 1.8 / 1.56-1.75 / 1.51-1.66.
+//   short kernel 2.8 / 1.8 / 1.56-1.75 / 1.51-1.66; n = 1024 alternating: one thread 96
+//   against 98 ms, two 55-58 against 56-61 (short kernel first);
+// - with packed operands the planar copies come on top of the packs: a circuit
+//   network's 256 x 1024 x 2048 step (bench/circuit_instance.py, 24 qubits, 8 layers,
+//   seed 1) 82.6 ms planar against 52.6 on the short kernel, the instance 95-96 -> 71-73.
 // Hence planar only from a contraction of kPlanarMinK, sides of kPlanarMinSide and
-// kPlanarMinFlops multiply-adds (n ~ 645); below, the short kernel where it applies
+// kPlanarMinFlops multiply-adds (n ~ 1290); below, the short kernel where it applies
 // (Note [Short complex thresholds]), else a tuned OpenBLAS, which computes the
 // interleaved form directly (an untuned one, SSE3 kernels, keeps the blocked kernel).
-constexpr int64_t kPlanarMinK = 32, kPlanarMinSide = 64, kPlanarMinFlops = int64_t{1} << 28;
+constexpr int64_t kPlanarMinK = 32, kPlanarMinSide = 64, kPlanarMinFlops = int64_t{1} << 31;
 
 // A complex product long enough on every side for the planar copies to pay.
 bool planar_shape(int64_t m, int64_t n, int64_t k) {

@@ -128,7 +128,7 @@ TEST(DotPlan, LargeF64ProductsFollowTheIsaAndTheTunedLibrary) {
 
 // Note [Planar complex thresholds], Note [Short complex thresholds]: complex products
 // take the blocked kernel's planar copies only from 32-step contractions, 64-element
-// sides and 2^28 multiply-adds; below, the short complex kernel where A and C are
+// sides and 2^31 multiply-adds; below, the short complex kernel where A and C are
 // column-major with columns of at least 256 bytes (where OpenBLAS runs 256-bit kernels
 // or none is tuned; at AVX2 contractions of at most 16), else the provider (OpenBLAS, or the blocked kernel where
 // OpenBLAS is untuned). Short sides of 8 or more here: fewer go to the matrix-vector kernel. Real products are
@@ -146,8 +146,9 @@ TEST(DotPlan, ComplexProductsTakeTheShortKernelOrThePlanarCopiesBySize) {
                        Row{2048, 2048, 8, DType::kC128, kAvx512, DotKernel::kComplexShort},
                        Row{1024, 1024, 32, DType::kC64, kAvx512, DotKernel::kComplexShort},
                        Row{512, 512, 512, DType::kC128, kAvx512, DotKernel::kComplexShort},
-                       Row{1024, 1024, 256, DType::kC128, kAvx512, DotKernel::kBlocked},
-                       Row{1024, 1024, 256, DType::kC128, kZen4, DotKernel::kOpenBlas},
+                       Row{1024, 1024, 1024, DType::kC128, kAvx512, DotKernel::kComplexShort},
+                       Row{2048, 1024, 1024, DType::kC128, kAvx512, DotKernel::kBlocked},
+                       Row{2048, 1024, 1024, DType::kC128, kZen4, DotKernel::kOpenBlas},
                        Row{16384, 8, 4, DType::kC128, kZen4, DotKernel::kOpenBlas},
                        Row{16384, 8, 4, DType::kC128, kAvx2, DotKernel::kComplexShort},
                        Row{16384, 8, 16, DType::kC64, kAvx2, DotKernel::kComplexShort},
