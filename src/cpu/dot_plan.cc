@@ -742,10 +742,9 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   }
   // Note [Short complex thresholds]: complex products whose planar copies would not pay
   // (Note [Planar complex thresholds]), A and C column-major (packed so where their
-  // groups do not merge):
-  // the short complex kernel (Note [Short complex products] in gemm_complex.cc), rows
-  // (or, for fewer than kComplexShortMinRows rows per worker, columns) in pieces over the
-  // workers. Columns of A shorter than one register block of rows (AVX-512) waste the
+  // groups do not merge): the short complex kernel (Note [Short complex products] in
+  // gemm_complex.cc), rows (or, for fewer than kComplexShortMinRows rows per worker,
+  // columns) in pieces over the workers. Columns of A shorter than one register block of rows (AVX-512) waste the
   // kernel's masked lanes: 8 x 16384 x 4 c128 0.88 against OpenBLAS's 0.96, c64 16 x
   // 8192 x 256 0.70 against 1.05 (one thread, the figures' run), so they stay with the
   // providers. Operands the kernel does not take (A's rows not contiguous) go to the
@@ -767,8 +766,8 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
     r.pack_rhs = !(rk.mergeable && rn.mergeable);
     r.pack_out = !(om.mergeable && on.mergeable);
     r.reason =
-        "a complex product with a short contraction or side, A and C column-major: the short complex kernel, "
-        "no packing (Note [Short complex products])";
+        "a complex product below the planar copies' thresholds, A and C column-major (or packed so): the short "
+        "complex kernel (Note [Short complex products])";
     const bool outer = r.policy == BatchPolicy::kOuterParallel && B > 1;
     const bool parallel = !outer && r.policy == BatchPolicy::kProviderItems && st.threads > 1 &&
                           real_work(p.dtype, flops) >= st.batch.parallel_min_flops;
@@ -969,8 +968,8 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
         r.kernel = DotKernel::kOpenBlas;
         if (blocked) {
           r.reason =
-              "a complex product with a short contraction or side: OpenBLAS on the interleaved operands, no "
-              "planar copies (Note [Planar complex thresholds])";
+              "a complex product below the planar copies' thresholds: OpenBLAS on the interleaved operands (Note "
+              "[Planar complex thresholds])";
         }
         if (threads > 1 && automatic) {
           // Note [OpenBLAS pieces]: blocks of C's outer side where each is wide enough,
