@@ -2200,8 +2200,8 @@ TEST(DotGeneral, BlockedRouteForF32AndComplexMatchesTheReference) {
 // this machine has (AVX2, AVX-512), c64 and c128, A and C column-major with gaps between
 // columns, B strided or transposed, conjugated operands, complex alpha, beta 0 (a NaN
 // destination never read) or complex, row tails, one to three trailing columns, a
-// contraction past one chunk of 128, and two threads in pieces of rows or of columns;
-// against long-double sums.
+// contraction past one chunk of 128, narrow A held in registers, and two threads in
+// pieces of rows or of columns; against long-double sums.
 TEST(DotGeneral, ShortComplexKernelMatchesTheReference) {
   auto executor = make_tbb_executor(2).value();
   std::mt19937_64 rng(4242);
@@ -2215,8 +2215,11 @@ TEST(DotGeneral, ShortComplexKernelMatchesTheReference) {
     if (caps.detected_isa < isa) continue;
     caps.max_isa = isa;
     for (const DType d : {DType::kC64, DType::kC128}) {
-      for (const Case& cs : {Case{37, 5, 3, 1}, Case{300, 4, 4, 1}, Case{33, 7, 2, 1}, Case{64, 2, 300, 1},
-                             Case{45, 9, 17, 1}, Case{1000, 3, 40, 2}, Case{40, 500, 8, 2}}) {
+      for (const Case& cs :
+           {Case{37, 5, 3, 1}, Case{300, 4, 4, 1}, Case{33, 7, 2, 1}, Case{64, 2, 300, 1}, Case{45, 9, 17, 1},
+            Case{1000, 3, 40, 2}, Case{40, 500, 8, 2},
+            // A in registers (Note [Narrow complex products]) at AVX2 and AVX-512.
+            Case{2, 300, 2, 1}, Case{4, 100, 4, 1}, Case{3, 70, 3, 1}, Case{2, 50, 8, 1}, Case{4, 500, 2, 2}}) {
         if (isa == IsaLevel::kAvx2 && cs.k > 16) continue;  // Note [Short complex thresholds]
         for (int variant = 0; variant < 4; ++variant) {
           const bool conj_lhs = variant & 1, conj_rhs = variant & 2, beta_zero = variant == 2;

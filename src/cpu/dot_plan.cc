@@ -747,17 +747,18 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   // columns) in pieces over the workers. Columns of A shorter than one register block of rows (AVX-512) waste the
   // kernel's masked lanes: 8 x 16384 x 4 c128 0.88 against OpenBLAS's 0.96, c64 16 x
   // 8192 x 256 0.70 against 1.05 (one thread, the figures' run), so they stay with the
-  // providers. Operands the kernel does not take (A's rows not contiguous) go to the
-  // providers too; few vectors to the matrix-vector kernel above (as fast as this one
-  // with A's columns contiguous, 2048^2 with 2 to 4 vectors within 8 %). Measured where
-  // OpenBLAS runs 256-bit kernels (Zen 5 at AVX-512 and under an AVX2 cap); where it
-  // runs 512-bit ones (Zen 4, Intel) the kernel is not measured, so the products keep
-  // the providers there (in a process of this machine with OpenBLAS's SkylakeX kernels,
-  // the kernel ran 1.2-2.3x their speed on the skinny cases: docs/benchmarks.md).
+  // providers, unless A fits in registers (Note [Narrow complex products]). Operands the kernel does not take (A's rows
+  // not contiguous) go to the providers too; few vectors to the matrix-vector kernel above (as fast as this one with
+  // A's columns contiguous, 2048^2 with 2 to 4 vectors within 8 %). Measured where OpenBLAS runs 256-bit kernels (Zen 5
+  // at AVX-512 and under an AVX2 cap); where it runs 512-bit ones (Zen 4, Intel) the kernel is not measured, so the
+  // products keep the providers there (in a process of this machine with OpenBLAS's SkylakeX kernels, the kernel
+  // ran 1.2-2.3x their speed on the skinny cases: docs/benchmarks.md).
   if (is_complex(p.dtype) && automatic && !vendor && r.provider != GemmProvider::kNaive &&
       detail::complex_short_available(isa) && K >= 2 && !planar_shape(M, N, K) &&
-      M * elem >= kComplexShortMinRowBytes && (isa >= IsaLevel::kAvx512 || K <= kComplexShortMaxKAvx2) &&
-      !caps.openblas_avx512 && complex_short_operands(r, lm, lk, rk, rn, om, on)) {
+      (M * elem >= kComplexShortMinRowBytes ||
+       detail::complex_narrow(M, K, (isa >= IsaLevel::kAvx512 ? 64 : 32) / elem)) &&
+      (isa >= IsaLevel::kAvx512 || K <= kComplexShortMaxKAvx2) && !caps.openblas_avx512 &&
+      complex_short_operands(r, lm, lk, rk, rn, om, on)) {
     r.kernel = DotKernel::kComplexShort;
     r.provider = GemmProvider::kNaive;
     // Operands whose groups do not merge are packed compact (A [m, k], B [k, n], C's

@@ -129,7 +129,8 @@ TEST(DotPlan, LargeF64ProductsFollowTheIsaAndTheTunedLibrary) {
 // Note [Planar complex thresholds], Note [Short complex thresholds]: complex products
 // take the blocked kernel's planar copies only from 32-step contractions, 64-element
 // sides and 2^31 multiply-adds; below, the short complex kernel where A and C are
-// column-major with columns of at least 256 bytes (where OpenBLAS runs 256-bit kernels
+// column-major with columns of at least 256 bytes or an A that fits in registers (where
+// OpenBLAS runs 256-bit kernels
 // or none is tuned; at AVX2 contractions of at most 16), else the provider (OpenBLAS, or the blocked kernel where
 // OpenBLAS is untuned). Short sides of 8 or more here: fewer go to the matrix-vector kernel. Real products are
 // unaffected.
@@ -157,9 +158,16 @@ TEST(DotPlan, ComplexProductsTakeTheShortKernelOrThePlanarCopiesBySize) {
                        Row{16384, 8, 4, DType::kC128, kScalar, DotKernel::kOpenBlas},
                        Row{16384, 8, 4, DType::kC64, kNoTunedLibrary, DotKernel::kComplexShort},
                        Row{16, 16384, 4, DType::kC128, kAvx512, DotKernel::kComplexShort},
-                       Row{8, 16384, 4, DType::kC128, kAvx512, DotKernel::kOpenBlas},
-                       Row{16, 16384, 4, DType::kC64, kAvx512, DotKernel::kOpenBlas},
-                       Row{8, 16384, 4, DType::kC128, kNoTunedLibrary, DotKernel::kBlocked},
+                       Row{12, 16384, 4, DType::kC128, kAvx512, DotKernel::kOpenBlas},
+                       Row{8, 16384, 4, DType::kC128, kAvx512, DotKernel::kComplexShort},  // A in registers
+                       Row{8, 16384, 5, DType::kC128, kAvx512, DotKernel::kOpenBlas},
+                       Row{6, 16384, 4, DType::kC128, kAvx512, DotKernel::kComplexShort},
+                       Row{6, 16384, 4, DType::kC64, kAvx2, DotKernel::kComplexShort},  // two AVX2 vectors
+                       Row{6, 16384, 5, DType::kC64, kAvx2, DotKernel::kOpenBlas},
+                       Row{6, 16384, 4, DType::kC128, kAvx2, DotKernel::kOpenBlas},  // three AVX2 vectors
+                       Row{24, 16384, 4, DType::kC64, kAvx512, DotKernel::kOpenBlas},
+                       Row{16, 16384, 4, DType::kC64, kAvx512, DotKernel::kComplexShort},
+                       Row{12, 16384, 4, DType::kC128, kNoTunedLibrary, DotKernel::kBlocked},
                        Row{2048, 2048, 8, DType::kF32, kAvx512, DotKernel::kBlocked}}) {
     const DotRoute route = plan(matmul(r.m, r.n, r.k, 1, r.dtype), r.caps).value();
     SCOPED_TRACE(std::to_string(r.m) + "x" + std::to_string(r.n) + "x" + std::to_string(r.k) + " " +

@@ -246,12 +246,19 @@ inline bool matvec_available(IsaLevel isa) { return isa >= IsaLevel::kAvx2; }
 /// C = alpha op(A) op(B) + beta C for c128 and c64 with A and C column-major (g.rsa == 1,
 /// g.rsc == 1; columns at any stride), B any strides: the sums kept in registers over the
 /// contraction, A and C read and written in their interleaved layout (Note [Short complex
-/// products] in gemm_complex.cc). No allocation (stack blocks of B); one thread (callers
-/// split the rows). Other strides, and levels below kAvx2: plain loops.
+/// products] in gemm_complex.cc); an A of at most two vectors of rows and a short
+/// contraction held in registers (Note [Narrow complex products]). No allocation (stack blocks of B); one thread
+/// (callers split the rows). Other strides, and levels below kAvx2: plain loops.
 template <class T>
 void complex_short(IsaLevel isa, const GemmArgs<T>& g);
 /// Whether complex_short has its vector form at ISA level `isa`.
 inline bool complex_short_available(IsaLevel isa) { return isa >= IsaLevel::kAvx2; }
+/// Whether complex_short holds A in registers (Note [Narrow complex products]): at most
+/// two vectors of rows (`rows_per_vector` complex elements each) and 8 vector-steps.
+inline bool complex_narrow(int64_t m, int64_t k, int64_t rows_per_vector) {
+  const int64_t nv = (m + rows_per_vector - 1) / rows_per_vector;
+  return (nv == 1 && k <= 8) || (nv == 2 && k <= 4);
+}
 
 // The per-ISA copies of the kernels above (gemm_kernels.cc, gemm_streamed.cc,
 // gemm_blocked.cc, gemm_lanes.cc, gemm_matvec.cc, gemm_complex.cc); callers use the dispatching

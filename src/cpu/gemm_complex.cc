@@ -44,6 +44,8 @@ constexpr int kRowVectors = TENFERRO_ISA_LEVEL >= 2 ? 4 : 2;
 constexpr int kCols = 4;
 constexpr int64_t kKChunk = 128;
 constexpr int64_t kPanelBytes = 256 << 10;
+// Note [Narrow complex products]: A of at most this many vectors of rows.
+constexpr int64_t kNarrowVectors = 2;
 
 template <class R>
 struct Packed {
@@ -174,6 +176,91 @@ void short_product(const GemmArgs<std::complex<R>>& g) {
   }
 }
 
+// Note [Narrow complex products]: an A of at most kNarrowVectors vectors of rows and a
+// contraction of at most kNarrowMaxK (NV K <= kNarrowMaxK) against a long B (a gate on
+// a state's fastest axis: C [2, 2^n] = G [2, 2] S [2, 2^n]) stays in registers as alpha
+// op(A)'s vectors a_p and s_p = swap(a_p) pair(-1, 1) (negated for a conjugated B);
+// each column of C is then sum_p a_p re(b_pj) + s_p im(b_pj), two broadcasts and two
+// multiply-adds per step and vector, C's column stored masked. B is read once in
+// column order.
+template <class R, int NV, int K>
+void narrow(const GemmArgs<std::complex<R>>& g) {
+  using S = Simd<R>;
+  using V = typename S::V;
+  using T = std::complex<R>;
+  constexpr int64_t L = S::kLanes;
+  typename S::M masks[NV];
+  for (int v = 0; v < NV; ++v) masks[v] = S::mask(2 * g.m - v * L);
+  const V sign = S::pair(R(-1), R(1));
+  const V alpha_re = S::set1(g.alpha.real()), alpha_im = S::pair(-g.alpha.imag(), g.alpha.imag());
+  V a[K][NV], sw[K][NV];
+  for (int p = 0; p < K; ++p) {
+    const R* ap = reinterpret_cast<const R*>(g.a + p * g.csa);
+    for (int v = 0; v < NV; ++v) {
+      V x = S::load(ap + v * L, masks[v]);
+      if (g.conj_a) x = S::mul(x, S::pair(R(1), R(-1)));
+      x = S::fma(S::swap(x), alpha_im, S::mul(x, alpha_re));  // alpha x
+      a[p][v] = x;
+      sw[p][v] = S::mul(S::swap(x), sign);
+      if (g.conj_b) sw[p][v] = S::mul(sw[p][v], S::set1(R(-1)));
+    }
+  }
+  const bool read_c = g.beta != T{};
+  const V beta_re = S::set1(g.beta.real()), beta_im = S::pair(-g.beta.imag(), g.beta.imag());
+  for (int64_t j = 0; j < g.n; ++j) {
+    const R* bj = reinterpret_cast<const R*>(g.b + j * g.csb);
+    V acc[NV];
+    for (int v = 0; v < NV; ++v) acc[v] = S::zero();
+    for (int p = 0; p < K; ++p) {
+      const V re = S::set1(bj[2 * p * g.rsb]), im = S::set1(bj[2 * p * g.rsb + 1]);
+      for (int v = 0; v < NV; ++v) {
+        acc[v] = S::fma(a[p][v], re, acc[v]);
+        acc[v] = S::fma(sw[p][v], im, acc[v]);
+      }
+    }
+    R* cj = reinterpret_cast<R*>(g.c + j * g.csc);
+    for (int v = 0; v < NV; ++v) {
+      V out = acc[v];
+      if (read_c) {
+        const V old = S::load(cj + v * L, masks[v]);
+        out = S::fma(old, beta_re, out);
+        out = S::fma(S::swap(old), beta_im, out);
+      }
+      S::store(cj + v * L, out, masks[v]);
+    }
+  }
+}
+
+// The narrow form's instance for g.m rows and g.k steps; false where it has none.
+template <class R>
+bool narrow_product(const GemmArgs<std::complex<R>>& g) {
+  constexpr int64_t kRowsPerVector = Simd<R>::kLanes / 2;
+  const int64_t nv = (g.m + kRowsPerVector - 1) / kRowsPerVector;
+  if (nv == 1) {
+    switch (g.k) {
+      case 1: narrow<R, 1, 1>(g); return true;
+      case 2: narrow<R, 1, 2>(g); return true;
+      case 3: narrow<R, 1, 3>(g); return true;
+      case 4: narrow<R, 1, 4>(g); return true;
+      case 5: narrow<R, 1, 5>(g); return true;
+      case 6: narrow<R, 1, 6>(g); return true;
+      case 7: narrow<R, 1, 7>(g); return true;
+      case 8: narrow<R, 1, 8>(g); return true;
+      default: return false;
+    }
+  }
+  if (nv == 2) {
+    switch (g.k) {
+      case 1: narrow<R, 2, 1>(g); return true;
+      case 2: narrow<R, 2, 2>(g); return true;
+      case 3: narrow<R, 2, 3>(g); return true;
+      case 4: narrow<R, 2, 4>(g); return true;
+      default: return false;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 #endif
 
@@ -185,7 +272,9 @@ void complex_short(const GemmArgs<T>& g) {
       gemm_naive<T>(g);  // C = beta C
       return;
     }
-    short_product<typename T::value_type>(g);
+    using R = typename T::value_type;
+    if (g.m <= kNarrowVectors * (Simd<R>::kLanes / 2) && narrow_product<R>(g)) return;
+    short_product<R>(g);
     return;
   }
 #endif
