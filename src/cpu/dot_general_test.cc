@@ -2214,6 +2214,13 @@ TEST(DotGeneral, ShortComplexKernelMatchesTheReference) {
     CpuCaps caps = host_caps();
     if (caps.detected_isa < isa) continue;
     caps.max_isa = isa;
+    // The planner's other inputs fixed, so the route is the same on every machine: the
+    // configuration the kernel is chosen for (OpenBLAS with 256-bit kernels) and an L2 of
+    // 1 MiB (a smaller one sends the few-vector cases to the matrix-vector kernel).
+    caps.openblas_tuned = true;
+    caps.openblas_avx512 = false;
+    caps.blis_tuned = false;
+    caps.l2_bytes = int64_t{1} << 20;
     for (const DType d : {DType::kC64, DType::kC128}) {
       for (const Case& cs :
            {Case{37, 5, 3, 1}, Case{300, 4, 4, 1}, Case{33, 7, 2, 1}, Case{64, 2, 300, 1}, Case{45, 9, 17, 1},
