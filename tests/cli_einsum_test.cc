@@ -59,6 +59,34 @@ TEST(CliEinsum, ContractsNpyFilesEndToEnd) {
   }
 }
 
+// Note [Row-major operands]: C-ordered files (numpy's default) are planned as row-major,
+// Fortran-ordered ones as column-major; the values are the same.
+TEST(CliEinsum, COrderedFilesArePlannedRowMajor) {
+  const Tensor f = Tensor::random_normal(DType::kF64, {16, 24, 20}, 7).value();                   // Fortran order
+  const Tensor c = f.permute({2, 1, 0}).value().contiguous().value().permute({2, 1, 0}).value();  // C order
+  const Tensor g = Tensor::random_normal(DType::kF64, {3, 16}, 8).value();
+  ASSERT_TRUE(write_npy(dir() + "of.npy", f).has_value());
+  ASSERT_TRUE(write_npy(dir() + "oc.npy", c).has_value());
+  ASSERT_TRUE(write_npy(dir() + "og.npy", g).has_value());
+  for (const char* name : {"of", "oc"}) {
+    const bool row = std::string(name) == "oc";
+    ASSERT_EQ(run("einsum 'abc,Za->Zbc' " + dir() + name + ".npy " + dir() + "og.npy --json -o " + dir() + "oo.npy"), 0)
+        << output();
+    EXPECT_NE(output().find(row ? "\"operand_order\":\"row-major\"" : "\"operand_order\":\"column-major\""),
+              std::string::npos)
+        << output();
+    const Tensor r = read_npy(dir() + "oo.npy").value();
+    ASSERT_EQ(r.shape(), (Shape{3, 24, 20}));
+    for (int64_t z = 0; z < 3; ++z)
+      for (int64_t b = 0; b < 24; b += 5)
+        for (int64_t cc = 0; cc < 20; cc += 3) {
+          double want = 0;
+          for (int64_t a = 0; a < 16; ++a) want += g.get<double>({z, a}).value() * f.get<double>({a, b, cc}).value();
+          EXPECT_NEAR(r.get<double>({z, b, cc}).value(), want, 1e-12) << name;
+        }
+  }
+}
+
 size_t count(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;

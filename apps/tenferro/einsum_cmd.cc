@@ -144,7 +144,9 @@ int run_einsum(int argc, char** argv) {
   }
   auto policy = parse_optimize(optimize, static_cast<int32_t>(ops.size()));
   if (!policy) return fail(policy.error());
-  auto plan = einsum::EinsumPlan::prepare(*subscripts, shapes, ops[0].dtype(), *policy);
+  // C-ordered .npy operands (numpy's default) plan as row-major (Note [Row-major operands]).
+  const einsum::OperandOrder order = einsum::preferred_operand_order(ops);
+  auto plan = einsum::EinsumPlan::prepare(*subscripts, shapes, ops[0].dtype(), *policy, order);
   if (!plan) return fail(plan.error());
   auto engine = make_engine(threads);
   if (!engine) return fail(engine.error());
@@ -175,6 +177,7 @@ int run_einsum(int argc, char** argv) {
     j["dtype"] = std::string(dtype_name(ops[0].dtype()));
     j["output_shape"] = std::vector<int64_t>(result.shape().begin(), result.shape().end());
     j["optimize"] = optimize;
+    j["operand_order"] = std::string(einsum::operand_order_name(order));
     j["log10_flops"] = c.log10_flops();
     j["largest_intermediate"] = c.largest_intermediate;
     j["search_ms"] = (*plan)->search_seconds() * 1e3;
@@ -206,7 +209,8 @@ int run_einsum(int argc, char** argv) {
                 subscripts->c_str(), std::string(dtype_name(ops[0].dtype())).c_str(),
                 format_dims(result.shape()).c_str(), optimize.c_str(), c.log10_flops(), c.largest_intermediate,
                 (*plan)->search_seconds() * 1e3);
-    std::printf("time: median %.3f ms over %d run(s) at %d thread(s)\n", tm.median_ms, tm.runs, threads);
+    std::printf("time: median %.3f ms over %d run(s) at %d thread(s), planned for %s operands\n", tm.median_ms, tm.runs,
+                threads, std::string(einsum::operand_order_name(order)).c_str());
     for (const auto& p : steps) {
       std::printf("step %lld: %.3f ms, batch %lld, m %lld, n %lld, k %lld\n    %s\n", static_cast<long long>(p.step),
                   p.seconds * 1e3, static_cast<long long>(p.batch), static_cast<long long>(p.m),

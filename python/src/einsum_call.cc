@@ -28,13 +28,13 @@ namespace tenferro::python {
 // - each engine keeps kEntries calls keyed by their text and geometry (byte compares, no
 //   hashing), each with its plan, its own workspace and one tensor handle per operand and
 //   for the destination, built once over a storage object that each call points at its
-//   arrays (same geometry, so the validated layouts stay valid; reversed for a mirrored
-//   plan, Note [Row-major operands]): a handle is reused only while the entry holds its
+//   arrays (same geometry, so the validated layouts stay valid): a handle is reused only while the entry holds its
 //   storage alone, and the plan's run keeps no operand or destination handle
 //   (EinsumPlan::run clears its slots), so a pointer is read only during the call whose
 //   arguments keep its array alive;
 // - numpy allocates the result (its small-size allocation cache), column-major for the
-//   plan as the tenferro result would be (C order of the reversed shape when mirrored),
+//   plan as the tenferro result would be (C order for a row-major plan, Note [Row-major
+//   operands] in einsum.cc),
 //   and the plan writes into it (execute_into): the returned array owns its memory, no
 //   capsule. Results above kCachedResultMaxBytes take the Python path, whose result
 //   comes from the engine's pool;
@@ -84,8 +84,7 @@ struct CallEntry {
   std::string subscripts, optimize;
   DType dtype = DType::kF64;
   std::vector<int64_t> geometry;
-  bool served = false;    // false: the Python path runs it (a result too large, rank > kMaxRank)
-  bool mirrored = false;  // planned on the reversed operands (Note [Row-major operands])
+  bool served = false;  // false: the Python path runs it (a result too large, rank > kMaxRank)
   std::shared_ptr<const einsum::EinsumPlan> plan;
   einsum::EinsumWorkspace workspace;
   // Handles over CallStorage, kept between calls and rebound to each call's arrays:
@@ -336,8 +335,7 @@ std::unique_ptr<CallEntry> make_entry(Engine& e, const Probe& p) {
     const einsum::PathPolicy policy =
         p.path != nullptr ? path_policy(py::reinterpret_borrow<py::object>(p.path), p.n)
                           : path_policy(py::str(p.optimize.data(), p.optimize.size()), p.n);
-    bool mirrored = false;
-    auto plan = plan_for(e, p.subscripts, operands, p.dtype, policy, mirrored);
+    auto plan = plan_for(e, p.subscripts, operands, p.dtype, policy);
     auto entry = std::make_unique<CallEntry>();
     entry->subscripts = std::string(p.subscripts);
     entry->optimize = std::string(p.optimize);
@@ -346,7 +344,6 @@ std::unique_ptr<CallEntry> make_entry(Engine& e, const Probe& p) {
     const Shape& out_shape = plan->output_shape();
     const int64_t out_bytes = element_count(out_shape) * dtype_size(p.dtype);
     entry->served = out_shape.size() <= static_cast<size_t>(kMaxRank) && out_bytes <= kCachedResultMaxBytes;
-    entry->mirrored = mirrored;
     entry->out_type = numpy_type(p.dtype);
     if (entry->served) {
       entry->workspace = plan->make_workspace();
@@ -399,13 +396,11 @@ PyObject* run_entry(Engine& e, CallEntry& entry, const Probe& p) {
   const einsum::EinsumPlan& plan = *entry.plan;
   const Shape& out_shape = plan.output_shape();
   const int out_rank = static_cast<int>(out_shape.size());
-  const bool mirrored = entry.mirrored;
-  // numpy's result: the plan's output (reversed when mirrored), allocated column-major
-  // for the plan either way: Fortran order, or C order of the reversed shape.
+  const bool row_major = plan.operand_order() == einsum::OperandOrder::kRowMajor;
+  // numpy's result in the order the plan writes in place: Fortran order, or C order for a
+  // row-major plan (Note [Row-major operands] in einsum.cc).
   Py_intptr_t out_dims[kMaxRank];
-  for (int d = 0; d < out_rank; ++d) {
-    out_dims[d] = static_cast<Py_intptr_t>(out_shape[static_cast<size_t>(mirrored ? out_rank - 1 - d : d)]);
-  }
+  for (int d = 0; d < out_rank; ++d) out_dims[d] = static_cast<Py_intptr_t>(out_shape[static_cast<size_t>(d)]);
   PyObject* descr = api.PyArray_DescrFromType_(entry.out_type);
   if (descr == nullptr) {
     PyErr_Clear();
@@ -413,27 +408,17 @@ PyObject* run_entry(Engine& e, CallEntry& entry, const Probe& p) {
   }
   // (Nonzero flags with no strides and no data: Fortran order; zero: C order.)
   PyObject* out = api.PyArray_NewFromDescr_(api.PyArray_Type_, descr, out_rank, out_dims, nullptr, nullptr,
-                                            mirrored ? 0 : 1, nullptr);
+                                            row_major ? 0 : 1, nullptr);
   if (out == nullptr) {
     PyErr_Clear();
     return nullptr;
   }
-  // Binds handle i to an array's geometry, reversed for a mirrored plan.
-  auto bind = [&](size_t i, bool writable, char* data, int rank, const int64_t* dims, const int64_t* strides) {
-    if (!mirrored) return bind_handle(entry, i, writable, data, rank, dims, strides);
-    int64_t rd[kMaxRank], rs[kMaxRank];
-    for (int d = 0; d < rank; ++d) {
-      rd[d] = dims[rank - 1 - d];
-      rs[d] = strides[rank - 1 - d];
-    }
-    return bind_handle(entry, i, writable, data, rank, rd, rs);
-  };
   bool ok = true;
   const int64_t* g = p.geometry.data();
   for (size_t i = 0; i < n && ok; ++i) {
     const auto* a = py::detail::array_proxy(p.arrays[i]);
     const int rank = static_cast<int>(*g++);
-    ok = bind(i, (a->flags & Api::NPY_ARRAY_WRITEABLE_) != 0, a->data, rank, g, g + rank);
+    ok = bind_handle(entry, i, (a->flags & Api::NPY_ARRAY_WRITEABLE_) != 0, a->data, rank, g, g + rank);
     g += 2 * rank;
   }
   if (ok) {
@@ -443,7 +428,7 @@ PyObject* run_entry(Engine& e, CallEntry& entry, const Probe& p) {
       dims[d] = o->dimensions[d];
       strides[d] = o->strides[d];
     }
-    ok = bind(n, true, o->data, out_rank, dims, strides);
+    ok = bind_handle(entry, n, true, o->data, out_rank, dims, strides);
   }
   if (ok) {
     // Note [Python fast path]: inline, or with the GIL released on the engine's threads;

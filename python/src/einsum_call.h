@@ -34,13 +34,13 @@ constexpr double kInlineFlops = 16384;
 /// "left-to-right" | a list of index tuples. ValueError for anything else.
 einsum::PathPolicy path_policy(const py::object& optimize, size_t operands);
 
-/// The plan for `subscripts` over `operands` through the engine's plan cache, mirrored when
-/// that is faster (Note [Row-major operands] in module.cc): on return `operands` are the
-/// tensors to pass to the plan and `mirrored` says whether the plan's result (and an out=
-/// destination) is the reversed one. Releases the GIL only for a plan-cache miss. Raises
-/// the translated tenferro error for bad subscripts or shapes.
-std::shared_ptr<const einsum::EinsumPlan> plan_for(Engine& e, std::string_view subscripts, std::vector<Tensor>& operands,
-                                                   DType dtype, const einsum::PathPolicy& policy, bool& mirrored);
+/// The plan for `subscripts` over `operands` through the engine's plan cache, for the
+/// memory order the operands fit (einsum::preferred_operand_order, Note [Row-major
+/// operands] in einsum.cc). Releases the GIL only for a plan-cache miss. Raises the
+/// translated tenferro error for bad subscripts or shapes.
+std::shared_ptr<const einsum::EinsumPlan> plan_for(Engine& e, std::string_view subscripts,
+                                                   std::span<const Tensor> operands, DType dtype,
+                                                   const einsum::PathPolicy& policy);
 
 /// Runs `body` the way Note [Python fast path] says for `plan`: on the calling thread with
 /// a sequential context and the GIL held below kInlineFlops, else with the GIL released

@@ -93,99 +93,24 @@ namespace {
 
 bool supported(const py::dtype& dt) { return dtype_of_kind(dt.kind(), static_cast<int64_t>(dt.itemsize())).has_value(); }
 
-// Note [Row-major operands]: the einsum planner orders intermediates for column-major
-// operands (the library's convention), so a numpy program over C-ordered arrays ran up to
-// 3x slower than the same contraction over their column-major mirrors (MPS inner product,
-// 200 operands: 46 ms against 21 ms, one thread). An einsum is unchanged when every term's
-// labels and its operand's axes are reversed together, and so is the output with the
-// result's axes; a C-ordered array reversed is a column-major view (no copy). So when
-// most operand bytes are row-major (C- but not F-contiguous) and the problem is not tiny,
-// the binding resolves the subscripts (ellipses expanded, implicit output made explicit),
-// reverses every term, plans that mirror, and reverses the result back.
-constexpr int64_t kMirrorMinElements = 4096;
-constexpr int32_t kEllipsisBase = 0xF0000;  // private-use code points for ellipsis labels
-
-bool mirror_wanted(std::span<const Tensor> operands) {
-  int64_t row = 0, col = 0, total = 0;
-  for (const Tensor& t : operands) {
-    const int64_t n = t.numel();
-    total += n;
-    if (t.rank() < 2) continue;
-    const bool c = is_row_major_contiguous(t.layout()), f = is_col_major_contiguous(t.layout());
-    if (c && !f) row += n;
-    if (f && !c) col += n;
-  }
-  return total >= kMirrorMinElements && row > col;
-}
-
-// The mirrored subscripts of a resolved einsum, or nullopt when a label collides with the
-// code points used for ellipsis dimensions (then the einsum runs unmirrored).
-std::optional<std::string> mirrored_subscripts(const einsum::EinsumSpec& spec) {
-  std::string out;
-  auto term = [&](const std::vector<einsum::Label>& labels) {
-    for (auto it = labels.rbegin(); it != labels.rend(); ++it) {
-      const einsum::Label l = *it;
-      // Labels format_label cannot write back as one code point stay unmirrored.
-      if (l >= kEllipsisBase ||
-          (l >= 0 && (l < 0x21 || l == ',' || l == '-' || l == '>' || l == '.' || (l >= 0xD800 && l <= 0xDFFF)))) {
-        return false;
-      }
-      out.append(einsum::format_label(l >= 0 ? l : kEllipsisBase + (-l - 1)));  // UTF-8 of the code point
-    }
-    return true;
-  };
-  for (size_t i = 0; i < spec.inputs.size(); ++i) {
-    if (i > 0) out.push_back(',');
-    if (!term(spec.inputs[i])) return std::nullopt;
-  }
-  out.append("->");
-  if (!term(spec.output)) return std::nullopt;
-  return out;
-}
-
-Tensor reversed(const Tensor& t) {
-  Shape perm;
-  for (int64_t d = t.rank() - 1; d >= 0; --d) perm.push_back(d);
-  return unwrap(t.permute(perm));
-}
-
 }  // namespace
 
-// Plans `subscripts` over `operands`, mirrored when that is faster (Note [Row-major
-// operands]); on return `operands` are the tensors to pass to the plan and `mirrored`
-// says whether the plan's result (and an out= destination) is the reversed one.
-std::shared_ptr<const einsum::EinsumPlan> plan_for(Engine& e, std::string_view subscripts, std::vector<Tensor>& operands,
-                                                   DType dtype, const einsum::PathPolicy& policy, bool& mirrored) {
+// Plans `subscripts` over `operands` for the memory order they fit (Note [Row-major
+// operands] in einsum.cc) through the engine's plan cache.
+std::shared_ptr<const einsum::EinsumPlan> plan_for(Engine& e, std::string_view subscripts,
+                                                   std::span<const Tensor> operands, DType dtype,
+                                                   const einsum::PathPolicy& policy) {
   std::vector<Shape> shapes;
   shapes.reserve(operands.size());
-  mirrored = false;
-  std::string mirror_text;
-  if (mirror_wanted(operands)) {
-    for (const Tensor& t : operands) shapes.push_back(t.shape());
-    auto parsed = einsum::parse_subscripts(subscripts);
-    if (parsed) {
-      auto spec = einsum::resolve(*parsed, shapes);
-      if (spec) {
-        if (auto m = mirrored_subscripts(*spec)) {
-          mirror_text = std::move(*m);
-          mirrored = true;
-        }
-      }
-    }
-    shapes.clear();
-  }
-  if (mirrored) {
-    for (Tensor& t : operands) t = reversed(t);
-  }
   for (const Tensor& t : operands) shapes.push_back(t.shape());
-  const std::string_view text = mirrored ? std::string_view(mirror_text) : subscripts;
+  const einsum::OperandOrder order = einsum::preferred_operand_order(operands);
   // A cached plan is taken with the GIL held (releasing and retaking it costs more than
   // the lookup); only a miss, whose path search may take a while, releases it.
-  if (auto cached = e.plans->find(text, shapes, dtype, policy)) return cached;
+  if (auto cached = e.plans->find(subscripts, shapes, dtype, policy, order)) return cached;
   std::optional<Result<std::shared_ptr<const einsum::EinsumPlan>>> plan;
   {
     py::gil_scoped_release nogil;
-    plan.emplace(e.plans->get(text, shapes, dtype, policy));
+    plan.emplace(e.plans->get(subscripts, shapes, dtype, policy, order));
   }
   return unwrap(std::move(*plan));
 }
@@ -193,7 +118,6 @@ std::shared_ptr<const einsum::EinsumPlan> plan_for(Engine& e, std::string_view s
 struct Prepared {
   std::vector<Tensor> operands;
   std::shared_ptr<const einsum::EinsumPlan> plan;
-  bool mirrored = false;
 };
 
 static Prepared prepare(Engine& e, const std::string& subscripts, const py::list& arrays, const py::object& optimize) {
@@ -208,7 +132,7 @@ static Prepared prepare(Engine& e, const std::string& subscripts, const py::list
   }
   if (!dtype) throw py::value_error("tenferro.einsum: no operands");
   const einsum::PathPolicy policy = path_policy(optimize, p.operands.size());
-  p.plan = plan_for(e, subscripts, p.operands, *dtype, policy, p.mirrored);
+  p.plan = plan_for(e, subscripts, p.operands, *dtype, policy);
   return p;
 }
 
@@ -252,12 +176,11 @@ py::object run_einsum(Engine& e, const std::string& subscripts, const py::list& 
   std::optional<Tensor> dst;
   if (!out.is_none()) {
     dst = from_numpy(py::reinterpret_borrow<py::array>(out));
-    if (p.mirrored) dst = reversed(*dst);
   }
   Tensor result;
   unwrap(execute(e, p.plan, p.operands, dst ? &*dst : nullptr, result));
   if (dst) return out;
-  return scalar_or_array(p.mirrored ? reversed(result) : result);
+  return scalar_or_array(result);
 }
 
 py::object einsum_fast(Engine& e, const py::tuple& args, const py::object& optimize) {
@@ -289,11 +212,10 @@ py::object einsum_fast(Engine& e, const py::tuple& args, const py::object& optim
   }
   einsum::PathPolicy policy = path_policy(optimize, operands.size());
   const std::string_view subscripts(text, static_cast<size_t>(len));
-  bool mirrored = false;
-  const auto plan = plan_for(e, subscripts, operands, operands[0].dtype(), policy, mirrored);
+  const auto plan = plan_for(e, subscripts, operands, operands[0].dtype(), policy);
   Tensor result;
   unwrap(execute(e, plan, std::span<const Tensor>(operands.data(), operands.size()), nullptr, result));
-  return scalar_or_array(mirrored ? reversed(result) : result);
+  return scalar_or_array(result);
 }
 
 py::tuple contract_path(Engine& e, const std::string& subscripts, const py::list& arrays, const py::object& optimize) {
@@ -308,7 +230,6 @@ py::tuple contract_path(Engine& e, const std::string& subscripts, const py::list
   cost["search_seconds"] = p.plan->search_seconds();
   py::list out_shape;
   for (int64_t d : p.plan->output_shape()) out_shape.append(d);
-  if (p.mirrored) out_shape.attr("reverse")();
   cost["output_shape"] = py::tuple(out_shape);
   return py::make_tuple(path, cost);
 }

@@ -1041,8 +1041,9 @@ Result<EagerTensor> Context::dot_general(const EagerTensor& lhs, const EagerTens
 // selected from the runtime's registrations for the target engine (spec 004), resolved
 // once per epoch (Note [Eager slots]): with the CPU's native einsum module registered for
 // a CPU target, the call runs directly as one operation (a plan from the runtime's
-// bounded eager einsum plan cache, keyed by subscripts, shapes and dtype, then one
-// execution: path search only on a miss); otherwise it is promoted to a one-node
+// bounded eager einsum plan cache, keyed by subscripts, shapes, dtype and the memory order
+// the operands fit, Note [Row-major operands] in einsum.cc, then one execution: path
+// search only on a miss); otherwise it is promoted to a one-node
 // prepared graph of the einsum op, which the runtime resolves on the target engine (its
 // native module, else the einsum's core lowering; a typed kUnsupported when neither
 // works there). Nothing is registered by the call and nothing falls back to another
@@ -1074,8 +1075,10 @@ Result<EagerTensor> Context::einsum(std::string_view subscripts, std::span<const
   std::shared_ptr<const einsum::EinsumPlan> plan;
   int64_t work = 0;
   if (native) {
+    // The memory order the physical operands fit (Note [Row-major operands] in einsum.cc).
+    const einsum::OperandOrder order = einsum::preferred_operand_order(std::span<const Tensor>(in.data(), in.size()));
     TENFERRO_TRY(plan, Detail::einsum_plans(*call.rt).get(
-                           subscripts, std::span<const Shape>(shapes.data(), shapes.size()), dtype, policy));
+                           subscripts, std::span<const Shape>(shapes.data(), shapes.size()), dtype, policy, order));
     work = static_cast<int64_t>(std::min(plan->cost().flops, 9.0e18));
   } else if (policy.algorithm != einsum::PathPolicy{}.algorithm) {
     return usage_error(ErrorCode::kUnsupported, "einsum",

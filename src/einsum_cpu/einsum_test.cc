@@ -203,9 +203,11 @@ TEST(Einsum, MatchesNaiveOnRandomEinsums) {
     Tensor got;
     std::optional<Result<void>> status;
     const bool into = rng() % 2;
+    // Either memory order's plan (Note [Row-major operands]) on the same strided operands.
+    const OperandOrder order = trial % 3 == 1 ? OperandOrder::kRowMajor : OperandOrder::kColumnMajor;
     executor->install([&] {
       cpu::CpuExecutionContext ctx(executor.get(), rng() % 2 ? cpu::ParallelMode::kInner : cpu::ParallelMode::kSequential, 2);
-      auto plan = cache.get(c.text, c.shapes, d, policy);
+      auto plan = cache.get(c.text, c.shapes, d, policy, order);
       if (!plan) {
         status = plan.error();
         return;
@@ -254,7 +256,8 @@ TEST(Einsum, MatchesNaiveOnRandomEinsums) {
         }
       }
     });
-    ASSERT_TRUE(status->has_value()) << "trial " << trial << " " << c.text << ": " << status->error().to_string();
+    ASSERT_TRUE(status->has_value()) << "trial " << trial << " " << c.text << " (" << operand_order_name(order)
+                                     << "): " << status->error().to_string();
     ASSERT_EQ(got.shape(), out_shape) << c.text;
     const double eps = (d == DType::kF32 || d == DType::kC64) ? 1e-4 : is_integral(d) ? 0 : 1e-11;
     int64_t lin = 0;
@@ -265,7 +268,8 @@ TEST(Einsum, MatchesNaiveOnRandomEinsums) {
       if (d == DType::kBool) want = Cl(want.real() != 0 ? 1 : 0, 0);  // OR of ANDs (Note [Boolean einsum])
       const long double err = std::abs(Cl(g.real(), g.imag()) - want);
       ASSERT_LE(static_cast<double>(err), eps * (1 + static_cast<double>(std::abs(want))) * 10)
-          << "trial " << trial << " " << c.text << " dtype " << dtype_name(d) << " at " << format_dims(i);
+          << "trial " << trial << " " << c.text << " dtype " << dtype_name(d) << " (" << operand_order_name(order)
+          << ") at " << format_dims(i);
       ++checked;
     });
   }
@@ -431,6 +435,150 @@ TEST(Einsum, BatchFirstChainsMatchPlainLoops) {
   }
 }
 
+// A row-major (C-ordered) random tensor of `shape`.
+Tensor row_major(DType d, const Shape& shape, uint64_t seed) {
+  Shape rev = shape;
+  std::reverse(rev.begin(), rev.end());
+  SmallVector<int64_t, 8> perm;
+  for (int64_t i = static_cast<int64_t>(shape.size()) - 1; i >= 0; --i) perm.push_back(i);
+  return Tensor::random_normal(d, rev, seed).value().permute(Dims(perm.span())).value();
+}
+
+// Note [Row-major operands]: the order follows the operands holding most elements, the
+// order of axes of extent > 1 decides (contiguous or not), and tiny problems stay
+// column-major.
+TEST(Einsum, PreferredOperandOrderFollowsMostElements) {
+  const Tensor c = row_major(DType::kF64, {40, 30, 20}, 1);                      // 24000 elements, C order
+  const Tensor f = Tensor::random_normal(DType::kF64, {40, 30, 20}, 2).value();  // Fortran order
+  const Tensor f_small = Tensor::random_normal(DType::kF64, {20, 20}, 3).value();
+  const Tensor c_small = row_major(DType::kF64, {8, 8}, 4);
+  const Tensor vec = Tensor::random_normal(DType::kF64, {100000}, 5).value();
+  const Tensor sliced_c = c.slice(0, 0, 40, 2).value();  // every other row: not contiguous, still slowest-first
+  const Tensor flipped_c = c.flip(1).value();            // a negative stride: |strides| still fall
+  auto order = [](std::vector<Tensor> ops) { return preferred_operand_order(ops); };
+  EXPECT_EQ(order({c}), OperandOrder::kRowMajor);
+  EXPECT_EQ(order({f}), OperandOrder::kColumnMajor);
+  EXPECT_EQ(order({c, f_small}), OperandOrder::kRowMajor);
+  EXPECT_EQ(order({f, c_small}), OperandOrder::kColumnMajor);
+  EXPECT_EQ(order({c, f}), OperandOrder::kColumnMajor);              // a tie stays column-major
+  EXPECT_EQ(order({c_small, c_small}), OperandOrder::kColumnMajor);  // 128 elements: tiny
+  EXPECT_EQ(order({vec, c_small}), OperandOrder::kRowMajor);         // vectors count toward the size only
+  EXPECT_EQ(order({vec}), OperandOrder::kColumnMajor);
+  EXPECT_EQ(order({sliced_c}), OperandOrder::kRowMajor);
+  EXPECT_EQ(order({flipped_c}), OperandOrder::kRowMajor);
+  EXPECT_EQ(order({c.permute(Dims{1, 0, 2}).value()}), OperandOrder::kColumnMajor);  // neither order
+  EXPECT_EQ(order({Tensor(), c}), OperandOrder::kRowMajor);                          // a null handle counts as neither
+  EXPECT_EQ(order({}), OperandOrder::kColumnMajor);
+  EXPECT_EQ(operand_order_name(OperandOrder::kRowMajor), "row-major");
+  EXPECT_EQ(operand_order_name(OperandOrder::kColumnMajor), "column-major");
+}
+
+// Note [Row-major operands]: a row-major plan runs the mirrored einsum on the operands
+// reversed, into a destination reversed, and returns its result reversed: the same
+// values as plain loops, a C-ordered result for C-ordered operands, the caller's spec,
+// shapes and output shape; and the one-call einsum chooses it for C-ordered operands.
+TEST(Einsum, RowMajorPlansMatchPlainLoopsAndReturnRowMajorResults) {
+  auto ctx = cpu::CpuExecutionContext::sequential();
+  const int64_t I = 6, J = 5, K = 7, L = 4;
+  const Tensor a = row_major(DType::kF64, {I, J, K}, 11);
+  const Tensor b = row_major(DType::kF64, {K, L}, 12);
+  std::vector<Tensor> ops{a, b};
+  auto want = [&](int64_t i, int64_t j, int64_t l) {
+    long double acc = 0;
+    for (int64_t k = 0; k < K; ++k)
+      acc += static_cast<long double>(a.get<double>({i, j, k}).value()) * b.get<double>({k, l}).value();
+    return static_cast<double>(acc);
+  };
+  for (const char* text : {"ijk,kl->ijl", "ijk,kl->lij", "ijk,kl->jil"}) {
+    const std::string t(text);
+    const std::string out_labels = t.substr(t.find('>') + 1);
+    auto plan =
+        EinsumPlan::prepare(text, std::vector<Shape>{a.shape(), b.shape()}, DType::kF64, {}, OperandOrder::kRowMajor)
+            .value();
+    EXPECT_EQ(plan->operand_order(), OperandOrder::kRowMajor);
+    ASSERT_EQ(plan->spec().inputs.size(), 2u);
+    EXPECT_EQ(plan->spec().inputs[0], (std::vector<Label>{'i', 'j', 'k'}));  // the caller's spec
+    Shape out_shape;
+    for (char ch : out_labels) out_shape.push_back(ch == 'i' ? I : ch == 'j' ? J : L);
+    EXPECT_EQ(plan->output_shape(), out_shape) << text;
+    auto value_at = [&](const Tensor& r, int64_t i, int64_t j, int64_t l) {
+      Index at;
+      for (char ch : out_labels) at.push_back(ch == 'i' ? i : ch == 'j' ? j : l);
+      return r.get<double>(at).value();
+    };
+    // Allocating run: the mirror of the column-major plan's result for the mirrored
+    // einsum on the reversed operands.
+    const Tensor r = plan->execute(ctx, ops).value();
+    ASSERT_EQ(r.shape(), out_shape) << text;
+    {
+      std::string mirror_text = "kji,lk->" + std::string(out_labels.rbegin(), out_labels.rend());
+      std::vector<Tensor> rev_ops{a.permute(Dims{2, 1, 0}).value(), b.permute(Dims{1, 0}).value()};
+      auto mirror =
+          EinsumPlan::prepare(mirror_text, std::vector<Shape>{rev_ops[0].shape(), rev_ops[1].shape()}, DType::kF64)
+              .value();
+      const Tensor m = mirror->execute(ctx, rev_ops).value();
+      Strides want_strides = m.strides();
+      std::reverse(want_strides.begin(), want_strides.end());
+      EXPECT_EQ(r.strides(), want_strides) << text;
+    }
+    // Into a column-major destination and a C-ordered one.
+    Tensor into_f = Tensor::full(DType::kF64, out_shape, c128(9, 0)).value();
+    ASSERT_TRUE(plan->execute_into(ctx, ops, into_f).has_value()) << text;
+    Shape rev = out_shape;
+    std::reverse(rev.begin(), rev.end());
+    Tensor into_c = Tensor::full(DType::kF64, rev, c128(9, 0)).value().permute(Dims{2, 1, 0}).value();
+    ASSERT_TRUE(plan->execute_into(ctx, ops, into_c).has_value()) << text;
+    // And the column-major plan on the same operands.
+    auto col = EinsumPlan::prepare(text, std::vector<Shape>{a.shape(), b.shape()}, DType::kF64).value();
+    const Tensor rc = col->execute(ctx, ops).value();
+    for (int64_t i = 0; i < I; ++i)
+      for (int64_t j = 0; j < J; ++j)
+        for (int64_t l = 0; l < L; ++l) {
+          const double w = want(i, j, l);
+          for (const Tensor* x : {&r, static_cast<const Tensor*>(&into_f), static_cast<const Tensor*>(&into_c), &rc})
+            EXPECT_NEAR(value_at(*x, i, j, l), w, 1e-13) << text;
+        }
+  }
+  // The one-call form plans row-major for C-ordered operands: a gate on the first axis of
+  // a C-ordered state gives a C-ordered state.
+  const Tensor state = row_major(DType::kF64, {2, 8, 8, 8, 8}, 14);
+  const Tensor gate = row_major(DType::kF64, {2, 2}, 15);
+  std::vector<Tensor> gate_ops{state, gate};
+  const Tensor one = einsum(ctx, "abcde,Za->Zbcde", gate_ops).value();
+  EXPECT_TRUE(is_row_major_contiguous(one.layout())) << format_dims(one.strides());
+  EXPECT_NEAR(one.get<double>({1, 2, 3, 4, 5}).value(),
+              gate.get<double>({1, 0}).value() * state.get<double>({0, 2, 3, 4, 5}).value() +
+                  gate.get<double>({1, 1}).value() * state.get<double>({1, 2, 3, 4, 5}).value(),
+              1e-14);
+  // A repeated output label (a diagonal of a zero-filled result), one operand alone, and
+  // a full reduction, under a row-major plan.
+  const Tensor sq = row_major(DType::kF64, {J, J, K}, 13);
+  std::vector<Tensor> one_op{sq};
+  for (const char* text : {"iik->ik", "iik->kii", "ijk->kji", "ijk->"}) {
+    auto plan =
+        EinsumPlan::prepare(text, std::vector<Shape>{sq.shape()}, DType::kF64, {}, OperandOrder::kRowMajor).value();
+    auto colp = EinsumPlan::prepare(text, std::vector<Shape>{sq.shape()}, DType::kF64).value();
+    const Tensor got = plan->execute(ctx, one_op).value();
+    const Tensor ref = colp->execute(ctx, one_op).value();
+    ASSERT_EQ(got.shape(), ref.shape()) << text;
+    for_each_index(got.shape(), [&](const Index& at) {
+      EXPECT_NEAR(got.get<double>(at).value(), ref.get<double>(at).value(), 1e-12) << text << " at " << format_dims(at);
+    });
+  }
+  // Spot values of the diagonal output against the operand.
+  auto diag = EinsumPlan::prepare("iik->kii", std::vector<Shape>{sq.shape()}, DType::kF64, {}, OperandOrder::kRowMajor)
+                  .value()
+                  ->execute(ctx, one_op)
+                  .value();
+  EXPECT_EQ(diag.get<double>({3, 2, 2}).value(), sq.get<double>({2, 2, 3}).value());
+  EXPECT_EQ(diag.get<double>({3, 1, 2}).value(), 0.0);
+  // An order that is neither is a typed error.
+  EXPECT_EQ(EinsumPlan::prepare("ij->ji", std::vector<Shape>{{2, 3}}, DType::kF64, {}, static_cast<OperandOrder>(7))
+                .error()
+                .code(),
+            ErrorCode::kInvalidArgument);
+}
+
 TEST(Einsum, PlanCacheHitsEvictsAndClears) {
   PlanCache cache(2);
   std::vector<Shape> s1{Shape{2, 3}, Shape{3, 4}}, s2{Shape{2, 3}, Shape{3, 5}}, s3{Shape{4, 3}, Shape{3, 4}};
@@ -456,6 +604,12 @@ TEST(Einsum, PlanCacheHitsEvictsAndClears) {
   EXPECT_EQ(found.get(), cache.get("ij,jk->ik", s3, DType::kF64, other).value().get());
   EXPECT_EQ(cache.find("ij,jk->ik", s1, DType::kF64), nullptr);  // evicted
   EXPECT_EQ(cache.stats().hits, 3);
+  // The operand order is part of the key.
+  auto row = cache.get("ij,jk->ik", s3, DType::kF64, other, OperandOrder::kRowMajor).value();
+  EXPECT_EQ(cache.stats().misses, 5);
+  EXPECT_EQ(row->operand_order(), OperandOrder::kRowMajor);
+  EXPECT_NE(row.get(), found.get());
+  EXPECT_EQ(cache.find("ij,jk->ik", s3, DType::kF64, other, OperandOrder::kRowMajor).get(), row.get());
   cache.clear();
   EXPECT_EQ(cache.stats().entries, 0);
   EXPECT_EQ(cache.stats().retained_bytes, 0);
@@ -528,6 +682,43 @@ TEST(EinsumProfile, ReportsStepsAndPackedOperands) {
     packed = packed || p.route.pack_lhs || p.route.pack_rhs;
   }
   EXPECT_TRUE(packed);
+}
+
+// Note [Row-major operands]: a C-ordered operand whose free labels a column-major plan
+// lists against their memory order ('abc,Za->Zbc', a gate on a state's first axis) is
+// packed by that plan and read in place by a row-major one (the same values).
+TEST(EinsumProfile, RowMajorPlansReadCOrderedOperandsInPlace) {
+  const cpu::CpuCaps caps = reference_caps();
+  cpu::CpuExecutionContext ctx(nullptr, cpu::ParallelMode::kSequential, 1, {}, &caps);
+  const int64_t A = 16, B = 30, C = 20, Z = 80;
+  const std::vector<Shape> shapes{{A, B, C}, {Z, A}};
+  std::vector<Tensor> ops;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    Shape rev = shapes[i];
+    std::reverse(rev.begin(), rev.end());
+    SmallVector<int64_t, 8> perm;
+    for (int64_t d = static_cast<int64_t>(rev.size()) - 1; d >= 0; --d) perm.push_back(d);
+    ops.push_back(Tensor::random_normal(DType::kF64, rev, 60 + i).value().permute(Dims(perm.span())).value());
+  }
+  ASSERT_EQ(preferred_operand_order(ops), OperandOrder::kRowMajor);
+  std::vector<Tensor> results;
+  for (OperandOrder order : {OperandOrder::kColumnMajor, OperandOrder::kRowMajor}) {
+    auto plan = EinsumPlan::prepare("abc,Za->Zbc", shapes, DType::kF64, {}, order).value();
+    EinsumWorkspace ws = plan->make_workspace();
+    std::vector<StepProfile> prof;
+    results.push_back(plan->execute(ctx, ops, ws, nullptr, {}, &prof).value());
+    ASSERT_EQ(prof.size(), 1u);
+    const cpu::DotRoute& r = prof[0].route;
+    const bool packed = r.pack_lhs || r.pack_rhs || r.pack_out;
+    EXPECT_EQ(packed, order == OperandOrder::kColumnMajor) << operand_order_name(order) << ": " << cpu::describe(r);
+  }
+  for_each_index(results[0].shape(), [&](const Index& at) {
+    long double acc = 0;
+    for (int64_t a = 0; a < A; ++a)
+      acc += static_cast<long double>(ops[0].get<double>({a, at[1], at[2]}).value()) *
+             ops[1].get<double>({at[0], a}).value();
+    for (const Tensor& r : results) EXPECT_NEAR(r.get<double>(at).value(), static_cast<double>(acc), 1e-12);
+  });
 }
 
 // Note [Einsum label orders]: an operand whose free labels split around its contracted

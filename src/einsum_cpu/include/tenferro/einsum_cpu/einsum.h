@@ -41,6 +41,25 @@ struct StepProfile {
 
 class EinsumPlan;
 
+/// The memory order an einsum plan is laid out for (Note [Row-major operands] in
+/// einsum.cc). kColumnMajor: the library's convention; the planner takes each operand's
+/// first axis as its fastest and lays out intermediates and the result in dot_general's
+/// order. kRowMajor: the plan is made for the mirrored einsum (every term's labels and its
+/// operand's axes reversed, the same sum), so C-ordered operands are read in the order the
+/// planner assumes, and the result is laid out as the mirror of the column-major plan's
+/// (C order where that one's is column-major). Either plan takes operands of any layout
+/// and gives the same values; the order only decides what is read in place.
+enum class OperandOrder : uint8_t { kColumnMajor, kRowMajor };
+
+/// "column-major" / "row-major".
+std::string_view operand_order_name(OperandOrder order) noexcept;
+
+/// The order einsum plans for over `operands` (Note [Row-major operands]): kRowMajor when
+/// the problem is not tiny and operands whose axes run slowest-first in memory hold more
+/// elements than operands whose axes run fastest-first; else kColumnMajor. Pure, never
+/// fails (null handles count as neither), allocates nothing.
+OperandOrder preferred_operand_order(std::span<const Tensor> operands) noexcept;
+
 /// Reusable execution state of one plan: the operand/intermediate slots and the
 /// intermediate buffers (storage objects included) that earlier executions released
 /// (Note [Einsum workspace]). With a workspace, repeated executions allocate no metadata
@@ -82,15 +101,23 @@ class EinsumPlan {
   /// Parses, resolves and plans. Every dtype; bool sums are ORs of ANDs (numpy's einsum
   /// on bool, Note [Boolean einsum]). Errors: those of parse_subscripts, resolve and
   /// search_path.
+  /// `order`: the memory order to plan for (OperandOrder; preferred_operand_order
+  /// chooses it from the operands).
   static Result<std::shared_ptr<const EinsumPlan>> prepare(std::string_view subscripts, std::span<const Shape> shapes,
-                                                            DType dtype, const PathPolicy& policy = {});
+                                                           DType dtype, const PathPolicy& policy = {},
+                                                           OperandOrder order = OperandOrder::kColumnMajor);
   /// Plans a resolved spec (integer-label API).
   static Result<std::shared_ptr<const EinsumPlan>> prepare(const EinsumSpec& spec, std::span<const Shape> shapes,
-                                                            DType dtype, const PathPolicy& policy = {});
+                                                           DType dtype, const PathPolicy& policy = {},
+                                                           OperandOrder order = OperandOrder::kColumnMajor);
 
   const EinsumSpec& spec() const noexcept { return spec_; }
   DType dtype() const noexcept { return dtype_; }
   const Shape& output_shape() const noexcept { return out_shape_; }
+  /// The memory order the plan was made for (spec(), the shapes, the tree and the
+  /// operands passed to execute are the caller's either way; a kRowMajor plan's steps,
+  /// as a profile reports them, are those of the mirrored einsum).
+  OperandOrder operand_order() const noexcept { return order_; }
   const ContractionTree& tree() const noexcept { return tree_; }
   /// Cost of the tree under the path cost model (opt_einsum flop convention).
   const PathCost& cost() const noexcept { return cost_; }
@@ -106,7 +133,8 @@ class EinsumPlan {
   /// Runs the einsum on `operands` (shapes and dtype as prepared; any layouts) inside an
   /// entered context. Intermediates come from `pool` when given and return to it as soon
   /// as their last consumer ran. The result is a new tensor in dot_general's memory order
-  /// (a permuted compact layout) unless the output repeats a label. Errors:
+  /// (a permuted compact layout; reversed for a kRowMajor plan) unless the output repeats
+  /// a label. Errors:
   /// kInvalidArgument (operand count, null handle), kShapeMismatch, kDTypeMismatch.
   /// `dot` sets the provider and batch policy of every step (its alpha, beta and conj
   /// fields are ignored). `profile`, when given, receives one entry per binary step.
@@ -147,8 +175,12 @@ class EinsumPlan {
   const Lanes& lanes_for(int threads) const;
   std::shared_ptr<const Lanes> plan_lanes(int threads) const;
 
-  EinsumSpec spec_;
+  static Result<std::shared_ptr<EinsumPlan>> plan_spec(const EinsumSpec& spec, std::span<const Shape> shapes,
+                                                       DType dtype, const PathPolicy& policy);
+
+  EinsumSpec spec_;  // the caller's (a kRowMajor plan's steps are planned on its mirror)
   DType dtype_ = DType::kF64;
+  OperandOrder order_ = OperandOrder::kColumnMajor;
   std::vector<Shape> in_shapes_;
   Shape out_shape_;
   ContractionTree tree_;
@@ -170,7 +202,8 @@ class EinsumPlan {
 };
 
 /// A bounded LRU cache of prepared plans keyed by (subscripts, shapes, dtype, path
-/// policy). Thread-safe. Planning happens on a miss, before any executor entry.
+/// policy, operand order). Thread-safe. Planning happens on a miss, before any executor
+/// entry.
 class PlanCache {
  public:
   explicit PlanCache(size_t capacity = 256) : capacity_(capacity) {}
@@ -178,11 +211,13 @@ class PlanCache {
     int64_t hits = 0, misses = 0, evictions = 0, entries = 0, retained_bytes = 0;
   };
   Result<std::shared_ptr<const EinsumPlan>> get(std::string_view subscripts, std::span<const Shape> shapes, DType dtype,
-                                                const PathPolicy& policy = {});
+                                                const PathPolicy& policy = {},
+                                                OperandOrder order = OperandOrder::kColumnMajor);
   /// The cached plan for this key, or null on a miss; never plans (a caller that must
   /// not block, e.g. one holding a language lock, tries this first). A hit counts as one.
   std::shared_ptr<const EinsumPlan> find(std::string_view subscripts, std::span<const Shape> shapes, DType dtype,
-                                         const PathPolicy& policy = {});
+                                         const PathPolicy& policy = {},
+                                         OperandOrder order = OperandOrder::kColumnMajor);
   Stats stats() const;
   void clear();
 
@@ -195,7 +230,8 @@ class PlanCache {
   Stats stats_;
 };
 
-/// One-call einsum: plans (through `cache` when given) and executes.
+/// One-call einsum: plans for preferred_operand_order(operands) (through `cache` when
+/// given) and executes.
 Result<Tensor> einsum(const cpu::CpuExecutionContext& ctx, std::string_view subscripts,
                       std::span<const Tensor> operands, const PathPolicy& policy = {}, PlanCache* cache = nullptr,
                       const std::shared_ptr<HostBufferPool>& pool = nullptr);
