@@ -597,7 +597,11 @@ int run_bench_kernels(int argc, char** argv) {
       for (const SkinnyCase& sc :
            {SkinnyCase{16384, 4, 4}, SkinnyCase{32768, 2, 2}, SkinnyCase{4, 16384, 4}, SkinnyCase{2048, 2048, 8},
             SkinnyCase{512, 2048, 8}, SkinnyCase{65536, 16, 16}, SkinnyCase{8192, 8, 64}, SkinnyCase{1024, 1024, 32},
-            SkinnyCase{256, 256, 4}, SkinnyCase{64, 64, 4}, SkinnyCase{8192, 32, 256}, SkinnyCase{16, 16384, 4}}) {
+            SkinnyCase{256, 256, 4}, SkinnyCase{64, 64, 4}, SkinnyCase{8192, 32, 256}, SkinnyCase{16, 16384, 4},
+            // A one-qubit gate on a 2^20-element state from memory: on its slowest axis
+            // (A the state, column-major) and on its fastest (B the state, contraction
+            // contiguous).
+            SkinnyCase{524288, 2, 2}, SkinnyCase{2, 524288, 2}}) {
         const std::string base = std::string("skinny ") + std::string(dtype_name(d)) + " " + std::to_string(sc.m) +
                                  "x" + std::to_string(sc.n) + "x" + std::to_string(sc.k);
         if (!want(base)) continue;

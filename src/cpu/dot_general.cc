@@ -863,11 +863,12 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
         return;
       case DotKernel::kComplexShort:
         if constexpr (std::is_same_v<T, c128> || std::is_same_v<T, c64>) {
+          const detail::GemmArgs<T> w = route.transposed ? detail::transposed(g) : g;  // C^T = B^T A^T
           if (route.split == DotSplit::kPieces) {
-            on_pieces<T>(ctx, g, route.pieces, route.split_columns,
+            on_pieces<T>(ctx, w, route.pieces, route.split_columns,
                          [&](const detail::GemmArgs<T>& part, int64_t) { detail::complex_short<T>(isa, part); });
           } else {
-            detail::complex_short<T>(isa, g);
+            detail::complex_short<T>(isa, w);
           }
         }
         return;

@@ -2216,7 +2216,8 @@ TEST(DotGeneral, ShortComplexKernelMatchesTheReference) {
     caps.max_isa = isa;
     // The planner's other inputs fixed, so the route is the same on every machine: the
     // configuration the kernel is chosen for (OpenBLAS with 256-bit kernels) and an L2 of
-    // 1 MiB (a smaller one sends the few-vector cases to the matrix-vector kernel).
+    // 1 MiB (a smaller one sends the few-vector cases with a longer contraction to the
+    // matrix-vector kernel).
     caps.openblas_tuned = true;
     caps.openblas_avx512 = false;
     caps.blis_tuned = false;
@@ -2226,7 +2227,10 @@ TEST(DotGeneral, ShortComplexKernelMatchesTheReference) {
            {Case{37, 5, 3, 1}, Case{300, 4, 4, 1}, Case{33, 7, 2, 1}, Case{64, 2, 300, 1}, Case{45, 9, 17, 1},
             Case{1000, 3, 40, 2}, Case{40, 500, 8, 2},
             // A in registers (Note [Narrow complex products]) at AVX2 and AVX-512.
-            Case{2, 300, 2, 1}, Case{4, 100, 4, 1}, Case{3, 70, 3, 1}, Case{2, 50, 8, 1}, Case{4, 500, 2, 2}}) {
+            Case{2, 300, 2, 1}, Case{4, 100, 4, 1}, Case{3, 70, 3, 1}, Case{2, 50, 8, 1}, Case{4, 500, 2, 2},
+            // A few vectors against an A beyond L2 with a short contraction (Note [Short
+            // complex thresholds]: not the matrix-vector kernel).
+            Case{70001, 2, 2, 1}, Case{20003, 3, 16, 2}}) {
         if (isa == IsaLevel::kAvx2 && cs.k > 16) continue;  // Note [Short complex thresholds]
         for (int variant = 0; variant < 4; ++variant) {
           const bool conj_lhs = variant & 1, conj_rhs = variant & 2, beta_zero = variant == 2;
@@ -2261,6 +2265,38 @@ TEST(DotGeneral, ShortComplexKernelMatchesTheReference) {
           EXPECT_EQ(mismatches_after_call(*executor, cs.threads, lhs, rhs, c, opt, out, eps, &first, &caps), 0)
               << "first at " << first;
           ++runs;
+        }
+      }
+      // A row-major C: the kernel on C^T = B^T A^T, with B as given when its rows are
+      // contiguous and packed [n, k] when not; A's rows or its contraction contiguous
+      // (a gate on a C-ordered state's fastest axis, as the row-major einsum plan meets it).
+      for (const bool b_rows : {true, false}) {
+        for (const bool a_rows : {true, false}) {
+          const int64_t m = 3001, n = 2, k = 2;
+          Config ct;
+          ct.lhs_shape = {m, k};
+          ct.rhs_shape = {k, n};
+          ct.dims.lhs_contracting = {1};
+          ct.dims.rhs_contracting = {0};
+          const Tensor lhs = a_rows ? random_matrix(rng, d, m, k, true) : random_matrix(rng, d, m, k, false);
+          const Tensor rhs = random_matrix(rng, d, k, n, b_rows);
+          Tensor out = Tensor::random_normal(d, {n, m}, rng()).value().permute({1, 0}).value();  // row-major
+          DotOptions opt;
+          opt.alpha = c128(0.5, 0.25);
+          opt.beta = c128(-1.5, 0.5);
+          opt.conj_lhs = b_rows;
+          opt.conj_rhs = a_rows;
+          SCOPED_TRACE(std::string(isa_name(isa)) + " " + std::string(dtype_name(d)) + " transposed, B rows " +
+                       std::to_string(b_rows) + ", A rows " + std::to_string(a_rows));
+          const DotRoute route = planned(caps, 1, lhs, rhs, out, ct.dims, opt);
+          EXPECT_EQ(route.kernel, DotKernel::kComplexShort) << describe(route);
+          EXPECT_TRUE(route.transposed) << describe(route);
+          EXPECT_EQ(route.pack_rhs, !b_rows) << describe(route);
+          EXPECT_FALSE(route.pack_lhs || route.pack_out) << describe(route);
+          std::string first;
+          const double eps = d == DType::kC128 ? 1e-12 : 2e-5;
+          EXPECT_EQ(mismatches_after_call(*executor, 1, lhs, rhs, ct, opt, out, eps, &first, &caps), 0)
+              << "first at " << first;
         }
       }
       // Groups that do not merge ('akb,kn->abn' with a and b split by k; a permuted

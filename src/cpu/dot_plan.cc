@@ -409,6 +409,20 @@ bool complex_short_operands(const DotRoute& r, const DotGroup& lm, const DotGrou
 // 65536 x 16 x 16), K = 32 0.86 (1024^2), 8192 x 32 x 256 0.72, cubes 64 to 512 0.81-0.88;
 // c64 alike (K <= 16 1.3-2.7, K = 32 0.94, 8192 x 32 x 256 0.77).
 constexpr int64_t kComplexShortMaxKAvx2 = 16;
+// Few complex vectors (Note [Few-vector products]) against A's columns with a contraction
+// of at most kComplexShortOverVectorsMaxK take the short kernel: the matrix-vector
+// kernel's column form adds each column of A into stack tiles of Y and writes them out
+// afterwards, which from beyond L2 with a short contraction cost more than the product
+// (a gate on the slowest axis of a 2^20-element c128 state, 524288 x 2 x 2: 1.77 ms
+// against cblas_zgemm's 1.22-1.32). `bench kernels --only "skinny c"`, one thread, Zen 5,
+// 2026-12-05, two rounds, matrix-vector -> short kernel: c128 524288 x 2 x 2 1.77 ->
+// 0.68-1.26 ms, 524288 x 4 x 2 3.98-4.18 -> 0.97-1.05, 262144 x 4 x 4 2.35-3.14 ->
+// 1.09-1.34, 131072 x 2 x 8 0.91-0.93 -> 0.69-0.70, 65536 x 2 x 16 0.70-0.83 -> 0.69-0.79;
+// c64 524288 x 2 x 2 1.26-1.34 -> 0.23, 131072 x 2 x 8 0.43-0.48 -> 0.18-0.26, 65536 x 2 x
+// 16 0.30-0.32 -> 0.17-0.19; under TENFERRO_MAX_ISA=avx2 (two vectors) c128 524288 x 2 x 2
+// 2.15-2.37 -> 0.73-0.81, 131072 x 2 x 8 1.21-1.31 -> 0.68-0.81, K = 16 even. Longer
+// contractions keep the matrix-vector kernel (Note [Short complex thresholds]).
+constexpr int64_t kComplexShortOverVectorsMaxK = 16;
 // Note [Batch-lane thresholds]: the shortest part of a lane unit's rows (or columns)
 // given to a worker (a multiple of the register blocks' 4 and 3 rows).
 constexpr int64_t kLanePartMin = 12;
@@ -694,9 +708,28 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   const bool k_walk = !k_merged && p.k_levels && p.k_inner >= 2;
   const int64_t k_run = k_merged ? K : p.k_inner;  // the kernel's contraction
   const int64_t lks = k_merged ? lk.stride : p.k_inner_lhs, rks = k_merged ? rk.stride : p.k_inner_rhs;
+  // The short complex kernel's conditions (its branch below, Note [Short complex
+  // thresholds]): for the product as given, or for C^T = B^T A^T where C is row-major and
+  // that form needs no packing.
+  const bool short_common = is_complex(p.dtype) && automatic && !vendor && r.provider != GemmProvider::kNaive &&
+                            detail::complex_short_available(isa) && K >= 2 && !planar_shape(M, N, K) &&
+                            (isa >= IsaLevel::kAvx512 || K <= kComplexShortMaxKAvx2) && !caps.openblas_avx512;
+  auto short_rows = [&](int64_t rows) {
+    return rows * elem >= kComplexShortMinRowBytes ||
+           detail::complex_narrow(rows, K, (isa >= IsaLevel::kAvx512 ? 64 : 32) / elem);
+  };
+  const bool complex_short_plain = short_common && short_rows(M) && complex_short_operands(r, lm, lk, rk, rn, om, on);
+  const bool complex_short_t = short_common && !complex_short_plain && short_rows(N) && lm.mergeable && lk.mergeable &&
+                               om.mergeable && on.mergeable && on.stride == 1 && om.stride != 1 && !r.split_lhs_free &&
+                               !r.split_rhs_free;
+  const bool complex_short = complex_short_plain || complex_short_t;
+  // A few complex vectors against A's columns with a short contraction: the short kernel
+  // (Note [Short complex thresholds]).
+  const bool short_over_vectors = complex_short_plain && std::min(M, N) >= 2 && M >= N &&
+                                  K <= kComplexShortOverVectorsMaxK && lm.mergeable && lk.mergeable && lm.stride == 1;
   if (matvec_dtype && automatic && !vendor && detail::matvec_available(isa) && vectors && K >= 2 &&
       flops >= kMatVecMinFlops && lm.mergeable && (k_merged || k_walk) && rn.mergeable && om.mergeable &&
-      on.mergeable) {
+      on.mergeable && !short_over_vectors) {
     auto takes = [&](int64_t rsa, int64_t csa, int64_t rows, int64_t count) {
       // Each call of the kernel does at least kMatVecMinFlops multiply-adds when it walks levels.
       if (k_walk && rows * k_run < kMatVecMinFlops) return false;
@@ -749,26 +782,28 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   // 8192 x 256 0.70 against 1.05 (one thread, the figures' run), so they stay with the
   // providers, unless A fits in registers (Note [Narrow complex products]). Operands the kernel does not take (A's rows
   // not contiguous) go to the providers too; few vectors to the matrix-vector kernel above (as fast as this one with
-  // A's columns contiguous, 2048^2 with 2 to 4 vectors within 8 %). Measured where OpenBLAS runs 256-bit kernels (Zen 5
+  // A's columns contiguous, 2048^2 with 2 to 4 vectors within 8 %), except against a contraction of at most
+  // kComplexShortOverVectorsMaxK (see there). Measured where OpenBLAS runs 256-bit kernels (Zen 5
   // at AVX-512 and under an AVX2 cap); where it runs 512-bit ones (Zen 4, Intel) the kernel is not measured, so the
   // products keep the providers there (in a process of this machine with OpenBLAS's SkylakeX kernels, the kernel
   // ran 1.2-2.3x their speed on the skinny cases: docs/benchmarks.md).
-  if (is_complex(p.dtype) && automatic && !vendor && r.provider != GemmProvider::kNaive &&
-      detail::complex_short_available(isa) && K >= 2 && !planar_shape(M, N, K) &&
-      (M * elem >= kComplexShortMinRowBytes ||
-       detail::complex_narrow(M, K, (isa >= IsaLevel::kAvx512 ? 64 : 32) / elem)) &&
-      (isa >= IsaLevel::kAvx512 || K <= kComplexShortMaxKAvx2) && !caps.openblas_avx512 &&
-      complex_short_operands(r, lm, lk, rk, rn, om, on)) {
+  if (complex_short) {
     r.kernel = DotKernel::kComplexShort;
     r.provider = GemmProvider::kNaive;
     // Operands whose groups do not merge are packed compact (A [m, k], B [k, n], C's
-    // scratch [m, n]: column-major, as the kernel takes them).
+    // scratch [m, n]: column-major, as the kernel takes them); the transposed form takes
+    // A and C as they are and packs B as [n, k] unless its rows are contiguous (B^T is
+    // the kernel's A).
+    r.transposed = complex_short_t;
     r.pack_lhs = !(lm.mergeable && lk.mergeable);
-    r.pack_rhs = !(rk.mergeable && rn.mergeable);
+    r.pack_rhs = complex_short_t ? !(rk.mergeable && rn.mergeable && rn.stride == 1) : !(rk.mergeable && rn.mergeable);
+    r.rhs_n_first = complex_short_t && r.pack_rhs;
     r.pack_out = !(om.mergeable && on.mergeable);
-    r.reason =
-        "a complex product below the planar copies' thresholds, A and C column-major (or packed so): the short "
-        "complex kernel (Note [Short complex products])";
+    r.reason = complex_short_t
+                   ? "a complex product below the planar copies' thresholds, C row-major: the short complex kernel on "
+                     "C^T = B^T A^T (Note [Short complex products])"
+                   : "a complex product below the planar copies' thresholds, A and C column-major (or packed so): the "
+                     "short complex kernel (Note [Short complex products])";
     const bool outer = r.policy == BatchPolicy::kOuterParallel && B > 1;
     const bool parallel = !outer && r.policy == BatchPolicy::kProviderItems && st.threads > 1 &&
                           real_work(p.dtype, flops) >= st.batch.parallel_min_flops;
@@ -776,7 +811,7 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
       r.split = DotSplit::kOuterBatch;
     } else if (parallel) {
       r.split = DotSplit::kPieces;
-      r.split_columns = M < kComplexShortMinRows * st.threads;
+      r.split_columns = (complex_short_t ? N : M) < kComplexShortMinRows * st.threads;
       r.pieces = st.threads;
       r.threads = st.threads;
     }

@@ -190,6 +190,36 @@ TEST(DotPlan, ComplexProductsTakeTheShortKernelOrThePlanarCopiesBySize) {
   two = plan(matmul(64, 16384, 8, 2, DType::kC128), kAvx512).value();
   EXPECT_EQ(two.kernel, DotKernel::kComplexShort);
   EXPECT_TRUE(two.split_columns);
+  // A row-major C: C^T = B^T A^T, B packed [n, k] unless its rows are contiguous, A as
+  // it is (rows or contraction contiguous); pieces along C^T's rows or columns.
+  for (const bool b_rows : {true, false}) {
+    for (const bool a_rows : {true, false}) {
+      Call t = matmul(16384, 2, 2, 1, DType::kC128);
+      if (a_rows) t.lhs = rm({16384, 2});
+      if (b_rows) t.rhs = rm({2, 2});
+      t.out = rm({16384, 2});
+      const DotRoute r = plan(t, kAvx512).value();
+      SCOPED_TRACE(describe(r));
+      EXPECT_EQ(r.kernel, DotKernel::kComplexShort);
+      EXPECT_TRUE(r.transposed);
+      EXPECT_EQ(r.pack_rhs, !b_rows);
+      EXPECT_TRUE(r.rhs_n_first || !r.pack_rhs);
+      EXPECT_FALSE(r.pack_lhs || r.pack_out);
+      EXPECT_NE(std::string(r.reason).find("C^T = B^T A^T"), std::string::npos);
+      EXPECT_EQ(plan(t, kZen4).value().kernel, DotKernel::kOpenBlas);  // 512-bit OpenBLAS: unmeasured
+      if (!a_rows) continue;  // (A's columns contiguous beyond L2: the matrix-vector kernel takes it)
+      Call t2 = matmul(262144, 2, 2, 2, DType::kC128);
+      t2.lhs = rm({262144, 2});
+      t2.rhs = t.rhs;
+      t2.out = rm({262144, 2});
+      const DotRoute r2 = plan(t2, kAvx512).value();
+      EXPECT_EQ(r2.kernel, DotKernel::kComplexShort);
+      EXPECT_EQ(r2.split, DotSplit::kPieces);
+      EXPECT_TRUE(r2.split_columns);  // C^T has 2 rows: pieces of its columns
+    }
+  }
+  // A column-major C keeps the plain form; a C neither row- nor column-major is packed.
+  EXPECT_FALSE(plan(matmul(16384, 2, 2, 1, DType::kC128), kAvx512).value().transposed);
 }
 
 TEST(DotPlan, SeveralThreadsSplitTheLongerSideOrColumns) {
@@ -443,6 +473,30 @@ TEST(DotPlan, FewVectorsTakeTheMatrixVectorKernel) {
       EXPECT_EQ(plan(columns, kAvx512).value().kernel == DotKernel::kMatVec, m <= 4) << m;
       EXPECT_EQ(plan(columns, kAvx2).value().kernel == DotKernel::kMatVec, m == 2) << m;
     }
+  }
+  // ... except against A's columns with a contraction of at most 16, where the short
+  // complex kernel takes them (a gate on a state's slowest axis): at AVX-512 and AVX2,
+  // not where OpenBLAS runs 512-bit kernels (the short kernel is not chosen there), nor
+  // with A's rows contiguous (the kernel would pack A: the matrix-vector kernel's row form
+  // or OpenBLAS) or a longer contraction.
+  for (const DType d : {DType::kC128, DType::kC64}) {
+    for (const int64_t k : {2, 8, 16}) {
+      for (const int64_t n : {2, 4}) {
+        const int64_t m = 524288 / k;
+        const DotRoute r = plan(matmul(m, n, k, 1, d), kAvx512).value();
+        EXPECT_EQ(r.kernel, DotKernel::kComplexShort) << m << "x" << n << "x" << k << ": " << describe(r);
+        EXPECT_FALSE(r.pack_lhs || r.pack_rhs || r.pack_out) << describe(r);
+        EXPECT_EQ(plan(matmul(m, n, k, 1, d), kAvx2).value().kernel, DotKernel::kComplexShort) << m << "x" << n;
+        EXPECT_EQ(plan(matmul(m, n, k, 1, d), Caps{IsaLevel::kAvx512, true, true, true}).value().kernel,
+                  DotKernel::kMatVec)
+            << m << "x" << n << "x" << k;
+        Call rows = matmul(m, n, k, 1, d);
+        rows.lhs = rm({m, k});
+        EXPECT_NE(plan(rows, kAvx512).value().kernel, DotKernel::kComplexShort) << m << "x" << n << "x" << k;
+      }
+    }
+    EXPECT_EQ(plan(matmul(16384, 2, 32, 1, d), kAvx512).value().kernel, DotKernel::kMatVec);
+    EXPECT_EQ(plan(matmul(524288, 2, 2, 2, d), kAvx512).value().threads, 2);
   }
   Call row_major_c = matmul(4, 32768, 256);
   row_major_c.out = rm({4, 32768});
