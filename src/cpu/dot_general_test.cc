@@ -2267,6 +2267,68 @@ TEST(DotGeneral, ShortComplexKernelMatchesTheReference) {
           ++runs;
         }
       }
+      // A column-major C against a row-major A (its contraction contiguous) and a narrow
+      // B: C^T = B^T A^T with B^T in registers and C^T's rows strided (Note [Narrow
+      // complex products]): gates on a C-ordered state's fastest axes, one and two qubits,
+      // beta zero (a NaN destination) or not, conjugated or not, columns past one block.
+      // (A of more than kComplexShortPackedA elements: a smaller one is packed for the plain form.)
+      for (const Case& cs : {Case{3001, 2, 2, 1}, Case{1503, 4, 4, 1}, Case{517, 3, 8, 1}, Case{40001, 2, 2, 2}}) {
+        const int64_t rows_per_vector = (isa == IsaLevel::kAvx512 ? 64 : 32) / dtype_size(d);
+        if (!detail::complex_narrow(cs.n, cs.k, rows_per_vector)) continue;
+        for (int variant = 0; variant < 3; ++variant) {
+          Config ct;
+          ct.lhs_shape = {cs.m, cs.k};
+          ct.rhs_shape = {cs.k, cs.n};
+          ct.dims.lhs_contracting = {1};
+          ct.dims.rhs_contracting = {0};
+          const Tensor lhs = random_matrix(rng, d, cs.m, cs.k, true);
+          const Tensor rhs = random_matrix(rng, d, cs.k, cs.n, variant == 1);
+          Tensor out = Tensor::random_normal(d, {cs.m, cs.n}, rng()).value();  // column-major
+          DotOptions opt;
+          opt.alpha = c128(0.5, -0.75);
+          opt.beta = variant == 0 ? c128(0, 0) : c128(0.25, 1.5);
+          opt.conj_lhs = variant == 2;
+          opt.conj_rhs = variant != 0;
+          opt.parallel_min_flops = 1;
+          if (variant == 0) {
+            const Tensor nan = Tensor::full(d, out.shape(), c128(std::numeric_limits<double>::quiet_NaN(), 0)).value();
+            ASSERT_TRUE(copy_into(CpuExecutionContext::sequential(), nan, out));
+          }
+          SCOPED_TRACE(std::string(isa_name(isa)) + " " + std::string(dtype_name(d)) + " strided C^T " +
+                       std::to_string(cs.m) + "x" + std::to_string(cs.n) + "x" + std::to_string(cs.k) + " variant " +
+                       std::to_string(variant));
+          const DotRoute route = planned(caps, cs.threads, lhs, rhs, out, ct.dims, opt);
+          EXPECT_EQ(route.kernel, DotKernel::kComplexShort) << describe(route);
+          EXPECT_TRUE(route.transposed) << describe(route);
+          std::string first;
+          const double eps = d == DType::kC128 ? 1e-12 : 2e-5;
+          EXPECT_EQ(mismatches_after_call(*executor, cs.threads, lhs, rhs, ct, opt, out, eps, &first, &caps), 0)
+              << "first at " << first;
+        }
+      }
+      // A small row-major A against a long B (a gate as the lhs): packed column-major.
+      {
+        Config cg;
+        cg.lhs_shape = {4, 3};
+        cg.rhs_shape = {3, 5001};
+        cg.dims.lhs_contracting = {1};
+        cg.dims.rhs_contracting = {0};
+        const Tensor lhs = random_matrix(rng, d, 4, 3, true);
+        const Tensor rhs = random_matrix(rng, d, 3, 5001, false);
+        Tensor out = Tensor::random_normal(d, {4, 5001}, rng()).value();
+        DotOptions opt;
+        opt.alpha = c128(1.0, 0.5);
+        opt.beta = c128(0.5, 0.0);
+        opt.conj_lhs = true;
+        SCOPED_TRACE(std::string(isa_name(isa)) + " " + std::string(dtype_name(d)) + " packed small A");
+        const DotRoute route = planned(caps, 1, lhs, rhs, out, cg.dims, opt);
+        EXPECT_EQ(route.kernel, DotKernel::kComplexShort) << describe(route);
+        EXPECT_TRUE(route.pack_lhs) << describe(route);
+        std::string first;
+        const double eps = d == DType::kC128 ? 1e-12 : 2e-5;
+        EXPECT_EQ(mismatches_after_call(*executor, 1, lhs, rhs, cg, opt, out, eps, &first, &caps), 0)
+            << "first at " << first;
+      }
       // A row-major C: the kernel on C^T = B^T A^T, with B as given when its rows are
       // contiguous and packed [n, k] when not; A's rows or its contraction contiguous
       // (a gate on a C-ordered state's fastest axis, as the row-major einsum plan meets it).

@@ -393,11 +393,18 @@ bool planar_pays(DType dtype, const CpuCaps& caps, int64_t m, int64_t n, int64_t
 constexpr int64_t kComplexShortMinRowBytes = 256, kComplexShortMinRows = 64;
 // Whether the short complex kernel takes the operands (after any free-group split): A
 // and C column-major where their groups merge, packed where they do not (not after a
-// split, whose groups are batch dimensions a pack would have to follow).
+// split, whose groups are batch dimensions a pack would have to follow); an A of at most
+// kComplexShortPackedA elements is packed column-major whatever its layout (a gate
+// against a state: the copy costs nothing next to the product).
+constexpr int64_t kComplexShortPackedA = 4096;
+bool complex_short_pack_a(const DotGroup& lm, const DotGroup& lk) {
+  return !(lm.mergeable && lk.mergeable && (lm.stride == 1 || lm.extent <= 1));
+}
 bool complex_short_operands(const DotRoute& r, const DotGroup& lm, const DotGroup& lk, const DotGroup& rk,
                             const DotGroup& rn, const DotGroup& om, const DotGroup& on) {
   const bool no_split = !r.split_lhs_free && !r.split_rhs_free;
-  const bool a = lm.mergeable && lk.mergeable ? lm.stride == 1 : no_split;
+  const bool a = !complex_short_pack_a(lm, lk) ||
+                 (no_split && (!(lm.mergeable && lk.mergeable) || lm.extent * lk.extent <= kComplexShortPackedA));
   const bool b = (rk.mergeable && rn.mergeable) || no_split;
   const bool c = om.mergeable && on.mergeable ? om.stride == 1 : no_split;
   return a && b && c;
@@ -719,9 +726,13 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
            detail::complex_narrow(rows, K, (isa >= IsaLevel::kAvx512 ? 64 : 32) / elem);
   };
   const bool complex_short_plain = short_common && short_rows(M) && complex_short_operands(r, lm, lk, rk, rn, om, on);
-  const bool complex_short_t = short_common && !complex_short_plain && short_rows(N) && lm.mergeable && lk.mergeable &&
-                               om.mergeable && on.mergeable && on.stride == 1 && om.stride != 1 && !r.split_lhs_free &&
-                               !r.split_rhs_free;
+  // ... C^T's rows contiguous (C row-major), or strided for a B^T held in registers (C
+  // column-major: Note [Narrow complex products]).
+  const bool c_t_rows = on.stride == 1 && om.stride != 1 && short_rows(N);
+  const bool c_t_narrow =
+      om.stride == 1 && on.stride != 1 && detail::complex_narrow(N, K, (isa >= IsaLevel::kAvx512 ? 64 : 32) / elem);
+  const bool complex_short_t = short_common && !complex_short_plain && lm.mergeable && lk.mergeable && om.mergeable &&
+                               on.mergeable && (c_t_rows || c_t_narrow) && !r.split_lhs_free && !r.split_rhs_free;
   const bool complex_short = complex_short_plain || complex_short_t;
   // A few complex vectors against A's columns with a short contraction: the short kernel
   // (Note [Short complex thresholds]).
@@ -780,8 +791,14 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   // columns) in pieces over the workers. Columns of A shorter than one register block of rows (AVX-512) waste the
   // kernel's masked lanes: 8 x 16384 x 4 c128 0.88 against OpenBLAS's 0.96, c64 16 x
   // 8192 x 256 0.70 against 1.05 (one thread, the figures' run), so they stay with the
-  // providers, unless A fits in registers (Note [Narrow complex products]). Operands the kernel does not take (A's rows
-  // not contiguous) go to the providers too; few vectors to the matrix-vector kernel above (as fast as this one with
+  // providers, unless A fits in registers (Note [Narrow complex products]). An A of at most kComplexShortPackedA
+  // elements is packed column-major whatever its layout. A row-major C (C^T column-major) runs as C^T = B^T A^T when
+  // that form needs no packing but B's ([n, k] for B^T); so does a column-major C whose B^T fits in registers, C^T's
+  // rows then strided (a gate against a state whose contraction is contiguous: C-ordered 2^20-element c128 states, one
+  // thread, against OpenBLAS on the same product, gates on the two fastest axes 2.9-3.0 -> 1.8-2.0 ms, 8 x 4 gates
+  // 5.1-6.6 -> 3.0-3.1, on the fastest axis 1.5-1.9 -> 1.2-1.3; c64 even or faster). Other operands the kernel does
+  // not take (A's rows not contiguous) go to the providers too; few vectors to the matrix-vector kernel above (as fast
+  // as this one with
   // A's columns contiguous, 2048^2 with 2 to 4 vectors within 8 %), except against a contraction of at most
   // kComplexShortOverVectorsMaxK (see there). Measured where OpenBLAS runs 256-bit kernels (Zen 5
   // at AVX-512 and under an AVX2 cap); where it runs 512-bit ones (Zen 4, Intel) the kernel is not measured, so the
@@ -795,15 +812,16 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
     // A and C as they are and packs B as [n, k] unless its rows are contiguous (B^T is
     // the kernel's A).
     r.transposed = complex_short_t;
-    r.pack_lhs = !(lm.mergeable && lk.mergeable);
+    r.pack_lhs = !complex_short_t && complex_short_pack_a(lm, lk);
     r.pack_rhs = complex_short_t ? !(rk.mergeable && rn.mergeable && rn.stride == 1) : !(rk.mergeable && rn.mergeable);
     r.rhs_n_first = complex_short_t && r.pack_rhs;
     r.pack_out = !(om.mergeable && on.mergeable);
-    r.reason = complex_short_t
-                   ? "a complex product below the planar copies' thresholds, C row-major: the short complex kernel on "
-                     "C^T = B^T A^T (Note [Short complex products])"
-                   : "a complex product below the planar copies' thresholds, A and C column-major (or packed so): the "
-                     "short complex kernel (Note [Short complex products])";
+    r.reason =
+        complex_short_t
+            ? "a complex product below the planar copies' thresholds, C row-major or B^T in registers: the short "
+              "complex kernel on C^T = B^T A^T (Note [Short complex products], [Narrow complex products])"
+            : "a complex product below the planar copies' thresholds, A and C column-major (or packed so): the "
+              "short complex kernel (Note [Short complex products])";
     const bool outer = r.policy == BatchPolicy::kOuterParallel && B > 1;
     const bool parallel = !outer && r.policy == BatchPolicy::kProviderItems && st.threads > 1 &&
                           real_work(p.dtype, flops) >= st.batch.parallel_min_flops;

@@ -177,10 +177,26 @@ TEST(DotPlan, ComplexProductsTakeTheShortKernelOrThePlanarCopiesBySize) {
       EXPECT_NE(std::string(route.reason).find("Planar complex thresholds"), std::string::npos);
     }
   }
-  // A row-major A (rows not contiguous) stays with the providers.
+  // A row-major A (rows not contiguous): C^T = B^T A^T with B^T in registers where it
+  // fits them (Note [Narrow complex products]: 8 c128 rows and 4 steps at AVX-512),
+  // else the providers.
   Call rows = matmul(16384, 8, 4, 1, DType::kC128);
   rows.lhs = rm({16384, 4});
+  const DotRoute narrow_t = plan(rows, kAvx512).value();
+  EXPECT_EQ(narrow_t.kernel, DotKernel::kComplexShort) << describe(narrow_t);
+  EXPECT_TRUE(narrow_t.transposed);
+  EXPECT_FALSE(narrow_t.pack_lhs || narrow_t.pack_out) << describe(narrow_t);
+  EXPECT_EQ(plan(rows, kAvx2).value().kernel, DotKernel::kOpenBlas);  // 8 c128 rows: four AVX2 vectors
+  rows = matmul(16384, 8, 5, 1, DType::kC128);
+  rows.lhs = rm({16384, 5});
   EXPECT_EQ(plan(rows, kAvx512).value().kernel, DotKernel::kOpenBlas);
+  // A small row-major A (a gate against a long B) is packed column-major for the kernel.
+  Call gate = matmul(4, 16384, 4, 1, DType::kC128);
+  gate.lhs = rm({4, 4});
+  const DotRoute packed_gate = plan(gate, kAvx512).value();
+  EXPECT_EQ(packed_gate.kernel, DotKernel::kComplexShort) << describe(packed_gate);
+  EXPECT_TRUE(packed_gate.pack_lhs && !packed_gate.lhs_k_first) << describe(packed_gate);
+  EXPECT_FALSE(packed_gate.transposed);
   // Two threads: pieces of rows, or of columns when the rows are few.
   DotRoute two = plan(matmul(16384, 8, 4, 2, DType::kC128), kAvx512).value();
   EXPECT_EQ(two.kernel, DotKernel::kComplexShort);
@@ -477,8 +493,8 @@ TEST(DotPlan, FewVectorsTakeTheMatrixVectorKernel) {
   // ... except against A's columns with a contraction of at most 16, where the short
   // complex kernel takes them (a gate on a state's slowest axis): at AVX-512 and AVX2,
   // not where OpenBLAS runs 512-bit kernels (the short kernel is not chosen there), nor
-  // with A's rows contiguous (the kernel would pack A: the matrix-vector kernel's row form
-  // or OpenBLAS) or a longer contraction.
+  // a longer contraction; with A's rows contiguous the matrix-vector kernel's row form
+  // from a contraction of 8, below it the short kernel on C^T = B^T A^T (B^T in registers).
   for (const DType d : {DType::kC128, DType::kC64}) {
     for (const int64_t k : {2, 8, 16}) {
       for (const int64_t n : {2, 4}) {
@@ -492,7 +508,11 @@ TEST(DotPlan, FewVectorsTakeTheMatrixVectorKernel) {
             << m << "x" << n << "x" << k;
         Call rows = matmul(m, n, k, 1, d);
         rows.lhs = rm({m, k});
-        EXPECT_NE(plan(rows, kAvx512).value().kernel, DotKernel::kComplexShort) << m << "x" << n << "x" << k;
+        const DotRoute rr = plan(rows, kAvx512).value();
+        // From a contraction of 8 the matrix-vector kernel's row form comes first.
+        EXPECT_EQ(rr.kernel, k < 8 ? DotKernel::kComplexShort : DotKernel::kMatVec)
+            << m << "x" << n << "x" << k << ": " << describe(rr);
+        EXPECT_EQ(rr.transposed, k < 8) << describe(rr);  // B^T in registers (Note [Narrow complex products])
       }
     }
     EXPECT_EQ(plan(matmul(16384, 2, 32, 1, d), kAvx512).value().kernel, DotKernel::kMatVec);

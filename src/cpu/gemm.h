@@ -247,8 +247,9 @@ inline bool matvec_available(IsaLevel isa) { return isa >= IsaLevel::kAvx2; }
 /// g.rsc == 1; columns at any stride), B any strides: the sums kept in registers over the
 /// contraction, A and C read and written in their interleaved layout (Note [Short complex
 /// products] in gemm_complex.cc); an A of at most two vectors of rows and a short
-/// contraction held in registers (Note [Narrow complex products]). No allocation (stack blocks of B); one thread
-/// (callers split the rows). Other strides, and levels below kAvx2: plain loops.
+/// contraction held in registers (Note [Narrow complex products]), there also with C's rows
+/// at any stride. No allocation (stack blocks of B); one thread (callers split the rows).
+/// Other strides, and levels below kAvx2: plain loops.
 template <class T>
 void complex_short(IsaLevel isa, const GemmArgs<T>& g);
 /// Whether complex_short has its vector form at ISA level `isa`.

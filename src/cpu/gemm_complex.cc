@@ -44,8 +44,10 @@ constexpr int kRowVectors = TENFERRO_ISA_LEVEL >= 2 ? 4 : 2;
 constexpr int kCols = 4;
 constexpr int64_t kKChunk = 128;
 constexpr int64_t kPanelBytes = 256 << 10;
-// Note [Narrow complex products]: A of at most this many vectors of rows.
+// Note [Narrow complex products]: A of at most this many vectors of rows; columns of a C
+// with strided rows written in blocks of this many.
 constexpr int64_t kNarrowVectors = 2;
+constexpr int64_t kStridedBlock = 16;
 
 template <class R>
 struct Packed {
@@ -182,8 +184,11 @@ void short_product(const GemmArgs<std::complex<R>>& g) {
 // op(A)'s vectors a_p and s_p = swap(a_p) pair(-1, 1) (negated for a conjugated B);
 // each column of C is then sum_p a_p re(b_pj) + s_p im(b_pj), two broadcasts and two
 // multiply-adds per step and vector, C's column stored masked. B is read once in
-// column order.
-template <class R, int NV, int K>
+// column order. C's rows may also lie apart (kStrided: a column-major C computed as
+// C^T = B^T A^T, a gate against a state whose contraction is contiguous): blocks of
+// kStridedBlock columns of C then go through a stack tile and out row by row, each row
+// a run along C's columns (one write stream per row of C).
+template <class R, int NV, int K, bool kStrided = false>
 void narrow(const GemmArgs<std::complex<R>>& g) {
   using S = Simd<R>;
   using V = typename S::V;
@@ -207,6 +212,11 @@ void narrow(const GemmArgs<std::complex<R>>& g) {
   }
   const bool read_c = g.beta != T{};
   const V beta_re = S::set1(g.beta.real()), beta_im = S::pair(-g.beta.imag(), g.beta.imag());
+  // kStrided: columns in blocks of kStridedBlock, each block's columns in a stack tile
+  // (one vector row per column), written out row by row as runs along C's columns.
+  constexpr int64_t kBlock = kStrided ? kStridedBlock : 1;
+  constexpr int64_t kColElems = NV * L / 2;  // complex elements of one column vector row
+  alignas(64) T tile[kStrided ? kBlock * kColElems : 1];
   for (int64_t j = 0; j < g.n; ++j) {
     const R* bj = reinterpret_cast<const R*>(g.b + j * g.csb);
     V acc[NV];
@@ -218,43 +228,61 @@ void narrow(const GemmArgs<std::complex<R>>& g) {
         acc[v] = S::fma(sw[p][v], im, acc[v]);
       }
     }
-    R* cj = reinterpret_cast<R*>(g.c + j * g.csc);
-    for (int v = 0; v < NV; ++v) {
-      V out = acc[v];
-      if (read_c) {
-        const V old = S::load(cj + v * L, masks[v]);
-        out = S::fma(old, beta_re, out);
-        out = S::fma(S::swap(old), beta_im, out);
+    if constexpr (kStrided) {
+      const int64_t q = j % kBlock;
+      R* cv = reinterpret_cast<R*>(tile + q * kColElems);
+      for (int v = 0; v < NV; ++v) S::store(cv + v * L, acc[v]);
+      if (q + 1 == kBlock || j + 1 == g.n) {
+        const int64_t j0 = j - q, cols = q + 1;
+        for (int64_t i = 0; i < g.m; ++i) {
+          T* ci = g.c + i * g.rsc + j0 * g.csc;
+          if (read_c) {
+            for (int64_t u = 0; u < cols; ++u) ci[u * g.csc] = tile[u * kColElems + i] + g.beta * ci[u * g.csc];
+          } else {
+            for (int64_t u = 0; u < cols; ++u) ci[u * g.csc] = tile[u * kColElems + i];
+          }
+        }
       }
-      S::store(cj + v * L, out, masks[v]);
+    } else {
+      R* cj = reinterpret_cast<R*>(g.c + j * g.csc);
+      for (int v = 0; v < NV; ++v) {
+        V out = acc[v];
+        if (read_c) {
+          const V old = S::load(cj + v * L, masks[v]);
+          out = S::fma(old, beta_re, out);
+          out = S::fma(S::swap(old), beta_im, out);
+        }
+        S::store(cj + v * L, out, masks[v]);
+      }
     }
   }
 }
 
-// The narrow form's instance for g.m rows and g.k steps; false where it has none.
-template <class R>
+// The narrow form's instance for g.m rows and g.k steps (C's rows strided or not);
+// false where it has none.
+template <class R, bool kStrided>
 bool narrow_product(const GemmArgs<std::complex<R>>& g) {
   constexpr int64_t kRowsPerVector = Simd<R>::kLanes / 2;
   const int64_t nv = (g.m + kRowsPerVector - 1) / kRowsPerVector;
   if (nv == 1) {
     switch (g.k) {
-      case 1: narrow<R, 1, 1>(g); return true;
-      case 2: narrow<R, 1, 2>(g); return true;
-      case 3: narrow<R, 1, 3>(g); return true;
-      case 4: narrow<R, 1, 4>(g); return true;
-      case 5: narrow<R, 1, 5>(g); return true;
-      case 6: narrow<R, 1, 6>(g); return true;
-      case 7: narrow<R, 1, 7>(g); return true;
-      case 8: narrow<R, 1, 8>(g); return true;
+      case 1: narrow<R, 1, 1, kStrided>(g); return true;
+      case 2: narrow<R, 1, 2, kStrided>(g); return true;
+      case 3: narrow<R, 1, 3, kStrided>(g); return true;
+      case 4: narrow<R, 1, 4, kStrided>(g); return true;
+      case 5: narrow<R, 1, 5, kStrided>(g); return true;
+      case 6: narrow<R, 1, 6, kStrided>(g); return true;
+      case 7: narrow<R, 1, 7, kStrided>(g); return true;
+      case 8: narrow<R, 1, 8, kStrided>(g); return true;
       default: return false;
     }
   }
   if (nv == 2) {
     switch (g.k) {
-      case 1: narrow<R, 2, 1>(g); return true;
-      case 2: narrow<R, 2, 2>(g); return true;
-      case 3: narrow<R, 2, 3>(g); return true;
-      case 4: narrow<R, 2, 4>(g); return true;
+      case 1: narrow<R, 2, 1, kStrided>(g); return true;
+      case 2: narrow<R, 2, 2, kStrided>(g); return true;
+      case 3: narrow<R, 2, 3, kStrided>(g); return true;
+      case 4: narrow<R, 2, 4, kStrided>(g); return true;
       default: return false;
     }
   }
@@ -267,13 +295,15 @@ bool narrow_product(const GemmArgs<std::complex<R>>& g) {
 template <class T>
 void complex_short(const GemmArgs<T>& g) {
 #if TENFERRO_ISA_LEVEL >= 1
+  using R = typename T::value_type;
+  if (g.rsa == 1 && g.m > 0 && g.n > 0 && g.k > 0 && g.m <= kNarrowVectors * (Simd<R>::kLanes / 2)) {
+    if (g.rsc == 1 ? narrow_product<R, false>(g) : narrow_product<R, true>(g)) return;
+  }
   if (g.rsa == 1 && g.rsc == 1 && g.m > 0 && g.n > 0) {
     if (g.k == 0) {
       gemm_naive<T>(g);  // C = beta C
       return;
     }
-    using R = typename T::value_type;
-    if (g.m <= kNarrowVectors * (Simd<R>::kLanes / 2) && narrow_product<R>(g)) return;
     short_product<R>(g);
     return;
   }
