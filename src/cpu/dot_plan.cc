@@ -416,6 +416,16 @@ bool complex_short_operands(const DotRoute& r, const DotGroup& lm, const DotGrou
 // 65536 x 16 x 16), K = 32 0.86 (1024^2), 8192 x 32 x 256 0.72, cubes 64 to 512 0.81-0.88;
 // c64 alike (K <= 16 1.3-2.7, K = 32 0.94, 8192 x 32 x 256 0.77).
 constexpr int64_t kComplexShortMaxKAvx2 = 16;
+// Note [Blocked thresholds]: the blocked kernel (Note [Blocked AVX-512 GEMM]) packs B for
+// register blocks of 24 (f64) or 48 (f32) rows. A C of at most a quarter of that many
+// rows from a contraction of at most kBlockedShortK (a small matrix applied to many
+// vectors: 2 x 2 against 2 x 524288) fills a fraction of each block and spends its time
+// packing B, which OpenBLAS's 256-bit kernels do not: `tenferro.einsum('ik,kj->ij')` on
+// Fortran-ordered operands, one thread, Zen 5, 2026-12-05, two rounds, OpenBLAS / blocked
+// time: f32 M = 2 to 12, K = 2 and 4, N = 2^20 / K: 0.38-0.73; f64 M = 2 to 6: 0.28-0.83;
+// with K = 8 even (0.55-1.62), from 16 rows (f32) or 8 (f64, the wide kernel's range)
+// the blocked kernel or the wide one won. Such products keep OpenBLAS.
+constexpr int64_t kBlockedShortK = 4;
 // Few complex vectors (Note [Few-vector products]) against A's columns with a contraction
 // of at most kComplexShortOverVectorsMaxK take the short kernel: the matrix-vector
 // kernel's column form adds each column of A into stack tiles of Y and writes them out
@@ -1010,7 +1020,10 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
       // OpenBLAS would run its 256-bit kernels on an AVX-512 CPU (Note [Blocked AVX-512 GEMM]).
       const bool blocked = !integral && automatic && r.policy != BatchPolicy::kOuterParallel &&
                            detail::blocked_available(isa) && !caps.openblas_avx512;
-      if (blocked && planar_pays(p.dtype, caps, M, N, K)) {
+      // Note [Blocked thresholds]: the rows of the kernel's C (C^T's for a row-major C).
+      const int64_t blocked_rows = r.pack_out || om.stride <= on.stride ? M : N;
+      const bool few_rows = K <= kBlockedShortK && blocked_rows * 4 <= (f64 ? 24 : 48);
+      if (blocked && planar_pays(p.dtype, caps, M, N, K) && !(few_rows && !is_complex(p.dtype))) {
         r.kernel = DotKernel::kBlocked;
         r.reason = "a product OpenBLAS would run with 256-bit kernels on an AVX-512 CPU: the blocked kernel (Note "
                    "[Blocked AVX-512 GEMM])";

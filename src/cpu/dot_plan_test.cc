@@ -126,6 +126,31 @@ TEST(DotPlan, LargeF64ProductsFollowTheIsaAndTheTunedLibrary) {
   EXPECT_EQ(plan(z, kAvx2).value().kernel, DotKernel::kOpenBlas);
 }
 
+// Note [Blocked thresholds]: a C of at most a quarter of a register block's rows (f64 6,
+// f32 12; C^T's rows for a row-major C) from a contraction of at most 4 keeps OpenBLAS;
+// more rows or a longer contraction take the blocked kernel.
+TEST(DotPlan, FewRowsFromAShortContractionKeepOpenBlas) {
+  struct Row {
+    int64_t m, n, k;
+    DType dtype;
+    DotKernel kernel;
+  };
+  for (const Row& r :
+       {Row{2, 524288, 2, DType::kF32, DotKernel::kOpenBlas}, Row{12, 262144, 4, DType::kF32, DotKernel::kOpenBlas},
+        Row{16, 262144, 4, DType::kF32, DotKernel::kBlocked}, Row{12, 131072, 5, DType::kF32, DotKernel::kBlocked},
+        Row{2, 524288, 2, DType::kF64, DotKernel::kOpenBlas}, Row{6, 262144, 4, DType::kF64, DotKernel::kOpenBlas},
+        Row{6, 131072, 5, DType::kF64, DotKernel::kBlocked}}) {
+    const DotRoute route = plan(matmul(r.m, r.n, r.k, 1, r.dtype), kAvx512).value();
+    SCOPED_TRACE(std::to_string(r.m) + "x" + std::to_string(r.n) + "x" + std::to_string(r.k) + " " +
+                 std::string(dtype_name(r.dtype)) + ": " + describe(route));
+    EXPECT_EQ(route.kernel, r.kernel);
+    // A row-major C: the kernel's rows are C^T's, the long side.
+    Call t = matmul(r.m, r.n, r.k, 1, r.dtype);
+    t.out = rm({r.m, r.n});
+    EXPECT_EQ(plan(t, kAvx512).value().kernel, DotKernel::kBlocked) << describe(plan(t, kAvx512).value());
+  }
+}
+
 // Note [Planar complex thresholds], Note [Short complex thresholds]: complex products
 // take the blocked kernel's planar copies only from 32-step contractions, 64-element
 // sides and 2^31 multiply-adds; below, the short complex kernel where A and C are
