@@ -417,14 +417,19 @@ bool complex_short_operands(const DotRoute& r, const DotGroup& lm, const DotGrou
 // c64 alike (K <= 16 1.3-2.7, K = 32 0.94, 8192 x 32 x 256 0.77).
 constexpr int64_t kComplexShortMaxKAvx2 = 16;
 // Note [Blocked thresholds]: the blocked kernel (Note [Blocked AVX-512 GEMM]) packs B for
-// register blocks of 24 (f64) or 48 (f32) rows. A C of at most a quarter of that many
+// register blocks of 24 (f64) or 48 (f32) rows. A real C of at most a quarter of that many
 // rows from a contraction of at most kBlockedShortK (a small matrix applied to many
 // vectors: 2 x 2 against 2 x 524288) fills a fraction of each block and spends its time
 // packing B, which OpenBLAS's 256-bit kernels do not: `tenferro.einsum('ik,kj->ij')` on
 // Fortran-ordered operands, one thread, Zen 5, 2026-12-05, two rounds, OpenBLAS / blocked
 // time: f32 M = 2 to 12, K = 2 and 4, N = 2^20 / K: 0.38-0.73; f64 M = 2 to 6: 0.28-0.83;
 // with K = 8 even (0.55-1.62), from 16 rows (f32) or 8 (f64, the wide kernel's range)
-// the blocked kernel or the wide one won. Such products keep OpenBLAS.
+// the blocked kernel or the wide one won. From L2 (best of 7 x 2000 calls, N = 16 to
+// 16384): f32 OpenBLAS 1.1-2.2x faster at every N; f64 even or the blocked kernel up to
+// 1.2x faster (M = 4, K = 4; 6, 3), and in the einsum suite's 4 x 16 x 4 steps 3-4 us
+// against 7-20. So f32 products of that shape keep OpenBLAS at any size, f64 ones where
+// the kernel's B (all batch items) exceeds L2 (a 9 x 1 x 177147 x 3 batch of the suite:
+// 27.1 -> 17.1 ms).
 constexpr int64_t kBlockedShortK = 4;
 // Few complex vectors (Note [Few-vector products]) against A's columns with a contraction
 // of at most kComplexShortOverVectorsMaxK take the short kernel: the matrix-vector
@@ -1021,9 +1026,12 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
       const bool blocked = !integral && automatic && r.policy != BatchPolicy::kOuterParallel &&
                            detail::blocked_available(isa) && !caps.openblas_avx512;
       // Note [Blocked thresholds]: the rows of the kernel's C (C^T's for a row-major C).
-      const int64_t blocked_rows = r.pack_out || om.stride <= on.stride ? M : N;
-      const bool few_rows = K <= kBlockedShortK && blocked_rows * 4 <= (f64 ? 24 : 48);
-      if (blocked && planar_pays(p.dtype, caps, M, N, K) && !(few_rows && !is_complex(p.dtype))) {
+      const bool c_columns = r.pack_out || om.stride <= on.stride;
+      const int64_t blocked_rows = c_columns ? M : N;
+      const int64_t b_elements = sat_mul(sat_mul(B, K), c_columns ? N : M);  // the kernel's B, all items
+      const bool few_rows = !is_complex(p.dtype) && K <= kBlockedShortK && blocked_rows * 4 <= (f64 ? 24 : 48) &&
+                            (!f64 || b_elements > l2 / elem);
+      if (blocked && planar_pays(p.dtype, caps, M, N, K) && !few_rows) {
         r.kernel = DotKernel::kBlocked;
         r.reason = "a product OpenBLAS would run with 256-bit kernels on an AVX-512 CPU: the blocked kernel (Note "
                    "[Blocked AVX-512 GEMM])";
@@ -1033,7 +1041,11 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
         pieces(balanced(std::max(M, N), kBlockedPiece));
       } else {
         r.kernel = DotKernel::kOpenBlas;
-        if (blocked) {
+        if (blocked && few_rows) {
+          r.reason =
+              "a few rows of C from a short contraction: OpenBLAS, which does not pack B for them (Note "
+              "[Blocked thresholds])";
+        } else if (blocked) {
           r.reason =
               "a complex product below the planar copies' thresholds: OpenBLAS on the interleaved operands (Note "
               "[Planar complex thresholds])";

@@ -127,8 +127,8 @@ TEST(DotPlan, LargeF64ProductsFollowTheIsaAndTheTunedLibrary) {
 }
 
 // Note [Blocked thresholds]: a C of at most a quarter of a register block's rows (f64 6,
-// f32 12; C^T's rows for a row-major C) from a contraction of at most 4 keeps OpenBLAS;
-// more rows or a longer contraction take the blocked kernel.
+// f32 12; C^T's rows for a row-major C) from a contraction of at most 4 keeps OpenBLAS
+// (f64 where B exceeds L2); more rows or a longer contraction take the blocked kernel.
 TEST(DotPlan, FewRowsFromAShortContractionKeepOpenBlas) {
   struct Row {
     int64_t m, n, k;
@@ -139,11 +139,16 @@ TEST(DotPlan, FewRowsFromAShortContractionKeepOpenBlas) {
        {Row{2, 524288, 2, DType::kF32, DotKernel::kOpenBlas}, Row{12, 262144, 4, DType::kF32, DotKernel::kOpenBlas},
         Row{16, 262144, 4, DType::kF32, DotKernel::kBlocked}, Row{12, 131072, 5, DType::kF32, DotKernel::kBlocked},
         Row{2, 524288, 2, DType::kF64, DotKernel::kOpenBlas}, Row{6, 262144, 4, DType::kF64, DotKernel::kOpenBlas},
-        Row{6, 131072, 5, DType::kF64, DotKernel::kBlocked}}) {
+        Row{6, 131072, 5, DType::kF64, DotKernel::kBlocked},
+        // In L2 (512 KiB assumed): f32 keeps OpenBLAS (f64 products there take the small kernel).
+        Row{4, 1024, 4, DType::kF32, DotKernel::kOpenBlas}}) {
     const DotRoute route = plan(matmul(r.m, r.n, r.k, 1, r.dtype), kAvx512).value();
     SCOPED_TRACE(std::to_string(r.m) + "x" + std::to_string(r.n) + "x" + std::to_string(r.k) + " " +
                  std::string(dtype_name(r.dtype)) + ": " + describe(route));
     EXPECT_EQ(route.kernel, r.kernel);
+    if (route.kernel == DotKernel::kOpenBlas) {
+      EXPECT_NE(std::string(route.reason).find("Blocked thresholds"), std::string::npos);
+    }
     // A row-major C: the kernel's rows are C^T's, the long side.
     Call t = matmul(r.m, r.n, r.k, 1, r.dtype);
     t.out = rm({r.m, r.n});
