@@ -428,8 +428,9 @@ constexpr int64_t kComplexShortMaxKAvx2 = 16;
 // 16384): f32 OpenBLAS 1.1-2.2x faster at every N; f64 even or the blocked kernel up to
 // 1.2x faster (M = 4, K = 4; 6, 3), and in the einsum suite's 4 x 16 x 4 steps 3-4 us
 // against 7-20. So f32 products of that shape keep OpenBLAS at any size, f64 ones where
-// the kernel's B (all batch items) exceeds L2 (a 9 x 1 x 177147 x 3 batch of the suite:
-// 27.1 -> 17.1 ms).
+// the kernel's B (all batch items) exceeds L2 (the suite's steps that change route, three
+// alternating rounds: tensornetwork's 2 x (4 x 524288 x 4) 15.7-23.6 -> 10.2-11.5 ms,
+// gm_queen's 9 x (1 x 177147 x 3) 14.2-23.0 -> 12.8-15.5).
 constexpr int64_t kBlockedShortK = 4;
 // Few complex vectors (Note [Few-vector products]) against A's columns with a contraction
 // of at most kComplexShortOverVectorsMaxK take the short kernel: the matrix-vector
@@ -813,9 +814,8 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   // thread, against OpenBLAS on the same product, gates on the two fastest axes 2.9-3.0 -> 1.8-2.0 ms, 8 x 4 gates
   // 5.1-6.6 -> 3.0-3.1, on the fastest axis 1.5-1.9 -> 1.2-1.3; c64 even or faster). Other operands the kernel does
   // not take (A's rows not contiguous) go to the providers too; few vectors to the matrix-vector kernel above (as fast
-  // as this one with
-  // A's columns contiguous, 2048^2 with 2 to 4 vectors within 8 %), except against a contraction of at most
-  // kComplexShortOverVectorsMaxK (see there). Measured where OpenBLAS runs 256-bit kernels (Zen 5
+  // as this one with A's columns contiguous, 2048^2 with 2 to 4 vectors within 8 %), except against a contraction of
+  // at most kComplexShortOverVectorsMaxK (see there). Measured where OpenBLAS runs 256-bit kernels (Zen 5
   // at AVX-512 and under an AVX2 cap); where it runs 512-bit ones (Zen 4, Intel) the kernel is not measured, so the
   // products keep the providers there (in a process of this machine with OpenBLAS's SkylakeX kernels, the kernel
   // ran 1.2-2.3x their speed on the skinny cases: docs/benchmarks.md).
