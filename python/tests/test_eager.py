@@ -620,6 +620,28 @@ def test_einsum_of_eager_tensors_and_arrays_stays_eager(rt):
         tenferro.einsum("ij,jk->ik", x, np.eye(2, dtype=np.float32))
 
 
+def test_einsum_of_c_ordered_eager_tensors_matches_numpy(rt):
+    # C-ordered eager tensors of a problem past the size threshold run a row-major plan
+    # (Note [Row-major operands]); eagerly, through jit (a prepared einsum node holds
+    # plans of both orders) and for the gradient the values are numpy's.
+    rng = np.random.default_rng(31)
+    a = rng.standard_normal((24, 20, 18))
+    b = rng.standard_normal((18, 30))
+    c = rng.standard_normal((30, 7))
+    subs = "ijk,kl,lm->mji"
+    want = np.einsum(subs, a, b, c)
+    xs = [rt.tensor(v) for v in (a, b, c)]
+    np.testing.assert_allclose(tenferro.einsum(subs, *xs).numpy(), want, rtol=1e-12, atol=1e-12)
+    f = tenferro.jit(lambda p, q, r: tenferro.einsum(subs, p, q, r))
+    for _ in range(2):
+        np.testing.assert_allclose(np.asarray(f(*xs)), want, rtol=1e-12, atol=1e-12)
+    fortran = [rt.tensor(np.asfortranarray(v)) for v in (a, b, c)]
+    np.testing.assert_allclose(np.asarray(f(*fortran)), want, rtol=1e-12, atol=1e-12)
+    x = rt.tensor(a).requires_grad_()
+    tenferro.einsum(subs, x, xs[1], xs[2]).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.einsum("mji,kl,lm->ijk", np.ones(want.shape), b, c), rtol=1e-12)
+
+
 def test_copy_module_copies(rt):
     import copy
     a = np.arange(3.0)
