@@ -737,16 +737,15 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   const bool short_common = is_complex(p.dtype) && automatic && !vendor && r.provider != GemmProvider::kNaive &&
                             detail::complex_short_available(isa) && K >= 2 && !planar_shape(M, N, K) &&
                             (isa >= IsaLevel::kAvx512 || K <= kComplexShortMaxKAvx2) && !caps.openblas_avx512;
+  const int64_t rows_per_vector = (isa >= IsaLevel::kAvx512 ? 64 : 32) / elem;  // complex elements
   auto short_rows = [&](int64_t rows) {
-    return rows * elem >= kComplexShortMinRowBytes ||
-           detail::complex_narrow(rows, K, (isa >= IsaLevel::kAvx512 ? 64 : 32) / elem);
+    return rows * elem >= kComplexShortMinRowBytes || detail::complex_narrow(rows, K, rows_per_vector);
   };
   const bool complex_short_plain = short_common && short_rows(M) && complex_short_operands(r, lm, lk, rk, rn, om, on);
   // ... C^T's rows contiguous (C row-major), or strided for a B^T held in registers (C
   // column-major: Note [Narrow complex products]).
   const bool c_t_rows = on.stride == 1 && om.stride != 1 && short_rows(N);
-  const bool c_t_narrow =
-      om.stride == 1 && on.stride != 1 && detail::complex_narrow(N, K, (isa >= IsaLevel::kAvx512 ? 64 : 32) / elem);
+  const bool c_t_narrow = om.stride == 1 && on.stride != 1 && detail::complex_narrow(N, K, rows_per_vector);
   const bool complex_short_t = short_common && !complex_short_plain && lm.mergeable && lk.mergeable && om.mergeable &&
                                on.mergeable && (c_t_rows || c_t_narrow) && !r.split_lhs_free && !r.split_rhs_free;
   const bool complex_short = complex_short_plain || complex_short_t;

@@ -228,10 +228,16 @@ OperandOrder preferred_operand_order(std::span<const Tensor> operands) noexcept 
 
 namespace {
 
+// The permutation that reverses `rank` axes.
+SmallVector<int64_t, 8> reverse_axes(int64_t rank) {
+  SmallVector<int64_t, 8> perm;
+  for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);
+  return perm;
+}
+
 // The axes of `t` in reverse order (a view).
 Result<Tensor> reversed(const Tensor& t) {
-  SmallVector<int64_t, 8> perm;
-  for (int64_t d = t.rank() - 1; d >= 0; --d) perm.push_back(d);
+  const auto perm = reverse_axes(t.rank());
   return t.permute(Dims(perm.span()));
 }
 
@@ -908,8 +914,7 @@ Result<Tensor> EinsumPlan::run(const cpu::CpuExecutionContext& ctx, std::span<co
     out_layout = out->layout();
     Layout v = out_layout;
     if (mirrored) {
-      SmallVector<int64_t, 8> rev;
-      for (int64_t d = static_cast<int64_t>(v.shape.size()) - 1; d >= 0; --d) rev.push_back(d);
+      const auto rev = reverse_axes(static_cast<int64_t>(v.shape.size()));
       TENFERRO_TRY(v, permute_layout(v, Dims(rev.span())));
     }
     for (const auto& axes : out_diags_) {
