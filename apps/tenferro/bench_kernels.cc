@@ -225,6 +225,34 @@ int run_bench_kernels(int argc, char** argv) {
         rows.push_back({name + " [openblas]", forced(cpu::GemmProvider::kOpenBlas), "plain loops", naive, 0});
       }
     }
+    // ---- the tiny matrix shortcut (Note [Tiny matrix shortcut]) against the planned route
+    // (shortcut_flops 0) on 256 calls of small 2-D f64 products, column-major, square and
+    // skinny (a short side against a longer one: the shortcut's runs are short there).
+    struct ShortcutCase {
+      int64_t m, n, k;
+    };
+    for (const ShortcutCase& sc :
+         {ShortcutCase{6, 6, 6}, ShortcutCase{8, 8, 8}, ShortcutCase{10, 10, 10}, ShortcutCase{12, 12, 12},
+          ShortcutCase{14, 14, 14}, ShortcutCase{2, 64, 2}, ShortcutCase{4, 32, 4}, ShortcutCase{2, 512, 2},
+          ShortcutCase{3, 256, 3}, ShortcutCase{4, 128, 4}, ShortcutCase{256, 3, 3}, ShortcutCase{3, 64, 3},
+          ShortcutCase{2, 32, 2}}) {
+      const std::string name =
+          "shortcut " + std::to_string(sc.m) + "x" + std::to_string(sc.n) + "x" + std::to_string(sc.k) + " (x256)";
+      if (!want(name)) continue;
+      const Tensor a = Tensor::random_normal(DType::kF64, {sc.m, sc.k}, 3).value();
+      const Tensor b = Tensor::random_normal(DType::kF64, {sc.k, sc.n}, 4).value();
+      Tensor c = Tensor::zeros(DType::kF64, {sc.m, sc.n}).value();
+      const cpu::DotDims dims{{}, {}, {1}, {0}};
+      cpu::DotOptions planned;
+      planned.shortcut_flops = 0;
+      const double tf = median_ms(31, [&] {
+        for (int i = 0; i < 256; ++i) check(cpu::dot_general_into(ctx, a, b, dims, {}, c));
+      });
+      const double ref = median_ms(31, [&] {
+        for (int i = 0; i < 256; ++i) check(cpu::dot_general_into(ctx, a, b, dims, planned, c));
+      });
+      rows.push_back({name, tf, "planned", ref, 256 * 2.0 * static_cast<double>(sc.m * sc.n * sc.k) / tf / 1e6});
+    }
     // ---- thin transposed products (Note [Thin transposed products]): tensor-train steps
     // C[m, 19] = A^T B with A [19, m] (contraction contiguous) and B [19, 19], on one
     // operand (hot) and cycling through 128 operands (42 MB: from memory), against
@@ -601,7 +629,11 @@ int run_bench_kernels(int argc, char** argv) {
             // A one-qubit gate on a 2^20-element state from memory: on its slowest axis
             // (A the state, column-major) and on its fastest (B the state, contraction
             // contiguous).
-            SkinnyCase{524288, 2, 2}, SkinnyCase{2, 524288, 2}}) {
+            SkinnyCase{524288, 2, 2}, SkinnyCase{2, 524288, 2},
+            // A small matrix applied to many points stored point by point (B's columns
+            // contiguous: Note [Narrow products]): beyond the caches and within them.
+            SkinnyCase{3, 1000000, 3}, SkinnyCase{3, 4096, 3}, SkinnyCase{8, 131072, 8}, SkinnyCase{16, 65536, 4},
+            SkinnyCase{2, 512, 2}}) {
         const std::string base = std::string("skinny ") + std::string(dtype_name(d)) + " " + std::to_string(sc.m) +
                                  "x" + std::to_string(sc.n) + "x" + std::to_string(sc.k);
         if (!want(base)) continue;

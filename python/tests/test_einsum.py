@@ -212,6 +212,26 @@ def test_row_major_operands_are_planned_as_their_mirror():
         assert info.output_shape == np.einsum(subs, *[np.ones(s) for s in shapes]).shape
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_small_matrices_applied_to_many_points_match_numpy(threads):
+    """A small real matrix applied to points stored point by point (Note [Narrow products]:
+    the kernel's B is P's rows), transposed and with the matrix on the other side, f64 and
+    f32, out= included, against numpy's matmul."""
+    rng = np.random.default_rng(11)
+    for dtype in (np.float64, np.float32):
+        tol = 1e-4 if dtype == np.float32 else 1e-12
+        for m, k in ((3, 3), (2, 5), (8, 8), (12, 3)):
+            r = rng.standard_normal((m, k)).astype(dtype)
+            p = rng.standard_normal((20001, k)).astype(dtype)
+            np.testing.assert_allclose(tenferro.einsum("ij,nj->ni", r, p, threads=threads), p @ r.T, rtol=tol, atol=tol)
+            np.testing.assert_allclose(tenferro.einsum("nj,ij->ni", p, r, threads=threads), p @ r.T, rtol=tol, atol=tol)
+            q = rng.standard_normal((20001, m)).astype(dtype)
+            np.testing.assert_allclose(tenferro.einsum("ni,ij->nj", q, r, threads=threads), q @ r, rtol=tol, atol=tol)
+            out = np.empty((20001, m), dtype=dtype)
+            assert tenferro.einsum("ij,nj->ni", r, p, out=out, threads=threads) is out
+            np.testing.assert_allclose(out, p @ r.T, rtol=tol, atol=tol)
+
+
 def test_interleaved_form_and_numpy_paths():
     rng = np.random.default_rng(1)
     a, b, c = rng.random((3, 4)), rng.random((4, 5)), rng.random((5, 2, 6))

@@ -872,6 +872,17 @@ Result<void> run_dot(const CpuExecutionContext& ctx, const Tensor& lhs, const Te
           }
         }
         return;
+      case DotKernel::kNarrow:
+        if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>) {
+          const detail::GemmArgs<T> w = route.transposed ? detail::transposed(g) : g;  // C^T = B^T A^T
+          if (route.split == DotSplit::kPieces) {
+            on_pieces<T>(ctx, w, route.pieces, route.split_columns,
+                         [&](const detail::GemmArgs<T>& part, int64_t) { detail::narrow<T>(isa, part); });
+          } else {
+            detail::narrow<T>(isa, w);
+          }
+        }
+        return;
       case DotKernel::kStreamedOutput:
         if constexpr (std::is_same_v<T, double>) {
           // A stays in cache: column blocks outermost, pieces of whole column blocks;
@@ -1022,7 +1033,15 @@ namespace {
 // 1.07-1.08 us, 12 0.68-0.71 / 1.08-1.11, 14 0.94-0.98 / 1.10-1.15, 16 1.32-1.36 /
 // 1.14-1.16; f64 transposed views (the element loop) n = 14 1.18-1.22 / 1.56-1.59, 16
 // 1.67-1.68 / 1.64-1.65; c128 n = 12 2.29-2.30 / 3.17-3.20, 14 3.12-3.13 / 3.08-3.14, 16
-// 4.49-4.58 / 2.63-2.68. So up to 14^3 = 2744 multiply-adds (of the dtype).
+// 4.49-4.58 / 2.63-2.68. So up to 14^3 = 2744 multiply-adds (of the dtype). The loop
+// costs per run more than per multiply-add: a short side against a long one makes many
+// short runs (`tenferro bench kernels --only shortcut`, 256 calls into a column-major
+// destination, one thread, Zen 5, 2026-12-05, two rounds, shortcut against planned: 2 x
+// 512 x 2 1.28-1.42 against 0.19-0.28 ms, 3 x 256 x 3 0.88-0.94 / 0.17-0.26, 4 x 128 x 4
+// 0.56-0.60 / 0.15-0.22; 3 x 64 x 3 0.22-0.24 / 0.13-0.21, 14^3 0.22-0.35 / 0.16-0.22;
+// 10^3 0.09-0.15 / 0.15-0.21, 2 x 32 x 2 0.08-0.10 / 0.20-0.30), so the shortcut also
+// needs k times the longer side within kShortcutMaxRuns (14^2: every square product it
+// took before keeps it).
 // dot_general_into takes it too when beta is 0, writing through the destination's
 // strides after the destination checks.
 

@@ -2274,7 +2274,7 @@ TEST(DotGeneral, ShortComplexKernelMatchesTheReference) {
       // (A of more than kComplexShortPackedA elements: a smaller one is packed for the plain form.)
       for (const Case& cs : {Case{3001, 2, 2, 1}, Case{1503, 4, 4, 1}, Case{517, 3, 8, 1}, Case{40001, 2, 2, 2}}) {
         const int64_t rows_per_vector = (isa == IsaLevel::kAvx512 ? 64 : 32) / dtype_size(d);
-        if (!detail::complex_narrow(cs.n, cs.k, rows_per_vector)) continue;
+        if (!detail::narrow_takes(cs.n, cs.k, rows_per_vector)) continue;
         for (int variant = 0; variant < 3; ++variant) {
           Config ct;
           ct.lhs_shape = {cs.m, cs.k};
@@ -2379,6 +2379,160 @@ TEST(DotGeneral, ShortComplexKernelMatchesTheReference) {
       EXPECT_TRUE(route.pack_lhs && route.pack_out) << describe(route);
       std::string first;
       const double eps = d == DType::kC128 ? 1e-12 : 2e-5;
+      EXPECT_EQ(mismatches_after_call(*executor, 1, lhs, rhs, c, opt, out, eps, &first, &caps), 0)
+          << "first at " << first;
+    }
+  }
+  EXPECT_GT(runs, 0);
+}
+
+// The narrow kernel (Note [Narrow products]) through dot_general at each ISA level this
+// machine has (AVX2, AVX-512), f64 and f32: a small A (one or two vectors of rows, each
+// contraction length it holds) against B's columns contiguous (points stored point by
+// point) or its rows contiguous, A column-major, row-major or a strided slice, C dense
+// (one run through the stack tile, column blocks past one tile) or with gaps between
+// columns (masked stores), beta 0 (a NaN destination never read) or not, alpha, two
+// threads in pieces of columns; C^T = B^T A^T for a small B against a row-major C; A
+// whose groups do not merge (packed). Against long-double sums.
+TEST(DotGeneral, NarrowKernelMatchesTheReference) {
+  auto executor = make_tbb_executor(2).value();
+  std::mt19937_64 rng(777);
+  int runs = 0;
+  for (const IsaLevel isa : {IsaLevel::kAvx2, IsaLevel::kAvx512}) {
+    CpuCaps caps = host_caps();
+    if (caps.detected_isa < isa) continue;
+    caps.max_isa = isa;
+    caps.openblas_tuned = true;
+    caps.openblas_avx512 = false;
+    caps.blis_tuned = false;
+    caps.l2_bytes = int64_t{1} << 20;
+    for (const DType d : {DType::kF64, DType::kF32}) {
+      const int64_t rpv = (isa == IsaLevel::kAvx512 ? 64 : 32) / dtype_size(d);
+      const double eps = d == DType::kF64 ? 1e-12 : 2e-5;
+      struct Case {
+        int64_t m, n, k;
+        int threads;
+      };
+      std::vector<Case> cases;
+      for (const int64_t m : {int64_t{2}, int64_t{3}, rpv - 1, rpv, rpv + 1, 2 * rpv}) {
+        for (const int64_t k : {2, 3, 4, 5, 8}) {
+          // Note [Narrow thresholds]: f64 over two vectors only below 8 rows.
+          if (!detail::narrow_takes(m, k, rpv) || (d == DType::kF64 && m > rpv && m >= 8)) continue;
+          cases.push_back({m, 200, k, 1});
+          cases.push_back({m, 1001, k, k == 3 ? 2 : 1});
+        }
+      }
+      cases.push_back({3, 70001, 3, 2});
+      for (const Case& cs : cases) {
+        for (int variant = 0; variant < 6; ++variant) {
+          // variant: bit 0 B's rows contiguous (else its columns), bit 1 beta 0 on NaN,
+          // variant 4 and 5: C with gaps between columns; A's layout cycles.
+          const bool b_rows = variant & 1, beta_zero = variant & 2, gaps = variant >= 4;
+          Config c;
+          c.lhs_shape = {cs.m, cs.k};
+          c.rhs_shape = {cs.k, cs.n};
+          c.dims.lhs_contracting = {1};
+          c.dims.rhs_contracting = {0};
+          const Tensor lhs = variant % 3 == 0   ? random_matrix(rng, d, cs.m, cs.k, false)
+                             : variant % 3 == 1 ? random_matrix(rng, d, cs.m, cs.k, true)
+                                                : strided_operand(rng, d, c.lhs_shape);
+          const Tensor rhs = random_matrix(rng, d, cs.k, cs.n, b_rows);
+          Tensor out = gaps ? Tensor::random_normal(d, {cs.m + 3, cs.n}, rng()).value().slice(0, 0, cs.m, 1).value()
+                            : Tensor::random_normal(d, {cs.m, cs.n}, rng()).value();
+          if (beta_zero) {
+            const Tensor nan = Tensor::full(d, out.shape(), c128(std::numeric_limits<double>::quiet_NaN(), 0)).value();
+            ASSERT_TRUE(copy_into(CpuExecutionContext::sequential(), nan, out));
+          }
+          DotOptions opt;
+          opt.alpha = c128(0.75, 0);
+          opt.beta = beta_zero ? c128(0, 0) : c128(-1.25, 0);
+          opt.parallel_min_flops = 1;
+          SCOPED_TRACE(std::string(isa_name(isa)) + " " + std::string(dtype_name(d)) + " " + std::to_string(cs.m) +
+                       "x" + std::to_string(cs.n) + "x" + std::to_string(cs.k) + " variant " + std::to_string(variant));
+          const DotRoute route = planned(caps, cs.threads, lhs, rhs, out, c.dims, opt);
+          EXPECT_EQ(route.kernel, DotKernel::kNarrow) << describe(route);
+          EXPECT_FALSE(route.transposed || route.pack_rhs || route.pack_out) << describe(route);
+          if (cs.threads > 1) {
+            EXPECT_EQ(route.split, DotSplit::kPieces) << describe(route);
+          }
+          std::string first;
+          EXPECT_EQ(mismatches_after_call(*executor, cs.threads, lhs, rhs, c, opt, out, eps, &first, &caps), 0)
+              << "first at " << first;
+          ++runs;
+        }
+      }
+      // C^T = B^T A^T: a long A whose contraction is contiguous (points stored point by
+      // point) against a small B, C row-major; B as given or not merging (packed).
+      for (const bool b_split : {false, true}) {
+        const int64_t m = 2003, n = 3, k = 3;
+        Config ct;
+        ct.lhs_shape = {m, k};
+        ct.rhs_shape = b_split ? Shape{n, k} : Shape{k, n};
+        ct.dims.lhs_contracting = {1};
+        ct.dims.rhs_contracting = {b_split ? int64_t{1} : int64_t{0}};
+        const Tensor lhs = random_matrix(rng, d, m, k, true);
+        const Tensor rhs = random_matrix(rng, d, ct.rhs_shape[0], ct.rhs_shape[1], false);
+        Tensor out = Tensor::random_normal(d, {n, m}, rng()).value().permute({1, 0}).value();  // row-major
+        DotOptions opt;
+        opt.alpha = c128(-0.5, 0);
+        opt.beta = c128(2.0, 0);
+        SCOPED_TRACE(std::string(isa_name(isa)) + " " + std::string(dtype_name(d)) + " transposed");
+        const DotRoute route = planned(caps, 1, lhs, rhs, out, ct.dims, opt);
+        EXPECT_EQ(route.kernel, DotKernel::kNarrow) << describe(route);
+        EXPECT_TRUE(route.transposed) << describe(route);
+        std::string first;
+        EXPECT_EQ(mismatches_after_call(*executor, 1, lhs, rhs, ct, opt, out, eps, &first, &caps), 0)
+            << "first at " << first;
+      }
+      // A B whose free group does not merge ('ik,kab->iab' with B row-major): packed [k, n];
+      // a contraction that merges in one operand only ('ikl,klj->ij', C row-major: C^T =
+      // B^T A^T with the other operand packed).
+      {
+        Config cb;
+        cb.lhs_shape = {3, 2};
+        cb.rhs_shape = {2, 40, 30};
+        cb.dims.lhs_contracting = {1};
+        cb.dims.rhs_contracting = {0};
+        const Tensor lhs = Tensor::random_normal(d, cb.lhs_shape, rng()).value();
+        const Tensor rhs = Tensor::random_normal(d, {30, 40, 2}, rng()).value().permute({2, 1, 0}).value();
+        Tensor out = Tensor::random_normal(d, {3, 40, 30}, rng()).value();
+        DotOptions opt;
+        opt.beta = c128(0.5, 0);
+        const DotRoute route = planned(caps, 1, lhs, rhs, out, cb.dims, opt);
+        EXPECT_EQ(route.kernel, DotKernel::kNarrow) << describe(route);
+        EXPECT_TRUE(route.pack_rhs) << describe(route);
+        std::string first;
+        EXPECT_EQ(mismatches_after_call(*executor, 1, lhs, rhs, cb, opt, out, eps, &first, &caps), 0)
+            << "first at " << first;
+        Config ck;
+        ck.lhs_shape = {700, 2, 2};
+        ck.rhs_shape = {2, 2, 3};
+        ck.dims.lhs_contracting = {1, 2};
+        ck.dims.rhs_contracting = {0, 1};
+        const Tensor lk = Tensor::random_normal(d, {2, 2, 700}, rng()).value().permute({2, 1, 0}).value();
+        const Tensor rk = Tensor::random_normal(d, ck.rhs_shape, rng()).value();
+        Tensor ok = Tensor::random_normal(d, {3, 700}, rng()).value().permute({1, 0}).value();  // row-major
+        const DotRoute rt = planned(caps, 1, lk, rk, ok, ck.dims, opt);
+        EXPECT_EQ(rt.kernel, DotKernel::kNarrow) << describe(rt);
+        EXPECT_TRUE(rt.transposed && (rt.pack_lhs || rt.pack_rhs)) << describe(rt);
+        EXPECT_EQ(mismatches_after_call(*executor, 1, lk, rk, ck, opt, ok, eps, &first, &caps), 0)
+            << "first at " << first;
+      }
+      // An A whose groups do not merge ('akb,kn->abn', a and b split by k): packed.
+      Config c;
+      c.lhs_shape = {2, 3, 2};
+      c.rhs_shape = {3, 500};
+      c.dims.lhs_contracting = {1};
+      c.dims.rhs_contracting = {0};
+      const Tensor lhs = Tensor::random_normal(d, c.lhs_shape, rng()).value();
+      const Tensor rhs = random_matrix(rng, d, 3, 500, false);
+      Tensor out = Tensor::random_normal(d, {2, 2, 500}, rng()).value();
+      DotOptions opt;
+      opt.alpha = c128(1.5, 0);
+      const DotRoute route = planned(caps, 1, lhs, rhs, out, c.dims, opt);
+      EXPECT_EQ(route.kernel, DotKernel::kNarrow) << describe(route);
+      EXPECT_TRUE(route.pack_lhs) << describe(route);
+      std::string first;
       EXPECT_EQ(mismatches_after_call(*executor, 1, lhs, rhs, c, opt, out, eps, &first, &caps), 0)
           << "first at " << first;
     }
@@ -2972,7 +3126,9 @@ TEST(DotGeneral, ShortcutLoopOrdersMatchANaiveSum) {
   struct Size {
     int64_t m, k, n;
   };
-  const Size sizes[] = {{1, 1, 1}, {3, 5, 7}, {8, 8, 8}, {2, 40, 3}, {14, 14, 14}, {15, 15, 15}, {1, 17, 9}};
+  // {2, 2, 200} and {3, 3, 150}: within the multiply-adds, but more runs than 14^2.
+  const Size sizes[] = {{1, 1, 1},    {3, 5, 7},  {8, 8, 8},   {2, 40, 3}, {14, 14, 14},
+                        {15, 15, 15}, {1, 17, 9}, {2, 2, 200}, {3, 3, 150}};
   for (DType dt : {DType::kF64, DType::kF32, DType::kC128, DType::kC64}) {
     const double tol = (dt == DType::kF32 || dt == DType::kC64) ? 2e-5 : 1e-13;
     for (const Size& z : sizes) {
@@ -3014,7 +3170,7 @@ TEST(DotGeneral, ShortcutLoopOrdersMatchANaiveSum) {
           const DotRoute route = explain_dot_general(ctx, a, b, mm).value();
           EXPECT_EQ(route.kernel == DotKernel::kPlainLoops &&
                         std::string_view(route.reason).find("Tiny matrix shortcut") != std::string_view::npos,
-                    z.m * z.k * z.n <= limit);
+                    z.m * z.k * z.n <= limit && z.k * std::max(z.m, z.n) <= 196);
         }
       }
     }

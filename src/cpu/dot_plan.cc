@@ -430,7 +430,9 @@ constexpr int64_t kComplexShortMaxKAvx2 = 16;
 // against 7-20. So f32 products of that shape keep OpenBLAS at any size, f64 ones where
 // the kernel's B (all batch items) exceeds L2 (the suite's steps that change route, three
 // alternating rounds: tensornetwork's 2 x (4 x 524288 x 4) 15.7-23.6 -> 10.2-11.5 ms,
-// gm_queen's 9 x (1 x 177147 x 3) 14.2-23.0 -> 12.8-15.5).
+// gm_queen's 9 x (1 x 177147 x 3) 14.2-23.0 -> 12.8-15.5). Products of two rows or more
+// that the narrow kernel holds in registers take it before this rule (Note [Narrow
+// thresholds]; tensornetwork's step 11.3-12.1 -> 7.6-9.7 ms there); single rows keep it.
 constexpr int64_t kBlockedShortK = 4;
 // Few complex vectors (Note [Few-vector products]) against A's columns with a contraction
 // of at most kComplexShortOverVectorsMaxK take the short kernel: the matrix-vector
@@ -446,6 +448,28 @@ constexpr int64_t kBlockedShortK = 4;
 // 2.15-2.37 -> 0.73-0.81, 131072 x 2 x 8 1.21-1.31 -> 0.68-0.81, K = 16 even. Longer
 // contractions keep the matrix-vector kernel (Note [Short complex thresholds]).
 constexpr int64_t kComplexShortOverVectorsMaxK = 16;
+// Note [Narrow thresholds] (plan_dot): f64 and f32 products with an A that the narrow
+// kernel holds in registers (detail::narrow_takes: one vector of rows with K <= 8, two
+// with K <= 4) of at least two rows against at least kNarrowMinColumns columns. `tenferro
+// bench kernels --only "skinny f"` (A, B, C column-major: B's columns contiguous), one
+// thread, Zen 5, 2026-12-05, three alternating rounds against the routes before (OpenBLAS
+// under Note [Blocked thresholds], the blocked, wide or matrix-vector kernels):
+// f64 3 x 10^6 x 3 3.1-5.8 -> 1.7-2.6 ms, 2 x 524288 x 2 0.90-1.49 -> 0.37-0.54, 8 x
+// 131072 x 8 0.35-0.48 -> 0.27-0.38, in cache 3 x 4096 x 3 0.011 -> 0.005; f32 3 x 10^6 x 3
+// 2.1-2.4 -> 1.0-1.3, 16 x 65536 x 4 0.20-0.30 -> 0.08-0.11. A sweep through the CLI
+// (`einsum 'ij,jk->ik'` on Fortran-ordered files, N = 4096 to 524288, M and K of 2 to
+// 32, best of four or five rounds, time before / after): f32 1.3-6.4 wherever the kernel
+// takes the product (at AVX2 too), except two vectors with K = 8 (not taken); f64 with
+// one vector of rows 1.1-5 (K = 6 and 8 against the matrix-vector kernel 1.25-1.6), at
+// AVX2 with two vectors below 8 rows 1.7-2.2; f64 over two vectors from 8 rows lost or
+// drew against the wide kernel (9 rows 0.77-1.07, 12 0.92-1.58, 16 1.02-1.18; at AVX2 8
+// rows 0.94-0.97), so f64 takes two vectors only below kNarrowF64TwoVectorsBelow rows.
+// Several workers from parallel_min_flops / kNarrowParallelScale (a multiply-add here
+// moves an element of B and one of C), pieces of the kernel's columns (two threads, f64
+// 8 x 10^6 x 8 against the wide kernel 1.64-1.77 against 1.76-2.26 ms).
+constexpr int64_t kNarrowMinColumns = 16;
+constexpr int64_t kNarrowParallelScale = 8;
+constexpr int64_t kNarrowF64TwoVectorsBelow = 8;
 // Note [Batch-lane thresholds]: the shortest part of a lane unit's rows (or columns)
 // given to a worker (a multiple of the register blocks' 4 and 3 rows).
 constexpr int64_t kLanePartMin = 12;
@@ -480,7 +504,8 @@ bool strided_both(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
 
 namespace detail {
 
-// Note [Tiny matrix shortcut] (dot_general.cc).
+// Note [Tiny matrix shortcut] (dot_general.cc): the most runs (k times the longer side).
+constexpr int64_t kShortcutMaxRuns = 196;
 bool tiny_matmul_shortcut(const CpuExecutionContext& ctx, const Tensor& lhs, const Tensor& rhs, const DotDims& dims,
                           const DotOptions& options) {
   if (!lhs.defined() || !rhs.defined() || lhs.rank() != 2 || rhs.rank() != 2 || lhs.dtype() != rhs.dtype()) {
@@ -499,7 +524,8 @@ bool tiny_matmul_shortcut(const CpuExecutionContext& ctx, const Tensor& lhs, con
   if (d != DType::kF32 && d != DType::kF64 && d != DType::kC64 && d != DType::kC128) return false;
   const int64_t m = lhs.shape()[0], k = lhs.shape()[1], n = rhs.shape()[1];
   return k == rhs.shape()[0] && m * n > 0 &&
-         sat_mul(m * n, k) <= options.shortcut_flops.value_or(ctx.batch().shortcut_flops);
+         sat_mul(m * n, k) <= options.shortcut_flops.value_or(ctx.batch().shortcut_flops) &&
+         sat_mul(std::max(m, n), k) <= kShortcutMaxRuns;
 }
 
 }  // namespace detail
@@ -514,6 +540,7 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   const int64_t elem = dtype_size(p.dtype);
   // The matrix-vector kernel's dtypes, and the most vectors it takes (Note [Few-vector products]).
   const bool matvec_dtype = f64 || p.dtype == DType::kF32 || p.dtype == DType::kC128 || p.dtype == DType::kC64;
+  const bool narrow_dtype = f64 || p.dtype == DType::kF32;  // the narrow kernel's (Note [Narrow products])
   // Complex types: fewer, and fewer still when A's columns are contiguous below AVX-512
   // (Note [Few-vector products]).
   const bool complex_vectors = is_complex(p.dtype);
@@ -739,13 +766,13 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
                             (isa >= IsaLevel::kAvx512 || K <= kComplexShortMaxKAvx2) && !caps.openblas_avx512;
   const int64_t rows_per_vector = (isa >= IsaLevel::kAvx512 ? 64 : 32) / elem;  // complex elements
   auto short_rows = [&](int64_t rows) {
-    return rows * elem >= kComplexShortMinRowBytes || detail::complex_narrow(rows, K, rows_per_vector);
+    return rows * elem >= kComplexShortMinRowBytes || detail::narrow_takes(rows, K, rows_per_vector);
   };
   const bool complex_short_plain = short_common && short_rows(M) && complex_short_operands(r, lm, lk, rk, rn, om, on);
   // ... C^T's rows contiguous (C row-major), or strided for a B^T held in registers (C
   // column-major: Note [Narrow complex products]).
   const bool c_t_rows = on.stride == 1 && om.stride != 1 && short_rows(N);
-  const bool c_t_narrow = om.stride == 1 && on.stride != 1 && detail::complex_narrow(N, K, rows_per_vector);
+  const bool c_t_narrow = om.stride == 1 && on.stride != 1 && detail::narrow_takes(N, K, rows_per_vector);
   const bool complex_short_t = short_common && !complex_short_plain && lm.mergeable && lk.mergeable && om.mergeable &&
                                on.mergeable && (c_t_rows || c_t_narrow) && !r.split_lhs_free && !r.split_rhs_free;
   const bool complex_short = complex_short_plain || complex_short_t;
@@ -753,6 +780,49 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
   // (Note [Short complex thresholds]).
   const bool short_over_vectors = complex_short_plain && std::min(M, N) >= 2 && M >= N &&
                                   K <= kComplexShortOverVectorsMaxK && lm.mergeable && lk.mergeable && lm.stride == 1;
+  // Note [Narrow thresholds]: a real A within two vectors of rows and a short contraction
+  // (detail::narrow_takes) against at least kNarrowMinColumns columns of B, C's rows
+  // contiguous: the narrow kernel (Note [Narrow products] in gemm_narrow.cc); C^T = B^T
+  // A^T when B is the small one and C is row-major. Operands whose groups do not merge are
+  // packed compact (the long one [k, n]: its columns contiguous, as the kernel reads them),
+  // unless a free group was split (its outer labels are batch dimensions a pack would have
+  // to follow).
+  if (narrow_dtype && automatic && !vendor && r.provider != GemmProvider::kNaive && detail::narrow_available(isa) &&
+      K >= 2 && om.mergeable && on.mergeable &&
+      (!(r.split_lhs_free || r.split_rhs_free) || (lm.mergeable && lk.mergeable && rk.mergeable && rn.mergeable))) {
+    const int64_t rpv = f64 ? detail::narrow_rows_per_vector<double>(isa) : detail::narrow_rows_per_vector<float>(isa);
+    auto rows_ok = [&](int64_t rows) {
+      return rows >= 2 && detail::narrow_takes(rows, K, rpv) &&
+             (!f64 || rows <= rpv || rows < kNarrowF64TwoVectorsBelow);
+    };
+    const bool plain = rows_ok(M) && N >= kNarrowMinColumns && om.stride == 1;
+    const bool trans = !plain && rows_ok(N) && M >= kNarrowMinColumns && on.stride == 1;
+    if (plain || trans) {
+      r.kernel = DotKernel::kNarrow;
+      r.provider = GemmProvider::kNaive;
+      r.transposed = trans;
+      r.pack_lhs = !(lm.mergeable && lk.mergeable);
+      r.pack_rhs = !(rk.mergeable && rn.mergeable);
+      r.lhs_k_first = trans && r.pack_lhs;  // A^T's columns contiguous
+      r.reason = trans ? "a small real B^T against many rows of A, C row-major: the narrow kernel on C^T = B^T A^T "
+                         "(Note [Narrow products])"
+                       : "a small real A against many columns of B, C's rows contiguous: the narrow kernel (Note "
+                         "[Narrow products])";
+      const bool outer = r.policy == BatchPolicy::kOuterParallel && B > 1;
+      const bool parallel = !outer && r.policy == BatchPolicy::kProviderItems && st.threads > 1 &&
+                            flops >= st.batch.parallel_min_flops / kNarrowParallelScale &&
+                            (trans ? M : N) >= kNarrowMinColumns * st.threads;
+      if (outer) {
+        r.split = DotSplit::kOuterBatch;
+      } else if (parallel) {
+        r.split = DotSplit::kPieces;
+        r.split_columns = true;  // the kernel's columns (C^T's when transposed)
+        r.pieces = st.threads;
+        r.threads = st.threads;
+      }
+      return r;
+    }
+  }
   if (matvec_dtype && automatic && !vendor && detail::matvec_available(isa) && vectors && K >= 2 &&
       flops >= kMatVecMinFlops && lm.mergeable && (k_merged || k_walk) && rn.mergeable && om.mergeable &&
       on.mergeable && !short_over_vectors) {
@@ -1195,6 +1265,7 @@ std::string_view dot_kernel_name(DotKernel k) noexcept {
     case DotKernel::kBatchLanes: return "batch-lanes";
     case DotKernel::kMatVec: return "matrix-vector";
     case DotKernel::kComplexShort: return "complex-short";
+    case DotKernel::kNarrow: return "narrow";
     case DotKernel::kOpenBlas: return "openblas";
     case DotKernel::kBlis: return "blis";
     case DotKernel::kVendorBatch: return "vendor-batch";

@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <string>
+#include <tuple>
 
 namespace tenferro::cpu {
 namespace {
@@ -129,6 +130,8 @@ TEST(DotPlan, LargeF64ProductsFollowTheIsaAndTheTunedLibrary) {
 // Note [Blocked thresholds]: a C of at most a quarter of a register block's rows (f64 6,
 // f32 12; C^T's rows for a row-major C) from a contraction of at most 4 keeps OpenBLAS
 // (f64 where B exceeds L2); more rows or a longer contraction take the blocked kernel.
+// Such products with a small A of two rows or more take the narrow kernel first (Note
+// [Narrow thresholds]); the rule still decides for a single row.
 TEST(DotPlan, FewRowsFromAShortContractionKeepOpenBlas) {
   struct Row {
     int64_t m, n, k;
@@ -136,12 +139,8 @@ TEST(DotPlan, FewRowsFromAShortContractionKeepOpenBlas) {
     DotKernel kernel;
   };
   for (const Row& r :
-       {Row{2, 524288, 2, DType::kF32, DotKernel::kOpenBlas}, Row{12, 262144, 4, DType::kF32, DotKernel::kOpenBlas},
-        Row{16, 262144, 4, DType::kF32, DotKernel::kBlocked}, Row{12, 131072, 5, DType::kF32, DotKernel::kBlocked},
-        Row{2, 524288, 2, DType::kF64, DotKernel::kOpenBlas}, Row{6, 262144, 4, DType::kF64, DotKernel::kOpenBlas},
-        Row{6, 131072, 5, DType::kF64, DotKernel::kBlocked},
-        // In L2 (512 KiB assumed): f32 keeps OpenBLAS (f64 products there take the small kernel).
-        Row{4, 1024, 4, DType::kF32, DotKernel::kOpenBlas}}) {
+       {Row{1, 524288, 2, DType::kF32, DotKernel::kOpenBlas}, Row{1, 262144, 4, DType::kF64, DotKernel::kOpenBlas},
+        Row{1, 131072, 5, DType::kF64, DotKernel::kBlocked}, Row{1, 1024, 4, DType::kF32, DotKernel::kOpenBlas}}) {
     const DotRoute route = plan(matmul(r.m, r.n, r.k, 1, r.dtype), kAvx512).value();
     SCOPED_TRACE(std::to_string(r.m) + "x" + std::to_string(r.n) + "x" + std::to_string(r.k) + " " +
                  std::string(dtype_name(r.dtype)) + ": " + describe(route));
@@ -149,11 +148,107 @@ TEST(DotPlan, FewRowsFromAShortContractionKeepOpenBlas) {
     if (route.kernel == DotKernel::kOpenBlas) {
       EXPECT_NE(std::string(route.reason).find("Blocked thresholds"), std::string::npos);
     }
-    // A row-major C: the kernel's rows are C^T's, the long side.
-    Call t = matmul(r.m, r.n, r.k, 1, r.dtype);
-    t.out = rm({r.m, r.n});
+  }
+  // A row-major C: the kernel's rows are C^T's, the long side.
+  for (const DType d : {DType::kF32, DType::kF64}) {
+    Call t = matmul(2, 524288, 2, 1, d);
+    t.out = rm({2, 524288});
     EXPECT_EQ(plan(t, kAvx512).value().kernel, DotKernel::kBlocked) << describe(plan(t, kAvx512).value());
   }
+}
+
+// Note [Narrow thresholds]: a real A of at most one vector of rows (two for f32, and for
+// f64 below 8 rows) with a contraction of at most 8 (4 over two vectors) against at
+// least 16 columns, C's rows contiguous, takes the narrow kernel with B at any strides;
+// C^T = B^T A^T for a small B against a row-major C. Per ISA: AVX-512 vectors hold 8 f64
+// / 16 f32, AVX2 4 / 8; below AVX2 the providers keep the products.
+TEST(DotPlan, NarrowKernelTakesASmallAAgainstManyColumns) {
+  struct Row {
+    int64_t m, n, k;
+    DType dtype;
+    Caps caps;
+    bool narrow;
+  };
+  for (const Row& r : {Row{3, 1000000, 3, DType::kF64, kAvx512, true}, Row{3, 1000000, 3, DType::kF64, kAvx2, true},
+                       Row{3, 1000000, 3, DType::kF64, kScalar, false}, Row{8, 65536, 8, DType::kF64, kAvx512, true},
+                       Row{8, 65536, 4, DType::kF64, kAvx2, false},     // two vectors, 8 rows: the wide kernel
+                       Row{6, 65536, 4, DType::kF64, kAvx2, true},      // two vectors below 8 rows
+                       Row{6, 65536, 5, DType::kF64, kAvx2, false},     // two vectors hold 4 steps
+                       Row{12, 65536, 2, DType::kF64, kAvx512, false},  // f64 over two vectors from 8 rows
+                       Row{32, 65536, 4, DType::kF32, kAvx512, true},   // f32 over two vectors
+                       Row{32, 65536, 4, DType::kF32, kAvx2, false},    // four vectors
+                       Row{16, 65536, 8, DType::kF32, kAvx512, true}, Row{20, 65536, 5, DType::kF32, kAvx512, false},
+                       Row{3, 65536, 9, DType::kF64, kAvx512, false},   // the contraction past 8
+                       Row{3, 15, 8, DType::kF64, kAvx512, false},      // fewer than 16 columns
+                       Row{1, 65536, 3, DType::kF64, kAvx512, false},   // one row
+                       Row{3, 65536, 3, DType::kC128, kAvx512, false},  // complex: the complex-short kernel's
+                       Row{3, 65536, 3, DType::kF64, kUntunedOpenBlas, true}}) {
+    for (const bool b_rows : {false, true}) {
+      Call c = matmul(r.m, r.n, r.k, 1, r.dtype);
+      if (b_rows) c.rhs = rm({r.k, r.n});
+      const DotRoute route = plan(c, r.caps).value();
+      SCOPED_TRACE(std::to_string(r.m) + "x" + std::to_string(r.n) + "x" + std::to_string(r.k) + " " +
+                   std::string(dtype_name(r.dtype)) + " isa " + std::string(isa_name(r.caps.isa)) + " B rows " +
+                   std::to_string(b_rows) + ": " + describe(route));
+      EXPECT_EQ(route.kernel == DotKernel::kNarrow, r.narrow);
+      if (r.narrow) {
+        EXPECT_FALSE(route.transposed || route.pack_lhs || route.pack_rhs || route.pack_out);
+        EXPECT_EQ(route.provider, GemmProvider::kNaive);
+        EXPECT_NE(std::string(route.reason).find("Narrow products"), std::string::npos);
+      }
+    }
+  }
+  // C^T = B^T A^T: a long A with its contraction contiguous against a small B, C
+  // row-major ('nj,ji->ni' on numpy arrays); a column-major C there is not narrow.
+  Call t;
+  t.lhs = rm({65536, 3});
+  t.rhs = cm({3, 3});
+  t.out = rm({65536, 3});
+  DotRoute route = plan(t, kAvx512).value();
+  EXPECT_EQ(route.kernel, DotKernel::kNarrow) << describe(route);
+  EXPECT_TRUE(route.transposed) << describe(route);
+  t.out = cm({65536, 3});
+  EXPECT_NE(plan(t, kAvx512).value().kernel, DotKernel::kNarrow);
+  // Groups that do not merge are packed: 'ik,kab->iab' with B [k, a, b] row-major (B
+  // [k, n] with its columns contiguous), and the transposed form's operands ('ikl,klj->ij'
+  // with a contraction that merges in one of them: the other packed; a long A as [k, m]).
+  for (const auto& [m, k, dtype] :
+       {std::tuple{int64_t{2}, int64_t{2}, DType::kF32}, std::tuple{int64_t{6}, int64_t{5}, DType::kF64}}) {
+    Call c;
+    c.dtype = dtype;
+    c.lhs = cm({m, k});
+    c.rhs = rm({k, 512, 512});
+    route = plan(c, kAvx512).value();
+    EXPECT_EQ(route.kernel, DotKernel::kNarrow) << describe(route);
+    EXPECT_TRUE(route.pack_rhs && !route.rhs_n_first && !route.pack_lhs && !route.transposed) << describe(route);
+  }
+  Call ta;
+  ta.lhs = Layout{{4096, 2, 2}, {4, 2, 1}, 0};  // the contraction (2, 2) does not merge
+  ta.rhs = cm({2, 2, 3});
+  ta.dims.lhs_contracting = {1, 2};
+  ta.dims.rhs_contracting = {0, 1};
+  ta.out = rm({4096, 3});
+  route = plan(ta, kAvx512).value();
+  EXPECT_EQ(route.kernel, DotKernel::kNarrow) << describe(route);
+  // (The planner orders the contraction so that one operand merges: the other is packed.)
+  EXPECT_TRUE(route.transposed && route.pack_lhs != route.pack_rhs) << describe(route);
+  EXPECT_EQ(route.lhs_k_first, route.pack_lhs) << describe(route);
+  // A forced provider keeps the product.
+  Call forced = matmul(3, 1000000, 3);
+  forced.options.provider = GemmProvider::kOpenBlas;
+  EXPECT_EQ(plan(forced, kAvx512).value().kernel, DotKernel::kOpenBlas);
+  // Two threads: pieces of the kernel's columns, from 16 per worker.
+  Call two = matmul(3, 1000000, 3, 2);
+  route = plan(two, kAvx512).value();
+  EXPECT_EQ(route.kernel, DotKernel::kNarrow) << describe(route);
+  EXPECT_EQ(route.split, DotSplit::kPieces) << describe(route);
+  EXPECT_TRUE(route.split_columns);
+  EXPECT_EQ(route.threads, 2);
+  t.threads = 2;
+  t.out = rm({65536, 3});
+  route = plan(t, kAvx512).value();
+  EXPECT_EQ(route.split, DotSplit::kPieces) << describe(route);
+  EXPECT_TRUE(route.transposed && route.split_columns) << describe(route);
 }
 
 // Note [Planar complex thresholds], Note [Short complex thresholds]: complex products

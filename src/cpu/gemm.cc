@@ -366,6 +366,18 @@ void complex_short(IsaLevel isa, const GemmArgs<T>& g) {
 template void complex_short<c128>(IsaLevel, const GemmArgs<c128>&);
 template void complex_short<c64>(IsaLevel, const GemmArgs<c64>&);
 
+template <class T>
+void narrow(IsaLevel isa, const GemmArgs<T>& g) {
+  switch (isa) {
+    case IsaLevel::kAvx512: return avx512::narrow<T>(g);
+    case IsaLevel::kAvx2: return avx2::narrow<T>(g);
+    case IsaLevel::kScalar: break;
+  }
+  scalar::narrow<T>(g);
+}
+template void narrow<double>(IsaLevel, const GemmArgs<double>&);
+template void narrow<float>(IsaLevel, const GemmArgs<float>&);
+
 #define TENFERRO_GEMM_INSTANTIATE(T)                                  \
   template bool gemm_openblas<T>(const GemmArgs<T>&, int);            \
   template bool gemm_blis<T>(const GemmArgs<T>&);                     \

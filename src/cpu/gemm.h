@@ -254,15 +254,31 @@ template <class T>
 void complex_short(IsaLevel isa, const GemmArgs<T>& g);
 /// Whether complex_short has its vector form at ISA level `isa`.
 inline bool complex_short_available(IsaLevel isa) { return isa >= IsaLevel::kAvx2; }
-/// Whether complex_short holds A in registers (Note [Narrow complex products]): at most
-/// two vectors of rows (`rows_per_vector` complex elements each) and 8 vector-steps.
-inline bool complex_narrow(int64_t m, int64_t k, int64_t rows_per_vector) {
+/// Whether an A of m rows and k columns is held in registers by the narrow kernels
+/// (narrow, and complex_short's Note [Narrow complex products]): at most two vectors of
+/// rows (`rows_per_vector` elements each) and 8 vector-steps.
+inline bool narrow_takes(int64_t m, int64_t k, int64_t rows_per_vector) {
   const int64_t nv = (m + rows_per_vector - 1) / rows_per_vector;
   return (nv == 1 && k <= 8) || (nv == 2 && k <= 4);
 }
+/// Rows of C per vector in the narrow kernel for T at ISA level `isa` (64 bytes of T at
+/// AVX-512, 32 at AVX2).
+template <class T>
+inline int64_t narrow_rows_per_vector(IsaLevel isa) {
+  return (isa >= IsaLevel::kAvx512 ? 64 : 32) / static_cast<int64_t>(sizeof(T));
+}
+/// C = alpha A B + beta C for f64 and f32 with C's rows contiguous (g.rsc == 1) and A
+/// small (narrow_takes(g.m, g.k, narrow_rows_per_vector<T>(isa))), A and B at any
+/// strides: alpha A held in registers, B's columns read once in order (Note [Narrow
+/// products] in gemm_narrow.cc). No allocation (a stack tile); one thread (callers split
+/// the columns). Other shapes, and levels below kAvx2: plain loops.
+template <class T>
+void narrow(IsaLevel isa, const GemmArgs<T>& g);
+/// Whether narrow has its vector form at ISA level `isa`.
+inline bool narrow_available(IsaLevel isa) { return isa >= IsaLevel::kAvx2; }
 
 // The per-ISA copies of the kernels above (gemm_kernels.cc, gemm_streamed.cc,
-// gemm_blocked.cc, gemm_lanes.cc, gemm_matvec.cc, gemm_complex.cc); callers use the dispatching
+// gemm_blocked.cc, gemm_lanes.cc, gemm_matvec.cc, gemm_complex.cc, gemm_narrow.cc); callers use the dispatching
 // functions, which take the level.
 #define TENFERRO_DECLARE_GEMM_KERNELS(ns)                                                                            \
   namespace ns {                                                                                                     \
@@ -280,6 +296,8 @@ inline bool complex_narrow(int64_t m, int64_t k, int64_t rows_per_vector) {
   void matvec(const GemmArgs<T>& g, bool one_run);                                                                   \
   template <class T>                                                                                                 \
   void complex_short(const GemmArgs<T>& g);                                                                          \
+  template <class T>                                                                                                 \
+  void narrow(const GemmArgs<T>& g);                                                                                 \
   }
 TENFERRO_DECLARE_GEMM_KERNELS(scalar)
 TENFERRO_DECLARE_GEMM_KERNELS(avx2)

@@ -189,7 +189,7 @@ void short_product(const GemmArgs<std::complex<R>>& g) {
 // kStridedBlock columns of C then go through a stack tile and out row by row, each row
 // a run along C's columns (one write stream per row of C).
 template <class R, int NV, int K, bool kStrided = false>
-void narrow(const GemmArgs<std::complex<R>>& g) {
+void narrow_complex(const GemmArgs<std::complex<R>>& g) {
   using S = Simd<R>;
   using V = typename S::V;
   using T = std::complex<R>;
@@ -266,23 +266,23 @@ bool narrow_product(const GemmArgs<std::complex<R>>& g) {
   const int64_t nv = (g.m + kRowsPerVector - 1) / kRowsPerVector;
   if (nv == 1) {
     switch (g.k) {
-      case 1: narrow<R, 1, 1, kStrided>(g); return true;
-      case 2: narrow<R, 1, 2, kStrided>(g); return true;
-      case 3: narrow<R, 1, 3, kStrided>(g); return true;
-      case 4: narrow<R, 1, 4, kStrided>(g); return true;
-      case 5: narrow<R, 1, 5, kStrided>(g); return true;
-      case 6: narrow<R, 1, 6, kStrided>(g); return true;
-      case 7: narrow<R, 1, 7, kStrided>(g); return true;
-      case 8: narrow<R, 1, 8, kStrided>(g); return true;
+      case 1: narrow_complex<R, 1, 1, kStrided>(g); return true;
+      case 2: narrow_complex<R, 1, 2, kStrided>(g); return true;
+      case 3: narrow_complex<R, 1, 3, kStrided>(g); return true;
+      case 4: narrow_complex<R, 1, 4, kStrided>(g); return true;
+      case 5: narrow_complex<R, 1, 5, kStrided>(g); return true;
+      case 6: narrow_complex<R, 1, 6, kStrided>(g); return true;
+      case 7: narrow_complex<R, 1, 7, kStrided>(g); return true;
+      case 8: narrow_complex<R, 1, 8, kStrided>(g); return true;
       default: return false;
     }
   }
   if (nv == 2) {
     switch (g.k) {
-      case 1: narrow<R, 2, 1, kStrided>(g); return true;
-      case 2: narrow<R, 2, 2, kStrided>(g); return true;
-      case 3: narrow<R, 2, 3, kStrided>(g); return true;
-      case 4: narrow<R, 2, 4, kStrided>(g); return true;
+      case 1: narrow_complex<R, 2, 1, kStrided>(g); return true;
+      case 2: narrow_complex<R, 2, 2, kStrided>(g); return true;
+      case 3: narrow_complex<R, 2, 3, kStrided>(g); return true;
+      case 4: narrow_complex<R, 2, 4, kStrided>(g); return true;
       default: return false;
     }
   }

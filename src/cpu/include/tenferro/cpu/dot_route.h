@@ -33,6 +33,7 @@ enum class DotKernel : uint8_t {
   kBatchLanes,      ///< tenferro's f64 / f32 kernel with batch items as vector lanes (Note [Batch-lane products])
   kMatVec,          ///< tenferro's matrix-vector kernel, real and complex (Note [Matrix-vector products])
   kComplexShort,    ///< tenferro's complex kernel for a short contraction or side (Note [Short complex products])
+  kNarrow,          ///< tenferro's f64 / f32 kernel for a small A held in registers (Note [Narrow products])
   kOpenBlas,        ///< cblas_?gemm of OpenBLAS
   kBlis,            ///< bli_?gemm_ex of BLIS (one thread per call)
   kVendorBatch,     ///< one BLIS ?gemm_batch_ call for the whole batch
@@ -115,7 +116,8 @@ struct DotRoute {
   bool lhs_k_first = false;  ///< a packed lhs is [contraction, free] (else [free, contraction])
   bool rhs_n_first = false;  ///< a packed rhs is [free, contraction] (else [contraction, free])
   bool split_lhs_free = false, split_rhs_free = false;  ///< Note [Split free groups] applied
-  bool transposed = false;          ///< kShortSides / kStreamed / kMatVec / kWide compute C^T = B^T A^T
+  bool transposed =
+      false;  ///< kShortSides / kStreamed / kMatVec / kWide / kComplexShort / kNarrow compute C^T = B^T A^T
   bool columns_outer = false;       ///< kStreamedOutput, kBatchLanes: column blocks outermost (A stays in cache)
   int64_t m = 1, n = 1, batch = 1;  ///< product sizes after any free-group split
   int64_t lanes = 0;                ///< kBatchLanes: items of the lane run (the rest are walked one by one)
