@@ -10,22 +10,11 @@ Prints the median milliseconds of 15 calls each and checks the values against nu
 """
 
 import sys
-import time
 
 import numpy as np
 
 import tenferro
-
-
-def median_ms(f, reps=15):
-    f()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t0)
-    times.sort()
-    return times[len(times) // 2] * 1e3
+from timing import median_ms
 
 
 def main():
@@ -41,8 +30,8 @@ def main():
             assert np.allclose(got, p @ r.T, rtol=tol), (dtype, m, k)
             tf, npy = [], []
             for _ in range(2):
-                tf.append(median_ms(lambda: tenferro.einsum("ij,nj->ni", r, p, threads=threads)))
-                npy.append(median_ms(lambda: p @ r.T))
+                tf.append(median_ms(lambda: tenferro.einsum("ij,nj->ni", r, p, threads=threads), reps=15))
+                npy.append(median_ms(lambda: p @ r.T, reps=15))
             name = np.dtype(dtype).name
             print(f"{name} R[{m},{k}] P[{n},{k}]: tenferro {tf[0]:.2f} {tf[1]:.2f} ms, "
                   f"numpy P @ R.T {npy[0]:.2f} {npy[1]:.2f} ms, numpy / tenferro {min(npy) / min(tf):.2f}")

@@ -13,24 +13,13 @@ as row-major).
 
 import os
 import sys
-import time
 
 import numpy as np
 
 import tenferro
+from timing import median_ms
 
 LABELS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
-
-def median_ms(f, reps=21):
-    f()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t0)
-    times.sort()
-    return times[len(times) // 2] * 1e3
 
 
 def network(sites, bond):

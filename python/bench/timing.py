@@ -1,4 +1,4 @@
-"""The timing helper the Python benchmarks share."""
+"""The timing helpers the Python benchmarks share."""
 
 import time
 
@@ -14,3 +14,15 @@ def best_mean(f, reps, rounds=7):
             f()
         best = min(best, (time.perf_counter() - t0) / reps)
     return best
+
+
+def median_ms(f, reps=21):
+    """The median milliseconds of `reps` single calls of `f` (after one warm-up call)."""
+    f()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - t0)
+    times.sort()
+    return times[len(times) // 2] * 1e3
