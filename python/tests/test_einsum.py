@@ -230,6 +230,8 @@ def test_small_matrices_applied_to_many_points_match_numpy(threads):
             out = np.empty((20001, m), dtype=dtype)
             assert tenferro.einsum("ij,nj->ni", r, p, out=out, threads=threads) is out
             np.testing.assert_allclose(out, p @ r.T, rtol=tol, atol=tol)
+            # One row (Note [OpenBLAS matrix-vector calls]): each point against a vector.
+            np.testing.assert_allclose(tenferro.einsum("j,nj->n", r[0], p, threads=threads), p @ r[0], rtol=tol, atol=tol)
 
 
 def test_interleaved_form_and_numpy_paths():

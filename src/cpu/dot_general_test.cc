@@ -2386,6 +2386,55 @@ TEST(DotGeneral, ShortComplexKernelMatchesTheReference) {
   EXPECT_GT(runs, 0);
 }
 
+// Note [OpenBLAS matrix-vector calls]: real products with one column or one row forced
+// onto OpenBLAS run ?gemv: A (or B) in either BLAS form, the vector contiguous or
+// strided, C column- or row-major (a row-major C swaps the roles), alpha, beta 0 on a
+// NaN destination or not, f64 and f32; against long-double sums.
+TEST(DotGeneral, OpenBlasMatrixVectorCallsMatchTheReference) {
+  auto executor = make_tbb_executor(1).value();
+  std::mt19937_64 rng(99);
+  int runs = 0;
+  for (const DType d : {DType::kF64, DType::kF32}) {
+    const double eps = d == DType::kF64 ? 1e-12 : 2e-5;
+    for (const auto& [m, n, k] :
+         {std::tuple{int64_t{37}, int64_t{1}, int64_t{5}}, std::tuple{int64_t{1}, int64_t{41}, int64_t{3}},
+          std::tuple{int64_t{300}, int64_t{1}, int64_t{64}}, std::tuple{int64_t{1}, int64_t{500}, int64_t{2}}}) {
+      for (int variant = 0; variant < 8; ++variant) {
+        const bool a_rows = variant & 1, b_rows = variant & 2, c_rows = variant & 4;
+        Config c;
+        c.lhs_shape = {m, k};
+        c.rhs_shape = {k, n};
+        c.dims.lhs_contracting = {1};
+        c.dims.rhs_contracting = {0};
+        // A strided vector operand: every second element of a larger one.
+        const Tensor lhs = m == 1 && a_rows
+                               ? Tensor::random_normal(d, {1, 2 * k}, rng()).value().slice(1, 0, 2 * k, 2).value()
+                               : random_matrix(rng, d, m, k, a_rows);
+        const Tensor rhs = n == 1 && b_rows
+                               ? Tensor::random_normal(d, {2 * k, 1}, rng()).value().slice(0, 0, 2 * k, 2).value()
+                               : random_matrix(rng, d, k, n, b_rows);
+        Tensor out = c_rows ? Tensor::random_normal(d, {n, m}, rng()).value().permute({1, 0}).value()
+                            : Tensor::random_normal(d, {m, n}, rng()).value();
+        const bool beta_zero = variant % 3 == 0;
+        if (beta_zero) {
+          const Tensor nan = Tensor::full(d, out.shape(), c128(std::numeric_limits<double>::quiet_NaN(), 0)).value();
+          ASSERT_TRUE(copy_into(CpuExecutionContext::sequential(), nan, out));
+        }
+        DotOptions opt;
+        opt.provider = GemmProvider::kOpenBlas;
+        opt.alpha = c128(-0.75, 0);
+        opt.beta = beta_zero ? c128(0, 0) : c128(1.5, 0);
+        SCOPED_TRACE(std::string(dtype_name(d)) + " " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                     std::to_string(k) + " variant " + std::to_string(variant));
+        std::string first;
+        EXPECT_EQ(mismatches_after_call(*executor, 1, lhs, rhs, c, opt, out, eps, &first), 0) << "first at " << first;
+        ++runs;
+      }
+    }
+  }
+  EXPECT_EQ(runs, 64);
+}
+
 // The narrow kernel (Note [Narrow products]) through dot_general at each ISA level this
 // machine has (AVX2, AVX-512), f64 and f32: a small A (one or two vectors of rows, each
 // contraction length it holds) against B's columns contiguous (points stored point by
