@@ -38,8 +38,9 @@ namespace tenferro::cpu::detail::TENFERRO_ISA_NS {
 #if TENFERRO_ISA_LEVEL >= 1
 namespace {
 
-// Vectors of C's run per tile (the tile holds a whole number of columns' worth of run
-// only at the last block, which copies a masked tail).
+// Vectors of C's run per tile: a block is the whole columns that fit (at least one); a
+// block's run that ends inside a vector is copied out with a masked tail (the tile's lanes
+// past the run are read but never stored).
 constexpr int64_t kBlockVectors = 16;
 // Columns computed side by side.
 constexpr int kStep = 4;
