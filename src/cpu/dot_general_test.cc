@@ -9,10 +9,13 @@
 #include "tenferro/test_support/index.h"
 #include "tenferro/test_support/strided.h"
 
+#include <algorithm>
 #include <complex>
 #include <random>
 #include <string_view>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 #include "gemm.h"
 #include "tenferro/cpu/dot_route.h"
@@ -2463,7 +2466,11 @@ TEST(DotGeneral, NarrowKernelMatchesTheReference) {
         int threads;
       };
       std::vector<Case> cases;
-      for (const int64_t m : {int64_t{2}, int64_t{3}, rpv - 1, rpv, rpv + 1, 2 * rpv}) {
+      // Half a vector of rows (256-bit vectors at AVX-512 too) and more, full vectors included.
+      std::vector<int64_t> rows{2, 3, 4, 8, rpv - 1, rpv, rpv + 1, 2 * rpv};
+      std::sort(rows.begin(), rows.end());
+      rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+      for (const int64_t m : rows) {
         for (const int64_t k : {2, 3, 4, 5, 8}) {
           // Note [Narrow thresholds]: f64 over two vectors only below 8 rows.
           if (!detail::narrow_takes(m, k, rpv) || (d == DType::kF64 && m > rpv && m >= 8)) continue;

@@ -15,9 +15,13 @@
 //   (overlapping: each store covers the previous column's unused lanes), the tile then
 //   copied out in whole vectors with beta applied there; C is written as one stream,
 //   without masked stores (slow at AVX2 on AMD). Otherwise each column is stored
-//   directly (masked past m). Non-temporal stores for a C beyond the caches were slower
-//   (one thread, Zen 5: 3 x 10^6 x 3 f64 1.3-1.5 -> 2.4-2.7 ms): the tile's blocks
-//   leave partial lines at their edges.
+//   directly (masked past m).
+// - Rows that fit half a vector run on 256-bit vectors at AVX-512 too: the tile's
+//   overlapping 64-byte stores split cache lines more often than 32-byte ones, and
+//   nothing is gained from the empty half (f64 3 x 10^6 x 3, one thread, Zen 5, CLI,
+//   three alternating rounds: 512-bit 2.12-2.14 ms, the AVX2 cap's 256-bit 1.37-1.44). Non-temporal stores for a C
+//   beyond the caches were slower (one thread, Zen 5: 3 x 10^6 x 3 f64 1.3-1.5 -> 2.4-2.7 ms): the tile's blocks leave
+//   partial lines at their edges.
 // One thread; callers split the columns. Complex products have their own form (Note
 // [Narrow complex products] in gemm_complex.cc). Figures: docs/benchmarks.md ("Narrow
 // products").
@@ -45,9 +49,8 @@ constexpr int64_t kBlockVectors = 16;
 // Columns computed side by side.
 constexpr int kStep = 4;
 
-template <class T, int NV, int K>
+template <class S, class T, int NV, int K>
 void narrow_columns(const GemmArgs<T>& g) {
-  using S = Simd<T>;
   using V = typename S::V;
   constexpr int64_t L = S::kLanes;
   const int64_t m = g.m;
@@ -142,21 +145,21 @@ void narrow_columns(const GemmArgs<T>& g) {
   }
 }
 
-template <class T, int NV>
+template <class S, class T, int NV>
 bool narrow_k(const GemmArgs<T>& g) {
   switch (g.k) {
-    case 1: narrow_columns<T, NV, 1>(g); return true;
-    case 2: narrow_columns<T, NV, 2>(g); return true;
-    case 3: narrow_columns<T, NV, 3>(g); return true;
-    case 4: narrow_columns<T, NV, 4>(g); return true;
+    case 1: narrow_columns<S, T, NV, 1>(g); return true;
+    case 2: narrow_columns<S, T, NV, 2>(g); return true;
+    case 3: narrow_columns<S, T, NV, 3>(g); return true;
+    case 4: narrow_columns<S, T, NV, 4>(g); return true;
     default: break;
   }
   if constexpr (NV == 1) {
     switch (g.k) {
-      case 5: narrow_columns<T, NV, 5>(g); return true;
-      case 6: narrow_columns<T, NV, 6>(g); return true;
-      case 7: narrow_columns<T, NV, 7>(g); return true;
-      case 8: narrow_columns<T, NV, 8>(g); return true;
+      case 5: narrow_columns<S, T, NV, 5>(g); return true;
+      case 6: narrow_columns<S, T, NV, 6>(g); return true;
+      case 7: narrow_columns<S, T, NV, 7>(g); return true;
+      case 8: narrow_columns<S, T, NV, 8>(g); return true;
       default: break;
     }
   }
@@ -171,7 +174,12 @@ void narrow(const GemmArgs<T>& g) {
 #if TENFERRO_ISA_LEVEL >= 1
   constexpr int64_t L = Simd<T>::kLanes;
   if (g.m > 0 && g.n > 0 && g.rsc == 1 && narrow_takes(g.m, g.k, L)) {
-    if (g.m <= L ? narrow_k<T, 1>(g) : narrow_k<T, 2>(g)) return;
+    // Rows that fit half a vector run on the 256-bit vectors (Note [Narrow products]).
+    if (g.m <= Simd256<T>::kLanes ? narrow_k<Simd256<T>, T, 1>(g)
+        : g.m <= L                ? narrow_k<Simd<T>, T, 1>(g)
+                                  : narrow_k<Simd<T>, T, 2>(g)) {
+      return;
+    }
   }
 #endif
   // The baseline, and other shapes (not planned: dot_plan.cc requires these).

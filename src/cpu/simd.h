@@ -7,8 +7,10 @@
 // V, the lane mask M, kLanes and the operations the kernels use (sum: the lanes added;
 // swap: lanes 2i and 2i + 1 exchanged; pair(e, o): e in the even lanes, o in the odd
 // ones, for interleaved complex data); AVX-512: 8 f64 / 16 f32 lanes with native masks;
-// AVX2: 4 / 8 lanes, masks as integer vectors. Nothing at the scalar level. `vec` is
-// Simd<double>; transpose4 transposes a 4 x 4 block of doubles in 256-bit registers.
+// AVX2: 4 / 8 lanes, masks as integer vectors (Simd512 and Simd256; Simd<T> is the
+// level's full vector, and AVX-512 files may use Simd256 for half-width work). Nothing at
+// the scalar level. `vec` is Simd<double>; transpose4 transposes a 4 x 4 block of
+// doubles in 256-bit registers.
 #pragma once
 
 #if !defined(TENFERRO_ISA_LEVEL) || !defined(TENFERRO_ISA_NS)
@@ -19,7 +21,9 @@
 namespace tenferro::cpu::detail::TENFERRO_ISA_NS {
 
 template <class T>
-struct Simd;
+struct Simd512;  // AVX-512 (level 2 only)
+template <class T>
+struct Simd256;  // AVX2 (both levels)
 
 #if TENFERRO_ISA_LEVEL >= 2
 // GCC 12's 512-bit lane-shuffle intrinsics expand through an undefined merge operand,
@@ -28,7 +32,7 @@ struct Simd;
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 template <>
-struct Simd<double> {
+struct Simd512<double> {
   static constexpr int64_t kLanes = 8;
   using V = __m512d;
   using M = __mmask8;
@@ -52,7 +56,7 @@ struct Simd<double> {
   static M mask(int64_t n) { return static_cast<M>(n <= 0 ? 0u : n >= 8 ? 0xffu : (1u << n) - 1u); }
 };
 template <>
-struct Simd<float> {
+struct Simd512<float> {
   static constexpr int64_t kLanes = 16;
   using V = __m512;
   using M = __mmask16;
@@ -76,9 +80,9 @@ struct Simd<float> {
   static M mask(int64_t n) { return static_cast<M>(n <= 0 ? 0u : n >= 16 ? 0xffffu : (1u << n) - 1u); }
 };
 #pragma GCC diagnostic pop
-#else
+#endif
 template <>
-struct Simd<double> {
+struct Simd256<double> {
   static constexpr int64_t kLanes = 4;
   using V = __m256d;
   using M = __m256i;
@@ -101,7 +105,7 @@ struct Simd<double> {
   static M mask(int64_t n) { return _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_set_epi64x(3, 2, 1, 0)); }
 };
 template <>
-struct Simd<float> {
+struct Simd256<float> {
   static constexpr int64_t kLanes = 8;
   using V = __m256;
   using M = __m256i;
@@ -126,6 +130,14 @@ struct Simd<float> {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0));
   }
 };
+
+/// The level's full vectors.
+#if TENFERRO_ISA_LEVEL >= 2
+template <class T>
+using Simd = Simd512<T>;
+#else
+template <class T>
+using Simd = Simd256<T>;
 #endif
 
 /// The f64 vector of the level (the GEMM kernels' name for it).
