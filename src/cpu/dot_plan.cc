@@ -464,6 +464,14 @@ constexpr int64_t kComplexShortOverVectorsMaxK = 16;
 // AVX2 with two vectors below 8 rows 1.7-2.2; f64 over two vectors from 8 rows lost or
 // drew against the wide kernel (9 rows 0.77-1.07, 12 0.92-1.58, 16 1.02-1.18; at AVX2 8
 // rows 0.94-0.97), so f64 takes two vectors only below kNarrowF64TwoVectorsBelow rows.
+// Where OpenBLAS runs 512-bit kernels (Zen 4, Intel: not measured there), the same
+// bench in a process of this machine with OPENBLAS_CORETYPE=SkylakeX (two rounds): from
+// beyond L2 the kernel ran 2.7-5.8x OpenBLAS's speed (f64 3 x 10^6 x 3 1.9-2.4 against
+// 7.1-7.7 ms, 2 x 524288 x 2 0.50-0.55 against 2.7-2.9; f32 3 x 10^6 x 3 1.3-1.5 against
+// 3.9-4.0), but in L2 OpenBLAS's small-matrix kernels were as fast or faster (f64 3 x
+// 4096 x 3 0.007-0.008 against 0.004-0.005, 4 x 16384 x 4 0.021-0.029 against
+// 0.019-0.028; f32 4 x 16384 x 4 0.023 against 0.019), so with such an OpenBLAS the
+// kernel takes only a long operand (all batch items) beyond L2.
 // Several workers from parallel_min_flops / kNarrowParallelScale (a multiply-add here
 // moves an element of B and one of C), pieces of the kernel's columns (two threads, f64
 // 8 x 10^6 x 8 against the wide kernel 1.64-1.77 against 1.76-2.26 ms).
@@ -795,8 +803,12 @@ Result<DotRoute> plan_dot(const DotProblem& p, const CpuCaps& caps, const DotSet
       return rows >= 2 && detail::narrow_takes(rows, K, rpv) &&
              (!f64 || rows <= rpv || rows < kNarrowF64TwoVectorsBelow);
     };
-    const bool plain = rows_ok(M) && N >= kNarrowMinColumns && om.stride == 1;
-    const bool trans = !plain && rows_ok(N) && M >= kNarrowMinColumns && on.stride == 1;
+    // Where OpenBLAS runs 512-bit kernels, only a long operand beyond L2 (see the Note).
+    auto sized = [&](int64_t long_side) {
+      return !caps.openblas_avx512 || sat_mul(sat_mul(B, K), long_side) > l2 / elem;
+    };
+    const bool plain = rows_ok(M) && N >= kNarrowMinColumns && om.stride == 1 && sized(N);
+    const bool trans = !plain && rows_ok(N) && M >= kNarrowMinColumns && on.stride == 1 && sized(M);
     if (plain || trans) {
       r.kernel = DotKernel::kNarrow;
       r.provider = GemmProvider::kNaive;

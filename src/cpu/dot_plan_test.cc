@@ -161,28 +161,34 @@ TEST(DotPlan, FewRowsFromAShortContractionKeepOpenBlas) {
 // f64 below 8 rows) with a contraction of at most 8 (4 over two vectors) against at
 // least 16 columns, C's rows contiguous, takes the narrow kernel with B at any strides;
 // C^T = B^T A^T for a small B against a row-major C. Per ISA: AVX-512 vectors hold 8 f64
-// / 16 f32, AVX2 4 / 8; below AVX2 the providers keep the products.
+// / 16 f32, AVX2 4 / 8; below AVX2 the providers keep the products; with OpenBLAS's
+// 512-bit kernels only a B beyond L2.
 TEST(DotPlan, NarrowKernelTakesASmallAAgainstManyColumns) {
+  constexpr Caps kOpenBlas512{IsaLevel::kAvx512, true, true, true};
   struct Row {
     int64_t m, n, k;
     DType dtype;
     Caps caps;
     bool narrow;
   };
-  for (const Row& r : {Row{3, 1000000, 3, DType::kF64, kAvx512, true}, Row{3, 1000000, 3, DType::kF64, kAvx2, true},
-                       Row{3, 1000000, 3, DType::kF64, kScalar, false}, Row{8, 65536, 8, DType::kF64, kAvx512, true},
-                       Row{8, 65536, 4, DType::kF64, kAvx2, false},     // two vectors, 8 rows: the wide kernel
-                       Row{6, 65536, 4, DType::kF64, kAvx2, true},      // two vectors below 8 rows
-                       Row{6, 65536, 5, DType::kF64, kAvx2, false},     // two vectors hold 4 steps
-                       Row{12, 65536, 2, DType::kF64, kAvx512, false},  // f64 over two vectors from 8 rows
-                       Row{32, 65536, 4, DType::kF32, kAvx512, true},   // f32 over two vectors
-                       Row{32, 65536, 4, DType::kF32, kAvx2, false},    // four vectors
-                       Row{16, 65536, 8, DType::kF32, kAvx512, true}, Row{20, 65536, 5, DType::kF32, kAvx512, false},
-                       Row{3, 65536, 9, DType::kF64, kAvx512, false},   // the contraction past 8
-                       Row{3, 15, 8, DType::kF64, kAvx512, false},      // fewer than 16 columns
-                       Row{1, 65536, 3, DType::kF64, kAvx512, false},   // one row
-                       Row{3, 65536, 3, DType::kC128, kAvx512, false},  // complex: the complex-short kernel's
-                       Row{3, 65536, 3, DType::kF64, kUntunedOpenBlas, true}}) {
+  for (const Row& r :
+       {Row{3, 1000000, 3, DType::kF64, kAvx512, true}, Row{3, 1000000, 3, DType::kF64, kAvx2, true},
+        Row{3, 1000000, 3, DType::kF64, kScalar, false}, Row{8, 65536, 8, DType::kF64, kAvx512, true},
+        Row{8, 65536, 4, DType::kF64, kAvx2, false},     // two vectors, 8 rows: the wide kernel
+        Row{6, 65536, 4, DType::kF64, kAvx2, true},      // two vectors below 8 rows
+        Row{6, 65536, 5, DType::kF64, kAvx2, false},     // two vectors hold 4 steps
+        Row{12, 65536, 2, DType::kF64, kAvx512, false},  // f64 over two vectors from 8 rows
+        Row{32, 65536, 4, DType::kF32, kAvx512, true},   // f32 over two vectors
+        Row{32, 65536, 4, DType::kF32, kAvx2, false},    // four vectors
+        Row{16, 65536, 8, DType::kF32, kAvx512, true}, Row{20, 65536, 5, DType::kF32, kAvx512, false},
+        Row{3, 65536, 9, DType::kF64, kAvx512, false},   // the contraction past 8
+        Row{3, 15, 8, DType::kF64, kAvx512, false},      // fewer than 16 columns
+        Row{1, 65536, 3, DType::kF64, kAvx512, false},   // one row
+        Row{3, 65536, 3, DType::kC128, kAvx512, false},  // complex: the complex-short kernel's
+        Row{3, 65536, 3, DType::kF64, kUntunedOpenBlas, true},
+        // OpenBLAS with 512-bit kernels: only B beyond L2 (512 KiB assumed).
+        Row{3, 65536, 3, DType::kF64, kOpenBlas512, true}, Row{3, 4096, 3, DType::kF64, kOpenBlas512, false},
+        Row{4, 16384, 4, DType::kF32, kOpenBlas512, false}, Row{4, 65536, 4, DType::kF32, kOpenBlas512, true}}) {
     for (const bool b_rows : {false, true}) {
       Call c = matmul(r.m, r.n, r.k, 1, r.dtype);
       if (b_rows) c.rhs = rm({r.k, r.n});
