@@ -621,6 +621,13 @@ int64_t alpha_beta_mismatches(const Tensor& lhs, const Tensor& rhs, const Config
 // alpha_beta_mismatches against `out` as it was before (-1, with the error in `first`,
 // when the call fails).
 // A random rows x cols matrix, column-major or (row_major) row-major.
+// Fills `out` (any layout) with NaN: a destination a beta = 0 product must never read.
+Result<void> fill_nan(Tensor& out) {
+  TENFERRO_TRY(const Tensor nan,
+               Tensor::full(out.dtype(), out.shape(), c128(std::numeric_limits<double>::quiet_NaN(), 0)));
+  return copy_into(CpuExecutionContext::sequential(), nan, out);
+}
+
 Tensor random_matrix(std::mt19937_64& rng, DType d, int64_t rows, int64_t cols, bool row_major) {
   return row_major ? Tensor::random_normal(d, {cols, rows}, rng()).value().permute({1, 0}).value()
                    : Tensor::random_normal(d, {rows, cols}, rng()).value();
@@ -1317,8 +1324,7 @@ TEST(DotGeneral, MatrixVectorProductsWalkTheirContractionLoops) {
           opt.conj_lhs = is_complex(d) && threads == 2;
           opt.conj_rhs = is_complex(d) && beta_zero;
           if (beta_zero) {
-            const Tensor nan = Tensor::full(d, out.shape(), c128(std::numeric_limits<double>::quiet_NaN(), 0)).value();
-            ASSERT_TRUE(copy_into(CpuExecutionContext::sequential(), nan, out));
+            ASSERT_TRUE(fill_nan(out));
           }
           std::string first;
           EXPECT_EQ(mismatches_after_call(*executor, threads, lhs, rhs, c, opt, out, eps, &first), 0)
@@ -2247,8 +2253,7 @@ TEST(DotGeneral, ShortComplexKernelMatchesTheReference) {
               variant == 3 ? random_matrix(rng, d, cs.k, cs.n, true) : strided_operand(rng, d, c.rhs_shape);
           Tensor out = Tensor::random_normal(d, {cs.m + 5, cs.n}, rng()).value().slice(0, 0, cs.m, 1).value();
           if (beta_zero) {
-            const Tensor nan = Tensor::full(d, out.shape(), c128(std::numeric_limits<double>::quiet_NaN(), 0)).value();
-            ASSERT_TRUE(copy_into(CpuExecutionContext::sequential(), nan, out));
+            ASSERT_TRUE(fill_nan(out));
           }
           DotOptions opt;
           opt.conj_lhs = conj_lhs;
@@ -2294,8 +2299,7 @@ TEST(DotGeneral, ShortComplexKernelMatchesTheReference) {
           opt.conj_rhs = variant != 0;
           opt.parallel_min_flops = 1;
           if (variant == 0) {
-            const Tensor nan = Tensor::full(d, out.shape(), c128(std::numeric_limits<double>::quiet_NaN(), 0)).value();
-            ASSERT_TRUE(copy_into(CpuExecutionContext::sequential(), nan, out));
+            ASSERT_TRUE(fill_nan(out));
           }
           SCOPED_TRACE(std::string(isa_name(isa)) + " " + std::string(dtype_name(d)) + " strided C^T " +
                        std::to_string(cs.m) + "x" + std::to_string(cs.n) + "x" + std::to_string(cs.k) + " variant " +
@@ -2420,8 +2424,7 @@ TEST(DotGeneral, OpenBlasMatrixVectorCallsMatchTheReference) {
                             : Tensor::random_normal(d, {m, n}, rng()).value();
         const bool beta_zero = variant % 3 == 0;
         if (beta_zero) {
-          const Tensor nan = Tensor::full(d, out.shape(), c128(std::numeric_limits<double>::quiet_NaN(), 0)).value();
-          ASSERT_TRUE(copy_into(CpuExecutionContext::sequential(), nan, out));
+          ASSERT_TRUE(fill_nan(out));
         }
         DotOptions opt;
         opt.provider = GemmProvider::kOpenBlas;
@@ -2496,8 +2499,7 @@ TEST(DotGeneral, NarrowKernelMatchesTheReference) {
           Tensor out = gaps ? Tensor::random_normal(d, {cs.m + 3, cs.n}, rng()).value().slice(0, 0, cs.m, 1).value()
                             : Tensor::random_normal(d, {cs.m, cs.n}, rng()).value();
           if (beta_zero) {
-            const Tensor nan = Tensor::full(d, out.shape(), c128(std::numeric_limits<double>::quiet_NaN(), 0)).value();
-            ASSERT_TRUE(copy_into(CpuExecutionContext::sequential(), nan, out));
+            ASSERT_TRUE(fill_nan(out));
           }
           DotOptions opt;
           opt.alpha = c128(0.75, 0);
